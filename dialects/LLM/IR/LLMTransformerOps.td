@@ -1,0 +1,156 @@
+//===- LLMTransformerOps.td - transformer-level operations -*- tablegen -*-===//
+//
+// The operations that llmc-raise-transformer recognises in graph-level IR.
+// Their semantics and layouts are defined here (not by ONNX). Activations
+// use the [batch, seq, heads, head_dim] (BSHD) layout; weights the PyTorch
+// [out_features, in_features] layout.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_DIALECTS_LLM_IR_LLMTRANSFORMEROPS_TD
+#define LLMC_DIALECTS_LLM_IR_LLMTRANSFORMEROPS_TD
+
+def LLM_EmbeddingOp : LLM_InferredOp<"embedding"> {
+  let summary = "token embedding lookup";
+  let description = [{
+    `table` is [vocab, hidden]; `ids` (i32/i64) of any shape; the result is
+    ids.shape + [hidden]. An id outside [0, vocab) is an error at run time.
+
+    ```mlir
+    %h = llm.embedding %table, %ids : (tensor<32000x4096xf16>, tensor<?x?xi64>) -> tensor<?x?x4096xf16>
+    ```
+  }];
+  let arguments = (ins LLM_FloatTensor:$table, LLM_IndexTensor:$ids);
+  let results = (outs LLM_FloatTensor:$output);
+}
+
+def LLM_RmsNormOp : LLM_InferredOp<"rms_norm"> {
+  let summary = "RMS normalisation over the last dimension";
+  let description = [{
+    y = x / sqrt(mean(x^2) + epsilon) * (weight + weight_offset), computed in
+    f32; `weight` is [hidden]. `weight_offset = 1` expresses Gemma's
+    (1 + w) scaling.
+
+    ```mlir
+    %y = llm.rms_norm %x, %w {epsilon = 1.0e-06 : f32} : (tensor<?x?x64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+    ```
+  }];
+  let arguments = (ins LLM_FloatTensor:$x, LLM_FloatTensor:$weight,
+                   DefaultValuedAttr<F32Attr, "1.0e-06">:$epsilon,
+                   DefaultValuedAttr<F32Attr, "0.0">:$weight_offset);
+  let results = (outs LLM_FloatTensor:$output);
+  let inferImpl = [{
+      return ::mlir::llmc::inferSameAsOperand(loc, adaptor.getOperands(), 0, types);
+  }];
+  let hasVerifier = 1;
+}
+
+def LLM_LayerNormOp : LLM_InferredOp<"layer_norm"> {
+  let summary = "layer normalisation over the last dimension";
+  let description = [{
+    y = (x - mean(x)) / sqrt(var(x) + epsilon) * weight + bias, computed in
+    f32; `weight` and `bias` (optional) are [hidden].
+  }];
+  let arguments = (ins LLM_FloatTensor:$x, LLM_FloatTensor:$weight,
+                   LLM_OptFloatTensor:$bias,
+                   DefaultValuedAttr<F32Attr, "1.0e-05">:$epsilon);
+  let results = (outs LLM_FloatTensor:$output);
+  let inferImpl = [{
+      return ::mlir::llmc::inferSameAsOperand(loc, adaptor.getOperands(), 0, types);
+  }];
+  let hasVerifier = 1;
+}
+
+def LLM_RopeOp : LLM_InferredOp<"rope"> {
+  let summary = "rotary position embedding";
+  let description = [{
+    `x` is [B, S, N, D]; `cos` and `sin` are [max_pos, R/2] tables with
+    R = `rotary_dim` (0 means D) and `positions` [B, S] holds each token's
+    position. The first R channels of every head are rotated: pairs
+    (i, i + R/2) when `interleaved = false` (GPT-NeoX / Llama half rotation),
+    pairs (2i, 2i + 1) when true (GPT-J); channels [R, D) pass through:
+
+      out1 = x1 * cos[p, i] - x2 * sin[p, i]
+      out2 = x2 * cos[p, i] + x1 * sin[p, i]
+  }];
+  let arguments = (ins LLM_FloatTensor:$x, LLM_FloatTensor:$cos, LLM_FloatTensor:$sin,
+                   LLM_IndexTensor:$positions,
+                   DefaultValuedAttr<BoolAttr, "false">:$interleaved,
+                   DefaultValuedAttr<LLM_I64Attr, "0">:$rotary_dim);
+  let results = (outs LLM_FloatTensor:$output);
+  let inferImpl = [{
+      return ::mlir::llmc::inferSameAsOperand(loc, adaptor.getOperands(), 0, types);
+  }];
+  let hasVerifier = 1;
+}
+
+def LLM_AttentionOp : LLM_InferredOp<"attention"> {
+  let summary = "scaled dot-product attention (MHA, GQA, MQA)";
+  let description = [{
+    `q` is [B, Sq, Hq, D], `k` [B, Skv, Hkv, D], `v` [B, Skv, Hkv, Dv]; the
+    result is [B, Sq, Hq, Dv]. Query head h reads key/value head
+    h / (Hq / Hkv). Scores are `scale` * q.k, then `softcap` * tanh(s /
+    softcap) when softcap > 0, then the optional `mask` is applied (i1: false
+    removes the key; float: added), then softmax over the keys in f32.
+
+    Query i sits at absolute position Skv - Sq + i (keys are the whole
+    sequence so far). `causal` removes keys after that position; `window`
+    > 0 also removes keys at or before position - window (sliding window of
+    `window` keys). A query with no key left yields zeros.
+
+    ```mlir
+    %o = llm.attention %q, %k, %v, %none {num_heads = 32, num_kv_heads = 8, causal = true, scale = 0.0883883461 : f32}
+        : (tensor<1x?x32x128xf16>, tensor<1x?x8x128xf16>, tensor<1x?x8x128xf16>, none) -> tensor<1x?x32x128xf16>
+    ```
+  }];
+  let arguments = (ins LLM_FloatTensor:$q, LLM_FloatTensor:$k, LLM_FloatTensor:$v,
+                   LLM_OptTensor:$mask,
+                   LLM_I64Attr:$num_heads, LLM_I64Attr:$num_kv_heads,
+                   DefaultValuedAttr<BoolAttr, "false">:$causal,
+                   DefaultValuedAttr<LLM_I64Attr, "0">:$window,
+                   F32Attr:$scale,
+                   DefaultValuedAttr<F32Attr, "0.0">:$softcap);
+  let results = (outs LLM_FloatTensor:$output);
+  let hasVerifier = 1;
+}
+
+def LLM_LinearOp : LLM_InferredOp<"linear"> {
+  let summary = "x W^T (+ b)";
+  let description = [{
+    `x` is [..., K], `weight` [N, K], `bias` (optional) [N]; the result is
+    [..., N], accumulated in f32.
+  }];
+  let arguments = (ins LLM_FloatTensor:$x, LLM_FloatTensor:$weight,
+                   LLM_OptFloatTensor:$bias);
+  let results = (outs LLM_FloatTensor:$output);
+}
+
+def LLM_GeluOp : LLM_InferredOp<"gelu"> {
+  let summary = "GELU activation (erf or tanh approximation)";
+  let arguments = (ins LLM_FloatTensor:$x,
+                   DefaultValuedAttr<BoolAttr, "false">:$approximate_tanh);
+  let results = (outs LLM_FloatTensor:$output);
+  let inferImpl = [{
+      return ::mlir::llmc::inferSameAsOperand(loc, adaptor.getOperands(), 0, types);
+  }];
+}
+
+def LLM_SiluOp : LLM_InferredOp<"silu"> {
+  let summary = "SiLU activation: x * sigmoid(x)";
+  let arguments = (ins LLM_FloatTensor:$x);
+  let results = (outs LLM_FloatTensor:$output);
+  let inferImpl = [{
+      return ::mlir::llmc::inferSameAsOperand(loc, adaptor.getOperands(), 0, types);
+  }];
+}
+
+def LLM_SwigluOp : LLM_InferredOp<"swiglu"> {
+  let summary = "SwiGLU gate: silu(gate) * up";
+  let arguments = (ins LLM_FloatTensor:$gate, LLM_FloatTensor:$up);
+  let results = (outs LLM_FloatTensor:$output);
+  let inferImpl = [{
+      return ::mlir::llmc::inferSameAsOperand(loc, adaptor.getOperands(), 0, types);
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // LLMC_DIALECTS_LLM_IR_LLMTRANSFORMEROPS_TD
