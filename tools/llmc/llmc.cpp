@@ -1,0 +1,287 @@
+//===- llmc.cpp - the llmc command-line driver ----------------------------===//
+//
+//   llmc import model.onnx [-o out.mlir]   print the imported llm dialect IR
+//   llmc check model.onnx [--json]         pre-flight report of a model
+//
+// Every command takes --help. Errors go to stderr as one line per problem
+// ("llmc: <file>: <what>"), and the exit status is non-zero.
+//
+//===----------------------------------------------------------------------===//
+#include "python-free-frontend/ModelSummary.h"
+#include "python-free-frontend/OnnxImporter.h"
+#include "python-free-frontend/OnnxModel.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OperationSupport.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+
+using namespace mlir;
+using namespace mlir::llmc;
+namespace cl = llvm::cl;
+
+#ifndef LLMC_VERSION
+#define LLMC_VERSION "0.0.0"
+#endif
+
+namespace {
+
+cl::OptionCategory llmcCategory("llmc options");
+
+// --- llmc import -------------------------------------------------------------
+cl::SubCommand importCmd("import", "Import an ONNX model and print its llm dialect IR");
+cl::opt<std::string> importInput(cl::Positional, cl::desc("<model.onnx>"), cl::Required,
+                                 cl::sub(importCmd), cl::cat(llmcCategory));
+cl::opt<std::string> importOutput("o", cl::desc("Write the IR to <file> (default: stdout)"),
+                                  cl::value_desc("file"), cl::init("-"), cl::sub(importCmd),
+                                  cl::cat(llmcCategory));
+cl::opt<bool> importKeepWeights(
+    "keep-weights",
+    cl::desc("Print weight blobs in full (the output can then be parsed back); "
+             "by default blobs over 64 bytes are elided"),
+    cl::init(false), cl::sub(importCmd), cl::cat(llmcCategory));
+cl::opt<bool> importDebugInfo("debug-info",
+                              cl::desc("Print locations (the ONNX node of every operation)"),
+                              cl::init(false), cl::sub(importCmd), cl::cat(llmcCategory));
+
+// --- llmc check --------------------------------------------------------------
+cl::SubCommand checkCmd("check",
+                        "Pre-flight report: producer, opsets, operators, inputs and outputs, "
+                        "parameters, architecture, and every unsupported operator");
+cl::opt<std::string> checkInput(cl::Positional, cl::desc("<model.onnx>"), cl::Required,
+                                cl::sub(checkCmd), cl::cat(llmcCategory));
+cl::opt<bool> checkJson("json", cl::desc("Print the report as JSON"), cl::init(false),
+                        cl::sub(checkCmd), cl::cat(llmcCategory));
+
+int fail(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), "llmc") << message << "\n";
+  return 1;
+}
+
+int fail(llvm::Error error) { return fail(llvm::toString(std::move(error))); }
+
+std::unique_ptr<MLIRContext> makeContext() {
+  DialectRegistry registry;
+  registerImportDialects(registry);
+  auto ctx = std::make_unique<MLIRContext>(registry);
+  ctx->loadAllAvailableDialects();
+  return ctx;
+}
+
+int runImport() {
+  auto model = OnnxModel::loadFile(importInput);
+  if (!model)
+    return fail(model.takeError());
+  auto ctx = makeContext();
+  auto module = importOnnxModel(*ctx, **model);
+  if (!module)
+    return fail(module.takeError());
+  std::string error;
+  auto out = mlir::openOutputFile(importOutput, &error);
+  if (!out)
+    return fail(error);
+  OpPrintingFlags flags;
+  if (!importKeepWeights)
+    flags.elideLargeResourceString(64);
+  if (importDebugInfo)
+    flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
+  (*module)->print(out->os(), flags);
+  out->os() << "\n";
+  out->keep();
+  return 0;
+}
+
+std::string joinDims(const ModelSummary::ValueSummary &v) {
+  if (!v.ranked)
+    return v.dtype + "[unranked]";
+  std::string s = v.dtype + "[";
+  for (size_t i = 0; i < v.dims.size(); ++i)
+    s += (i ? ", " : "") + v.dims[i];
+  return s + "]";
+}
+
+std::string humanBytes(uint64_t bytes) {
+  char buf[64];
+  if (bytes >= (uint64_t(1) << 30))
+    snprintf(buf, sizeof(buf), "%.2f GiB", double(bytes) / double(uint64_t(1) << 30));
+  else if (bytes >= (uint64_t(1) << 20))
+    snprintf(buf, sizeof(buf), "%.2f MiB", double(bytes) / double(uint64_t(1) << 20));
+  else if (bytes >= 1024)
+    snprintf(buf, sizeof(buf), "%.2f KiB", double(bytes) / 1024.0);
+  else
+    snprintf(buf, sizeof(buf), "%llu B", (unsigned long long)bytes);
+  return buf;
+}
+
+llvm::json::Value valueJson(const ModelSummary::ValueSummary &v) {
+  llvm::json::Array dims;
+  for (const std::string &d : v.dims)
+    dims.push_back(d);
+  llvm::json::Object o{{"name", v.name}, {"dtype", v.dtype}};
+  if (v.ranked)
+    o["shape"] = std::move(dims);
+  else
+    o["shape"] = nullptr;
+  return o;
+}
+
+int runCheck() {
+  auto model = OnnxModel::loadFile(checkInput);
+  if (!model)
+    return fail(model.takeError());
+  auto summary = summarizeModel(**model);
+  if (!summary)
+    return fail(summary.takeError());
+  std::vector<UnsupportedNode> unsupported = findUnsupportedNodes(**model);
+  bool blocking = llvm::any_of(unsupported, [](const UnsupportedNode &u) {
+    return u.kind != UnsupportedNode::UnsupportedFeature;
+  });
+  // With every operator known, import the whole graph: that checks every
+  // tensor, attribute and shape the compiler will rely on.
+  std::string importError;
+  if (!blocking) {
+    auto ctx = makeContext();
+    auto module = importOnnxModel(*ctx, **model);
+    if (!module)
+      importError = llvm::toString(module.takeError());
+  }
+  bool ok = unsupported.empty() && importError.empty();
+  const ModelSummary &s = *summary;
+
+  if (checkJson) {
+    llvm::json::Object root;
+    root["model"] = std::string((*model)->path());
+    root["producer"] = s.producer;
+    root["ir_version"] = s.irVersion;
+    root["graph_name"] = s.graphName;
+    llvm::json::Object opsets;
+    for (auto &[d, v] : s.opsets)
+      opsets[d] = v;
+    root["opsets"] = std::move(opsets);
+    root["num_nodes"] = int64_t(s.numNodes);
+    llvm::json::Object ops;
+    for (auto &[op, n] : s.opHistogram)
+      ops[op] = n;
+    root["op_histogram"] = std::move(ops);
+    llvm::json::Array inputs, outputs;
+    for (auto &v : s.inputs)
+      inputs.push_back(valueJson(v));
+    for (auto &v : s.outputs)
+      outputs.push_back(valueJson(v));
+    root["inputs"] = std::move(inputs);
+    root["outputs"] = std::move(outputs);
+    llvm::json::Object params{{"count", int64_t(s.parameterCount)},
+                              {"bytes", int64_t(s.parameterBytes)},
+                              {"external_bytes", int64_t(s.externalBytes)}};
+    llvm::json::Object byType;
+    for (auto &[t, totals] : s.parameters)
+      byType[t] = llvm::json::Object{{"count", int64_t(totals.elements)},
+                                     {"bytes", int64_t(totals.bytes)},
+                                     {"tensors", int64_t(totals.tensors)}};
+    params["by_dtype"] = std::move(byType);
+    root["parameters"] = std::move(params);
+    llvm::json::Object arch;
+    arch["family"] = s.family.empty() ? llvm::json::Value(nullptr) : llvm::json::Value(s.family);
+    arch["source"] = s.familySource.empty() ? llvm::json::Value(nullptr)
+                                            : llvm::json::Value(s.familySource);
+    arch["num_layers"] = s.numLayers >= 0 ? llvm::json::Value(s.numLayers)
+                                          : llvm::json::Value(nullptr);
+    llvm::json::Array features;
+    for (auto &f : s.features)
+      features.push_back(f);
+    arch["features"] = std::move(features);
+    root["architecture"] = std::move(arch);
+    llvm::json::Array unsup;
+    for (const UnsupportedNode &u : unsupported) {
+      const char *kind = u.kind == UnsupportedNode::UnknownOp          ? "unknown_op"
+                         : u.kind == UnsupportedNode::UnsupportedOpset ? "unsupported_opset"
+                                                                       : "unsupported_feature";
+      unsup.push_back(llvm::json::Object{{"kind", kind},
+                                         {"domain", u.domain.empty() ? "ai.onnx" : u.domain},
+                                         {"op_type", u.opType},
+                                         {"opset", u.opset},
+                                         {"node", u.node},
+                                         {"reason", u.reason}});
+    }
+    root["unsupported"] = std::move(unsup);
+    root["import_error"] =
+        importError.empty() ? llvm::json::Value(nullptr) : llvm::json::Value(importError);
+    root["ok"] = ok;
+    llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
+    return ok ? 0 : 1;
+  }
+
+  llvm::raw_ostream &os = llvm::outs();
+  os << "model:        " << (*model)->path() << "\n";
+  os << "producer:     " << (s.producer.empty() ? "(none)" : s.producer) << "\n";
+  os << "ir version:   " << s.irVersion << "\n";
+  os << "opsets:       ";
+  for (size_t i = 0; i < s.opsets.size(); ++i)
+    os << (i ? ", " : "") << s.opsets[i].first << " " << s.opsets[i].second;
+  os << "\n";
+  os << "architecture: " << (s.family.empty() ? "unknown" : s.family);
+  if (!s.familySource.empty())
+    os << " (from " << s.familySource << ")";
+  if (s.numLayers >= 0)
+    os << ", " << s.numLayers << " layers";
+  if (!s.features.empty()) {
+    os << "; ";
+    for (size_t i = 0; i < s.features.size(); ++i)
+      os << (i ? ", " : "") << s.features[i];
+  }
+  os << "\n";
+  os << "inputs:\n";
+  for (auto &v : s.inputs)
+    os << "  " << v.name << ": " << joinDims(v) << "\n";
+  os << "outputs:\n";
+  for (auto &v : s.outputs)
+    os << "  " << v.name << ": " << joinDims(v) << "\n";
+  os << "parameters:   " << s.parameterCount << " (" << humanBytes(s.parameterBytes);
+  if (s.externalBytes)
+    os << ", " << humanBytes(s.externalBytes) << " external";
+  os << ")\n";
+  for (auto &[t, totals] : s.parameters)
+    os << "  " << t << ": " << totals.elements << " in " << totals.tensors << " tensors ("
+       << humanBytes(totals.bytes) << ")\n";
+  os << "operators:    " << s.numNodes << " nodes\n";
+  for (auto &[op, n] : s.opHistogram)
+    os << "  " << op << " x" << n << "\n";
+  if (!unsupported.empty())
+    os << "unsupported:  " << unsupported.size() << " node(s)\n"
+       << formatUnsupported(unsupported) << "\n";
+  if (!importError.empty())
+    os << "import:       failed: " << importError << "\n";
+  os << "status:       " << (ok ? "ok" : "NOT SUPPORTED") << "\n";
+  return ok ? 0 : 1;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::SetVersionPrinter([](llvm::raw_ostream &os) { os << "llmc " LLMC_VERSION "\n"; });
+  cl::HideUnrelatedOptions(llmcCategory, cl::SubCommand::getTopLevel());
+  cl::HideUnrelatedOptions(llmcCategory, importCmd);
+  cl::HideUnrelatedOptions(llmcCategory, checkCmd);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "llmc: ahead-of-time compiler for transformer language models\n\n"
+                              "  llmc import model.onnx [-o out.mlir]\n"
+                              "  llmc check model.onnx [--json]\n\n"
+                              "Run `llmc <command> --help` for a command's options.\n");
+  if (importCmd)
+    return runImport();
+  if (checkCmd)
+    return runCheck();
+  llvm::errs() << "llmc: no command given; run `llmc --help`\n";
+  return 1;
+}
