@@ -3,9 +3,11 @@
 #define LLMC_DIALECTS_LLM_IR_LLMATTRS_TD
 
 include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/TensorEncoding.td"
 include "dialects/LLM/IR/LLMDialect.td"
 
-def LLM_DimsAttr : AttrDef<LLM_Dialect, "Dims"> {
+def LLM_DimsAttr : AttrDef<LLM_Dialect, "Dims",
+    [DeclareAttrInterfaceMethods<VerifiableTensorEncoding>]> {
   let mnemonic = "dims";
   let summary = "symbolic names of the dimensions of a tensor";
   let description = [{

@@ -91,6 +91,19 @@ LogicalResult DimsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+LogicalResult
+DimsAttr::verifyEncoding(ArrayRef<int64_t> shape, Type,
+                         function_ref<InFlightDiagnostic()> emitError) const {
+  if (getNames().size() != shape.size())
+    return emitError() << "#llm.dims has " << getNames().size()
+                       << " entries for a tensor of rank " << shape.size();
+  for (auto [size, name] : llvm::zip(shape, getNames()))
+    if (!ShapedType::isDynamic(size) && !name.getValue().empty())
+      return emitError() << "#llm.dims names static dimension of size " << size
+                         << " ('" << name.getValue() << "'); only dynamic ones have names";
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // ONNX data types
 //===----------------------------------------------------------------------===//

@@ -8,6 +8,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/TensorEncoding.h"
 
 #include "dialects/LLM/IR/LLMDialect.h.inc"
 

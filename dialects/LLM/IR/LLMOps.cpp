@@ -1313,6 +1313,17 @@ FailureOr<std::array<int64_t, 3>> msAttentionHiddenSizes(std::optional<Location>
 }
 
 Dim dimOrDynamic(int64_t v) { return ShapedType::isDynamic(v) ? Dim::dynamic() : Dim::fixed(v); }
+
+/// The total sequence length seen by a raw attention mask ([B, T] or
+/// [B, S, T]), when `total` is not already known.
+Dim totalFromMask(Value mask, Dim total) {
+  if (total.isStatic() || total.name || isNone(mask))
+    return total;
+  MaybeShape m = shapeOf(mask);
+  if (m && (m->size() == 2 || m->size() == 3))
+    return m->back();
+  return total;
+}
 } // namespace
 
 LogicalResult MsAttentionOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
@@ -1346,6 +1357,8 @@ LogicalResult MsAttentionOp::inferReturnTypes(MLIRContext *, std::optional<Locat
       return success();
     }
     total = past ? addDims((*past)[3], s) : Dim::dynamic();
+    // A raw [B, T] or [B, S, T] mask spans the total sequence.
+    total = totalFromMask(adaptor.getMaskIndex(), total);
   }
   types.push_back(makeTensorType(Shape{Dim::fixed(2), b, Dim::fixed(n), total, head},
                                  elementType));
@@ -1450,6 +1463,7 @@ LogicalResult MsMultiHeadAttentionOp::inferReturnTypes(
     if (past && past->size() != 4)
       return emitInferenceError(loc, "past_key must have rank 4");
     total = past ? addDims((*past)[2], view->kvSeq) : Dim::dynamic();
+    total = totalFromMask(adaptor.getKeyPaddingMask(), total);
   }
   types.push_back(makeTensorType(Shape{view->batch, view->seq, view->vHidden}, elementType));
   types.push_back(makeTensorType(Shape{view->batch, Dim::fixed(n), total, view->headSize},

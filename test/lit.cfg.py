@@ -1,0 +1,25 @@
+# lit configuration for llmc's FileCheck tests (dialect, importer, tools).
+import os
+import sys
+
+import lit.formats
+
+config.name = "llmc"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".mlir", ".textproto", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.llmc_obj_root, "test")
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unit",
+                   "fixtures", "Inputs"]
+
+# Tools are found on PATH: llmc and llmc-opt from the build, FileCheck and
+# not from LLVM 19.
+config.environment["PATH"] = os.pathsep.join(
+    [config.llmc_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
+config.substitutions.append(("%shared", config.llmc_shared_dir))
+config.substitutions.append(("%llmc_obj_root", config.llmc_obj_root))
+config.substitutions.append(("%python", sys.executable))
+
+# Models from other exporters live beside the checkout (../shared/models).
+if os.path.isdir(os.path.join(config.llmc_shared_dir, "models")):
+    config.available_features.add("shared-models")
