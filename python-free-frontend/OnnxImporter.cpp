@@ -76,6 +76,9 @@ private:
   LogicalResult importNode(const onnx::NodeProto &node);
   Location nodeLocation(const onnx::NodeProto &node);
   llvm::Error takeError(const std::string &context);
+  /// The message of `error` without the "<model>: " prefix, for contexts
+  /// that name the model themselves.
+  std::string withoutModelPrefix(llvm::Error error);
   FailureOr<Type> graphValueType(const onnx::ValueInfoProto &value, StringRef what);
 
   Block *entry = nullptr;
@@ -86,6 +89,14 @@ private:
 };
 
 } // namespace mlir::llmc
+
+std::string ModelImporter::withoutModelPrefix(llvm::Error error) {
+  std::string message = llvm::toString(std::move(error));
+  StringRef m(message);
+  if (m.starts_with(model.path()))
+    m = m.drop_front(model.path().size()).ltrim(": ");
+  return m.str();
+}
 
 Location ModelImporter::nodeLocation(const onnx::NodeProto &node) {
   std::string name = !node.name().empty() ? node.name()
@@ -99,9 +110,9 @@ Location ModelImporter::nodeLocation(const onnx::NodeProto &node) {
 llvm::Error ModelImporter::takeError(const std::string &context) {
   std::string text = context;
   if (diagnostics.empty())
-    text += ": import failed";
+    text += context.empty() ? "import failed" : ": import failed";
   for (size_t i = 0; i < diagnostics.size(); ++i)
-    text += (i ? "; " : ": ") + diagnostics[i];
+    text += (i || context.empty() ? (i ? "; " : "") : ": ") + diagnostics[i];
   diagnostics.clear();
   return model.error(text);
 }
@@ -135,14 +146,8 @@ FailureOr<ElementsAttr> ModelImporter::convertTensor(const onnx::TensorProto &te
                                                      StringRef resourceName,
                                                      Location loc) {
   auto data = model.tensorData(tensor);
-  if (!data) {
-    std::string message = llvm::toString(data.takeError());
-    // Drop the "<model>: " prefix: the caller's context names the model.
-    StringRef m(message);
-    if (m.starts_with(model.path()))
-      m = m.drop_front(model.path().size()).ltrim(": ");
-    return emitError(loc) << m;
-  }
+  if (!data)
+    return emitError(loc) << withoutModelPrefix(data.takeError());
   Type elementType = getElementTypeForOnnx(&ctx, data->dataType);
   if (!elementType)
     return emitError(loc) << "tensor '" << tensor.name() << "' has unsupported data type "
@@ -220,9 +225,14 @@ LogicalResult ModelImporter::bind(const std::string &name, Value value, Location
 
 FailureOr<Type> ModelImporter::graphValueType(const onnx::ValueInfoProto &value,
                                               StringRef what) {
+  if (what == "graph output" && (!value.has_type() ||
+                                 (value.type().has_tensor_type() &&
+                                  value.type().tensor_type().elem_type() == 0 &&
+                                  !value.type().tensor_type().has_shape())))
+    return Type(); // an untyped output takes the computed type
   auto vt = model.valueType(value, what);
   if (!vt) {
-    diagnostics.push_back(llvm::toString(vt.takeError()));
+    diagnostics.push_back(withoutModelPrefix(vt.takeError()));
     return failure();
   }
   Type elementType = getElementTypeForOnnx(&ctx, vt->elemType);
@@ -295,7 +305,7 @@ llvm::Expected<OwningOpRef<ModuleOp>> ModelImporter::run() {
   for (const onnx::ValueInfoProto *in : model.realInputs()) {
     FailureOr<Type> t = graphValueType(*in, "graph input");
     if (failed(t))
-      return takeError("graph input '" + in->name() + "'");
+      return takeError("");
     argTypes.push_back(*t);
     argAttrs.push_back(b.getDictionaryAttr(
         {b.getNamedAttr("llm.name", b.getStringAttr(in->name()))}));
@@ -326,8 +336,14 @@ llvm::Expected<OwningOpRef<ModuleOp>> ModelImporter::run() {
       return takeError("graph output '" + out.name() + "'");
     FailureOr<Type> declared = graphValueType(out, "graph output");
     if (failed(declared))
-      return takeError("graph output '" + out.name() + "'");
+      return takeError("");
     Type actual = v->getType();
+    if (!*declared) {
+      results.push_back(*v);
+      resultAttrs.push_back(b.getDictionaryAttr(
+          {b.getNamedAttr("llm.name", b.getStringAttr(out.name()))}));
+      continue;
+    }
     if (getElementTypeOrSelf(*declared) != getElementTypeOrSelf(actual) ||
         !areCompatibleReturnTypes(*declared, actual))
       return model.error("graph output '" + out.name() + "' is declared as " +

@@ -388,6 +388,8 @@ OnnxModel::externalBytes(const onnx::TensorProto &t, uint64_t expectedBytes,
     if (std::error_code ec = llvm::sys::fs::real_path(full, realFile))
       return error(what + ": external data file '" + location + "' not found (" +
                    ec.message() + ")");
+    if (realFile == realDir)
+      return error(what + ": external data '" + location + "' is not a regular file");
     if (!StringRef(realFile).starts_with(realDir.str().str() + "/"))
       return error(what + ": external data location '" + location +
                    "' resolves outside the model's folder");

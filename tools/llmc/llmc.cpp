@@ -124,9 +124,17 @@ std::string humanBytes(uint64_t bytes) {
 }
 
 llvm::json::Value valueJson(const ModelSummary::ValueSummary &v) {
+  // Static dims as numbers, symbolic ones by name, unknown ones as null.
   llvm::json::Array dims;
-  for (const std::string &d : v.dims)
-    dims.push_back(d);
+  for (const std::string &d : v.dims) {
+    int64_t size;
+    if (d == "?")
+      dims.push_back(nullptr);
+    else if (!llvm::StringRef(d).getAsInteger(10, size))
+      dims.push_back(size);
+    else
+      dims.push_back(d);
+  }
   llvm::json::Object o{{"name", v.name}, {"dtype", v.dtype}};
   if (v.ranked)
     o["shape"] = std::move(dims);
