@@ -12,6 +12,8 @@
 
 #include "python-free-frontend/OnnxModel.h"
 
+#include "dialects/LLM/IR/ShapeInference.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/OperationSupport.h"
@@ -75,6 +77,9 @@ public:
     llvm::SmallVector<Type> types;
     if (failed(OpTy::inferReturnTypes(ctx, location, adaptor, types)))
       return failure();
+    for (Type t : types)
+      if (failed(checkTypeLimits(location, t)))
+        return failure();
     OperationState state(location, OpTy::getOperationName(), operands, types,
                          attrs.getAttrs());
     Operation *op = builder().create(state);

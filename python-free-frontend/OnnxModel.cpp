@@ -1,6 +1,7 @@
 //===- OnnxModel.cpp - a validated, topologically sorted ONNX model ------===//
 #include "python-free-frontend/OnnxModel.h"
 
+#include "dialects/LLM/IR/Limits.h"
 #include "dialects/LLM/IR/OnnxDataType.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -27,8 +28,6 @@ using llvm::Twine;
 
 namespace {
 
-// A dimension above this is taken as a corrupt file rather than a model.
-constexpr int64_t kMaxDim = int64_t(1) << 48;
 // Protobuf's own hard limit for a serialized message.
 constexpr uint64_t kMaxProtoBytes = uint64_t(INT_MAX);
 
@@ -306,11 +305,14 @@ llvm::Error OnnxModel::checkTensor(const onnx::TensorProto &t, StringRef what) c
   const OnnxDataTypeInfo *info = lookupOnnxDataType(t.data_type());
   if (!info || t.data_type() == 0)
     return error(what + " has invalid data type " + Twine(t.data_type()));
+  if (t.dims_size() > kMaxRank)
+    return error(what + " has rank " + Twine(t.dims_size()) + ", beyond llmc's limit of " +
+                 Twine(kMaxRank));
   uint64_t count = 1;
   for (int64_t d : t.dims()) {
-    if (d < 0 || d > kMaxDim)
+    if (d < 0 || d > kMaxDimSize)
       return error(what + " has invalid dimension " + Twine(d));
-    if (__builtin_mul_overflow(count, uint64_t(d), &count) || count > uint64_t(kMaxDim))
+    if (__builtin_mul_overflow(count, uint64_t(d), &count) || count > uint64_t(kMaxDimSize))
       return error(what + " has an element count that overflows");
   }
   if (t.has_segment())
@@ -501,9 +503,12 @@ llvm::Expected<OnnxValueType> OnnxModel::valueType(const onnx::ValueInfoProto &v
     return error(what + " '" + value.name() + "' has unsupported element type " +
                  onnxDataTypeName(out.elemType));
   out.hasShape = tt.has_shape();
+  if (tt.shape().dim_size() > kMaxRank)
+    return error(what + " '" + value.name() + "' has rank " + Twine(tt.shape().dim_size()) +
+                 ", beyond llmc's limit of " + Twine(kMaxRank));
   for (const onnx::TensorShapeProto::Dimension &d : tt.shape().dim()) {
     if (d.has_dim_value()) {
-      if (d.dim_value() < 0 || d.dim_value() > kMaxDim)
+      if (d.dim_value() < 0 || d.dim_value() > kMaxDimSize)
         return error(what + " '" + value.name() + "' has invalid dimension " +
                      Twine(d.dim_value()));
       out.dims.push_back(d.dim_value());

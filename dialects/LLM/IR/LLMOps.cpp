@@ -23,6 +23,9 @@ using namespace mlir::llmc;
 
 namespace {
 
+/// Split into more parts than this is taken as a corrupt model.
+constexpr int64_t kMaxSplitOutputs = 4096;
+
 Type elementOf(Value v) { return getElementTypeOrSelf(v.getType()); }
 MaybeShape shapeOf(Value v) { return getShape(v.getType()); }
 
@@ -68,15 +71,22 @@ FailureOr<Dim> divideDim(std::optional<Location> loc, Dim d, int64_t n,
   return Dim::fixed(d.size / n);
 }
 
+/// d * n; sizes beyond llmc's limits become unknown (checkTypeLimits and the
+/// runtime reject them where they matter).
 Dim multiplyDim(Dim d, int64_t n) {
   if (n == 1)
     return d;
-  return d.isStatic() ? Dim::fixed(d.size * n) : Dim::dynamic();
+  if (!d.isStatic())
+    return Dim::dynamic();
+  std::optional<int64_t> r = boundedMul(d.size, n);
+  return r ? Dim::fixed(*r) : Dim::dynamic();
 }
 
 Dim addDims(Dim a, Dim b) {
-  if (a.isStatic() && b.isStatic())
-    return Dim::fixed(a.size + b.size);
+  if (a.isStatic() && b.isStatic()) {
+    std::optional<int64_t> r = boundedAdd(a.size, b.size);
+    return r ? Dim::fixed(*r) : Dim::dynamic();
+  }
   if (a.isStatic() && a.size == 0)
     return b;
   if (b.isStatic() && b.size == 0)
@@ -534,6 +544,8 @@ LogicalResult OnnxReshapeOp::inferReturnTypes(MLIRContext *, std::optional<Locat
     types.push_back(UnrankedTensorType::get(elementType));
     return success();
   }
+  if (failed(checkRank(loc, *n)))
+    return failure();
   std::optional<SmallVector<int64_t>> values = getConstantInts(adaptor.getShape());
   if (!values) {
     types.push_back(makeDynamicTensorType(*n, elementType));
@@ -736,27 +748,33 @@ LogicalResult OnnxSplitOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
     if (adaptor.getNumOutputs())
       return emitInferenceError(loc, "Split takes either split or num_outputs, not both");
     if (std::optional<SmallVector<int64_t>> v = getConstantInts(adaptor.getSplit())) {
+      if (int64_t(v->size()) > kMaxSplitOutputs)
+        return emitInferenceError(loc, "Split into more than " + Twine(kMaxSplitOutputs) +
+                                           " outputs");
       int64_t total = 0;
       for (int64_t s : *v) {
-        if (s < 0)
-          return emitInferenceError(loc, "Split sizes must be >= 0");
+        std::optional<int64_t> t = boundedAdd(total, s);
+        if (!t)
+          return emitInferenceError(loc, "Split sizes must be >= 0 and within limits");
         sizes.push_back(Dim::fixed(s));
-        total += s;
+        total = *t;
       }
       if (d.isStatic() && total != d.size)
         return emitInferenceError(loc, "Split sizes sum to " + Twine(total) +
                                            ", the dimension is " + Twine(d.size));
-    } else if (std::optional<int64_t> n = vectorLength(adaptor.getSplit())) {
+    } else if (std::optional<int64_t> n = vectorLength(adaptor.getSplit());
+               n && *n <= kMaxSplitOutputs) {
       sizes.assign(*n, Dim::dynamic());
     } else {
       return emitInferenceError(loc, "Split needs a split input of static length");
     }
   } else if (auto n = adaptor.getNumOutputs()) {
     int64_t parts = *n;
-    if (parts < 1)
-      return emitInferenceError(loc, "num_outputs must be >= 1");
+    if (parts < 1 || parts > kMaxSplitOutputs)
+      return emitInferenceError(loc, "num_outputs must be in [1, " + Twine(kMaxSplitOutputs) +
+                                         "], got " + Twine(parts));
     if (d.isStatic()) {
-      int64_t chunk = (d.size + parts - 1) / parts;
+      int64_t chunk = d.size / parts + (d.size % parts != 0);
       for (int64_t i = 0; i < parts; ++i)
         sizes.push_back(Dim::fixed(std::max<int64_t>(0, std::min(chunk, d.size - chunk * i))));
     } else {
@@ -775,21 +793,24 @@ LogicalResult OnnxSplitOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
 }
 
 namespace {
-/// Output size of slicing a static dimension, with ONNX's clamping.
+/// Output size of slicing a static dimension, with ONNX's clamping. Every
+/// intermediate stays within [-1, dim], so no value overflows.
 int64_t sliceSize(int64_t dim, int64_t start, int64_t end, int64_t step) {
   auto clamp = [](int64_t v, int64_t lo, int64_t hi) { return std::max(lo, std::min(v, hi)); };
   if (start < 0)
-    start = start < INT64_MIN + dim ? INT64_MIN : start + dim;
+    start = start < -dim ? -1 : start + dim;
   if (end < 0)
-    end = end < INT64_MIN + dim ? INT64_MIN : end + dim;
+    end = end < -dim ? -1 : end + dim;
+  // |step| without negating INT64_MIN.
+  uint64_t stride = step > 0 ? uint64_t(step) : uint64_t(0) - uint64_t(step);
   if (step > 0) {
     start = clamp(start, 0, dim);
     end = clamp(end, 0, dim);
-    return end <= start ? 0 : (end - start + step - 1) / step;
+    return end <= start ? 0 : int64_t(1 + uint64_t(end - start - 1) / stride);
   }
   start = clamp(start, 0, dim - 1);
   end = clamp(end, -1, dim - 1);
-  return start <= end ? 0 : (start - end + (-step) - 1) / (-step);
+  return start <= end ? 0 : int64_t(1 + uint64_t(start - end - 1) / stride);
 }
 } // namespace
 
@@ -887,8 +908,8 @@ LogicalResult OnnxSqueezeOp::inferReturnTypes(MLIRContext *, std::optional<Locat
   std::optional<SmallVector<int64_t>> axes = getConstantInts(adaptor.getAxes());
   if (!axes) {
     std::optional<int64_t> n = vectorLength(adaptor.getAxes());
-    types.push_back(n ? makeDynamicTensorType(rank - *n, elementType)
-                      : UnrankedTensorType::get(elementType));
+    types.push_back(n && *n <= rank ? makeDynamicTensorType(rank - *n, elementType)
+                                    : UnrankedTensorType::get(elementType));
     return success();
   }
   SmallVector<bool> removed(rank, false);
@@ -922,6 +943,8 @@ LogicalResult OnnxUnsqueezeOp::inferReturnTypes(MLIRContext *,
     return success();
   }
   int64_t outRank = in->size() + *n;
+  if (failed(checkRank(loc, outRank)))
+    return failure();
   if (!axes) {
     types.push_back(makeDynamicTensorType(outRank, elementType));
     return success();
@@ -963,6 +986,8 @@ LogicalResult OnnxExpandOp::inferReturnTypes(MLIRContext *, std::optional<Locati
     }
     // Each output dim is the input's unless the shape entry overrides it.
     int64_t rank = std::max<int64_t>(in->size(), *n);
+    if (failed(checkRank(loc, rank)))
+      return failure();
     types.push_back(makeDynamicTensorType(rank, elementType));
     return success();
   }
@@ -1113,6 +1138,8 @@ LogicalResult OnnxConstantOfShapeOp::inferReturnTypes(
     return success();
   }
   std::optional<int64_t> n = vectorLength(adaptor.getInput());
+  if (n && failed(checkRank(loc, *n)))
+    return failure();
   types.push_back(n ? makeDynamicTensorType(*n, elementType)
                     : UnrankedTensorType::get(elementType));
   return success();
@@ -1144,6 +1171,8 @@ LogicalResult OnnxRangeOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
     if ((*delta)[0] == 0)
       return emitInferenceError(loc, "Range delta must not be 0");
     double n = std::ceil(((*limit)[0] - (*start)[0]) / (*delta)[0]);
+    if (!(n <= double(kMaxDimSize))) // also rejects NaN
+      return emitInferenceError(loc, "Range has too many elements");
     types.push_back(RankedTensorType::get({int64_t(std::max(0.0, n))}, elementType));
     return success();
   }
@@ -1171,6 +1200,9 @@ struct HeadView {
 
 FailureOr<HeadView> viewHeads(std::optional<Location> loc, Value v,
                               std::optional<int64_t> numHeads, StringRef name) {
+  if (numHeads && (*numHeads <= 0 || *numHeads > kMaxDimSize))
+    return emitInferenceError(loc, "the number of heads for " + Twine(name) + " (" +
+                                       Twine(*numHeads) + ") is out of range");
   MaybeShape s = shapeOf(v);
   if (!s)
     return HeadView{Dim::dynamic(), numHeads ? Dim::fixed(*numHeads) : Dim::dynamic(),
@@ -1300,6 +1332,10 @@ FailureOr<std::array<int64_t, 3>> msAttentionHiddenSizes(std::optional<Location>
   if (qkv) {
     if (qkv->size() != 3)
       return emitInferenceError(loc, "qkv_hidden_sizes must have 3 entries");
+    for (int64_t s : *qkv)
+      if (s <= 0 || s > kMaxDimSize)
+        return emitInferenceError(loc, "qkv_hidden_sizes entries must be positive and "
+                                       "within llmc's limits");
     return std::array<int64_t, 3>{(*qkv)[0], (*qkv)[1], (*qkv)[2]};
   }
   std::optional<int64_t> w = staticDim(weights, 1);
@@ -1340,8 +1376,8 @@ LogicalResult MsAttentionOp::inferReturnTypes(MLIRContext *, std::optional<Locat
   if (failed(sizes))
     return failure();
   int64_t n = adaptor.getNumHeads();
-  if (n <= 0)
-    return emitInferenceError(loc, "num_heads must be positive");
+  if (n <= 0 || n > kMaxDimSize)
+    return emitInferenceError(loc, "num_heads must be positive and within llmc's limits");
   MaybeShape in = shapeOf(adaptor.getInput());
   Dim b = in ? (*in)[0] : Dim::dynamic(), s = in ? (*in)[1] : Dim::dynamic();
   types.push_back(makeTensorType(Shape{b, s, dimOrDynamic((*sizes)[2])}, elementType));
@@ -1450,8 +1486,8 @@ LogicalResult MsMultiHeadAttentionOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &types) {
   int64_t n = adaptor.getNumHeads();
-  if (n <= 0)
-    return emitInferenceError(loc, "num_heads must be positive");
+  if (n <= 0 || n > kMaxDimSize)
+    return emitInferenceError(loc, "num_heads must be positive and within llmc's limits");
   FailureOr<MhaView> view =
       viewMha(loc, adaptor.getQuery(), adaptor.getKey(), adaptor.getValue(), n);
   if (failed(view))
@@ -1493,7 +1529,7 @@ LogicalResult MsGroupQueryAttentionOp::inferReturnTypes(
   if (failed(requireRank(loc, adaptor.getQuery(), 3, "query")))
     return failure();
   int64_t nq = adaptor.getNumHeads(), nkv = adaptor.getKvNumHeads();
-  if (nq <= 0 || nkv <= 0 || nq % nkv != 0)
+  if (nq <= 0 || nkv <= 0 || nq > kMaxDimSize || nq % nkv != 0)
     return emitInferenceError(loc, "num_heads must be a positive multiple of kv_num_heads");
   MaybeShape q = shapeOf(adaptor.getQuery());
   Dim b = q ? (*q)[0] : Dim::dynamic(), s = q ? (*q)[1] : Dim::dynamic();
@@ -1666,22 +1702,28 @@ LogicalResult MsMatMulNBitsOp::verify() {
     return emitOpError("bits must be in [2, 8], got ") << bits;
   if (bs < 16 || (bs & (bs - 1)) != 0)
     return emitOpError("block_size must be a power of two >= 16, got ") << bs;
-  if (k <= 0 || n <= 0)
-    return emitOpError("K and N must be positive");
+  if (k <= 0 || n <= 0 || k > kMaxDimSize || n > kMaxDimSize || bs > kMaxDimSize)
+    return emitOpError("K, N and block_size must be positive and within llmc's limits");
   if (getWeightPrepacked() != 0)
     return success();
-  int64_t blocks = (k + bs - 1) / bs, blob = bs * bits / 8;
+  int64_t blocks = k / bs + (k % bs != 0), blob = bs * bits / 8;
+  std::optional<int64_t> packed = boundedMul(n, blocks);
+  packed = packed ? boundedMul(*packed, blob) : std::nullopt;
+  std::optional<int64_t> scaleCount = boundedMul(n, blocks);
+  if (!packed || !scaleCount)
+    return emitOpError("the quantized weight of K = ") << k << ", N = " << n
+                                                      << " is beyond llmc's limits";
   auto b = dyn_cast<RankedTensorType>(getB().getType());
   if (b && b.hasStaticShape() && b.getNumElements() != 0) {
     if (b.getRank() == 3 &&
         (b.getDimSize(0) != n || b.getDimSize(1) != blocks || b.getDimSize(2) != blob))
       return emitOpError("B must be [") << n << ", " << blocks << ", " << blob << "]";
-    if (b.getNumElements() != n * blocks * blob)
-      return emitOpError("B must hold ") << n * blocks * blob << " bytes";
+    if (b.getNumElements() != *packed)
+      return emitOpError("B must hold ") << *packed << " bytes";
   }
   auto s = dyn_cast<RankedTensorType>(getScales().getType());
-  if (s && s.hasStaticShape() && s.getNumElements() != 0 && s.getNumElements() != n * blocks)
-    return emitOpError("scales must hold N * k_blocks = ") << n * blocks << " values";
+  if (s && s.hasStaticShape() && s.getNumElements() != 0 && s.getNumElements() != *scaleCount)
+    return emitOpError("scales must hold N * k_blocks = ") << *scaleCount << " values";
   if (elementOf(getScales()) != elementOf(getA()))
     return emitOpError("scales must have A's element type");
   return success();

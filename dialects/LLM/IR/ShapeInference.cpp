@@ -55,6 +55,46 @@ Type mlir::llmc::makeDynamicTensorType(int64_t rank, Type elementType) {
   return makeTensorType(Shape(rank, Dim::dynamic()), elementType);
 }
 
+std::optional<int64_t> mlir::llmc::boundedMul(int64_t a, int64_t b) {
+  int64_t r;
+  if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r) || r > kMaxDimSize)
+    return std::nullopt;
+  return r;
+}
+
+std::optional<int64_t> mlir::llmc::boundedAdd(int64_t a, int64_t b) {
+  int64_t r;
+  if (a < 0 || b < 0 || __builtin_add_overflow(a, b, &r) || r > kMaxDimSize)
+    return std::nullopt;
+  return r;
+}
+
+LogicalResult mlir::llmc::checkRank(std::optional<Location> loc, int64_t rank) {
+  if (rank < 0 || rank > kMaxRank)
+    return emitInferenceError(loc, "rank " + Twine(rank) + " exceeds llmc's limit of " +
+                                       Twine(kMaxRank));
+  return success();
+}
+
+LogicalResult mlir::llmc::checkTypeLimits(std::optional<Location> loc, Type type) {
+  auto ranked = dyn_cast<RankedTensorType>(type);
+  if (!ranked)
+    return success();
+  if (failed(checkRank(loc, ranked.getRank())))
+    return failure();
+  int64_t elements = 1;
+  for (int64_t d : ranked.getShape()) {
+    if (ShapedType::isDynamic(d))
+      continue;
+    std::optional<int64_t> e = boundedMul(elements, d);
+    if (!e)
+      return emitInferenceError(loc, "shape has more than 2^48 elements; the model is corrupt "
+                                     "or beyond llmc's limits");
+    elements = *e;
+  }
+  return success();
+}
+
 bool mlir::llmc::isNone(Value v) { return !v || isa<NoneType>(v.getType()); }
 
 int64_t mlir::llmc::staticProduct(ArrayRef<Dim> dims) {

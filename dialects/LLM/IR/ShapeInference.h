@@ -9,6 +9,8 @@
 #ifndef LLMC_DIALECTS_LLM_IR_SHAPEINFERENCE_H
 #define LLMC_DIALECTS_LLM_IR_SHAPEINFERENCE_H
 
+#include "dialects/LLM/IR/Limits.h"
+
 #include "mlir/IR/BuiltinAttributeInterfaces.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Location.h"
@@ -20,6 +22,10 @@
 #include <optional>
 
 namespace mlir::llmc {
+
+/// a * b or a + b when the result stays within [0, kMaxDimSize].
+std::optional<int64_t> boundedMul(int64_t a, int64_t b);
+std::optional<int64_t> boundedAdd(int64_t a, int64_t b);
 
 /// One dimension as known at compile time: a static size, or dynamic with an
 /// optional symbolic name.
@@ -42,8 +48,10 @@ MaybeShape getShape(Type type);
 /// A tensor type with `shape` (unranked for nullopt) and element type
 /// `elementType`; names become a #llm.dims encoding when there are any.
 Type makeTensorType(const MaybeShape &shape, Type elementType);
-/// A ranked tensor type of fully dynamic dims.
+/// A ranked tensor type of fully dynamic dims (rank is at most kMaxRank).
 Type makeDynamicTensorType(int64_t rank, Type elementType);
+/// Fails when `rank` exceeds kMaxRank.
+LogicalResult checkRank(std::optional<Location> loc, int64_t rank);
 
 /// Whether `v` is the none value of a missing optional operand.
 bool isNone(Value v);
@@ -55,6 +63,11 @@ int64_t staticProduct(llvm::ArrayRef<Dim> dims);
 /// types and ranks where ranked, no conflicting static dims. Names do not
 /// matter.
 bool areCompatibleReturnTypes(TypeRange inferred, TypeRange actual);
+
+/// Checks that a type an operation produces is within llmc's limits: rank
+/// at most kMaxRank, static dimensions and element count at most
+/// kMaxDimSize.
+LogicalResult checkTypeLimits(std::optional<Location> loc, Type type);
 
 /// Emits `message` at `loc` (when present) and returns failure.
 LogicalResult emitInferenceError(std::optional<Location> loc, const llvm::Twine &message);
