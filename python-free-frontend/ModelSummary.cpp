@@ -148,8 +148,10 @@ llvm::Expected<ModelSummary> mlir::llmc::summarizeModel(const OnnxModel &model) 
 
   // Features visible in the graph.
   auto has = [&](StringRef op) { return opTypes.contains(op); };
-  if (has("com.microsoft:RotaryEmbedding") || has("RotaryEmbedding") ||
-      weightNames.contains("cos_cache"))
+  bool cosTable = llvm::any_of(weightNames, [](const auto &e) {
+    return e.getKey().contains("cos_cache");
+  });
+  if (has("com.microsoft:RotaryEmbedding") || has("RotaryEmbedding") || cosTable)
     s.features.push_back("rotary");
   if (has("SimplifiedLayerNormalization") || has("com.microsoft:SimplifiedLayerNormalization") ||
       has("com.microsoft:SkipSimplifiedLayerNormalization") || has("RMSNormalization"))

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The newcomer's first command: installs what is missing, builds llmc, and
+# runs it on the bundled example model (examples/tiny-llama, a small
+# Llama-architecture decoder with random weights).
+#
+# llmc can so far check and import models (the compile/run steps of the
+# pipeline are still being built; see README.md), so this ends with the
+# pre-flight report and the start of the imported IR.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+./scripts/build.sh
+model=examples/tiny-llama/model.onnx
+echo
+echo "== llmc check $model"
+./build/bin/llmc check "$model"
+echo
+echo "== llmc import $model (first 25 lines)"
+./build/bin/llmc import "$model" -o build/tiny-llama.mlir
+head -n 25 build/tiny-llama.mlir | cut -c1-200
+echo "... (whole IR in build/tiny-llama.mlir)"
