@@ -1,5 +1,6 @@
 //===- llmc-opt.cpp - MlirOptMain with the llmc dialects and passes ------===//
 #include "dialects/LLM/IR/LLMDialect.h"
+#include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -10,6 +11,7 @@ int main(int argc, char **argv) {
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();
+  mlir::llmc::registerLLMCPasses();
 
   mlir::DialectRegistry registry;
   registry.insert<mlir::llmc::LLMDialect, mlir::func::FuncDialect>();

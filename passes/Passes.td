@@ -1,0 +1,42 @@
+//===- Passes.td - llmc passes --------------------------------*- tablegen -*-===//
+#ifndef LLMC_PASSES_PASSES_TD
+#define LLMC_PASSES_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+//===----------------------------------------------------------------------===//
+// Utility passes
+//===----------------------------------------------------------------------===//
+
+def InferShapesPass : Pass<"llmc-infer-shapes", "::mlir::func::FuncOp"> {
+  let summary = "Refine the result types of llm operations by re-running inference";
+  let description = [{
+    Re-infers, in order, the result types of every operation that implements
+    InferTypeOpInterface and keeps the more refined of the current and the
+    inferred type (static sizes, dimension names); the function's result types
+    follow its return. Use it after specialising a function's argument types
+    (shape bucketing does) so static shapes reach every operation. A current
+    type that conflicts with inference is an error.
+
+    Before (argument specialised to batch 1, sequence 8):
+
+    ```mlir
+    func.func @main(%x: tensor<1x8x64xf32>, %w: tensor<64xf32>) -> tensor<?x?x64xf32> {
+      %0 = llm.onnx.mul %x, %w : (tensor<1x8x64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+      return %0 : tensor<?x?x64xf32>
+    }
+    ```
+
+    After:
+
+    ```mlir
+    func.func @main(%x: tensor<1x8x64xf32>, %w: tensor<64xf32>) -> tensor<1x8x64xf32> {
+      %0 = llm.onnx.mul %x, %w : (tensor<1x8x64xf32>, tensor<64xf32>) -> tensor<1x8x64xf32>
+      return %0 : tensor<1x8x64xf32>
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::llmc::LLMDialect"];
+}
+
+#endif // LLMC_PASSES_PASSES_TD
