@@ -256,7 +256,12 @@ LogicalResult ModelImporter::importNode(const onnx::NodeProto &node) {
   if (!entry)
     return emitError(loc) << "no importer for this operator at opset " << opset;
   NodeImporter ni(*this, node, opset, loc);
-  return entry->import(ni);
+  size_t errorsBefore = diagnostics.size();
+  // An error reported on the way (say, an optional input whose initializer
+  // cannot be read and became `none`) fails the node even if the op built.
+  if (failed(entry->import(ni)) || diagnostics.size() != errorsBefore)
+    return failure();
+  return success();
 }
 
 llvm::Expected<OwningOpRef<ModuleOp>> ModelImporter::run() {
