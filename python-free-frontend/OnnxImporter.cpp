@@ -28,15 +28,6 @@ using llvm::StringRef;
 static_assert(llvm::sys::IsLittleEndianHost,
               "llmc reads ONNX little-endian tensor data in place");
 
-namespace {
-std::string typeString(Type t) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << t;
-  return s;
-}
-} // namespace
-
 void mlir::llmc::registerImportDialects(DialectRegistry &registry) {
   registry.insert<LLMDialect, func::FuncDialect>();
 }
@@ -352,8 +343,8 @@ llvm::Expected<OwningOpRef<ModuleOp>> ModelImporter::run() {
     if (getElementTypeOrSelf(*declared) != getElementTypeOrSelf(actual) ||
         !areCompatibleReturnTypes(*declared, actual))
       return model.error("graph output '" + out.name() + "' is declared as " +
-                         typeString(*declared) + " but the graph computes " +
-                         typeString(actual));
+                         typeToString(*declared) + " but the graph computes " +
+                         typeToString(actual));
     MaybeShape have = getShape(actual), want = getShape(*declared);
     if (have && want && !isa<BlockArgument>(*v)) {
       Shape refined = *have;

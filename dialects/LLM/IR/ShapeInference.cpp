@@ -279,14 +279,12 @@ std::optional<SmallVector<double>> mlir::llmc::getConstantDoubles(Value v) {
 // Shared inference rules
 //===----------------------------------------------------------------------===//
 
-namespace {
-std::string debugString(Type t) {
+std::string mlir::llmc::typeToString(Type t) {
   std::string s;
   llvm::raw_string_ostream os(s);
   os << t;
   return s;
 }
-} // namespace
 
 LogicalResult mlir::llmc::inferSameAsOperand(std::optional<Location> loc,
                                              ValueRange operands, unsigned index,
@@ -331,8 +329,8 @@ LogicalResult mlir::llmc::inferBroadcast(std::optional<Location> loc,
       return emitInferenceError(loc, "expected tensor operands");
     if (sameElementType && getElementTypeOrSelf(v.getType()) != elementType)
       return emitInferenceError(loc, "operands have different element types: " +
-                                         Twine(debugString(elementType)) + " vs " +
-                                         debugString(getElementTypeOrSelf(v.getType())));
+                                         Twine(typeToString(elementType)) + " vs " +
+                                         typeToString(getElementTypeOrSelf(v.getType())));
     MaybeShape s = getShape(v.getType());
     if (!s || !shape) {
       shape = std::nullopt;

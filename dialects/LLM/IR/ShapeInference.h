@@ -69,6 +69,9 @@ bool areCompatibleReturnTypes(TypeRange inferred, TypeRange actual);
 /// kMaxDimSize.
 LogicalResult checkTypeLimits(std::optional<Location> loc, Type type);
 
+/// The printed form of a type, for messages.
+std::string typeToString(Type type);
+
 /// Emits `message` at `loc` (when present) and returns failure.
 LogicalResult emitInferenceError(std::optional<Location> loc, const llvm::Twine &message);
 
