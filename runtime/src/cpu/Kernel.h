@@ -1,0 +1,112 @@
+//===- Kernel.h - the reference CPU kernels' interface and registry ------===//
+//
+// Every operation the executor runs is a kernel: a function over input
+// tensors and attributes that produces output tensors, looked up by name
+// ("onnx.add", "ms.multi_head_attention": the llm op name without "llm.").
+// Kernels compute output shapes from the run-time input shapes, check what
+// the op's semantics require of its inputs (index ranges, sizes) and report
+// violations as a Status, never by crashing. Plain C++.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_RUNTIME_CPU_KERNEL_H
+#define LLMC_RUNTIME_CPU_KERNEL_H
+
+#include "runtime/src/cpu/Status.h"
+#include "runtime/src/cpu/Tensor.h"
+#include "runtime/src/cpu/ThreadPool.h"
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace llmc::cpu {
+
+/// One attribute of a kernel call (converted from the op's MLIR attribute).
+struct Attribute {
+  enum Kind { Int, Float, String, Ints, Floats, Strings, TensorValue } kind = Int;
+  int64_t i = 0;
+  double f = 0;
+  std::string s;
+  std::vector<int64_t> ints;
+  std::vector<double> floats;
+  std::vector<std::string> strings;
+  Tensor tensor;
+};
+
+class Attributes {
+public:
+  void set(std::string name, Attribute value) {
+    entries.emplace_back(std::move(name), std::move(value));
+  }
+  const Attribute *get(std::string_view name) const {
+    for (const auto &[n, v] : entries)
+      if (n == name)
+        return &v;
+    return nullptr;
+  }
+  std::optional<int64_t> optInt(std::string_view name) const {
+    const Attribute *a = get(name);
+    if (a && a->kind == Attribute::Int)
+      return a->i;
+    return std::nullopt;
+  }
+  int64_t getInt(std::string_view name, int64_t dflt) const { return optInt(name).value_or(dflt); }
+  std::optional<double> optFloat(std::string_view name) const {
+    const Attribute *a = get(name);
+    if (a && a->kind == Attribute::Float)
+      return a->f;
+    return std::nullopt;
+  }
+  double getFloat(std::string_view name, double dflt) const {
+    return optFloat(name).value_or(dflt);
+  }
+  std::string getString(std::string_view name, std::string dflt) const {
+    const Attribute *a = get(name);
+    return a && a->kind == Attribute::String ? a->s : dflt;
+  }
+  const std::vector<int64_t> *getInts(std::string_view name) const {
+    const Attribute *a = get(name);
+    return a && a->kind == Attribute::Ints ? &a->ints : nullptr;
+  }
+  const Tensor *getTensor(std::string_view name) const {
+    const Attribute *a = get(name);
+    return a && a->kind == Attribute::TensorValue ? &a->tensor : nullptr;
+  }
+
+private:
+  std::vector<std::pair<std::string, Attribute>> entries;
+};
+
+/// What a kernel sees of one call. `inputs` follow the op's operands (null
+/// for a missing optional input); `outputs` has one default-constructed
+/// tensor per op result, which the kernel fills.
+struct KernelCall {
+  std::vector<const Tensor *> inputs;
+  const Attributes *attrs = nullptr;
+  std::vector<Tensor> outputs;
+  ThreadPool *pool = nullptr;
+  std::string opName; // for messages
+
+  const Tensor *input(size_t i) const { return i < inputs.size() ? inputs[i] : nullptr; }
+  bool has(size_t i) const { return input(i) != nullptr; }
+  /// Status::error("<opName>: <message>")
+  Status fail(const std::string &message) const { return Status::error(opName + ": " + message); }
+};
+
+using KernelFn = Status (*)(KernelCall &call);
+
+struct KernelEntry {
+  const char *name;
+  KernelFn fn;
+};
+
+/// The kernel called `name`, or nullptr.
+const KernelEntry *findKernel(std::string_view name);
+/// Every registered kernel, sorted by name.
+std::vector<const KernelEntry *> allKernels();
+
+} // namespace llmc::cpu
+
+#endif // LLMC_RUNTIME_CPU_KERNEL_H

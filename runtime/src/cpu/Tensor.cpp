@@ -1,0 +1,128 @@
+//===- Tensor.cpp - dense tensors of the CPU runtime ----------------------===//
+#include "runtime/src/cpu/Tensor.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <unistd.h>
+
+namespace llmc::cpu {
+
+namespace {
+uint64_t physicalMemory() {
+  long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || pageSize <= 0)
+    return uint64_t(1) << 36;
+  return uint64_t(pages) * uint64_t(pageSize);
+}
+
+std::atomic<uint64_t> &limitRef() {
+  static std::atomic<uint64_t> limit{physicalMemory()};
+  return limit;
+}
+} // namespace
+
+void setAllocationLimit(uint64_t bytes) { limitRef() = bytes; }
+uint64_t allocationLimit() { return limitRef(); }
+
+size_t storageSize(DType type) {
+  switch (type) {
+  case DType::Float: case DType::Int32: case DType::UInt32:
+    return 4;
+  case DType::Double: case DType::Int64: case DType::UInt64:
+    return 8;
+  case DType::Float16: case DType::BFloat16: case DType::Int16: case DType::UInt16:
+    return 2;
+  case DType::Int8: case DType::UInt8: case DType::Bool: case DType::Int4: case DType::UInt4:
+  case DType::Float8E4M3FN: case DType::Float8E4M3FNUZ: case DType::Float8E5M2:
+  case DType::Float8E5M2FNUZ:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+const char *dtypeName(DType type) {
+  const mlir::llmc::OnnxDataTypeInfo *info = mlir::llmc::lookupOnnxDataType(int32_t(type));
+  return info ? info->shortName : "unknown";
+}
+
+bool isFloat(DType t) {
+  return t == DType::Float || t == DType::Float16 || t == DType::BFloat16 || t == DType::Double;
+}
+
+bool isInteger(DType t) {
+  switch (t) {
+  case DType::Int8: case DType::Int16: case DType::Int32: case DType::Int64:
+  case DType::UInt8: case DType::UInt16: case DType::UInt32: case DType::UInt64:
+  case DType::Int4: case DType::UInt4:
+    return true;
+  default:
+    return false;
+  }
+}
+
+bool isSigned(DType t) {
+  return t == DType::Int8 || t == DType::Int16 || t == DType::Int32 || t == DType::Int64 ||
+         t == DType::Int4 || isFloat(t);
+}
+
+int64_t numElements(const Shape &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    if (d < 0 || __builtin_mul_overflow(n, d, &n))
+      return -1;
+  return n;
+}
+
+std::string shapeString(const Shape &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+Status Tensor::allocate(DType type, const Shape &shape, Tensor &out) {
+  size_t elementSize = storageSize(type);
+  if (elementSize == 0)
+    return Status::error(std::string("cannot allocate a tensor of type ") + dtypeName(type));
+  int64_t n = numElements(shape);
+  uint64_t bytes;
+  if (n < 0 || __builtin_mul_overflow(uint64_t(n), uint64_t(elementSize), &bytes) ||
+      bytes > allocationLimit())
+    return Status::error("a tensor of " + std::string(dtypeName(type)) + shapeString(shape) +
+                         " exceeds the allocation limit of " +
+                         std::to_string(allocationLimit()) + " bytes");
+  size_t rounded = (size_t(bytes) + 63) / 64 * 64;
+  void *p = std::aligned_alloc(64, rounded ? rounded : 64);
+  if (!p)
+    return Status::error("out of memory allocating " + std::to_string(bytes) + " bytes");
+  std::memset(p, 0, rounded ? rounded : 64);
+  out.type = type;
+  out.dims = shape;
+  out.count = n;
+  out.storage = std::shared_ptr<const void>(p, [](const void *q) { std::free(const_cast<void *>(q)); });
+  out.base = p;
+  return Status::ok();
+}
+
+Tensor Tensor::wrap(DType type, Shape shape, const void *data, std::shared_ptr<const void> keep) {
+  Tensor t;
+  t.type = type;
+  t.count = numElements(shape);
+  t.dims = std::move(shape);
+  t.storage = std::move(keep);
+  t.base = data;
+  return t;
+}
+
+Tensor Tensor::view(Shape newShape) const {
+  Tensor t = *this;
+  t.count = numElements(newShape);
+  t.dims = std::move(newShape);
+  return t;
+}
+
+std::string Tensor::describe() const { return std::string(dtypeName(type)) + shapeString(dims); }
+
+} // namespace llmc::cpu

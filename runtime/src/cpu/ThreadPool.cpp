@@ -1,0 +1,98 @@
+//===- ThreadPool.cpp - a persistent pool for data-parallel loops ----------===//
+#include "runtime/src/cpu/ThreadPool.h"
+
+#include <algorithm>
+
+
+
+namespace llmc::cpu {
+
+namespace {
+// Set while a thread runs a chunk: a nested parallelFor runs serially.
+thread_local bool insideJob = false;
+} // namespace
+
+ThreadPool::ThreadPool(unsigned threads) {
+  if (threads == 0)
+    threads = std::max(1u, std::thread::hardware_concurrency());
+  for (unsigned i = 1; i < threads; ++i)
+    workers.emplace_back([this] { workerLoop(); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    stopping = true;
+  }
+  wake.notify_all();
+  for (std::thread &t : workers)
+    t.join();
+}
+
+ThreadPool &ThreadPool::global() {
+  static ThreadPool pool;
+  return pool;
+}
+
+void ThreadPool::runChunks() {
+  for (;;) {
+    int64_t begin = next.fetch_add(chunk);
+    if (begin >= jobSize)
+      return;
+    insideJob = true;
+    (*job)(begin, std::min(jobSize, begin + chunk));
+    insideJob = false;
+  }
+}
+
+void ThreadPool::workerLoop() {
+  uint64_t seen = 0;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mutex);
+      wake.wait(lock, [&] { return stopping || generation != seen; });
+      if (stopping)
+        return;
+      seen = generation;
+      ++busy;
+    }
+    runChunks();
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (--busy == 0)
+        done.notify_all();
+    }
+  }
+}
+
+void ThreadPool::parallelFor(int64_t n, int64_t grain,
+                             const std::function<void(int64_t, int64_t)> &body) {
+  if (n <= 0)
+    return;
+  grain = std::max<int64_t>(1, grain);
+  if (workers.empty() || n <= grain || insideJob) {
+    body(0, n);
+    return;
+  }
+  // Callers on different threads take turns.
+  std::lock_guard<std::mutex> serial(callMutex);
+  // A few chunks per thread balance uneven work without much overhead.
+  int64_t parts = int64_t(size()) * 4;
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    // Workers still leaving the previous job must not see this one half set.
+    done.wait(lock, [&] { return busy == 0; });
+    job = &body;
+    jobSize = n;
+    chunk = std::max(grain, (n + parts - 1) / parts);
+    next = 0;
+    ++generation;
+  }
+  wake.notify_all();
+  runChunks();
+  std::unique_lock<std::mutex> lock(mutex);
+  done.wait(lock, [&] { return busy == 0 && next.load() >= jobSize; });
+  job = nullptr;
+}
+
+} // namespace llmc::cpu

@@ -1,0 +1,346 @@
+//===- Linalg.cpp - MatMul, Gemm, Einsum and the f32 GEMM core ------------===//
+//
+// The f32 GEMM (also used for f16/bf16, converted while packing) is blocked:
+// B is packed into panels of 16 columns laid out [panel][k][16], A is read in
+// rows of 4, and a 4x16 tile of C is accumulated in registers (GCC vector
+// extensions: 2 AVX or 4 SSE registers a row, FMA when the target has it).
+// Tiles are shared among the pool's threads. f64 and integer matrices use a
+// plain loop accumulating in double / 64-bit integers.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/src/cpu/kernels/Kernels.h"
+#include "runtime/src/cpu/kernels/KernelUtil.h"
+
+#include <algorithm>
+#include <map>
+
+namespace llmc::cpu {
+
+namespace {
+
+constexpr int64_t kTileM = 4, kTileN = 16;
+typedef float Vec8 __attribute__((vector_size(32), aligned(4)));
+
+/// A read-only matrix view: element (r, c) at data[r * rowStride + c * colStride].
+template <typename T> struct MatrixView {
+  const T *data;
+  int64_t rowStride, colStride;
+  float at(int64_t r, int64_t c) const { return float(Num<T>::load(data[r * rowStride + c * colStride])); }
+};
+
+/// C[M,N] = A[M,K] * B[K,N] in f32, C row-major with row stride ldc.
+template <typename TA, typename TB>
+void gemmF32(ThreadPool &pool, int64_t m, int64_t n, int64_t k, MatrixView<TA> a, MatrixView<TB> b,
+             float *c, int64_t ldc) {
+  int64_t panels = (n + kTileN - 1) / kTileN;
+  // Pack B: [panel][k][16], zero-padded past N.
+  std::vector<float> packedB(size_t(panels * k * kTileN), 0.0f);
+  pool.parallelFor(panels, 1, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p)
+      for (int64_t kk = 0; kk < k; ++kk)
+        for (int64_t j = 0; j < kTileN && p * kTileN + j < n; ++j)
+          packedB[size_t((p * k + kk) * kTileN + j)] = b.at(kk, p * kTileN + j);
+  });
+  // A as f32 rows (contiguous K).
+  std::vector<float> rowsA(size_t(m * k));
+  pool.parallelFor(m, 16, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r)
+      for (int64_t kk = 0; kk < k; ++kk)
+        rowsA[size_t(r * k + kk)] = a.at(r, kk);
+  });
+  int64_t tilesM = (m + kTileM - 1) / kTileM;
+  pool.parallelFor(tilesM * panels, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      int64_t tm = t / panels, p = t % panels;
+      int64_t r0 = tm * kTileM, rows = std::min(kTileM, m - r0);
+      Vec8 acc[kTileM][2] = {};
+      const float *bp = packedB.data() + p * k * kTileN;
+      const float *ar[kTileM];
+      for (int64_t r = 0; r < kTileM; ++r)
+        ar[r] = rowsA.data() + (r0 + std::min(r, rows - 1)) * k;
+      for (int64_t kk = 0; kk < k; ++kk) {
+        Vec8 b0, b1;
+        std::memcpy(&b0, bp + kk * kTileN, sizeof(Vec8));
+        std::memcpy(&b1, bp + kk * kTileN + 8, sizeof(Vec8));
+        for (int64_t r = 0; r < kTileM; ++r) {
+          float av = ar[r][kk];
+          acc[r][0] += av * b0;
+          acc[r][1] += av * b1;
+        }
+      }
+      int64_t cols = std::min(kTileN, n - p * kTileN);
+      for (int64_t r = 0; r < rows; ++r) {
+        float tmp[kTileN];
+        std::memcpy(tmp, &acc[r][0], sizeof(Vec8));
+        std::memcpy(tmp + 8, &acc[r][1], sizeof(Vec8));
+        std::memcpy(c + (r0 + r) * ldc + p * kTileN, tmp, size_t(cols) * sizeof(float));
+      }
+    }
+  });
+}
+
+/// C[M,N] = A * B for f64 and integers, accumulating in double / int64.
+template <typename T>
+void gemmGeneric(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda, int64_t acs,
+                 const T *b, int64_t ldb, int64_t bcs, T *c, int64_t ldc) {
+  using Acc = std::conditional_t<std::is_integral_v<T>, std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>, double>;
+  std::vector<Acc> row(static_cast<size_t>(n));
+  for (int64_t i = 0; i < m; ++i) {
+    std::fill(row.begin(), row.end(), Acc(0));
+    for (int64_t kk = 0; kk < k; ++kk) {
+      Acc av = Acc(a[i * lda + kk * acs]);
+      for (int64_t j = 0; j < n; ++j)
+        row[size_t(j)] += av * Acc(b[kk * ldb + j * bcs]);
+    }
+    for (int64_t j = 0; j < n; ++j)
+      c[i * ldc + j] = T(row[size_t(j)]);
+  }
+}
+
+/// Y = A' B' for one matrix pair, each operand given with its strides.
+template <typename T>
+void matmulOne(ThreadPool &pool, int64_t m, int64_t n, int64_t k, const T *a, int64_t ars,
+               int64_t acs, const T *b, int64_t brs, int64_t bcs, T *y) {
+  if constexpr (std::is_same_v<T, float>) {
+    gemmF32<float, float>(pool, m, n, k, {a, ars, acs}, {b, brs, bcs}, y, n);
+  } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+    std::vector<float> tmp(size_t(m * n));
+    gemmF32<T, T>(pool, m, n, k, {a, ars, acs}, {b, brs, bcs}, tmp.data(), n);
+    for (int64_t i = 0; i < m * n; ++i)
+      y[i] = Num<T>::store(tmp[size_t(i)]);
+  } else {
+    gemmGeneric<T>(m, n, k, a, ars, acs, b, brs, bcs, y, n);
+  }
+}
+
+Status matmulKernel(KernelCall &call) {
+  const Tensor &a = *call.input(0), &b = *call.input(1);
+  if (a.dtype() != b.dtype())
+    return call.fail("A and B have different element types");
+  if (a.rank() == 0 || b.rank() == 0)
+    return call.fail("operands must have rank >= 1");
+  Shape as = a.shape(), bs = b.shape();
+  if (as.size() == 1)
+    as.insert(as.begin(), 1);
+  if (bs.size() == 1)
+    bs.push_back(1);
+  int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
+  if (bs[bs.size() - 2] != k)
+    return call.fail("contraction dimensions differ: " + a.describe() + " x " + b.describe());
+  Shape abatch(as.begin(), as.end() - 2), bbatch(bs.begin(), bs.end() - 2);
+  Broadcast bc;
+  LLMC_RETURN_IF_ERROR(Broadcast::make(call, {&abatch, &bbatch}, bc));
+  Shape out = bc.out;
+  if (a.rank() > 1)
+    out.push_back(m);
+  if (b.rank() > 1)
+    out.push_back(n);
+  Tensor &y = call.outputs[0];
+  return visitNumeric(a.dtype(), [&](auto tag) -> Status {
+    using T = typename decltype(tag)::type;
+    LLMC_RETURN_IF_ERROR(Tensor::allocate(a.dtype(), out, y));
+    const T *pa = a.data<T>(), *pb = b.data<T>();
+    T *py = y.mutableData<T>();
+    // Element strides of one batch entry (the broadcast strides are in
+    // units of whole matrices).
+    bc.forRange<2>(0, bc.count, [&](int64_t o, const std::array<int64_t, 2> &in) {
+      matmulOne<T>(*call.pool, m, n, k, pa + in[0] * m * k, k, 1, pb + in[1] * k * n, n, 1,
+                   py + o * m * n);
+    });
+    return Status::ok();
+  });
+}
+
+Status gemmKernel(KernelCall &call) {
+  const Tensor &a = *call.input(0), &b = *call.input(1);
+  const Tensor *c = call.input(2);
+  if (a.rank() != 2 || b.rank() != 2 || a.dtype() != b.dtype())
+    return call.fail("A and B must be matrices of one type, got " + a.describe() + " and " +
+                     b.describe());
+  bool ta = call.attrs->getInt("transA", 0), tb = call.attrs->getInt("transB", 0);
+  double alpha = call.attrs->getFloat("alpha", 1.0), beta = call.attrs->getFloat("beta", 1.0);
+  int64_t m = ta ? a.dim(1) : a.dim(0), k = ta ? a.dim(0) : a.dim(1);
+  int64_t kb = tb ? b.dim(1) : b.dim(0), n = tb ? b.dim(0) : b.dim(1);
+  if (k != kb)
+    return call.fail("contraction dimensions differ");
+  Broadcast cb;
+  Shape mn{m, n};
+  if (c) {
+    if (c->dtype() != a.dtype())
+      return call.fail("C must have A's type");
+    LLMC_RETURN_IF_ERROR(Broadcast::make(call, {&mn, &c->shape()}, cb));
+    if (cb.out != mn)
+      return call.fail("C " + c->describe() + " does not broadcast to [M, N]");
+  }
+  Tensor &y = call.outputs[0];
+  return visitNumeric(a.dtype(), [&](auto tag) -> Status {
+    using T = typename decltype(tag)::type;
+    LLMC_RETURN_IF_ERROR(Tensor::allocate(a.dtype(), mn, y));
+    T *py = y.mutableData<T>();
+    matmulOne<T>(*call.pool, m, n, k, a.data<T>(), ta ? 1 : k, ta ? m : 1, b.data<T>(),
+                 tb ? 1 : n, tb ? k : 1, py);
+    using C = typename Num<T>::C;
+    const T *pc = c ? c->data<T>() : nullptr;
+    for (int64_t i = 0; i < m * n; ++i) {
+      C v = C(double(Num<T>::load(py[i])) * alpha);
+      if (pc) {
+        int64_t ci = (i / n) * cb.strides[1][0] + (i % n) * cb.strides[1][1];
+        v = C(double(v) + beta * double(Num<T>::load(pc[ci])));
+      }
+      py[i] = Num<T>::store(v);
+    }
+    return Status::ok();
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Einsum: a direct loop over every label (test-sized problems)
+//===----------------------------------------------------------------------===//
+
+Status einsumKernel(KernelCall &call) {
+  std::string eq;
+  for (char ch : call.attrs->getString("equation", ""))
+    if (ch != ' ')
+      eq.push_back(ch);
+  size_t arrow = eq.find("->");
+  std::string lhs = eq.substr(0, arrow);
+  std::vector<std::string> terms;
+  for (size_t s = 0;;) {
+    size_t comma = lhs.find(',', s);
+    terms.push_back(lhs.substr(s, comma == std::string::npos ? std::string::npos : comma - s));
+    if (comma == std::string::npos)
+      break;
+    s = comma + 1;
+  }
+  if (terms.size() != call.inputs.size())
+    return call.fail("the equation has " + std::to_string(terms.size()) + " terms for " +
+                     std::to_string(call.inputs.size()) + " inputs");
+  // Labels: letters, and "0".."9" for ellipsis dims (aligned from the right).
+  std::map<char, int64_t> sizes;
+  std::map<char, int> uses;
+  int64_t ellipsisRank = 0;
+  std::vector<std::vector<char>> labels;
+  for (size_t t = 0; t < terms.size(); ++t) {
+    const Tensor &x = *call.input(t);
+    const std::string &term = terms[t];
+    size_t dots = term.find("...");
+    int64_t letters = int64_t(term.size()) - (dots == std::string::npos ? 0 : 3);
+    int64_t er = dots == std::string::npos ? 0 : x.rank() - letters;
+    if (er < 0 || (dots == std::string::npos && letters != x.rank()))
+      return call.fail("term '" + term + "' does not match " + x.describe());
+    ellipsisRank = std::max(ellipsisRank, er);
+    std::vector<char> l;
+    for (size_t i = 0; i < term.size();) {
+      if (term.compare(i, 3, "...") == 0) {
+        for (int64_t e = 0; e < er; ++e)
+          l.push_back(char('0' + (9 - (er - 1 - e)))); // right-aligned ellipsis labels
+        i += 3;
+      } else {
+        l.push_back(term[i++]);
+      }
+    }
+    for (size_t d = 0; d < l.size(); ++d) {
+      int64_t s = x.dim(int64_t(d));
+      auto [it, fresh] = sizes.try_emplace(l[d], s);
+      if (!fresh && it->second != s) {
+        if (it->second == 1)
+          it->second = s;
+        else if (s != 1)
+          return call.fail(std::string("label '") + l[d] + "' has sizes " +
+                           std::to_string(it->second) + " and " + std::to_string(s));
+      }
+      if (std::find(l.begin(), l.begin() + d, l[d]) == l.begin() + d)
+        ++uses[l[d]];
+    }
+    labels.push_back(l);
+  }
+  std::vector<char> outLabels;
+  if (arrow != std::string::npos) {
+    std::string rhs = eq.substr(arrow + 2);
+    for (size_t i = 0; i < rhs.size();) {
+      if (rhs.compare(i, 3, "...") == 0) {
+        for (int64_t e = 0; e < ellipsisRank; ++e)
+          outLabels.push_back(char('0' + (9 - (ellipsisRank - 1 - e))));
+        i += 3;
+      } else {
+        if (!sizes.count(rhs[i]))
+          return call.fail(std::string("output label '") + rhs[i] + "' is not an input label");
+        outLabels.push_back(rhs[i++]);
+      }
+    }
+  } else {
+    for (int64_t e = 0; e < ellipsisRank; ++e)
+      outLabels.push_back(char('0' + (9 - (ellipsisRank - 1 - e))));
+    for (auto &[ch, n] : uses)
+      if (n == 1 && !(ch >= '0' && ch <= '9'))
+        outLabels.push_back(ch);
+  }
+  std::vector<char> all(outLabels);
+  for (auto &[ch, s] : sizes)
+    if (std::find(all.begin(), all.end(), ch) == all.end())
+      all.push_back(ch);
+  Shape outShape;
+  for (char ch : outLabels)
+    outShape.push_back(sizes[ch]);
+  const Tensor &first = *call.input(0);
+  for (const Tensor *t : call.inputs)
+    if (t->dtype() != first.dtype())
+      return call.fail("inputs have different element types");
+  Tensor &y = call.outputs[0];
+  return visitNumeric(first.dtype(), [&](auto tag) -> Status {
+    using T = typename decltype(tag)::type;
+    using Acc = std::conditional_t<std::is_integral_v<typename Num<T>::C>, int64_t, double>;
+    LLMC_RETURN_IF_ERROR(Tensor::allocate(first.dtype(), outShape, y));
+    std::vector<int64_t> value(all.size(), 0);
+    std::map<char, size_t> slot;
+    for (size_t i = 0; i < all.size(); ++i)
+      slot[all[i]] = i;
+    std::vector<Shape> strides;
+    for (const Tensor *t : call.inputs)
+      strides.push_back(stridesOf(t->shape()));
+    int64_t total = 1, outCount = std::max<int64_t>(1, y.numel());
+    for (char ch : all)
+      total *= sizes[ch];
+    std::vector<Acc> acc(size_t(outCount), Acc(0));
+    for (int64_t flat = 0; flat < total; ++flat) {
+      int64_t rest = flat;
+      for (int64_t i = int64_t(all.size()) - 1; i >= 0; --i) {
+        int64_t s = sizes[all[size_t(i)]];
+        value[size_t(i)] = rest % s;
+        rest /= s;
+      }
+      Acc prod = 1;
+      for (size_t t = 0; t < call.inputs.size(); ++t) {
+        const Tensor &x = *call.input(t);
+        int64_t off = 0;
+        for (size_t d = 0; d < labels[t].size(); ++d)
+          off += (x.dim(int64_t(d)) == 1 ? 0 : value[slot[labels[t][d]]]) * strides[t][d];
+        prod *= Acc(Num<T>::load(x.data<T>()[off]));
+      }
+      int64_t o = 0;
+      for (size_t i = 0; i < outLabels.size(); ++i)
+        o = o * sizes[outLabels[i]] + value[i];
+      acc[size_t(o)] += prod;
+    }
+    for (int64_t i = 0; i < y.numel(); ++i)
+      y.mutableData<T>()[i] = Num<T>::store(typename Num<T>::C(acc[size_t(i)]));
+    return Status::ok();
+  });
+}
+
+} // namespace
+
+void addLinalgKernels(KernelTable &table) {
+  table.add("onnx.matmul", matmulKernel);
+  table.add("onnx.gemm", gemmKernel);
+  table.add("onnx.einsum", einsumKernel);
+}
+
+void gemmF32(ThreadPool &pool, int64_t m, int64_t n, int64_t k, const float *a,
+             int64_t aRowStride, int64_t aColStride, const float *b, int64_t bRowStride,
+             int64_t bColStride, float *c, int64_t ldc) {
+  gemmF32<float, float>(pool, m, n, k, {a, aRowStride, aColStride}, {b, bRowStride, bColStride},
+                        c, ldc);
+}
+
+} // namespace llmc::cpu
