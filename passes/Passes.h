@@ -2,6 +2,7 @@
 #ifndef LLMC_PASSES_PASSES_H
 #define LLMC_PASSES_PASSES_H
 
+#include "dialects/Exec/IR/ExecDialect.h"
 #include "dialects/LLM/IR/LLMDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

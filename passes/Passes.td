@@ -39,4 +39,32 @@ def InferShapesPass : Pass<"llmc-infer-shapes", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::llmc::LLMDialect"];
 }
 
+//===----------------------------------------------------------------------===//
+// Lowering to the exec level
+//===----------------------------------------------------------------------===//
+
+def LowerToExecPass : Pass<"llmc-lower-to-exec", "::mlir::func::FuncOp"> {
+  let summary = "Turn every llm operation into a launch of its CPU kernel";
+  let description = [{
+    Replaces each llm operation (except `llm.constant` and `llm.none`) by an
+    `exec.kernel` launch of the reference CPU kernel of the same name (the
+    op name without `llm.`), carrying the op's attributes, defaults included,
+    as the launch's parameters. Operations without a kernel are all listed in
+    one error. The result is what the executor (`llmc exec`) runs.
+
+    Before:
+
+    ```mlir
+    %0 = llm.onnx.softmax %x : (tensor<?x8xf32>) -> tensor<?x8xf32>
+    ```
+
+    After:
+
+    ```mlir
+    %0 = exec.kernel "onnx.softmax"(%x) {axis = -1 : i64} : (tensor<?x8xf32>) -> tensor<?x8xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::llmc::exec::ExecDialect"];
+}
+
 #endif // LLMC_PASSES_PASSES_TD

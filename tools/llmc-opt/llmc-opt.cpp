@@ -14,7 +14,8 @@ int main(int argc, char **argv) {
   mlir::llmc::registerLLMCPasses();
 
   mlir::DialectRegistry registry;
-  registry.insert<mlir::llmc::LLMDialect, mlir::func::FuncDialect>();
+  registry.insert<mlir::llmc::LLMDialect, mlir::llmc::exec::ExecDialect,
+                  mlir::func::FuncDialect>();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "llmc optimizer driver\n", registry));
 }
