@@ -301,45 +301,6 @@ bool hasAnyTypedData(const onnx::TensorProto &t) {
 }
 } // namespace
 
-llvm::Error OnnxModel::checkTensor(const onnx::TensorProto &t, StringRef what) const {
-  const OnnxDataTypeInfo *info = lookupOnnxDataType(t.data_type());
-  if (!info || t.data_type() == 0)
-    return error(what + " has invalid data type " + Twine(t.data_type()));
-  if (t.dims_size() > kMaxRank)
-    return error(what + " has rank " + Twine(t.dims_size()) + ", beyond llmc's limit of " +
-                 Twine(kMaxRank));
-  uint64_t count = 1;
-  for (int64_t d : t.dims()) {
-    if (d < 0 || d > kMaxDimSize)
-      return error(what + " has invalid dimension " + Twine(d));
-    if (__builtin_mul_overflow(count, uint64_t(d), &count) || count > uint64_t(kMaxDimSize))
-      return error(what + " has an element count that overflows");
-  }
-  if (t.has_segment())
-    return error(what + " is a segmented tensor, which is not supported");
-  if (!info->supported)
-    return llvm::Error::success(); // reported when the tensor is used
-  uint64_t bytes;
-  if (!onnxRawByteSize(*info, count, bytes))
-    return error(what + " is too large");
-  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
-    if (t.has_raw_data() || hasAnyTypedData(t))
-      return error(what + " is external but also has inline data");
-    return externalBytes(t, bytes, what).takeError();
-  }
-  if (t.has_raw_data()) {
-    if (t.raw_data().size() != bytes)
-      return error(what + " has " + Twine(t.raw_data().size()) +
-                   " bytes of raw_data; its type and shape need " + Twine(bytes));
-    return llvm::Error::success();
-  }
-  uint64_t entries = typedFieldSize(t, info->field);
-  if (entries != typedFieldCount(*info, count))
-    return error(what + " has " + Twine(entries) + " values; its shape needs " +
-                 Twine(typedFieldCount(*info, count)));
-  return llvm::Error::success();
-}
-
 llvm::Expected<llvm::ArrayRef<char>>
 OnnxModel::externalBytes(const onnx::TensorProto &t, uint64_t expectedBytes,
                          StringRef what) const {
@@ -416,10 +377,60 @@ OnnxModel::externalBytes(const onnx::TensorProto &t, uint64_t expectedBytes,
   return llvm::ArrayRef<char>(file.data() + offset, expectedBytes);
 }
 
-llvm::Expected<OnnxTensorData> OnnxModel::tensorData(const onnx::TensorProto &t) const {
+namespace {
+using ErrorFn = llvm::function_ref<llvm::Error(const Twine &)>;
+using ExternalFn = llvm::function_ref<llvm::Expected<llvm::ArrayRef<char>>(
+    const onnx::TensorProto &, uint64_t, StringRef)>;
+
+llvm::Error checkTensorImpl(const onnx::TensorProto &t, StringRef what, ErrorFn error,
+                            ExternalFn externalBytes) {
+  const OnnxDataTypeInfo *info = lookupOnnxDataType(t.data_type());
+  if (!info || t.data_type() == 0)
+    return error(what + " has invalid data type " + Twine(t.data_type()));
+  if (t.dims_size() > kMaxRank)
+    return error(what + " has rank " + Twine(t.dims_size()) + ", beyond llmc's limit of " +
+                 Twine(kMaxRank));
+  uint64_t count = 1;
+  for (int64_t d : t.dims()) {
+    if (d < 0 || d > kMaxDimSize)
+      return error(what + " has invalid dimension " + Twine(d));
+    if (__builtin_mul_overflow(count, uint64_t(d), &count) || count > uint64_t(kMaxDimSize))
+      return error(what + " has an element count that overflows");
+  }
+  if (t.has_segment())
+    return error(what + " is a segmented tensor, which is not supported");
+  if (!info->supported)
+    return llvm::Error::success(); // reported when the tensor is used
+  uint64_t bytes;
+  if (!onnxRawByteSize(*info, count, bytes))
+    return error(what + " is too large");
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    if (t.has_raw_data() || hasAnyTypedData(t))
+      return error(what + " is external but also has inline data");
+    if (!externalBytes)
+      return error(what + " refers to external data, which a standalone tensor cannot");
+    return externalBytes(t, bytes, what).takeError();
+  }
+  if (t.has_raw_data()) {
+    if (t.raw_data().size() != bytes)
+      return error(what + " has " + Twine(t.raw_data().size()) +
+                   " bytes of raw_data; its type and shape need " + Twine(bytes));
+    return llvm::Error::success();
+  }
+  uint64_t entries = typedFieldSize(t, info->field);
+  if (entries != typedFieldCount(*info, count))
+    return error(what + " has " + Twine(entries) + " values; its shape needs " +
+                 Twine(typedFieldCount(*info, count)));
+  return llvm::Error::success();
+}
+
+llvm::Expected<OnnxTensorData>
+tensorDataImpl(const onnx::TensorProto &t, ErrorFn error, ExternalFn externalBytes,
+               llvm::DenseMap<const onnx::TensorProto *, llvm::ArrayRef<char>> &converted,
+               std::deque<std::vector<char>> &ownedBuffers) {
   std::string what = t.name().empty() ? std::string("a tensor")
                                       : "tensor '" + t.name() + "'";
-  if (llvm::Error e = checkTensor(t, what))
+  if (llvm::Error e = checkTensorImpl(t, what, error, externalBytes))
     return std::move(e);
   const OnnxDataTypeInfo *info = lookupOnnxDataType(t.data_type());
   if (!info->supported)
@@ -433,7 +444,7 @@ llvm::Expected<OnnxTensorData> OnnxModel::tensorData(const onnx::TensorProto &t)
   uint64_t bytes;
   onnxRawByteSize(*info, data.numElements, bytes);
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
-    auto ext = externalBytes(t, bytes, what);
+    auto ext = externalBytes(t, bytes, what); // present: checkTensorImpl passed
     if (!ext)
       return ext.takeError();
     data.bytes = *ext;
@@ -488,6 +499,34 @@ llvm::Expected<OnnxTensorData> OnnxModel::tensorData(const onnx::TensorProto &t)
   converted[&t] = llvm::ArrayRef<char>(out.data(), out.size());
   data.bytes = converted[&t];
   return data;
+}
+
+} // namespace
+
+llvm::Error OnnxModel::checkTensor(const onnx::TensorProto &t, StringRef what) const {
+  return checkTensorImpl(
+      t, what, [&](const Twine &m) { return error(m); },
+      [&](const onnx::TensorProto &x, uint64_t n, StringRef w) { return externalBytes(x, n, w); });
+}
+
+llvm::Expected<OnnxTensorData> OnnxModel::tensorData(const onnx::TensorProto &t) const {
+  return tensorDataImpl(
+      t, [&](const Twine &m) { return error(m); },
+      [&](const onnx::TensorProto &x, uint64_t n, StringRef w) { return externalBytes(x, n, w); },
+      converted, ownedBuffers);
+}
+
+llvm::Expected<OnnxTensorData>
+mlir::llmc::decodeStandaloneTensor(const onnx::TensorProto &t, const Twine &source,
+                                   std::deque<std::vector<char>> &storage) {
+  llvm::DenseMap<const onnx::TensorProto *, llvm::ArrayRef<char>> converted;
+  std::string prefix = source.str();
+  return tensorDataImpl(
+      t,
+      [&](const Twine &m) {
+        return llvm::createStringError(llvm::inconvertibleErrorCode(), prefix + ": " + m);
+      },
+      nullptr, converted, storage);
 }
 
 llvm::Expected<OnnxValueType> OnnxModel::valueType(const onnx::ValueInfoProto &value,

@@ -130,6 +130,13 @@ private:
   mutable std::deque<std::vector<char>> ownedBuffers;
 };
 
+/// Decodes a TensorProto that stands alone (a test_data_set .pb file) with
+/// the same checks as model tensors; external data is refused. Converted
+/// typed-field data lives in `storage`. Errors start with `source`.
+llvm::Expected<OnnxTensorData>
+decodeStandaloneTensor(const onnx::TensorProto &tensor, const llvm::Twine &source,
+                       std::deque<std::vector<char>> &storage);
+
 /// Normalises an ONNX domain: "ai.onnx" is the default domain "".
 llvm::StringRef normalizeDomain(llvm::StringRef domain);
 

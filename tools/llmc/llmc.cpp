@@ -2,12 +2,16 @@
 //
 //   llmc import model.onnx [-o out.mlir]   print the imported llm dialect IR
 //   llmc check model.onnx [--json]         pre-flight report of a model
+//   llmc exec model.onnx --inputs D --outputs D   run on the CPU (reference)
+//   llmc conformance DIR [--filter RE]     run ONNX node tests
 //   llmc ops [--markdown]                  the ONNX operators llmc imports
 //
 // Every command takes --help. Errors go to stderr as one line per problem
 // ("llmc: <file>: <what>"), and the exit status is non-zero.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/Executor/Conformance.h"
+#include "compiler/Executor/Executor.h"
 #include "python-free-frontend/ModelSummary.h"
 #include "python-free-frontend/OnnxImporter.h"
 #include "python-free-frontend/OnnxModel.h"
@@ -23,6 +27,8 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Regex.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
@@ -66,6 +72,37 @@ cl::opt<std::string> checkInput(cl::Positional, cl::desc("<model.onnx>"), cl::Re
 cl::opt<bool> checkJson("json", cl::desc("Print the report as JSON"), cl::init(false),
                         cl::sub(checkCmd), cl::cat(llmcCategory));
 
+// --- llmc exec ---------------------------------------------------------------
+cl::SubCommand execCmd("exec", "Run a model on the CPU with the reference executor");
+cl::opt<std::string> execInput(cl::Positional, cl::desc("<model.onnx>"), cl::Required,
+                               cl::sub(execCmd), cl::cat(llmcCategory));
+cl::opt<std::string> execInputs("inputs",
+                                cl::desc("Folder of input_N.pb TensorProto files (bound by "
+                                         "their names, or by position when unnamed)"),
+                                cl::value_desc("dir"), cl::Required, cl::sub(execCmd),
+                                cl::cat(llmcCategory));
+cl::opt<std::string> execOutputs("outputs",
+                                 cl::desc("Folder to write output_N.pb files to (created)"),
+                                 cl::value_desc("dir"), cl::Required, cl::sub(execCmd),
+                                 cl::cat(llmcCategory));
+
+// --- llmc conformance --------------------------------------------------------
+cl::SubCommand conformanceCmd("conformance",
+                              "Run ONNX node tests (model.onnx + test_data_set_*) and "
+                              "compare with their expected outputs");
+cl::opt<std::string> confDir(cl::Positional, cl::desc("<node-tests dir>"), cl::Required,
+                             cl::sub(conformanceCmd), cl::cat(llmcCategory));
+cl::opt<std::string> confFilter("filter", cl::desc("Only cases whose name matches <regex>"),
+                                cl::value_desc("regex"), cl::sub(conformanceCmd),
+                                cl::cat(llmcCategory));
+cl::opt<std::string> confUnclaimed(
+    "unclaimed",
+    cl::desc("File listing cases llmc does not claim (\"<name prefix> <reason>\" lines); "
+             "they are skipped"),
+    cl::value_desc("file"), cl::sub(conformanceCmd), cl::cat(llmcCategory));
+cl::opt<bool> confVerbose("v", cl::desc("Also list passed and skipped cases"), cl::init(false),
+                          cl::sub(conformanceCmd), cl::cat(llmcCategory));
+
 // --- llmc ops ----------------------------------------------------------------
 cl::SubCommand opsCmd("ops", "List the ONNX operators llmc imports (the op table)");
 cl::opt<bool> opsMarkdown("markdown", cl::desc("Print a Markdown table (docs/onnx-operators.md)"),
@@ -107,6 +144,91 @@ int runImport() {
   out->os() << "\n";
   out->keep();
   return 0;
+}
+
+int runExec() {
+  auto exec = Executor::fromOnnxFile(execInput);
+  if (!exec)
+    return fail(exec.takeError());
+  std::vector<NamedTensor> inputs;
+  for (size_t i = 0;; ++i) {
+    llvm::SmallString<256> path(execInputs);
+    llvm::sys::path::append(path, "input_" + std::to_string(i) + ".pb");
+    if (!llvm::sys::fs::exists(path))
+      break;
+    auto t = readTensorFile(path);
+    if (!t)
+      return fail(t.takeError());
+    if (t->name.empty() && i < (*exec)->inputs().size())
+      t->name = (*exec)->inputs()[i].name;
+    inputs.push_back(std::move(*t));
+  }
+  if (inputs.empty() && !(*exec)->inputs().empty())
+    return fail(execInputs + ": no input_0.pb");
+  auto outputs = (*exec)->run(inputs);
+  if (!outputs)
+    return fail(outputs.takeError());
+  if (std::error_code ec = llvm::sys::fs::create_directories(execOutputs))
+    return fail(execOutputs + ": cannot create: " + ec.message());
+  for (size_t i = 0; i < outputs->size(); ++i) {
+    llvm::SmallString<256> path(execOutputs);
+    llvm::sys::path::append(path, "output_" + std::to_string(i) + ".pb");
+    if (llvm::Error e = writeTensorFile(path, (*outputs)[i]))
+      return fail(std::move(e));
+    llvm::outs() << path << ": " << (*outputs)[i].name << " "
+                 << (*outputs)[i].tensor.describe() << "\n";
+  }
+  return 0;
+}
+
+int runConformance() {
+  std::optional<UnclaimedList> unclaimed;
+  if (!confUnclaimed.empty()) {
+    auto list = UnclaimedList::load(confUnclaimed);
+    if (!list)
+      return fail(list.takeError());
+    unclaimed = std::move(*list);
+  }
+  llvm::Regex filter(confFilter.empty() ? ".*" : confFilter.getValue());
+  std::string regexError;
+  if (!filter.isValid(regexError))
+    return fail("--filter: " + regexError);
+  std::vector<std::string> cases;
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(confDir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    llvm::SmallString<256> model(it->path());
+    llvm::sys::path::append(model, "model.onnx");
+    if (llvm::sys::fs::exists(model))
+      cases.push_back(it->path());
+  }
+  if (ec)
+    return fail(confDir + ": " + ec.message());
+  std::sort(cases.begin(), cases.end());
+  int passed = 0, failed = 0, skipped = 0;
+  for (const std::string &dir : cases) {
+    std::string name = llvm::sys::path::filename(dir).str();
+    if (!filter.match(name))
+      continue;
+    if (const std::string *reason = unclaimed ? unclaimed->reasonFor(name) : nullptr) {
+      ++skipped;
+      if (confVerbose)
+        llvm::outs() << "SKIP " << name << ": " << *reason << "\n";
+      continue;
+    }
+    CaseResult r = runConformanceCase(dir, name);
+    if (r.status == CaseResult::Passed) {
+      ++passed;
+      if (confVerbose)
+        llvm::outs() << "PASS " << name << " (max abs error " << r.maxAbsError << ")\n";
+    } else {
+      ++failed;
+      llvm::outs() << "FAIL " << name << ": " << r.message << "\n";
+    }
+    llvm::outs().flush();
+  }
+  llvm::outs() << passed << " passed, " << failed << " failed, " << skipped << " skipped\n";
+  return failed ? 1 : 0;
 }
 
 int runOps() {
@@ -320,10 +442,14 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(llmcCategory, importCmd);
   cl::HideUnrelatedOptions(llmcCategory, checkCmd);
   cl::HideUnrelatedOptions(llmcCategory, opsCmd);
+  cl::HideUnrelatedOptions(llmcCategory, execCmd);
+  cl::HideUnrelatedOptions(llmcCategory, conformanceCmd);
   cl::ParseCommandLineOptions(argc, argv,
                               "llmc: ahead-of-time compiler for transformer language models\n\n"
                               "  llmc import model.onnx [-o out.mlir]\n"
                               "  llmc check model.onnx [--json]\n"
+                              "  llmc exec model.onnx --inputs DIR --outputs DIR\n"
+                              "  llmc conformance DIR [--filter REGEX] [--unclaimed FILE]\n"
                               "  llmc ops [--markdown]\n\n"
                               "Run `llmc <command> --help` for a command's options.\n");
   if (importCmd)
@@ -332,6 +458,10 @@ int main(int argc, char **argv) {
     return runCheck();
   if (opsCmd)
     return runOps();
+  if (execCmd)
+    return runExec();
+  if (conformanceCmd)
+    return runConformance();
   llvm::errs() << "llmc: no command given; run `llmc --help`\n";
   return 1;
 }

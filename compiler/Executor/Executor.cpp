@@ -1,0 +1,368 @@
+//===- Executor.cpp - run an imported graph on the CPU --------------------===//
+#include "compiler/Executor/Executor.h"
+
+#include "dialects/Exec/IR/ExecDialect.h"
+#include "dialects/LLM/IR/LLMOps.h"
+#include "passes/Passes.h"
+#include "python-free-frontend/OnnxImporter.h"
+#include "python-free-frontend/OnnxModel.h"
+#include "runtime/src/cpu/Kernel.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <map>
+
+using namespace mlir;
+using namespace mlir::llmc;
+namespace cpu = ::llmc::cpu;
+
+namespace {
+llvm::Error fail(const llvm::Twine &m) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), m);
+}
+
+/// The node name of an operation's location (the importer's NameLoc).
+std::string nodeName(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().str();
+  return "operation";
+}
+
+ValueSignature signatureOf(Type type, std::string name) {
+  ValueSignature s;
+  s.name = std::move(name);
+  s.dtype = cpu::DType(getOnnxCodeForElementType(getElementTypeOrSelf(type)));
+  MaybeShape shape = getShape(type);
+  s.ranked = shape.has_value();
+  if (shape)
+    for (const Dim &d : *shape) {
+      s.dims.push_back(d.isStatic() ? d.size : -1);
+      s.dimNames.push_back(d.name ? d.name.str() : "");
+    }
+  return s;
+}
+
+/// A runtime tensor viewing (or, for splats and i1, holding) a constant.
+llvm::Expected<cpu::Tensor> constantTensor(ElementsAttr attr) {
+  ShapedType type = attr.getShapedType();
+  cpu::DType dtype = cpu::DType(getOnnxCodeForElementType(type.getElementType()));
+  if (cpu::storageSize(dtype) == 0)
+    return fail("unsupported constant type " + typeToString(type));
+  cpu::Shape shape(type.getShape().begin(), type.getShape().end());
+  if (auto resource = dyn_cast<DenseResourceElementsAttr>(attr)) {
+    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+    if (!blob)
+      return fail("constant blob '" + resource.getRawHandle().getKey() + "' has no data");
+    if (blob->getData().size() < size_t(type.getNumElements()) * cpu::storageSize(dtype))
+      return fail("constant blob '" + resource.getRawHandle().getKey() + "' is too small");
+    return cpu::Tensor::wrap(dtype, shape, blob->getData().data());
+  }
+  auto dense = dyn_cast<DenseIntOrFPElementsAttr>(attr);
+  if (!dense)
+    return fail("unsupported constant attribute");
+  if (!dense.isSplat() && !type.getElementType().isInteger(1))
+    return cpu::Tensor::wrap(dtype, shape, dense.getRawData().data());
+  cpu::Tensor t;
+  if (cpu::Status s = cpu::Tensor::allocate(dtype, shape, t); !s)
+    return fail(s.message());
+  char *dst = static_cast<char *>(t.mutableRaw());
+  if (type.getElementType().isInteger(1)) {
+    int64_t i = 0;
+    for (bool b : dense.getValues<bool>())
+      dst[i++] = b;
+    return t;
+  }
+  llvm::ArrayRef<char> one = dense.getRawData(); // the splat element
+  size_t es = cpu::storageSize(dtype);
+  for (int64_t i = 0; i < t.numel(); ++i)
+    std::memcpy(dst + size_t(i) * es, one.data(), es);
+  return t;
+}
+
+/// Kernel parameters from an op's attributes.
+llvm::Expected<cpu::Attributes> convertParams(DictionaryAttr dict) {
+  cpu::Attributes out;
+  for (NamedAttribute na : dict) {
+    cpu::Attribute a;
+    Attribute v = na.getValue();
+    if (auto b = dyn_cast<BoolAttr>(v)) {
+      a.kind = cpu::Attribute::Int;
+      a.i = b.getValue();
+    } else if (auto i = dyn_cast<IntegerAttr>(v)) {
+      a.kind = cpu::Attribute::Int;
+      a.i = i.getValue().getSExtValue();
+    } else if (auto f = dyn_cast<FloatAttr>(v)) {
+      a.kind = cpu::Attribute::Float;
+      a.f = f.getValueAsDouble();
+    } else if (auto s = dyn_cast<StringAttr>(v)) {
+      a.kind = cpu::Attribute::String;
+      a.s = s.str();
+    } else if (auto ints = dyn_cast<DenseI64ArrayAttr>(v)) {
+      a.kind = cpu::Attribute::Ints;
+      a.ints.assign(ints.asArrayRef().begin(), ints.asArrayRef().end());
+    } else if (auto floats = dyn_cast<DenseF32ArrayAttr>(v)) {
+      a.kind = cpu::Attribute::Floats;
+      for (float x : floats.asArrayRef())
+        a.floats.push_back(x);
+    } else if (auto arr = dyn_cast<ArrayAttr>(v)) {
+      a.kind = cpu::Attribute::Strings;
+      for (Attribute e : arr)
+        if (auto s = dyn_cast<StringAttr>(e))
+          a.strings.push_back(s.str());
+    } else if (auto e = dyn_cast<ElementsAttr>(v)) {
+      auto t = constantTensor(e);
+      if (!t)
+        return t.takeError();
+      a.kind = cpu::Attribute::TensorValue;
+      a.tensor = *t;
+    } else {
+      return fail("unsupported attribute '" + na.getName().str() + "'");
+    }
+    out.set(na.getName().str(), std::move(a));
+  }
+  return out;
+}
+} // namespace
+
+std::string ValueSignature::describe() const {
+  std::string s = std::string(cpu::dtypeName(dtype));
+  if (!ranked)
+    return s + "[unranked]";
+  s += "[";
+  for (size_t i = 0; i < dims.size(); ++i)
+    s += (i ? ", " : "") + (dims[i] >= 0 ? std::to_string(dims[i])
+                                         : dimNames[i].empty() ? "?" : dimNames[i]);
+  return s + "]";
+}
+
+struct Executor::Impl {
+  std::unique_ptr<OnnxModel> model;
+  std::unique_ptr<MLIRContext> ctx;
+  OwningOpRef<ModuleOp> module;
+  std::vector<ValueSignature> ins, outs;
+
+  struct Step {
+    const cpu::KernelEntry *kernel;
+    std::string name; // node name, for messages
+    std::vector<int> args, results; // slots; -1 for none
+    cpu::Attributes params;
+    std::vector<ValueSignature> resultTypes;
+  };
+  std::vector<Step> steps;
+  std::vector<int> inputSlots, outputSlots;
+  std::vector<std::pair<int, cpu::Tensor>> constants;
+  std::vector<std::vector<int>> releaseAfter;
+  int numSlots = 0;
+
+  llvm::Error build(func::FuncOp func);
+  llvm::Error checkInput(const ValueSignature &sig, const cpu::Tensor &t,
+                         std::map<std::string, std::pair<int64_t, std::string>> &symbols) const;
+};
+
+Executor::Executor(std::unique_ptr<Impl> i) : impl(std::move(i)) {}
+Executor::~Executor() = default;
+
+const std::vector<ValueSignature> &Executor::inputs() const { return impl->ins; }
+const std::vector<ValueSignature> &Executor::outputs() const { return impl->outs; }
+size_t Executor::numKernels() const { return impl->steps.size(); }
+
+llvm::Error Executor::Impl::build(func::FuncOp func) {
+  llvm::DenseMap<Value, int> slot;
+  auto slotOf = [&](Value v) { return slot.lookup(v); };
+  Block &body = func.getBody().front();
+  for (BlockArgument arg : body.getArguments()) {
+    auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "llm.name");
+    ins.push_back(signatureOf(arg.getType(), name ? name.str() : "arg" + std::to_string(arg.getArgNumber())));
+    slot[arg] = numSlots;
+    inputSlots.push_back(numSlots++);
+  }
+  for (Operation &op : body) {
+    if (auto c = dyn_cast<ConstantOp>(op)) {
+      auto t = constantTensor(c.getValue());
+      if (!t)
+        return t.takeError();
+      slot[c.getResult()] = numSlots;
+      constants.push_back({numSlots++, std::move(*t)});
+    } else if (auto n = dyn_cast<NoneOp>(op)) {
+      slot[n.getResult()] = -1;
+    } else if (auto k = dyn_cast<exec::KernelOp>(op)) {
+      Step step;
+      step.kernel = cpu::findKernel(k.getKernel().str());
+      if (!step.kernel)
+        return fail("no CPU kernel '" + k.getKernel().str() + "'");
+      step.name = nodeName(k.getLoc());
+      for (Value v : k.getArgs())
+        step.args.push_back(slotOf(v));
+      for (Value r : k.getResults()) {
+        slot[r] = numSlots;
+        step.results.push_back(numSlots++);
+        step.resultTypes.push_back(signatureOf(r.getType(), ""));
+      }
+      auto params = convertParams(k.getParams());
+      if (!params)
+        return params.takeError();
+      step.params = std::move(*params);
+      steps.push_back(std::move(step));
+    } else if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+        outputSlots.push_back(slotOf(v));
+        auto name = func.getResultAttrOfType<StringAttr>(i, "llm.name");
+        outs.push_back(signatureOf(v.getType(), name ? name.str() : "output" + std::to_string(i)));
+      }
+    } else {
+      return fail("the executor cannot run '" + op.getName().getStringRef().str() + "'");
+    }
+  }
+  // Free each intermediate after its last reader.
+  std::vector<int> lastUse(size_t(numSlots), -1);
+  for (auto [i, step] : llvm::enumerate(steps))
+    for (int s : step.args)
+      if (s >= 0)
+        lastUse[size_t(s)] = int(i);
+  std::vector<bool> keep(size_t(numSlots), false);
+  for (int s : inputSlots)
+    keep[size_t(s)] = true;
+  for (int s : outputSlots)
+    if (s >= 0)
+      keep[size_t(s)] = true;
+  for (auto &[s, t] : constants)
+    keep[size_t(s)] = true;
+  releaseAfter.assign(steps.size(), {});
+  for (int s = 0; s < numSlots; ++s)
+    if (!keep[size_t(s)] && lastUse[size_t(s)] >= 0)
+      releaseAfter[size_t(lastUse[size_t(s)])].push_back(s);
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::unique_ptr<Executor>> Executor::fromOnnxFile(llvm::StringRef path) {
+  auto impl = std::make_unique<Impl>();
+  auto model = OnnxModel::loadFile(path);
+  if (!model)
+    return model.takeError();
+  impl->model = std::move(*model);
+  DialectRegistry registry;
+  registerImportDialects(registry);
+  registry.insert<exec::ExecDialect>();
+  impl->ctx = std::make_unique<MLIRContext>(registry, MLIRContext::Threading::DISABLED);
+  impl->ctx->loadAllAvailableDialects();
+  auto module = importOnnxModel(*impl->ctx, *impl->model);
+  if (!module)
+    return module.takeError();
+  impl->module = std::move(*module);
+  std::string diagnostics;
+  {
+    ScopedDiagnosticHandler handler(impl->ctx.get(), [&](Diagnostic &d) {
+      if (d.getSeverity() == DiagnosticSeverity::Error)
+        diagnostics += (diagnostics.empty() ? "" : "; ") + d.str();
+      return success();
+    });
+    PassManager pm(impl->ctx.get());
+    pm.addNestedPass<func::FuncOp>(createLowerToExecPass());
+    if (failed(pm.run(*impl->module)))
+      return fail(path + ": " + (diagnostics.empty() ? "lowering failed" : diagnostics));
+  }
+  auto func = impl->module->lookupSymbol<func::FuncOp>("main");
+  if (!func)
+    return fail(path + ": no main function");
+  if (llvm::Error e = impl->build(func))
+    return fail(path + ": " + llvm::toString(std::move(e)));
+  return std::unique_ptr<Executor>(new Executor(std::move(impl)));
+}
+
+llvm::Error Executor::Impl::checkInput(
+    const ValueSignature &sig, const cpu::Tensor &t,
+    std::map<std::string, std::pair<int64_t, std::string>> &symbols) const {
+  auto mismatch = [&](const std::string &why) {
+    return fail("input '" + sig.name + "' is " + t.describe() + "; the model expects " +
+                sig.describe() + " (" + why + ")");
+  };
+  if (t.dtype() != sig.dtype)
+    return mismatch("element type");
+  if (!sig.ranked)
+    return llvm::Error::success();
+  if (t.rank() != int64_t(sig.dims.size()))
+    return mismatch("rank");
+  for (size_t d = 0; d < sig.dims.size(); ++d) {
+    int64_t size = t.dim(int64_t(d));
+    if (sig.dims[d] >= 0 && sig.dims[d] != size)
+      return mismatch("dimension " + std::to_string(d));
+    if (!sig.dimNames[d].empty()) {
+      auto [it, fresh] = symbols.try_emplace(sig.dimNames[d], size, sig.name);
+      if (!fresh && it->second.first != size)
+        return fail("input '" + sig.name + "' has " + sig.dimNames[d] + " = " +
+                    std::to_string(size) + " but input '" + it->second.second + "' has " +
+                    sig.dimNames[d] + " = " + std::to_string(it->second.first));
+    }
+  }
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::vector<NamedTensor>>
+Executor::run(llvm::ArrayRef<NamedTensor> inputs) const {
+  const Impl &m = *impl;
+  std::vector<cpu::Tensor> slots(size_t(m.numSlots));
+  for (auto &[s, t] : m.constants)
+    slots[size_t(s)] = t;
+  std::map<std::string, std::pair<int64_t, std::string>> symbols;
+  std::vector<bool> given(m.ins.size(), false);
+  for (const NamedTensor &in : inputs) {
+    auto it = std::find_if(m.ins.begin(), m.ins.end(),
+                           [&](const ValueSignature &s) { return s.name == in.name; });
+    if (it == m.ins.end())
+      return fail("the model has no input '" + in.name + "'");
+    size_t i = size_t(it - m.ins.begin());
+    if (given[i])
+      return fail("input '" + in.name + "' is given twice");
+    if (llvm::Error e = m.checkInput(*it, in.tensor, symbols))
+      return std::move(e);
+    given[i] = true;
+    slots[size_t(m.inputSlots[i])] = in.tensor;
+  }
+  for (size_t i = 0; i < given.size(); ++i)
+    if (!given[i])
+      return fail("missing input '" + m.ins[i].name + "' (" + m.ins[i].describe() + ")");
+
+  cpu::ThreadPool &pool = cpu::ThreadPool::global();
+  for (size_t i = 0; i < m.steps.size(); ++i) {
+    const Impl::Step &step = m.steps[i];
+    cpu::KernelCall call;
+    call.pool = &pool;
+    call.attrs = &step.params;
+    call.opName = step.name + " (" + step.kernel->name + ")";
+    for (int s : step.args)
+      call.inputs.push_back(s >= 0 ? &slots[size_t(s)] : nullptr);
+    call.outputs.resize(step.results.size());
+    if (cpu::Status st = step.kernel->fn(call); !st)
+      return fail(llvm::StringRef(st.message()).starts_with(call.opName)
+                      ? st.message()
+                      : call.opName + ": " + st.message());
+    for (size_t r = 0; r < step.results.size(); ++r) {
+      const cpu::Tensor &t = call.outputs[r];
+      const ValueSignature &want = step.resultTypes[r];
+      bool ok = t.defined() && t.dtype() == want.dtype &&
+                (!want.ranked || t.rank() == int64_t(want.dims.size()));
+      for (size_t d = 0; ok && want.ranked && d < want.dims.size(); ++d)
+        ok = want.dims[d] < 0 || want.dims[d] == t.dim(int64_t(d));
+      if (!ok)
+        return fail(call.opName + ": result " + std::to_string(r) + " is " +
+                    (t.defined() ? t.describe() : std::string("missing")) +
+                    " but the compiler inferred " + want.describe() +
+                    " (an llmc bug: please report it)");
+      slots[size_t(step.results[r])] = std::move(call.outputs[r]);
+    }
+    for (int s : m.releaseAfter[i])
+      slots[size_t(s)] = cpu::Tensor();
+  }
+  std::vector<NamedTensor> out;
+  for (size_t i = 0; i < m.outputSlots.size(); ++i) {
+    int s = m.outputSlots[i];
+    if (s < 0)
+      return fail("output '" + m.outs[i].name + "' is not computed");
+    out.push_back({m.outs[i].name, slots[size_t(s)]});
+  }
+  return out;
+}

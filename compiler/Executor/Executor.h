@@ -1,0 +1,65 @@
+//===- Executor.h - run an imported graph on the CPU ----------------------===//
+//
+// The reference executor: imports an ONNX model, lowers it to exec.kernel
+// launches (llmc-lower-to-exec) and runs them with the reference CPU kernels,
+// resolving every shape at run time. It is exactly ONNX's semantics, and the
+// oracle that optimised and device code is compared against.
+//
+// Thread safety: one run at a time per Executor.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_COMPILER_EXECUTOR_EXECUTOR_H
+#define LLMC_COMPILER_EXECUTOR_EXECUTOR_H
+
+#include "compiler/Executor/TensorIO.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/Error.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mlir::llmc {
+
+class OnnxModel;
+
+/// The declared type of a graph input or output: element type, and per
+/// dimension a static size or -1 with an optional symbolic name.
+struct ValueSignature {
+  std::string name;
+  ::llmc::cpu::DType dtype;
+  bool ranked = true;
+  std::vector<int64_t> dims;
+  std::vector<std::string> dimNames;
+  std::string describe() const; // "i64[batch, seq]"
+};
+
+class Executor {
+public:
+  ~Executor();
+
+  /// Loads, imports and lowers an ONNX model file.
+  static llvm::Expected<std::unique_ptr<Executor>> fromOnnxFile(llvm::StringRef path);
+
+  const std::vector<ValueSignature> &inputs() const;
+  const std::vector<ValueSignature> &outputs() const;
+
+  /// Runs the graph. Inputs are matched by name; each is checked against its
+  /// declared type (element type, rank, static sizes, and equal sizes for
+  /// equal dimension names) before anything runs. Outputs come back in the
+  /// graph's order, each checked against the type the compiler inferred.
+  llvm::Expected<std::vector<NamedTensor>> run(llvm::ArrayRef<NamedTensor> inputs) const;
+
+  /// Number of kernel launches per run.
+  size_t numKernels() const;
+
+private:
+  struct Impl;
+  explicit Executor(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl;
+};
+
+} // namespace mlir::llmc
+
+#endif // LLMC_COMPILER_EXECUTOR_EXECUTOR_H
