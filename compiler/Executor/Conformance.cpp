@@ -63,8 +63,23 @@ std::vector<std::string> sortedFiles(llvm::StringRef dir, llvm::StringRef prefix
 
 } // namespace
 
+/// The spacing of floating-point numbers just below 1 (2^-mantissa bits).
+double epsilonOf(cpu::DType t) {
+  switch (t) {
+  case cpu::DType::Double: return 0x1p-52;
+  case cpu::DType::Float16: return 0x1p-10;
+  case cpu::DType::BFloat16: return 0x1p-7;
+  case cpu::DType::Float8E4M3FN:
+  case cpu::DType::Float8E4M3FNUZ: return 0x1p-3;
+  case cpu::DType::Float8E5M2:
+  case cpu::DType::Float8E5M2FNUZ: return 0x1p-2;
+  default: return 0x1p-23;
+  }
+}
+
 Comparison mlir::llmc::compareTensors(const cpu::Tensor &actual, const cpu::Tensor &expected,
-                                      double rtol, double atol) {
+                                      const Tolerance &tol) {
+  double rtol = tol.rtol, atol = tol.atol;
   Comparison c;
   if (actual.dtype() != expected.dtype() || actual.shape() != expected.shape()) {
     c.ok = false;
@@ -85,6 +100,15 @@ Comparison mlir::llmc::compareTensors(const cpu::Tensor &actual, const cpu::Tens
         }
     }
     return c;
+  }
+  if (tol.scaleUlps > 0 || tol.scaleRel > 0) {
+    double scale = 0;
+    for (int64_t i = 0; i < expected.numel(); ++i) {
+      double e = std::fabs(valueAt(expected, i));
+      if (std::isfinite(e))
+        scale = std::max(scale, e);
+    }
+    atol = std::max({atol, tol.scaleRel * scale, tol.scaleUlps * epsilonOf(actual.dtype()) * scale});
   }
   int64_t worst = -1;
   double worstExcess = 0;
@@ -146,7 +170,8 @@ const std::string *UnclaimedList::reasonFor(llvm::StringRef caseName) const {
   return nullptr;
 }
 
-CaseResult mlir::llmc::runConformanceCase(llvm::StringRef dir, llvm::StringRef name) {
+CaseResult mlir::llmc::runConformanceCase(llvm::StringRef dir, llvm::StringRef name,
+                                          const Tolerance &tol) {
   CaseResult result;
   result.name = name.str();
   auto failWith = [&](std::string message) {
@@ -190,7 +215,7 @@ CaseResult mlir::llmc::runConformanceCase(llvm::StringRef dir, llvm::StringRef n
       auto expected = readTensorFile(expectedFiles[i]);
       if (!expected)
         return failWith(llvm::toString(expected.takeError()));
-      Comparison c = compareTensors((*outputs)[i].tensor, expected->tensor);
+      Comparison c = compareTensors((*outputs)[i].tensor, expected->tensor, tol);
       result.maxAbsError = std::max(result.maxAbsError, c.maxAbsError);
       if (!c.ok)
         return failWith(llvm::sys::path::filename(set).str() + ", output " + std::to_string(i) +

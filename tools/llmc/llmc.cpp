@@ -100,6 +100,12 @@ cl::opt<std::string> confUnclaimed(
     cl::desc("File listing cases llmc does not claim (\"<name prefix> <reason>\" lines); "
              "they are skipped"),
     cl::value_desc("file"), cl::sub(conformanceCmd), cl::cat(llmcCategory));
+cl::opt<double> confScaleUlps(
+    "scale-ulps",
+    cl::desc("Also accept differences up to N units in the last place of each output's "
+             "largest magnitude (for references from another runtime's kernels, which round "
+             "differently; 0, the default, keeps the ONNX runner's tolerance)"),
+    cl::value_desc("N"), cl::init(0), cl::sub(conformanceCmd), cl::cat(llmcCategory));
 cl::opt<bool> confVerbose("v", cl::desc("Also list passed and skipped cases"), cl::init(false),
                           cl::sub(conformanceCmd), cl::cat(llmcCategory));
 
@@ -189,6 +195,8 @@ int runConformance() {
       return fail(list.takeError());
     unclaimed = std::move(*list);
   }
+  if (!(confScaleUlps >= 0))
+    return fail("--scale-ulps must be a non-negative number");
   llvm::Regex filter(confFilter.empty() ? ".*" : confFilter.getValue());
   std::string regexError;
   if (!filter.isValid(regexError))
@@ -216,7 +224,9 @@ int runConformance() {
         llvm::outs() << "SKIP " << name << ": " << *reason << "\n";
       continue;
     }
-    CaseResult r = runConformanceCase(dir, name);
+    Tolerance tol;
+    tol.scaleUlps = confScaleUlps;
+    CaseResult r = runConformanceCase(dir, name, tol);
     if (r.status == CaseResult::Passed) {
       ++passed;
       if (confVerbose)

@@ -340,7 +340,7 @@ Status onnxAttentionKernel(KernelCall &call) {
       return call.fail("attn_mask has more key columns than there are keys");
   }
   std::vector<float> qk;
-  bool wantQk = call.outputs.size() > 3;
+  bool wantQk = call.wants(3);
   if (wantQk) {
     a.qkMode = int(at.getInt("qk_matmul_output_mode", 0));
     a.qkOut = &qk;
@@ -687,7 +687,9 @@ Status msAttentionKernel(KernelCall &call) {
   runAttention(*call.pool, a, q, k, v, out);
   LLMC_RETURN_IF_ERROR(
       fromF32(X.dtype(), {b, s, n * a.dv}, mergeHeads(out, b, n, s, a.dv), call.outputs[0]));
-  if (call.outputs.size() > 1) {
+  if (call.wants(1)) {
+    if (hk != hv)
+      return call.fail("present needs equal key and value hidden sizes");
     std::vector<float> present(k);
     present.insert(present.end(), v.begin(), v.end());
     LLMC_RETURN_IF_ERROR(fromF32(X.dtype(), {2, b, n, a.skv, a.d}, present, call.outputs[1]));
@@ -819,7 +821,7 @@ Status msMultiHeadAttentionKernel(KernelCall &call) {
     a.biases.push_back(view);
   }
   std::vector<float> out, probs;
-  if (call.outputs.size() > 3) { // qk: the normalised attention probabilities
+  if (call.wants(3)) { // qk: the normalised attention probabilities
     a.qkMode = 3;
     a.qkOut = &probs;
   }
@@ -830,7 +832,7 @@ Status msMultiHeadAttentionKernel(KernelCall &call) {
     LLMC_RETURN_IF_ERROR(fromF32(Q.dtype(), {b, n, a.skv, a.d}, k, call.outputs[1]));
   if (call.outputs.size() > 2)
     LLMC_RETURN_IF_ERROR(fromF32(Q.dtype(), {b, n, a.skv, a.dv}, v, call.outputs[2]));
-  if (call.outputs.size() > 3)
+  if (call.wants(3))
     LLMC_RETURN_IF_ERROR(fromF32(Q.dtype(), {b, n, s, a.skv}, probs, call.outputs[3]));
   return Status::ok();
 }
@@ -947,9 +949,11 @@ Status msGroupQueryAttentionKernel(KernelCall &call) {
   a.offset = start;
   for (int64_t bi = 0; bi < b; ++bi)
     a.keyLimit.push_back(lens[size_t(bi)] + 1);
+  // local_window_size counts the keys a query sees, itself included
+  // (onnxruntime's CPU kernel; Mistral's sliding_window).
   int64_t window = at.getInt("local_window_size", -1);
   if (window > 0)
-    a.leftWindow = window;
+    a.leftWindow = window - 1;
   a.onnxSemantics = true; // masked keys are skipped, as onnxruntime's GQA does
   std::vector<float> biasF, sinkF;
   if (attnBias) {
