@@ -64,12 +64,19 @@ template <ReduceKind K> Status reduceKernel(KernelCall &call) {
     Acc identity = 0;
     if (K == ReduceKind::Prod)
       identity = 1;
-    else if (K == ReduceKind::Max)
-      identity = std::is_integral_v<C> ? Acc(std::numeric_limits<C>::lowest())
-                                       : -std::numeric_limits<double>::infinity();
-    else if (K == ReduceKind::Min)
-      identity = std::is_integral_v<C> ? Acc(std::numeric_limits<C>::max())
-                                       : std::numeric_limits<double>::infinity();
+    // (Separate branches: a ?: would pass int64's max through a double,
+    // which rounds it to 2^63, out of range.)
+    else if (K == ReduceKind::Max) {
+      if constexpr (std::is_integral_v<C>)
+        identity = Acc(std::numeric_limits<C>::lowest());
+      else
+        identity = -std::numeric_limits<double>::infinity();
+    } else if (K == ReduceKind::Min) {
+      if constexpr (std::is_integral_v<C>)
+        identity = Acc(std::numeric_limits<C>::max());
+      else
+        identity = std::numeric_limits<double>::infinity();
+    }
     std::vector<Acc> acc(size_t(y.numel()), identity);
     const T *in = x.data<T>();
     walk.forRange<1>(0, x.numel(), [&](int64_t i, const std::array<int64_t, 1> &o) {
