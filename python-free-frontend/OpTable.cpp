@@ -508,6 +508,7 @@ const OpTableEntry kTable[] = {
     MS("BiasGelu", MsBiasGeluOp, nullptr),
     MS("EmbedLayerNormalization", MsEmbedLayerNormalizationOp, nullptr),
     MS("FastGelu", MsFastGeluOp, nullptr),
+    MS("GatherBlockQuantized", MsGatherBlockQuantizedOp, nullptr),
     MS("GroupQueryAttention", MsGroupQueryAttentionOp, checkGroupQueryAttention),
     MS("MatMulNBits", MsMatMulNBitsOp, checkMatMulNBits),
     MS("MultiHeadAttention", MsMultiHeadAttentionOp, checkMultiHeadAttention),

@@ -946,6 +946,25 @@ func.func @ms_matmul_nbits(%a: tensor<2x64xf32>, %b: tensor<48x2x16xui8>, %s: te
 
 // -----
 
+func.func @ms_gather_block_quantized(%d: tensor<100x16xui8>, %i: tensor<3xi64>, %s: tensor<100x1xf32>) {
+  %none = llm.none
+  // expected-error @+1 {{bits must be 2, 4 or 8 for uint8 data and 4 for int4/uint4, got 3}}
+  %0 = llm.ms.gather_block_quantized %d, %i, %s, %none {bits = 3 : i64, block_size = 32 : i64} : (tensor<100x16xui8>, tensor<3xi64>, tensor<100x1xf32>, none) -> tensor<3x16xf32>
+  return
+}
+
+// -----
+
+func.func @ms_gather_block_quantized_axis(%d: tensor<100x16xui8>, %i: tensor<3xi64>, %s: tensor<100x1xf32>) {
+  %none = llm.none
+  // expected-error @+2 {{quantize_axis 2 is out of range}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = llm.ms.gather_block_quantized %d, %i, %s, %none {quantize_axis = 2 : i64, block_size = 32 : i64} : (tensor<100x16xui8>, tensor<3xi64>, tensor<100x1xf32>, none) -> tensor<3x32xf32>
+  return
+}
+
+// -----
+
 func.func @embedding(%t: tensor<16xf32>, %ids: tensor<4xi64>) {
   // expected-error @+2 {{table must have rank 2, got 1}}
   // expected-error @+1 {{failed to infer returned types}}

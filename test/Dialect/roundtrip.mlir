@@ -274,7 +274,7 @@ func.func @microsoft(%x: tensor<?x?x32xf32, #llm.dims<"b", "s", ?>>, %g: tensor<
                      %pk: tensor<?x4x?x8xf32, #llm.dims<"b", ?, "p", ?>>, %gk: tensor<?x?x16xf32, #llm.dims<"b", "s", ?>>,
                      %gpk: tensor<?x2x?x8xf32, #llm.dims<"b", ?, "c", ?>>, %sl: tensor<?xi32, #llm.dims<"b">>,
                      %tl: tensor<i32>, %qa: tensor<?x?x64xf32, #llm.dims<"b", "s", ?>>, %qb: tensor<48x2x16xui8>,
-                     %qs: tensor<48x2xf32>) {
+                     %qs: tensor<48x2xf32>, %gq: tensor<100x16xui8>, %gs: tensor<100x1xf16>) {
   %none = llm.none
   // CHECK: llm.ms.skip_layer_normalization
   %0:4 = llm.ms.skip_layer_normalization %x, %x, %g, %g, %none {epsilon = 1.0e-05 : f32} : (tensor<?x?x32xf32, #llm.dims<"b", "s", ?>>, tensor<?x?x32xf32, #llm.dims<"b", "s", ?>>, tensor<32xf32>, tensor<32xf32>, none) -> (tensor<?x?x32xf32, #llm.dims<"b", "s", ?>>, tensor<?x?x1xf32, #llm.dims<"b", "s", ?>>, tensor<?x?x1xf32, #llm.dims<"b", "s", ?>>, tensor<?x?x32xf32, #llm.dims<"b", "s", ?>>)
@@ -300,6 +300,8 @@ func.func @microsoft(%x: tensor<?x?x32xf32, #llm.dims<"b", "s", ?>>, %g: tensor<
   %10:4 = llm.ms.group_query_attention %x, %gk, %gk, %gpk, %gpk, %sl, %tl, %none, %none, %none, %none, %none, %none, %none, %none, %none, %none {num_heads = 4 : i64, kv_num_heads = 2 : i64} : (tensor<?x?x32xf32, #llm.dims<"b", "s", ?>>, tensor<?x?x16xf32, #llm.dims<"b", "s", ?>>, tensor<?x?x16xf32, #llm.dims<"b", "s", ?>>, tensor<?x2x?x8xf32, #llm.dims<"b", ?, "c", ?>>, tensor<?x2x?x8xf32, #llm.dims<"b", ?, "c", ?>>, tensor<?xi32, #llm.dims<"b">>, tensor<i32>, none, none, none, none, none, none, none, none, none, none) -> (tensor<?x?x32xf32, #llm.dims<"b", "s", ?>>, tensor<?x2x?x8xf32, #llm.dims<"b", ?, ?, ?>>, tensor<?x2x?x8xf32, #llm.dims<"b", ?, ?, ?>>, tensor<?x4x?x?xf32, #llm.dims<"b", ?, "s", ?>>)
   // CHECK: llm.ms.matmul_nbits
   %11 = llm.ms.matmul_nbits %qa, %qb, %qs, %none, %none, %none {K = 64 : i64, N = 48 : i64, block_size = 32 : i64} : (tensor<?x?x64xf32, #llm.dims<"b", "s", ?>>, tensor<48x2x16xui8>, tensor<48x2xf32>, none, none, none) -> tensor<?x?x48xf32, #llm.dims<"b", "s", ?>>
+  // CHECK: llm.ms.gather_block_quantized
+  %12 = llm.ms.gather_block_quantized %gq, %ids, %gs, %none {block_size = 32 : i64} : (tensor<100x16xui8>, tensor<?x?xi32, #llm.dims<"b", "s">>, tensor<100x1xf16>, none) -> tensor<?x?x32xf16, #llm.dims<"b", "s", ?>>
   return
 }
 

@@ -245,4 +245,28 @@ def LLM_MsMatMulNBitsOp : LLM_MsOp<"matmul_nbits"> {
   let hasVerifier = 1;
 }
 
+def LLM_MsGatherBlockQuantizedOp : LLM_MsOp<"gather_block_quantized"> {
+  let summary = "com.microsoft GatherBlockQuantized: gather rows of a block-quantized tensor";
+  let description = [{
+    `data` holds quantized values: uint8 packs 8 / bits values per byte along
+    the flattened (row-major) order, low bits first, so its logical last
+    dimension is 8 / bits times the stored one; int4/uint4 hold one value per
+    element. `scales` (the output element type) has data's logical shape with
+    `quantize_axis` divided into ceil(size / block_size) blocks;
+    `zero_points` (optional) is laid out like the scales and packed like the
+    data; without it the zero point is 2^(bits-1) for uint8 and 0 for
+    int4/uint4. Output = Gather(dequant(data), indices, gather_axis), shape
+    logical[:g] + indices.shape + logical[g+1:]; negative indices count from
+    the end. Only the gathered rows are dequantized.
+  }];
+  let arguments = (ins TensorOf<[UI8, I<4>, UI<4>]>:$data, LLM_IndexTensor:$indices,
+                   LLM_FloatTensor:$scales, LLM_OptTensor:$zero_points,
+                   DefaultValuedAttr<LLM_I64Attr, "0">:$gather_axis,
+                   DefaultValuedAttr<LLM_I64Attr, "1">:$quantize_axis,
+                   DefaultValuedAttr<LLM_I64Attr, "128">:$block_size,
+                   DefaultValuedAttr<LLM_I64Attr, "4">:$bits);
+  let results = (outs LLM_FloatTensor:$output);
+  let hasVerifier = 1;
+}
+
 #endif // LLMC_DIALECTS_LLM_IR_LLMMSOPS_TD

@@ -1696,6 +1696,65 @@ LogicalResult MsMatMulNBitsOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+namespace {
+
+/// Values per stored element of GatherBlockQuantized's data: uint8 packs
+/// 8 / bits, int4/uint4 hold one.
+int64_t gbqPacking(Type dataElement, int64_t bits) {
+  return dataElement.isInteger(8) && bits > 0 && bits < 8 ? 8 / bits : 1;
+}
+
+} // namespace
+
+LogicalResult MsGatherBlockQuantizedOp::inferReturnTypes(MLIRContext *,
+                                                         std::optional<Location> loc,
+                                                         Adaptor adaptor,
+                                                         SmallVectorImpl<Type> &types) {
+  MaybeShape data = shapeOf(adaptor.getData()), indices = shapeOf(adaptor.getIndices());
+  Type elementType = elementOf(adaptor.getScales());
+  if (!data || !indices) {
+    types.push_back(UnrankedTensorType::get(elementType));
+    return success();
+  }
+  int64_t rank = int64_t(data->size());
+  if (rank == 0)
+    return emitInferenceError(loc, "data must have rank >= 1");
+  FailureOr<int64_t> g = normalizeAxis(loc, adaptor.getGatherAxis(), rank, "gather_axis");
+  if (failed(g) || failed(normalizeAxis(loc, adaptor.getQuantizeAxis(), rank, "quantize_axis")))
+    return failure();
+  int64_t pack = gbqPacking(elementOf(adaptor.getData()), adaptor.getBits());
+  Dim &last = data->back();
+  if (last.isStatic()) {
+    std::optional<int64_t> unpacked = boundedMul(last.size, pack);
+    if (!unpacked)
+      return emitInferenceError(loc, "data's unpacked last dimension is beyond llmc's limits");
+    last = Dim::fixed(*unpacked);
+  } else if (pack != 1) {
+    last = Dim::dynamic();
+  }
+  Shape out(data->begin(), data->begin() + *g);
+  out.append(indices->begin(), indices->end());
+  out.append(data->begin() + *g + 1, data->end());
+  if (failed(checkRank(loc, int64_t(out.size()))))
+    return failure();
+  types.push_back(makeTensorType(out, elementType));
+  return success();
+}
+
+LogicalResult MsGatherBlockQuantizedOp::verify() {
+  int64_t bits = getBits(), bs = getBlockSize();
+  Type data = elementOf(getData());
+  if (data.isInteger(8) ? (bits != 2 && bits != 4 && bits != 8) : bits != 4)
+    return emitOpError("bits must be 2, 4 or 8 for uint8 data and 4 for int4/uint4, got ")
+           << bits;
+  if (bs < 16 || bs > kMaxDimSize || (bs & (bs - 1)) != 0)
+    return emitOpError("block_size must be a power of two >= 16, got ") << bs;
+  auto zp = getZeroPoints().getType();
+  if (!isa<NoneType>(zp) && getElementTypeOrSelf(zp) != data)
+    return emitOpError("zero_points must have data's element type");
+  return success();
+}
+
 LogicalResult MsMatMulNBitsOp::verify() {
   int64_t bits = getBits(), bs = getBlockSize(), k = getK(), n = getN();
   if (bits < 2 || bits > 8)

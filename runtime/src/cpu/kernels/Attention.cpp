@@ -1,4 +1,4 @@
-//===- Attention.cpp - attention, rotary embedding, caches, MatMulNBits ---===//
+//===- Attention.cpp - attention, rotary embedding and caches --------------===//
 //
 // One attention core serves ONNX Attention and the com.microsoft attention
 // operators. It works on f32 copies of Q, K and V in [B, H, S, D] layout:
@@ -17,35 +17,6 @@
 namespace llmc::cpu {
 
 namespace {
-
-//===----------------------------------------------------------------------===//
-// f32 staging
-//===----------------------------------------------------------------------===//
-
-/// A tensor's elements as f32 (any float type).
-Status toF32(const KernelCall &call, const Tensor &t, std::vector<float> &out) {
-  out.resize(size_t(t.numel()));
-  return visitFloat(t.dtype(), [&](auto tag) -> Status {
-    using T = typename decltype(tag)::type;
-    const T *p = t.data<T>();
-    for (int64_t i = 0; i < t.numel(); ++i)
-      out[size_t(i)] = float(Num<T>::load(p[i]));
-    return Status::ok();
-  });
-  (void)call;
-}
-
-/// A new tensor of `type` and `shape` from f32 values.
-Status fromF32(DType type, const Shape &shape, const std::vector<float> &values, Tensor &out) {
-  LLMC_RETURN_IF_ERROR(Tensor::allocate(type, shape, out));
-  return visitFloat(type, [&](auto tag) -> Status {
-    using T = typename decltype(tag)::type;
-    T *p = out.mutableData<T>();
-    for (size_t i = 0; i < values.size(); ++i)
-      p[i] = Num<T>::store(typename Num<T>::C(values[i]));
-    return Status::ok();
-  });
-}
 
 /// [B, S, H*D] -> [B, H, S, D]
 std::vector<float> splitHeads(const std::vector<float> &x, int64_t b, int64_t s, int64_t h,
@@ -991,74 +962,6 @@ Status msGroupQueryAttentionKernel(KernelCall &call) {
   return Status::ok();
 }
 
-//===----------------------------------------------------------------------===//
-// com.microsoft MatMulNBits
-//===----------------------------------------------------------------------===//
-
-Status matMulNBitsKernel(KernelCall &call) {
-  const Tensor &A = *call.input(0), &B = *call.input(1), &scales = *call.input(2);
-  const Tensor *zp = call.input(3), *bias = call.input(5);
-  const Attributes &at = *call.attrs;
-  if (call.has(4) || at.getInt("weight_prepacked", 0))
-    return call.fail("g_idx and prepacked weights are not supported");
-  int64_t K = at.getInt("K", 0), N = at.getInt("N", 0), bits = at.getInt("bits", 4),
-          bs = at.getInt("block_size", 0);
-  if (bits != 2 && bits != 4 && bits != 8)
-    return call.fail("bits must be 2, 4 or 8");
-  if (K <= 0 || N <= 0 || bs < 16 || A.rank() < 1 || A.dim(A.rank() - 1) != K)
-    return call.fail("A's last dimension must be K and block_size >= 16");
-  int64_t blocks = (K + bs - 1) / bs, blob = bs * bits / 8;
-  if (B.numel() != N * blocks * blob || storageSize(B.dtype()) != 1)
-    return call.fail("B must hold N * k_blocks * blob_size bytes");
-  if (scales.numel() != N * blocks)
-    return call.fail("scales must hold N * k_blocks values");
-  std::vector<float> sc;
-  LLMC_RETURN_IF_ERROR(toF32(call, scales, sc));
-  const uint8_t *pb = static_cast<const uint8_t *>(B.raw());
-  int64_t perByte = 8 / bits, mask = (1 << bits) - 1;
-  auto packedAt = [&](const uint8_t *row, int64_t i) {
-    return int64_t((row[i / perByte] >> ((i % perByte) * bits)) & mask);
-  };
-  int64_t zpRow = (blocks * bits + 7) / 8;
-  std::vector<float> zpF;
-  bool zpPacked = zp && storageSize(zp->dtype()) == 1 && !isFloat(zp->dtype());
-  if (zp) {
-    if (zpPacked ? zp->numel() != N * zpRow : zp->numel() != N * blocks)
-      return call.fail("zero_points have the wrong size");
-    if (!zpPacked)
-      LLMC_RETURN_IF_ERROR(toF32(call, *zp, zpF));
-  }
-  // Dequantized W [N, K] in f32, then Y = A W^T.
-  std::vector<float> w(size_t(N * K));
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t blk = 0; blk < blocks; ++blk) {
-      float scale = sc[size_t(n * blocks + blk)];
-      float zero = float(int64_t(1) << (bits - 1));
-      if (zp)
-        zero = zpPacked ? float(packedAt(static_cast<const uint8_t *>(zp->raw()) + n * zpRow, blk))
-                        : zpF[size_t(n * blocks + blk)];
-      const uint8_t *row = pb + (n * blocks + blk) * blob;
-      for (int64_t i = 0; i < bs && blk * bs + i < K; ++i)
-        w[size_t(n * K + blk * bs + i)] = (float(packedAt(row, i)) - zero) * scale;
-    }
-  int64_t rows = A.numel() / K;
-  std::vector<float> a, y(size_t(rows * N));
-  LLMC_RETURN_IF_ERROR(toF32(call, A, a));
-  gemmF32(*call.pool, rows, N, K, a.data(), K, 1, w.data(), 1, K, y.data(), N);
-  if (bias) {
-    if (bias->numel() != N)
-      return call.fail("bias must have N entries");
-    std::vector<float> bv;
-    LLMC_RETURN_IF_ERROR(toF32(call, *bias, bv));
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t n = 0; n < N; ++n)
-        y[size_t(r * N + n)] += bv[size_t(n)];
-  }
-  Shape out = A.shape();
-  out.back() = N;
-  return fromF32(A.dtype(), out, y, call.outputs[0]);
-}
-
 } // namespace
 
 void addAttentionKernels(KernelTable &table) {
@@ -1069,7 +972,6 @@ void addAttentionKernels(KernelTable &table) {
   table.add("ms.multi_head_attention", msMultiHeadAttentionKernel);
   table.add("ms.group_query_attention", msGroupQueryAttentionKernel);
   table.add("ms.rotary_embedding", msRotaryEmbeddingKernel);
-  table.add("ms.matmul_nbits", matMulNBitsKernel);
 }
 
 } // namespace llmc::cpu

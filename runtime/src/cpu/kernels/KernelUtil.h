@@ -223,6 +223,32 @@ struct Broadcast {
   }
 };
 
+/// A tensor's elements as f32 (any float type; an error for others).
+inline Status toF32([[maybe_unused]] const KernelCall &call, const Tensor &t,
+                    std::vector<float> &out) {
+  out.resize(size_t(t.numel()));
+  return visitFloat(t.dtype(), [&](auto tag) -> Status {
+    using T = typename decltype(tag)::type;
+    const T *p = t.data<T>();
+    for (int64_t i = 0; i < t.numel(); ++i)
+      out[size_t(i)] = float(Num<T>::load(p[i]));
+    return Status::ok();
+  });
+}
+
+/// A new tensor of `type` and `shape` from f32 values.
+inline Status fromF32(DType type, const Shape &shape, const std::vector<float> &values,
+                      Tensor &out) {
+  LLMC_RETURN_IF_ERROR(Tensor::allocate(type, shape, out));
+  return visitFloat(type, [&](auto tag) -> Status {
+    using T = typename decltype(tag)::type;
+    T *p = out.mutableData<T>();
+    for (size_t i = 0; i < values.size(); ++i)
+      p[i] = Num<T>::store(typename Num<T>::C(values[i]));
+    return Status::ok();
+  });
+}
+
 /// C[M,N] (row stride ldc) = A[M,K] * B[K,N] in f32; element (r, c) of A is
 /// a[r * aRowStride + c * aColStride], likewise for B. Blocked, vectorised,
 /// shared among the pool's threads (Linalg.cpp).
