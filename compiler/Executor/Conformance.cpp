@@ -16,11 +16,8 @@ using namespace mlir;
 using namespace mlir::llmc;
 namespace cpu = ::llmc::cpu;
 
-namespace {
-
-/// Element i as a double (exact for every type here but 64-bit integers
-/// beyond 2^53, which integer comparison handles separately).
-double valueAt(const cpu::Tensor &t, int64_t i) {
+/// Exact for every type here; integers are compared separately.
+double mlir::llmc::floatElement(const cpu::Tensor &t, int64_t i) {
   const void *p = t.raw();
   switch (t.dtype()) {
   case cpu::DType::Float: return static_cast<const float *>(p)[i];
@@ -38,6 +35,8 @@ double valueAt(const cpu::Tensor &t, int64_t i) {
   default: return 0;
   }
 }
+
+namespace {
 
 bool isFloatLike(cpu::DType t) {
   return cpu::isFloat(t) || t == cpu::DType::Float8E4M3FN || t == cpu::DType::Float8E4M3FNUZ ||
@@ -104,7 +103,7 @@ Comparison mlir::llmc::compareTensors(const cpu::Tensor &actual, const cpu::Tens
   if (tol.scaleUlps > 0 || tol.scaleRel > 0) {
     double scale = 0;
     for (int64_t i = 0; i < expected.numel(); ++i) {
-      double e = std::fabs(valueAt(expected, i));
+      double e = std::fabs(floatElement(expected, i));
       if (std::isfinite(e))
         scale = std::max(scale, e);
     }
@@ -113,7 +112,7 @@ Comparison mlir::llmc::compareTensors(const cpu::Tensor &actual, const cpu::Tens
   int64_t worst = -1;
   double worstExcess = 0;
   for (int64_t i = 0; i < actual.numel(); ++i) {
-    double a = valueAt(actual, i), e = valueAt(expected, i);
+    double a = floatElement(actual, i), e = floatElement(expected, i);
     if (std::isnan(a) || std::isnan(e)) {
       if (std::isnan(a) != std::isnan(e)) {
         c.ok = false;
@@ -139,8 +138,8 @@ Comparison mlir::llmc::compareTensors(const cpu::Tensor &actual, const cpu::Tens
     }
   }
   if (!c.ok)
-    c.problem = "element " + std::to_string(worst) + " is " + std::to_string(valueAt(actual, worst)) +
-                ", expected " + std::to_string(valueAt(expected, worst)) + " (max abs error " +
+    c.problem = "element " + std::to_string(worst) + " is " + std::to_string(floatElement(actual, worst)) +
+                ", expected " + std::to_string(floatElement(expected, worst)) + " (max abs error " +
                 std::to_string(c.maxAbsError) + ")";
   return c;
 }

@@ -44,6 +44,10 @@ struct Tolerance {
   double scaleRel = 0;
 };
 
+/// Element `i` of a floating-point tensor (any width) as a double; 0 for
+/// other element types.
+double floatElement(const ::llmc::cpu::Tensor &t, int64_t i);
+
 /// Compares `actual` with `expected` under `tol`.
 Comparison compareTensors(const ::llmc::cpu::Tensor &actual, const ::llmc::cpu::Tensor &expected,
                           const Tolerance &tol = {});

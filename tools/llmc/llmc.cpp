@@ -4,6 +4,8 @@
 //   llmc check model.onnx [--json]         pre-flight report of a model
 //   llmc exec model.onnx --inputs D --outputs D   run on the CPU (reference)
 //   llmc conformance DIR [--filter RE]     run ONNX node tests
+//   llmc verify DIR... [--shared D]        replay model fixtures (prefill +
+//                                          decode) against their references
 //   llmc ops [--markdown]                  the ONNX operators llmc imports
 //
 // Every command takes --help. Errors go to stderr as one line per problem
@@ -11,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Executor/Conformance.h"
+#include "compiler/Executor/DecodeLoop.h"
 #include "compiler/Executor/Executor.h"
 #include "python-free-frontend/ModelSummary.h"
 #include "python-free-frontend/OnnxImporter.h"
@@ -108,6 +111,22 @@ cl::opt<double> confScaleUlps(
     cl::value_desc("N"), cl::init(0), cl::sub(conformanceCmd), cl::cat(llmcCategory));
 cl::opt<bool> confVerbose("v", cl::desc("Also list passed and skipped cases"), cl::init(false),
                           cl::sub(conformanceCmd), cl::cat(llmcCategory));
+
+// --- llmc verify -------------------------------------------------------------
+cl::SubCommand verifyCmd("verify",
+                         "Replay model fixtures (tools/fixtures/make_models.py): prefill and "
+                         "decode steps through the past/present IO, logits compared with "
+                         "onnxruntime's");
+cl::list<std::string> verifyDirs(cl::Positional,
+                                 cl::desc("<fixture dir, or a folder of fixture dirs>..."),
+                                 cl::OneOrMore, cl::sub(verifyCmd), cl::cat(llmcCategory));
+cl::opt<std::string> verifyShared("shared",
+                                  cl::desc("The shared folder that \"shared_model\" paths are "
+                                           "relative to (../shared)"),
+                                  cl::value_desc("dir"), cl::sub(verifyCmd),
+                                  cl::cat(llmcCategory));
+cl::opt<bool> verifyVerbose("v", cl::desc("Print every step"), cl::init(false),
+                            cl::sub(verifyCmd), cl::cat(llmcCategory));
 
 // --- llmc ops ----------------------------------------------------------------
 cl::SubCommand opsCmd("ops", "List the ONNX operators llmc imports (the op table)");
@@ -238,6 +257,82 @@ int runConformance() {
     llvm::outs().flush();
   }
   llvm::outs() << passed << " passed, " << failed << " failed, " << skipped << " skipped\n";
+  return failed ? 1 : 0;
+}
+
+int runVerify() {
+  std::vector<std::string> fixtures;
+  for (const std::string &dir : verifyDirs) {
+    llvm::SmallString<256> manifest(dir);
+    llvm::sys::path::append(manifest, "fixture.json");
+    if (llvm::sys::fs::exists(manifest)) {
+      fixtures.push_back(dir);
+      continue;
+    }
+    std::error_code ec;
+    std::vector<std::string> found;
+    for (llvm::sys::fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      llvm::SmallString<256> m(it->path());
+      llvm::sys::path::append(m, "fixture.json");
+      if (llvm::sys::fs::exists(m))
+        found.push_back(it->path());
+    }
+    if (ec)
+      return fail(dir + ": " + ec.message());
+    if (found.empty())
+      return fail(dir + ": no fixture.json here or in its folders");
+    std::sort(found.begin(), found.end());
+    fixtures.insert(fixtures.end(), found.begin(), found.end());
+  }
+  int passed = 0, failed = 0;
+  llvm::raw_ostream &os = llvm::outs();
+  for (const std::string &dir : fixtures) {
+    auto fixture = ModelFixture::load(dir, verifyShared);
+    if (!fixture) {
+      ++failed;
+      os << "FAIL " << llvm::sys::path::filename(dir) << ": "
+         << llvm::toString(fixture.takeError()) << "\n";
+      continue;
+    }
+    FixtureReport report = verifyFixture(*fixture);
+    double worst = 0, worstRatio = 0; // the step with the largest error / scale
+    int tokensMatched = 0, tokensCompared = 0, ties = 0;
+    for (const StepCheck &s : report.steps) {
+      double ratio = s.scale > 0 ? s.maxAbsError / s.scale : 0;
+      if (ratio >= worstRatio)
+        worst = s.maxAbsError, worstRatio = ratio;
+      if (s.expectedToken >= 0) {
+        ++tokensCompared;
+        tokensMatched += s.argmax == s.expectedToken;
+        ties += s.argmax != s.expectedToken && s.nearTie;
+      }
+      if (verifyVerbose) {
+        os << "  " << fixture->name << " " << s.label << ": max abs error "
+           << llvm::format("%.3g", s.maxAbsError) << " (logit scale "
+           << llvm::format("%.3g", s.scale) << ")";
+        if (s.expectedToken >= 0)
+          os << ", argmax " << s.argmax << " (onnxruntime " << s.expectedToken
+             << (s.nearTie ? ", near tie" : "") << ")";
+        os << (s.withinTolerance ? "" : "  OUT OF TOLERANCE") << "\n";
+      }
+    }
+    bool ok = report.passed();
+    (ok ? passed : failed)++;
+    os << (ok ? "PASS " : "FAIL ") << fixture->name << ": ";
+    if (!report.error.empty()) {
+      os << report.error << "\n";
+      continue;
+    }
+    os << report.steps.size() << " steps, worst max abs error "
+       << llvm::format("%.2e", worst) << " = " << llvm::format("%.2e", worstRatio)
+       << " of the logit scale (tolerance " << llvm::format("%.0e", fixture->tolerance)
+       << "), greedy tokens " << tokensMatched << "/" << tokensCompared << " equal";
+    if (ties)
+      os << " (" << ties << " near ties)";
+    os << "\n";
+    os.flush();
+  }
+  os << passed << " passed, " << failed << " failed\n";
   return failed ? 1 : 0;
 }
 
@@ -454,12 +549,14 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(llmcCategory, opsCmd);
   cl::HideUnrelatedOptions(llmcCategory, execCmd);
   cl::HideUnrelatedOptions(llmcCategory, conformanceCmd);
+  cl::HideUnrelatedOptions(llmcCategory, verifyCmd);
   cl::ParseCommandLineOptions(argc, argv,
                               "llmc: ahead-of-time compiler for transformer language models\n\n"
                               "  llmc import model.onnx [-o out.mlir]\n"
                               "  llmc check model.onnx [--json]\n"
                               "  llmc exec model.onnx --inputs DIR --outputs DIR\n"
                               "  llmc conformance DIR [--filter REGEX] [--unclaimed FILE]\n"
+                              "  llmc verify FIXTURE_DIR... [--shared DIR]\n"
                               "  llmc ops [--markdown]\n\n"
                               "Run `llmc <command> --help` for a command's options.\n");
   if (importCmd)
@@ -472,6 +569,8 @@ int main(int argc, char **argv) {
     return runExec();
   if (conformanceCmd)
     return runConformance();
+  if (verifyCmd)
+    return runVerify();
   llvm::errs() << "llmc: no command given; run `llmc --help`\n";
   return 1;
 }

@@ -1,0 +1,332 @@
+//===- DecodeLoop.cpp - prefill and decode through past/present IO -------===//
+#include "compiler/Executor/DecodeLoop.h"
+
+#include "compiler/Executor/Conformance.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+using namespace mlir;
+using namespace mlir::llmc;
+namespace cpu = ::llmc::cpu;
+
+namespace {
+
+llvm::Error fail(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+} // namespace
+
+llvm::Expected<DecodeLoop> DecodeLoop::create(const Executor &exec, DecoderIO io,
+                                              std::vector<int64_t> emptyCache) {
+  DecodeLoop loop(exec, std::move(io));
+  std::set<std::string> covered;
+  auto needInput = [&](const std::string &name, const char *role) -> llvm::Error {
+    for (const ValueSignature &s : exec.inputs())
+      if (s.name == name) {
+        loop.inputTypes[name] = s.dtype;
+        covered.insert(name);
+        return llvm::Error::success();
+      }
+    return fail(llvm::Twine("the model has no ") + role + " input '" + name + "'");
+  };
+  auto needOutput = [&](const std::string &name, const char *role) -> llvm::Error {
+    for (const ValueSignature &s : exec.outputs())
+      if (s.name == name)
+        return llvm::Error::success();
+    return fail(llvm::Twine("the model has no ") + role + " output '" + name + "'");
+  };
+  const DecoderIO &d = loop.io;
+  if (llvm::Error e = needInput(d.inputIds, "input_ids"))
+    return std::move(e);
+  if (!d.attentionMask.empty())
+    if (llvm::Error e = needInput(d.attentionMask, "attention mask"))
+      return std::move(e);
+  if (!d.positionIds.empty())
+    if (llvm::Error e = needInput(d.positionIds, "position ids"))
+      return std::move(e);
+  if (llvm::Error e = needOutput(d.logits, "logits"))
+    return std::move(e);
+  if (std::count(emptyCache.begin(), emptyCache.end(), 0) != 1 ||
+      std::any_of(emptyCache.begin(), emptyCache.end(), [](int64_t x) { return x < 0; }))
+    return fail("the empty cache shape needs one 0 (the sequence) and no negative sizes");
+  for (const DecoderIO::Cache &c : d.caches) {
+    if (llvm::Error e = needInput(c.past, "past"))
+      return std::move(e);
+    if (llvm::Error e = needOutput(c.present, "present"))
+      return std::move(e);
+    cpu::Tensor empty;
+    if (cpu::Status st = cpu::Tensor::allocate(loop.inputTypes[c.past], emptyCache, empty); !st)
+      return fail("past '" + c.past + "': " + st.message());
+    loop.past[c.past] = std::move(empty);
+  }
+  for (const ValueSignature &s : exec.inputs())
+    if (!covered.count(s.name))
+      return fail("input '" + s.name + "' (" + s.describe() +
+                  ") is neither input_ids, attention mask, position ids nor a past cache");
+  return loop;
+}
+
+llvm::Expected<cpu::Tensor> DecodeLoop::indexTensor(const std::string &input,
+                                                    llvm::ArrayRef<int64_t> values,
+                                                    std::vector<int64_t> shape) const {
+  cpu::DType type = inputTypes.at(input);
+  cpu::Tensor t;
+  if (cpu::Status st = cpu::Tensor::allocate(type, shape, t); !st)
+    return fail("input '" + input + "': " + st.message());
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (type == cpu::DType::Int64)
+      t.mutableData<int64_t>()[i] = values[i];
+    else if (type == cpu::DType::Int32 && values[i] >= INT32_MIN && values[i] <= INT32_MAX)
+      t.mutableData<int32_t>()[i] = int32_t(values[i]);
+    else
+      return fail("input '" + input + "' must be int32 or int64 (and hold " +
+                  std::to_string(values[i]) + ")");
+  }
+  return t;
+}
+
+llvm::Expected<cpu::Tensor> DecodeLoop::step(llvm::ArrayRef<int64_t> tokens) {
+  if (tokens.empty())
+    return fail("a decode step needs at least one token");
+  int64_t n = int64_t(tokens.size());
+  std::vector<NamedTensor> inputs;
+  auto ids = indexTensor(io.inputIds, tokens, {1, n});
+  if (!ids)
+    return ids.takeError();
+  inputs.push_back({io.inputIds, std::move(*ids)});
+  if (!io.attentionMask.empty()) {
+    std::vector<int64_t> ones(size_t(cached + n), 1);
+    auto mask = indexTensor(io.attentionMask, ones, {1, cached + n});
+    if (!mask)
+      return mask.takeError();
+    inputs.push_back({io.attentionMask, std::move(*mask)});
+  }
+  if (!io.positionIds.empty()) {
+    std::vector<int64_t> positions(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+      positions[size_t(i)] = cached + i;
+    auto pos = indexTensor(io.positionIds, positions, {1, n});
+    if (!pos)
+      return pos.takeError();
+    inputs.push_back({io.positionIds, std::move(*pos)});
+  }
+  for (auto &[name, tensor] : past)
+    inputs.push_back({name, tensor});
+  auto outputs = exec->run(inputs);
+  if (!outputs)
+    return outputs.takeError();
+  auto find = [&](const std::string &name) -> const cpu::Tensor * {
+    for (const NamedTensor &o : *outputs)
+      if (o.name == name)
+        return &o.tensor;
+    return nullptr;
+  };
+  std::map<std::string, cpu::Tensor> next;
+  for (const DecoderIO::Cache &c : io.caches) {
+    const cpu::Tensor *present = find(c.present);
+    const cpu::Tensor &before = past.at(c.past);
+    if (!present || present->dtype() != before.dtype() || present->rank() != before.rank())
+      return fail("present '" + c.present + "' cannot be fed back as past '" + c.past + "'");
+    next[c.past] = *present;
+  }
+  const cpu::Tensor *logits = find(io.logits);
+  if (!logits)
+    return fail("no logits output '" + io.logits + "'");
+  cpu::Tensor result = *logits;
+  past = std::move(next);
+  cached += n;
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// Fixtures
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+llvm::Error readInts(const llvm::json::Object &o, llvm::StringRef key, std::vector<int64_t> &out) {
+  const llvm::json::Array *a = o.getArray(key);
+  if (!a)
+    return fail("'" + key + "' must be a list of integers");
+  for (const llvm::json::Value &v : *a) {
+    std::optional<int64_t> i = v.getAsInteger();
+    if (!i)
+      return fail("'" + key + "' must be a list of integers");
+    out.push_back(*i);
+  }
+  return llvm::Error::success();
+}
+
+std::string stringOr(const llvm::json::Object &o, llvm::StringRef key) {
+  std::optional<llvm::StringRef> s = o.getString(key);
+  return s ? s->str() : std::string();
+}
+
+} // namespace
+
+llvm::Expected<ModelFixture> ModelFixture::load(llvm::StringRef dir, llvm::StringRef sharedDir) {
+  llvm::SmallString<256> path(dir);
+  llvm::sys::path::append(path, "fixture.json");
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!buffer)
+    return fail(path + ": cannot read: " + buffer.getError().message());
+  auto json = llvm::json::parse((*buffer)->getBuffer());
+  if (!json)
+    return fail(path + ": " + llvm::toString(json.takeError()));
+  auto bad = [&](const llvm::Twine &why) { return fail(path + ": " + why); };
+  const llvm::json::Object *root = json->getAsObject();
+  if (!root)
+    return bad("not a JSON object");
+  ModelFixture f;
+  f.dir = dir.str();
+  f.name = stringOr(*root, "name");
+  if (f.name.empty())
+    f.name = llvm::sys::path::filename(dir).str();
+  if (std::string shared = stringOr(*root, "shared_model"); !shared.empty()) {
+    if (sharedDir.empty())
+      return bad("the model is under the shared folder; pass --shared");
+    llvm::SmallString<256> model(sharedDir);
+    llvm::sys::path::append(model, shared);
+    f.model = model.str().str();
+  } else {
+    std::string model = stringOr(*root, "model");
+    if (model.empty() || llvm::sys::path::is_absolute(model) || llvm::StringRef(model).contains(".."))
+      return bad("'model' must name a file inside the fixture folder");
+    llvm::SmallString<256> full(dir);
+    llvm::sys::path::append(full, model);
+    f.model = full.str().str();
+  }
+  const llvm::json::Object *io = root->getObject("io");
+  if (!io)
+    return bad("no 'io' object");
+  f.io.inputIds = stringOr(*io, "input_ids");
+  f.io.attentionMask = stringOr(*io, "attention_mask");
+  f.io.positionIds = stringOr(*io, "position_ids");
+  f.io.logits = stringOr(*io, "logits");
+  if (f.io.inputIds.empty() || f.io.logits.empty())
+    return bad("'io' needs input_ids and logits");
+  if (const llvm::json::Array *caches = io->getArray("cache")) {
+    for (const llvm::json::Value &v : *caches) {
+      const llvm::json::Object *c = v.getAsObject();
+      if (!c || stringOr(*c, "past").empty() || stringOr(*c, "present").empty())
+        return bad("each 'io.cache' entry needs 'past' and 'present'");
+      f.io.caches.push_back({stringOr(*c, "past"), stringOr(*c, "present")});
+    }
+  }
+  if (llvm::Error e = readInts(*root, "cache_shape", f.emptyCache))
+    return bad(llvm::toString(std::move(e)));
+  if (llvm::Error e = readInts(*root, "prompt", f.prompt))
+    return bad(llvm::toString(std::move(e)));
+  if (llvm::Error e = readInts(*root, "tokens", f.tokens))
+    return bad(llvm::toString(std::move(e)));
+  if (f.prompt.empty())
+    return bad("empty prompt");
+  const llvm::json::Array *refs = root->getArray("references");
+  if (!refs || refs->size() != f.tokens.size() + 1)
+    return bad("'references' must list the prefill and one file per decode step (" +
+               llvm::Twine(f.tokens.size() + 1) + ")");
+  for (const llvm::json::Value &v : *refs) {
+    std::optional<llvm::StringRef> s = v.getAsString();
+    if (!s || llvm::sys::path::is_absolute(*s) || s->contains(".."))
+      return bad("'references' must be files inside the fixture folder");
+    llvm::SmallString<256> full(dir);
+    llvm::sys::path::append(full, *s);
+    f.references.push_back(full.str().str());
+  }
+  if (std::optional<double> tol = root->getNumber("tolerance")) {
+    if (!(*tol > 0 && *tol < 1))
+      return bad("'tolerance' must be in (0, 1)");
+    f.tolerance = *tol;
+  }
+  return f;
+}
+
+bool FixtureReport::passed() const {
+  if (!error.empty() || steps.empty())
+    return false;
+  for (const StepCheck &s : steps) {
+    if (!s.withinTolerance)
+      return false;
+    if (s.expectedToken >= 0 && s.argmax != s.expectedToken && !s.nearTie)
+      return false;
+  }
+  return true;
+}
+
+namespace {
+
+/// The last position's logits of a [.., S, V] tensor.
+std::vector<double> lastRow(const cpu::Tensor &t) {
+  int64_t v = t.rank() ? t.dim(t.rank() - 1) : 1;
+  std::vector<double> row(static_cast<size_t>(v));
+  for (int64_t i = 0; i < v; ++i)
+    row[size_t(i)] = floatElement(t, t.numel() - v + i);
+  return row;
+}
+
+int64_t argmax(const std::vector<double> &row) {
+  return int64_t(std::max_element(row.begin(), row.end()) - row.begin());
+}
+
+} // namespace
+
+FixtureReport mlir::llmc::verifyFixture(const ModelFixture &f) {
+  FixtureReport report;
+  auto exec = Executor::fromOnnxFile(f.model);
+  if (!exec) {
+    report.error = llvm::toString(exec.takeError());
+    return report;
+  }
+  auto loop = DecodeLoop::create(**exec, f.io, f.emptyCache);
+  if (!loop) {
+    report.error = llvm::toString(loop.takeError());
+    return report;
+  }
+  for (size_t i = 0; i < f.references.size(); ++i) {
+    StepCheck check;
+    check.label = i == 0 ? "prefill" : "step " + std::to_string(i - 1);
+    // Teacher forcing with onnxruntime's tokens keeps both runs on the same
+    // sequence even where a near-tie flips a greedy choice.
+    auto logits = i == 0 ? loop->step(f.prompt) : loop->step({f.tokens[i - 1]});
+    if (!logits) {
+      report.error = check.label + ": " + llvm::toString(logits.takeError());
+      return report;
+    }
+    auto ref = readTensorFile(f.references[i]);
+    if (!ref) {
+      report.error = llvm::toString(ref.takeError());
+      return report;
+    }
+    if (logits->dtype() != ref->tensor.dtype() || logits->shape() != ref->tensor.shape()) {
+      report.error = check.label + ": logits are " + logits->describe() + ", the reference " +
+                     ref->tensor.describe();
+      return report;
+    }
+    Tolerance tol;
+    tol.rtol = 0, tol.atol = 0, tol.scaleRel = f.tolerance;
+    Comparison c = compareTensors(*logits, ref->tensor, tol);
+    check.maxAbsError = c.maxAbsError;
+    for (int64_t e = 0; e < ref->tensor.numel(); ++e)
+      check.scale = std::max(check.scale, std::fabs(floatElement(ref->tensor, e)));
+    check.withinTolerance = c.ok;
+    if (i < f.tokens.size()) {
+      std::vector<double> ours = lastRow(*logits), theirs = lastRow(ref->tensor);
+      check.argmax = argmax(ours);
+      check.expectedToken = f.tokens[i];
+      std::vector<double> sorted = theirs;
+      std::partial_sort(sorted.begin(), sorted.begin() + std::min<size_t>(2, sorted.size()),
+                        sorted.end(), std::greater<double>());
+      check.nearTie = sorted.size() > 1 && sorted[0] - sorted[1] <= 2 * f.tolerance * check.scale;
+    }
+    report.steps.push_back(check);
+  }
+  return report;
+}
