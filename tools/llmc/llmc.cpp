@@ -175,6 +175,8 @@ int runExec() {
   auto exec = Executor::fromOnnxFile(execInput);
   if (!exec)
     return fail(exec.takeError());
+  if (!llvm::sys::fs::is_directory(execInputs))
+    return fail(execInputs + ": not a folder (--inputs takes a folder of input_N.pb files)");
   std::vector<NamedTensor> inputs;
   for (size_t i = 0;; ++i) {
     llvm::SmallString<256> path(execInputs);
