@@ -55,7 +55,9 @@ template <ReduceKind K> Status reduceKernel(KernelCall &call) {
   auto run = [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
     using C = typename Num<T>::C;
-    using Acc = std::conditional_t<std::is_integral_v<C>, int64_t, double>;
+    using Acc = std::conditional_t<
+        std::is_integral_v<C>, std::conditional_t<std::is_unsigned_v<C>, uint64_t, int64_t>,
+        double>;
     if constexpr (std::is_integral_v<C>)
       if (K == ReduceKind::L2 || K == ReduceKind::Mean)
         if (count == 0)
@@ -82,10 +84,23 @@ template <ReduceKind K> Status reduceKernel(KernelCall &call) {
     walk.forRange<1>(0, x.numel(), [&](int64_t i, const std::array<int64_t, 1> &o) {
       Acc v = Acc(Num<T>::load(in[i]));
       Acc &a = acc[size_t(o[0])];
+      // Integers wrap around (in unsigned arithmetic: signed overflow is UB).
+      auto add = [](Acc x, Acc y) -> Acc {
+        if constexpr (std::is_integral_v<Acc>)
+          return Acc(uint64_t(x) + uint64_t(y));
+        else
+          return x + y;
+      };
+      auto mul = [](Acc x, Acc y) -> Acc {
+        if constexpr (std::is_integral_v<Acc>)
+          return Acc(uint64_t(x) * uint64_t(y));
+        else
+          return x * y;
+      };
       switch (K) {
-      case ReduceKind::Mean: case ReduceKind::Sum: a += v; break;
-      case ReduceKind::Prod: a *= v; break;
-      case ReduceKind::L2: case ReduceKind::SumSquare: a += v * v; break;
+      case ReduceKind::Mean: case ReduceKind::Sum: a = add(a, v); break;
+      case ReduceKind::Prod: a = mul(a, v); break;
+      case ReduceKind::L2: case ReduceKind::SumSquare: a = add(a, mul(v, v)); break;
       case ReduceKind::Max:
         if constexpr (!std::is_integral_v<Acc>)
           if (std::isnan(v) || std::isnan(a)) {
