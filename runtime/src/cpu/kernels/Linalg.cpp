@@ -2,10 +2,12 @@
 //
 // The f32 GEMM (also used for f16/bf16, converted while packing) is blocked:
 // B is packed into panels of 16 columns laid out [panel][k][16], A is read in
-// rows of 4, and a 4x16 tile of C is accumulated in registers (GCC vector
-// extensions: 2 AVX or 4 SSE registers a row, FMA when the target has it).
-// Tiles are shared among the pool's threads. f64 and integer matrices use a
-// plain loop accumulating in double / 64-bit integers.
+// rows, and a 6x16 (AVX2+FMA) or 4x16 (baseline SSE) tile of C is
+// accumulated in registers with GCC vector extensions; the AVX2 copy is
+// chosen at run time. Up to 4 rows of A against a row-major f32 B (a decode
+// step) skip the packing and stream B once. Tiles and column blocks are
+// shared among the pool's threads. f64 and integer matrices use a plain loop
+// accumulating in double / 64-bit integers.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/src/cpu/kernels/Kernels.h"
@@ -18,8 +20,26 @@ namespace llmc::cpu {
 
 namespace {
 
-constexpr int64_t kTileM = 4, kTileN = 16;
+constexpr int64_t kTileN = 16;
 typedef float Vec8 __attribute__((vector_size(32), aligned(4)));
+
+#if defined(__x86_64__) || defined(__i386__)
+#define LLMC_X86 1
+#define LLMC_TARGET_AVX2 __attribute__((target("avx2,fma")))
+#else
+#define LLMC_X86 0
+#define LLMC_TARGET_AVX2
+#endif
+
+/// Whether this CPU runs the AVX2+FMA copies of the inner loops.
+bool haveAvx2() {
+#if LLMC_X86
+  static const bool have = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return have;
+#else
+  return false;
+#endif
+}
 
 /// A read-only matrix view: element (r, c) at data[r * rowStride + c * colStride].
 template <typename T> struct MatrixView {
@@ -28,18 +48,176 @@ template <typename T> struct MatrixView {
   float at(int64_t r, int64_t c) const { return float(Num<T>::load(data[r * rowStride + c * colStride])); }
 };
 
+/// The packed operands of one product: B in panels [panel][k][16] (zero
+/// past N), A as f32 rows with contiguous K.
+struct Packed {
+  const float *b, *a;
+  int64_t m, n, k, panels;
+  float *c;
+  int64_t ldc;
+};
+
+/// Tiles [t0, t1) of MR x 16 of C (tile t: rows (t / panels) * MR, panel
+/// t % panels), accumulated over all of K in registers. Inlined into a copy
+/// per instruction set.
+template <int64_t MR>
+inline __attribute__((always_inline)) void gemmTiles(const Packed &p, int64_t t0, int64_t t1) {
+  for (int64_t t = t0; t < t1; ++t) {
+    int64_t tm = t / p.panels, panel = t % p.panels;
+    int64_t r0 = tm * MR, rows = std::min(MR, p.m - r0);
+    Vec8 acc[MR][2] = {};
+    const float *bp = p.b + panel * p.k * kTileN;
+    const float *ar[MR];
+    for (int64_t r = 0; r < MR; ++r)
+      ar[r] = p.a + (r0 + std::min(r, rows - 1)) * p.k;
+    for (int64_t kk = 0; kk < p.k; ++kk) {
+      Vec8 b0, b1;
+      std::memcpy(&b0, bp + kk * kTileN, sizeof(Vec8));
+      std::memcpy(&b1, bp + kk * kTileN + 8, sizeof(Vec8));
+      for (int64_t r = 0; r < MR; ++r) {
+        float av = ar[r][kk];
+        acc[r][0] += av * b0;
+        acc[r][1] += av * b1;
+      }
+    }
+    int64_t cols = std::min(kTileN, p.n - panel * kTileN);
+    for (int64_t r = 0; r < rows; ++r) {
+      float tmp[kTileN];
+      std::memcpy(tmp, &acc[r][0], sizeof(Vec8));
+      std::memcpy(tmp + 8, &acc[r][1], sizeof(Vec8));
+      std::memcpy(p.c + (r0 + r) * p.ldc + panel * kTileN, tmp, size_t(cols) * sizeof(float));
+    }
+  }
+}
+
+// 6 x 16 tiles keep 12 of the 16 AVX registers as accumulators; baseline
+// x86-64 (SSE) has half the register width, so 4 x 16 already fills them.
+constexpr int64_t kTileMAvx2 = 6, kTileMBase = 4;
+LLMC_TARGET_AVX2 void gemmTilesAvx2(const Packed &p, int64_t t0, int64_t t1) {
+  gemmTiles<kTileMAvx2>(p, t0, t1);
+}
+void gemmTilesBase(const Packed &p, int64_t t0, int64_t t1) { gemmTiles<kTileMBase>(p, t0, t1); }
+
+/// C[r, :] = sum_k A[r, k] B[k, :] for a few rows of A and a row-major B,
+/// without packing: B is read once, row segment by row segment, straight
+/// from the caller's memory (the decode-step shape, where packing would cost
+/// as much as the product). Accumulators for 512 columns stay in L1.
+template <int64_t Rows>
+inline __attribute__((always_inline)) void gemvColumns(const float *a, int64_t lda,
+                                                       const float *b, int64_t ldb, int64_t k,
+                                                       float *c, int64_t ldc, int64_t j0,
+                                                       int64_t j1) {
+  constexpr int64_t kW = 512, kV = kW / 8;
+  Vec8 acc[Rows][kV];
+  for (int64_t jb = j0; jb < j1; jb += kW) {
+    int64_t w = std::min(kW, j1 - jb), vecs = w / 8;
+    std::memset(acc, 0, sizeof acc);
+    for (int64_t kk = 0; kk < k; ++kk) {
+      const float *brow = b + kk * ldb + jb;
+      float av[Rows];
+      for (int64_t r = 0; r < Rows; ++r)
+        av[r] = a[r * lda + kk];
+      for (int64_t v = 0; v < vecs; ++v) {
+        Vec8 bv;
+        std::memcpy(&bv, brow + v * 8, sizeof bv);
+        for (int64_t r = 0; r < Rows; ++r)
+          acc[r][v] += av[r] * bv;
+      }
+    }
+    for (int64_t r = 0; r < Rows; ++r) {
+      std::memcpy(c + r * ldc + jb, acc[r], size_t(vecs) * sizeof(Vec8));
+      for (int64_t j = jb + vecs * 8; j < jb + w; ++j) { // the ragged end
+        float sum = 0;
+        for (int64_t kk = 0; kk < k; ++kk)
+          sum += a[r * lda + kk] * b[kk * ldb + j];
+        c[r * ldc + j] = sum;
+      }
+    }
+  }
+}
+
+template <int64_t Rows>
+LLMC_TARGET_AVX2 void gemvColumnsAvx2(const float *a, int64_t lda, const float *b, int64_t ldb,
+                                      int64_t k, float *c, int64_t ldc, int64_t j0, int64_t j1) {
+  gemvColumns<Rows>(a, lda, b, ldb, k, c, ldc, j0, j1);
+}
+
+template <int64_t Rows>
+void gemvColumnsBase(const float *a, int64_t lda, const float *b, int64_t ldb, int64_t k,
+                     float *c, int64_t ldc, int64_t j0, int64_t j1) {
+  gemvColumns<Rows>(a, lda, b, ldb, k, c, ldc, j0, j1);
+}
+
+/// Up to this many rows of A, reading B once per 4 rows costs less than
+/// packing it.
+constexpr int64_t kGemvRows = 12;
+
+/// The unpacked path for a few rows of A (contiguous K) and a row-major B.
+void gemvF32(ThreadPool &pool, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+             const float *b, int64_t ldb, float *c, int64_t ldc) {
+  using Fn = void (*)(const float *, int64_t, const float *, int64_t, int64_t, float *, int64_t,
+                      int64_t, int64_t);
+  static const Fn avx2[] = {gemvColumnsAvx2<1>, gemvColumnsAvx2<2>, gemvColumnsAvx2<3>,
+                            gemvColumnsAvx2<4>};
+  static const Fn base[] = {gemvColumnsBase<1>, gemvColumnsBase<2>, gemvColumnsBase<3>,
+                            gemvColumnsBase<4>};
+  const Fn *fns = haveAvx2() ? avx2 : base;
+  // Blocks of 64 columns, several per chunk, so each thread streams its own
+  // share of B's rows; rows of A in groups of up to 4.
+  int64_t blocks = (n + 63) / 64;
+  pool.parallelFor(blocks, 4, [&](int64_t b0, int64_t b1) {
+    for (int64_t r = 0; r < m; r += 4)
+      fns[std::min<int64_t>(4, m - r) - 1](a + r * lda, lda, b, ldb, k, c + r * ldc, ldc, b0 * 64,
+                                           std::min(n, b1 * 64));
+  });
+}
+
+/// The calling thread's buffer for packing B, at least `size` floats. It is
+/// kept between calls (fresh pages for every product would cost more than
+/// the packing: a page fault per 4 KiB) up to 64 Mi floats.
+std::vector<float> &packScratch(size_t size) {
+  thread_local std::vector<float> scratch;
+  constexpr size_t kKeep = size_t(64) << 20;
+  if (scratch.size() > kKeep && size <= kKeep)
+    std::vector<float>().swap(scratch); // release a one-off giant
+  if (scratch.size() < size)
+    scratch.resize(size);
+  return scratch;
+}
+
 /// C[M,N] = A[M,K] * B[K,N] in f32, C row-major with row stride ldc.
 template <typename TA, typename TB>
 void gemmF32(ThreadPool &pool, int64_t m, int64_t n, int64_t k, MatrixView<TA> a, MatrixView<TB> b,
              float *c, int64_t ldc) {
+  if constexpr (std::is_same_v<TA, float> && std::is_same_v<TB, float>) {
+    if (m <= kGemvRows && a.colStride == 1 && b.colStride == 1 && k > 0) {
+      gemvF32(pool, m, n, k, a.data, a.rowStride, b.data, b.rowStride, c, ldc);
+      return;
+    }
+  }
   int64_t panels = (n + kTileN - 1) / kTileN;
   // Pack B: [panel][k][16], zero-padded past N.
-  std::vector<float> packedB(size_t(panels * k * kTileN), 0.0f);
-  pool.parallelFor(panels, 1, [&](int64_t p0, int64_t p1) {
-    for (int64_t p = p0; p < p1; ++p)
-      for (int64_t kk = 0; kk < k; ++kk)
-        for (int64_t j = 0; j < kTileN && p * kTileN + j < n; ++j)
-          packedB[size_t((p * k + kk) * kTileN + j)] = b.at(kk, p * kTileN + j);
+  // Blocks of 32 rows of B, each copied into every panel: rows are read
+  // whole and each panel gets 2 KiB at a time.
+  std::vector<float> &packedB = packScratch(size_t(panels * k * kTileN));
+  constexpr int64_t kRowBlock = 32;
+  pool.parallelFor((k + kRowBlock - 1) / kRowBlock, 1, [&](int64_t q0, int64_t q1) {
+    for (int64_t p = 0; p < panels; ++p) {
+      int64_t width = std::min(kTileN, n - p * kTileN);
+      float *dst = packedB.data() + p * k * kTileN;
+      for (int64_t kk = q0 * kRowBlock; kk < std::min(k, q1 * kRowBlock); ++kk) {
+        if constexpr (std::is_same_v<TB, float>)
+          if (b.colStride == 1) {
+            std::memcpy(dst + kk * kTileN, b.data + kk * b.rowStride + p * kTileN,
+                        size_t(width) * sizeof(float));
+            continue;
+          }
+        for (int64_t j = 0; j < width; ++j)
+          dst[kk * kTileN + j] = b.at(kk, p * kTileN + j);
+        for (int64_t j = width; j < kTileN; ++j)
+          dst[kk * kTileN + j] = 0.0f;
+      }
+    }
   });
   // A as f32 rows (contiguous K).
   std::vector<float> rowsA(size_t(m * k));
@@ -48,34 +226,15 @@ void gemmF32(ThreadPool &pool, int64_t m, int64_t n, int64_t k, MatrixView<TA> a
       for (int64_t kk = 0; kk < k; ++kk)
         rowsA[size_t(r * k + kk)] = a.at(r, kk);
   });
-  int64_t tilesM = (m + kTileM - 1) / kTileM;
-  pool.parallelFor(tilesM * panels, 1, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      int64_t tm = t / panels, p = t % panels;
-      int64_t r0 = tm * kTileM, rows = std::min(kTileM, m - r0);
-      Vec8 acc[kTileM][2] = {};
-      const float *bp = packedB.data() + p * k * kTileN;
-      const float *ar[kTileM];
-      for (int64_t r = 0; r < kTileM; ++r)
-        ar[r] = rowsA.data() + (r0 + std::min(r, rows - 1)) * k;
-      for (int64_t kk = 0; kk < k; ++kk) {
-        Vec8 b0, b1;
-        std::memcpy(&b0, bp + kk * kTileN, sizeof(Vec8));
-        std::memcpy(&b1, bp + kk * kTileN + 8, sizeof(Vec8));
-        for (int64_t r = 0; r < kTileM; ++r) {
-          float av = ar[r][kk];
-          acc[r][0] += av * b0;
-          acc[r][1] += av * b1;
-        }
-      }
-      int64_t cols = std::min(kTileN, n - p * kTileN);
-      for (int64_t r = 0; r < rows; ++r) {
-        float tmp[kTileN];
-        std::memcpy(tmp, &acc[r][0], sizeof(Vec8));
-        std::memcpy(tmp + 8, &acc[r][1], sizeof(Vec8));
-        std::memcpy(c + (r0 + r) * ldc + p * kTileN, tmp, size_t(cols) * sizeof(float));
-      }
-    }
+  Packed packed{packedB.data(), rowsA.data(), m, n, k, panels, c, ldc};
+  bool avx2 = haveAvx2();
+  int64_t tileM = avx2 ? kTileMAvx2 : kTileMBase;
+  int64_t tiles = (m + tileM - 1) / tileM * panels;
+  pool.parallelFor(tiles, 1, [&](int64_t t0, int64_t t1) {
+    if (avx2)
+      gemmTilesAvx2(packed, t0, t1);
+    else
+      gemmTilesBase(packed, t0, t1);
   });
 }
 
