@@ -1,6 +1,7 @@
 //===- Conformance.cpp - run ONNX node tests with the executor ------------===//
 #include "compiler/Executor/Conformance.h"
 
+#include "compiler/Executor/Error.h"
 #include "compiler/Executor/Executor.h"
 #include "runtime/src/cpu/Numeric.h"
 
@@ -147,8 +148,7 @@ Comparison mlir::llmc::compareTensors(const cpu::Tensor &actual, const cpu::Tens
 llvm::Expected<UnclaimedList> UnclaimedList::load(llvm::StringRef path) {
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
   if (!buffer)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   path + ": cannot read: " + buffer.getError().message());
+    return makeError(path + ": cannot read: " + buffer.getError().message());
   UnclaimedList list;
   llvm::SmallVector<llvm::StringRef> lines;
   (*buffer)->getBuffer().split(lines, '\n');

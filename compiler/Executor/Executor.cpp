@@ -1,4 +1,5 @@
 //===- Executor.cpp - run an imported graph on the CPU --------------------===//
+#include "compiler/Executor/Error.h"
 #include "compiler/Executor/Executor.h"
 
 #include "dialects/Exec/IR/ExecDialect.h"
@@ -21,9 +22,6 @@ using namespace mlir::llmc;
 namespace cpu = ::llmc::cpu;
 
 namespace {
-llvm::Error fail(const llvm::Twine &m) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), m);
-}
 
 /// The node name of an operation's location (the importer's NameLoc).
 std::string nodeName(Location loc) {
@@ -51,24 +49,24 @@ llvm::Expected<cpu::Tensor> constantTensor(ElementsAttr attr) {
   ShapedType type = attr.getShapedType();
   cpu::DType dtype = cpu::DType(getOnnxCodeForElementType(type.getElementType()));
   if (cpu::storageSize(dtype) == 0)
-    return fail("unsupported constant type " + typeToString(type));
+    return makeError("unsupported constant type " + typeToString(type));
   cpu::Shape shape(type.getShape().begin(), type.getShape().end());
   if (auto resource = dyn_cast<DenseResourceElementsAttr>(attr)) {
     AsmResourceBlob *blob = resource.getRawHandle().getBlob();
     if (!blob)
-      return fail("constant blob '" + resource.getRawHandle().getKey() + "' has no data");
+      return makeError("constant blob '" + resource.getRawHandle().getKey() + "' has no data");
     if (blob->getData().size() < size_t(type.getNumElements()) * cpu::storageSize(dtype))
-      return fail("constant blob '" + resource.getRawHandle().getKey() + "' is too small");
+      return makeError("constant blob '" + resource.getRawHandle().getKey() + "' is too small");
     return cpu::Tensor::wrap(dtype, shape, blob->getData().data());
   }
   auto dense = dyn_cast<DenseIntOrFPElementsAttr>(attr);
   if (!dense)
-    return fail("unsupported constant attribute");
+    return makeError("unsupported constant attribute");
   if (!dense.isSplat() && !type.getElementType().isInteger(1))
     return cpu::Tensor::wrap(dtype, shape, dense.getRawData().data());
   cpu::Tensor t;
   if (cpu::Status s = cpu::Tensor::allocate(dtype, shape, t); !s)
-    return fail(s.message());
+    return makeError(s.message());
   char *dst = static_cast<char *>(t.mutableRaw());
   if (type.getElementType().isInteger(1)) {
     int64_t i = 0;
@@ -120,7 +118,7 @@ llvm::Expected<cpu::Attributes> convertParams(DictionaryAttr dict) {
       a.kind = cpu::Attribute::TensorValue;
       a.tensor = *t;
     } else {
-      return fail("unsupported attribute '" + na.getName().str() + "'");
+      return makeError("unsupported attribute '" + na.getName().str() + "'");
     }
     out.set(na.getName().str(), std::move(a));
   }
@@ -194,7 +192,7 @@ llvm::Error Executor::Impl::build(func::FuncOp func) {
       Step step;
       step.kernel = cpu::findKernel(k.getKernel().str());
       if (!step.kernel)
-        return fail("no CPU kernel '" + k.getKernel().str() + "'");
+        return makeError("no CPU kernel '" + k.getKernel().str() + "'");
       step.name = nodeName(k.getLoc());
       for (Value v : k.getArgs())
         step.args.push_back(slotOf(v));
@@ -216,7 +214,7 @@ llvm::Error Executor::Impl::build(func::FuncOp func) {
         outs.push_back(signatureOf(v.getType(), name ? name.str() : "output" + std::to_string(i)));
       }
     } else {
-      return fail("the executor cannot run '" + op.getName().getStringRef().str() + "'");
+      return makeError("the executor cannot run '" + op.getName().getStringRef().str() + "'");
     }
   }
   // Free each intermediate after its last reader.
@@ -265,13 +263,13 @@ llvm::Expected<std::unique_ptr<Executor>> Executor::fromOnnxFile(llvm::StringRef
     PassManager pm(impl->ctx.get());
     pm.addNestedPass<func::FuncOp>(createLowerToExecPass());
     if (failed(pm.run(*impl->module)))
-      return fail(path + ": " + (diagnostics.empty() ? "lowering failed" : diagnostics));
+      return makeError(path + ": " + (diagnostics.empty() ? "lowering failed" : diagnostics));
   }
   auto func = impl->module->lookupSymbol<func::FuncOp>("main");
   if (!func)
-    return fail(path + ": no main function");
+    return makeError(path + ": no main function");
   if (llvm::Error e = impl->build(func))
-    return fail(path + ": " + llvm::toString(std::move(e)));
+    return makeError(path + ": " + llvm::toString(std::move(e)));
   return std::unique_ptr<Executor>(new Executor(std::move(impl)));
 }
 
@@ -279,7 +277,7 @@ llvm::Error Executor::Impl::checkInput(
     const ValueSignature &sig, const cpu::Tensor &t,
     std::map<std::string, std::pair<int64_t, std::string>> &symbols) const {
   auto mismatch = [&](const std::string &why) {
-    return fail("input '" + sig.name + "' is " + t.describe() + "; the model expects " +
+    return makeError("input '" + sig.name + "' is " + t.describe() + "; the model expects " +
                 sig.describe() + " (" + why + ")");
   };
   if (t.dtype() != sig.dtype)
@@ -295,7 +293,7 @@ llvm::Error Executor::Impl::checkInput(
     if (!sig.dimNames[d].empty()) {
       auto [it, fresh] = symbols.try_emplace(sig.dimNames[d], size, sig.name);
       if (!fresh && it->second.first != size)
-        return fail("input '" + sig.name + "' has " + sig.dimNames[d] + " = " +
+        return makeError("input '" + sig.name + "' has " + sig.dimNames[d] + " = " +
                     std::to_string(size) + " but input '" + it->second.second + "' has " +
                     sig.dimNames[d] + " = " + std::to_string(it->second.first));
     }
@@ -315,10 +313,10 @@ Executor::run(llvm::ArrayRef<NamedTensor> inputs) const {
     auto it = std::find_if(m.ins.begin(), m.ins.end(),
                            [&](const ValueSignature &s) { return s.name == in.name; });
     if (it == m.ins.end())
-      return fail("the model has no input '" + in.name + "'");
+      return makeError("the model has no input '" + in.name + "'");
     size_t i = size_t(it - m.ins.begin());
     if (given[i])
-      return fail("input '" + in.name + "' is given twice");
+      return makeError("input '" + in.name + "' is given twice");
     if (llvm::Error e = m.checkInput(*it, in.tensor, symbols))
       return std::move(e);
     given[i] = true;
@@ -326,7 +324,7 @@ Executor::run(llvm::ArrayRef<NamedTensor> inputs) const {
   }
   for (size_t i = 0; i < given.size(); ++i)
     if (!given[i])
-      return fail("missing input '" + m.ins[i].name + "' (" + m.ins[i].describe() + ")");
+      return makeError("missing input '" + m.ins[i].name + "' (" + m.ins[i].describe() + ")");
 
   cpu::ThreadPool &pool = cpu::ThreadPool::global();
   for (size_t i = 0; i < m.steps.size(); ++i) {
@@ -340,7 +338,7 @@ Executor::run(llvm::ArrayRef<NamedTensor> inputs) const {
     call.outputs.resize(step.results.size());
     call.unwanted = step.unused;
     if (cpu::Status st = step.kernel->fn(call); !st)
-      return fail(llvm::StringRef(st.message()).starts_with(call.opName)
+      return makeError(llvm::StringRef(st.message()).starts_with(call.opName)
                       ? st.message()
                       : call.opName + ": " + st.message());
     for (size_t r = 0; r < step.results.size(); ++r) {
@@ -353,7 +351,7 @@ Executor::run(llvm::ArrayRef<NamedTensor> inputs) const {
       for (size_t d = 0; ok && want.ranked && d < want.dims.size(); ++d)
         ok = want.dims[d] < 0 || want.dims[d] == t.dim(int64_t(d));
       if (!ok)
-        return fail(call.opName + ": result " + std::to_string(r) + " is " +
+        return makeError(call.opName + ": result " + std::to_string(r) + " is " +
                     (t.defined() ? t.describe() : std::string("missing")) +
                     " but the compiler inferred " + want.describe() +
                     " (an llmc bug: please report it)");
@@ -366,7 +364,7 @@ Executor::run(llvm::ArrayRef<NamedTensor> inputs) const {
   for (size_t i = 0; i < m.outputSlots.size(); ++i) {
     int s = m.outputSlots[i];
     if (s < 0)
-      return fail("output '" + m.outs[i].name + "' is not computed");
+      return makeError("output '" + m.outs[i].name + "' is not computed");
     out.push_back({m.outs[i].name, slots[size_t(s)]});
   }
   return out;

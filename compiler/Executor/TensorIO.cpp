@@ -1,4 +1,5 @@
 //===- TensorIO.cpp - ONNX TensorProto files <-> runtime tensors ----------===//
+#include "compiler/Executor/Error.h"
 #include "compiler/Executor/TensorIO.h"
 
 #include "python-free-frontend/OnnxModel.h"
@@ -20,18 +21,13 @@ using namespace mlir::llmc;
 using ::llmc::cpu::DType;
 using ::llmc::cpu::Tensor;
 
-namespace {
-llvm::Error fail(const llvm::Twine &m) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), m);
-}
-} // namespace
 
 llvm::Expected<Tensor> mlir::llmc::tensorFromOnnxData(const OnnxTensorData &data) {
   DType type = DType(data.dataType);
   ::llmc::cpu::Shape shape(data.dims.begin(), data.dims.end());
   Tensor t;
   if (::llmc::cpu::Status s = Tensor::allocate(type, shape, t); !s)
-    return fail(s.message());
+    return makeError(s.message());
   char *dst = static_cast<char *>(t.mutableRaw());
   if (type == DType::Int4 || type == DType::UInt4) {
     for (uint64_t i = 0; i < data.numElements; ++i) {
@@ -51,16 +47,16 @@ llvm::Expected<NamedTensor> mlir::llmc::readTensorFile(llvm::StringRef path) {
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
   if (!buffer)
-    return fail(path + ": cannot read: " + buffer.getError().message());
+    return makeError(path + ": cannot read: " + buffer.getError().message());
   llvm::StringRef bytes = (*buffer)->getBuffer();
   if (bytes.size() > size_t(INT_MAX))
-    return fail(path + ": larger than protobuf's 2 GiB limit");
+    return makeError(path + ": larger than protobuf's 2 GiB limit");
   onnx::TensorProto proto;
   google::protobuf::io::ArrayInputStream stream(bytes.data(), int(bytes.size()));
   google::protobuf::io::CodedInputStream coded(&stream);
   coded.SetTotalBytesLimit(INT_MAX);
   if (!proto.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
-    return fail(path + ": not a valid TensorProto file");
+    return makeError(path + ": not a valid TensorProto file");
   std::deque<std::vector<char>> storage;
   auto data = decodeStandaloneTensor(proto, path, storage);
   if (!data)
@@ -89,6 +85,6 @@ llvm::Error mlir::llmc::writeTensorFile(llvm::StringRef path, const NamedTensor 
   }
   std::ofstream out(path.str(), std::ios::binary | std::ios::trunc);
   if (!out || !proto.SerializeToOstream(&out))
-    return fail(path + ": cannot write");
+    return makeError(path + ": cannot write");
   return llvm::Error::success();
 }

@@ -208,6 +208,20 @@ int runExec() {
   return 0;
 }
 
+/// The folders directly under `dir` that hold a file `name`, sorted.
+std::error_code foldersHolding(llvm::StringRef dir, llvm::StringRef name,
+                               std::vector<std::string> &out) {
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    llvm::SmallString<256> file(it->path());
+    llvm::sys::path::append(file, name);
+    if (llvm::sys::fs::exists(file))
+      out.push_back(it->path());
+  }
+  std::sort(out.begin(), out.end());
+  return ec;
+}
+
 int runConformance() {
   std::optional<UnclaimedList> unclaimed;
   if (!confUnclaimed.empty()) {
@@ -223,17 +237,8 @@ int runConformance() {
   if (!filter.isValid(regexError))
     return fail("--filter: " + regexError);
   std::vector<std::string> cases;
-  std::error_code ec;
-  for (llvm::sys::fs::directory_iterator it(confDir, ec), end; !ec && it != end;
-       it.increment(ec)) {
-    llvm::SmallString<256> model(it->path());
-    llvm::sys::path::append(model, "model.onnx");
-    if (llvm::sys::fs::exists(model))
-      cases.push_back(it->path());
-  }
-  if (ec)
+  if (std::error_code ec = foldersHolding(confDir, "model.onnx", cases))
     return fail(confDir + ": " + ec.message());
-  std::sort(cases.begin(), cases.end());
   int passed = 0, failed = 0, skipped = 0;
   for (const std::string &dir : cases) {
     std::string name = llvm::sys::path::filename(dir).str();
@@ -271,19 +276,11 @@ int runVerify() {
       fixtures.push_back(dir);
       continue;
     }
-    std::error_code ec;
     std::vector<std::string> found;
-    for (llvm::sys::fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-      llvm::SmallString<256> m(it->path());
-      llvm::sys::path::append(m, "fixture.json");
-      if (llvm::sys::fs::exists(m))
-        found.push_back(it->path());
-    }
-    if (ec)
+    if (std::error_code ec = foldersHolding(dir, "fixture.json", found))
       return fail(dir + ": " + ec.message());
     if (found.empty())
       return fail(dir + ": no fixture.json here or in its folders");
-    std::sort(found.begin(), found.end());
     fixtures.insert(fixtures.end(), found.begin(), found.end());
   }
   int passed = 0, failed = 0;
