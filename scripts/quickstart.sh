@@ -3,9 +3,10 @@
 # runs it on the bundled example model (examples/tiny-llama, a small
 # Llama-architecture decoder with random weights).
 #
-# llmc can so far check and import models (the compile/run steps of the
-# pipeline are still being built; see README.md), so this ends with the
-# pre-flight report and the start of the imported IR.
+# llmc can so far check, import and run models on its reference CPU
+# executor (compilation to an artifact is still being built; see README.md),
+# so this shows the pre-flight report, the start of the imported IR, and a
+# prefill plus 8 greedy decode steps compared with onnxruntime's logits.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -19,3 +20,6 @@ echo "== llmc import $model (first 25 lines)"
 ./build/bin/llmc import "$model" -o build/tiny-llama.mlir
 head -n 25 build/tiny-llama.mlir | cut -c1-200
 echo "... (whole IR in build/tiny-llama.mlir)"
+echo
+echo "== llmc verify examples/tiny-llama (prefill + 8 decode steps on the CPU executor)"
+./build/bin/llmc verify examples/tiny-llama -v

@@ -1,4 +1,5 @@
 //===- DecodeLoop.cpp - prefill and decode through past/present IO -------===//
+#include "compiler/Executor/Error.h"
 #include "compiler/Executor/DecodeLoop.h"
 
 #include "compiler/Executor/Conformance.h"
@@ -16,13 +17,6 @@ using namespace mlir;
 using namespace mlir::llmc;
 namespace cpu = ::llmc::cpu;
 
-namespace {
-
-llvm::Error fail(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-}
-
-} // namespace
 
 llvm::Expected<DecodeLoop> DecodeLoop::create(const Executor &exec, DecoderIO io,
                                               std::vector<int64_t> emptyCache) {
@@ -35,13 +29,13 @@ llvm::Expected<DecodeLoop> DecodeLoop::create(const Executor &exec, DecoderIO io
         covered.insert(name);
         return llvm::Error::success();
       }
-    return fail(llvm::Twine("the model has no ") + role + " input '" + name + "'");
+    return makeError(llvm::Twine("the model has no ") + role + " input '" + name + "'");
   };
   auto needOutput = [&](const std::string &name, const char *role) -> llvm::Error {
     for (const ValueSignature &s : exec.outputs())
       if (s.name == name)
         return llvm::Error::success();
-    return fail(llvm::Twine("the model has no ") + role + " output '" + name + "'");
+    return makeError(llvm::Twine("the model has no ") + role + " output '" + name + "'");
   };
   const DecoderIO &d = loop.io;
   if (llvm::Error e = needInput(d.inputIds, "input_ids"))
@@ -54,9 +48,10 @@ llvm::Expected<DecodeLoop> DecodeLoop::create(const Executor &exec, DecoderIO io
       return std::move(e);
   if (llvm::Error e = needOutput(d.logits, "logits"))
     return std::move(e);
-  if (std::count(emptyCache.begin(), emptyCache.end(), 0) != 1 ||
-      std::any_of(emptyCache.begin(), emptyCache.end(), [](int64_t x) { return x < 0; }))
-    return fail("the empty cache shape needs one 0 (the sequence) and no negative sizes");
+  if (!d.caches.empty() &&
+      (std::count(emptyCache.begin(), emptyCache.end(), 0) != 1 ||
+       std::any_of(emptyCache.begin(), emptyCache.end(), [](int64_t x) { return x < 0; })))
+    return makeError("the empty cache shape needs one 0 (the sequence) and no negative sizes");
   for (const DecoderIO::Cache &c : d.caches) {
     if (llvm::Error e = needInput(c.past, "past"))
       return std::move(e);
@@ -64,12 +59,12 @@ llvm::Expected<DecodeLoop> DecodeLoop::create(const Executor &exec, DecoderIO io
       return std::move(e);
     cpu::Tensor empty;
     if (cpu::Status st = cpu::Tensor::allocate(loop.inputTypes[c.past], emptyCache, empty); !st)
-      return fail("past '" + c.past + "': " + st.message());
+      return makeError("past '" + c.past + "': " + st.message());
     loop.past[c.past] = std::move(empty);
   }
   for (const ValueSignature &s : exec.inputs())
     if (!covered.count(s.name))
-      return fail("input '" + s.name + "' (" + s.describe() +
+      return makeError("input '" + s.name + "' (" + s.describe() +
                   ") is neither input_ids, attention mask, position ids nor a past cache");
   return loop;
 }
@@ -80,14 +75,14 @@ llvm::Expected<cpu::Tensor> DecodeLoop::indexTensor(const std::string &input,
   cpu::DType type = inputTypes.at(input);
   cpu::Tensor t;
   if (cpu::Status st = cpu::Tensor::allocate(type, shape, t); !st)
-    return fail("input '" + input + "': " + st.message());
+    return makeError("input '" + input + "': " + st.message());
   for (size_t i = 0; i < values.size(); ++i) {
     if (type == cpu::DType::Int64)
       t.mutableData<int64_t>()[i] = values[i];
     else if (type == cpu::DType::Int32 && values[i] >= INT32_MIN && values[i] <= INT32_MAX)
       t.mutableData<int32_t>()[i] = int32_t(values[i]);
     else
-      return fail("input '" + input + "' must be int32 or int64 (and hold " +
+      return makeError("input '" + input + "' must be int32 or int64 (and hold " +
                   std::to_string(values[i]) + ")");
   }
   return t;
@@ -95,7 +90,16 @@ llvm::Expected<cpu::Tensor> DecodeLoop::indexTensor(const std::string &input,
 
 llvm::Expected<cpu::Tensor> DecodeLoop::step(llvm::ArrayRef<int64_t> tokens) {
   if (tokens.empty())
-    return fail("a decode step needs at least one token");
+    return makeError("a decode step needs at least one token");
+  // Without caches, every step runs on the whole sequence.
+  std::vector<int64_t> sequence;
+  int64_t start = cached;
+  if (io.caches.empty()) {
+    sequence = history;
+    sequence.insert(sequence.end(), tokens.begin(), tokens.end());
+    tokens = sequence;
+    start = 0;
+  }
   int64_t n = int64_t(tokens.size());
   std::vector<NamedTensor> inputs;
   auto ids = indexTensor(io.inputIds, tokens, {1, n});
@@ -103,8 +107,8 @@ llvm::Expected<cpu::Tensor> DecodeLoop::step(llvm::ArrayRef<int64_t> tokens) {
     return ids.takeError();
   inputs.push_back({io.inputIds, std::move(*ids)});
   if (!io.attentionMask.empty()) {
-    std::vector<int64_t> ones(size_t(cached + n), 1);
-    auto mask = indexTensor(io.attentionMask, ones, {1, cached + n});
+    std::vector<int64_t> ones(size_t(start + n), 1);
+    auto mask = indexTensor(io.attentionMask, ones, {1, start + n});
     if (!mask)
       return mask.takeError();
     inputs.push_back({io.attentionMask, std::move(*mask)});
@@ -112,7 +116,7 @@ llvm::Expected<cpu::Tensor> DecodeLoop::step(llvm::ArrayRef<int64_t> tokens) {
   if (!io.positionIds.empty()) {
     std::vector<int64_t> positions(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i)
-      positions[size_t(i)] = cached + i;
+      positions[size_t(i)] = start + i;
     auto pos = indexTensor(io.positionIds, positions, {1, n});
     if (!pos)
       return pos.takeError();
@@ -134,15 +138,20 @@ llvm::Expected<cpu::Tensor> DecodeLoop::step(llvm::ArrayRef<int64_t> tokens) {
     const cpu::Tensor *present = find(c.present);
     const cpu::Tensor &before = past.at(c.past);
     if (!present || present->dtype() != before.dtype() || present->rank() != before.rank())
-      return fail("present '" + c.present + "' cannot be fed back as past '" + c.past + "'");
+      return makeError("present '" + c.present + "' cannot be fed back as past '" + c.past + "'");
     next[c.past] = *present;
   }
   const cpu::Tensor *logits = find(io.logits);
   if (!logits)
-    return fail("no logits output '" + io.logits + "'");
+    return makeError("no logits output '" + io.logits + "'");
   cpu::Tensor result = *logits;
   past = std::move(next);
-  cached += n;
+  if (io.caches.empty()) {
+    history = std::move(sequence);
+    cached = int64_t(history.size());
+  } else {
+    cached += n;
+  }
   return result;
 }
 
@@ -155,11 +164,11 @@ namespace {
 llvm::Error readInts(const llvm::json::Object &o, llvm::StringRef key, std::vector<int64_t> &out) {
   const llvm::json::Array *a = o.getArray(key);
   if (!a)
-    return fail("'" + key + "' must be a list of integers");
+    return makeError("'" + key + "' must be a list of integers");
   for (const llvm::json::Value &v : *a) {
     std::optional<int64_t> i = v.getAsInteger();
     if (!i)
-      return fail("'" + key + "' must be a list of integers");
+      return makeError("'" + key + "' must be a list of integers");
     out.push_back(*i);
   }
   return llvm::Error::success();
@@ -177,11 +186,11 @@ llvm::Expected<ModelFixture> ModelFixture::load(llvm::StringRef dir, llvm::Strin
   llvm::sys::path::append(path, "fixture.json");
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
   if (!buffer)
-    return fail(path + ": cannot read: " + buffer.getError().message());
+    return makeError(path + ": cannot read: " + buffer.getError().message());
   auto json = llvm::json::parse((*buffer)->getBuffer());
   if (!json)
-    return fail(path + ": " + llvm::toString(json.takeError()));
-  auto bad = [&](const llvm::Twine &why) { return fail(path + ": " + why); };
+    return makeError(path + ": " + llvm::toString(json.takeError()));
+  auto bad = [&](const llvm::Twine &why) { return makeError(path + ": " + why); };
   const llvm::json::Object *root = json->getAsObject();
   if (!root)
     return bad("not a JSON object");

@@ -5,7 +5,8 @@
 // over the prompt from empty caches, then one token per step, each step's
 // present outputs fed back as the next step's past inputs. The attention
 // mask is all ones over past and new tokens; position ids count from the
-// number of tokens already cached.
+// number of tokens already cached. A model without caches is run on the
+// whole sequence at every step instead (its logits cover every position).
 //
 // ModelFixture is a folder written by tools/fixtures/make_models.py: the
 // model, fixture.json (IO roles, prompt, onnxruntime's greedy tokens,
@@ -65,6 +66,7 @@ private:
   DecoderIO io;
   std::map<std::string, ::llmc::cpu::DType> inputTypes;
   std::map<std::string, ::llmc::cpu::Tensor> past; // by past input name
+  std::vector<int64_t> history; // every token so far (models without caches)
   int64_t cached = 0;
 };
 
