@@ -144,7 +144,9 @@ FailureOr<ElementsAttr> ModelImporter::convertTensor(const onnx::TensorProto &te
     return emitError(loc) << "tensor '" << tensor.name() << "' has unsupported data type "
                           << onnxDataTypeName(data->dataType);
   auto type = RankedTensorType::get(data->dims, elementType);
-  unsigned bits = elementType.getIntOrFloatBitWidth();
+  unsigned bits = lookupOnnxDataType(data->dataType)->bits;
+  // Types without an MLIR builtin (!llm.f4e2m1, !llm.f8e8m0) are always blobs.
+  bool builtin = elementType.isIntOrFloat();
   int64_t n = int64_t(data->numElements);
   llvm::ArrayRef<char> bytes = data->bytes;
 
@@ -156,26 +158,28 @@ FailureOr<ElementsAttr> ModelImporter::convertTensor(const onnx::TensorProto &te
     return ElementsAttr(DenseElementsAttr::get(type, flags));
   }
   if (bits < 8) {
-    // Unpack nibbles (low first) into one byte per element, sign-extending
-    // signed types, which is how llm constants store sub-byte elements.
-    bool isSigned = !elementType.isUnsignedInteger();
+    // Unpack (low bits first) into one byte per element, sign-extending
+    // signed integers, which is how llm constants store sub-byte elements.
+    bool signExtend = elementType.isSignlessInteger();
+    unsigned perByte = 8 / bits, mask = (1u << bits) - 1;
     std::vector<char> unpacked(n);
     for (int64_t i = 0; i < n; ++i) {
-      uint8_t nibble = (uint8_t(bytes[i / 2]) >> ((i % 2) * 4)) & 0xf;
-      int8_t v = isSigned && (nibble & 0x8) ? int8_t(nibble | 0xf0) : int8_t(nibble);
+      unsigned v = (uint8_t(bytes[i / perByte]) >> ((i % perByte) * bits)) & mask;
+      if (signExtend && (v >> (bits - 1)))
+        v |= ~mask;
       unpacked[i] = char(v);
     }
-    if (n <= options.inlineElementLimit) {
+    if (builtin && n <= options.inlineElementLimit) {
       llvm::SmallVector<llvm::APInt> ints;
       for (char c : unpacked)
-        ints.push_back(llvm::APInt(bits, uint64_t(uint8_t(c)) & 0xf));
+        ints.push_back(llvm::APInt(bits, uint64_t(uint8_t(c)) & mask));
       return ElementsAttr(DenseElementsAttr::get(type, ints));
     }
     return ElementsAttr(DenseResourceElementsAttr::get(
         type, resourceName,
         HeapAsmResourceBlob::allocateAndCopyWithAlign(unpacked, alignof(int8_t))));
   }
-  if (n <= options.inlineElementLimit) {
+  if (builtin && n <= options.inlineElementLimit) {
     bool detectedSplat = false;
     if (!DenseElementsAttr::isValidRawBuffer(type, bytes, detectedSplat))
       return emitError(loc) << "tensor '" << tensor.name() << "' has a malformed buffer";

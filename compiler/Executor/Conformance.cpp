@@ -33,6 +33,8 @@ double mlir::llmc::floatElement(const cpu::Tensor &t, int64_t i) {
     return cpu::float8ToFloat(static_cast<const uint8_t *>(p)[i], cpu::Float8Kind::E5M2);
   case cpu::DType::Float8E5M2FNUZ:
     return cpu::float8ToFloat(static_cast<const uint8_t *>(p)[i], cpu::Float8Kind::E5M2FNUZ);
+  case cpu::DType::Float4E2M1: return cpu::float4ToFloat(static_cast<const uint8_t *>(p)[i]);
+  case cpu::DType::Float8E8M0: return cpu::float8E8M0ToFloat(static_cast<const uint8_t *>(p)[i]);
   default: return 0;
   }
 }
@@ -41,7 +43,8 @@ namespace {
 
 bool isFloatLike(cpu::DType t) {
   return cpu::isFloat(t) || t == cpu::DType::Float8E4M3FN || t == cpu::DType::Float8E4M3FNUZ ||
-         t == cpu::DType::Float8E5M2 || t == cpu::DType::Float8E5M2FNUZ;
+         t == cpu::DType::Float8E5M2 || t == cpu::DType::Float8E5M2FNUZ ||
+         t == cpu::DType::Float4E2M1 || t == cpu::DType::Float8E8M0;
 }
 
 std::vector<std::string> sortedFiles(llvm::StringRef dir, llvm::StringRef prefix) {
@@ -73,6 +76,8 @@ double epsilonOf(cpu::DType t) {
   case cpu::DType::Float8E4M3FNUZ: return 0x1p-3;
   case cpu::DType::Float8E5M2:
   case cpu::DType::Float8E5M2FNUZ: return 0x1p-2;
+  case cpu::DType::Float4E2M1: return 0x1p-1;
+  case cpu::DType::Float8E8M0: return 1.0;
   default: return 0x1p-23;
   }
 }

@@ -29,10 +29,13 @@ llvm::Expected<Tensor> mlir::llmc::tensorFromOnnxData(const OnnxTensorData &data
   if (::llmc::cpu::Status s = Tensor::allocate(type, shape, t); !s)
     return makeError(s.message());
   char *dst = static_cast<char *>(t.mutableRaw());
-  if (type == DType::Int4 || type == DType::UInt4) {
+  unsigned bits = lookupOnnxDataType(data.dataType)->bits;
+  if (bits < 8) { // packed low bits first; one byte per element in memory
+    unsigned perByte = 8 / bits, mask = (1u << bits) - 1;
+    bool signExtend = type == DType::Int4 || type == DType::Int2;
     for (uint64_t i = 0; i < data.numElements; ++i) {
-      uint8_t nibble = (uint8_t(data.bytes[i / 2]) >> ((i % 2) * 4)) & 0xf;
-      dst[i] = char(type == DType::Int4 && (nibble & 8) ? nibble | 0xf0 : nibble);
+      unsigned v = (uint8_t(data.bytes[i / perByte]) >> ((i % perByte) * bits)) & mask;
+      dst[i] = char(signExtend && (v >> (bits - 1)) ? v | ~mask : v);
     }
   } else if (type == DType::Bool) {
     for (uint64_t i = 0; i < data.numElements; ++i)
@@ -75,10 +78,12 @@ llvm::Error mlir::llmc::writeTensorFile(llvm::StringRef path, const NamedTensor 
   for (int64_t d : t.shape())
     proto.add_dims(d);
   const char *src = static_cast<const char *>(t.raw());
-  if (t.dtype() == DType::Int4 || t.dtype() == DType::UInt4) {
-    std::string packed(size_t((t.numel() + 1) / 2), '\0');
+  unsigned bits = lookupOnnxDataType(int32_t(t.dtype()))->bits;
+  if (bits < 8) {
+    unsigned perByte = 8 / bits, mask = (1u << bits) - 1;
+    std::string packed(size_t((t.numel() + perByte - 1) / perByte), '\0');
     for (int64_t i = 0; i < t.numel(); ++i)
-      packed[size_t(i / 2)] |= char((uint8_t(src[i]) & 0xf) << ((i % 2) * 4));
+      packed[size_t(i / perByte)] |= char((uint8_t(src[i]) & mask) << ((i % perByte) * bits));
     proto.set_raw_data(packed);
   } else {
     proto.set_raw_data(std::string(src, t.bytes()));

@@ -1040,3 +1040,16 @@ func.func @swiglu(%g: tensor<4xf32>, %u: tensor<8xf32>) {
   return
 }
 
+// -----
+
+func.func @cast_to_wrong_narrow_type(%x: tensor<4xf32>) {
+  // expected-error @+2 {{inferred type(s) 'tensor<4x!llm.f8e8m0>' are incompatible with return type(s) of operation 'tensor<4x!llm.f4e2m1>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = llm.onnx.cast %x {to = 24 : i64} : (tensor<4xf32>) -> tensor<4x!llm.f4e2m1>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{unknown  type `f6e3m2` in dialect `llm`}}
+func.func @unknown_narrow_type(%x: tensor<4x!llm.f6e3m2>)

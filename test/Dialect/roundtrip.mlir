@@ -332,6 +332,22 @@ func.func @transformer(%table: tensor<256x64xf16>, %ids: tensor<1x?xi64>, %x: te
   return
 }
 
+// The element types MLIR has no builtin for, and the sub-byte integers.
+// CHECK-LABEL: func.func @narrow_types
+func.func @narrow_types(%x: tensor<4xf32>) -> (tensor<4x!llm.f4e2m1>, tensor<4xf32>, tensor<4x!llm.f8e8m0>, tensor<4xi2>, tensor<4xui2>) {
+  // CHECK: llm.onnx.cast %{{.*}} {to = 23 : i64} : (tensor<4xf32>) -> tensor<4x!llm.f4e2m1>
+  %0 = llm.onnx.cast %x {to = 23 : i64} : (tensor<4xf32>) -> tensor<4x!llm.f4e2m1>
+  // CHECK: llm.onnx.cast %{{.*}} {to = 1 : i64} : (tensor<4x!llm.f4e2m1>) -> tensor<4xf32>
+  %1 = llm.onnx.cast %0 {to = 1 : i64} : (tensor<4x!llm.f4e2m1>) -> tensor<4xf32>
+  // CHECK: llm.onnx.cast %{{.*}} {round_mode = "nearest", to = 24 : i64} : (tensor<4xf32>) -> tensor<4x!llm.f8e8m0>
+  %2 = llm.onnx.cast %x {to = 24 : i64, round_mode = "nearest"} : (tensor<4xf32>) -> tensor<4x!llm.f8e8m0>
+  // CHECK: -> tensor<4xi2>
+  %3 = llm.onnx.cast %x {to = 26 : i64} : (tensor<4xf32>) -> tensor<4xi2>
+  // CHECK: -> tensor<4xui2>
+  %4 = llm.onnx.cast %x {to = 25 : i64} : (tensor<4xf32>) -> tensor<4xui2>
+  return %0, %1, %2, %3, %4 : tensor<4x!llm.f4e2m1>, tensor<4xf32>, tensor<4x!llm.f8e8m0>, tensor<4xi2>, tensor<4xui2>
+}
+
 {-#
   dialect_resources: {
     builtin: {

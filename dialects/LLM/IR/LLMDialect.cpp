@@ -15,12 +15,23 @@ using namespace mlir::llmc;
 #define GET_ATTRDEF_CLASSES
 #include "dialects/LLM/IR/LLMAttrs.cpp.inc"
 
+#define GET_TYPEDEF_CLASSES
+#include "dialects/LLM/IR/LLMTypes.cpp.inc"
+
 void LLMDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "dialects/LLM/IR/LLMOps.cpp.inc"
       >();
   registerAttributes();
+  registerTypes();
+}
+
+void LLMDialect::registerTypes() {
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "dialects/LLM/IR/LLMTypes.cpp.inc"
+      >();
 }
 
 void LLMDialect::registerAttributes() {
@@ -130,6 +141,14 @@ Type mlir::llmc::getElementTypeForOnnx(MLIRContext *ctx, int32_t code) {
   case OnnxDataType::Float8E5M2FNUZ: return b.getFloat8E5M2FNUZType();
   case OnnxDataType::UInt4: return IntegerType::get(ctx, 4, IntegerType::Unsigned);
   case OnnxDataType::Int4: return b.getIntegerType(4);
+  case OnnxDataType::Float4E2M1:
+    ctx->getOrLoadDialect<LLMDialect>();
+    return Float4E2M1Type::get(ctx);
+  case OnnxDataType::Float8E8M0:
+    ctx->getOrLoadDialect<LLMDialect>();
+    return Float8E8M0Type::get(ctx);
+  case OnnxDataType::UInt2: return IntegerType::get(ctx, 2, IntegerType::Unsigned);
+  case OnnxDataType::Int2: return b.getIntegerType(2);
   default: return {};
   }
 }

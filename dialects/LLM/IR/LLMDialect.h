@@ -15,6 +15,9 @@
 #define GET_ATTRDEF_CLASSES
 #include "dialects/LLM/IR/LLMAttrs.h.inc"
 
+#define GET_TYPEDEF_CLASSES
+#include "dialects/LLM/IR/LLMTypes.h.inc"
+
 namespace mlir::llmc {
 
 /// The MLIR element type of ONNX data type `code` (OnnxDataType), or a null

@@ -32,10 +32,12 @@ def LLM_Dialect : Dialect {
     (more static) type than the inferred one, never a conflicting one.
   }];
   let useDefaultAttributePrinterParser = 1;
+  let useDefaultTypePrinterParser = 1;
   let usePropertiesForAttributes = 0;
   let hasConstantMaterializer = 1;
   let extraClassDeclaration = [{
     void registerAttributes();
+    void registerTypes();
   }];
 }
 

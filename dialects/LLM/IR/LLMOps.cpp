@@ -154,6 +154,11 @@ OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValueAttr(); }
 
 LogicalResult ConstantOp::verify() {
   Type elementType = getValue().getShapedType().getElementType();
+  if (isa<Float4E2M1Type, Float8E8M0Type>(elementType)) {
+    if (!isa<DenseResourceElementsAttr>(getValue()))
+      return emitOpError("a constant of ") << elementType << " must be a dense_resource blob";
+    return success();
+  }
   if (!elementType.isIntOrFloat())
     return emitOpError("element type must be an integer or floating-point type, got ")
            << elementType;

@@ -14,6 +14,7 @@ include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "dialects/LLM/IR/LLMDialect.td"
 include "dialects/LLM/IR/LLMAttrs.td"
+include "dialects/LLM/IR/LLMTypes.td"
 
 //===----------------------------------------------------------------------===//
 // Type constraints

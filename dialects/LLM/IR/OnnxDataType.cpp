@@ -30,10 +30,10 @@ constexpr OnnxDataTypeInfo kTable[] = {
     {T::Float8E5M2FNUZ, "FLOAT8E5M2FNUZ", "f8e5m2fnuz", 8, true, F::Int32Data},
     {T::UInt4, "UINT4", "u4", 4, true, F::Int32Data},
     {T::Int4, "INT4", "i4", 4, true, F::Int32Data},
-    {T::Float4E2M1, "FLOAT4E2M1", "f4e2m1", 4, false, F::None},
-    {T::Float8E8M0, "FLOAT8E8M0", "f8e8m0", 8, false, F::None},
-    {T::UInt2, "UINT2", "u2", 2, false, F::None},
-    {T::Int2, "INT2", "i2", 2, false, F::None},
+    {T::Float4E2M1, "FLOAT4E2M1", "f4e2m1", 4, true, F::Int32Data},
+    {T::Float8E8M0, "FLOAT8E8M0", "f8e8m0", 8, true, F::Int32Data},
+    {T::UInt2, "UINT2", "u2", 2, true, F::Int32Data},
+    {T::Int2, "INT2", "i2", 2, true, F::Int32Data},
 };
 } // namespace
 

@@ -161,6 +161,62 @@ inline uint8_t floatToFloat8(float x, Float8Kind kind, bool saturate) {
   return uint8_t(sign | bits);
 }
 
+/// float4 E2M1 (low 4 bits of `v`: sign, 2 exponent bits with bias 1, 1
+/// mantissa bit) -> float (exact).
+inline float float4ToFloat(uint8_t v) {
+  static constexpr float kMagnitude[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+  float m = kMagnitude[v & 7];
+  return (v & 8) ? -m : m;
+}
+
+/// float -> float4 E2M1 as ONNX Cast does (ml_dtypes): round to nearest
+/// even, saturate at +-6 (infinities too), NaN to 0x8.
+inline uint8_t floatToFloat4(float x) {
+  if (std::isnan(x))
+    return 0x8;
+  uint8_t sign = std::signbit(x) ? 8 : 0;
+  double a = std::fabs(double(x));
+  if (a >= 6.0)
+    return uint8_t(sign | 7);
+  // Spacing 0.5 below 2, 1 in [2, 4), 2 in [4, 6].
+  double spacing = a < 2.0 ? 0.5 : a < 4.0 ? 1.0 : 2.0;
+  double r = std::nearbyint(a / spacing) * spacing; // ties to even
+  static constexpr double kMagnitude[8] = {0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0};
+  for (uint8_t code = 0; code < 8; ++code)
+    if (kMagnitude[code] == r)
+      return uint8_t(sign | code);
+  return uint8_t(sign | 7);
+}
+
+/// float8 E8M0 (a power of two 2^(v - 127); 0xff is NaN) -> float (exact:
+/// 2^-127 is a float subnormal).
+inline float float8E8M0ToFloat(uint8_t v) {
+  return v == 0xff ? NAN : std::ldexp(1.0f, int(v) - 127);
+}
+
+/// float -> float8 E8M0 as ONNX's reference (onnx.numpy_helper.to_float8e8m0)
+/// does it: the float's exponent field, rounded by the mantissa per
+/// `roundMode` ("up", "down", "nearest"); with `saturate` rounding never
+/// passes 0xfe. NaN and infinities give 0xff; the sign is ignored.
+inline uint8_t floatToFloat8E8M0(float x, const char *roundMode, bool saturate) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  uint32_t exponent = (bits >> 23) & 0xff;
+  if (exponent == 0xff)
+    return 0xff;
+  uint32_t mantissa = bits & 0x7fffff;
+  bool roundUp = false;
+  if (roundMode[0] == 'u') { // up
+    roundUp = mantissa != 0;
+  } else if (roundMode[0] == 'n') { // nearest: guard, round, sticky, lsb
+    bool g = bits & 0x400000, r = bits & 0x200000, st = bits & 0x1fffff;
+    roundUp = g && (r || st || exponent > 0);
+  }
+  if (roundUp && !(saturate && exponent == 0xfe))
+    ++exponent;
+  return uint8_t(exponent);
+}
+
 /// A 16-bit float in storage, converted through float.
 struct Half {
   uint16_t bits;

@@ -34,9 +34,10 @@ size_t storageSize(DType type) {
   case DType::Float16: case DType::BFloat16: case DType::Int16: case DType::UInt16:
     return 2;
   case DType::Int8: case DType::UInt8: case DType::Bool: case DType::Int4: case DType::UInt4:
+  case DType::Int2: case DType::UInt2: case DType::Float4E2M1: case DType::Float8E8M0:
   case DType::Float8E4M3FN: case DType::Float8E4M3FNUZ: case DType::Float8E5M2:
   case DType::Float8E5M2FNUZ:
-    return 1;
+    return 1; // sub-byte types take a byte per element
   default:
     return 0;
   }
@@ -55,7 +56,7 @@ bool isInteger(DType t) {
   switch (t) {
   case DType::Int8: case DType::Int16: case DType::Int32: case DType::Int64:
   case DType::UInt8: case DType::UInt16: case DType::UInt32: case DType::UInt64:
-  case DType::Int4: case DType::UInt4:
+  case DType::Int4: case DType::UInt4: case DType::Int2: case DType::UInt2:
     return true;
   default:
     return false;
@@ -64,7 +65,7 @@ bool isInteger(DType t) {
 
 bool isSigned(DType t) {
   return t == DType::Int8 || t == DType::Int16 || t == DType::Int32 || t == DType::Int64 ||
-         t == DType::Int4 || isFloat(t);
+         t == DType::Int4 || t == DType::Int2 || isFloat(t);
 }
 
 int64_t numElements(const Shape &shape) {

@@ -4,7 +4,9 @@
 // saturate table in Numeric.h); float -> integer truncates toward zero
 // (out-of-range values are undefined in ONNX: here they clamp, never UB);
 // integer -> integer keeps the low bits (two's complement); anything -> bool
-// is "non-zero"; int4/uint4 keep the low 4 bits of the integer value.
+// is "non-zero"; int4/uint4 and int2/uint2 keep the low 4 / 2 bits of the
+// integer value; float4 E2M1 rounds to nearest even and saturates at 6;
+// float8 E8M0 follows `round_mode` and `saturate` as ONNX's reference does.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/src/cpu/kernels/Kernels.h"
@@ -25,17 +27,37 @@ struct Value {
 };
 
 struct Bool8 { uint8_t v; };
-struct Int4 { int8_t v; };
-struct UInt4 { uint8_t v; };
+/// Sub-byte integers, one per byte (sign-extended when signed).
+template <int Bits, bool Signed> struct SubByte { uint8_t v; };
+using Int4 = SubByte<4, true>;
+using UInt4 = SubByte<4, false>;
+using Int2 = SubByte<2, true>;
+using UInt2 = SubByte<2, false>;
 template <Float8Kind K> struct F8 { uint8_t bits; };
+struct F4E2M1 { uint8_t bits; };
+struct F8E8M0 { uint8_t bits; };
+
+template <typename T> struct IsSubByte : std::false_type {};
+template <int B, bool S> struct IsSubByte<SubByte<B, S>> : std::true_type {};
+template <int B, bool S> constexpr int kBitsOf(SubByte<B, S>) { return B; }
+template <int B, bool S> constexpr bool kSignedOf(SubByte<B, S>) { return S; }
+
+/// How floats are rounded into the narrow float types.
+struct CastOptions {
+  bool saturate;
+  const char *roundMode; // float8 E8M0: "up", "down" or "nearest"
+};
 
 template <typename T> Value decode(T v) {
   if constexpr (std::is_same_v<T, Bool8>)
     return {true, false, v.v ? 1 : 0, uint64_t(v.v ? 1 : 0), 0};
-  else if constexpr (std::is_same_v<T, Int4>)
-    return {true, false, v.v, uint64_t(int64_t(v.v)), 0};
-  else if constexpr (std::is_same_v<T, UInt4>)
-    return {true, true, v.v, v.v, 0};
+  else if constexpr (IsSubByte<T>::value) {
+    int64_t i = int64_t(kSignedOf(v) ? int64_t(int8_t(v.v)) : int64_t(v.v));
+    return {true, !kSignedOf(v), i, uint64_t(i), 0};
+  } else if constexpr (std::is_same_v<T, F4E2M1>)
+    return {false, false, 0, 0, double(float4ToFloat(v.bits))};
+  else if constexpr (std::is_same_v<T, F8E8M0>)
+    return {false, false, 0, 0, double(float8E8M0ToFloat(v.bits))};
   else if constexpr (std::is_integral_v<T> && std::is_signed_v<T>)
     return {true, false, int64_t(v), uint64_t(int64_t(v)), 0};
   else if constexpr (std::is_integral_v<T>)
@@ -62,19 +84,20 @@ template <typename I> I truncateTo(double f) {
   return I(t);
 }
 
-/// The low 4 bits of an integer, as a signed or unsigned 4-bit value.
-int8_t wrapInt4(int64_t v) { return int8_t(int8_t((v & 0xf) << 4) >> 4); }
-uint8_t wrapUInt4(int64_t v) { return uint8_t(v & 0xf); }
+/// The low `Bits` bits of an integer, sign-extended when `Signed`.
+template <int Bits, bool Signed> SubByte<Bits, Signed> wrapSubByte(int64_t v) {
+  uint8_t low = uint8_t(v & ((1 << Bits) - 1));
+  if (Signed && (low >> (Bits - 1)))
+    low = uint8_t(low | ~((1 << Bits) - 1));
+  return {low};
+}
 
-template <typename T> T encode(const Value &v, bool saturate) {
+template <typename T> T encode(const Value &v, const CastOptions &opts) {
   if constexpr (std::is_same_v<T, Bool8>) {
     return Bool8{uint8_t(v.isInt ? v.u != 0 : v.f != 0)};
-  } else if constexpr (std::is_same_v<T, Int4> || std::is_same_v<T, UInt4>) {
+  } else if constexpr (IsSubByte<T>::value) {
     int64_t i = v.isInt ? v.i : truncateTo<int64_t>(v.f);
-    if constexpr (std::is_same_v<T, Int4>)
-      return Int4{wrapInt4(i)};
-    else
-      return UInt4{wrapUInt4(i)};
+    return wrapSubByte<kBitsOf(T{}), kSignedOf(T{})>(i);
   } else if constexpr (std::is_integral_v<T>) {
     if (v.isInt)
       return T(v.u); // keeps the low bits
@@ -87,8 +110,12 @@ template <typename T> T encode(const Value &v, bool saturate) {
       return float(f);
     else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
       return Num<T>::store(float(f));
+    else if constexpr (std::is_same_v<T, F4E2M1>)
+      return T{floatToFloat4(float(f))};
+    else if constexpr (std::is_same_v<T, F8E8M0>)
+      return T{floatToFloat8E8M0(float(f), opts.roundMode, opts.saturate)};
     else
-      return T{floatToFloat8(float(f), kindOf(T{}), saturate)};
+      return T{floatToFloat8(float(f), kindOf(T{}), opts.saturate)};
   }
 }
 
@@ -98,6 +125,10 @@ template <typename F> Status visitAny(DType t, F &&f) {
   case DType::Bool: return f(Tag<Bool8>{});
   case DType::Int4: return f(Tag<Int4>{});
   case DType::UInt4: return f(Tag<UInt4>{});
+  case DType::Int2: return f(Tag<Int2>{});
+  case DType::UInt2: return f(Tag<UInt2>{});
+  case DType::Float4E2M1: return f(Tag<F4E2M1>{});
+  case DType::Float8E8M0: return f(Tag<F8E8M0>{});
   case DType::Float8E4M3FN: return f(Tag<F8<Float8Kind::E4M3FN>>{});
   case DType::Float8E4M3FNUZ: return f(Tag<F8<Float8Kind::E4M3FNUZ>>{});
   case DType::Float8E5M2: return f(Tag<F8<Float8Kind::E5M2>>{});
@@ -107,7 +138,11 @@ template <typename F> Status visitAny(DType t, F &&f) {
 }
 
 Status castTo(KernelCall &call, const Tensor &x, DType to) {
-  bool saturate = call.attrs->getInt("saturate", 1) != 0;
+  std::string roundMode = call.attrs->getString("round_mode", "up");
+  if (roundMode != "up" && roundMode != "down" && roundMode != "nearest")
+    return call.fail("round_mode must be \"up\", \"down\" or \"nearest\", got \"" + roundMode +
+                     "\"");
+  CastOptions opts{call.attrs->getInt("saturate", 1) != 0, roundMode.c_str()};
   Tensor &y = call.outputs[0];
   if (x.dtype() == to) { // same type: the values as they are
     y = x;
@@ -124,7 +159,7 @@ Status castTo(KernelCall &call, const Tensor &x, DType to) {
       D *out = static_cast<D *>(y.mutableRaw());
       call.pool->parallelFor(x.numel(), 16384, [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i)
-          out[i] = encode<D>(decode(in[i]), saturate);
+          out[i] = encode<D>(decode(in[i]), opts);
       });
       return Status::ok();
     });
