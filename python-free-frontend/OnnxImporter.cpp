@@ -9,6 +9,7 @@
 #include "dialects/LLM/IR/OnnxDataType.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/StringExtras.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -51,9 +52,9 @@ public:
   FailureOr<Value> lookup(StringRef name, Location loc);
   Value none();
   /// An ElementsAttr holding `tensor`; large tensors reference the model's
-  /// memory as a dense_resource blob called `resourceName`.
-  FailureOr<ElementsAttr> convertTensor(const onnx::TensorProto &tensor,
-                                        StringRef resourceName, Location loc);
+  /// memory as a dense_resource blob named after `name`.
+  FailureOr<ElementsAttr> convertTensor(const onnx::TensorProto &tensor, StringRef name,
+                                        Location loc);
   /// Creates an llm.constant among the function's leading constants.
   Value createConstant(ElementsAttr value, Location loc);
   LogicalResult bind(const std::string &name, Value value, Location loc);
@@ -133,9 +134,24 @@ Value ModelImporter::createConstant(ElementsAttr value, Location loc) {
   return op.getResult();
 }
 
+namespace {
+/// A resource key the MLIR parser reads back: a bare identifier
+/// ([A-Za-z_][A-Za-z0-9_$.]*); ONNX names like "onnx::MatMul_7" or
+/// "/model/embed/Gather_output_0" are mapped onto one. The blob manager
+/// makes keys unique.
+std::string resourceKey(StringRef name) {
+  std::string key;
+  for (char c : name)
+    key.push_back(llvm::isAlnum(c) || c == '_' || c == '$' || c == '.' ? c : '_');
+  if (key.empty() || !(llvm::isAlpha(key[0]) || key[0] == '_'))
+    key.insert(key.begin(), '_');
+  return key;
+}
+} // namespace
+
 FailureOr<ElementsAttr> ModelImporter::convertTensor(const onnx::TensorProto &tensor,
-                                                     StringRef resourceName,
-                                                     Location loc) {
+                                                     StringRef name, Location loc) {
+  std::string resourceName = resourceKey(name);
   auto data = model.tensorData(tensor);
   if (!data)
     return emitError(loc) << withoutModelPrefix(data.takeError());
