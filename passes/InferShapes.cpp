@@ -38,9 +38,10 @@ Type refineType(Type current, Type inferred) {
   return makeTensorType(out, getElementTypeOrSelf(current));
 }
 
-struct InferShapesPass : llmc::impl::InferShapesPassBase<InferShapesPass> {
-  void runOnOperation() override {
-    func::FuncOp func = getOperation();
+} // namespace
+
+LogicalResult mlir::llmc::refineResultTypes(func::FuncOp func) {
+  {
     WalkResult result = func.walk([&](Operation *op) -> WalkResult {
       auto iface = dyn_cast<InferTypeOpInterface>(op);
       if (!iface)
@@ -60,13 +61,23 @@ struct InferShapesPass : llmc::impl::InferShapesPassBase<InferShapesPass> {
       return WalkResult::advance();
     });
     if (result.wasInterrupted())
-      return signalPassFailure();
-    // The signature follows the (single) return.
-    func::ReturnOp ret;
-    func.walk([&](func::ReturnOp r) { ret = r; });
-    if (ret && !func.isExternal())
-      func.setType(FunctionType::get(&getContext(), func.getArgumentTypes(),
-                                     ret.getOperandTypes()));
+      return failure();
+  }
+  // The signature follows the (single) return.
+  func::ReturnOp ret;
+  func.walk([&](func::ReturnOp r) { ret = r; });
+  if (ret && !func.isExternal())
+    func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(),
+                                   ret.getOperandTypes()));
+  return success();
+}
+
+namespace {
+
+struct InferShapesPass : llmc::impl::InferShapesPassBase<InferShapesPass> {
+  void runOnOperation() override {
+    if (failed(refineResultTypes(getOperation())))
+      signalPassFailure();
   }
 };
 

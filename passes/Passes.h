@@ -16,6 +16,12 @@ namespace mlir::llmc {
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
 
+/// Re-infers the result types of every operation of `func`, in order, keeping
+/// the more refined of the current and inferred type, and updates the
+/// signature from the return (what llmc-infer-shapes does). Fails, with a
+/// diagnostic, where a current type conflicts with inference.
+LogicalResult refineResultTypes(func::FuncOp func);
+
 } // namespace mlir::llmc
 
 #endif // LLMC_PASSES_PASSES_H

@@ -40,6 +40,55 @@ def InferShapesPass : Pass<"llmc-infer-shapes", "::mlir::func::FuncOp"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Graph simplification
+//===----------------------------------------------------------------------===//
+
+def CanonicalizePass : Pass<"llmc-canonicalize", "::mlir::func::FuncOp"> {
+  let summary = "Fold the shape computations of an export into constants and symbolic types";
+  let description = [{
+    Exports compute reshape targets, expand sizes, slice bounds and masks at
+    run time from `Shape(x)` through Gather, Concat, Unsqueeze and integer
+    arithmetic. This pass evaluates those small integer computations over
+    symbols, one per dynamic dimension (the `#llm.dims` name where there is
+    one), and repeats until nothing changes:
+
+    * a value known exactly becomes an `llm.constant`;
+    * a computed Reshape target becomes a constant spelled with 0 (the input's
+      own dimension) and at most one -1, and the result keeps the dimension
+      names the computation carried; a computed Expand shape becomes a
+      constant with 1 where the size is the input's own; Slice ends equal to
+      the sliced dimension become INT64_MAX;
+    * an operation whose operands are all constants is evaluated with its own
+      reference CPU kernel (so the folded value is what execution computes),
+      when its results have at most 65536 elements;
+    * Identity, casts to the same type, Expand by ones, Reshape to the same
+      shape and inference-mode Dropout are removed;
+    * common subexpressions are merged, dead operations erased, and result
+      types re-inferred (as `llmc-infer-shapes`).
+
+    What stays symbolic (masks over the sequence length, positions) stays as
+    operations. Before:
+
+    ```mlir
+    %s = llm.onnx.shape %x : (tensor<?x?x64xf32, #llm.dims<"b", "s", ?>>) -> tensor<3xi64>
+    %i0 = llm.constant dense<0> : tensor<i64>
+    %b = llm.onnx.gather %s, %i0 : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+    ...
+    %t = llm.onnx.concat %b1, %s1, %c4, %c16 {axis = 0 : i64} : (...) -> tensor<4xi64>
+    %r = llm.onnx.reshape %x, %t : (tensor<?x?x64xf32, #llm.dims<"b", "s", ?>>, tensor<4xi64>) -> tensor<?x?x?x?xf32>
+    ```
+
+    After:
+
+    ```mlir
+    %t = llm.constant dense<[0, 0, 4, 16]> : tensor<4xi64>
+    %r = llm.onnx.reshape %x, %t : (tensor<?x?x64xf32, #llm.dims<"b", "s", ?>>, tensor<4xi64>) -> tensor<?x?x4x16xf32, #llm.dims<"b", "s", ?, ?>>
+    ```
+  }];
+  let dependentDialects = ["::mlir::llmc::LLMDialect"];
+}
+
+//===----------------------------------------------------------------------===//
 // Lowering to the exec level
 //===----------------------------------------------------------------------===//
 

@@ -175,7 +175,7 @@ const std::string *UnclaimedList::reasonFor(llvm::StringRef caseName) const {
 }
 
 CaseResult mlir::llmc::runConformanceCase(llvm::StringRef dir, llvm::StringRef name,
-                                          const Tolerance &tol) {
+                                          const Tolerance &tol, llvm::StringRef pipeline) {
   CaseResult result;
   result.name = name.str();
   auto failWith = [&](std::string message) {
@@ -185,7 +185,7 @@ CaseResult mlir::llmc::runConformanceCase(llvm::StringRef dir, llvm::StringRef n
   };
   llvm::SmallString<256> modelPath(dir);
   llvm::sys::path::append(modelPath, "model.onnx");
-  auto exec = Executor::fromOnnxFile(modelPath);
+  auto exec = Executor::fromOnnxFile(modelPath, pipeline);
   if (!exec)
     return failWith(llvm::toString(exec.takeError()));
   std::vector<std::string> sets;

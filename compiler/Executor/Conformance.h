@@ -69,7 +69,7 @@ struct CaseResult {
 
 /// Runs one node-test case folder.
 CaseResult runConformanceCase(llvm::StringRef dir, llvm::StringRef name,
-                              const Tolerance &tol = {});
+                              const Tolerance &tol = {}, llvm::StringRef pipeline = "");
 
 } // namespace mlir::llmc
 

@@ -287,9 +287,9 @@ int64_t argmax(const std::vector<double> &row) {
 
 } // namespace
 
-FixtureReport mlir::llmc::verifyFixture(const ModelFixture &f) {
+FixtureReport mlir::llmc::verifyFixture(const ModelFixture &f, llvm::StringRef pipeline) {
   FixtureReport report;
-  auto exec = Executor::fromOnnxFile(f.model);
+  auto exec = Executor::fromOnnxFile(f.model, pipeline);
   if (!exec) {
     report.error = llvm::toString(exec.takeError());
     return report;

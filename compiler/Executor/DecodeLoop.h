@@ -101,7 +101,9 @@ struct FixtureReport {
   bool passed() const;
 };
 
-FixtureReport verifyFixture(const ModelFixture &fixture);
+/// Replays `fixture`; `pipeline` (a function pass pipeline) runs on the
+/// imported graph first.
+FixtureReport verifyFixture(const ModelFixture &fixture, llvm::StringRef pipeline = "");
 
 } // namespace mlir::llmc
 

@@ -4,6 +4,7 @@
 
 #include "dialects/Exec/IR/ExecDialect.h"
 #include "dialects/LLM/IR/LLMOps.h"
+#include "passes/KernelBridge.h"
 #include "passes/Passes.h"
 #include "python-free-frontend/OnnxImporter.h"
 #include "python-free-frontend/OnnxModel.h"
@@ -11,9 +12,9 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
-#include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
 
 #include <map>
 
@@ -44,86 +45,6 @@ ValueSignature signatureOf(Type type, std::string name) {
   return s;
 }
 
-/// A runtime tensor viewing (or, for splats and i1, holding) a constant.
-llvm::Expected<cpu::Tensor> constantTensor(ElementsAttr attr) {
-  ShapedType type = attr.getShapedType();
-  cpu::DType dtype = cpu::DType(getOnnxCodeForElementType(type.getElementType()));
-  if (cpu::storageSize(dtype) == 0)
-    return makeError("unsupported constant type " + typeToString(type));
-  cpu::Shape shape(type.getShape().begin(), type.getShape().end());
-  if (auto resource = dyn_cast<DenseResourceElementsAttr>(attr)) {
-    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
-    if (!blob)
-      return makeError("constant blob '" + resource.getRawHandle().getKey() + "' has no data");
-    if (blob->getData().size() < size_t(type.getNumElements()) * cpu::storageSize(dtype))
-      return makeError("constant blob '" + resource.getRawHandle().getKey() + "' is too small");
-    return cpu::Tensor::wrap(dtype, shape, blob->getData().data());
-  }
-  auto dense = dyn_cast<DenseIntOrFPElementsAttr>(attr);
-  if (!dense)
-    return makeError("unsupported constant attribute");
-  if (!dense.isSplat() && !type.getElementType().isInteger(1))
-    return cpu::Tensor::wrap(dtype, shape, dense.getRawData().data());
-  cpu::Tensor t;
-  if (cpu::Status s = cpu::Tensor::allocate(dtype, shape, t); !s)
-    return makeError(s.message());
-  char *dst = static_cast<char *>(t.mutableRaw());
-  if (type.getElementType().isInteger(1)) {
-    int64_t i = 0;
-    for (bool b : dense.getValues<bool>())
-      dst[i++] = b;
-    return t;
-  }
-  llvm::ArrayRef<char> one = dense.getRawData(); // the splat element
-  size_t es = cpu::storageSize(dtype);
-  for (int64_t i = 0; i < t.numel(); ++i)
-    std::memcpy(dst + size_t(i) * es, one.data(), es);
-  return t;
-}
-
-/// Kernel parameters from an op's attributes.
-llvm::Expected<cpu::Attributes> convertParams(DictionaryAttr dict) {
-  cpu::Attributes out;
-  for (NamedAttribute na : dict) {
-    cpu::Attribute a;
-    Attribute v = na.getValue();
-    if (auto b = dyn_cast<BoolAttr>(v)) {
-      a.kind = cpu::Attribute::Int;
-      a.i = b.getValue();
-    } else if (auto i = dyn_cast<IntegerAttr>(v)) {
-      a.kind = cpu::Attribute::Int;
-      a.i = i.getValue().getSExtValue();
-    } else if (auto f = dyn_cast<FloatAttr>(v)) {
-      a.kind = cpu::Attribute::Float;
-      a.f = f.getValueAsDouble();
-    } else if (auto s = dyn_cast<StringAttr>(v)) {
-      a.kind = cpu::Attribute::String;
-      a.s = s.str();
-    } else if (auto ints = dyn_cast<DenseI64ArrayAttr>(v)) {
-      a.kind = cpu::Attribute::Ints;
-      a.ints.assign(ints.asArrayRef().begin(), ints.asArrayRef().end());
-    } else if (auto floats = dyn_cast<DenseF32ArrayAttr>(v)) {
-      a.kind = cpu::Attribute::Floats;
-      for (float x : floats.asArrayRef())
-        a.floats.push_back(x);
-    } else if (auto arr = dyn_cast<ArrayAttr>(v)) {
-      a.kind = cpu::Attribute::Strings;
-      for (Attribute e : arr)
-        if (auto s = dyn_cast<StringAttr>(e))
-          a.strings.push_back(s.str());
-    } else if (auto e = dyn_cast<ElementsAttr>(v)) {
-      auto t = constantTensor(e);
-      if (!t)
-        return t.takeError();
-      a.kind = cpu::Attribute::TensorValue;
-      a.tensor = *t;
-    } else {
-      return makeError("unsupported attribute '" + na.getName().str() + "'");
-    }
-    out.set(na.getName().str(), std::move(a));
-  }
-  return out;
-}
 } // namespace
 
 std::string ValueSignature::describe() const {
@@ -202,7 +123,7 @@ llvm::Error Executor::Impl::build(func::FuncOp func) {
         step.resultTypes.push_back(signatureOf(r.getType(), ""));
         step.unused.push_back(r.use_empty());
       }
-      auto params = convertParams(k.getParams());
+      auto params = kernelParams(k.getParams());
       if (!params)
         return params.takeError();
       step.params = std::move(*params);
@@ -238,7 +159,28 @@ llvm::Error Executor::Impl::build(func::FuncOp func) {
   return llvm::Error::success();
 }
 
-llvm::Expected<std::unique_ptr<Executor>> Executor::fromOnnxFile(llvm::StringRef path) {
+namespace {
+/// Adds `pipeline` to `fpm`; the error is the parser's first line.
+llvm::Error parseFunctionPipeline(llvm::StringRef pipeline, OpPassManager &fpm) {
+  static const bool registered = (registerLLMCPasses(), true);
+  (void)registered;
+  std::string error;
+  llvm::raw_string_ostream errorStream(error);
+  if (succeeded(parsePassPipeline(pipeline, fpm, errorStream)))
+    return llvm::Error::success();
+  llvm::StringRef first = llvm::StringRef(error).split('\n').first;
+  first.consume_front("MLIR Textual PassPipeline Parser:1:1: error: ");
+  return makeError("pass pipeline '" + pipeline + "': " + first);
+}
+} // namespace
+
+llvm::Error Executor::checkPipeline(llvm::StringRef pipeline) {
+  OpPassManager fpm(func::FuncOp::getOperationName());
+  return parseFunctionPipeline(pipeline, fpm);
+}
+
+llvm::Expected<std::unique_ptr<Executor>> Executor::fromOnnxFile(llvm::StringRef path,
+                                                                 llvm::StringRef pipeline) {
   auto impl = std::make_unique<Impl>();
   auto model = OnnxModel::loadFile(path);
   if (!model)
@@ -261,7 +203,11 @@ llvm::Expected<std::unique_ptr<Executor>> Executor::fromOnnxFile(llvm::StringRef
       return success();
     });
     PassManager pm(impl->ctx.get());
-    pm.addNestedPass<func::FuncOp>(createLowerToExecPass());
+    OpPassManager &fpm = pm.nest<func::FuncOp>();
+    if (!pipeline.empty())
+      if (llvm::Error e = parseFunctionPipeline(pipeline, fpm))
+        return std::move(e);
+    fpm.addPass(createLowerToExecPass());
     if (failed(pm.run(*impl->module)))
       return makeError(path + ": " + (diagnostics.empty() ? "lowering failed" : diagnostics));
   }

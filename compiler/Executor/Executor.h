@@ -39,8 +39,15 @@ class Executor {
 public:
   ~Executor();
 
-  /// Loads, imports and lowers an ONNX model file.
-  static llvm::Expected<std::unique_ptr<Executor>> fromOnnxFile(llvm::StringRef path);
+  /// Loads, imports and lowers an ONNX model file. `pipeline`, when given,
+  /// is a function pass pipeline (e.g. "llmc-canonicalize") run on the
+  /// imported graph first: executing its output checks the passes.
+  static llvm::Expected<std::unique_ptr<Executor>> fromOnnxFile(llvm::StringRef path,
+                                                                llvm::StringRef pipeline = "");
+
+  /// Whether `pipeline` parses as a function pass pipeline of registered
+  /// passes (one line saying why not).
+  static llvm::Error checkPipeline(llvm::StringRef pipeline);
 
   const std::vector<ValueSignature> &inputs() const;
   const std::vector<ValueSignature> &outputs() const;

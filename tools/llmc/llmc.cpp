@@ -128,6 +128,14 @@ cl::opt<std::string> verifyShared("shared",
 cl::opt<bool> verifyVerbose("v", cl::desc("Print every step"), cl::init(false),
                             cl::sub(verifyCmd), cl::cat(llmcCategory));
 
+// Shared by exec, conformance and verify: passes to run before executing.
+cl::opt<std::string> runPasses(
+    "passes",
+    cl::desc("Run this function pass pipeline (e.g. \"llmc-canonicalize\") on the imported "
+             "graph before executing it"),
+    cl::value_desc("pipeline"), cl::sub(execCmd), cl::sub(conformanceCmd), cl::sub(verifyCmd),
+    cl::cat(llmcCategory));
+
 // --- llmc ops ----------------------------------------------------------------
 cl::SubCommand opsCmd("ops", "List the ONNX operators llmc imports (the op table)");
 cl::opt<bool> opsMarkdown("markdown", cl::desc("Print a Markdown table (docs/onnx-operators.md)"),
@@ -172,7 +180,10 @@ int runImport() {
 }
 
 int runExec() {
-  auto exec = Executor::fromOnnxFile(execInput);
+  if (!runPasses.empty())
+    if (llvm::Error e = Executor::checkPipeline(runPasses))
+      return fail(std::move(e));
+  auto exec = Executor::fromOnnxFile(execInput, runPasses);
   if (!exec)
     return fail(exec.takeError());
   if (!llvm::sys::fs::is_directory(execInputs))
@@ -223,6 +234,9 @@ std::error_code foldersHolding(llvm::StringRef dir, llvm::StringRef name,
 }
 
 int runConformance() {
+  if (!runPasses.empty())
+    if (llvm::Error e = Executor::checkPipeline(runPasses))
+      return fail(std::move(e));
   std::optional<UnclaimedList> unclaimed;
   if (!confUnclaimed.empty()) {
     auto list = UnclaimedList::load(confUnclaimed);
@@ -252,7 +266,7 @@ int runConformance() {
     }
     Tolerance tol;
     tol.scaleUlps = confScaleUlps;
-    CaseResult r = runConformanceCase(dir, name, tol);
+    CaseResult r = runConformanceCase(dir, name, tol, runPasses);
     if (r.status == CaseResult::Passed) {
       ++passed;
       if (confVerbose)
@@ -268,6 +282,9 @@ int runConformance() {
 }
 
 int runVerify() {
+  if (!runPasses.empty())
+    if (llvm::Error e = Executor::checkPipeline(runPasses))
+      return fail(std::move(e));
   std::vector<std::string> fixtures;
   for (const std::string &dir : verifyDirs) {
     llvm::SmallString<256> manifest(dir);
@@ -293,7 +310,7 @@ int runVerify() {
          << llvm::toString(fixture.takeError()) << "\n";
       continue;
     }
-    FixtureReport report = verifyFixture(*fixture);
+    FixtureReport report = verifyFixture(*fixture, runPasses);
     double worst = 0, worstRatio = 0; // the step with the largest error / scale
     int tokensMatched = 0, tokensCompared = 0, ties = 0;
     for (const StepCheck &s : report.steps) {

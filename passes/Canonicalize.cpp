@@ -1,0 +1,451 @@
+//===- Canonicalize.cpp - fold what an export computes about shapes -------===//
+//
+// Repeats, until nothing changes: symbolic evaluation of small integer
+// values (passes/SymbolicShapes.h) to constants and to constant Reshape,
+// Expand and Slice operands; evaluation of operations on constants with their
+// own CPU kernels; removal of operations that do nothing; CSE and dead code
+// elimination; type refinement.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/KernelBridge.h"
+#include "passes/Passes.h"
+#include "passes/SymbolicShapes.h"
+
+#include "dialects/LLM/IR/LLMOps.h"
+#include "dialects/LLM/IR/ShapeInference.h"
+#include "runtime/src/cpu/ThreadPool.h"
+
+#include "mlir/IR/Dominance.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/CSE.h"
+
+#define DEBUG_TYPE "llmc-canonicalize"
+
+namespace mlir::llmc {
+#define GEN_PASS_DEF_CANONICALIZEPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::llmc
+
+using namespace mlir;
+using namespace mlir::llmc;
+namespace cpu = ::llmc::cpu;
+
+namespace {
+
+/// Results of at most this many elements are folded into constants.
+constexpr int64_t kMaxFoldedElements = 1 << 16;
+
+bool isConstantOrNone(Value v) { return v.getDefiningOp<ConstantOp>() || isNone(v); }
+
+StringRef onnxName(Operation *op) {
+  StringRef name = op->getName().getStringRef();
+  return name.consume_front("llm.onnx.") ? name : StringRef();
+}
+
+/// The elements of an integer constant operand.
+std::optional<SmallVector<int64_t>> constantInts(Value v) {
+  if (auto c = v.getDefiningOp<ConstantOp>())
+    return readIntElements(c.getValue());
+  return std::nullopt;
+}
+
+int64_t intAttrOr(Operation *op, StringRef name, int64_t dflt) {
+  if (auto a = op->getAttrOfType<IntegerAttr>(name))
+    return a.getValue().getSExtValue();
+  return dflt;
+}
+
+Value makeI64Constant(OpBuilder &b, Location loc, ArrayRef<int64_t> values) {
+  auto type = RankedTensorType::get({int64_t(values.size())}, b.getI64Type());
+  return b.create<ConstantOp>(loc, DenseElementsAttr::get(type, values));
+}
+
+struct CanonicalizePass : mlir::llmc::impl::CanonicalizePassBase<CanonicalizePass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    for (int round = 0; round < 16; ++round) {
+      bool changed = false;
+      changed |= foldSymbolic(func);
+      changed |= foldConstants(func);
+      changed |= removeNoOps(func);
+      IRRewriter rewriter(&getContext());
+      DominanceInfo dom(func);
+      bool cse = false;
+      eliminateCommonSubExpressions(rewriter, dom, func, &cse);
+      changed |= cse;
+      changed |= eraseDead(func);
+      if (failed(refineResultTypes(func)))
+        return signalPassFailure();
+      if (!changed)
+        break;
+    }
+  }
+
+  /// Values the symbolic analysis knows completely become constants; Reshape,
+  /// Expand and Slice get constant operands where their computed ones can be
+  /// spelled with ONNX's placeholders.
+  bool foldSymbolic(func::FuncOp func) {
+    SymbolicShapes sym(func);
+    bool changed = false;
+    SmallVector<Operation *> ops;
+    func.walk([&](Operation *op) { ops.push_back(op); });
+    for (Operation *op : ops) {
+      if (isa<ConstantOp, NoneOp>(op))
+        continue;
+      OpBuilder b(op);
+      if (op->getNumResults() == 1)
+        if (const std::vector<SymExpr> *v = sym.lookup(op->getResult(0))) {
+          auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+          SmallVector<int64_t> ints;
+          for (const SymExpr &e : *v)
+            if (std::optional<int64_t> c = e.asConstant())
+              ints.push_back(*c);
+          if (type && type.hasStaticShape() && ints.size() == v->size()) {
+            if (Attribute attr = intElements(type, ints)) {
+              Value c = b.create<ConstantOp>(op->getLoc(), cast<ElementsAttr>(attr));
+              op->getResult(0).replaceAllUsesWith(c);
+              changed = true;
+              continue;
+            }
+          }
+        }
+      StringRef name = onnxName(op);
+      if (name == "reshape")
+        changed |= rewriteReshape(op, sym);
+      else if (name == "expand")
+        changed |= rewriteExpand(op, sym);
+      else if (name == "slice")
+        changed |= rewriteSliceEnds(op, sym);
+      changed |= refineFromSymbols(op, sym);
+    }
+    return changed;
+  }
+
+  /// A dimension for a symbolic size: static, named, or unknown.
+  static Dim dimFor(const SymExpr &e, const SymbolicShapes &sym, MLIRContext *ctx) {
+    if (std::optional<int64_t> c = e.asConstant())
+      return *c >= 0 ? Dim::fixed(*c) : Dim::dynamic();
+    if (std::optional<std::string> n = sym.nameOf(e))
+      return Dim::dynamic(StringAttr::get(ctx, *n));
+    return Dim::dynamic();
+  }
+
+  /// Fills unknown dimensions of v's type from `dims` (static sizes and
+  /// names); returns whether the type changed.
+  static bool refineValue(Value v, ArrayRef<Dim> dims) {
+    MaybeShape cur = getShape(v.getType());
+    if (!cur || cur->size() != dims.size())
+      return false;
+    Shape out = *cur;
+    bool changed = false;
+    for (auto [o, d] : llvm::zip(out, dims)) {
+      if (o.isStatic() || o.name || (!d.isStatic() && !d.name))
+        continue;
+      o = d;
+      changed = true;
+    }
+    if (changed)
+      v.setType(makeTensorType(out, getElementTypeOrSelf(v.getType())));
+    return changed;
+  }
+
+  /// Result dimensions of operations sized by a computed shape (Expand,
+  /// Reshape, ConstantOfShape, Range) from what the computation says.
+  bool refineFromSymbols(Operation *op, SymbolicShapes &sym) {
+    StringRef name = onnxName(op);
+    MLIRContext *ctx = op->getContext();
+    if (name == "range")
+      return refineValue(op->getResult(0), {dimFor(sym.dimOf(op->getResult(0), 0), sym, ctx)});
+    if (name != "expand" && name != "reshape" && name != "constant_of_shape")
+      return false;
+    Value shapeOperand = op->getOperand(name == "constant_of_shape" ? 0 : 1);
+    const std::vector<SymExpr> *target = sym.lookup(shapeOperand);
+    if (!target)
+      return false;
+    Shape dims;
+    if (name == "constant_of_shape") {
+      for (const SymExpr &e : *target)
+        dims.push_back(dimFor(e, sym, ctx));
+      return refineValue(op->getResult(0), dims);
+    }
+    Value x = op->getOperand(0);
+    MaybeShape xs = getShape(x.getType());
+    if (!xs)
+      return false;
+    int64_t n = int64_t(target->size()), rank = int64_t(xs->size());
+    if (name == "reshape") {
+      bool allowZero = intAttrOr(op, "allowzero", 0) != 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const SymExpr &e = (*target)[size_t(i)];
+        if (e.asConstant() == 0 && !allowZero)
+          dims.push_back(i < rank ? (*xs)[size_t(i)] : Dim::dynamic());
+        else
+          dims.push_back(dimFor(e, sym, ctx));
+      }
+      return refineValue(op->getResult(0), dims);
+    }
+    // Expand: each output size broadcasts x's against the target's.
+    int64_t outRank = std::max(n, rank);
+    for (int64_t j = 0; j < outRank; ++j) {
+      int64_t t = j - (outRank - n), k = j - (outRank - rank);
+      const SymExpr *e = t >= 0 ? &(*target)[size_t(t)] : nullptr;
+      const Dim *xd = k >= 0 ? &(*xs)[size_t(k)] : nullptr;
+      if (!e) {
+        dims.push_back(*xd);
+      } else if (!xd || (xd->isStatic() && xd->size == 1)) {
+        dims.push_back(dimFor(*e, sym, ctx));
+      } else if (e->asConstant() == 1 || *e == sym.dimOf(x, k)) {
+        dims.push_back(*xd);
+      } else {
+        dims.push_back(Dim::dynamic());
+      }
+    }
+    return refineValue(op->getResult(0), dims);
+  }
+
+  static Attribute intElements(RankedTensorType type, ArrayRef<int64_t> values) {
+    Type e = type.getElementType();
+    if (!e.isInteger() || e.getIntOrFloatBitWidth() > 64)
+      return {};
+    SmallVector<APInt> ints;
+    for (int64_t v : values)
+      ints.push_back(APInt(e.getIntOrFloatBitWidth(), uint64_t(v), /*isSigned=*/true));
+    return DenseElementsAttr::get(type, ints);
+  }
+
+  /// Reshape(x, computed): a constant target with 0 ("as in x") and at most
+  /// one -1; the result keeps the dimension names the computation carried.
+  bool rewriteReshape(Operation *op, SymbolicShapes &sym) {
+    Value x = op->getOperand(0), shape = op->getOperand(1);
+    const std::vector<SymExpr> *target = sym.lookup(shape);
+    if (!target || shape.getDefiningOp<ConstantOp>())
+      return false;
+    bool allowZero = intAttrOr(op, "allowzero", 0) != 0;
+    auto xt = dyn_cast<RankedTensorType>(x.getType());
+    SmallVector<int64_t> spelled;
+    Shape dims;
+    int unknowns = 0;
+    for (auto [i, e] : llvm::enumerate(*target)) {
+      std::optional<int64_t> c = e.asConstant();
+      if (c && (*c > 0 || (*c == 0 && allowZero))) {
+        spelled.push_back(*c);
+        dims.push_back(Dim::fixed(*c));
+      } else if (c && *c == -1) {
+        spelled.push_back(-1);
+        dims.push_back(Dim::dynamic());
+        ++unknowns;
+      } else if (c && *c == 0) { // copies x's dimension
+        spelled.push_back(0);
+        dims.push_back(xt && int64_t(i) < xt.getRank() ? getShape(xt)->operator[](i)
+                                                        : Dim::dynamic());
+      } else if (c) {
+        return false; // an invalid target: leave it to execution to report
+      } else if (!allowZero && xt && int64_t(i) < xt.getRank() && e == sym.dimOf(x, i)) {
+        spelled.push_back(0);
+        dims.push_back((*getShape(xt))[i]);
+      } else {
+        spelled.push_back(-1);
+        ++unknowns;
+        dims.push_back(dimFor(e, sym, op->getContext()));
+      }
+    }
+    if (unknowns > 1)
+      return false;
+    OpBuilder b(op);
+    op->setOperand(1, makeI64Constant(b, op->getLoc(), spelled));
+    Type element = getElementTypeOrSelf(op->getResult(0).getType());
+    op->getResult(0).setType(makeTensorType(dims, element));
+    return true;
+  }
+
+  /// Expand(x, computed): constant sizes, 1 where the size is x's own.
+  bool rewriteExpand(Operation *op, SymbolicShapes &sym) {
+    Value x = op->getOperand(0), shape = op->getOperand(1);
+    const std::vector<SymExpr> *target = sym.lookup(shape);
+    auto xt = dyn_cast<RankedTensorType>(x.getType());
+    if (!target || !xt || shape.getDefiningOp<ConstantOp>())
+      return false;
+    int64_t n = int64_t(target->size()), rank = xt.getRank();
+    SmallVector<int64_t> spelled;
+    for (int64_t j = 0; j < n; ++j) {
+      const SymExpr &e = (*target)[size_t(j)];
+      int64_t k = j - (n - rank); // x's dimension under this entry
+      if (std::optional<int64_t> c = e.asConstant())
+        spelled.push_back(*c);
+      else if (k >= 0 && e == sym.dimOf(x, k))
+        spelled.push_back(1);
+      else
+        return false;
+    }
+    OpBuilder b(op);
+    op->setOperand(1, makeI64Constant(b, op->getLoc(), spelled));
+    return true;
+  }
+
+  /// Slice ends that equal the sliced dimension become INT64_MAX.
+  bool rewriteSliceEnds(Operation *op, SymbolicShapes &sym) {
+    if (op->getNumOperands() < 3 || op->getOperand(2).getDefiningOp<ConstantOp>())
+      return false;
+    Value x = op->getOperand(0);
+    auto xt = dyn_cast<RankedTensorType>(x.getType());
+    const std::vector<SymExpr> *ends = sym.lookup(op->getOperand(2));
+    if (!xt || !ends)
+      return false;
+    SmallVector<int64_t> axes;
+    if (op->getNumOperands() > 3 && !isNone(op->getOperand(3))) {
+      const std::vector<SymExpr> *a = sym.lookup(op->getOperand(3));
+      if (!a)
+        return false;
+      for (const SymExpr &e : *a) {
+        std::optional<int64_t> c = e.asConstant();
+        if (!c)
+          return false;
+        axes.push_back(*c < 0 ? *c + xt.getRank() : *c);
+      }
+    } else {
+      for (int64_t i = 0; i < int64_t(ends->size()); ++i)
+        axes.push_back(i);
+    }
+    if (axes.size() != ends->size())
+      return false;
+    SmallVector<int64_t> spelled;
+    for (auto [axis, e] : llvm::zip(axes, *ends)) {
+      if (std::optional<int64_t> c = e.asConstant())
+        spelled.push_back(*c);
+      else if (axis >= 0 && axis < xt.getRank() && e == sym.dimOf(x, axis))
+        spelled.push_back(INT64_MAX);
+      else
+        return false;
+    }
+    OpBuilder b(op);
+    op->setOperand(2, makeI64Constant(b, op->getLoc(), spelled));
+    return true;
+  }
+
+  /// Operations whose operands are all constants run their CPU kernel now.
+  bool foldConstants(func::FuncOp func) {
+    bool changed = false;
+    SmallVector<Operation *> ops;
+    func.walk([&](Operation *op) {
+      if (!isa<ConstantOp, NoneOp>(op) && op->getNumResults() > 0 &&
+          isa<LLMDialect>(op->getDialect()) && llvm::all_of(op->getOperands(), isConstantOrNone))
+        ops.push_back(op);
+    });
+    for (Operation *op : ops) {
+      const cpu::KernelEntry *kernel = kernelFor(op);
+      if (!kernel)
+        continue;
+      cpu::KernelCall call;
+      std::vector<cpu::Tensor> inputs(op->getNumOperands());
+      bool ok = true;
+      for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+        if (isNone(v)) {
+          call.inputs.push_back(nullptr);
+          continue;
+        }
+        auto t = constantTensor(v.getDefiningOp<ConstantOp>().getValue());
+        if (!t) {
+          llvm::consumeError(t.takeError());
+          ok = false;
+          break;
+        }
+        inputs[i] = std::move(*t);
+        call.inputs.push_back(&inputs[i]);
+      }
+      auto params = kernelParams(op->getAttrDictionary());
+      if (!ok || !params) {
+        if (!params)
+          llvm::consumeError(params.takeError());
+        continue;
+      }
+      call.attrs = &*params;
+      call.pool = &cpu::ThreadPool::global();
+      call.opName = op->getName().getStringRef().str();
+      call.outputs.resize(op->getNumResults());
+      if (!kernel->fn(call))
+        continue; // execution will report the same error
+      SmallVector<Value> folded;
+      OpBuilder b(op);
+      for (auto [r, t] : llvm::zip(op->getResults(), call.outputs)) {
+        if (!t.defined() || t.numel() > kMaxFoldedElements)
+          break;
+        auto type = RankedTensorType::get(t.shape(), getElementTypeOrSelf(r.getType()));
+        ElementsAttr attr = denseFromTensor(t, type);
+        if (!attr)
+          break;
+        folded.push_back(b.create<ConstantOp>(op->getLoc(), attr));
+      }
+      if (folded.size() != op->getNumResults()) {
+        for (Value v : folded)
+          v.getDefiningOp()->erase();
+        continue;
+      }
+      op->replaceAllUsesWith(folded);
+      changed = true;
+    }
+    return changed;
+  }
+
+  /// Identity, casts to the same type, Expand by ones, Reshape to the same
+  /// shape, inference-mode Dropout.
+  bool removeNoOps(func::FuncOp func) {
+    bool changed = false;
+    SmallVector<Operation *> ops;
+    func.walk([&](Operation *op) { ops.push_back(op); });
+    for (Operation *op : ops) {
+      StringRef name = onnxName(op);
+      if (name.empty() || op->getNumOperands() == 0)
+        continue;
+      Value x = op->getOperand(0);
+      Value result = op->getResult(0);
+      bool noop = false;
+      if (name == "identity") {
+        noop = true;
+      } else if (name == "cast" || name == "cast_like") {
+        noop = getElementTypeOrSelf(x.getType()) == getElementTypeOrSelf(result.getType());
+      } else if (name == "dropout") { // training_mode absent or false
+        std::optional<SmallVector<int64_t>> training =
+            op->getNumOperands() < 3 || isNone(op->getOperand(2))
+                ? SmallVector<int64_t>{0}
+                : constantInts(op->getOperand(2));
+        noop = (op->getNumResults() < 2 || op->getResult(1).use_empty()) && training &&
+               llvm::all_of(*training, [](int64_t v) { return v == 0; });
+      } else if (name == "expand") {
+        auto xt = dyn_cast<RankedTensorType>(x.getType());
+        std::optional<SmallVector<int64_t>> sizes = constantInts(op->getOperand(1));
+        noop = sizes && xt && int64_t(sizes->size()) <= xt.getRank() &&
+               llvm::all_of(*sizes, [](int64_t s) { return s == 1; });
+      } else if (name == "reshape" || name == "squeeze" || name == "unsqueeze" ||
+                 name == "flatten") {
+        auto xt = dyn_cast<RankedTensorType>(x.getType());
+        auto rt = dyn_cast<RankedTensorType>(result.getType());
+        noop = xt && rt && xt.hasStaticShape() && rt.hasStaticShape() &&
+               xt.getShape() == rt.getShape();
+        if (name == "reshape" && !noop && xt && rt && xt.getRank() == rt.getRank())
+          if (std::optional<SmallVector<int64_t>> s = constantInts(op->getOperand(1)))
+            noop = intAttrOr(op, "allowzero", 0) == 0 &&
+                   llvm::all_of(*s, [](int64_t v) { return v == 0; });
+      }
+      if (!noop)
+        continue;
+      result.replaceAllUsesWith(x);
+      changed = true;
+    }
+    return changed;
+  }
+
+  bool eraseDead(func::FuncOp func) {
+    bool changed = false;
+    SmallVector<Operation *> ops;
+    func.walk([&](Operation *op) { ops.push_back(op); });
+    for (Operation *op : llvm::reverse(ops))
+      if (isa<LLMDialect>(op->getDialect()) && isOpTriviallyDead(op)) {
+        op->erase();
+        changed = true;
+      }
+    return changed;
+  }
+};
+
+} // namespace

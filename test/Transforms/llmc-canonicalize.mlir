@@ -1,0 +1,143 @@
+// RUN: llmc-opt --split-input-file --llmc-canonicalize %s | FileCheck %s
+
+// The head split of an attention layer: the target [batch, seq, 4, 16]
+// computed from Shape(x) becomes a constant with 0 for x's own dimensions,
+// and the result keeps the names; the shape computation disappears.
+// CHECK-LABEL: func.func @reshape_from_shape
+func.func @reshape_from_shape(%x: tensor<?x?x64xf32, #llm.dims<"b", "s", ?>>) -> tensor<?x?x?x?xf32> {
+  // CHECK-NOT: llm.onnx.shape
+  // CHECK-NOT: llm.onnx.concat
+  // CHECK: %[[T:.*]] = llm.constant dense<[0, 0, 4, 16]> : tensor<4xi64>
+  // CHECK: llm.onnx.reshape %{{.*}}, %[[T]] : {{.*}} -> tensor<?x?x4x16xf32, #llm.dims<"b", "s", ?, ?>>
+  %s = llm.onnx.shape %x : (tensor<?x?x64xf32, #llm.dims<"b", "s", ?>>) -> tensor<3xi64>
+  %i0 = llm.constant dense<0> : tensor<i64>
+  %i1 = llm.constant dense<1> : tensor<i64>
+  %ax = llm.constant dense<0> : tensor<1xi64>
+  %b = llm.onnx.gather %s, %i0 : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %sq = llm.onnx.gather %s, %i1 : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %b1 = llm.onnx.unsqueeze %b, %ax : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %s1 = llm.onnx.unsqueeze %sq, %ax : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %c = llm.constant dense<[4, 16]> : tensor<2xi64>
+  %t = llm.onnx.concat %b1, %s1, %c {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %r = llm.onnx.reshape %x, %t : (tensor<?x?x64xf32, #llm.dims<"b", "s", ?>>, tensor<4xi64>) -> tensor<?x?x?x?xf32>
+  return %r : tensor<?x?x?x?xf32>
+}
+
+// -----
+
+// Merging heads back: [b, s, 4, 16] -> [b*s, -1]. One computed size that
+// is not x's own is spelled -1 and named by its expression.
+// CHECK-LABEL: func.func @reshape_product
+func.func @reshape_product(%x: tensor<?x?x4x16xf32, #llm.dims<"b", "s", ?, ?>>) -> tensor<?x?xf32> {
+  // CHECK: llm.constant dense<[-1, 64]> : tensor<2xi64>
+  // CHECK: llm.onnx.reshape {{.*}} -> tensor<?x64xf32, #llm.dims<"b*s", ?>>
+  %s = llm.onnx.shape %x {end = 2 : i64} : (tensor<?x?x4x16xf32, #llm.dims<"b", "s", ?, ?>>) -> tensor<2xi64>
+  %i0 = llm.constant dense<0> : tensor<1xi64>
+  %i1 = llm.constant dense<1> : tensor<1xi64>
+  %b = llm.onnx.gather %s, %i0 : (tensor<2xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %sq = llm.onnx.gather %s, %i1 : (tensor<2xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %bs = llm.onnx.mul %b, %sq : (tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %h = llm.constant dense<64> : tensor<1xi64>
+  %t = llm.onnx.concat %bs, %h {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>) -> tensor<2xi64>
+  %r = llm.onnx.reshape %x, %t : (tensor<?x?x4x16xf32, #llm.dims<"b", "s", ?, ?>>, tensor<2xi64>) -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+
+// -----
+
+// Negative: two computed sizes that are not the input's cannot both be
+// -1, so the computation stays (unnamed dimensions are private symbols).
+// CHECK-LABEL: func.func @reshape_two_unknowns
+func.func @reshape_two_unknowns(%x: tensor<?x?xf32>, %y: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  // CHECK: llm.onnx.shape %arg1
+  // CHECK: llm.onnx.reshape %arg0, %{{.*}} : (tensor<?x?xf32>, tensor<2xi64>)
+  %s = llm.onnx.shape %y : (tensor<?x?xf32>) -> tensor<2xi64>
+  %r = llm.onnx.reshape %x, %s : (tensor<?x?xf32>, tensor<2xi64>) -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+
+// -----
+
+// Expand to x's own shape is a no-op; Slice up to x's length needs no
+// computed end; Identity and a cast to the same type go.
+// CHECK-LABEL: func.func @noops
+func.func @noops(%x: tensor<?x?xf32, #llm.dims<"b", "s">>) -> tensor<?x?xf32> {
+  // CHECK-NOT: llm.onnx.expand
+  // CHECK-NOT: llm.onnx.identity
+  // CHECK-NOT: llm.onnx.cast
+  // CHECK: %[[END:.*]] = llm.constant dense<9223372036854775807> : tensor<1xi64>
+  // CHECK: llm.onnx.slice %arg0, %{{.*}}, %[[END]], %{{.*}}
+  %s = llm.onnx.shape %x : (tensor<?x?xf32, #llm.dims<"b", "s">>) -> tensor<2xi64>
+  %e = llm.onnx.expand %x, %s : (tensor<?x?xf32, #llm.dims<"b", "s">>, tensor<2xi64>) -> tensor<?x?xf32>
+  %id = llm.onnx.identity %e : (tensor<?x?xf32>) -> tensor<?x?xf32>
+  %c = llm.onnx.cast %id {to = 1 : i64} : (tensor<?x?xf32>) -> tensor<?x?xf32>
+  %none = llm.none
+  %one = llm.constant dense<1> : tensor<1xi64>
+  %two = llm.constant dense<2> : tensor<1xi64>
+  %len = llm.onnx.slice %s, %one, %two, %none, %none : (tensor<2xi64>, tensor<1xi64>, tensor<1xi64>, none, none) -> tensor<1xi64>
+  %ax = llm.constant dense<1> : tensor<1xi64>
+  %r = llm.onnx.slice %c, %one, %len, %ax, %none : (tensor<?x?xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, none) -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+
+// -----
+
+// optimum's Expand: Equal(shape, -1) is decided (sizes are never -1); the
+// batch broadcast stays, but its result gets the name.
+// CHECK-LABEL: func.func @expand_where
+func.func @expand_where(%ids: tensor<?x?xi64, #llm.dims<"b", "s">>, %f: tensor<1x8x1xf32>) -> tensor<?x?x?xf32> {
+  // CHECK-NOT: llm.onnx.equal
+  // CHECK: llm.constant dense<[false, true, false]> : tensor<3xi1>
+  // CHECK: llm.onnx.expand {{.*}} -> tensor<?x8x1xf32, #llm.dims<"b", ?, ?>>
+  %s = llm.onnx.shape %ids : (tensor<?x?xi64, #llm.dims<"b", "s">>) -> tensor<2xi64>
+  %i0 = llm.constant dense<0> : tensor<1xi64>
+  %b = llm.onnx.gather %s, %i0 : (tensor<2xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %m1 = llm.constant dense<-1> : tensor<1xi64>
+  %one = llm.constant dense<1> : tensor<1xi64>
+  %t = llm.onnx.concat %b, %m1, %one {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %neg = llm.constant dense<-1> : tensor<3xi64>
+  %eq = llm.onnx.equal %t, %neg : (tensor<3xi64>, tensor<3xi64>) -> tensor<3xi1>
+  %ones = llm.constant dense<1> : tensor<3xi64>
+  %w = llm.onnx.where %eq, %ones, %t : (tensor<3xi1>, tensor<3xi64>, tensor<3xi64>) -> tensor<3xi64>
+  %r = llm.onnx.expand %f, %w : (tensor<1x8x1xf32>, tensor<3xi64>) -> tensor<?x?x?xf32>
+  return %r : tensor<?x?x?xf32>
+}
+
+// -----
+
+// Sizes named by an expression ("p + s", as exporters name them) are sums:
+// Range(p, p + s) has s elements.
+// CHECK-LABEL: func.func @expression_names
+func.func @expression_names(%past: tensor<1x?xf32, #llm.dims<?, "p">>, %mask: tensor<1x?xi64, #llm.dims<?, "p + s">>) -> tensor<?xi64> {
+  // CHECK: llm.onnx.range {{.*}} -> tensor<?xi64, #llm.dims<"s">>
+  %a = llm.onnx.shape %past : (tensor<1x?xf32, #llm.dims<?, "p">>) -> tensor<2xi64>
+  %b = llm.onnx.shape %mask : (tensor<1x?xi64, #llm.dims<?, "p + s">>) -> tensor<2xi64>
+  %i1 = llm.constant dense<1> : tensor<i64>
+  %p = llm.onnx.gather %a, %i1 : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %t = llm.onnx.gather %b, %i1 : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %r = llm.onnx.range %p, %t, %i1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  return %r : tensor<?xi64>
+}
+
+// -----
+
+// Operations on constants run their CPU kernel; results over 65536
+// elements stay operations. Equal subexpressions merge.
+// CHECK-LABEL: func.func @constants
+func.func @constants() -> (tensor<3xf32>, tensor<?xi64>, tensor<?x?xf32>, tensor<3xf32>) {
+  // CHECK-DAG: llm.constant dense<[2.000000e+00, 4.000000e+00, 6.000000e+00]> : tensor<3xf32>
+  // CHECK-DAG: llm.constant dense<[0, 2, 4, 6]> : tensor<4xi64>
+  // CHECK: llm.onnx.constant_of_shape
+  // CHECK-NOT: llm.onnx.add
+  // CHECK-NOT: llm.onnx.range
+  %a = llm.constant dense<[1.0, 2.0, 3.0]> : tensor<3xf32>
+  %s = llm.onnx.add %a, %a : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  %s2 = llm.onnx.add %a, %a : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  %z = llm.constant dense<0> : tensor<i64>
+  %l = llm.constant dense<8> : tensor<i64>
+  %d = llm.constant dense<2> : tensor<i64>
+  %r = llm.onnx.range %z, %l, %d : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %shape = llm.constant dense<[300, 300]> : tensor<2xi64>
+  %big = llm.onnx.constant_of_shape %shape : (tensor<2xi64>) -> tensor<?x?xf32>
+  return %s, %r, %big, %s2 : tensor<3xf32>, tensor<?xi64>, tensor<?x?xf32>, tensor<3xf32>
+}
