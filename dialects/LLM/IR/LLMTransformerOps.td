@@ -64,10 +64,11 @@ def LLM_RopeOp : LLM_InferredOp<"rope"> {
   let summary = "rotary position embedding";
   let description = [{
     `x` is [B, S, N, D]; `cos` and `sin` are [max_pos, R/2] tables with
-    R = `rotary_dim` (0 means D) and `positions` [B, S] holds each token's
-    position. The first R channels of every head are rotated: pairs
-    (i, i + R/2) when `interleaved = false` (GPT-NeoX / Llama half rotation),
-    pairs (2i, 2i + 1) when true (GPT-J); channels [R, D) pass through:
+    R = `rotary_dim` (0 means D) and `positions` [B, S] (or [1, S], shared
+    by the batch) holds each token's position, which must lie in the tables.
+    The first R channels of every head are rotated: pairs (i, i + R/2) when
+    `interleaved = false` (GPT-NeoX / Llama half rotation), pairs (2i, 2i + 1)
+    when true (GPT-J); channels [R, D) pass through:
 
       out1 = x1 * cos[p, i] - x2 * sin[p, i]
       out2 = x2 * cos[p, i] + x1 * sin[p, i]
@@ -89,8 +90,9 @@ def LLM_AttentionOp : LLM_InferredOp<"attention"> {
     `q` is [B, Sq, Hq, D], `k` [B, Skv, Hkv, D], `v` [B, Skv, Hkv, Dv]; the
     result is [B, Sq, Hq, Dv]. Query head h reads key/value head
     h / (Hq / Hkv). Scores are `scale` * q.k, then `softcap` * tanh(s /
-    softcap) when softcap > 0, then the optional `mask` is applied (i1: false
-    removes the key; float: added), then softmax over the keys in f32.
+    softcap) when softcap > 0, then the optional `mask` (rank 2 to 4,
+    broadcast to [B, Hq, Sq, Skv]) is applied (i1: false removes the key;
+    float: added), then softmax over the keys in f32.
 
     Query i sits at absolute position Skv - Sq + i (keys are the whole
     sequence so far). `causal` removes keys after that position; `window`

@@ -962,6 +962,107 @@ Status msGroupQueryAttentionKernel(KernelCall &call) {
   return Status::ok();
 }
 
+//===----------------------------------------------------------------------===//
+// Transformer-level ops (llm.rope, llm.attention): the reference semantics
+// every rewrite of the transformer passes is checked against.
+//===----------------------------------------------------------------------===//
+
+/// llm.rope: x [B, S, N, D], cos/sin [max_pos, R/2], positions [B, S] (or
+/// [1, S] shared by the batch).
+Status llmRopeKernel(KernelCall &call) {
+  const Tensor &X = *call.input(0), &cosT = *call.input(1), &sinT = *call.input(2),
+               &posT = *call.input(3);
+  if (X.rank() != 4)
+    return call.fail("x must be [B, S, N, D], got " + X.describe());
+  int64_t b = X.dim(0), s = X.dim(1), h = X.dim(2), d = X.dim(3);
+  int64_t rot = call.attrs->getInt("rotary_dim", 0);
+  if (rot == 0)
+    rot = d;
+  if (rot < 0 || rot > d || rot % 2)
+    return call.fail("rotary_dim " + std::to_string(rot) + " must be even and at most " +
+                     std::to_string(d));
+  if (cosT.rank() != 2 || cosT.shape() != sinT.shape() || cosT.dim(1) != rot / 2)
+    return call.fail("cos " + cosT.describe() + " and sin " + sinT.describe() +
+                     " must both be [max_pos, " + std::to_string(rot / 2) + "]");
+  if (posT.rank() != 2 || (posT.dim(0) != b && posT.dim(0) != 1) || posT.dim(1) != s)
+    return call.fail("positions " + posT.describe() + " must be [" + std::to_string(b) + ", " +
+                     std::to_string(s) + "]");
+  std::vector<int64_t> pos;
+  LLMC_RETURN_IF_ERROR(readPositions(call, posT, pos));
+  for (int64_t p : pos)
+    if (p < 0 || p >= cosT.dim(0))
+      return call.fail("position " + std::to_string(p) + " is outside the tables [0, " +
+                       std::to_string(cosT.dim(0)) + ")");
+  std::vector<float> x, c, sn;
+  LLMC_RETURN_IF_ERROR(toF32(call, X, x));
+  LLMC_RETURN_IF_ERROR(toF32(call, cosT, c));
+  LLMC_RETURN_IF_ERROR(toF32(call, sinT, sn));
+  int64_t batchStride = posT.dim(0) == 1 ? 0 : s;
+  rotate(x, b, s, h, d, rot, call.attrs->getInt("interleaved", 0) != 0, c, sn,
+         [&](int64_t bi, int64_t si) { return pos[size_t(bi * batchStride + si)]; });
+  return fromF32(X.dtype(), X.shape(), x, call.outputs[0]);
+}
+
+/// llm.attention: q [B, Sq, Hq, D], k [B, Skv, Hkv, D], v [B, Skv, Hkv, Dv];
+/// query i at position Skv - Sq + i; mask broadcast to [B, Hq, Sq, Skv].
+Status llmAttentionKernel(KernelCall &call) {
+  const Tensor &Q = *call.input(0), &K = *call.input(1), &V = *call.input(2);
+  const Tensor *mask = call.input(3);
+  const Attributes &at = *call.attrs;
+  if (Q.rank() != 4 || K.rank() != 4 || V.rank() != 4)
+    return call.fail("q, k and v must be [B, S, H, D]");
+  Attention a;
+  a.b = Q.dim(0), a.sq = Q.dim(1), a.hq = Q.dim(2), a.d = Q.dim(3);
+  a.skv = K.dim(1), a.hkv = K.dim(2), a.dv = V.dim(3);
+  if (K.dim(0) != a.b || V.dim(0) != a.b || K.dim(3) != a.d || V.dim(1) != a.skv ||
+      V.dim(2) != a.hkv)
+    return call.fail("q " + Q.describe() + ", k " + K.describe() + " and v " + V.describe() +
+                     " disagree");
+  if (at.getInt("num_heads", -1) != a.hq || at.getInt("num_kv_heads", -1) != a.hkv ||
+      a.hkv == 0 || a.hq % a.hkv)
+    return call.fail("num_heads/num_kv_heads do not match q " + Q.describe() + " and k " +
+                     K.describe());
+  if (a.sq > a.skv)
+    return call.fail("more queries (" + std::to_string(a.sq) + ") than keys (" +
+                     std::to_string(a.skv) + ")");
+  std::optional<double> scale = at.optFloat("scale");
+  if (!scale)
+    return call.fail("the scale attribute is missing");
+  a.scale = float(*scale);
+  a.softcap = float(at.getFloat("softcap", 0.0));
+  a.causal = at.getInt("causal", 0) != 0;
+  a.offset.assign(size_t(a.b), a.skv - a.sq);
+  int64_t window = at.getInt("window", 0);
+  if (window > 0) // keys at or before position - window are out
+    a.leftWindow = window - 1;
+  a.onnxSemantics = true;
+  std::vector<float> maskValues;
+  if (mask) {
+    BiasView view;
+    if (mask->dtype() == DType::Bool) {
+      LLMC_RETURN_IF_ERROR(biasView(call, *mask, a.b, a.hq, a.sq, view, nullptr));
+      a.boolMask = mask->data<uint8_t>();
+      a.boolView = view;
+    } else {
+      LLMC_RETURN_IF_ERROR(toF32(call, *mask, maskValues));
+      LLMC_RETURN_IF_ERROR(biasView(call, *mask, a.b, a.hq, a.sq, view, maskValues.data()));
+      a.biases.push_back(view);
+    }
+    if (view.columns != a.skv)
+      return call.fail("mask " + mask->describe() + " must have " + std::to_string(a.skv) +
+                       " key columns");
+  }
+  std::vector<float> q, k, v, out;
+  LLMC_RETURN_IF_ERROR(toF32(call, Q, q));
+  LLMC_RETURN_IF_ERROR(toF32(call, K, k));
+  LLMC_RETURN_IF_ERROR(toF32(call, V, v));
+  runAttention(*call.pool, a, swapHeadSeq(q, a.b, a.sq, a.hq, a.d),
+               swapHeadSeq(k, a.b, a.skv, a.hkv, a.d), swapHeadSeq(v, a.b, a.skv, a.hkv, a.dv),
+               out);
+  return fromF32(Q.dtype(), {a.b, a.sq, a.hq, a.dv}, swapHeadSeq(out, a.b, a.hq, a.sq, a.dv),
+                 call.outputs[0]);
+}
+
 } // namespace
 
 void addAttentionKernels(KernelTable &table) {
@@ -972,6 +1073,8 @@ void addAttentionKernels(KernelTable &table) {
   table.add("ms.multi_head_attention", msMultiHeadAttentionKernel);
   table.add("ms.group_query_attention", msGroupQueryAttentionKernel);
   table.add("ms.rotary_embedding", msRotaryEmbeddingKernel);
+  table.add("rope", llmRopeKernel);
+  table.add("attention", llmAttentionKernel);
 }
 
 } // namespace llmc::cpu

@@ -556,6 +556,41 @@ Status clipKernel(KernelCall &call) {
 }
 
 //===----------------------------------------------------------------------===//
+// Transformer-level activations (llm.gelu, llm.silu, llm.swiglu)
+//===----------------------------------------------------------------------===//
+
+Status llmGeluKernel(KernelCall &call) {
+  if (call.attrs->getInt("approximate_tanh", 0))
+    return unaryFloat(call, [](auto x) { return geluTanh(x); });
+  return unaryFloat(call, [](auto x) { return geluErf(x); });
+}
+
+Status llmSiluKernel(KernelCall &call) {
+  return unaryFloat(call, [](auto x) { return x * sigmoid(x); });
+}
+
+Status llmSwigluKernel(KernelCall &call) {
+  const Tensor &gate = *call.input(0), &up = *call.input(1);
+  if (gate.dtype() != up.dtype() || gate.shape() != up.shape())
+    return call.fail("gate " + gate.describe() + " and up " + up.describe() +
+                     " must have one type and shape");
+  return visitFloat(gate.dtype(), [&](auto tag) -> Status {
+    using T = typename decltype(tag)::type;
+    Tensor &y = call.outputs[0];
+    LLMC_RETURN_IF_ERROR(Tensor::allocate(gate.dtype(), gate.shape(), y));
+    const T *g = gate.data<T>(), *u = up.data<T>();
+    T *out = y.mutableData<T>();
+    call.pool->parallelFor(gate.numel(), kGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        auto x = Num<T>::load(g[i]);
+        out[i] = Num<T>::store(x * sigmoid(x) * Num<T>::load(u[i]));
+      }
+    });
+    return Status::ok();
+  });
+}
+
+//===----------------------------------------------------------------------===//
 // com.microsoft FastGelu, BiasGelu
 //===----------------------------------------------------------------------===//
 
@@ -620,6 +655,9 @@ void addElementwiseKernels(KernelTable &table) {
   table.add("onnx.mish", mishKernel);
   table.add("onnx.not", notKernel);
   table.add("onnx.gelu", geluKernel);
+  table.add("gelu", llmGeluKernel);
+  table.add("silu", llmSiluKernel);
+  table.add("swiglu", llmSwigluKernel);
   table.add("onnx.leaky_relu", leakyReluKernel);
   table.add("onnx.elu", eluKernel);
   table.add("onnx.hard_sigmoid", hardSigmoidKernel);

@@ -71,6 +71,33 @@ Status gatherKernel(KernelCall &call) {
   return Status::ok();
 }
 
+/// llm.embedding: rows of a [vocab, hidden] table; an id outside
+/// [0, vocab) is an error (no negative ids, unlike Gather).
+Status embeddingKernel(KernelCall &call) {
+  const Tensor &table = *call.input(0), &ids = *call.input(1);
+  LLMC_RETURN_IF_ERROR(checkIndexType(call, ids));
+  if (table.rank() != 2)
+    return call.fail("table must be [vocab, hidden], got " + table.describe());
+  int64_t vocab = table.dim(0), hidden = table.dim(1);
+  std::vector<int64_t> rows(size_t(ids.numel()));
+  for (int64_t j = 0; j < ids.numel(); ++j) {
+    rows[size_t(j)] = indexAt(ids, j);
+    if (rows[size_t(j)] < 0 || rows[size_t(j)] >= vocab)
+      return call.fail("token id " + std::to_string(rows[size_t(j)]) +
+                       " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
+  }
+  Shape out = ids.shape();
+  out.push_back(hidden);
+  Tensor &y = call.outputs[0];
+  LLMC_RETURN_IF_ERROR(Tensor::allocate(table.dtype(), out, y));
+  size_t row = size_t(hidden) * storageSize(table.dtype());
+  const char *src = static_cast<const char *>(table.raw());
+  char *dst = static_cast<char *>(y.mutableRaw());
+  for (size_t j = 0; j < rows.size(); ++j)
+    std::memcpy(dst + j * row, src + size_t(rows[j]) * row, row);
+  return Status::ok();
+}
+
 Status gatherElementsKernel(KernelCall &call) {
   const Tensor &data = *call.input(0), &indices = *call.input(1);
   LLMC_RETURN_IF_ERROR(checkIndexType(call, indices));
@@ -386,6 +413,7 @@ Status cumSumKernel(KernelCall &call) {
 
 void addIndexingKernels(KernelTable &table) {
   table.add("onnx.gather", gatherKernel);
+  table.add("embedding", embeddingKernel);
   table.add("onnx.gather_elements", gatherElementsKernel);
   table.add("onnx.gather_nd", gatherNdKernel);
   table.add("onnx.scatter_nd", scatterNdKernel);

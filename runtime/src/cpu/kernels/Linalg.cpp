@@ -185,6 +185,52 @@ std::vector<float> &packScratch(size_t size) {
   return scratch;
 }
 
+/// Dot products of a few rows of A with the rows of B^T (a [N, K] weight, as
+/// linear layers store it): columns [j0, j1) of C, K read contiguously.
+inline __attribute__((always_inline)) void gemvTransposedColumns(
+    int64_t m, int64_t k, const float *a, int64_t lda, const float *bt, int64_t ldbt, float *c,
+    int64_t ldc, int64_t j0, int64_t j1) {
+  int64_t vecs = k / 8;
+  for (int64_t j = j0; j < j1; ++j) {
+    const float *w = bt + j * ldbt;
+    for (int64_t r = 0; r < m; ++r) {
+      const float *x = a + r * lda;
+      Vec8 acc[4] = {};
+      int64_t v = 0;
+      for (; v + 4 <= vecs; v += 4)
+        for (int64_t u = 0; u < 4; ++u) {
+          Vec8 xv, wv;
+          std::memcpy(&xv, x + (v + u) * 8, sizeof xv);
+          std::memcpy(&wv, w + (v + u) * 8, sizeof wv);
+          acc[u] += xv * wv;
+        }
+      for (; v < vecs; ++v) {
+        Vec8 xv, wv;
+        std::memcpy(&xv, x + v * 8, sizeof xv);
+        std::memcpy(&wv, w + v * 8, sizeof wv);
+        acc[0] += xv * wv;
+      }
+      Vec8 total = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+      float sum = 0;
+      for (int lane = 0; lane < 8; ++lane)
+        sum += total[lane];
+      for (int64_t kk = vecs * 8; kk < k; ++kk)
+        sum += x[kk] * w[kk];
+      c[r * ldc + j] = sum;
+    }
+  }
+}
+
+LLMC_TARGET_AVX2 void gemvTransposedAvx2(int64_t m, int64_t k, const float *a, int64_t lda,
+                                         const float *bt, int64_t ldbt, float *c, int64_t ldc,
+                                         int64_t j0, int64_t j1) {
+  gemvTransposedColumns(m, k, a, lda, bt, ldbt, c, ldc, j0, j1);
+}
+void gemvTransposedBase(int64_t m, int64_t k, const float *a, int64_t lda, const float *bt,
+                        int64_t ldbt, float *c, int64_t ldc, int64_t j0, int64_t j1) {
+  gemvTransposedColumns(m, k, a, lda, bt, ldbt, c, ldc, j0, j1);
+}
+
 /// C[M,N] = A[M,K] * B[K,N] in f32, C row-major with row stride ldc.
 template <typename TA, typename TB>
 void gemmF32(ThreadPool &pool, int64_t m, int64_t n, int64_t k, MatrixView<TA> a, MatrixView<TB> b,
@@ -192,6 +238,13 @@ void gemmF32(ThreadPool &pool, int64_t m, int64_t n, int64_t k, MatrixView<TA> a
   if constexpr (std::is_same_v<TA, float> && std::is_same_v<TB, float>) {
     if (m <= kGemvRows && a.colStride == 1 && b.colStride == 1 && k > 0) {
       gemvF32(pool, m, n, k, a.data, a.rowStride, b.data, b.rowStride, c, ldc);
+      return;
+    }
+    if (m <= kGemvRows && a.colStride == 1 && b.rowStride == 1 && k > 0) { // B given as B^T
+      auto fn = haveAvx2() ? gemvTransposedAvx2 : gemvTransposedBase;
+      pool.parallelFor(n, 16, [&](int64_t j0, int64_t j1) {
+        fn(m, k, a.data, a.rowStride, b.data, b.colStride, c, ldc, j0, j1);
+      });
       return;
     }
   }
@@ -270,6 +323,45 @@ void matmulOne(ThreadPool &pool, int64_t m, int64_t n, int64_t k, const T *a, in
   } else {
     gemmGeneric<T>(m, n, k, a, ars, acs, b, brs, bcs, y, n);
   }
+}
+
+/// llm.linear: y = x W^T (+ b), W [N, K] as PyTorch stores it.
+Status linearKernel(KernelCall &call) {
+  const Tensor &x = *call.input(0), &w = *call.input(1);
+  const Tensor *bias = call.input(2);
+  if (x.rank() < 1 || w.rank() != 2 || x.dim(x.rank() - 1) != w.dim(1))
+    return call.fail("x " + x.describe() + " and weight " + w.describe() +
+                     " do not make x W^T (weight is [N, K])");
+  if (w.dtype() != x.dtype() || (bias && bias->dtype() != x.dtype()))
+    return call.fail("x, weight and bias must have one element type");
+  int64_t n = w.dim(0), k = w.dim(1), m = k ? x.numel() / k : 0;
+  if (bias && (bias->rank() != 1 || bias->dim(0) != n))
+    return call.fail("bias must be [" + std::to_string(n) + "], got " + bias->describe());
+  Shape out = x.shape();
+  out.back() = n;
+  return visitFloat(x.dtype(), [&](auto tag) -> Status {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, double>) {
+      Tensor &y = call.outputs[0];
+      LLMC_RETURN_IF_ERROR(Tensor::allocate(x.dtype(), out, y));
+      double *py = y.mutableData<double>();
+      gemmGeneric<double>(m, n, k, x.data<double>(), k, 1, w.data<double>(), 1, k, py, n);
+      if (bias)
+        for (int64_t r = 0; r < m; ++r)
+          for (int64_t j = 0; j < n; ++j)
+            py[r * n + j] += bias->data<double>()[j];
+      return Status::ok();
+    }
+    std::vector<float> acc(size_t(m * n));
+    if (m > 0 && n > 0)
+      gemmF32<T, T>(*call.pool, m, n, k, {x.data<T>(), k, 1}, {w.data<T>(), 1, k}, acc.data(),
+                    n);
+    if (bias)
+      for (int64_t r = 0; r < m; ++r)
+        for (int64_t j = 0; j < n; ++j)
+          acc[size_t(r * n + j)] += float(Num<T>::load(bias->data<T>()[j]));
+    return fromF32(x.dtype(), out, acc, call.outputs[0]);
+  });
 }
 
 Status matmulKernel(KernelCall &call) {
@@ -491,6 +583,7 @@ Status einsumKernel(KernelCall &call) {
 
 void addLinalgKernels(KernelTable &table) {
   table.add("onnx.matmul", matmulKernel);
+  table.add("linear", linearKernel);
   table.add("onnx.gemm", gemmKernel);
   table.add("onnx.einsum", einsumKernel);
 }

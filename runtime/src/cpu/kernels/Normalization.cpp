@@ -231,6 +231,27 @@ Status simplifiedLayerNormalizationKernel(KernelCall &call) {
   return normalize(call, r);
 }
 
+/// llm.rms_norm / llm.layer_norm: over the last dimension, with [hidden]
+/// parameters of the input's type.
+template <bool Centre> Status llmNormKernel(KernelCall &call) {
+  NormRequest r;
+  r.x = call.input(0);
+  r.scale = call.input(1);
+  r.bias = Centre ? call.input(2) : nullptr;
+  r.axis = -1;
+  r.epsilon = call.attrs->getFloat("epsilon", Centre ? 1e-5 : 1e-6);
+  r.scaleOffset = Centre ? 0.0 : call.attrs->getFloat("weight_offset", 0.0);
+  r.centre = Centre;
+  r.y = &call.outputs[0];
+  const Tensor &x = *r.x;
+  int64_t hidden = x.rank() ? x.dim(x.rank() - 1) : 0;
+  for (const Tensor *p : {r.scale, r.bias})
+    if (p && (p->rank() != 1 || p->dim(0) != hidden || p->dtype() != x.dtype()))
+      return call.fail("weight and bias must be " + std::string(dtypeName(x.dtype())) + "[" +
+                       std::to_string(hidden) + "], got " + p->describe());
+  return normalize(call, r);
+}
+
 template <bool Centre> Status skipNormKernel(KernelCall &call) {
   NormRequest r;
   r.x = call.input(0);
@@ -326,6 +347,8 @@ void addNormalizationKernels(KernelTable &table) {
   table.add("onnx.log_softmax", softmaxKernel<true>);
   table.add("onnx.layer_normalization", layerNormalizationKernel);
   table.add("onnx.rms_normalization", rmsNormalizationKernel);
+  table.add("rms_norm", llmNormKernel<false>);
+  table.add("layer_norm", llmNormKernel<true>);
   table.add("ms.simplified_layer_normalization", simplifiedLayerNormalizationKernel);
   table.add("ms.skip_layer_normalization", skipNormKernel<true>);
   table.add("ms.skip_simplified_layer_normalization", skipNormKernel<false>);

@@ -1,0 +1,577 @@
+//===- TransformerKernelsTest.cpp - reference kernels of the llm.* ops -----===//
+//
+// The CPU kernels of the transformer-level ops (embedding, rms_norm,
+// layer_norm, rope, attention, linear, gelu, silu, swiglu) are the oracle
+// for every rewrite of the transformer passes, so they are checked here
+// against float64 implementations written from the op descriptions in
+// dialects/LLM/IR/LLMTransformerOps.td, on random data, and for the errors
+// they must report.
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/LLM/IR/LLMOps.h"
+#include "runtime/src/cpu/Kernel.h"
+#include "runtime/src/cpu/Numeric.h"
+
+#include "mlir/IR/MLIRContext.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+using namespace llmc::cpu;
+
+namespace {
+
+/// The inputs of one call, owned.
+struct Call {
+  std::vector<Tensor> owned;
+  std::vector<bool> present;
+  Attributes attrs;
+  KernelCall call;
+
+  Call &in(DType type, Shape shape, const void *data) {
+    owned.push_back(Tensor::wrap(type, std::move(shape), data));
+    present.push_back(true);
+    return *this;
+  }
+  Call &none() {
+    owned.emplace_back();
+    present.push_back(false);
+    return *this;
+  }
+  Call &attr(const char *name, int64_t v) {
+    Attribute a;
+    a.kind = Attribute::Int;
+    a.i = v;
+    attrs.set(name, a);
+    return *this;
+  }
+  Call &attrF(const char *name, double v) {
+    Attribute a;
+    a.kind = Attribute::Float;
+    a.f = v;
+    attrs.set(name, a);
+    return *this;
+  }
+  Status run(const char *op) {
+    const KernelEntry *k = findKernel(op);
+    if (!k)
+      return Status::error(std::string("no kernel ") + op);
+    call.inputs.clear();
+    for (size_t i = 0; i < owned.size(); ++i)
+      call.inputs.push_back(present[i] ? &owned[i] : nullptr);
+    call.attrs = &attrs;
+    call.outputs.assign(1, Tensor());
+    call.pool = &ThreadPool::global();
+    call.opName = op;
+    return k->fn(call);
+  }
+  const Tensor &out() const { return call.outputs[0]; }
+  std::vector<double> outF64() const {
+    const Tensor &t = out();
+    std::vector<double> v(size_t(t.numel()));
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] = t.dtype() == DType::Float16 ? halfToFloat(t.data<Half>()[i].bits)
+                                         : double(t.data<float>()[i]);
+    return v;
+  }
+};
+
+std::vector<float> randomFloats(size_t n, unsigned seed, float lo = -1, float hi = 1) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = dist(gen);
+  return v;
+}
+
+/// Largest |got - want| over the largest |want| (1 when the reference is 0).
+double scaledError(const std::vector<double> &got, const std::vector<double> &want) {
+  EXPECT_EQ(got.size(), want.size());
+  double err = 0, scale = 0;
+  for (size_t i = 0; i < std::min(got.size(), want.size()); ++i) {
+    err = std::max(err, std::abs(got[i] - want[i]));
+    scale = std::max(scale, std::abs(want[i]));
+  }
+  return err / (scale > 0 ? scale : 1);
+}
+
+void expectError(Status s, const std::string &fragment) {
+  ASSERT_FALSE(s.isOk()) << "expected an error containing '" << fragment << "'";
+  EXPECT_NE(s.message().find(fragment), std::string::npos) << s.message();
+}
+
+/// llmc-lower-to-exec refuses a function with an op that has no kernel; the
+/// executor (and so every pass's numerical check) needs one for each op.
+TEST(TransformerKernels, EveryLlmOpHasAKernel) {
+  mlir::MLIRContext ctx;
+  ctx.getOrLoadDialect<mlir::llmc::LLMDialect>();
+  std::vector<std::string> missing;
+  size_t seen = 0;
+  for (mlir::RegisteredOperationName op : ctx.getRegisteredOperations()) {
+    llvm::StringRef name = op.getStringRef();
+    if (!name.consume_front("llm.") || name == "constant" || name == "none")
+      continue;
+    ++seen;
+    if (!findKernel(name.str()))
+      missing.push_back(name.str());
+  }
+  EXPECT_GT(seen, 100u);
+  EXPECT_TRUE(missing.empty()) << "no kernel for llm." << missing.front();
+}
+
+//===----------------------------------------------------------------------===//
+// Norms
+//===----------------------------------------------------------------------===//
+
+std::vector<double> normRef(const std::vector<float> &x, const std::vector<float> &w,
+                            const std::vector<float> *b, int64_t hidden, double eps, bool centre,
+                            double offset) {
+  std::vector<double> y(x.size());
+  for (size_t r = 0; r < x.size() / size_t(hidden); ++r) {
+    const float *row = x.data() + r * size_t(hidden);
+    double mean = 0, var = 0;
+    if (centre) {
+      for (int64_t i = 0; i < hidden; ++i)
+        mean += row[i];
+      mean /= double(hidden);
+    }
+    for (int64_t i = 0; i < hidden; ++i)
+      var += (row[i] - mean) * (row[i] - mean);
+    double inv = 1 / std::sqrt(var / double(hidden) + eps);
+    for (int64_t i = 0; i < hidden; ++i)
+      y[r * size_t(hidden) + size_t(i)] =
+          (row[i] - mean) * inv * (w[size_t(i)] + offset) + (b ? (*b)[size_t(i)] : 0.0);
+  }
+  return y;
+}
+
+TEST(TransformerKernels, RmsNormMatchesFloat64) {
+  int64_t hidden = 48;
+  auto x = randomFloats(3 * 5 * hidden, 1, -3, 3), w = randomFloats(size_t(hidden), 2);
+  Call c;
+  c.in(DType::Float, {3, 5, hidden}, x.data()).in(DType::Float, {hidden}, w.data());
+  ASSERT_TRUE(c.run("rms_norm").isOk());
+  EXPECT_EQ(c.out().shape(), (Shape{3, 5, hidden}));
+  EXPECT_LT(scaledError(c.outF64(), normRef(x, w, nullptr, hidden, 1e-6, false, 0)), 1e-6);
+
+  // Gemma's (1 + w) scaling and a large epsilon.
+  Call g;
+  g.in(DType::Float, {15, hidden}, x.data()).in(DType::Float, {hidden}, w.data());
+  g.attrF("epsilon", 0.5).attrF("weight_offset", 1.0);
+  ASSERT_TRUE(g.run("rms_norm").isOk());
+  EXPECT_LT(scaledError(g.outF64(), normRef(x, w, nullptr, hidden, 0.5, false, 1.0)), 1e-6);
+}
+
+TEST(TransformerKernels, RmsNormHalf) {
+  int64_t hidden = 64;
+  auto x = randomFloats(4 * size_t(hidden), 3, -2, 2), w = randomFloats(size_t(hidden), 4);
+  std::vector<Half> xh(x.size()), wh(w.size());
+  for (size_t i = 0; i < x.size(); ++i) { // the reference sees the rounded inputs
+    xh[i].bits = floatToHalf(x[i]);
+    x[i] = halfToFloat(xh[i].bits);
+  }
+  for (size_t i = 0; i < w.size(); ++i) {
+    wh[i].bits = floatToHalf(w[i]);
+    w[i] = halfToFloat(wh[i].bits);
+  }
+  Call c;
+  c.in(DType::Float16, {4, hidden}, xh.data()).in(DType::Float16, {hidden}, wh.data());
+  ASSERT_TRUE(c.run("rms_norm").isOk());
+  EXPECT_EQ(c.out().dtype(), DType::Float16);
+  EXPECT_LT(scaledError(c.outF64(), normRef(x, w, nullptr, hidden, 1e-6, false, 0)), 1e-3);
+}
+
+TEST(TransformerKernels, LayerNormWithAndWithoutBias) {
+  int64_t hidden = 40;
+  auto x = randomFloats(6 * size_t(hidden), 5, 0, 4), w = randomFloats(size_t(hidden), 6),
+       b = randomFloats(size_t(hidden), 7);
+  Call c;
+  c.in(DType::Float, {2, 3, hidden}, x.data())
+      .in(DType::Float, {hidden}, w.data())
+      .in(DType::Float, {hidden}, b.data());
+  ASSERT_TRUE(c.run("layer_norm").isOk());
+  EXPECT_LT(scaledError(c.outF64(), normRef(x, w, &b, hidden, 1e-5, true, 0)), 1e-6);
+  Call n;
+  n.in(DType::Float, {6, hidden}, x.data()).in(DType::Float, {hidden}, w.data()).none();
+  ASSERT_TRUE(n.run("layer_norm").isOk());
+  EXPECT_LT(scaledError(n.outF64(), normRef(x, w, nullptr, hidden, 1e-5, true, 0)), 1e-6);
+}
+
+TEST(TransformerKernels, NormRejectsAWrongWeight) {
+  std::vector<float> x(12), w(5);
+  Call c;
+  c.in(DType::Float, {3, 4}, x.data()).in(DType::Float, {5}, w.data());
+  expectError(c.run("rms_norm"), "weight and bias must be f32[4]");
+}
+
+//===----------------------------------------------------------------------===//
+// Rope
+//===----------------------------------------------------------------------===//
+
+/// x [B, S, N, D] rotated per the op description, in float64.
+std::vector<double> ropeRef(const std::vector<float> &x, int64_t b, int64_t s, int64_t n,
+                            int64_t d, const std::vector<float> &cosT,
+                            const std::vector<float> &sinT, const std::vector<int64_t> &pos,
+                            bool interleaved, int64_t rot) {
+  std::vector<double> y(x.begin(), x.end());
+  int64_t half = rot / 2;
+  for (int64_t bi = 0; bi < b; ++bi)
+    for (int64_t si = 0; si < s; ++si) {
+      int64_t p = pos[size_t(pos.size() == size_t(s) ? si : bi * s + si)];
+      for (int64_t h = 0; h < n; ++h) {
+        size_t base = size_t(((bi * s + si) * n + h) * d);
+        for (int64_t i = 0; i < half; ++i) {
+          size_t i1 = base + size_t(interleaved ? 2 * i : i);
+          size_t i2 = base + size_t(interleaved ? 2 * i + 1 : i + half);
+          double c = cosT[size_t(p * half + i)], sn = sinT[size_t(p * half + i)];
+          y[i1] = double(x[i1]) * c - double(x[i2]) * sn;
+          y[i2] = double(x[i2]) * c + double(x[i1]) * sn;
+        }
+      }
+    }
+  return y;
+}
+
+struct RopeCase {
+  bool interleaved;
+  int64_t rotaryDim; // 0: the whole head
+  bool sharedPositions;
+};
+
+class RopeTest : public ::testing::TestWithParam<RopeCase> {};
+
+TEST_P(RopeTest, MatchesFloat64) {
+  RopeCase rc = GetParam();
+  int64_t b = 2, s = 3, n = 4, d = 16, maxPos = 20;
+  int64_t rot = rc.rotaryDim ? rc.rotaryDim : d;
+  auto x = randomFloats(size_t(b * s * n * d), 11);
+  std::vector<float> cosT(size_t(maxPos * rot / 2)), sinT(cosT.size());
+  for (int64_t p = 0; p < maxPos; ++p)
+    for (int64_t i = 0; i < rot / 2; ++i) {
+      double theta = double(p) * std::pow(10000.0, -2.0 * double(i) / double(rot));
+      cosT[size_t(p * rot / 2 + i)] = float(std::cos(theta));
+      sinT[size_t(p * rot / 2 + i)] = float(std::sin(theta));
+    }
+  std::vector<int64_t> pos = rc.sharedPositions ? std::vector<int64_t>{7, 8, 9}
+                                                : std::vector<int64_t>{0, 1, 2, 17, 18, 19};
+  Call c;
+  c.in(DType::Float, {b, s, n, d}, x.data())
+      .in(DType::Float, {maxPos, rot / 2}, cosT.data())
+      .in(DType::Float, {maxPos, rot / 2}, sinT.data())
+      .in(DType::Int64, {rc.sharedPositions ? 1 : b, s}, pos.data());
+  c.attr("interleaved", rc.interleaved).attr("rotary_dim", rc.rotaryDim);
+  ASSERT_TRUE(c.run("rope").isOk());
+  std::vector<double> want = ropeRef(x, b, s, n, d, cosT, sinT, pos, rc.interleaved, rot);
+  EXPECT_LT(scaledError(c.outF64(), want), 1e-6);
+  // Channels past the rotary dim pass through untouched.
+  std::vector<double> got = c.outF64();
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (int64_t(i) % d >= rot) {
+      ASSERT_EQ(got[i], double(x[i]));
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, RopeTest,
+                         ::testing::Values(RopeCase{false, 0, false}, RopeCase{true, 0, false},
+                                           RopeCase{false, 8, false}, RopeCase{true, 4, true}));
+
+TEST(TransformerKernels, RopeRejectsPositionsOutsideTheTables) {
+  std::vector<float> x(1 * 2 * 1 * 4), t(3 * 2);
+  for (int64_t bad : {3, -1}) {
+    std::vector<int64_t> pos{0, bad};
+    Call c;
+    c.in(DType::Float, {1, 2, 1, 4}, x.data())
+        .in(DType::Float, {3, 2}, t.data())
+        .in(DType::Float, {3, 2}, t.data())
+        .in(DType::Int64, {1, 2}, pos.data());
+    expectError(c.run("rope"), "position " + std::to_string(bad) + " is outside the tables [0, 3)");
+  }
+  std::vector<int64_t> pos{0, 1};
+  Call wrongTable;
+  wrongTable.in(DType::Float, {1, 2, 1, 4}, x.data())
+      .in(DType::Float, {2, 3}, t.data())
+      .in(DType::Float, {2, 3}, t.data())
+      .in(DType::Int64, {1, 2}, pos.data());
+  expectError(wrongTable.run("rope"), "must both be [max_pos, 2]");
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+struct AttnSpec {
+  int64_t b, sq, skv, hq, hkv, d, dv;
+  bool causal = false;
+  int64_t window = 0;
+  double scale = 0, softcap = 0;
+};
+
+/// The op description in float64: mask (if any) is [B, 1, Sq, Skv], bool
+/// (`boolMask`) or float (`floatMask`).
+std::vector<double> attentionRef(const AttnSpec &a, const std::vector<float> &q,
+                                 const std::vector<float> &k, const std::vector<float> &v,
+                                 const std::vector<uint8_t> *boolMask,
+                                 const std::vector<float> *floatMask) {
+  std::vector<double> out(size_t(a.b * a.sq * a.hq * a.dv), 0.0);
+  int64_t group = a.hq / a.hkv;
+  for (int64_t bi = 0; bi < a.b; ++bi)
+    for (int64_t h = 0; h < a.hq; ++h)
+      for (int64_t i = 0; i < a.sq; ++i) {
+        int64_t pos = a.skv - a.sq + i;
+        std::vector<double> s(size_t(a.skv));
+        std::vector<bool> keep(size_t(a.skv), true);
+        for (int64_t j = 0; j < a.skv; ++j) {
+          double dot = 0;
+          for (int64_t t = 0; t < a.d; ++t)
+            dot += double(q[size_t(((bi * a.sq + i) * a.hq + h) * a.d + t)]) *
+                   double(k[size_t(((bi * a.skv + j) * a.hkv + h / group) * a.d + t)]);
+          double x = a.scale * dot;
+          if (a.softcap > 0)
+            x = a.softcap * std::tanh(x / a.softcap);
+          size_t m = size_t((bi * a.sq + i) * a.skv + j);
+          if (boolMask && !(*boolMask)[m])
+            keep[size_t(j)] = false;
+          if (floatMask)
+            x += (*floatMask)[m];
+          if (a.causal && j > pos)
+            keep[size_t(j)] = false;
+          if (a.window > 0 && j <= pos - a.window)
+            keep[size_t(j)] = false;
+          if (x == -INFINITY)
+            keep[size_t(j)] = false;
+          s[size_t(j)] = x;
+        }
+        double mx = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < a.skv; ++j)
+          if (keep[size_t(j)])
+            mx = std::max(mx, s[size_t(j)]);
+        if (mx == -INFINITY)
+          continue; // no key: zeros
+        for (int64_t j = 0; j < a.skv; ++j)
+          if (keep[size_t(j)])
+            sum += std::exp(s[size_t(j)] - mx);
+        for (int64_t j = 0; j < a.skv; ++j) {
+          if (!keep[size_t(j)])
+            continue;
+          double p = std::exp(s[size_t(j)] - mx) / sum;
+          for (int64_t t = 0; t < a.dv; ++t)
+            out[size_t(((bi * a.sq + i) * a.hq + h) * a.dv + t)] +=
+                p * double(v[size_t(((bi * a.skv + j) * a.hkv + h / group) * a.dv + t)]);
+        }
+      }
+  return out;
+}
+
+struct AttnRun {
+  std::vector<float> q, k, v;
+  Call c;
+  AttnRun(const AttnSpec &a, unsigned seed) {
+    q = randomFloats(size_t(a.b * a.sq * a.hq * a.d), seed, -2, 2);
+    k = randomFloats(size_t(a.b * a.skv * a.hkv * a.d), seed + 1, -2, 2);
+    v = randomFloats(size_t(a.b * a.skv * a.hkv * a.dv), seed + 2);
+    c.in(DType::Float, {a.b, a.sq, a.hq, a.d}, q.data())
+        .in(DType::Float, {a.b, a.skv, a.hkv, a.d}, k.data())
+        .in(DType::Float, {a.b, a.skv, a.hkv, a.dv}, v.data());
+    c.attr("num_heads", a.hq).attr("num_kv_heads", a.hkv).attr("causal", a.causal);
+    c.attr("window", a.window).attrF("scale", a.scale).attrF("softcap", a.softcap);
+  }
+};
+
+TEST(TransformerKernels, AttentionGqaCausalPrefill) {
+  AttnSpec a{2, 7, 7, 8, 2, 16, 16, true};
+  a.scale = 0.25;
+  AttnRun r(a, 21);
+  ASSERT_TRUE(r.c.none().run("attention").isOk());
+  EXPECT_EQ(r.c.out().shape(), (Shape{2, 7, 8, 16}));
+  EXPECT_LT(scaledError(r.c.outF64(), attentionRef(a, r.q, r.k, r.v, nullptr, nullptr)), 1e-5);
+}
+
+TEST(TransformerKernels, AttentionDecodeReadsTheWholePast) {
+  // Sq = 1 against 9 keys: the query sits at position 8 and sees all keys.
+  AttnSpec a{1, 1, 9, 4, 1, 8, 12, true}; // MQA, Dv != D
+  a.scale = 1 / std::sqrt(8.0);
+  AttnRun r(a, 31);
+  ASSERT_TRUE(r.c.none().run("attention").isOk());
+  EXPECT_EQ(r.c.out().shape(), (Shape{1, 1, 4, 12}));
+  EXPECT_LT(scaledError(r.c.outF64(), attentionRef(a, r.q, r.k, r.v, nullptr, nullptr)), 1e-5);
+}
+
+TEST(TransformerKernels, AttentionSlidingWindowAndSoftcap) {
+  AttnSpec a{1, 4, 10, 4, 2, 8, 8, true, 3};
+  a.scale = 0.5, a.softcap = 2.0;
+  AttnRun r(a, 41);
+  ASSERT_TRUE(r.c.none().run("attention").isOk());
+  std::vector<double> want = attentionRef(a, r.q, r.k, r.v, nullptr, nullptr);
+  EXPECT_LT(scaledError(r.c.outF64(), want), 1e-5);
+  // The window matters: without it the result differs.
+  AttnSpec wide = a;
+  wide.window = 0;
+  EXPECT_GT(scaledError(r.c.outF64(), attentionRef(wide, r.q, r.k, r.v, nullptr, nullptr)), 1e-2);
+}
+
+TEST(TransformerKernels, AttentionBoolMaskNonCausalWithAnEmptyRow) {
+  AttnSpec a{2, 3, 5, 2, 2, 4, 4, false};
+  a.scale = 0.5;
+  AttnRun r(a, 51);
+  std::vector<uint8_t> mask(size_t(a.b * a.sq * a.skv));
+  std::mt19937 gen(52);
+  for (uint8_t &m : mask)
+    m = gen() % 3 != 0;
+  for (int64_t j = 0; j < a.skv; ++j) // batch 1, query 2 sees nothing
+    mask[size_t((1 * a.sq + 2) * a.skv + j)] = 0;
+  r.c.in(DType::Bool, {a.b, 1, a.sq, a.skv}, mask.data());
+  ASSERT_TRUE(r.c.run("attention").isOk());
+  std::vector<double> got = r.c.outF64();
+  EXPECT_LT(scaledError(got, attentionRef(a, r.q, r.k, r.v, &mask, nullptr)), 1e-5);
+  for (int64_t h = 0; h < a.hq; ++h)
+    for (int64_t t = 0; t < a.dv; ++t)
+      EXPECT_EQ(got[size_t(((1 * a.sq + 2) * a.hq + h) * a.dv + t)], 0.0);
+}
+
+TEST(TransformerKernels, AttentionFloatMaskIsAdded) {
+  AttnSpec a{1, 4, 6, 2, 1, 8, 8, true};
+  a.scale = 0.3;
+  AttnRun r(a, 61);
+  std::vector<float> mask = randomFloats(size_t(a.sq * a.skv), 62, -3, 1);
+  mask[2] = -INFINITY;
+  r.c.in(DType::Float, {1, 1, a.sq, a.skv}, mask.data());
+  ASSERT_TRUE(r.c.run("attention").isOk());
+  EXPECT_LT(scaledError(r.c.outF64(), attentionRef(a, r.q, r.k, r.v, nullptr, &mask)), 1e-5);
+}
+
+TEST(TransformerKernels, AttentionRejectsMismatchedHeadsAndMasks) {
+  AttnSpec a{1, 2, 2, 4, 2, 4, 4};
+  a.scale = 1;
+  AttnRun heads(a, 71);
+  heads.c.attrs = Attributes();
+  heads.c.attr("num_heads", 4).attr("num_kv_heads", 4).attrF("scale", 1.0); // k has 2 heads
+  expectError(heads.c.none().run("attention"), "num_heads/num_kv_heads do not match");
+  AttnRun shortMask(a, 72);
+  std::vector<uint8_t> mask(2, 1);
+  shortMask.c.in(DType::Bool, {1, 1, 2, 1}, mask.data());
+  expectError(shortMask.c.run("attention"), "must have 2 key columns");
+  AttnSpec more{1, 3, 2, 2, 2, 4, 4};
+  more.scale = 1;
+  AttnRun tooMany(more, 73);
+  expectError(tooMany.c.none().run("attention"), "more queries (3) than keys (2)");
+}
+
+//===----------------------------------------------------------------------===//
+// Linear, activations, embedding
+//===----------------------------------------------------------------------===//
+
+std::vector<double> linearRef(const std::vector<float> &x, const std::vector<float> &w,
+                              const std::vector<float> *b, int64_t m, int64_t n, int64_t k) {
+  std::vector<double> y(size_t(m * n));
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = b ? (*b)[size_t(j)] : 0.0;
+      for (int64_t t = 0; t < k; ++t)
+        acc += double(x[size_t(r * k + t)]) * double(w[size_t(j * k + t)]);
+      y[size_t(r * n + j)] = acc;
+    }
+  return y;
+}
+
+class LinearTest : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(LinearTest, MatchesFloat64WithAndWithoutBias) {
+  // M = 1 and 5 take the unpacked decode path, 37 the packed GEMM; K = 67
+  // leaves a tail after the 8-wide vectors.
+  int64_t m = GetParam(), n = 29, k = 67;
+  auto x = randomFloats(size_t(m * k), 81), w = randomFloats(size_t(n * k), 82),
+       b = randomFloats(size_t(n), 83);
+  Call c;
+  c.in(DType::Float, {1, m, k}, x.data())
+      .in(DType::Float, {n, k}, w.data())
+      .in(DType::Float, {n}, b.data());
+  ASSERT_TRUE(c.run("linear").isOk());
+  EXPECT_EQ(c.out().shape(), (Shape{1, m, n}));
+  EXPECT_LT(scaledError(c.outF64(), linearRef(x, w, &b, m, n, k)), 1e-5);
+  Call nb;
+  nb.in(DType::Float, {m, k}, x.data()).in(DType::Float, {n, k}, w.data()).none();
+  ASSERT_TRUE(nb.run("linear").isOk());
+  EXPECT_LT(scaledError(nb.outF64(), linearRef(x, w, nullptr, m, n, k)), 1e-5);
+}
+
+INSTANTIATE_TEST_SUITE_P(Rows, LinearTest, ::testing::Values(1, 5, 37));
+
+TEST(TransformerKernels, LinearHalfAndShapeErrors) {
+  int64_t m = 3, n = 9, k = 16;
+  auto x = randomFloats(size_t(m * k), 91), w = randomFloats(size_t(n * k), 92);
+  std::vector<Half> xh(x.size()), wh(w.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    xh[i].bits = floatToHalf(x[i]);
+    x[i] = halfToFloat(xh[i].bits);
+  }
+  for (size_t i = 0; i < w.size(); ++i) {
+    wh[i].bits = floatToHalf(w[i]);
+    w[i] = halfToFloat(wh[i].bits);
+  }
+  Call c;
+  c.in(DType::Float16, {m, k}, xh.data()).in(DType::Float16, {n, k}, wh.data()).none();
+  ASSERT_TRUE(c.run("linear").isOk());
+  EXPECT_EQ(c.out().dtype(), DType::Float16);
+  EXPECT_LT(scaledError(c.outF64(), linearRef(x, w, nullptr, m, n, k)), 1e-3);
+  Call bad;
+  bad.in(DType::Float, {m, k}, x.data()).in(DType::Float, {k, n}, w.data()).none();
+  expectError(bad.run("linear"), "do not make x W^T");
+}
+
+TEST(TransformerKernels, Activations) {
+  auto x = randomFloats(257, 101, -6, 6), u = randomFloats(257, 102, -2, 2);
+  auto check = [&](const char *op, bool tanhApprox, auto ref) {
+    Call c;
+    c.in(DType::Float, {257}, x.data());
+    if (tanhApprox)
+      c.attr("approximate_tanh", 1);
+    ASSERT_TRUE(c.run(op).isOk());
+    std::vector<double> want;
+    for (float v : x)
+      want.push_back(ref(double(v)));
+    EXPECT_LT(scaledError(c.outF64(), want), 1e-6) << op;
+  };
+  check("gelu", false, [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); });
+  check("gelu", true, [](double v) {
+    return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+  });
+  check("silu", false, [](double v) { return v / (1 + std::exp(-v)); });
+
+  Call s;
+  s.in(DType::Float, {257}, x.data()).in(DType::Float, {257}, u.data());
+  ASSERT_TRUE(s.run("swiglu").isOk());
+  std::vector<double> want;
+  for (size_t i = 0; i < x.size(); ++i)
+    want.push_back(double(x[i]) / (1 + std::exp(-double(x[i]))) * double(u[i]));
+  EXPECT_LT(scaledError(s.outF64(), want), 1e-6);
+  Call bad;
+  bad.in(DType::Float, {257}, x.data()).in(DType::Float, {1, 257}, u.data());
+  expectError(bad.run("swiglu"), "must have one type and shape");
+}
+
+TEST(TransformerKernels, EmbeddingRowsAndBadIds) {
+  int64_t vocab = 11, hidden = 6;
+  auto table = randomFloats(size_t(vocab * hidden), 111);
+  std::vector<int64_t> ids{3, 0, 10, 3};
+  Call c;
+  c.in(DType::Float, {vocab, hidden}, table.data()).in(DType::Int64, {2, 2}, ids.data());
+  ASSERT_TRUE(c.run("embedding").isOk());
+  EXPECT_EQ(c.out().shape(), (Shape{2, 2, hidden}));
+  for (size_t t = 0; t < ids.size(); ++t)
+    for (int64_t j = 0; j < hidden; ++j)
+      ASSERT_EQ(c.out().data<float>()[t * size_t(hidden) + size_t(j)],
+                table[size_t(ids[t] * hidden + j)]);
+  for (int64_t bad : {11, -1}) {
+    std::vector<int64_t> badIds{1, bad};
+    Call e;
+    e.in(DType::Float, {vocab, hidden}, table.data()).in(DType::Int64, {2}, badIds.data());
+    expectError(e.run("embedding"),
+                "token id " + std::to_string(bad) + " is outside the vocabulary [0, 11)");
+  }
+}
+
+} // namespace
