@@ -333,15 +333,12 @@ struct CanonicalizePass : mlir::llmc::impl::CanonicalizePassBase<CanonicalizePas
         ops.push_back(op);
     });
     for (Operation *op : ops) {
-      const cpu::KernelEntry *kernel = kernelFor(op);
-      if (!kernel)
-        continue;
-      cpu::KernelCall call;
       std::vector<cpu::Tensor> inputs(op->getNumOperands());
+      std::vector<const cpu::Tensor *> args;
       bool ok = true;
       for (auto [i, v] : llvm::enumerate(op->getOperands())) {
         if (isNone(v)) {
-          call.inputs.push_back(nullptr);
+          args.push_back(nullptr);
           continue;
         }
         auto t = constantTensor(v.getDefiningOp<ConstantOp>().getValue());
@@ -351,23 +348,18 @@ struct CanonicalizePass : mlir::llmc::impl::CanonicalizePassBase<CanonicalizePas
           break;
         }
         inputs[i] = std::move(*t);
-        call.inputs.push_back(&inputs[i]);
+        args.push_back(&inputs[i]);
       }
-      auto params = kernelParams(op->getAttrDictionary());
-      if (!ok || !params) {
-        if (!params)
-          llvm::consumeError(params.takeError());
+      if (!ok)
+        continue;
+      auto results = evaluateOp(op, args);
+      if (!results) { // execution will report the same error
+        llvm::consumeError(results.takeError());
         continue;
       }
-      call.attrs = &*params;
-      call.pool = &cpu::ThreadPool::global();
-      call.opName = op->getName().getStringRef().str();
-      call.outputs.resize(op->getNumResults());
-      if (!kernel->fn(call))
-        continue; // execution will report the same error
       SmallVector<Value> folded;
       OpBuilder b(op);
-      for (auto [r, t] : llvm::zip(op->getResults(), call.outputs)) {
+      for (auto [r, t] : llvm::zip(op->getResults(), *results)) {
         if (!t.defined() || t.numel() > kMaxFoldedElements)
           break;
         auto type = RankedTensorType::get(t.shape(), getElementTypeOrSelf(r.getType()));

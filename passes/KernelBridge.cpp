@@ -99,6 +99,25 @@ const cpu::KernelEntry *mlir::llmc::kernelFor(Operation *op) {
   return cpu::findKernel(name.str());
 }
 
+llvm::Expected<std::vector<cpu::Tensor>>
+mlir::llmc::evaluateOp(Operation *op, llvm::ArrayRef<const cpu::Tensor *> inputs) {
+  const cpu::KernelEntry *kernel = kernelFor(op);
+  if (!kernel)
+    return makeError("no CPU kernel for " + op->getName().getStringRef().str());
+  auto params = kernelParams(op->getAttrDictionary());
+  if (!params)
+    return params.takeError();
+  cpu::KernelCall call;
+  call.inputs.assign(inputs.begin(), inputs.end());
+  call.attrs = &*params;
+  call.pool = &cpu::ThreadPool::global();
+  call.opName = op->getName().getStringRef().str();
+  call.outputs.resize(op->getNumResults());
+  if (cpu::Status s = kernel->fn(call); !s)
+    return makeError(s.message());
+  return std::move(call.outputs);
+}
+
 ElementsAttr mlir::llmc::denseFromTensor(const cpu::Tensor &t, RankedTensorType type) {
   Type element = type.getElementType();
   if (!type.hasStaticShape() || type.getShape() != ArrayRef<int64_t>(t.shape()) ||

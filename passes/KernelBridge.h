@@ -28,6 +28,11 @@ llvm::Expected<::llmc::cpu::Attributes> kernelParams(DictionaryAttr dict);
 /// The kernel of an llm operation (its name without `llm.`), or nullptr.
 const ::llmc::cpu::KernelEntry *kernelFor(Operation *op);
 
+/// Runs `op`'s kernel on `inputs` (one per operand, null for a none
+/// operand) and returns its results; the error is the kernel's message.
+llvm::Expected<std::vector<::llmc::cpu::Tensor>>
+evaluateOp(Operation *op, llvm::ArrayRef<const ::llmc::cpu::Tensor *> inputs);
+
 /// A dense attribute of `type` holding `t`'s elements, or a null attribute
 /// where `type` is not a builtin integer/float type of at least 8 bits (or
 /// i1) with the tensor's static shape.

@@ -88,6 +88,59 @@ def CanonicalizePass : Pass<"llmc-canonicalize", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::llmc::LLMDialect"];
 }
 
+def RaiseTransformerPass : Pass<"llmc-raise-transformer", "::mlir::func::FuncOp"> {
+  let summary = "Recognise norms, activations, linear layers and embeddings";
+  let description = [{
+    Rewrites the exporters' spellings of the transformer building blocks into
+    llm ops (run after `llmc-canonicalize`):
+
+    * `llm.rms_norm`: weight * (x * 1/sqrt(ReduceMean(x^2, -1) + eps)) with
+      Pow or Mul squares and Reciprocal, Div(1, .) or Div(x, .);
+      RMSNormalization and SimplifiedLayerNormalization over the last axis;
+      SkipSimplifiedLayerNormalization (its sum stays an Add).
+    * `llm.layer_norm`: LayerNormalization over the last axis,
+      SkipLayerNormalization.
+    * `llm.gelu`, `llm.silu`: any cone of elementwise operations from one
+      f32 tensor and scalar constants that computes GELU (erf or tanh form)
+      or x * sigmoid(x), found by running the cone's own CPU kernels on
+      sample values in [-8, 8] (agreement within 1e-5 of the largest value),
+      so every spelling of the formula is caught.
+    * `llm.linear`: MatMul or Gemm (alpha 1, no transA) by a constant 2-D
+      weight, which is stored transposed to [N, K]; an Add of a constant
+      [N] bias joins it.
+    * `llm.embedding`: Gather on axis 0 from a constant [vocab, hidden] table
+      (an id outside the table is an error, where Gather wrapped negative ids).
+    * `llm.swiglu`: silu(gate) * up.
+
+    Before:
+
+    ```mlir
+    %sq = llm.onnx.pow %x, %two : (tensor<?x?x32xf32>, tensor<f32>) -> tensor<?x?x32xf32>
+    %ms = llm.onnx.reduce_mean %sq, %axes : (tensor<?x?x32xf32>, tensor<1xi64>) -> tensor<?x?x1xf32>
+    %v = llm.onnx.add %ms, %eps : (tensor<?x?x1xf32>, tensor<f32>) -> tensor<?x?x1xf32>
+    %sd = llm.onnx.sqrt %v : (tensor<?x?x1xf32>) -> tensor<?x?x1xf32>
+    %inv = llm.onnx.reciprocal %sd : (tensor<?x?x1xf32>) -> tensor<?x?x1xf32>
+    %n = llm.onnx.mul %x, %inv : (tensor<?x?x32xf32>, tensor<?x?x1xf32>) -> tensor<?x?x32xf32>
+    %y = llm.onnx.mul %w, %n : (tensor<32xf32>, tensor<?x?x32xf32>) -> tensor<?x?x32xf32>
+    %g = llm.onnx.matmul %y, %wg : (tensor<?x?x32xf32>, tensor<32x64xf32>) -> tensor<?x?x64xf32>
+    %s = llm.onnx.sigmoid %g : (tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+    %a = llm.onnx.mul %g, %s : (tensor<?x?x64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+    %u = llm.onnx.matmul %y, %wu : (tensor<?x?x32xf32>, tensor<32x64xf32>) -> tensor<?x?x64xf32>
+    %h = llm.onnx.mul %a, %u : (tensor<?x?x64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+    ```
+
+    After:
+
+    ```mlir
+    %y = llm.rms_norm %x, %w {epsilon = 9.99999997E-7 : f32} : (tensor<?x?x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+    %g = llm.linear %y, %wg_t, %none : (tensor<?x?x32xf32>, tensor<64x32xf32>, none) -> tensor<?x?x64xf32>
+    %u = llm.linear %y, %wu_t, %none : (tensor<?x?x32xf32>, tensor<64x32xf32>, none) -> tensor<?x?x64xf32>
+    %h = llm.swiglu %g, %u : (tensor<?x?x64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::llmc::LLMDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // Lowering to the exec level
 //===----------------------------------------------------------------------===//

@@ -1,0 +1,604 @@
+//===- RaiseTransformer.cpp - recognise the transformer-level operations --===//
+//
+// Rewrites what exporters spell as ONNX operator sequences or onnxruntime
+// contrib operators into the llm transformer ops:
+//
+// * norms are matched structurally (ReduceMean(Pow(x, 2)) + eps -> Sqrt ->
+//   Reciprocal/Div -> Mul x -> Mul weight) or mapped from the fused ONNX and
+//   com.microsoft operators (skip variants keep their sum as an Add);
+// * pointwise activations are recognised by what they compute: the cone of
+//   elementwise operations between one tensor and scalar constants is run on
+//   sample values with its own CPU kernels and compared with GELU (erf and
+//   tanh) and SiLU, so every exporter's spelling of the formula is caught;
+// * MatMul/Gemm by a constant 2-D weight becomes llm.linear with the weight
+//   transposed to [N, K] at compile time, taking a following bias Add;
+// * Gather from a constant [vocab, hidden] table becomes llm.embedding;
+// * silu(gate) * up becomes llm.swiglu.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/KernelBridge.h"
+#include "passes/Passes.h"
+
+#include "dialects/LLM/IR/LLMOps.h"
+#include "dialects/LLM/IR/ShapeInference.h"
+
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+#include <cmath>
+
+namespace mlir::llmc {
+#define GEN_PASS_DEF_RAISETRANSFORMERPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::llmc
+
+using namespace mlir;
+using namespace mlir::llmc;
+namespace cpu = ::llmc::cpu;
+
+namespace {
+
+/// `v`'s defining operation when it is the llm op `name` ("onnx.mul").
+Operation *defOf(Value v, StringRef name) {
+  Operation *d = v ? v.getDefiningOp() : nullptr;
+  if (!d)
+    return nullptr;
+  StringRef n = d->getName().getStringRef();
+  return n.consume_front("llm.") && n == name ? d : nullptr;
+}
+
+bool isLlmOp(Operation *op, StringRef name) {
+  StringRef n = op->getName().getStringRef();
+  return n.consume_front("llm.") && n == name;
+}
+
+/// The value of a one-element integer or float constant.
+std::optional<double> scalarOf(Value v) {
+  auto c = v ? v.getDefiningOp<ConstantOp>() : ConstantOp();
+  if (!c)
+    return std::nullopt;
+  auto d = dyn_cast<DenseElementsAttr>(c.getValue());
+  if (!d || d.getNumElements() != 1)
+    return std::nullopt;
+  Type e = d.getElementType();
+  if (isa<FloatType>(e)) {
+    APFloat f = *d.getValues<APFloat>().begin();
+    bool lost = false;
+    f.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &lost);
+    return f.convertToDouble();
+  }
+  if (e.isInteger() && e.getIntOrFloatBitWidth() > 1)
+    return double((*d.getValues<APInt>().begin()).getSExtValue());
+  return std::nullopt;
+}
+
+int64_t rankOf(Value v) {
+  MaybeShape s = getShape(v.getType());
+  return s ? int64_t(s->size()) : -1;
+}
+
+/// The static size of `v`'s last dimension, or -1.
+int64_t lastDim(Value v) {
+  MaybeShape s = getShape(v.getType());
+  return s && !s->empty() && s->back().isStatic() ? s->back().size : -1;
+}
+
+int64_t intAttrOr(Operation *op, StringRef name, int64_t dflt) {
+  if (auto a = op->getAttrOfType<IntegerAttr>(name))
+    return a.getValue().getSExtValue();
+  return dflt;
+}
+
+double floatAttrOr(Operation *op, StringRef name, double dflt) {
+  if (auto a = op->getAttrOfType<FloatAttr>(name))
+    return a.getValueAsDouble();
+  return dflt;
+}
+
+/// A constant of rank 1 whose size is `size` (any size when -1).
+bool isVectorConstant(Value v, int64_t size) {
+  auto c = v.getDefiningOp<ConstantOp>();
+  if (!c)
+    return false;
+  auto type = dyn_cast<RankedTensorType>(c.getType());
+  return type && type.getRank() == 1 && (size < 0 || type.getDimSize(0) == size);
+}
+
+/// Whether a reduction over `axes` (operand 1 or attribute) is over the last
+/// dimension only, keeping it.
+bool reducesLastDimKept(Operation *reduce) {
+  if (intAttrOr(reduce, "keepdims", 1) == 0)
+    return false;
+  int64_t rank = rankOf(reduce->getOperand(0));
+  SmallVector<int64_t> axes;
+  if (auto attr = reduce->getAttrOfType<DenseI64ArrayAttr>("axes")) {
+    axes.assign(attr.asArrayRef().begin(), attr.asArrayRef().end());
+  } else if (auto attr = reduce->getAttrOfType<ArrayAttr>("axes")) {
+    for (Attribute a : attr)
+      axes.push_back(cast<IntegerAttr>(a).getInt());
+  } else if (reduce->getNumOperands() > 1) {
+    auto c = reduce->getOperand(1).getDefiningOp<ConstantOp>();
+    if (!c)
+      return false;
+    auto d = dyn_cast<DenseElementsAttr>(c.getValue());
+    if (!d)
+      return false;
+    for (const APInt &a : d.getValues<APInt>())
+      axes.push_back(a.getSExtValue());
+  }
+  return axes.size() == 1 && rank > 0 && (axes[0] == -1 || axes[0] == rank - 1);
+}
+
+FloatAttr f32(Builder &b, double v) { return b.getF32FloatAttr(float(v)); }
+
+//===----------------------------------------------------------------------===//
+// Norms
+//===----------------------------------------------------------------------===//
+
+struct RmsMatch {
+  Value x, weight;
+  double epsilon;
+};
+
+/// weight * (x * 1/sqrt(mean(x^2, -1) + eps)) in the spellings exporters use.
+std::optional<RmsMatch> matchRmsNorm(Operation *mulW) {
+  if (!isLlmOp(mulW, "onnx.mul"))
+    return std::nullopt;
+  for (int side = 0; side < 2; ++side) {
+    Value w = mulW->getOperand(side), n = mulW->getOperand(1 - side);
+    if (!isVectorConstant(w, -1))
+      continue;
+    // n = x * inv | inv * x | x / sd
+    SmallVector<std::pair<Value, Value>> xAndSd; // (x, sd) candidates
+    if (Operation *mul = defOf(n, "onnx.mul")) {
+      for (int s2 = 0; s2 < 2; ++s2) {
+        Value x = mul->getOperand(s2), inv = mul->getOperand(1 - s2);
+        if (Operation *r = defOf(inv, "onnx.reciprocal"))
+          xAndSd.push_back({x, r->getOperand(0)});
+        else if (Operation *d = defOf(inv, "onnx.div"); d && scalarOf(d->getOperand(0)) == 1.0)
+          xAndSd.push_back({x, d->getOperand(1)});
+      }
+    } else if (Operation *div = defOf(n, "onnx.div")) {
+      xAndSd.push_back({div->getOperand(0), div->getOperand(1)});
+    }
+    for (auto [x, sd] : xAndSd) {
+      Operation *sqrt = defOf(sd, "onnx.sqrt");
+      Operation *add = sqrt ? defOf(sqrt->getOperand(0), "onnx.add") : nullptr;
+      if (!add)
+        continue;
+      for (int s3 = 0; s3 < 2; ++s3) {
+        std::optional<double> eps = scalarOf(add->getOperand(s3));
+        Operation *mean = defOf(add->getOperand(1 - s3), "onnx.reduce_mean");
+        if (!eps || !mean || !reducesLastDimKept(mean))
+          continue;
+        Value sq = mean->getOperand(0);
+        bool squares = false;
+        if (Operation *pow = defOf(sq, "onnx.pow"))
+          squares = pow->getOperand(0) == x && scalarOf(pow->getOperand(1)) == 2.0;
+        else if (Operation *m = defOf(sq, "onnx.mul"))
+          squares = m->getOperand(0) == x && m->getOperand(1) == x;
+        int64_t h = lastDim(x);
+        if (squares && (h < 0 || isVectorConstant(w, h)))
+          return RmsMatch{x, w, *eps};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+/// Only result 0 of `op` is read.
+bool onlyFirstResultUsed(Operation *op) {
+  for (OpResult r : op->getResults())
+    if (r.getResultNumber() > 0 && !r.use_empty())
+      return false;
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Pointwise activations, recognised by evaluation
+//===----------------------------------------------------------------------===//
+
+bool isPointwise(Operation *op) {
+  static const char *const kOps[] = {"onnx.add",  "onnx.sub",     "onnx.mul",     "onnx.div",
+                                     "onnx.pow",  "onnx.erf",     "onnx.tanh",    "onnx.sigmoid",
+                                     "onnx.sqrt", "onnx.neg",     "onnx.exp",     "onnx.reciprocal",
+                                     "onnx.gelu", "ms.fast_gelu", "ms.quick_gelu", "onnx.swish"};
+  for (const char *name : kOps)
+    if (isLlmOp(op, name))
+      return op->getNumResults() == 1;
+  return false;
+}
+
+/// Elementwise operations from one tensor `x` and scalar constants to `root`.
+struct Cone {
+  Value x;
+  SmallVector<Operation *> ops; // operands first, root last
+};
+
+constexpr size_t kMaxConeOps = 24;
+
+/// Grows the cone (when `grow`) through operations whose only reader is inside it; the
+/// first value that is neither a scalar constant nor such an operation is
+/// `x`, and every other leaf must be `x` too.
+bool collectCone(Operation *op, Cone &cone, llvm::SmallPtrSetImpl<Operation *> &seen,
+                 bool grow) {
+  if (!seen.insert(op).second)
+    return true;
+  if (cone.ops.size() >= kMaxConeOps)
+    return false;
+  for (Value v : op->getOperands()) {
+    if (isNone(v) || scalarOf(v))
+      continue;
+    Operation *d = v.getDefiningOp();
+    if (grow && v != cone.x && d && isPointwise(d) && v.hasOneUse()) {
+      if (!collectCone(d, cone, seen, grow))
+        return false;
+      continue;
+    }
+    if (!cone.x)
+      cone.x = v;
+    else if (cone.x != v)
+      return false;
+  }
+  cone.ops.push_back(op);
+  return true;
+}
+
+/// Same element type, rank and static sizes.
+bool sameShapeAndType(Value a, Value b) {
+  if (getElementTypeOrSelf(a.getType()) != getElementTypeOrSelf(b.getType()))
+    return false;
+  MaybeShape sa = getShape(a.getType()), sb = getShape(b.getType());
+  if (!sa || !sb || sa->size() != sb->size())
+    return false;
+  for (auto [da, db] : llvm::zip(*sa, *sb))
+    if (da.isStatic() && db.isStatic() && da.size != db.size)
+      return false;
+  return true;
+}
+
+enum class Activation { None, GeluErf, GeluTanh, Silu };
+
+double activation(Activation a, double x) {
+  switch (a) {
+  case Activation::GeluErf: return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+  case Activation::GeluTanh:
+    return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+  case Activation::Silu: return x / (1 + std::exp(-x));
+  case Activation::None: break;
+  }
+  return 0;
+}
+
+/// What the cone computes on f32 samples in [-8, 8], if it is one of the
+/// known activations (within 1e-5 of the largest output).
+Activation identify(const Cone &cone) {
+  if (getElementTypeOrSelf(cone.x.getType()) != Float32Type::get(cone.x.getContext()))
+    return Activation::None;
+  std::vector<float> samples;
+  for (int i = 0; i <= 320; ++i)
+    samples.push_back(-8.0f + 0.05f * float(i));
+  cpu::Tensor input = cpu::Tensor::wrap(cpu::DType::Float, {int64_t(samples.size())},
+                                        samples.data());
+  llvm::DenseMap<Value, cpu::Tensor> values;
+  std::vector<cpu::Tensor> constants;
+  constants.reserve(64);
+  for (Operation *op : cone.ops) {
+    std::vector<const cpu::Tensor *> args;
+    for (Value v : op->getOperands()) {
+      if (isNone(v)) {
+        args.push_back(nullptr);
+      } else if (v == cone.x) {
+        args.push_back(&input);
+      } else if (auto c = v.getDefiningOp<ConstantOp>()) {
+        auto t = constantTensor(c.getValue());
+        if (!t) {
+          llvm::consumeError(t.takeError());
+          return Activation::None;
+        }
+        constants.push_back(std::move(*t));
+        args.push_back(&constants.back());
+      } else {
+        args.push_back(&values[v]);
+      }
+    }
+    auto results = evaluateOp(op, args);
+    if (!results) {
+      llvm::consumeError(results.takeError());
+      return Activation::None;
+    }
+    values[op->getResult(0)] = std::move((*results)[0]);
+  }
+  const cpu::Tensor &out = values[cone.ops.back()->getResult(0)];
+  if (out.dtype() != cpu::DType::Float || out.numel() != int64_t(samples.size()))
+    return Activation::None;
+  for (Activation a : {Activation::GeluErf, Activation::GeluTanh, Activation::Silu}) {
+    double err = 0, scale = 0;
+    for (size_t i = 0; i < samples.size(); ++i) {
+      double want = activation(a, double(samples[i]));
+      err = std::max(err, std::abs(double(out.data<float>()[i]) - want));
+      scale = std::max(scale, std::abs(want));
+    }
+    if (err <= 1e-5 * scale)
+      return a;
+  }
+  return Activation::None;
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+struct RaiseTransformerPass
+    : mlir::llmc::impl::RaiseTransformerPassBase<RaiseTransformerPass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    noneValue = {};
+    raiseNorms(func);
+    raiseActivations(func);
+    raiseLinears(func);
+    raiseEmbeddings(func);
+    raiseSwiglu(func);
+    eraseDead(func);
+    if (failed(refineResultTypes(func)))
+      signalPassFailure();
+  }
+
+  template <typename OpT>
+  Value create(OpBuilder &b, Location loc, ValueRange operands,
+               ArrayRef<NamedAttribute> attrs = {}) {
+    return b.create<OpT>(loc, operands, attrs)->getResult(0);
+  }
+
+  /// One llm.none at the top of the function, for absent operands.
+  Value noneValue;
+  Value none(OpBuilder &, Location loc) {
+    if (!noneValue) {
+      func::FuncOp func = getOperation();
+      OpBuilder b = OpBuilder::atBlockBegin(&func.getBody().front());
+      noneValue = b.create<NoneOp>(loc).getResult();
+    }
+    return noneValue;
+  }
+
+  void raiseNorms(func::FuncOp func) {
+    SmallVector<Operation *> ops;
+    func.walk([&](Operation *op) { ops.push_back(op); });
+    for (Operation *op : ops) {
+      OpBuilder b(op);
+      Location loc = op->getLoc();
+      auto eps = [&](double v) { return b.getNamedAttr("epsilon", f32(b, v)); };
+      if (std::optional<RmsMatch> m = matchRmsNorm(op)) {
+        op->getResult(0).replaceAllUsesWith(
+            create<RmsNormOp>(b, loc, {m->x, m->weight}, {eps(m->epsilon)}));
+        continue;
+      }
+      bool lastAxis = false;
+      if (isLlmOp(op, "onnx.rms_normalization") || isLlmOp(op, "ms.simplified_layer_normalization") ||
+          isLlmOp(op, "onnx.layer_normalization")) {
+        int64_t axis = intAttrOr(op, "axis", -1), rank = rankOf(op->getOperand(0));
+        lastAxis = axis == -1 || (rank > 0 && axis == rank - 1);
+      }
+      if (lastAxis && onlyFirstResultUsed(op) && isVectorConstant(op->getOperand(1), -1)) {
+        Value x = op->getOperand(0), w = op->getOperand(1);
+        if (isLlmOp(op, "onnx.layer_normalization")) {
+          Value bias = op->getNumOperands() > 2 ? op->getOperand(2) : none(b, loc);
+          op->getResult(0).replaceAllUsesWith(create<LayerNormOp>(
+              b, loc, {x, w, bias}, {eps(floatAttrOr(op, "epsilon", 1e-5))}));
+        } else {
+          op->getResult(0).replaceAllUsesWith(
+              create<RmsNormOp>(b, loc, {x, w}, {eps(floatAttrOr(op, "epsilon", 1e-5))}));
+        }
+        continue;
+      }
+      // Contrib GELUs with a bias: the Add joins the linear before them.
+      if ((isLlmOp(op, "ms.fast_gelu") || isLlmOp(op, "ms.bias_gelu")) &&
+          op->getNumOperands() == 2 && !isNone(op->getOperand(1)) &&
+          getElementTypeOrSelf(op->getOperand(0).getType()) ==
+              getElementTypeOrSelf(op->getOperand(1).getType())) {
+        Value sum = create<OnnxAddOp>(b, loc, {op->getOperand(0), op->getOperand(1)});
+        if (!sameShapeAndType(sum, op->getResult(0)))
+          continue; // (the unused Add is erased at the end)
+        bool tanhForm = isLlmOp(op, "ms.fast_gelu");
+        op->getResult(0).replaceAllUsesWith(create<GeluOp>(
+            b, loc, {sum}, {b.getNamedAttr("approximate_tanh", b.getBoolAttr(tanhForm))}));
+        continue;
+      }
+      // Skip variants: s = input + skip (+ bias) stays as Adds (its 4th
+      // result); the norm of s is raised.
+      bool skipRms = isLlmOp(op, "ms.skip_simplified_layer_normalization");
+      bool skipLayer = isLlmOp(op, "ms.skip_layer_normalization");
+      if (!skipRms && !skipLayer)
+        continue;
+      if (!op->getResult(1).use_empty() || !op->getResult(2).use_empty())
+        continue;
+      Value gamma = op->getOperand(2);
+      Value beta = skipLayer ? op->getOperand(3) : Value();
+      Value bias = op->getOperand(skipLayer ? 4 : 3);
+      if (!isVectorConstant(gamma, -1))
+        continue;
+      Value sum = create<OnnxAddOp>(b, loc, {op->getOperand(0), op->getOperand(1)});
+      if (!isNone(bias))
+        sum = create<OnnxAddOp>(b, loc, {sum, bias});
+      double e = floatAttrOr(op, "epsilon", 1e-12);
+      Value y = skipLayer ? create<LayerNormOp>(b, loc, {sum, gamma, beta}, {eps(e)})
+                          : create<RmsNormOp>(b, loc, {sum, gamma}, {eps(e)});
+      op->getResult(0).replaceAllUsesWith(y);
+      op->getResult(3).replaceAllUsesWith(sum);
+    }
+  }
+
+  void raiseActivations(func::FuncOp func) {
+    SmallVector<Operation *> ops;
+    func.walk([&](Operation *op) {
+      if (isPointwise(op))
+        ops.push_back(op);
+    });
+    llvm::SmallPtrSet<Operation *, 16> replaced; // roots and the cones inside them
+    for (Operation *root : llvm::reverse(ops)) {
+      if (replaced.contains(root) || root->use_empty())
+        continue;
+      // The largest cone first, then the root alone (its producer may be an
+      // elementwise op with a non-scalar operand, as a bias Add).
+      Cone cone;
+      Activation a = Activation::None;
+      for (bool grow : {true, false}) {
+        cone = Cone();
+        llvm::SmallPtrSet<Operation *, 16> seen;
+        if (collectCone(root, cone, seen, grow) && cone.x &&
+            sameShapeAndType(root->getResult(0), cone.x) &&
+            (a = identify(cone)) != Activation::None)
+          break;
+      }
+      if (a == Activation::None)
+        continue;
+      OpBuilder b(root);
+      Value y = a == Activation::Silu
+                    ? create<SiluOp>(b, root->getLoc(), {cone.x})
+                    : create<GeluOp>(b, root->getLoc(), {cone.x},
+                                     {b.getNamedAttr("approximate_tanh",
+                                                     b.getBoolAttr(a == Activation::GeluTanh))});
+      root->getResult(0).replaceAllUsesWith(y);
+      replaced.insert(cone.ops.begin(), cone.ops.end());
+    }
+  }
+
+  /// MatMul/Gemm by a constant [K, N] weight -> linear with W^T; then a
+  /// bias Add of a constant [N].
+  void raiseLinears(func::FuncOp func) {
+    SmallVector<Operation *> ops;
+    func.walk([&](Operation *op) {
+      if (isLlmOp(op, "onnx.matmul") || isLlmOp(op, "onnx.gemm"))
+        ops.push_back(op);
+    });
+    for (Operation *op : ops) {
+      Value x = op->getOperand(0), w = op->getOperand(1);
+      auto wc = w.getDefiningOp<ConstantOp>();
+      auto wType = wc ? dyn_cast<RankedTensorType>(wc.getType()) : RankedTensorType();
+      if (!wType || wType.getRank() != 2 || !isa<FloatType>(wType.getElementType()) ||
+          rankOf(x) < 1)
+        continue;
+      bool gemm = isLlmOp(op, "onnx.gemm");
+      Value bias;
+      bool transposed = false; // w already [N, K]
+      if (gemm) {
+        if (floatAttrOr(op, "alpha", 1) != 1 || intAttrOr(op, "transA", 0) != 0)
+          continue;
+        transposed = intAttrOr(op, "transB", 0) != 0;
+        if (op->getNumOperands() > 2 && !isNone(op->getOperand(2))) {
+          int64_t n = transposed ? wType.getDimSize(0) : wType.getDimSize(1);
+          if (floatAttrOr(op, "beta", 1) != 1 || !isVectorConstant(op->getOperand(2), n))
+            continue;
+          bias = op->getOperand(2);
+        }
+      }
+      OpBuilder b(op);
+      Value weight = transposed ? w : transposeWeight(b, wc);
+      if (!weight)
+        continue;
+      Value y = create<LinearOp>(b, op->getLoc(), {x, weight, bias ? bias : none(b, op->getLoc())});
+      op->getResult(0).replaceAllUsesWith(y);
+    }
+    // Bias Adds.
+    SmallVector<Operation *> adds;
+    func.walk([&](Operation *op) {
+      if (isLlmOp(op, "onnx.add"))
+        adds.push_back(op);
+    });
+    for (Operation *add : adds)
+      for (int side = 0; side < 2; ++side) {
+        auto lin = add->getOperand(side).getDefiningOp<LinearOp>();
+        Value bias = add->getOperand(1 - side);
+        if (!lin || !lin->getResult(0).hasOneUse() || !isNone(lin.getBias()) ||
+            !isVectorConstant(bias, lastDim(lin->getResult(0))) ||
+            getElementTypeOrSelf(bias.getType()) != getElementTypeOrSelf(lin.getType()))
+          continue;
+        OpBuilder b(add);
+        Value y = create<LinearOp>(b, lin->getLoc(), {lin.getX(), lin.getWeight(), bias});
+        add->getResult(0).replaceAllUsesWith(y);
+        break;
+      }
+  }
+
+  /// The [N, K] transpose of a constant [K, N] weight, as a resource blob.
+  Value transposeWeight(OpBuilder &b, ConstantOp c) {
+    auto t = constantTensor(c.getValue());
+    if (!t) {
+      llvm::consumeError(t.takeError());
+      return {};
+    }
+    auto type = cast<RankedTensorType>(c.getType());
+    int64_t k = type.getDimSize(0), n = type.getDimSize(1);
+    size_t elem = cpu::storageSize(t->dtype());
+    std::vector<char> bytes(size_t(k * n) * elem);
+    const char *src = static_cast<const char *>(t->raw());
+    for (int64_t i = 0; i < k; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        std::memcpy(bytes.data() + size_t(j * k + i) * elem, src + size_t(i * n + j) * elem, elem);
+    auto newType = RankedTensorType::get({n, k}, type.getElementType());
+    std::string key = "weight_t";
+    if (auto r = dyn_cast<DenseResourceElementsAttr>(c.getValue()))
+      key = r.getRawHandle().getKey().str() + "_t";
+    auto attr = DenseResourceElementsAttr::get(
+        newType, key, HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, alignof(uint64_t)));
+    return b.create<ConstantOp>(c.getLoc(), attr).getResult();
+  }
+
+  void raiseEmbeddings(func::FuncOp func) {
+    SmallVector<Operation *> ops;
+    func.walk([&](Operation *op) {
+      if (isLlmOp(op, "onnx.gather"))
+        ops.push_back(op);
+    });
+    for (Operation *op : ops) {
+      auto table = op->getOperand(0).getDefiningOp<ConstantOp>();
+      auto type = table ? dyn_cast<RankedTensorType>(table.getType()) : RankedTensorType();
+      Type ids = getElementTypeOrSelf(op->getOperand(1).getType());
+      if (!type || type.getRank() != 2 || !isa<FloatType>(type.getElementType()) ||
+          intAttrOr(op, "axis", 0) != 0 || !(ids.isInteger(32) || ids.isInteger(64)) ||
+          rankOf(op->getOperand(1)) < 1)
+        continue;
+      OpBuilder b(op);
+      op->getResult(0).replaceAllUsesWith(
+          create<EmbeddingOp>(b, op->getLoc(), {op->getOperand(0), op->getOperand(1)}));
+    }
+  }
+
+  void raiseSwiglu(func::FuncOp func) {
+    SmallVector<Operation *> ops;
+    func.walk([&](Operation *op) {
+      if (isLlmOp(op, "onnx.mul"))
+        ops.push_back(op);
+    });
+    for (Operation *op : ops)
+      for (int side = 0; side < 2; ++side) {
+        auto silu = op->getOperand(side).getDefiningOp<SiluOp>();
+        Value up = op->getOperand(1 - side);
+        if (!silu || !silu->getResult(0).hasOneUse() ||
+            !sameShapeAndType(silu.getX(), up) || !sameShapeAndType(op->getResult(0), up))
+          continue;
+        OpBuilder b(op);
+        op->getResult(0).replaceAllUsesWith(
+            create<SwigluOp>(b, op->getLoc(), {silu.getX(), up}));
+        break;
+      }
+  }
+
+  void eraseDead(func::FuncOp func) {
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      SmallVector<Operation *> ops;
+      func.walk([&](Operation *op) { ops.push_back(op); });
+      for (Operation *op : llvm::reverse(ops))
+        if (isa<LLMDialect>(op->getDialect()) && op->use_empty() && op->getNumResults() > 0) {
+          op->erase();
+          changed = true;
+        }
+    }
+  }
+};
+
+} // namespace

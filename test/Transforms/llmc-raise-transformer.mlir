@@ -1,0 +1,212 @@
+// RUN: llmc-opt --split-input-file --llmc-raise-transformer %s | FileCheck %s
+
+// optimum's RMS norm: Pow, ReduceMean over axes [-1], Add eps, Sqrt, 1/x,
+// Mul x, Mul weight (epsilon 1e-6 is the op's default, so not printed).
+// CHECK-LABEL: func.func @rms_norm_optimum
+// CHECK-NEXT: %[[W:.+]] = llm.constant dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00]>
+// CHECK-NEXT: %[[Y:.+]] = llm.rms_norm %arg0, %[[W]] : (tensor<2x3x4xf32>, tensor<4xf32>) -> tensor<2x3x4xf32>
+// CHECK-NEXT: return %[[Y]]
+func.func @rms_norm_optimum(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
+  %w = llm.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
+  %two = llm.constant dense<2.0> : tensor<f32>
+  %one = llm.constant dense<1.0> : tensor<f32>
+  %axes = llm.constant dense<-1> : tensor<1xi64>
+  %eps = llm.constant dense<1.0e-6> : tensor<f32>
+  %0 = llm.onnx.pow %x, %two : (tensor<2x3x4xf32>, tensor<f32>) -> tensor<2x3x4xf32>
+  %1 = llm.onnx.reduce_mean %0, %axes : (tensor<2x3x4xf32>, tensor<1xi64>) -> tensor<2x3x1xf32>
+  %2 = llm.onnx.add %1, %eps : (tensor<2x3x1xf32>, tensor<f32>) -> tensor<2x3x1xf32>
+  %3 = llm.onnx.sqrt %2 : (tensor<2x3x1xf32>) -> tensor<2x3x1xf32>
+  %4 = llm.onnx.div %one, %3 : (tensor<f32>, tensor<2x3x1xf32>) -> tensor<2x3x1xf32>
+  %5 = llm.onnx.mul %x, %4 : (tensor<2x3x4xf32>, tensor<2x3x1xf32>) -> tensor<2x3x4xf32>
+  %6 = llm.onnx.mul %w, %5 : (tensor<4xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  return %6 : tensor<2x3x4xf32>
+}
+
+// -----
+
+// Mul squares, Reciprocal, the weight on the right.
+// CHECK-LABEL: func.func @rms_norm_reciprocal
+// CHECK: llm.rms_norm %arg0, %{{.+}} {epsilon = 9.99999974E-6 : f32}
+// CHECK-NOT: llm.onnx
+func.func @rms_norm_reciprocal(%x: tensor<5x8xf32>) -> tensor<5x8xf32> {
+  %w = llm.constant dense<0.5> : tensor<8xf32>
+  %axes = llm.constant dense<1> : tensor<1xi64>
+  %eps = llm.constant dense<1.0e-5> : tensor<f32>
+  %0 = llm.onnx.mul %x, %x : (tensor<5x8xf32>, tensor<5x8xf32>) -> tensor<5x8xf32>
+  %1 = llm.onnx.reduce_mean %0, %axes : (tensor<5x8xf32>, tensor<1xi64>) -> tensor<5x1xf32>
+  %2 = llm.onnx.add %eps, %1 : (tensor<f32>, tensor<5x1xf32>) -> tensor<5x1xf32>
+  %3 = llm.onnx.sqrt %2 : (tensor<5x1xf32>) -> tensor<5x1xf32>
+  %4 = llm.onnx.reciprocal %3 : (tensor<5x1xf32>) -> tensor<5x1xf32>
+  %5 = llm.onnx.mul %4, %x : (tensor<5x1xf32>, tensor<5x8xf32>) -> tensor<5x8xf32>
+  %6 = llm.onnx.mul %5, %w : (tensor<5x8xf32>, tensor<8xf32>) -> tensor<5x8xf32>
+  return %6 : tensor<5x8xf32>
+}
+
+// -----
+
+// Negative: the mean is over axis 0, not the hidden dimension; and a weight
+// that is not a constant. Neither is an RMS norm.
+// CHECK-LABEL: func.func @not_rms_norm
+// CHECK-NOT: llm.rms_norm
+// CHECK: llm.onnx.reduce_mean
+// CHECK: llm.onnx.reduce_mean
+func.func @not_rms_norm(%x: tensor<5x8xf32>, %wv: tensor<8xf32>) -> (tensor<5x8xf32>, tensor<5x8xf32>) {
+  %w = llm.constant dense<0.5> : tensor<8xf32>
+  %axis0 = llm.constant dense<0> : tensor<1xi64>
+  %axes = llm.constant dense<-1> : tensor<1xi64>
+  %eps = llm.constant dense<1.0e-5> : tensor<f32>
+  %0 = llm.onnx.mul %x, %x : (tensor<5x8xf32>, tensor<5x8xf32>) -> tensor<5x8xf32>
+  %1 = llm.onnx.reduce_mean %0, %axis0 : (tensor<5x8xf32>, tensor<1xi64>) -> tensor<1x8xf32>
+  %2 = llm.onnx.add %1, %eps : (tensor<1x8xf32>, tensor<f32>) -> tensor<1x8xf32>
+  %3 = llm.onnx.sqrt %2 : (tensor<1x8xf32>) -> tensor<1x8xf32>
+  %4 = llm.onnx.div %x, %3 : (tensor<5x8xf32>, tensor<1x8xf32>) -> tensor<5x8xf32>
+  %5 = llm.onnx.mul %4, %w : (tensor<5x8xf32>, tensor<8xf32>) -> tensor<5x8xf32>
+  %6 = llm.onnx.reduce_mean %0, %axes : (tensor<5x8xf32>, tensor<1xi64>) -> tensor<5x1xf32>
+  %7 = llm.onnx.add %6, %eps : (tensor<5x1xf32>, tensor<f32>) -> tensor<5x1xf32>
+  %8 = llm.onnx.sqrt %7 : (tensor<5x1xf32>) -> tensor<5x1xf32>
+  %9 = llm.onnx.div %x, %8 : (tensor<5x8xf32>, tensor<5x1xf32>) -> tensor<5x8xf32>
+  %10 = llm.onnx.mul %9, %wv : (tensor<5x8xf32>, tensor<8xf32>) -> tensor<5x8xf32>
+  return %5, %10 : tensor<5x8xf32>, tensor<5x8xf32>
+}
+
+// -----
+
+// A Llama MLP: the projections become linear layers with [N, K] weights,
+// x * sigmoid(x) is SiLU and silu(gate) * up is SwiGLU.
+// CHECK-LABEL: func.func @swiglu_mlp
+// CHECK-DAG: %[[WG:.+]] = llm.constant dense_resource<{{.+}}> : tensor<3x2xf32>
+// CHECK-DAG: %[[WU:.+]] = llm.constant dense_resource<{{.+}}> : tensor<3x2xf32>
+// CHECK-DAG: %[[G:.+]] = llm.linear %arg0, %[[WG]], %{{.+}} : (tensor<4x2xf32>, tensor<3x2xf32>, none) -> tensor<4x3xf32>
+// CHECK-DAG: %[[U:.+]] = llm.linear %arg0, %[[WU]], %{{.+}} : (tensor<4x2xf32>, tensor<3x2xf32>, none) -> tensor<4x3xf32>
+// CHECK: %[[H:.+]] = llm.swiglu %[[G]], %[[U]]
+// CHECK: return %[[H]]
+func.func @swiglu_mlp(%x: tensor<4x2xf32>) -> tensor<4x3xf32> {
+  %wg = llm.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>
+  %wu = llm.constant dense<[[0.5, 0.25, 0.125], [1.0, 1.5, 2.0]]> : tensor<2x3xf32>
+  %g = llm.onnx.matmul %x, %wg : (tensor<4x2xf32>, tensor<2x3xf32>) -> tensor<4x3xf32>
+  %s = llm.onnx.sigmoid %g : (tensor<4x3xf32>) -> tensor<4x3xf32>
+  %a = llm.onnx.mul %g, %s : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+  %u = llm.onnx.matmul %x, %wu : (tensor<4x2xf32>, tensor<2x3xf32>) -> tensor<4x3xf32>
+  %h = llm.onnx.mul %a, %u : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+  return %h : tensor<4x3xf32>
+}
+
+// -----
+
+// The weight is stored transposed: [[1, 2, 3], [4, 5, 6]] as [3, 2]
+// (little-endian f32 1, 4, 2, 5, 3, 6 after the 4-byte alignment header).
+// CHECK-LABEL: func.func @linear_bias
+// CHECK-DAG: %[[B:.+]] = llm.constant dense<[1.000000e-01, 2.000000e-01, 3.000000e-01]>
+// CHECK-DAG: %[[W:.+]] = llm.constant dense_resource<weight_t> : tensor<3x2xf32>
+// CHECK: llm.linear %arg0, %[[W]], %[[B]] : (tensor<?x2xf32>, tensor<3x2xf32>, tensor<3xf32>) -> tensor<?x3xf32>
+// CHECK-NOT: llm.onnx
+// CHECK: weight_t: "0x080000000000803F0000804000000040
+func.func @linear_bias(%x: tensor<?x2xf32>) -> tensor<?x3xf32> {
+  %w = llm.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>
+  %b = llm.constant dense<[0.1, 0.2, 0.3]> : tensor<3xf32>
+  %0 = llm.onnx.matmul %x, %w : (tensor<?x2xf32>, tensor<2x3xf32>) -> tensor<?x3xf32>
+  %1 = llm.onnx.add %b, %0 : (tensor<3xf32>, tensor<?x3xf32>) -> tensor<?x3xf32>
+  return %1 : tensor<?x3xf32>
+}
+
+// -----
+
+// Gemm with transB keeps its [N, K] weight and takes its bias.
+// CHECK-LABEL: func.func @gemm
+// CHECK: llm.linear %arg0, %{{.+}}, %{{.+}} : (tensor<4x2xf32>, tensor<3x2xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+// Negative: scaled by alpha, and a product of two activations.
+// CHECK: llm.onnx.gemm
+// CHECK: llm.onnx.matmul %arg0, %arg1
+func.func @gemm(%x: tensor<4x2xf32>, %y: tensor<2x3xf32>) -> (tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>) {
+  %w = llm.constant dense<[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]> : tensor<3x2xf32>
+  %b = llm.constant dense<[0.1, 0.2, 0.3]> : tensor<3xf32>
+  %0 = llm.onnx.gemm %x, %w, %b {transB = 1 : i64} : (tensor<4x2xf32>, tensor<3x2xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+  %1 = llm.onnx.gemm %x, %w, %b {transB = 1 : i64, alpha = 2.0 : f32} : (tensor<4x2xf32>, tensor<3x2xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+  %2 = llm.onnx.matmul %x, %y : (tensor<4x2xf32>, tensor<2x3xf32>) -> tensor<4x3xf32>
+  return %0, %1, %2 : tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>
+}
+
+// -----
+
+// GELU as torch writes it (erf) and as GPT-2 writes it (tanh), recognised by
+// evaluation whatever the operand order.
+// CHECK-LABEL: func.func @gelus
+// CHECK-DAG: %[[E:.+]] = llm.gelu %arg0 : (tensor<2x8xf32>) -> tensor<2x8xf32>
+// CHECK-DAG: %[[T:.+]] = llm.gelu %arg1 {approximate_tanh = true} : (tensor<2x8xf32>) -> tensor<2x8xf32>
+// CHECK: return %[[E]], %[[T]]
+func.func @gelus(%x: tensor<2x8xf32>, %z: tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>) {
+  %half = llm.constant dense<0.5> : tensor<f32>
+  %one = llm.constant dense<1.0> : tensor<f32>
+  %rsqrt2 = llm.constant dense<1.41421354> : tensor<f32>
+  %0 = llm.onnx.div %x, %rsqrt2 : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %1 = llm.onnx.erf %0 : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  %2 = llm.onnx.add %1, %one : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %3 = llm.onnx.mul %x, %2 : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %4 = llm.onnx.mul %3, %half : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %three = llm.constant dense<3.0> : tensor<f32>
+  %c = llm.constant dense<0.044715> : tensor<f32>
+  %k = llm.constant dense<0.797884583> : tensor<f32>
+  %5 = llm.onnx.pow %z, %three : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %6 = llm.onnx.mul %c, %5 : (tensor<f32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %7 = llm.onnx.add %z, %6 : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %8 = llm.onnx.mul %k, %7 : (tensor<f32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %9 = llm.onnx.tanh %8 : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  %10 = llm.onnx.add %one, %9 : (tensor<f32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %11 = llm.onnx.mul %half, %z : (tensor<f32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %12 = llm.onnx.mul %11, %10 : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %4, %12 : tensor<2x8xf32>, tensor<2x8xf32>
+}
+
+// -----
+
+// Negative: x * sigmoid(1.702 x) (quick GELU) and x * tanh(x) are not
+// activations llm has; they stay as they are.
+// CHECK-LABEL: func.func @not_activations
+// CHECK-NOT: llm.gelu
+// CHECK-NOT: llm.silu
+// CHECK: llm.onnx.sigmoid
+// CHECK: llm.onnx.tanh
+func.func @not_activations(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %k = llm.constant dense<1.702> : tensor<f32>
+  %0 = llm.onnx.mul %x, %k : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  %1 = llm.onnx.sigmoid %0 : (tensor<8xf32>) -> tensor<8xf32>
+  %2 = llm.onnx.mul %x, %1 : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %3 = llm.onnx.tanh %x : (tensor<8xf32>) -> tensor<8xf32>
+  %4 = llm.onnx.mul %x, %3 : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  return %2, %4 : tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// Token embedding; a Gather on axis 1 is not one.
+// CHECK-LABEL: func.func @embedding
+// CHECK: llm.embedding %{{.+}}, %arg0 : (tensor<4x2xf32>, tensor<?x?xi64>) -> tensor<?x?x2xf32>
+// CHECK: llm.onnx.gather
+func.func @embedding(%ids: tensor<?x?xi64>, %j: tensor<3xi64>) -> (tensor<?x?x2xf32>, tensor<4x3xf32>) {
+  %t = llm.constant dense<[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0]]> : tensor<4x2xf32>
+  %0 = llm.onnx.gather %t, %ids : (tensor<4x2xf32>, tensor<?x?xi64>) -> tensor<?x?x2xf32>
+  %u = llm.constant dense<1.0> : tensor<4x2xf32>
+  %1 = llm.onnx.gather %u, %j {axis = 1 : i64} : (tensor<4x2xf32>, tensor<3xi64>) -> tensor<4x3xf32>
+  return %0, %1 : tensor<?x?x2xf32>, tensor<4x3xf32>
+}
+
+// -----
+
+// The fused operators: LayerNormalization, SkipSimplifiedLayerNormalization
+// (whose sum stays an Add for the residual stream), FastGelu with a bias.
+// CHECK-LABEL: func.func @fused
+// CHECK: %[[LN:.+]] = llm.layer_norm %arg0, %{{.+}}, %{{.+}} :
+// CHECK: %[[SUM:.+]] = llm.onnx.add %[[LN]], %arg1
+// CHECK: %[[RMS:.+]] = llm.rms_norm %[[SUM]], %{{.+}} :
+// CHECK: %[[PRE:.+]] = llm.onnx.add %[[RMS]], %{{.+}}
+// CHECK: %[[G:.+]] = llm.gelu %[[PRE]] {approximate_tanh = true}
+// CHECK: return %[[G]], %[[SUM]]
+func.func @fused(%x: tensor<2x4xf32>, %r: tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>) {
+  %g = llm.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
+  %b = llm.constant dense<[0.5, 0.5, 0.5, 0.5]> : tensor<4xf32>
+  %none = llm.none
+  %0:3 = llm.onnx.layer_normalization %x, %g, %b : (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4xf32>, tensor<2x1xf32>, tensor<2x1xf32>)
+  %1:4 = llm.ms.skip_simplified_layer_normalization %0#0, %r, %g, %none {epsilon = 1.0e-6 : f32} : (tensor<2x4xf32>, tensor<2x4xf32>, tensor<4xf32>, none) -> (tensor<2x4xf32>, tensor<2x1xf32>, tensor<2x1xf32>, tensor<2x4xf32>)
+  %2 = llm.ms.fast_gelu %1#0, %b : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+  return %2, %1#3 : tensor<2x4xf32>, tensor<2x4xf32>
+}
