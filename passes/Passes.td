@@ -111,6 +111,14 @@ def RaiseTransformerPass : Pass<"llmc-raise-transformer", "::mlir::func::FuncOp"
     * `llm.embedding`: Gather on axis 0 from a constant [vocab, hidden] table
       (an id outside the table is an error, where Gather wrapped negative ids).
     * `llm.swiglu`: silu(gate) * up.
+    * `llm.rope`: x * cos + rotate_half(x) * sin (rotate_half =
+      concat(-x[.., D/2:], x[.., :D/2])) where cos and sin are computed from
+      one integer function argument (the position ids) and constants: their
+      slice is run with the CPU kernels for positions 0 .. max-positions - 1
+      into [max_pos, D/2] tables, and accepted only if a second run on
+      scattered positions in two sequences reproduces the table rows and
+      both halves of each row are equal. x in [B, H, S, D] is transposed to
+      the op's [B, S, H, D] and back (transpose pairs then cancel).
 
     Before:
 
@@ -138,6 +146,10 @@ def RaiseTransformerPass : Pass<"llmc-raise-transformer", "::mlir::func::FuncOp"
     %h = llm.swiglu %g, %u : (tensor<?x?x64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
     ```
   }];
+  let options = [
+    Option<"maxPositions", "max-positions", "int64_t", "4096",
+           "Rows of the rope tables: positions must stay below this">
+  ];
   let dependentDialects = ["::mlir::llmc::LLMDialect"];
 }
 

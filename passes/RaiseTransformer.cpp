@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/KernelBridge.h"
 #include "passes/Passes.h"
+#include "runtime/src/cpu/Numeric.h"
 
 #include "dialects/LLM/IR/LLMOps.h"
 #include "dialects/LLM/IR/ShapeInference.h"
@@ -25,9 +26,11 @@
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
 #include <cmath>
+#include <map>
 
 namespace mlir::llmc {
 #define GEN_PASS_DEF_RAISETRANSFORMERPASS
@@ -327,12 +330,299 @@ Activation identify(const Cone &cone) {
   return Activation::None;
 }
 
+
+//===----------------------------------------------------------------------===//
+// Rope
+//===----------------------------------------------------------------------===//
+
+std::optional<SmallVector<int64_t>> constInts(Value v) {
+  auto c = v ? v.getDefiningOp<ConstantOp>() : ConstantOp();
+  if (!c)
+    return std::nullopt;
+  return readIntElements(c.getValue());
+}
+
+/// x[..., start:end] (unit steps, one axis: the last, of static size).
+struct LastAxisSlice {
+  Value x;
+  int64_t start, end;
+};
+
+std::optional<LastAxisSlice> lastAxisSlice(Value v) {
+  Operation *s = defOf(v, "onnx.slice");
+  if (!s)
+    return std::nullopt;
+  Value x = s->getOperand(0);
+  int64_t rank = rankOf(x), d = lastDim(x);
+  auto starts = constInts(s->getOperand(1)), ends = constInts(s->getOperand(2));
+  if (rank < 1 || d < 0 || !starts || !ends || starts->size() != 1 || ends->size() != 1)
+    return std::nullopt;
+  if (s->getNumOperands() > 3 && !isNone(s->getOperand(3))) {
+    auto axes = constInts(s->getOperand(3));
+    if (!axes || axes->size() != 1 || ((*axes)[0] != -1 && (*axes)[0] != rank - 1))
+      return std::nullopt;
+  } else if (rank != 1) {
+    return std::nullopt;
+  }
+  if (s->getNumOperands() > 4 && !isNone(s->getOperand(4))) {
+    auto steps = constInts(s->getOperand(4));
+    if (!steps || steps->size() != 1 || (*steps)[0] != 1)
+      return std::nullopt;
+  }
+  auto clamp = [d](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + d : i, 0, d); };
+  return LastAxisSlice{x, clamp((*starts)[0]), clamp((*ends)[0])};
+}
+
+/// concat(-x[..., D/2:], x[..., :D/2]) on the last axis: the half rotation
+/// of x (GPT-NeoX / Llama); returns x.
+Value rotateHalfOf(Value v) {
+  Operation *cat = defOf(v, "onnx.concat");
+  if (!cat || cat->getNumOperands() != 2)
+    return {};
+  int64_t axis = intAttrOr(cat, "axis", 0), rank = rankOf(v);
+  if (axis != -1 && axis != rank - 1)
+    return {};
+  Operation *neg = defOf(cat->getOperand(0), "onnx.neg");
+  auto hi = neg ? lastAxisSlice(neg->getOperand(0)) : std::nullopt;
+  auto lo = lastAxisSlice(cat->getOperand(1));
+  if (!hi || !lo || hi->x != lo->x)
+    return {};
+  int64_t d = lastDim(hi->x);
+  if (d % 2 || lo->start != 0 || lo->end != d / 2 || hi->start != d / 2 || hi->end != d)
+    return {};
+  return hi->x;
+}
+
+/// A value computed from one integer input (the positions) and constants,
+/// tabulated per position: value[b, .., s, :] == rows[positions[b, s]].
+struct PositionTable {
+  Value positions;
+  int64_t seqAxis;
+  cpu::Tensor rows; // [maxPos, D], the value's element type
+};
+
+/// Runs `ops` (in order) with `positions` bound to `p`; the value of `v`.
+std::optional<cpu::Tensor> evaluateSlice(ArrayRef<Operation *> ops, Value positions,
+                                         const cpu::Tensor &p, Value v) {
+  llvm::DenseMap<Value, cpu::Tensor> values;
+  std::vector<cpu::Tensor> constants;
+  for (Operation *op : ops) {
+    std::vector<const cpu::Tensor *> args;
+    for (Value a : op->getOperands()) {
+      if (isNone(a)) {
+        args.push_back(nullptr);
+      } else if (a == positions) {
+        args.push_back(&p);
+      } else if (auto c = a.getDefiningOp<ConstantOp>()) {
+        auto t = constantTensor(c.getValue());
+        if (!t) {
+          llvm::consumeError(t.takeError());
+          return std::nullopt;
+        }
+        constants.push_back(std::move(*t));
+        args.push_back(nullptr); // patched below: the vector may move
+      } else {
+        args.push_back(&values[a]);
+      }
+    }
+    // Constants were appended in operand order; patch their pointers now
+    // that the vector no longer grows for this op.
+    size_t k = constants.size();
+    for (size_t i = op->getNumOperands(); i-- > 0;) {
+      Value a = op->getOperand(i);
+      if (!isNone(a) && a != positions && a.getDefiningOp<ConstantOp>())
+        args[i] = &constants[--k];
+    }
+    auto results = evaluateOp(op, args);
+    if (!results) {
+      llvm::consumeError(results.takeError());
+      return std::nullopt;
+    }
+    for (auto [r, t] : llvm::zip(op->getResults(), *results))
+      values[r] = std::move(t);
+  }
+  auto it = values.find(v);
+  if (it == values.end())
+    return std::nullopt;
+  return std::move(it->second);
+}
+
+/// Elementwise floats of a tensor as doubles (f32/f16/bf16/f64).
+std::optional<std::vector<double>> floatsOf(const cpu::Tensor &t) {
+  auto d = cpu::DType(t.dtype());
+  std::vector<double> out(size_t(t.numel()));
+  for (size_t i = 0; i < out.size(); ++i) {
+    switch (d) {
+    case cpu::DType::Float: out[i] = t.data<float>()[i]; break;
+    case cpu::DType::Double: out[i] = t.data<double>()[i]; break;
+    case cpu::DType::Float16: out[i] = cpu::halfToFloat(t.data<cpu::Half>()[i].bits); break;
+    case cpu::DType::BFloat16: out[i] = cpu::bf16ToFloat(t.data<cpu::BFloat16>()[i].bits); break;
+    default: return std::nullopt;
+    }
+  }
+  return out;
+}
+
+constexpr size_t kMaxSliceOps = 96;
+
+/// The operations between `v` and its leaves, which must be constants and
+/// `positions`; fails on a function argument or an operation without a
+/// kernel on the way.
+bool backwardSlice(Value v, Value positions, llvm::SetVector<Operation *> &slice) {
+  SmallVector<Value> work{v};
+  while (!work.empty()) {
+    Value w = work.pop_back_val();
+    if (isNone(w) || w.getDefiningOp<ConstantOp>() || w == positions)
+      continue;
+    Operation *op = w.getDefiningOp();
+    if (!op)
+      return false;
+    if (!isa<LLMDialect>(op->getDialect()) || !kernelFor(op))
+      return false;
+    if (slice.insert(op) && slice.size() > kMaxSliceOps)
+      return false;
+    for (Value a : op->getOperands())
+      work.push_back(a);
+  }
+  return true;
+}
+
+std::optional<PositionTable> tabulateWith(Value v, Value positions, int64_t maxPos);
+
+/// Tabulates `v` over the nearest integer value of rank 1 or 2 that it is
+/// computed from alone (with constants): the position ids, or the range an
+/// export builds from the cache length.
+std::optional<PositionTable> tabulate(Value v, int64_t maxPos) {
+  SmallVector<Value> candidates;
+  llvm::DenseSet<Value> seen;
+  SmallVector<Value> queue{v};
+  for (size_t i = 0; i < queue.size() && queue.size() < 4 * kMaxSliceOps; ++i) {
+    Value w = queue[i];
+    Type e = getElementTypeOrSelf(w.getType());
+    int64_t r = rankOf(w);
+    if (w != v && (e.isInteger(64) || e.isInteger(32)) && (r == 1 || r == 2) &&
+        !w.getDefiningOp<ConstantOp>())
+      candidates.push_back(w);
+    if (Operation *op = w.getDefiningOp())
+      for (Value a : op->getOperands())
+        if (!isNone(a) && seen.insert(a).second)
+          queue.push_back(a);
+  }
+  for (Value p : candidates)
+    if (std::optional<PositionTable> t = tabulateWith(v, p, maxPos))
+      return t;
+  return std::nullopt;
+}
+
+std::optional<PositionTable> tabulateWith(Value v, Value positions, int64_t maxPos) {
+  llvm::SetVector<Operation *> slice;
+  if (!backwardSlice(v, positions, slice))
+    return std::nullopt;
+  Type pe = getElementTypeOrSelf(positions.getType());
+  int64_t pRank = rankOf(positions);
+  if (!(pe.isInteger(64) || pe.isInteger(32)) || (pRank != 1 && pRank != 2))
+    return std::nullopt;
+  SmallVector<Operation *> ops(slice.begin(), slice.end());
+  llvm::sort(ops, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  bool i32 = pe.isInteger(32);
+  auto positionTensor = [&](int64_t b, int64_t s, const std::vector<int64_t> &vals,
+                            std::vector<int64_t> &store64, std::vector<int32_t> &store32) {
+    store64 = vals;
+    store32.assign(vals.begin(), vals.end());
+    cpu::Shape shape = pRank == 1 ? cpu::Shape{b * s} : cpu::Shape{b, s};
+    return i32 ? cpu::Tensor::wrap(cpu::DType::Int32, shape, store32.data())
+               : cpu::Tensor::wrap(cpu::DType::Int64, shape, store64.data());
+  };
+  // Every position once: [1, maxPos].
+  std::vector<int64_t> iota(static_cast<size_t>(maxPos));
+  std::vector<int64_t> p64;
+  std::vector<int32_t> p32;
+  for (int64_t i = 0; i < maxPos; ++i)
+    iota[size_t(i)] = i;
+  auto all = evaluateSlice(ops, positions, positionTensor(1, maxPos, iota, p64, p32), v);
+  if (!all) {
+    // The export's own limit (a Gather from a [max_pos, D] cache): the most
+    // positions it accepts.
+    int64_t lo = 0, hi = maxPos;
+    while (hi - lo > 1) {
+      int64_t mid = lo + (hi - lo) / 2;
+      std::vector<int64_t> prefix(iota.begin(), iota.begin() + mid);
+      if (evaluateSlice(ops, positions, positionTensor(1, mid, prefix, p64, p32), v))
+        lo = mid;
+      else
+        hi = mid;
+    }
+    if (lo < 16)
+      return std::nullopt;
+    maxPos = lo;
+    iota.resize(size_t(maxPos));
+    all = evaluateSlice(ops, positions, positionTensor(1, maxPos, iota, p64, p32), v);
+  }
+  if (!all || all->rank() < 2)
+    return std::nullopt;
+  int64_t rank = all->rank(), d = all->dim(rank - 1), seqAxis = -1;
+  for (int64_t a = 0; a + 1 < rank; ++a) {
+    if (all->dim(a) == maxPos && seqAxis < 0)
+      seqAxis = a;
+    else if (all->dim(a) != 1)
+      return std::nullopt;
+  }
+  if (seqAxis < 0)
+    return std::nullopt;
+  auto table = floatsOf(*all);
+  // Scattered positions in two sequences: each row must be its position's.
+  std::vector<int64_t> probe;
+  for (int64_t i = 0; i < 10; ++i)
+    probe.push_back((i * 7 + 3) % maxPos);
+  int64_t batches = pRank == 1 ? 1 : 2; // [S] positions are shared by the batch
+  probe.resize(size_t(batches * 5));
+  auto two = evaluateSlice(ops, positions, positionTensor(batches, 5, probe, p64, p32), v);
+  if (!table || !two || two->rank() != rank || two->dim(rank - 1) != d ||
+      two->dim(seqAxis) != 5)
+    return std::nullopt;
+  int64_t batchAxis = -1;
+  for (int64_t a = 0; a + 1 < rank; ++a)
+    if (a != seqAxis && two->dim(a) != 1) {
+      if (two->dim(a) != batches || batchAxis >= 0)
+        return std::nullopt;
+      batchAxis = a;
+    }
+  auto got = floatsOf(*two);
+  if (!got)
+    return std::nullopt;
+  cpu::Shape strides(size_t(rank), 0);
+  for (int64_t a = rank - 1, st = 1; a >= 0; --a) {
+    strides[size_t(a)] = st;
+    st *= two->dim(a);
+  }
+  for (int64_t b = 0; b < batches; ++b)
+    for (int64_t s = 0; s < 5; ++s)
+      for (int64_t j = 0; j < d; ++j) {
+        int64_t at = s * strides[size_t(seqAxis)] + j +
+                     (batchAxis >= 0 ? b * strides[size_t(batchAxis)] : 0);
+        double want = (*table)[size_t(probe[size_t(b * 5 + s)] * d + j)];
+        if (std::abs((*got)[size_t(at)] - want) > 1e-6 * std::max(1.0, std::abs(want)))
+          return std::nullopt;
+      }
+  PositionTable t{positions, seqAxis, cpu::Tensor()};
+  t.rows = std::move(*all);
+  t.rows = t.rows.view({maxPos, d});
+  return t;
+}
+
 //===----------------------------------------------------------------------===//
 // The pass
 //===----------------------------------------------------------------------===//
 
+struct RopeTables {
+  Value cos, sin, positions;
+  int64_t seqAxis;
+};
+
 struct RaiseTransformerPass
     : mlir::llmc::impl::RaiseTransformerPassBase<RaiseTransformerPass> {
+  using RaiseTransformerPassBase::RaiseTransformerPassBase;
+
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     noneValue = {};
@@ -341,6 +631,8 @@ struct RaiseTransformerPass
     raiseLinears(func);
     raiseEmbeddings(func);
     raiseSwiglu(func);
+    raiseRope(func);
+    foldTransposePairs(func);
     eraseDead(func);
     if (failed(refineResultTypes(func)))
       signalPassFailure();
@@ -584,6 +876,127 @@ struct RaiseTransformerPass
             create<SwigluOp>(b, op->getLoc(), {silu.getX(), up}));
         break;
       }
+  }
+
+
+  /// x * cos + rotate_half(x) * sin, with cos and sin computed from the
+  /// position ids: tabulated per position into [max_pos, D/2] tables.
+  void raiseRope(func::FuncOp func) {
+    SmallVector<Operation *> adds;
+    func.walk([&](Operation *op) {
+      if (isLlmOp(op, "onnx.add"))
+        adds.push_back(op);
+    });
+    std::map<std::pair<void *, void *>, std::optional<RopeTables>> cache;
+    for (Operation *add : adds) {
+      for (int side = 0; side < 2; ++side) {
+        Operation *m1 = defOf(add->getOperand(side), "onnx.mul");
+        Operation *m2 = defOf(add->getOperand(1 - side), "onnx.mul");
+        if (!m1 || !m2)
+          continue;
+        // m2 = rotate_half(x) * sin; m1 = x * cos.
+        Value x, sinV, cosV;
+        for (int k = 0; k < 2 && !x; ++k)
+          if (Value r = rotateHalfOf(m2->getOperand(k))) {
+            x = r;
+            sinV = m2->getOperand(1 - k);
+          }
+        if (!x)
+          continue;
+        if (m1->getOperand(0) == x)
+          cosV = m1->getOperand(1);
+        else if (m1->getOperand(1) == x)
+          cosV = m1->getOperand(0);
+        if (!cosV || rankOf(x) != 4 || !sameShapeAndType(add->getResult(0), x))
+          continue;
+        auto key = std::make_pair(cosV.getAsOpaquePointer(), sinV.getAsOpaquePointer());
+        if (!cache.count(key))
+          cache[key] = makeTables(cosV, sinV);
+        const std::optional<RopeTables> &t = cache[key];
+        if (!t || (t->seqAxis != 1 && t->seqAxis != 2))
+          continue;
+        OpBuilder b(add);
+        Location loc = add->getLoc();
+        auto perm = b.getNamedAttr("perm", b.getDenseI64ArrayAttr({0, 2, 1, 3}));
+        Value in = t->seqAxis == 2 ? create<OnnxTransposeOp>(b, loc, {x}, {perm}) : x;
+        Value positions = t->positions;
+        if (rankOf(positions) == 1) // [S], shared by the batch: [1, S]
+          positions = create<OnnxUnsqueezeOp>(
+              b, loc, {positions, b.create<ConstantOp>(loc, DenseElementsAttr::get(
+                                      RankedTensorType::get({1}, b.getI64Type()),
+                                      ArrayRef<int64_t>{0}))});
+        Value y = create<RopeOp>(b, loc, {in, t->cos, t->sin, positions});
+        if (t->seqAxis == 2)
+          y = create<OnnxTransposeOp>(b, loc, {y}, {perm});
+        add->getResult(0).replaceAllUsesWith(y);
+        break;
+      }
+    }
+  }
+
+  /// The [max_pos, D/2] cos and sin tables, when both are functions of the
+  /// same positions, laid out alike, and repeat their first half (half
+  /// rotation).
+  std::optional<RopeTables> makeTables(Value cosV, Value sinV) {
+    std::optional<PositionTable> c = tabulate(cosV, maxPositions),
+                                 sn = tabulate(sinV, maxPositions);
+    if (!c || !sn || c->positions != sn->positions || c->seqAxis != sn->seqAxis ||
+        c->rows.shape() != sn->rows.shape() || c->rows.dtype() != sn->rows.dtype())
+      return std::nullopt;
+    int64_t maxPos = c->rows.dim(0), d = c->rows.dim(1), half = d / 2;
+    size_t elem = cpu::storageSize(c->rows.dtype());
+    if (d % 2)
+      return std::nullopt;
+    OpBuilder b = OpBuilder::atBlockBegin(&getOperation().getBody().front());
+    Type element = getElementTypeOrSelf(cosV.getType());
+    auto type = RankedTensorType::get({maxPos, half}, element);
+    auto halfTable = [&](const cpu::Tensor &rows, StringRef key) -> Value {
+      const char *src = static_cast<const char *>(rows.raw());
+      std::vector<char> bytes(size_t(maxPos * half) * elem);
+      for (int64_t p = 0; p < maxPos; ++p) {
+        const char *row = src + size_t(p * d) * elem;
+        if (std::memcmp(row, row + size_t(half) * elem, size_t(half) * elem) != 0)
+          return {}; // not concat(f, f): not a half rotation of this form
+        std::memcpy(bytes.data() + size_t(p * half) * elem, row, size_t(half) * elem);
+      }
+      auto attr = DenseResourceElementsAttr::get(
+          type, key, HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, alignof(uint64_t)));
+      return b.create<ConstantOp>(cosV.getLoc(), attr).getResult();
+    };
+    Value cosT = halfTable(c->rows, "rope_cos");
+    Value sinT = cosT ? halfTable(sn->rows, "rope_sin") : Value();
+    if (!cosT || !sinT)
+      return std::nullopt;
+    return RopeTables{cosT, sinT, c->positions, c->seqAxis};
+  }
+
+  /// transpose(transpose(y, p1), p2) -> transpose(y, p1[p2]) or y.
+  void foldTransposePairs(func::FuncOp func) {
+    SmallVector<OnnxTransposeOp> ops;
+    func.walk([&](OnnxTransposeOp op) { ops.push_back(op); });
+    for (OnnxTransposeOp outer : ops) {
+      auto inner = outer.getData().getDefiningOp<OnnxTransposeOp>();
+      if (!inner || !outer.getPerm() || !inner.getPerm())
+        continue;
+      ArrayRef<int64_t> p1 = *inner.getPerm(), p2 = *outer.getPerm();
+      if (p1.size() != p2.size())
+        continue;
+      SmallVector<int64_t> q;
+      bool identity = true;
+      for (size_t i = 0; i < p2.size(); ++i) {
+        q.push_back(p1[size_t(p2[i])]);
+        identity &= q.back() == int64_t(i);
+      }
+      Value y = inner.getData();
+      if (!identity) {
+        OpBuilder b(outer);
+        y = create<OnnxTransposeOp>(b, outer.getLoc(), {y},
+                                    {b.getNamedAttr("perm", b.getDenseI64ArrayAttr(q))});
+      }
+      if (!sameShapeAndType(y, outer.getResult()))
+        continue;
+      outer.getResult().replaceAllUsesWith(y);
+    }
   }
 
   void eraseDead(func::FuncOp func) {

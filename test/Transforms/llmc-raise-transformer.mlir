@@ -1,4 +1,4 @@
-// RUN: llmc-opt --split-input-file --llmc-raise-transformer %s | FileCheck %s
+// RUN: llmc-opt --split-input-file --llmc-raise-transformer="max-positions=8" %s | FileCheck %s
 
 // optimum's RMS norm: Pow, ReduceMean over axes [-1], Add eps, Sqrt, 1/x,
 // Mul x, Mul weight (epsilon 1e-6 is the op's default, so not printed).
@@ -209,4 +209,72 @@ func.func @fused(%x: tensor<2x4xf32>, %r: tensor<2x4xf32>) -> (tensor<2x4xf32>, 
   %1:4 = llm.ms.skip_simplified_layer_normalization %0#0, %r, %g, %none {epsilon = 1.0e-6 : f32} : (tensor<2x4xf32>, tensor<2x4xf32>, tensor<4xf32>, none) -> (tensor<2x4xf32>, tensor<2x1xf32>, tensor<2x1xf32>, tensor<2x4xf32>)
   %2 = llm.ms.fast_gelu %1#0, %b : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
   return %2, %1#3 : tensor<2x4xf32>, tensor<2x4xf32>
+}
+
+// -----
+
+// Rope as optimum writes it: cos/sin from position ids through inv_freq,
+// q in [B, H, S, D]. The tables are tabulated for 8 positions
+// (max-positions, RUN line below), the first half of each row kept.
+// CHECK-LABEL: func.func @rope
+// CHECK-DAG: %[[COS:.+]] = llm.constant dense_resource<rope_cos> : tensor<8x2xf32>
+// CHECK-DAG: %[[SIN:.+]] = llm.constant dense_resource<rope_sin> : tensor<8x2xf32>
+// CHECK: %[[T:.+]] = llm.onnx.transpose %arg0 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x3x?x4xf32>) -> tensor<?x?x3x4xf32>
+// CHECK: %[[R:.+]] = llm.rope %[[T]], %[[COS]], %[[SIN]], %arg1 : (tensor<?x?x3x4xf32>, tensor<8x2xf32>, tensor<8x2xf32>, tensor<?x?xi64>) -> tensor<?x?x3x4xf32>
+// CHECK: %[[Y:.+]] = llm.onnx.transpose %[[R]] {perm = array<i64: 0, 2, 1, 3>}
+// CHECK: return %[[Y]]
+// Rows 0 and 1 of cos (after the alignment word): 1, 1, then cos(1),
+// cos(0.01) (inv_freq 1 and 0.01).
+// CHECK: rope_cos: "0x080000000000803F0000803F40510A3FB9FC7F3F
+func.func @rope(%q: tensor<?x3x?x4xf32>, %pos: tensor<?x?xi64>) -> tensor<?x3x?x4xf32> {
+  %inv = llm.constant dense<[[[1.0], [0.01]]]> : tensor<1x2x1xf32>
+  %a1 = llm.constant dense<1> : tensor<1xi64>
+  %p0 = llm.onnx.unsqueeze %pos, %a1 : (tensor<?x?xi64>, tensor<1xi64>) -> tensor<?x1x?xi64>
+  %p1 = llm.onnx.cast %p0 {to = 1 : i64} : (tensor<?x1x?xi64>) -> tensor<?x1x?xf32>
+  %f = llm.onnx.matmul %inv, %p1 : (tensor<1x2x1xf32>, tensor<?x1x?xf32>) -> tensor<?x2x?xf32>
+  %ft = llm.onnx.transpose %f {perm = array<i64: 0, 2, 1>} : (tensor<?x2x?xf32>) -> tensor<?x?x2xf32>
+  %emb = llm.onnx.concat %ft, %ft {axis = -1 : i64} : (tensor<?x?x2xf32>, tensor<?x?x2xf32>) -> tensor<?x?x4xf32>
+  %c = llm.onnx.cos %emb : (tensor<?x?x4xf32>) -> tensor<?x?x4xf32>
+  %s = llm.onnx.sin %emb : (tensor<?x?x4xf32>) -> tensor<?x?x4xf32>
+  %cu = llm.onnx.unsqueeze %c, %a1 : (tensor<?x?x4xf32>, tensor<1xi64>) -> tensor<?x1x?x4xf32>
+  %su = llm.onnx.unsqueeze %s, %a1 : (tensor<?x?x4xf32>, tensor<1xi64>) -> tensor<?x1x?x4xf32>
+  %lo_s = llm.constant dense<0> : tensor<1xi64>
+  %mid = llm.constant dense<2> : tensor<1xi64>
+  %end = llm.constant dense<9223372036854775807> : tensor<1xi64>
+  %ax = llm.constant dense<3> : tensor<1xi64>
+  %x1 = llm.onnx.slice %q, %lo_s, %mid, %ax, %a1 : (tensor<?x3x?x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x3x?x2xf32>
+  %x2 = llm.onnx.slice %q, %mid, %end, %ax, %a1 : (tensor<?x3x?x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x3x?x2xf32>
+  %n2 = llm.onnx.neg %x2 : (tensor<?x3x?x2xf32>) -> tensor<?x3x?x2xf32>
+  %rot = llm.onnx.concat %n2, %x1 {axis = -1 : i64} : (tensor<?x3x?x2xf32>, tensor<?x3x?x2xf32>) -> tensor<?x3x?x4xf32>
+  %m1 = llm.onnx.mul %q, %cu : (tensor<?x3x?x4xf32>, tensor<?x1x?x4xf32>) -> tensor<?x3x?x4xf32>
+  %m2 = llm.onnx.mul %rot, %su : (tensor<?x3x?x4xf32>, tensor<?x1x?x4xf32>) -> tensor<?x3x?x4xf32>
+  %y = llm.onnx.add %m1, %m2 : (tensor<?x3x?x4xf32>, tensor<?x3x?x4xf32>) -> tensor<?x3x?x4xf32>
+  return %y : tensor<?x3x?x4xf32>
+}
+
+// -----
+
+// Negative: the same rotation with cos and sin given as arguments (nothing
+// ties them to positions), and with the halves swapped (not a rotation).
+// CHECK-LABEL: func.func @not_rope
+// CHECK-NOT: llm.rope
+// CHECK: llm.onnx.neg
+func.func @not_rope(%q: tensor<1x3x5x4xf32>, %cu: tensor<1x1x5x4xf32>, %su: tensor<1x1x5x4xf32>) -> (tensor<1x3x5x4xf32>, tensor<1x3x5x4xf32>) {
+  %a1 = llm.constant dense<1> : tensor<1xi64>
+  %lo_s = llm.constant dense<0> : tensor<1xi64>
+  %mid = llm.constant dense<2> : tensor<1xi64>
+  %end = llm.constant dense<4> : tensor<1xi64>
+  %ax = llm.constant dense<-1> : tensor<1xi64>
+  %x1 = llm.onnx.slice %q, %lo_s, %mid, %ax, %a1 : (tensor<1x3x5x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x3x5x2xf32>
+  %x2 = llm.onnx.slice %q, %mid, %end, %ax, %a1 : (tensor<1x3x5x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x3x5x2xf32>
+  %n2 = llm.onnx.neg %x2 : (tensor<1x3x5x2xf32>) -> tensor<1x3x5x2xf32>
+  %rot = llm.onnx.concat %n2, %x1 {axis = -1 : i64} : (tensor<1x3x5x2xf32>, tensor<1x3x5x2xf32>) -> tensor<1x3x5x4xf32>
+  %m1 = llm.onnx.mul %q, %cu : (tensor<1x3x5x4xf32>, tensor<1x1x5x4xf32>) -> tensor<1x3x5x4xf32>
+  %m2 = llm.onnx.mul %rot, %su : (tensor<1x3x5x4xf32>, tensor<1x1x5x4xf32>) -> tensor<1x3x5x4xf32>
+  %y = llm.onnx.add %m1, %m2 : (tensor<1x3x5x4xf32>, tensor<1x3x5x4xf32>) -> tensor<1x3x5x4xf32>
+  %n1 = llm.onnx.neg %x1 : (tensor<1x3x5x2xf32>) -> tensor<1x3x5x2xf32>
+  %swapped = llm.onnx.concat %n1, %x2 {axis = -1 : i64} : (tensor<1x3x5x2xf32>, tensor<1x3x5x2xf32>) -> tensor<1x3x5x4xf32>
+  %m3 = llm.onnx.mul %swapped, %su : (tensor<1x3x5x4xf32>, tensor<1x1x5x4xf32>) -> tensor<1x3x5x4xf32>
+  %z = llm.onnx.add %m1, %m3 : (tensor<1x3x5x4xf32>, tensor<1x3x5x4xf32>) -> tensor<1x3x5x4xf32>
+  return %y, %z : tensor<1x3x5x4xf32>, tensor<1x3x5x4xf32>
 }
