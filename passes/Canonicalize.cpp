@@ -222,6 +222,13 @@ struct CanonicalizePass : mlir::llmc::impl::CanonicalizePassBase<CanonicalizePas
     if (!target || shape.getDefiningOp<ConstantOp>())
       return false;
     bool allowZero = intAttrOr(op, "allowzero", 0) != 0;
+    // allowzero only changes what a literal 0 means: without one, the
+    // target can be spelled with 0 for "as in x" like any other Reshape.
+    bool dropAllowZero = allowZero && llvm::none_of(*target, [](const SymExpr &e) {
+                           return e.asConstant() == 0;
+                         });
+    if (dropAllowZero)
+      allowZero = false;
     auto xt = dyn_cast<RankedTensorType>(x.getType());
     SmallVector<int64_t> spelled;
     Shape dims;
@@ -253,6 +260,9 @@ struct CanonicalizePass : mlir::llmc::impl::CanonicalizePassBase<CanonicalizePas
     if (unknowns > 1)
       return false;
     OpBuilder b(op);
+    if (dropAllowZero)
+      op->setAttr("allowzero",
+                  IntegerAttr::get(op->getAttrOfType<IntegerAttr>("allowzero").getType(), 0));
     op->setOperand(1, makeI64Constant(b, op->getLoc(), spelled));
     Type element = getElementTypeOrSelf(op->getResult(0).getType());
     op->getResult(0).setType(makeTensorType(dims, element));

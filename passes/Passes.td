@@ -119,6 +119,12 @@ def RaiseTransformerPass : Pass<"llmc-raise-transformer", "::mlir::func::FuncOp"
       scattered positions in two sequences reproduces the table rows and
       both halves of each row are equal. x in [B, H, S, D] is transposed to
       the op's [B, S, H, D] and back (transpose pairs then cancel).
+    * `llm.attention`: Softmax over the keys of (q * a) (k^T * b) * c
+      (+ mask), optionally with its NaN rows zeroed, times v, with q in
+      [B, H, S, D]; k^T as Transpose(0, 1, 3, 2) or torch.onnx's Reshape /
+      Transpose / Reshape (checked symbolically); k and v either [B, H, T, D]
+      or repeated from fewer heads (repeat_kv: Unsqueeze, Expand, Reshape),
+      which gives num_kv_heads. The additive mask stays the op's mask operand.
 
     Before:
 

@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/KernelBridge.h"
 #include "passes/Passes.h"
+#include "passes/SymbolicShapes.h"
 #include "runtime/src/cpu/Numeric.h"
 
 #include "dialects/LLM/IR/LLMOps.h"
@@ -632,6 +633,7 @@ struct RaiseTransformerPass
     raiseEmbeddings(func);
     raiseSwiglu(func);
     raiseRope(func);
+    raiseAttention(func);
     foldTransposePairs(func);
     eraseDead(func);
     if (failed(refineResultTypes(func)))
@@ -968,6 +970,180 @@ struct RaiseTransformerPass
     if (!cosT || !sinT)
       return std::nullopt;
     return RopeTables{cosT, sinT, c->positions, c->seqAxis};
+  }
+
+
+  //===--------------------------------------------------------------------===//
+  // Attention
+  //===--------------------------------------------------------------------===//
+
+  /// Static size of dimension d of v, or -1.
+  static int64_t dimSize(Value v, int64_t d) {
+    MaybeShape s = getShape(v.getType());
+    if (!s || d >= int64_t(s->size()) || !(*s)[size_t(d)].isStatic())
+      return -1;
+    return (*s)[size_t(d)].size;
+  }
+
+  /// k [B, Hkv, T, D] when `v` is k repeated n times per head (HF's
+  /// repeat_kv: Unsqueeze at 2, Expand to n, Reshape to [B, Hkv * n, T, D]);
+  /// `v` itself otherwise.
+  Value unrepeat(Value v, SymbolicShapes &sym) {
+    Operation *reshape = defOf(v, "onnx.reshape");
+    Operation *expand = reshape ? defOf(reshape->getOperand(0), "onnx.expand") : nullptr;
+    Operation *unsq = expand ? defOf(expand->getOperand(0), "onnx.unsqueeze") : nullptr;
+    if (!unsq || rankOf(v) != 4 || rankOf(expand->getResult(0)) != 5)
+      return v;
+    auto axes = unsq->getNumOperands() > 1 ? constInts(unsq->getOperand(1)) : std::nullopt;
+    Value k = unsq->getOperand(0);
+    Value e = expand->getResult(0);
+    if (!axes || axes->size() != 1 || (*axes)[0] != 2 || rankOf(k) != 4)
+      return v;
+    int64_t hkv = dimSize(k, 1), n = dimSize(e, 2), h = dimSize(v, 1), d = dimSize(k, 3);
+    if (hkv < 1 || n < 1 || d < 1 || h != hkv * n)
+      return v;
+    // Expand keeps every dimension but the new one: 1 or the size itself.
+    const std::vector<SymExpr> *et = sym.lookup(expand->getOperand(1));
+    Value u = unsq->getResult(0);
+    if (!et || et->size() != 5 || !((*et)[2] == SymExpr::constant(n)))
+      return v;
+    for (int64_t i : {0, 1, 3, 4})
+      if (!((*et)[size_t(i)] == SymExpr::constant(1) || (*et)[size_t(i)] == sym.dimOf(u, i)))
+        return v;
+    // Reshape merges the new dimension into the heads: [B, H, T, D], with
+    // B and T spelled as 0 (copy) or -1 (the rest) or themselves.
+    const std::vector<SymExpr> *rt = sym.lookup(reshape->getOperand(1));
+    bool allowZero = intAttrOr(reshape, "allowzero", 0) != 0;
+    if (!rt || rt->size() != 4)
+      return v;
+    auto is = [&](size_t i, int64_t c) { return (*rt)[i] == SymExpr::constant(c); };
+    bool batchOk = (is(0, 0) && !allowZero) || (*rt)[0] == sym.dimOf(k, 0);
+    bool headsOk = is(1, h);
+    bool seqOk = is(2, -1) || (*rt)[2] == sym.dimOf(k, 2);
+    bool dimOk = is(3, d) || (is(3, -1) && !is(2, -1));
+    if (!batchOk || !headsOk || !seqOk || !dimOk)
+      return v;
+    return k;
+  }
+
+  /// k' when `v` is k' [B, H, T, D] with its last two dimensions swapped:
+  /// Transpose(0, 1, 3, 2), or Reshape to [B * H, T, D], Transpose(0, 2, 1),
+  /// Reshape to [B, H, D, T] (torch.onnx's spelling).
+  Value untransposeKey(Value v, SymbolicShapes &sym) {
+    if (auto t = v.getDefiningOp<OnnxTransposeOp>()) {
+      if (t.getPerm() && *t.getPerm() == ArrayRef<int64_t>{0, 1, 3, 2})
+        return t.getData();
+      return {};
+    }
+    Operation *r2 = defOf(v, "onnx.reshape");
+    auto t = r2 ? r2->getOperand(0).getDefiningOp<OnnxTransposeOp>() : OnnxTransposeOp();
+    Operation *r1 = t ? defOf(t.getData(), "onnx.reshape") : nullptr;
+    if (!r1 || !t.getPerm() || *t.getPerm() != ArrayRef<int64_t>{0, 2, 1})
+      return {};
+    Value k = r1->getOperand(0);
+    const std::vector<SymExpr> *first = sym.lookup(r1->getOperand(1));
+    const std::vector<SymExpr> *second = sym.lookup(r2->getOperand(1));
+    if (rankOf(k) != 4 || !first || !second || first->size() != 3 || second->size() != 4)
+      return {};
+    SymExpr b = sym.dimOf(k, 0), h = sym.dimOf(k, 1), tt = sym.dimOf(k, 2), d = sym.dimOf(k, 3);
+    bool merged = ((*first)[0] == SymExpr::constant(-1) || (*first)[0] == b * h) &&
+                  (*first)[1] == tt && (*first)[2] == d;
+    bool split = (*second)[0] == b && (*second)[1] == h && (*second)[2] == d &&
+                 (*second)[3] == tt;
+    return merged && split ? k : Value();
+  }
+
+  /// x scaled by a scalar constant (Mul or Div), with the factor; x and 1
+  /// otherwise.
+  static std::pair<Value, double> unscale(Value v) {
+    if (Operation *m = defOf(v, "onnx.mul"))
+      for (int side = 0; side < 2; ++side)
+        if (std::optional<double> c = scalarOf(m->getOperand(side)))
+          return {m->getOperand(1 - side), *c};
+    if (Operation *d = defOf(v, "onnx.div"))
+      if (std::optional<double> c = scalarOf(d->getOperand(1)); c && *c != 0)
+        return {d->getOperand(0), 1 / *c};
+    return {v, 1.0};
+  }
+
+  /// softmax(scale * Q K^T + mask) V, as HF's eager attention writes it,
+  /// with Q [B, H, S, D] and K, V [B, Hkv, T, D] (repeated to H heads).
+  void raiseAttention(func::FuncOp func) {
+    SymbolicShapes sym(func);
+    SmallVector<Operation *> softmaxes;
+    func.walk([&](Operation *op) {
+      if (isLlmOp(op, "onnx.softmax"))
+        softmaxes.push_back(op);
+    });
+    for (Operation *sm : softmaxes) {
+      Value scores = sm->getOperand(0);
+      int64_t axis = intAttrOr(sm, "axis", -1), rank = rankOf(scores);
+      if (rank != 4 || (axis != -1 && axis != 3))
+        continue;
+      // The probabilities, maybe with NaN rows (every key masked) zeroed.
+      Value probs = sm->getResult(0);
+      for (Operation *user : probs.getUsers())
+        if (isLlmOp(user, "onnx.where") && user->getOperand(2) == probs &&
+            scalarOf(user->getOperand(1)) == 0.0)
+          if (Operation *nan = defOf(user->getOperand(0), "onnx.is_nan");
+              nan && nan->getOperand(0) == probs &&
+              llvm::all_of(probs.getUsers(), [&](Operation *u) { return u == user || u == nan; })) {
+            probs = user->getResult(0);
+            break;
+          }
+      if (!probs.hasOneUse())
+        continue;
+      Operation *pv = probs.getUses().begin()->getOwner();
+      if (!isLlmOp(pv, "onnx.matmul") || pv->getOperand(0) != probs)
+        continue;
+      // scores = (Q K^T) * c + mask
+      Value mask;
+      Value qk = scores;
+      if (Operation *add = defOf(scores, "onnx.add")) {
+        for (int side = 0; side < 2 && !mask; ++side)
+          if (defOf(add->getOperand(side), "onnx.matmul") ||
+              unscale(add->getOperand(side)).second != 1.0) {
+            qk = add->getOperand(side);
+            mask = add->getOperand(1 - side);
+          }
+        if (!mask)
+          continue;
+      }
+      auto [product, c] = unscale(qk);
+      Operation *mm = defOf(product, "onnx.matmul");
+      if (!mm)
+        continue;
+      auto [qv, a] = unscale(mm->getOperand(0));
+      auto [ktv, bscale] = unscale(mm->getOperand(1));
+      Value kRep = untransposeKey(ktv, sym);
+      if (!kRep)
+        continue;
+      Value vRep = pv->getOperand(1);
+      Value k = unrepeat(kRep, sym), v = unrepeat(vRep, sym);
+      int64_t hq = dimSize(qv, 1), hkv = dimSize(k, 1), d = dimSize(qv, 3);
+      double scale = a * bscale * c;
+      if (rankOf(qv) != 4 || rankOf(k) != 4 || rankOf(v) != 4 || hq < 1 || hkv < 1 ||
+          hq % hkv || dimSize(v, 1) != hkv || d < 1 || dimSize(k, 3) != d || !(scale > 0))
+        continue;
+      Type element = getElementTypeOrSelf(qv.getType());
+      if (getElementTypeOrSelf(k.getType()) != element ||
+          getElementTypeOrSelf(v.getType()) != element ||
+          (mask && !isa<FloatType>(getElementTypeOrSelf(mask.getType()))))
+        continue;
+      OpBuilder b(pv);
+      Location loc = pv->getLoc();
+      auto perm = b.getNamedAttr("perm", b.getDenseI64ArrayAttr({0, 2, 1, 3}));
+      auto toBshd = [&](Value x) { return create<OnnxTransposeOp>(b, loc, {x}, {perm}); };
+      Value out = create<AttentionOp>(
+          b, loc, {toBshd(qv), toBshd(k), toBshd(v), mask ? mask : none(b, loc)},
+          {b.getNamedAttr("num_heads", b.getI64IntegerAttr(hq)),
+           b.getNamedAttr("num_kv_heads", b.getI64IntegerAttr(hkv)),
+           b.getNamedAttr("scale", f32(b, scale))});
+      Value y = toBshd(out);
+      if (!sameShapeAndType(y, pv->getResult(0)))
+        continue;
+      pv->getResult(0).replaceAllUsesWith(y);
+    }
   }
 
   /// transpose(transpose(y, p1), p2) -> transpose(y, p1[p2]) or y.

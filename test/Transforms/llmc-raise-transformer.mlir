@@ -278,3 +278,62 @@ func.func @not_rope(%q: tensor<1x3x5x4xf32>, %cu: tensor<1x1x5x4xf32>, %su: tens
   %z = llm.onnx.add %m1, %m3 : (tensor<1x3x5x4xf32>, tensor<1x3x5x4xf32>) -> tensor<1x3x5x4xf32>
   return %y, %z : tensor<1x3x5x4xf32>, tensor<1x3x5x4xf32>
 }
+
+// -----
+
+// HF eager attention with GQA (2 query heads on 1 key/value head through
+// repeat_kv), sqrt(scale) on both q and k^T, an additive mask and the NaN
+// cleanup of fully masked rows: one llm.attention in [B, S, H, D] (q's
+// transposes cancel), the mask kept as it is. The scale is the product of
+// the factors as f32 computes them.
+// CHECK-LABEL: func.func @attention
+// CHECK-DAG: %[[K:.+]] = llm.onnx.transpose %arg1 {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x1x?x4xf32>) -> tensor<1x?x1x4xf32>
+// CHECK-DAG: %[[V:.+]] = llm.onnx.transpose %arg2 {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x1x?x4xf32>) -> tensor<1x?x1x4xf32>
+// CHECK: %[[O:.+]] = llm.attention %arg0, %[[K]], %[[V]], %arg3 {num_heads = 2 : i64, num_kv_heads = 1 : i64, scale = 0.49999997 : f32} : (tensor<1x?x2x4xf32>, tensor<1x?x1x4xf32>, tensor<1x?x1x4xf32>, tensor<1x1x?x?xf32>) -> tensor<1x?x2x4xf32>
+// CHECK-NOT: llm.onnx.softmax
+// CHECK: return %[[O]]
+func.func @attention(%q0: tensor<1x?x2x4xf32>, %k: tensor<1x1x?x4xf32>, %v: tensor<1x1x?x4xf32>, %mask: tensor<1x1x?x?xf32>) -> tensor<1x?x2x4xf32> {
+  %q = llm.onnx.transpose %q0 {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x?x2x4xf32>) -> tensor<1x2x?x4xf32>
+  %a2 = llm.constant dense<2> : tensor<1xi64>
+  %rep = llm.constant dense<[1, 1, 2, 1, 4]> : tensor<5xi64>
+  %to4 = llm.constant dense<[0, 2, -1, 4]> : tensor<4xi64>
+  %k5 = llm.onnx.unsqueeze %k, %a2 : (tensor<1x1x?x4xf32>, tensor<1xi64>) -> tensor<1x1x1x?x4xf32>
+  %ke = llm.onnx.expand %k5, %rep : (tensor<1x1x1x?x4xf32>, tensor<5xi64>) -> tensor<1x1x2x?x4xf32>
+  %kr = llm.onnx.reshape %ke, %to4 : (tensor<1x1x2x?x4xf32>, tensor<4xi64>) -> tensor<1x2x?x4xf32>
+  %v5 = llm.onnx.unsqueeze %v, %a2 : (tensor<1x1x?x4xf32>, tensor<1xi64>) -> tensor<1x1x1x?x4xf32>
+  %ve = llm.onnx.expand %v5, %rep : (tensor<1x1x1x?x4xf32>, tensor<5xi64>) -> tensor<1x1x2x?x4xf32>
+  %vr = llm.onnx.reshape %ve, %to4 : (tensor<1x1x2x?x4xf32>, tensor<4xi64>) -> tensor<1x2x?x4xf32>
+  %kt = llm.onnx.transpose %kr {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x2x?x4xf32>) -> tensor<1x2x4x?xf32>
+  %s = llm.constant dense<0.707106769> : tensor<f32>
+  %qs = llm.onnx.mul %q, %s : (tensor<1x2x?x4xf32>, tensor<f32>) -> tensor<1x2x?x4xf32>
+  %ks = llm.onnx.mul %kt, %s : (tensor<1x2x4x?xf32>, tensor<f32>) -> tensor<1x2x4x?xf32>
+  %sc = llm.onnx.matmul %qs, %ks : (tensor<1x2x?x4xf32>, tensor<1x2x4x?xf32>) -> tensor<1x2x?x?xf32>
+  %sm = llm.onnx.add %sc, %mask : (tensor<1x2x?x?xf32>, tensor<1x1x?x?xf32>) -> tensor<1x2x?x?xf32>
+  %p = llm.onnx.softmax %sm : (tensor<1x2x?x?xf32>) -> tensor<1x2x?x?xf32>
+  %nan = llm.onnx.is_nan %p : (tensor<1x2x?x?xf32>) -> tensor<1x2x?x?xi1>
+  %zero = llm.constant dense<0.0> : tensor<f32>
+  %pc = llm.onnx.where %nan, %zero, %p : (tensor<1x2x?x?xi1>, tensor<f32>, tensor<1x2x?x?xf32>) -> tensor<1x2x?x?xf32>
+  %o = llm.onnx.matmul %pc, %vr : (tensor<1x2x?x?xf32>, tensor<1x2x?x4xf32>) -> tensor<1x2x?x4xf32>
+  %ot = llm.onnx.transpose %o {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x2x?x4xf32>) -> tensor<1x?x2x4xf32>
+  return %ot : tensor<1x?x2x4xf32>
+}
+
+// -----
+
+// Negative: the softmax runs over the queries (axis 2), and the second
+// product's key is transposed over the wrong dimensions.
+// CHECK-LABEL: func.func @not_attention
+// CHECK-NOT: llm.attention
+// CHECK: llm.onnx.softmax
+// CHECK: llm.onnx.softmax
+func.func @not_attention(%q: tensor<1x2x5x4xf32>, %k: tensor<1x2x5x4xf32>, %v: tensor<1x2x5x4xf32>) -> (tensor<1x2x5x4xf32>, tensor<2x1x5x5xf32>) {
+  %kt = llm.onnx.transpose %k {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x2x5x4xf32>) -> tensor<1x2x4x5xf32>
+  %sc = llm.onnx.matmul %q, %kt : (tensor<1x2x5x4xf32>, tensor<1x2x4x5xf32>) -> tensor<1x2x5x5xf32>
+  %p = llm.onnx.softmax %sc {axis = 2 : i64} : (tensor<1x2x5x5xf32>) -> tensor<1x2x5x5xf32>
+  %o = llm.onnx.matmul %p, %v : (tensor<1x2x5x5xf32>, tensor<1x2x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %q2 = llm.onnx.transpose %q {perm = array<i64: 1, 0, 2, 3>} : (tensor<1x2x5x4xf32>) -> tensor<2x1x5x4xf32>
+  %kw = llm.onnx.transpose %k {perm = array<i64: 1, 0, 3, 2>} : (tensor<1x2x5x4xf32>) -> tensor<2x1x4x5xf32>
+  %sc2 = llm.onnx.matmul %q2, %kw : (tensor<2x1x5x4xf32>, tensor<2x1x4x5xf32>) -> tensor<2x1x5x5xf32>
+  %p2 = llm.onnx.softmax %sc2 : (tensor<2x1x5x5xf32>) -> tensor<2x1x5x5xf32>
+  return %o, %p2 : tensor<1x2x5x4xf32>, tensor<2x1x5x5xf32>
+}
