@@ -124,7 +124,16 @@ def RaiseTransformerPass : Pass<"llmc-raise-transformer", "::mlir::func::FuncOp"
       [B, H, S, D]; k^T as Transpose(0, 1, 3, 2) or torch.onnx's Reshape /
       Transpose / Reshape (checked symbolically); k and v either [B, H, T, D]
       or repeated from fewer heads (repeat_kv: Unsqueeze, Expand, Reshape),
-      which gives num_kv_heads. The additive mask stays the op's mask operand.
+      which gives num_kv_heads.
+    * Masks: the construction of an attention's mask is evaluated with the
+      CPU kernels on bindings of the size symbols (small random sizes, and
+      each free size alone made long: up to max-positions keys), with the
+      one function argument whose values it reads (attention_mask) kept or
+      randomly padded. When every valid binding shows key j visible to
+      query i exactly when j <= Skv - Sq + i (within a window, if one shows)
+      and the argument keeps it, the mask becomes `causal` (and `window`)
+      plus a boolean [B, 1, 1, Skv] mask from that argument (none without
+      one). Any other mask stays as it is.
 
     Before:
 

@@ -31,7 +31,10 @@
 #include "llvm/ADT/SmallPtrSet.h"
 
 #include <cmath>
+#include <deque>
 #include <map>
+#include <random>
+#include <set>
 
 namespace mlir::llmc {
 #define GEN_PASS_DEF_RAISETRANSFORMERPASS
@@ -402,18 +405,19 @@ struct PositionTable {
   cpu::Tensor rows; // [maxPos, D], the value's element type
 };
 
-/// Runs `ops` (in order) with `positions` bound to `p`; the value of `v`.
-std::optional<cpu::Tensor> evaluateSlice(ArrayRef<Operation *> ops, Value positions,
-                                         const cpu::Tensor &p, Value v) {
+/// Runs `ops` (in order) with the values in `bound` given; the value of `v`.
+std::optional<cpu::Tensor> evaluateSlice(ArrayRef<Operation *> ops,
+                                         const llvm::DenseMap<Value, const cpu::Tensor *> &bound,
+                                         Value v) {
   llvm::DenseMap<Value, cpu::Tensor> values;
-  std::vector<cpu::Tensor> constants;
+  std::deque<cpu::Tensor> constants; // stable addresses
   for (Operation *op : ops) {
     std::vector<const cpu::Tensor *> args;
     for (Value a : op->getOperands()) {
       if (isNone(a)) {
         args.push_back(nullptr);
-      } else if (a == positions) {
-        args.push_back(&p);
+      } else if (auto it = bound.find(a); it != bound.end()) {
+        args.push_back(it->second);
       } else if (auto c = a.getDefiningOp<ConstantOp>()) {
         auto t = constantTensor(c.getValue());
         if (!t) {
@@ -421,18 +425,13 @@ std::optional<cpu::Tensor> evaluateSlice(ArrayRef<Operation *> ops, Value positi
           return std::nullopt;
         }
         constants.push_back(std::move(*t));
-        args.push_back(nullptr); // patched below: the vector may move
+        args.push_back(&constants.back());
       } else {
-        args.push_back(&values[a]);
+        auto found = values.find(a);
+        if (found == values.end())
+          return std::nullopt;
+        args.push_back(&found->second);
       }
-    }
-    // Constants were appended in operand order; patch their pointers now
-    // that the vector no longer grows for this op.
-    size_t k = constants.size();
-    for (size_t i = op->getNumOperands(); i-- > 0;) {
-      Value a = op->getOperand(i);
-      if (!isNone(a) && a != positions && a.getDefiningOp<ConstantOp>())
-        args[i] = &constants[--k];
     }
     auto results = evaluateOp(op, args);
     if (!results) {
@@ -446,6 +445,13 @@ std::optional<cpu::Tensor> evaluateSlice(ArrayRef<Operation *> ops, Value positi
   if (it == values.end())
     return std::nullopt;
   return std::move(it->second);
+}
+
+std::optional<cpu::Tensor> evaluateSlice(ArrayRef<Operation *> ops, Value positions,
+                                         const cpu::Tensor &p, Value v) {
+  llvm::DenseMap<Value, const cpu::Tensor *> bound;
+  bound[positions] = &p;
+  return evaluateSlice(ops, bound, v);
 }
 
 /// Elementwise floats of a tensor as doubles (f32/f16/bf16/f64).
@@ -634,6 +640,7 @@ struct RaiseTransformerPass
     raiseSwiglu(func);
     raiseRope(func);
     raiseAttention(func);
+    simplifyMasks(func);
     foldTransposePairs(func);
     eraseDead(func);
     if (failed(refineResultTypes(func)))
@@ -1143,6 +1150,356 @@ struct RaiseTransformerPass
       if (!sameShapeAndType(y, pv->getResult(0)))
         continue;
       pv->getResult(0).replaceAllUsesWith(y);
+    }
+  }
+
+
+  //===--------------------------------------------------------------------===//
+  // Masks
+  //===--------------------------------------------------------------------===//
+
+  /// What a mask keeps, from evaluating its construction: causal (query i
+  /// sees keys up to its position Skv - Sq + i), a window, and whether the
+  /// function argument `padding` (attention_mask, [B, Skv]) removes keys.
+  struct MaskMeaning {
+    int64_t window = 0;
+    Value padding;
+  };
+
+  /// Mask values: 0 keeps a key, -inf or below -1e30 removes it (a bool
+  /// mask: true keeps); anything else is not a plain mask.
+  static std::optional<std::vector<int8_t>> keptOf(const cpu::Tensor &m) {
+    std::vector<int8_t> kept(size_t(m.numel()));
+    if (m.dtype() == cpu::DType::Bool) {
+      for (size_t i = 0; i < kept.size(); ++i)
+        kept[i] = m.data<uint8_t>()[i] != 0;
+      return kept;
+    }
+    auto f = floatsOf(m);
+    if (!f)
+      return std::nullopt;
+    for (size_t i = 0; i < kept.size(); ++i) {
+      if ((*f)[i] == 0)
+        kept[i] = 1;
+      else if ((*f)[i] <= -1e30)
+        kept[i] = 0;
+      else
+        return std::nullopt;
+    }
+    return kept;
+  }
+
+  std::optional<MaskMeaning> analyseMask(AttentionOp attn, SymbolicShapes &sym) {
+    Value mask = attn.getMask();
+    // The slice down to constants, function arguments, and values only
+    // whose shapes matter (operands of Shape).
+    llvm::SetVector<Operation *> slice;
+    llvm::SetVector<Value> args, shaped;
+    SmallVector<Value> work{mask};
+    while (!work.empty()) {
+      Value w = work.pop_back_val();
+      if (isNone(w) || w.getDefiningOp<ConstantOp>())
+        continue;
+      if (isa<BlockArgument>(w)) {
+        args.insert(w);
+        continue;
+      }
+      Operation *op = w.getDefiningOp();
+      if (!isa<LLMDialect>(op->getDialect()) || !kernelFor(op))
+        return std::nullopt;
+      if (slice.insert(op) && slice.size() > kMaxSliceOps)
+        return std::nullopt;
+      if (isLlmOp(op, "onnx.shape")) {
+        shaped.insert(op->getOperand(0));
+        continue;
+      }
+      for (Value a : op->getOperands())
+        work.push_back(a);
+    }
+    // A value needed whole is computed (or an argument); one only measured
+    // is bound to zeros of its shape.
+    SmallVector<Value> leaves(args.begin(), args.end());
+    for (Value v : shaped)
+      if (!args.contains(v) && !(v.getDefiningOp() && slice.contains(v.getDefiningOp())))
+        leaves.push_back(v);
+    // At most one argument whose values (not just shape) matter.
+    Value padding;
+    for (Value a : args)
+      for (Operation *user : a.getUsers())
+        if (slice.contains(user) && !isLlmOp(user, "onnx.shape")) {
+          if (padding && padding != a)
+            return std::nullopt;
+          padding = a;
+        }
+    Type pe = padding ? getElementTypeOrSelf(padding.getType()) : Type();
+    if (padding && (rankOf(padding) != 2 || !(pe.isInteger(64) || pe.isInteger(32))))
+      return std::nullopt;
+    SmallVector<Operation *> ops(slice.begin(), slice.end());
+    llvm::sort(ops, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+
+    // Every symbol the argument shapes and the attention's sizes mention.
+    SmallVector<std::pair<Value, int64_t>> dims;
+    for (Value a : leaves)
+      for (int64_t d = 0; d < rankOf(a); ++d)
+        dims.push_back({a, d});
+    if (llvm::any_of(leaves, [](Value a) { return rankOf(a) < 0; }))
+      return std::nullopt;
+    SymExpr batch = sym.dimOf(attn.getQ(), 0), sq = sym.dimOf(attn.getQ(), 1),
+            skv = sym.dimOf(attn.getK(), 1);
+    std::set<unsigned> symbols;
+    for (auto [a, d] : dims)
+      for (unsigned id : sym.dimOf(a, d).symbols())
+        symbols.insert(id);
+    for (const SymExpr *e : {&batch, &sq, &skv})
+      for (unsigned id : e->symbols())
+        symbols.insert(id);
+
+    // Sizes the program equates (exports may name one size differently in
+    // different inputs): the mask is [., ., Sq, Skv], k and v have one
+    // length, the padding argument is [B, Skv]. Each equation fixes one
+    // symbol in terms of the others.
+    std::vector<SymExpr> equations{sym.dimOf(attn.getK(), 1) - sym.dimOf(attn.getV(), 1)};
+    if (rankOf(mask) == 4) {
+      equations.push_back(sym.dimOf(mask, 2) - sq);
+      equations.push_back(sym.dimOf(mask, 3) - skv);
+    }
+    if (padding) {
+      equations.push_back(sym.dimOf(padding, 0) - batch);
+      equations.push_back(sym.dimOf(padding, 1) - skv);
+    }
+    // Inputs named alike but for their digits (past_key_values.0.key and
+    // .1.key) are taken to have equal sizes when making bindings; exports
+    // may give each its own symbols. (Bindings the program rejects are
+    // skipped, so this only chooses what is tested.)
+    func::FuncOp func = attn->getParentOfType<func::FuncOp>();
+    std::map<std::string, Value> firstOfClass;
+    for (BlockArgument a : func.getArguments()) {
+      auto name = func.getArgAttrOfType<StringAttr>(a.getArgNumber(), "llm.name");
+      if (!name || rankOf(a) < 0)
+        continue;
+      std::string key;
+      for (char ch : name.getValue())
+        if (!std::isdigit(static_cast<unsigned char>(ch)))
+          key += ch;
+        else if (key.empty() || key.back() != '#')
+          key += '#';
+      key += "/" + std::to_string(rankOf(a));
+      auto [it, fresh] = firstOfClass.try_emplace(key, a);
+      if (!fresh)
+        for (int64_t d = 0; d < rankOf(a); ++d)
+          equations.push_back(sym.dimOf(a, d) - sym.dimOf(it->second, d));
+    }
+    // Solved preferably for unnamed sizes, then for sizes the attention's
+    // own B, Sq, Skv do not mention, so those stay free.
+    std::set<unsigned> primary;
+    for (const SymExpr *e : {&batch, &sq, &skv})
+      for (unsigned id : e->symbols())
+        primary.insert(id);
+    auto rank = [&](unsigned id) {
+      return sym.isNamed(id) ? (primary.count(id) ? 2 : 1) : 0;
+    };
+    std::map<unsigned, SymExpr> dependent;
+    for (const SymExpr &e : equations) {
+      if (e.isConstant())
+        continue;
+      std::vector<unsigned> ids = e.symbols();
+      llvm::stable_sort(ids, [&](unsigned a, unsigned b) { return rank(a) < rank(b); });
+      for (unsigned id : ids)
+        if (!dependent.count(id))
+          if (std::optional<SymExpr> solved = e.solveFor(id)) {
+            dependent[id] = *solved;
+            break;
+          }
+    }
+    size_t numSymbols = sym.symbolNames().size();
+    auto complete = [&](std::vector<int64_t> b) -> std::optional<std::vector<int64_t>> {
+      for (size_t round = 0; round <= dependent.size(); ++round)
+        for (auto &[id, e] : dependent)
+          if (std::optional<int64_t> v = e.evaluate(b))
+            b[id] = *v;
+      for (const SymExpr &e : equations)
+        if (e.evaluate(b) != 0)
+          return std::nullopt;
+      if (llvm::any_of(b, [](int64_t v) { return v < 0; }))
+        return std::nullopt;
+      return b;
+    };
+    // Bindings: small random sizes, and each free symbol alone made long.
+    std::vector<std::vector<int64_t>> bindings;
+    std::mt19937 gen(1234);
+    for (int t = 0; t < 8; ++t) {
+      std::vector<int64_t> b(numSymbols, 1);
+      for (unsigned id : symbols)
+        b[id] = int64_t(gen() % 5) + 1;
+      if (auto c = complete(b))
+        bindings.push_back(*c);
+    }
+    for (unsigned id : symbols)
+      if (!dependent.count(id))
+        for (int64_t len : {int64_t(maxPositions), int64_t(2048), int64_t(64)}) {
+          std::vector<int64_t> b(numSymbols, 1);
+          b[id] = len;
+          if (auto c = complete(b))
+            bindings.push_back(*c);
+        }
+
+    std::optional<int64_t> window; // from the first binding that shows one
+    std::vector<std::vector<int8_t>> keptSets;
+    struct Trial {
+      int64_t b, sq, skv;
+      std::vector<int8_t> kept, pad;
+    };
+    std::vector<Trial> trials;
+    size_t tested = 0;
+    bool longTested = false; // a window up to this many keys would show
+    bool multiQueryTested = false;
+    for (const std::vector<int64_t> &binding : bindings) {
+      auto B = batch.evaluate(binding), Sq = sq.evaluate(binding), Skv = skv.evaluate(binding);
+      if (!B || !Sq || !Skv || *B < 1 || *Sq < 1 || *Skv < *Sq || *B * *Sq * *Skv > (1 << 22))
+        continue;
+      std::deque<cpu::Tensor> inputs;
+      std::deque<std::vector<char>> storage;
+      llvm::DenseMap<Value, const cpu::Tensor *> bound;
+      bool ok = true;
+      std::vector<int8_t> pad;
+      for (Value a : leaves) {
+        cpu::Shape shape;
+        for (int64_t d = 0; d < rankOf(a); ++d) {
+          auto n = sym.dimOf(a, d).evaluate(binding);
+          if (!n || *n < 0) {
+            ok = false;
+            break;
+          }
+          shape.push_back(*n);
+        }
+        if (!ok)
+          break;
+        auto dtype = cpu::DType(getOnnxCodeForElementType(getElementTypeOrSelf(a.getType())));
+        int64_t count = cpu::numElements(shape);
+        storage.emplace_back(size_t(count) * cpu::storageSize(dtype), 0);
+        if (a == padding) {
+          // Keys kept at random (every other binding all kept).
+          if (shape.size() != 2 || shape[0] != *B || shape[1] != *Skv) {
+            ok = false;
+            break;
+          }
+          pad.assign(size_t(count), 1);
+          if (tested % 2)
+            for (int8_t &p : pad)
+              p = gen() % 4 != 0;
+          for (int64_t i = 0; i < count; ++i) {
+            if (dtype == cpu::DType::Int64)
+              reinterpret_cast<int64_t *>(storage.back().data())[i] = pad[size_t(i)];
+            else
+              reinterpret_cast<int32_t *>(storage.back().data())[i] = pad[size_t(i)];
+          }
+        }
+        inputs.push_back(cpu::Tensor::wrap(dtype, shape, storage.back().data()));
+        bound[a] = &inputs.back();
+      }
+      if (!ok)
+        continue;
+      // A binding the export's own computation rejects (or that gives a
+      // mask the attention would reject) is not a valid input: skipped.
+      auto m = evaluateSlice(ops, bound, mask);
+      auto fits = [](int64_t have, int64_t want) { return have == want || have == 1; };
+      if (!m || m->rank() != 4 || !fits(m->dim(0), *B) || !fits(m->dim(2), *Sq) ||
+          m->dim(3) != *Skv)
+        continue;
+      ++tested;
+      longTested |= *Skv >= std::min<int64_t>(maxPositions, 2048);
+      multiQueryTested |= *Sq >= 2;
+      auto kept = keptOf(*m);
+      if (!kept)
+        return std::nullopt;
+      // Broadcast to [B, Sq, Skv]; every head must see the same pattern.
+      int64_t mb = m->dim(0), heads = m->dim(1), ms = m->dim(2);
+      auto at = [&](int64_t x, int64_t h, int64_t i, int64_t j) {
+        return (*kept)[size_t(((( mb == 1 ? 0 : x) * heads + h) * ms + (ms == 1 ? 0 : i)) * *Skv + j)];
+      };
+      Trial t{*B, *Sq, *Skv, {}, pad};
+      t.kept.resize(size_t(*B * *Sq * *Skv));
+      for (int64_t x = 0; x < *B; ++x)
+        for (int64_t i = 0; i < *Sq; ++i)
+          for (int64_t j = 0; j < *Skv; ++j) {
+            int8_t k0 = at(x, 0, i, j);
+            for (int64_t h = 1; h < heads; ++h)
+              if (at(x, h, i, j) != k0)
+                return std::nullopt;
+            t.kept[size_t((x * *Sq + i) * *Skv + j)] = k0;
+          }
+      // The window: the widest span of kept keys ending at the query, in
+      // rows whose keys are all unpadded.
+      for (int64_t x = 0; x < *B && !window; ++x)
+        for (int64_t i = 0; i < *Sq; ++i) {
+          int64_t pos = *Skv - *Sq + i, first = 0;
+          const int8_t *row = t.kept.data() + (x * *Sq + i) * *Skv;
+          while (first <= pos && !row[first])
+            ++first;
+          bool unpadded = pad.empty() || std::all_of(pad.begin() + x * *Skv,
+                                                      pad.begin() + (x + 1) * *Skv,
+                                                      [](int8_t p) { return p != 0; });
+          if (unpadded && first > 0 && first <= pos)
+            window = pos - first + 1;
+        }
+      trials.push_back(std::move(t));
+    }
+    if (tested < 4 || !longTested || !multiQueryTested)
+      return std::nullopt;
+    int64_t w = window.value_or(0);
+    for (const Trial &t : trials)
+      for (int64_t x = 0; x < t.b; ++x)
+        for (int64_t i = 0; i < t.sq; ++i)
+          for (int64_t j = 0; j < t.skv; ++j) {
+            int64_t pos = t.skv - t.sq + i;
+            bool want = j <= pos && (w == 0 || j > pos - w) &&
+                        (t.pad.empty() || t.pad[size_t(x * t.skv + j)]);
+            if (bool(t.kept[size_t((x * t.sq + i) * t.skv + j)]) != want)
+              return std::nullopt;
+          }
+    return MaskMeaning{w, padding};
+  }
+
+  /// A mask that evaluation shows to be causal (with a window, and the keys
+  /// an attention_mask argument removes) becomes `causal`/`window` and a
+  /// boolean [B, 1, 1, Skv] mask from that argument, or no mask.
+  void simplifyMasks(func::FuncOp func) {
+    SymbolicShapes sym(func);
+    SmallVector<AttentionOp> attns;
+    func.walk([&](AttentionOp op) {
+      if (!isNone(op.getMask()) && !op.getCausal())
+        attns.push_back(op);
+    });
+    llvm::DenseMap<Value, std::optional<MaskMeaning>> cache;
+    llvm::DenseMap<Value, Value> paddingMasks;
+    for (AttentionOp attn : attns) {
+      Value mask = attn.getMask();
+      if (!cache.count(mask))
+        cache[mask] = analyseMask(attn, sym);
+      const std::optional<MaskMeaning> &meaning = cache[mask];
+      if (!meaning)
+        continue;
+      Value newMask;
+      if (meaning->padding) {
+        Value &pm = paddingMasks[meaning->padding];
+        if (!pm) {
+          OpBuilder b = OpBuilder::atBlockBegin(&func.getBody().front());
+          Location loc = attn.getLoc();
+          Value flags = create<OnnxCastOp>(b, loc, {meaning->padding},
+                                           {b.getNamedAttr("to", b.getI64IntegerAttr(9))});
+          Value axes = b.create<ConstantOp>(loc, DenseElementsAttr::get(
+                                                     RankedTensorType::get({2}, b.getI64Type()),
+                                                     ArrayRef<int64_t>{1, 2}));
+          pm = create<OnnxUnsqueezeOp>(b, loc, {flags, axes});
+        }
+        newMask = pm;
+      } else {
+        OpBuilder b(attn);
+        newMask = none(b, attn.getLoc());
+      }
+      attn.getMaskMutable().assign(newMask);
+      attn.setCausal(true);
+      attn.setWindow(meaning->window);
     }
   }
 

@@ -53,6 +53,42 @@ std::optional<int64_t> SymExpr::asConstant() const {
   return terms.empty() ? 0 : terms.begin()->second;
 }
 
+std::optional<int64_t> SymExpr::evaluate(const std::vector<int64_t> &values) const {
+  if (overflow)
+    return std::nullopt;
+  int64_t total = 0;
+  for (const auto &[m, c] : terms) {
+    int64_t term = c;
+    for (unsigned id : m) {
+      if (id >= values.size() || __builtin_mul_overflow(term, values[id], &term))
+        return std::nullopt;
+    }
+    if (__builtin_add_overflow(total, term, &total))
+      return std::nullopt;
+  }
+  return total;
+}
+
+std::optional<SymExpr> SymExpr::solveFor(unsigned id) const {
+  if (overflow)
+    return std::nullopt;
+  int64_t coefficient = 0;
+  SymExpr rest;
+  for (const auto &[m, c] : terms) {
+    if (m == Monomial{id}) {
+      coefficient = c;
+      continue;
+    }
+    if (std::find(m.begin(), m.end(), id) != m.end())
+      return std::nullopt;
+    rest.add(m, c);
+  }
+  if (coefficient != 1 && coefficient != -1)
+    return std::nullopt;
+  // c * id + rest == 0  ->  id == -rest / c
+  return coefficient == 1 ? SymExpr::constant(0) - rest : rest;
+}
+
 std::optional<unsigned> SymExpr::asSymbol() const {
   if (overflow || terms.size() != 1)
     return std::nullopt;

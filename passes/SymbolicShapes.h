@@ -37,6 +37,12 @@ public:
   std::optional<int64_t> asConstant() const;
   /// The symbol when the expression is exactly one symbol.
   std::optional<unsigned> asSymbol() const;
+  /// The value with symbol i set to values[i] (nullopt past the end, or
+  /// on overflow).
+  std::optional<int64_t> evaluate(const std::vector<int64_t> &values) const;
+  /// For `*this == 0` solved for symbol `id`: E with id == E, when id
+  /// occurs only as a linear term with coefficient 1 or -1.
+  std::optional<SymExpr> solveFor(unsigned id) const;
   /// True when every coefficient is >= 0 (so the value is >= 0).
   bool isNonNegative() const;
 

@@ -337,3 +337,77 @@ func.func @not_attention(%q: tensor<1x2x5x4xf32>, %k: tensor<1x2x5x4xf32>, %v: t
   %p2 = llm.onnx.softmax %sc2 : (tensor<2x1x5x5xf32>) -> tensor<2x1x5x5xf32>
   return %o, %p2 : tensor<1x2x5x4xf32>, tensor<2x1x5x5xf32>
 }
+
+// -----
+
+// A mask built from attention_mask and the sizes: key j is visible to query
+// i when j <= (T - S) + i and attention_mask[b, j] != 0. Evaluating its
+// construction on bindings of b, s, p shows it is causal with padding: it
+// becomes `causal` and a boolean [B, 1, 1, T] mask from attention_mask.
+// CHECK-LABEL: func.func @causal_mask
+// CHECK: %[[FLAGS:.+]] = llm.onnx.cast %arg3 {to = 9 : i64}
+// CHECK: %[[PAD:.+]] = llm.onnx.unsqueeze %[[FLAGS]], %{{.+}} : (tensor<?x?xi1, #llm.dims<"b", "p + s">>, tensor<2xi64>) -> tensor<?x1x1x?xi1, #llm.dims<"b", ?, ?, "p + s">>
+// CHECK: llm.attention %arg0, %arg1, %arg2, %[[PAD]] {causal = true, num_heads = 2 : i64, num_kv_heads = 2 : i64, scale = 5.000000e-01 : f32}
+// CHECK-NOT: llm.onnx.less_or_equal
+func.func @causal_mask(%q: tensor<?x?x2x4xf32, #llm.dims<"b", "s", ?, ?>>, %k: tensor<?x?x2x4xf32, #llm.dims<"b", "p + s", ?, ?>>, %v: tensor<?x?x2x4xf32, #llm.dims<"b", "p + s", ?, ?>>, %am: tensor<?x?xi64, #llm.dims<"b", "p + s">>) -> tensor<?x?x2x4xf32, #llm.dims<"b", "s", ?, ?>> {
+  %c0 = llm.constant dense<0> : tensor<i64>
+  %c1 = llm.constant dense<1> : tensor<i64>
+  %ax0 = llm.constant dense<0> : tensor<1xi64>
+  %ax1 = llm.constant dense<1> : tensor<1xi64>
+  %ax12 = llm.constant dense<[1, 2]> : tensor<2xi64>
+  %qs = llm.onnx.shape %q : (tensor<?x?x2x4xf32, #llm.dims<"b", "s", ?, ?>>) -> tensor<4xi64>
+  %S = llm.onnx.gather %qs, %c1 : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %ams = llm.onnx.shape %am : (tensor<?x?xi64, #llm.dims<"b", "p + s">>) -> tensor<2xi64>
+  %T = llm.onnx.gather %ams, %c1 : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %P = llm.onnx.sub %T, %S : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %rows = llm.onnx.range %P, %T, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %cols = llm.onnx.range %c0, %T, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %r2 = llm.onnx.unsqueeze %rows, %ax1 : (tensor<?xi64>, tensor<1xi64>) -> tensor<?x1xi64>
+  %c2 = llm.onnx.unsqueeze %cols, %ax0 : (tensor<?xi64>, tensor<1xi64>) -> tensor<1x?xi64>
+  %causal = llm.onnx.less_or_equal %c2, %r2 : (tensor<1x?xi64>, tensor<?x1xi64>) -> tensor<?x?xi1>
+  %flags = llm.onnx.cast %am {to = 9 : i64} : (tensor<?x?xi64, #llm.dims<"b", "p + s">>) -> tensor<?x?xi1>
+  %pad = llm.onnx.unsqueeze %flags, %ax12 : (tensor<?x?xi1>, tensor<2xi64>) -> tensor<?x1x1x?xi1>
+  %both = llm.onnx.and %causal, %pad : (tensor<?x?xi1>, tensor<?x1x1x?xi1>) -> tensor<?x1x?x?xi1>
+  %zero = llm.constant dense<0.0> : tensor<f32>
+  %ninf = llm.constant dense<0xFF800000> : tensor<f32>
+  %m = llm.onnx.where %both, %zero, %ninf : (tensor<?x1x?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x?x?xf32>
+  %o = llm.attention %q, %k, %v, %m {num_heads = 2 : i64, num_kv_heads = 2 : i64, scale = 0.5 : f32} : (tensor<?x?x2x4xf32, #llm.dims<"b", "s", ?, ?>>, tensor<?x?x2x4xf32, #llm.dims<"b", "p + s", ?, ?>>, tensor<?x?x2x4xf32, #llm.dims<"b", "p + s", ?, ?>>, tensor<?x1x?x?xf32>) -> tensor<?x?x2x4xf32, #llm.dims<"b", "s", ?, ?>>
+  return %o : tensor<?x?x2x4xf32, #llm.dims<"b", "s", ?, ?>>
+}
+
+// -----
+
+// Negative: a padding mask without the causal part (bidirectional), and a
+// causal mask that also hides the query's own key (j < position): neither
+// is `causal`, both keep their masks.
+// CHECK-LABEL: func.func @not_causal_masks
+// CHECK-NOT: causal = true
+// CHECK: llm.attention %arg0, %arg1, %arg2, %{{.+}} {num_heads
+// CHECK: llm.attention %arg0, %arg1, %arg2, %{{.+}} {num_heads
+func.func @not_causal_masks(%q: tensor<?x?x2x4xf32, #llm.dims<"b", "s", ?, ?>>, %k: tensor<?x?x2x4xf32, #llm.dims<"b", "p + s", ?, ?>>, %v: tensor<?x?x2x4xf32, #llm.dims<"b", "p + s", ?, ?>>, %am: tensor<?x?xi64, #llm.dims<"b", "p + s">>) -> (tensor<?x?x2x4xf32, #llm.dims<"b", "s", ?, ?>>, tensor<?x?x2x4xf32, #llm.dims<"b", "s", ?, ?>>) {
+  %c0 = llm.constant dense<0> : tensor<i64>
+  %c1 = llm.constant dense<1> : tensor<i64>
+  %ax0 = llm.constant dense<0> : tensor<1xi64>
+  %ax1 = llm.constant dense<1> : tensor<1xi64>
+  %ax12 = llm.constant dense<[1, 2]> : tensor<2xi64>
+  %zero = llm.constant dense<0.0> : tensor<f32>
+  %ninf = llm.constant dense<0xFF800000> : tensor<f32>
+  %flags = llm.onnx.cast %am {to = 9 : i64} : (tensor<?x?xi64, #llm.dims<"b", "p + s">>) -> tensor<?x?xi1>
+  %pad = llm.onnx.unsqueeze %flags, %ax12 : (tensor<?x?xi1>, tensor<2xi64>) -> tensor<?x1x1x?xi1>
+  %m1 = llm.onnx.where %pad, %zero, %ninf : (tensor<?x1x1x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x1x?xf32>
+  %o1 = llm.attention %q, %k, %v, %m1 {num_heads = 2 : i64, num_kv_heads = 2 : i64, scale = 0.5 : f32} : (tensor<?x?x2x4xf32, #llm.dims<"b", "s", ?, ?>>, tensor<?x?x2x4xf32, #llm.dims<"b", "p + s", ?, ?>>, tensor<?x?x2x4xf32, #llm.dims<"b", "p + s", ?, ?>>, tensor<?x1x1x?xf32>) -> tensor<?x?x2x4xf32, #llm.dims<"b", "s", ?, ?>>
+  %qs = llm.onnx.shape %q : (tensor<?x?x2x4xf32, #llm.dims<"b", "s", ?, ?>>) -> tensor<4xi64>
+  %S = llm.onnx.gather %qs, %c1 : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %ams = llm.onnx.shape %am : (tensor<?x?xi64, #llm.dims<"b", "p + s">>) -> tensor<2xi64>
+  %T = llm.onnx.gather %ams, %c1 : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %P = llm.onnx.sub %T, %S : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %rows = llm.onnx.range %P, %T, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %cols = llm.onnx.range %c0, %T, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %r2 = llm.onnx.unsqueeze %rows, %ax1 : (tensor<?xi64>, tensor<1xi64>) -> tensor<?x1xi64>
+  %c2 = llm.onnx.unsqueeze %cols, %ax0 : (tensor<?xi64>, tensor<1xi64>) -> tensor<1x?xi64>
+  %strict = llm.onnx.less %c2, %r2 : (tensor<1x?xi64>, tensor<?x1xi64>) -> tensor<?x?xi1>
+  %both = llm.onnx.and %strict, %pad : (tensor<?x?xi1>, tensor<?x1x1x?xi1>) -> tensor<?x1x?x?xi1>
+  %m2 = llm.onnx.where %both, %zero, %ninf : (tensor<?x1x?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x?x?xf32>
+  %o2 = llm.attention %q, %k, %v, %m2 {num_heads = 2 : i64, num_kv_heads = 2 : i64, scale = 0.5 : f32} : (tensor<?x?x2x4xf32, #llm.dims<"b", "s", ?, ?>>, tensor<?x?x2x4xf32, #llm.dims<"b", "p + s", ?, ?>>, tensor<?x?x2x4xf32, #llm.dims<"b", "p + s", ?, ?>>, tensor<?x1x?x?xf32>) -> tensor<?x?x2x4xf32, #llm.dims<"b", "s", ?, ?>>
+  return %o1, %o2 : tensor<?x?x2x4xf32, #llm.dims<"b", "s", ?, ?>>, tensor<?x?x2x4xf32, #llm.dims<"b", "s", ?, ?>>
+}
