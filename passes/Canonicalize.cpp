@@ -428,6 +428,53 @@ struct CanonicalizePass : mlir::llmc::impl::CanonicalizePassBase<CanonicalizePas
           if (std::optional<SmallVector<int64_t>> s = constantInts(op->getOperand(1)))
             noop = intAttrOr(op, "allowzero", 0) == 0 &&
                    llvm::all_of(*s, [](int64_t v) { return v == 0; });
+      } else if (name == "concat") {
+        // Operands of static size 0 on the axis add nothing; one left over
+        // of the result's type is the result.
+        MaybeShape rs = getShape(result.getType());
+        int64_t axis = intAttrOr(op, "axis", 0), rank = rs ? int64_t(rs->size()) : 0;
+        if (axis < 0)
+          axis += rank;
+        Value kept;
+        int live = 0;
+        for (Value v : op->getOperands()) {
+          MaybeShape sv = getShape(v.getType());
+          if (sv && axis >= 0 && axis < int64_t(sv->size()) && (*sv)[size_t(axis)].isStatic() &&
+              (*sv)[size_t(axis)].size == 0)
+            continue;
+          kept = v;
+          ++live;
+        }
+        if (live == 1 && op->getNumOperands() > 1 &&
+            getElementTypeOrSelf(kept.getType()) == getElementTypeOrSelf(result.getType()) &&
+            getShape(kept.getType()) && getShape(result.getType()) &&
+            getShape(kept.getType())->size() == getShape(result.getType())->size()) {
+          x = kept;
+          noop = true;
+        }
+      } else if (name == "slice") {
+        // Every sliced axis taken whole, in order: starts 0, ends past the
+        // (static) size, steps 1.
+        auto xt = dyn_cast<RankedTensorType>(x.getType());
+        auto starts = constantInts(op->getOperand(1)), ends = constantInts(op->getOperand(2));
+        std::optional<SmallVector<int64_t>> axes, steps;
+        if (op->getNumOperands() > 3 && !isNone(op->getOperand(3)))
+          axes = constantInts(op->getOperand(3));
+        if (op->getNumOperands() > 4 && !isNone(op->getOperand(4)))
+          steps = constantInts(op->getOperand(4));
+        bool axesOk = !(op->getNumOperands() > 3 && !isNone(op->getOperand(3))) || axes;
+        bool stepsOk = !(op->getNumOperands() > 4 && !isNone(op->getOperand(4))) ||
+                       (steps && llvm::all_of(*steps, [](int64_t v) { return v == 1; }));
+        if (xt && starts && ends && axesOk && stepsOk && starts->size() == ends->size()) {
+          noop = true;
+          for (size_t i = 0; i < starts->size() && noop; ++i) {
+            int64_t a = axes ? (*axes)[i] : int64_t(i);
+            if (a < 0)
+              a += xt.getRank();
+            noop = a >= 0 && a < xt.getRank() && !xt.isDynamicDim(a) && (*starts)[i] == 0 &&
+                   (*ends)[i] >= xt.getDimSize(a);
+          }
+        }
       }
       if (!noop)
         continue;

@@ -633,16 +633,17 @@ struct RaiseTransformerPass
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     noneValue = {};
-    raiseNorms(func);
-    raiseActivations(func);
-    raiseLinears(func);
-    raiseEmbeddings(func);
-    raiseSwiglu(func);
-    raiseRope(func);
-    raiseAttention(func);
-    simplifyMasks(func);
-    foldTransposePairs(func);
-    eraseDead(func);
+    // Each step sees the previous ones' results with the replaced
+    // operations gone (a dead reader would still count as a use).
+    for (void (RaiseTransformerPass::*step)(func::FuncOp) :
+         {&RaiseTransformerPass::raiseNorms, &RaiseTransformerPass::raiseActivations,
+          &RaiseTransformerPass::raiseLinears, &RaiseTransformerPass::raiseEmbeddings,
+          &RaiseTransformerPass::raiseSwiglu, &RaiseTransformerPass::raiseRope,
+          &RaiseTransformerPass::raiseAttention, &RaiseTransformerPass::simplifyMasks,
+          &RaiseTransformerPass::foldTransposePairs}) {
+      (this->*step)(func);
+      eraseDead(func);
+    }
     if (failed(refineResultTypes(func)))
       signalPassFailure();
   }
@@ -720,9 +721,11 @@ struct RaiseTransformerPass
       Value bias = op->getOperand(skipLayer ? 4 : 3);
       if (!isVectorConstant(gamma, -1))
         continue;
-      Value sum = create<OnnxAddOp>(b, loc, {op->getOperand(0), op->getOperand(1)});
+      // (input + bias) + skip: the bias can then join input's projection.
+      Value input = op->getOperand(0);
       if (!isNone(bias))
-        sum = create<OnnxAddOp>(b, loc, {sum, bias});
+        input = create<OnnxAddOp>(b, loc, {input, bias});
+      Value sum = create<OnnxAddOp>(b, loc, {input, op->getOperand(1)});
       double e = floatAttrOr(op, "epsilon", 1e-12);
       Value y = skipLayer ? create<LayerNormOp>(b, loc, {sum, gamma, beta}, {eps(e)})
                           : create<RmsNormOp>(b, loc, {sum, gamma}, {eps(e)});

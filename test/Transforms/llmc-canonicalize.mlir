@@ -141,3 +141,24 @@ func.func @constants() -> (tensor<3xf32>, tensor<?xi64>, tensor<?x?xf32>, tensor
   %big = llm.onnx.constant_of_shape %shape : (tensor<2xi64>) -> tensor<?x?xf32>
   return %s, %r, %big, %s2 : tensor<3xf32>, tensor<?xi64>, tensor<?x?xf32>, tensor<3xf32>
 }
+
+// -----
+
+// Phi-3 splits q into a rotated part and an (empty) pass-through part and
+// concatenates them back: the whole-axis Slice and the Concat with a
+// zero-size operand go.
+// CHECK-LABEL: func.func @empty_parts
+// CHECK-NOT: llm.onnx.slice
+// CHECK-NOT: llm.onnx.concat
+// CHECK: %[[N:.+]] = llm.onnx.neg %arg0
+// CHECK: return %[[N]]
+func.func @empty_parts(%x: tensor<?x2x?x16xf32>, %e: tensor<?x2x?x0xf32>) -> tensor<?x2x?x16xf32> {
+  %s0 = llm.constant dense<0> : tensor<1xi64>
+  %s16 = llm.constant dense<16> : tensor<1xi64>
+  %ax = llm.constant dense<-1> : tensor<1xi64>
+  %none = llm.none
+  %whole = llm.onnx.slice %x, %s0, %s16, %ax, %none : (tensor<?x2x?x16xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, none) -> tensor<?x2x?x16xf32>
+  %n = llm.onnx.neg %whole : (tensor<?x2x?x16xf32>) -> tensor<?x2x?x16xf32>
+  %c = llm.onnx.concat %n, %e {axis = -1 : i64} : (tensor<?x2x?x16xf32>, tensor<?x2x?x0xf32>) -> tensor<?x2x?x16xf32>
+  return %c : tensor<?x2x?x16xf32>
+}

@@ -15,6 +15,8 @@
 #include "compiler/Executor/Conformance.h"
 #include "compiler/Executor/DecodeLoop.h"
 #include "compiler/Executor/Executor.h"
+#include "passes/Passes.h"
+#include "passes/TransformerStructure.h"
 #include "python-free-frontend/ModelSummary.h"
 #include "python-free-frontend/OnnxImporter.h"
 #include "python-free-frontend/OnnxModel.h"
@@ -24,6 +26,7 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OperationSupport.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
@@ -437,12 +440,31 @@ int runCheck() {
   });
   // With every operator known, import the whole graph: that checks every
   // tensor, attribute and shape the compiler will rely on.
-  std::string importError;
+  std::string importError, raiseError;
+  std::optional<TransformerStructure> structure;
   if (!blocking) {
     auto ctx = makeContext();
     auto module = importOnnxModel(*ctx, **model);
-    if (!module)
+    if (!module) {
       importError = llvm::toString(module.takeError());
+    } else {
+      // What the transformer passes recognise.
+      ScopedDiagnosticHandler handler(ctx.get(), [&](Diagnostic &d) {
+        if (d.getSeverity() == DiagnosticSeverity::Error && raiseError.empty())
+          raiseError = d.str();
+        return success();
+      });
+      PassManager pm(ctx.get());
+      OpPassManager &fpm = pm.nest<func::FuncOp>();
+      fpm.addPass(createCanonicalizePass());
+      fpm.addPass(createRaiseTransformerPass());
+      if (failed(pm.run(**module))) {
+        if (raiseError.empty())
+          raiseError = "the transformer passes failed";
+      } else if (auto main = (*module)->lookupSymbol<func::FuncOp>("main")) {
+        structure = describeTransformer(main);
+      }
+    }
   }
   bool ok = unsupported.empty() && importError.empty();
   const ModelSummary &s = *summary;
@@ -505,6 +527,31 @@ int runCheck() {
     root["unsupported"] = std::move(unsup);
     root["import_error"] =
         importError.empty() ? llvm::json::Value(nullptr) : llvm::json::Value(importError);
+    root["raise_error"] =
+        raiseError.empty() ? llvm::json::Value(nullptr) : llvm::json::Value(raiseError);
+    if (structure) {
+      auto strings = [](const std::vector<std::string> &v) {
+        llvm::json::Array a;
+        for (const std::string &s : v)
+          a.push_back(s);
+        return a;
+      };
+      root["structure"] = structure->summary();
+      root["prologue"] = strings(structure->prologue);
+      llvm::json::Array layers;
+      for (const auto &layer : structure->layers)
+        layers.push_back(strings(layer));
+      root["layers"] = std::move(layers);
+      root["epilogue"] = strings(structure->epilogue);
+      llvm::json::Array unrecognized;
+      for (const auto &u : structure->unrecognized)
+        unrecognized.push_back(llvm::json::Object{{"op", u.op}, {"node", u.node}});
+      root["unrecognized"] = std::move(unrecognized);
+    } else {
+      root["structure"] = nullptr;
+      root["layers"] = nullptr;
+      root["unrecognized"] = nullptr;
+    }
     root["ok"] = ok;
     llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
     return ok ? 0 : 1;
@@ -550,6 +597,19 @@ int runCheck() {
        << formatUnsupported(unsupported) << "\n";
   if (!importError.empty())
     os << "import:       failed: " << importError << "\n";
+  if (!raiseError.empty())
+    os << "raise:        failed: " << raiseError << "\n";
+  if (structure) {
+    os << "structure:    " << structure->summary() << "\n";
+    os << "layers:       " << structure->layers.size() << "\n";
+    if (structure->unrecognized.empty()) {
+      os << "unrecognized: none\n";
+    } else {
+      os << "unrecognized: " << structure->unrecognized.size() << " op(s)\n";
+      for (const auto &u : structure->unrecognized)
+        os << "  " << u.op << (u.node.empty() ? "" : " (" + u.node + ")") << "\n";
+    }
+  }
   os << "status:       " << (ok ? "ok" : "NOT SUPPORTED") << "\n";
   return ok ? 0 : 1;
 }

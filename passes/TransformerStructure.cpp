@@ -1,0 +1,257 @@
+//===- TransformerStructure.cpp - read a raised function as a decoder -----===//
+#include "passes/TransformerStructure.h"
+
+#include "dialects/LLM/IR/LLMOps.h"
+#include "dialects/LLM/IR/ShapeInference.h"
+
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+using namespace mlir::llmc;
+
+namespace {
+
+StringRef shortName(Operation *op) {
+  StringRef n = op->getName().getStringRef();
+  n.consume_front("llm.");
+  return n;
+}
+
+/// Operations that only move, reshape or convert data, or compute sizes,
+/// positions and masks: the glue between recognised blocks.
+bool isGlue(Operation *op) {
+  static const llvm::StringSet<> kGlue = {
+      "constant",       "none",          "onnx.reshape",  "onnx.transpose", "onnx.squeeze",
+      "onnx.unsqueeze", "onnx.concat",   "onnx.slice",    "onnx.split",     "onnx.expand",
+      "onnx.flatten",   "onnx.identity", "onnx.shape",    "onnx.size",      "onnx.cast",
+      "onnx.gather"};
+  if (kGlue.contains(shortName(op)))
+    return true;
+  // Integer and boolean computations: sizes, positions, masks.
+  return llvm::all_of(op->getResultTypes(), [](Type t) {
+    return !isa<FloatType>(getElementTypeOrSelf(t));
+  });
+}
+
+bool isScalarConstant(Value v) {
+  auto c = v.getDefiningOp<ConstantOp>();
+  auto type = c ? dyn_cast<RankedTensorType>(c.getType()) : RankedTensorType();
+  return type && type.hasStaticShape() && type.getNumElements() == 1;
+}
+
+/// A residual add (two computed tensors of one shape) or a scaling by a
+/// scalar constant (Gemma's embedding scale).
+bool isResidualOrScale(Operation *op) {
+  StringRef n = shortName(op);
+  if (op->getNumOperands() != 2)
+    return false;
+  Value a = op->getOperand(0), b = op->getOperand(1);
+  if (n == "onnx.add")
+    return !a.getDefiningOp<ConstantOp>() && !b.getDefiningOp<ConstantOp>() &&
+           getShape(a.getType()) == getShape(b.getType());
+  if (n == "onnx.mul")
+    return isScalarConstant(a) || isScalarConstant(b);
+  if (n == "onnx.div")
+    return isScalarConstant(b);
+  return false;
+}
+
+/// A constant [N] bias added to a projection the raise left separate (an
+/// int4 MatMulNBits).
+bool isProjectionBias(Operation *op) {
+  if (shortName(op) != "onnx.add")
+    return false;
+  for (int side = 0; side < 2; ++side) {
+    Operation *d = op->getOperand(side).getDefiningOp();
+    auto c = op->getOperand(1 - side).getDefiningOp<ConstantOp>();
+    auto type = c ? dyn_cast<RankedTensorType>(c.getType()) : RankedTensorType();
+    if (d && (isa<LinearOp>(d) || shortName(d) == "ms.matmul_nbits") && type &&
+        type.getRank() == 1)
+      return true;
+  }
+  return false;
+}
+
+/// act(gate) * up of a gated MLP whose activation has no fused llm op.
+bool isGate(Operation *op) {
+  if (shortName(op) != "onnx.mul")
+    return false;
+  return llvm::any_of(op->getOperands(), [](Value v) {
+    Operation *d = v.getDefiningOp();
+    return d && isa<GeluOp, SiluOp>(d) && v.hasOneUse();
+  });
+}
+
+/// The llm.rope `v` comes from through layout changes, if any.
+RopeOp ropeOf(Value v) {
+  for (int step = 0; step < 6 && v; ++step) {
+    Operation *d = v.getDefiningOp();
+    if (!d)
+      return {};
+    if (auto r = dyn_cast<RopeOp>(d))
+      return r;
+    StringRef n = shortName(d);
+    if (n != "onnx.transpose" && n != "onnx.reshape" && n != "onnx.cast")
+      return {};
+    v = d->getOperand(0);
+  }
+  return {};
+}
+
+std::string fmt(double v) {
+  std::string s = std::to_string(v);
+  while (s.size() > 1 && s.back() == '0')
+    s.pop_back();
+  if (!s.empty() && s.back() == '.')
+    s.pop_back();
+  return s;
+}
+
+std::string describeAttention(AttentionOp a) {
+  int64_t hq = a.getNumHeads(), hkv = a.getNumKvHeads();
+  std::string s = "attention(";
+  if (hq == hkv)
+    s += "MHA " + std::to_string(hq);
+  else if (hkv == 1)
+    s += "MQA " + std::to_string(hq) + "/1";
+  else
+    s += "GQA " + std::to_string(hq) + "/" + std::to_string(hkv);
+  if (RopeOp r = ropeOf(a.getQ())) {
+    s += ", rope";
+    if (r.getInterleaved())
+      s += " interleaved";
+    if (r.getRotaryDim())
+      s += " " + std::to_string(r.getRotaryDim());
+  }
+  if (a.getCausal())
+    s += ", causal";
+  else if (!isNone(a.getMask()))
+    s += ", masked";
+  if (a.getWindow() > 0)
+    s += ", window " + std::to_string(a.getWindow());
+  if (a.getSoftcap().convertToDouble() > 0)
+    s += ", softcap " + fmt(a.getSoftcap().convertToDouble());
+  return s + ")";
+}
+
+/// The MLP an activation belongs to: "swiglu mlp", "gelu mlp", a gated
+/// "gelu_tanh gated mlp" when multiplied by another projection.
+std::string describeActivation(Operation *op) {
+  if (isa<SwigluOp>(op))
+    return "swiglu mlp";
+  std::string name = isa<SiluOp>(op) ? "silu"
+                     : cast<GeluOp>(op).getApproximateTanh() ? "gelu_tanh"
+                                                             : "gelu";
+  Value y = op->getResult(0);
+  bool gated = y.hasOneUse() && shortName(*y.getUsers().begin()) == "onnx.mul" &&
+               !isResidualOrScale(*y.getUsers().begin());
+  return name + (gated ? " gated mlp" : " mlp");
+}
+
+struct Event {
+  enum Kind { Embedding, Norm, Attention, Mlp } kind;
+  std::string text;
+};
+
+} // namespace
+
+std::string TransformerStructure::summary() const {
+  std::vector<std::string> parts(prologue);
+  for (size_t i = 0; i < layers.size();) {
+    size_t j = i;
+    while (j < layers.size() && layers[j] == layers[i])
+      ++j;
+    std::string layer = "[";
+    for (size_t k = 0; k < layers[i].size(); ++k)
+      layer += (k ? ", " : "") + layers[i][k];
+    layer += "]";
+    parts.push_back(j - i > 1 ? std::to_string(j - i) + " x " + layer : layer);
+    i = j;
+  }
+  parts.insert(parts.end(), epilogue.begin(), epilogue.end());
+  std::string s;
+  for (size_t i = 0; i < parts.size(); ++i)
+    s += (i ? ", " : "") + parts[i];
+  return s.empty() ? "(nothing recognised)" : s;
+}
+
+TransformerStructure mlir::llmc::describeTransformer(func::FuncOp func) {
+  TransformerStructure out;
+  std::vector<Event> events;
+  // The lm_head: a projection whose result the function returns.
+  llvm::DenseSet<Operation *> returned;
+  func.walk([&](func::ReturnOp ret) {
+    for (Value v : ret.getOperands())
+      for (int step = 0; step < 4 && v; ++step) {
+        Operation *d = v.getDefiningOp();
+        if (!d)
+          break;
+        returned.insert(d);
+        StringRef n = shortName(d);
+        v = (n == "onnx.reshape" || n == "onnx.cast" || n == "onnx.slice" ||
+             n == "onnx.gather") ? d->getOperand(0) : Value();
+      }
+  });
+  bool lmHead = false;
+  func.walk([&](Operation *op) {
+    if (op == func.getOperation() || isa<func::ReturnOp>(op))
+      return;
+    StringRef n = shortName(op);
+    if (isa<EmbeddingOp>(op) || n == "ms.gather_block_quantized") {
+      events.push_back({Event::Embedding, n == "embedding" ? "embedding" : "embedding(int4)"});
+    } else if (isa<RmsNormOp, LayerNormOp>(op)) {
+      events.push_back({Event::Norm, n.str()});
+    } else if (auto a = dyn_cast<AttentionOp>(op)) {
+      events.push_back({Event::Attention, describeAttention(a)});
+    } else if (isa<SwigluOp, GeluOp, SiluOp>(op)) {
+      events.push_back({Event::Mlp, describeActivation(op)});
+    } else if (isa<LinearOp>(op) || n == "ms.matmul_nbits") {
+      if (returned.contains(op))
+        lmHead = true;
+    } else if (isa<RopeOp>(op) || isGlue(op) || isResidualOrScale(op) || isGate(op) ||
+               isProjectionBias(op)) {
+      // part of a recognised block
+    } else {
+      std::string node;
+      if (auto loc = dyn_cast<NameLoc>(op->getLoc()))
+        node = loc.getName().str();
+      out.unrecognized.push_back({n.str(), node});
+      // Contrib attention still delimits a layer.
+      if (n == "ms.group_query_attention" || n == "ms.multi_head_attention" ||
+          n == "ms.attention" || n == "onnx.attention")
+        events.push_back({Event::Attention, n.str() + " (not raised)"});
+    }
+  });
+  // Layers: each attention with the norm before it (after the previous
+  // layer's MLP) and what follows up to the next layer's norm.
+  std::vector<size_t> attns;
+  for (size_t i = 0; i < events.size(); ++i)
+    if (events[i].kind == Event::Attention)
+      attns.push_back(i);
+  size_t cursor = 0;
+  for (size_t k = 0; k < attns.size(); ++k) {
+    size_t a = attns[k], start = a;
+    while (start > cursor && events[start - 1].kind == Event::Norm)
+      --start;
+    for (size_t i = cursor; i < start; ++i) // before the first layer
+      (k == 0 ? out.prologue : out.layers.back()).push_back(events[i].text);
+    // The end: the last MLP before the next attention's norms.
+    size_t limit = k + 1 < attns.size() ? attns[k + 1] : events.size(), end = a + 1;
+    for (size_t i = a + 1; i < limit; ++i)
+      if (events[i].kind == Event::Mlp)
+        end = i + 1;
+    if (k + 1 < attns.size())
+      while (end < limit && events[end].kind != Event::Norm)
+        ++end;
+    std::vector<std::string> layer;
+    for (size_t i = start; i < end; ++i)
+      layer.push_back(events[i].text);
+    out.layers.push_back(std::move(layer));
+    cursor = end;
+  }
+  for (size_t i = cursor; i < events.size(); ++i)
+    (attns.empty() ? out.prologue : out.epilogue).push_back(events[i].text);
+  if (lmHead)
+    out.epilogue.push_back("lm_head");
+  return out;
+}

@@ -1,0 +1,43 @@
+//===- TransformerStructure.h - what llmc-raise-transformer recognised ----===//
+//
+// Reads a raised function (after llmc-canonicalize and llmc-raise-transformer)
+// as a decoder: embedding, layers of [norm, attention, norm, MLP], final norm
+// and lm_head, and lists the computations left outside that structure. This
+// is what `llmc check` reports.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_PASSES_TRANSFORMERSTRUCTURE_H
+#define LLMC_PASSES_TRANSFORMERSTRUCTURE_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir::llmc {
+
+struct TransformerStructure {
+  /// Blocks before the first layer (embeddings).
+  std::vector<std::string> prologue;
+  /// One entry per layer: its blocks in order, e.g. {"rms_norm",
+  /// "attention(GQA 32/8, rope, causal)", "rms_norm", "swiglu mlp"}.
+  std::vector<std::vector<std::string>> layers;
+  /// Blocks after the last layer (final norm, lm_head).
+  std::vector<std::string> epilogue;
+  /// Computations outside any recognised block: the op and its node name.
+  struct Op {
+    std::string op, node;
+  };
+  std::vector<Op> unrecognized;
+
+  /// "embedding, 2 x [rms_norm, attention(...), rms_norm, swiglu mlp],
+  /// rms_norm, lm_head": equal consecutive layers are counted.
+  std::string summary() const;
+};
+
+/// The structure of a raised decoder function.
+TransformerStructure describeTransformer(func::FuncOp func);
+
+} // namespace mlir::llmc
+
+#endif // LLMC_PASSES_TRANSFORMERSTRUCTURE_H
