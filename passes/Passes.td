@@ -134,6 +134,15 @@ def RaiseTransformerPass : Pass<"llmc-raise-transformer", "::mlir::func::FuncOp"
       and the argument keeps it, the mask becomes `causal` (and `window`)
       plus a boolean [B, 1, 1, Skv] mask from that argument (none without
       one). Any other mask stays as it is.
+    * com.microsoft GroupQueryAttention (onnxruntime-genai) with past/present
+      IO: rope on q and k (its cos/sin caches) at positions
+      seqlens_k + 1 - S + i, present = past ++ new, causal `llm.attention`
+      with its local window, scale and softcap. That is its meaning for
+      unpadded sequences, the protocol genai drives it with; two
+      `llm.assert_equal` state it (seqlens_k + 1 - S equals the past length
+      for every sequence, total_sequence_length equals past + S), so other
+      inputs are refused at run time. Attention bias, sinks, quantized
+      caches, q/k norms and window-sized caches keep the contrib op.
 
     Before:
 

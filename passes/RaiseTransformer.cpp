@@ -26,6 +26,7 @@
 
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
@@ -640,6 +641,7 @@ struct RaiseTransformerPass
           &RaiseTransformerPass::raiseLinears, &RaiseTransformerPass::raiseEmbeddings,
           &RaiseTransformerPass::raiseSwiglu, &RaiseTransformerPass::raiseRope,
           &RaiseTransformerPass::raiseAttention, &RaiseTransformerPass::simplifyMasks,
+          &RaiseTransformerPass::raiseGroupQueryAttention,
           &RaiseTransformerPass::foldTransposePairs}) {
       (this->*step)(func);
       eraseDead(func);
@@ -651,7 +653,12 @@ struct RaiseTransformerPass
   template <typename OpT>
   Value create(OpBuilder &b, Location loc, ValueRange operands,
                ArrayRef<NamedAttribute> attrs = {}) {
-    return b.create<OpT>(loc, operands, attrs)->getResult(0);
+    // Default-valued attributes are stored too: result inference reads them.
+    NamedAttrList list(attrs);
+    if (std::optional<RegisteredOperationName> name =
+            RegisteredOperationName::lookup(OpT::getOperationName(), b.getContext()))
+      name->populateDefaultAttrs(list);
+    return b.create<OpT>(loc, operands, list.getAttrs())->getResult(0);
   }
 
   /// One llm.none at the top of the function, for absent operands.
@@ -1506,6 +1513,163 @@ struct RaiseTransformerPass
     }
   }
 
+
+  //===--------------------------------------------------------------------===//
+  // onnxruntime's GroupQueryAttention
+  //===--------------------------------------------------------------------===//
+
+  Value i64Constant(OpBuilder &b, Location loc, ArrayRef<int64_t> values, bool scalar = false) {
+    auto type = scalar ? RankedTensorType::get({}, b.getI64Type())
+                       : RankedTensorType::get({int64_t(values.size())}, b.getI64Type());
+    return b.create<ConstantOp>(loc, DenseElementsAttr::get(type, values)).getResult();
+  }
+
+  /// x[..., lo:hi] on the last axis.
+  Value sliceLast(OpBuilder &b, Location loc, Value x, int64_t lo, int64_t hi) {
+    return create<OnnxSliceOp>(b, loc,
+                               {x, i64Constant(b, loc, {lo}), i64Constant(b, loc, {hi}),
+                                i64Constant(b, loc, {-1}), i64Constant(b, loc, {1})});
+  }
+
+  /// Size `d` of `x` as an i64 scalar.
+  Value sizeOf(OpBuilder &b, Location loc, Value x, int64_t d) {
+    Value shape = create<OnnxShapeOp>(b, loc, {x});
+    return create<OnnxGatherOp>(b, loc, {shape, i64Constant(b, loc, {d}, /*scalar=*/true)});
+  }
+
+  /// GroupQueryAttention with past/present IO becomes rope, a concat of the
+  /// past and new keys and values (the present outputs) and a causal
+  /// llm.attention. That is its meaning for unpadded sequences, the
+  /// protocol onnxruntime-genai drives it with: seqlens_k[b] + 1 - S is the
+  /// past length P for every b and total_sequence_length is P + S. Two
+  /// llm.assert_equal state it, so other inputs are refused at run time
+  /// rather than computed differently.
+  void raiseGroupQueryAttention(func::FuncOp func) {
+    SmallVector<Operation *> ops;
+    func.walk([&](Operation *op) {
+      if (isLlmOp(op, "ms.group_query_attention"))
+        ops.push_back(op);
+    });
+    for (Operation *g : ops) {
+      auto operand = [&](unsigned i) {
+        return i < g->getNumOperands() && !isNone(g->getOperand(i)) ? g->getOperand(i) : Value();
+      };
+      bool unsupported = false;
+      for (unsigned i = 10; i < g->getNumOperands(); ++i)
+        unsupported |= bool(operand(i)); // bias, sinks, quantized caches, q/k norms
+      if (unsupported || intAttrOr(g, "smooth_softmax", -1) > 0 ||
+          intAttrOr(g, "sliding_window_cache", 0) != 0 || intAttrOr(g, "causal", 1) != 1 ||
+          (g->getNumResults() > 3 && !g->getResult(3).use_empty()))
+        continue;
+      Value query = operand(0), key = operand(1), value = operand(2), pastK = operand(3),
+            pastV = operand(4), seqlens = operand(5), total = operand(6), cosC = operand(7),
+            sinC = operand(8), positionIds = operand(9);
+      int64_t nq = intAttrOr(g, "num_heads", 0), nkv = intAttrOr(g, "kv_num_heads", 0);
+      int64_t hidden = lastDim(query);
+      bool packed = !key;
+      if (nq <= 0 || nkv <= 0 || nq % nkv || rankOf(query) != 3 || hidden <= 0 ||
+          (packed && value) || !seqlens || !total)
+        continue;
+      int64_t d = packed ? hidden / (nq + 2 * nkv) : hidden / nq;
+      if (d <= 0 || hidden != (packed ? (nq + 2 * nkv) * d : nq * d))
+        continue;
+      Type element = getElementTypeOrSelf(query.getType());
+      if (!packed && (lastDim(key) != nkv * d || !value || lastDim(value) != nkv * d ||
+                      getElementTypeOrSelf(key.getType()) != element))
+        continue;
+      if (bool(pastK) != bool(pastV) ||
+          (pastK && (rankOf(pastK) != 4 || getElementTypeOrSelf(pastK.getType()) != element ||
+                     getElementTypeOrSelf(pastV.getType()) != element)))
+        continue;
+      bool rotary = intAttrOr(g, "do_rotary", 0) != 0;
+      int64_t rot = 0;
+      if (rotary) {
+        auto cc = cosC ? cosC.getDefiningOp<ConstantOp>() : ConstantOp();
+        auto ct = cc ? dyn_cast<RankedTensorType>(cc.getType()) : RankedTensorType();
+        if (!ct || ct.getRank() != 2 || !sinC || sinC.getType() != cosC.getType() ||
+            2 * ct.getDimSize(1) > d)
+          continue;
+        rot = 2 * ct.getDimSize(1) == d ? 0 : 2 * ct.getDimSize(1);
+      }
+      OpBuilder b(g);
+      Location loc = g->getLoc();
+      // q, k, v as [B, S, heads, d].
+      Value q3 = packed ? sliceLast(b, loc, query, 0, nq * d) : query;
+      Value k3 = packed ? sliceLast(b, loc, query, nq * d, (nq + nkv) * d) : key;
+      Value v3 = packed ? sliceLast(b, loc, query, (nq + nkv) * d, (nq + 2 * nkv) * d) : value;
+      auto heads = [&](Value x, int64_t n) {
+        return create<OnnxReshapeOp>(b, loc, {x, i64Constant(b, loc, {0, 0, n, d})});
+      };
+      Value q4 = heads(q3, nq), k4 = heads(k3, nkv), v4 = heads(v3, nkv);
+      // The protocol, and the positions it gives.
+      Value s = sizeOf(b, loc, query, 1);
+      Value past = pastK ? sizeOf(b, loc, pastK, 2) : i64Constant(b, loc, {0}, true);
+      auto i64 = b.getNamedAttr("to", b.getI64IntegerAttr(7));
+      Value start = create<OnnxSubOp>(
+          b, loc,
+          {create<OnnxAddOp>(b, loc,
+                             {create<OnnxCastOp>(b, loc, {seqlens}, {i64}),
+                              i64Constant(b, loc, {1}, true)}),
+           s});
+      start = create<AssertEqualOp>(
+          b, loc, {start, start, past},
+          {b.getNamedAttr("message",
+                          b.getStringAttr("GroupQueryAttention: seqlens_k + 1 - sequence "
+                                          "length must be the past length for every "
+                                          "sequence (padded batches are not supported)"))});
+      start = create<AssertEqualOp>(
+          b, loc,
+          {start, create<OnnxCastOp>(b, loc, {total}, {i64}),
+           create<OnnxAddOp>(b, loc, {past, s})},
+          {b.getNamedAttr("message",
+                          b.getStringAttr("GroupQueryAttention: total_sequence_length must be "
+                                          "the past length plus the sequence length"))});
+      Value positions = positionIds;
+      if (!positions) {
+        Value steps = create<OnnxRangeOp>(
+            b, loc, {i64Constant(b, loc, {0}, true), s, i64Constant(b, loc, {1}, true)});
+        positions = create<OnnxAddOp>(
+            b, loc,
+            {create<OnnxUnsqueezeOp>(b, loc, {start, i64Constant(b, loc, {1})}),
+             create<OnnxUnsqueezeOp>(b, loc, {steps, i64Constant(b, loc, {0})})});
+      }
+      if (rotary) {
+        SmallVector<NamedAttribute> ropeAttrs{
+            b.getNamedAttr("interleaved", b.getBoolAttr(intAttrOr(g, "rotary_interleaved", 0))),
+            b.getNamedAttr("rotary_dim", b.getI64IntegerAttr(rot))};
+        q4 = create<RopeOp>(b, loc, {q4, cosC, sinC, positions}, ropeAttrs);
+        k4 = create<RopeOp>(b, loc, {k4, cosC, sinC, positions}, ropeAttrs);
+      }
+      // present = past ++ new, [B, kv_heads, T, d].
+      auto perm = b.getNamedAttr("perm", b.getDenseI64ArrayAttr({0, 2, 1, 3}));
+      Value presentK = create<OnnxTransposeOp>(b, loc, {k4}, {perm});
+      Value presentV = create<OnnxTransposeOp>(b, loc, {v4}, {perm});
+      auto axis2 = b.getNamedAttr("axis", b.getI64IntegerAttr(2));
+      if (pastK) {
+        presentK = create<OnnxConcatOp>(b, loc, {pastK, presentK}, {axis2});
+        presentV = create<OnnxConcatOp>(b, loc, {pastV, presentV}, {axis2});
+      }
+      double scale = floatAttrOr(g, "scale", 1.0 / std::sqrt(double(d)));
+      int64_t window = intAttrOr(g, "local_window_size", -1);
+      Value o = create<AttentionOp>(
+          b, loc,
+          {q4, create<OnnxTransposeOp>(b, loc, {presentK}, {perm}),
+           create<OnnxTransposeOp>(b, loc, {presentV}, {perm}), none(b, loc)},
+          {b.getNamedAttr("num_heads", b.getI64IntegerAttr(nq)),
+           b.getNamedAttr("num_kv_heads", b.getI64IntegerAttr(nkv)),
+           b.getNamedAttr("causal", b.getBoolAttr(true)),
+           b.getNamedAttr("window", b.getI64IntegerAttr(window > 0 ? window : 0)),
+           b.getNamedAttr("scale", f32(b, scale)),
+           b.getNamedAttr("softcap", f32(b, floatAttrOr(g, "softcap", 0.0)))});
+      Value out = create<OnnxReshapeOp>(b, loc, {o, i64Constant(b, loc, {0, 0, nq * d})});
+      g->getResult(0).replaceAllUsesWith(out);
+      if (g->getNumResults() > 1)
+        g->getResult(1).replaceAllUsesWith(presentK);
+      if (g->getNumResults() > 2)
+        g->getResult(2).replaceAllUsesWith(presentV);
+    }
+  }
+
   /// transpose(transpose(y, p1), p2) -> transpose(y, p1[p2]) or y.
   void foldTransposePairs(func::FuncOp func) {
     SmallVector<OnnxTransposeOp> ops;
@@ -1542,7 +1706,8 @@ struct RaiseTransformerPass
       SmallVector<Operation *> ops;
       func.walk([&](Operation *op) { ops.push_back(op); });
       for (Operation *op : llvm::reverse(ops))
-        if (isa<LLMDialect>(op->getDialect()) && op->use_empty() && op->getNumResults() > 0) {
+        if (isa<LLMDialect>(op->getDialect()) && op->getNumResults() > 0 &&
+            isOpTriviallyDead(op)) {
           op->erase();
           changed = true;
         }

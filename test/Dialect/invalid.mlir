@@ -1042,6 +1042,14 @@ func.func @swiglu(%g: tensor<4xf32>, %u: tensor<8xf32>) {
 
 // -----
 
+func.func @assert_equal(%v: tensor<4xf32>, %a: tensor<4xf32>) {
+  // expected-error @+1 {{operand #1 must be tensor of 32-bit signless integer or 64-bit signless integer values}}
+  %0 = llm.assert_equal %v, %a, %a {message = "m"} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
 func.func @cast_to_wrong_narrow_type(%x: tensor<4xf32>) {
   // expected-error @+2 {{inferred type(s) 'tensor<4x!llm.f8e8m0>' are incompatible with return type(s) of operation 'tensor<4x!llm.f4e2m1>'}}
   // expected-error @+1 {{failed to infer returned types}}

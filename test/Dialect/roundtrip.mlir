@@ -332,6 +332,13 @@ func.func @transformer(%table: tensor<256x64xf16>, %ids: tensor<1x?xi64>, %x: te
   return
 }
 
+// CHECK-LABEL: func.func @assert_equal
+func.func @assert_equal(%start: tensor<?xi64>, %past: tensor<i64>) -> tensor<?xi64> {
+  // CHECK: llm.assert_equal %arg0, %arg0, %arg1 {message = "past lengths differ"} : (tensor<?xi64>, tensor<?xi64>, tensor<i64>) -> tensor<?xi64>
+  %0 = llm.assert_equal %start, %start, %past {message = "past lengths differ"} : (tensor<?xi64>, tensor<?xi64>, tensor<i64>) -> tensor<?xi64>
+  return %0 : tensor<?xi64>
+}
+
 // The element types MLIR has no builtin for, and the sub-byte integers.
 // CHECK-LABEL: func.func @narrow_types
 func.func @narrow_types(%x: tensor<4xf32>) -> (tensor<4x!llm.f4e2m1>, tensor<4xf32>, tensor<4x!llm.f8e8m0>, tensor<4xi2>, tensor<4xui2>) {

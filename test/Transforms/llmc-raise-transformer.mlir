@@ -411,3 +411,40 @@ func.func @not_causal_masks(%q: tensor<?x?x2x4xf32, #llm.dims<"b", "s", ?, ?>>, 
   %o2 = llm.attention %q, %k, %v, %m2 {num_heads = 2 : i64, num_kv_heads = 2 : i64, scale = 0.5 : f32} : (tensor<?x?x2x4xf32, #llm.dims<"b", "s", ?, ?>>, tensor<?x?x2x4xf32, #llm.dims<"b", "p + s", ?, ?>>, tensor<?x?x2x4xf32, #llm.dims<"b", "p + s", ?, ?>>, tensor<?x1x?x?xf32>) -> tensor<?x?x2x4xf32, #llm.dims<"b", "s", ?, ?>>
   return %o1, %o2 : tensor<?x?x2x4xf32, #llm.dims<"b", "s", ?, ?>>, tensor<?x?x2x4xf32, #llm.dims<"b", "s", ?, ?>>
 }
+
+// -----
+
+// onnxruntime's GroupQueryAttention with past/present and its own rotary:
+// rope on q and k at positions seqlens_k + 1 - S + i, present = past ++ new,
+// causal attention with the local window. Two llm.assert_equal state the
+// protocol it is exact for (unpadded sequences).
+// CHECK-LABEL: func.func @group_query_attention
+// CHECK: %[[START:.+]] = llm.assert_equal %{{.+}}, %{{.+}}, %{{.+}} {message = "GroupQueryAttention: seqlens_k + 1 - sequence length must be the past length{{.*}}"}
+// CHECK: llm.assert_equal %[[START]], %{{.+}}, %{{.+}} {message = "GroupQueryAttention: total_sequence_length must be the past length plus the sequence length"}
+// CHECK: %[[QR:.+]] = llm.rope %{{.+}}, %{{.+}}, %{{.+}}, %[[POS:.+]] : (tensor<1x?x4x8xf32>
+// CHECK: %[[KR:.+]] = llm.rope %{{.+}}, %{{.+}}, %{{.+}}, %[[POS]] : (tensor<1x?x2x8xf32>
+// CHECK: %[[KT:.+]] = llm.onnx.transpose %[[KR]]
+// CHECK: %[[PK:.+]] = llm.onnx.concat %arg3, %[[KT]] {axis = 2 : i64}
+// CHECK: %[[PV:.+]] = llm.onnx.concat %arg4, %{{.+}} {axis = 2 : i64}
+// CHECK: llm.attention %[[QR]], %{{.+}}, %{{.+}}, %{{.+}} {causal = true, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.353553385 : f32, window = 3 : i64}
+// CHECK: return %{{.+}}, %[[PK]], %[[PV]]
+func.func @group_query_attention(%q: tensor<1x?x32xf32>, %k: tensor<1x?x16xf32>, %v: tensor<1x?x16xf32>, %pk: tensor<1x2x?x8xf32>, %pv: tensor<1x2x?x8xf32>, %seqlens: tensor<1xi32>, %total: tensor<i32>) -> (tensor<1x?x32xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>) {
+  %cos = llm.constant dense<1.0> : tensor<16x4xf32>
+  %sin = llm.constant dense<0.5> : tensor<16x4xf32>
+  %none = llm.none
+  %o:4 = llm.ms.group_query_attention %q, %k, %v, %pk, %pv, %seqlens, %total, %cos, %sin, %none, %none, %none, %none, %none, %none, %none, %none {num_heads = 4 : i64, kv_num_heads = 2 : i64, do_rotary = 1 : i64, local_window_size = 3 : i64} : (tensor<1x?x32xf32>, tensor<1x?x16xf32>, tensor<1x?x16xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1xi32>, tensor<i32>, tensor<16x4xf32>, tensor<16x4xf32>, none, none, none, none, none, none, none, none) -> (tensor<1x?x32xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x4x?x?xf32>)
+  return %o#0, %o#1, %o#2 : tensor<1x?x32xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>
+}
+
+// -----
+
+// Negative: an attention bias (operand 10) is not part of the raised form;
+// the contrib op stays.
+// CHECK-LABEL: func.func @gqa_with_bias
+// CHECK: llm.ms.group_query_attention
+// CHECK-NOT: llm.attention
+func.func @gqa_with_bias(%q: tensor<1x?x32xf32>, %k: tensor<1x?x16xf32>, %v: tensor<1x?x16xf32>, %pk: tensor<1x2x?x8xf32>, %pv: tensor<1x2x?x8xf32>, %seqlens: tensor<1xi32>, %total: tensor<i32>, %bias: tensor<1x1x?x?xf32>) -> tensor<1x?x32xf32> {
+  %none = llm.none
+  %o:4 = llm.ms.group_query_attention %q, %k, %v, %pk, %pv, %seqlens, %total, %none, %none, %none, %bias, %none, %none, %none, %none, %none, %none {num_heads = 4 : i64, kv_num_heads = 2 : i64} : (tensor<1x?x32xf32>, tensor<1x?x16xf32>, tensor<1x?x16xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1xi32>, tensor<i32>, none, none, none, tensor<1x1x?x?xf32>, none, none, none, none, none, none) -> (tensor<1x?x32xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x4x?x?xf32>)
+  return %o#0 : tensor<1x?x32xf32>
+}

@@ -574,4 +574,22 @@ TEST(TransformerKernels, EmbeddingRowsAndBadIds) {
   }
 }
 
+TEST(TransformerKernels, AssertEqualPassesTheValueOrNamesTheMismatch) {
+  float value[3] = {1, 2, 3};
+  std::vector<int64_t> lhs{4, 4}, same{4};
+  std::vector<int32_t> other{4, 5};
+  Call ok;
+  ok.in(DType::Float, {3}, value).in(DType::Int64, {2}, lhs.data()).in(DType::Int64, {}, same.data());
+  Attribute message;
+  message.kind = Attribute::String;
+  message.s = "lengths must agree";
+  ok.attrs.set("message", message);
+  ASSERT_TRUE(ok.run("assert_equal").isOk());
+  EXPECT_EQ(ok.out().data<float>(), value); // passed through, not copied
+  Call bad;
+  bad.in(DType::Float, {3}, value).in(DType::Int64, {2}, lhs.data()).in(DType::Int32, {2}, other.data());
+  bad.attrs.set("message", message);
+  expectError(bad.run("assert_equal"), "lengths must agree (4 != 5 at element 1)");
+}
+
 } // namespace

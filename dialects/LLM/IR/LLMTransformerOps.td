@@ -155,4 +155,38 @@ def LLM_SwigluOp : LLM_InferredOp<"swiglu"> {
   let hasVerifier = 1;
 }
 
+def LLM_AssertEqualOp : LLM_Op<"assert_equal", [InferTypeOpAdaptorWithIsCompatible,
+                                                 MemoryEffects<[MemWrite]>]> {
+  let summary = "run-time check that two integer tensors are equal";
+  let description = [{
+    Returns `value` unchanged after checking that `lhs` and `rhs` (integer
+    tensors of one size, or one of them a single element) are equal element
+    by element; otherwise execution stops with an error that starts with
+    `message`. Rewrites that are exact only for inputs keeping a protocol
+    (onnxruntime-genai's `seqlens_k`, for instance) state it with this op,
+    so an input outside the protocol is refused rather than computed
+    differently. It has an effect, so it is never removed as dead.
+
+    ```mlir
+    %p = llm.assert_equal %start, %start, %past_len {message = "seqlens_k + 1 - S must equal the past length"}
+        : (tensor<?xi64>, tensor<?xi64>, tensor<i64>) -> tensor<?xi64>
+    ```
+  }];
+  let arguments = (ins LLM_Tensor:$value, LLM_IndexTensor:$lhs, LLM_IndexTensor:$rhs,
+                   StrAttr:$message);
+  let results = (outs LLM_Tensor:$output);
+  let extraClassDefinition = [{
+    bool $cppClass::isCompatibleReturnTypes(::mlir::TypeRange l, ::mlir::TypeRange r) {
+      return ::mlir::llmc::areCompatibleReturnTypes(l, r);
+    }
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location>, Adaptor adaptor,
+        ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      types.push_back(adaptor.getValue().getType());
+      return ::mlir::success();
+    }
+  }];
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
 #endif // LLMC_DIALECTS_LLM_IR_LLMTRANSFORMEROPS_TD

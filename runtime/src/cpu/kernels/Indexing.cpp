@@ -98,6 +98,26 @@ Status embeddingKernel(KernelCall &call) {
   return Status::ok();
 }
 
+/// llm.assert_equal: `value` passes through when lhs == rhs elementwise.
+Status assertEqualKernel(KernelCall &call) {
+  const Tensor &value = *call.input(0), &lhs = *call.input(1), &rhs = *call.input(2);
+  LLMC_RETURN_IF_ERROR(checkIndexType(call, lhs));
+  LLMC_RETURN_IF_ERROR(checkIndexType(call, rhs));
+  int64_t n = std::max(lhs.numel(), rhs.numel());
+  if ((lhs.numel() != n && lhs.numel() != 1) || (rhs.numel() != n && rhs.numel() != 1))
+    return call.fail("compared tensors " + lhs.describe() + " and " + rhs.describe() +
+                     " differ in size");
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t a = indexAt(lhs, lhs.numel() == 1 ? 0 : i), b = indexAt(rhs, rhs.numel() == 1 ? 0 : i);
+    if (a != b)
+      return Status::error(call.attrs->getString("message", "assert_equal") + " (" +
+                           std::to_string(a) + " != " + std::to_string(b) +
+                           (n > 1 ? " at element " + std::to_string(i) : std::string()) + ")");
+  }
+  call.outputs[0] = value;
+  return Status::ok();
+}
+
 Status gatherElementsKernel(KernelCall &call) {
   const Tensor &data = *call.input(0), &indices = *call.input(1);
   LLMC_RETURN_IF_ERROR(checkIndexType(call, indices));
@@ -414,6 +434,7 @@ Status cumSumKernel(KernelCall &call) {
 void addIndexingKernels(KernelTable &table) {
   table.add("onnx.gather", gatherKernel);
   table.add("embedding", embeddingKernel);
+  table.add("assert_equal", assertEqualKernel);
   table.add("onnx.gather_elements", gatherElementsKernel);
   table.add("onnx.gather_nd", gatherNdKernel);
   table.add("onnx.scatter_nd", scatterNdKernel);
