@@ -143,6 +143,12 @@ def RaiseTransformerPass : Pass<"llmc-raise-transformer", "::mlir::func::FuncOp"
       for every sequence, total_sequence_length equals past + S), so other
       inputs are refused at run time. Attention bias, sinks, quantized
       caches, q/k norms and window-sized caches keep the contrib op.
+    * The older com.microsoft forms: RotaryEmbedding with constant caches
+      (llm.rope), MultiHeadAttention with q/k/v [B, S, N * D], BNSH past and
+      an additive bias (present = past ++ new, the bias as the mask),
+      Attention with a constant packed QKV weight, a raw [B, T] key mask and
+      a [2, B, N, P, D] past (GPT-2), EmbedLayerNormalization without
+      segments (two embeddings and a layer norm).
 
     Before:
 

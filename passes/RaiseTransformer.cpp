@@ -282,44 +282,47 @@ double activation(Activation a, double x) {
 
 /// What the cone computes on f32 samples in [-8, 8], if it is one of the
 /// known activations (within 1e-5 of the largest output).
+std::optional<cpu::Tensor> evaluateSlice(ArrayRef<Operation *> ops,
+                                         const llvm::DenseMap<Value, const cpu::Tensor *> &bound,
+                                         Value v);
+std::optional<std::vector<double>> floatsOf(const cpu::Tensor &t);
+
+/// What the cone computes on samples in [-8, 8], in f32 whatever the
+/// model's float type (its constants are widened), if it is one of the known
+/// activations (within 1e-5 of the largest output).
 Activation identify(const Cone &cone) {
-  if (getElementTypeOrSelf(cone.x.getType()) != Float32Type::get(cone.x.getContext()))
+  Type element = getElementTypeOrSelf(cone.x.getType());
+  if (!element.isF32() && !element.isF16() && !element.isBF16())
     return Activation::None;
   std::vector<float> samples;
   for (int i = 0; i <= 320; ++i)
     samples.push_back(-8.0f + 0.05f * float(i));
   cpu::Tensor input = cpu::Tensor::wrap(cpu::DType::Float, {int64_t(samples.size())},
                                         samples.data());
-  llvm::DenseMap<Value, cpu::Tensor> values;
-  std::vector<cpu::Tensor> constants;
-  constants.reserve(64);
-  for (Operation *op : cone.ops) {
-    std::vector<const cpu::Tensor *> args;
+  llvm::DenseMap<Value, const cpu::Tensor *> bound;
+  bound[cone.x] = &input;
+  std::deque<std::vector<float>> storage;
+  std::deque<cpu::Tensor> widened;
+  for (Operation *op : cone.ops)
     for (Value v : op->getOperands()) {
-      if (isNone(v)) {
-        args.push_back(nullptr);
-      } else if (v == cone.x) {
-        args.push_back(&input);
-      } else if (auto c = v.getDefiningOp<ConstantOp>()) {
-        auto t = constantTensor(c.getValue());
-        if (!t) {
-          llvm::consumeError(t.takeError());
-          return Activation::None;
-        }
-        constants.push_back(std::move(*t));
-        args.push_back(&constants.back());
-      } else {
-        args.push_back(&values[v]);
-      }
+      auto c = v.getDefiningOp<ConstantOp>();
+      if (!c || bound.count(v) || getElementTypeOrSelf(v.getType()).isF32() ||
+          !isa<FloatType>(getElementTypeOrSelf(v.getType())))
+        continue;
+      auto t = constantTensor(c.getValue());
+      std::optional<std::vector<double>> f = t ? floatsOf(*t) : std::nullopt;
+      if (!t)
+        llvm::consumeError(t.takeError());
+      if (!f)
+        return Activation::None;
+      storage.emplace_back(f->begin(), f->end());
+      widened.push_back(cpu::Tensor::wrap(cpu::DType::Float, t->shape(), storage.back().data()));
+      bound[v] = &widened.back();
     }
-    auto results = evaluateOp(op, args);
-    if (!results) {
-      llvm::consumeError(results.takeError());
-      return Activation::None;
-    }
-    values[op->getResult(0)] = std::move((*results)[0]);
-  }
-  const cpu::Tensor &out = values[cone.ops.back()->getResult(0)];
+  std::optional<cpu::Tensor> result = evaluateSlice(cone.ops, bound, cone.ops.back()->getResult(0));
+  if (!result)
+    return Activation::None;
+  const cpu::Tensor &out = *result;
   if (out.dtype() != cpu::DType::Float || out.numel() != int64_t(samples.size()))
     return Activation::None;
   for (Activation a : {Activation::GeluErf, Activation::GeluTanh, Activation::Silu}) {
@@ -642,6 +645,11 @@ struct RaiseTransformerPass
           &RaiseTransformerPass::raiseSwiglu, &RaiseTransformerPass::raiseRope,
           &RaiseTransformerPass::raiseAttention, &RaiseTransformerPass::simplifyMasks,
           &RaiseTransformerPass::raiseGroupQueryAttention,
+          &RaiseTransformerPass::raiseContribRotary,
+          &RaiseTransformerPass::raiseMultiHeadAttention,
+          &RaiseTransformerPass::raiseContribAttention,
+          &RaiseTransformerPass::raiseEmbedLayerNorm,
+          &RaiseTransformerPass::simplifyMasks,
           &RaiseTransformerPass::foldTransposePairs}) {
       (this->*step)(func);
       eraseDead(func);
@@ -1145,8 +1153,9 @@ struct RaiseTransformerPass
       Type element = getElementTypeOrSelf(qv.getType());
       if (getElementTypeOrSelf(k.getType()) != element ||
           getElementTypeOrSelf(v.getType()) != element ||
-          (mask && !isa<FloatType>(getElementTypeOrSelf(mask.getType()))))
-        continue;
+          (mask && (!isa<FloatType>(getElementTypeOrSelf(mask.getType())) ||
+                    rankOf(mask) < 2 || rankOf(mask) > 4)))
+        continue; // (a scalar or vector added to the scores is not a mask)
       OpBuilder b(pv);
       Location loc = pv->getLoc();
       auto perm = b.getNamedAttr("perm", b.getDenseI64ArrayAttr({0, 2, 1, 3}));
@@ -1176,8 +1185,9 @@ struct RaiseTransformerPass
     Value padding;
   };
 
-  /// Mask values: 0 keeps a key, -inf or below -1e30 removes it (a bool
-  /// mask: true keeps); anything else is not a plain mask.
+  /// Mask values: 0 keeps a key, -inf or anything at or below -6e4 removes
+  /// it (exp underflows to 0 next to any kept key; f16 masks use -65504; a
+  /// bool mask: true keeps); anything else is not a plain mask.
   static std::optional<std::vector<int8_t>> keptOf(const cpu::Tensor &m) {
     std::vector<int8_t> kept(size_t(m.numel()));
     if (m.dtype() == cpu::DType::Bool) {
@@ -1191,7 +1201,7 @@ struct RaiseTransformerPass
     for (size_t i = 0; i < kept.size(); ++i) {
       if ((*f)[i] == 0)
         kept[i] = 1;
-      else if ((*f)[i] <= -1e30)
+      else if ((*f)[i] <= -6e4)
         kept[i] = 0;
       else
         return std::nullopt;
@@ -1337,21 +1347,32 @@ struct RaiseTransformerPass
     // Bindings: small random sizes, and each free symbol alone made long.
     std::vector<std::vector<int64_t>> bindings;
     std::mt19937 gen(1234);
-    for (int t = 0; t < 8; ++t) {
+    // Sizes may be 0 (an empty past) except the batch's.
+    std::set<unsigned> batchSymbols;
+    for (unsigned id : batch.symbols())
+      batchSymbols.insert(id);
+    auto floorOf = [&](unsigned id) { return batchSymbols.count(id) ? 1 : 0; };
+    for (int t = 0; t < 12; ++t) {
       std::vector<int64_t> b(numSymbols, 1);
       for (unsigned id : symbols)
-        b[id] = int64_t(gen() % 5) + 1;
+        b[id] = std::max<int64_t>(floorOf(id), int64_t(gen() % 6));
       if (auto c = complete(b))
         bindings.push_back(*c);
     }
+    // Each free size alone made long, the others 1 or as small as allowed
+    // (exports may accept a multi-token step only with an empty past).
     for (unsigned id : symbols)
       if (!dependent.count(id))
-        for (int64_t len : {int64_t(maxPositions), int64_t(2048), int64_t(64)}) {
-          std::vector<int64_t> b(numSymbols, 1);
-          b[id] = len;
-          if (auto c = complete(b))
-            bindings.push_back(*c);
-        }
+        for (int64_t len : {int64_t(maxPositions), int64_t(2048), int64_t(64)})
+          for (bool smallest : {false, true}) {
+            std::vector<int64_t> b(numSymbols, 1);
+            if (smallest)
+              for (unsigned other : symbols)
+                b[other] = floorOf(other);
+            b[id] = len;
+            if (auto c = complete(b))
+              bindings.push_back(*c);
+          }
 
     std::optional<int64_t> window; // from the first binding that shows one
     std::vector<std::vector<int8_t>> keptSets;
@@ -1667,6 +1688,227 @@ struct RaiseTransformerPass
         g->getResult(1).replaceAllUsesWith(presentK);
       if (g->getNumResults() > 2)
         g->getResult(2).replaceAllUsesWith(presentV);
+    }
+  }
+
+
+  //===--------------------------------------------------------------------===//
+  // Older onnxruntime contrib forms (RotaryEmbedding, MultiHeadAttention,
+  // Attention, EmbedLayerNormalization)
+  //===--------------------------------------------------------------------===//
+
+  /// com.microsoft RotaryEmbedding on [B, S, hidden] with [B, S] positions
+  /// (or one offset) and constant caches -> llm.rope on [B, S, N, D].
+  void raiseContribRotary(func::FuncOp func) {
+    SmallVector<Operation *> ops;
+    func.walk([&](Operation *op) {
+      if (isLlmOp(op, "ms.rotary_embedding"))
+        ops.push_back(op);
+    });
+    for (Operation *r : ops) {
+      Value x = r->getOperand(0), pos = r->getOperand(1), cosC = r->getOperand(2),
+            sinC = r->getOperand(3);
+      auto ct = dyn_cast<RankedTensorType>(cosC.getType());
+      int64_t hidden = lastDim(x), numHeads = intAttrOr(r, "num_heads", 0),
+              rot = intAttrOr(r, "rotary_embedding_dim", 0);
+      if (intAttrOr(r, "is_packed_batching", 0) || floatAttrOr(r, "scale", 1.0) != 1.0 ||
+          rankOf(x) != 3 || hidden <= 0 || !ct ||
+          ct.getRank() != 2 || ct.isDynamicDim(1) || sinC.getType() != cosC.getType() ||
+          !cosC.getDefiningOp<ConstantOp>() || !sinC.getDefiningOp<ConstantOp>())
+        continue;
+      int64_t d = numHeads > 0 ? hidden / numHeads : (rot > 0 ? rot : ct.getDimSize(1) * 2);
+      if (d <= 0 || hidden % d)
+        continue;
+      if (rot == 0)
+        rot = std::min(d, ct.getDimSize(1) * 2);
+      if (rot > d || rot % 2 || ct.getDimSize(1) != rot / 2)
+        continue;
+      OpBuilder b(r);
+      Location loc = r->getLoc();
+      Value positions = pos;
+      if (rankOf(pos) == 1 || (rankOf(pos) == 2 && dimSize(pos, 1) == 1 && dimSize(pos, 0) == 1)) {
+        continue; // the offset form: left as it is (not used by the exports seen)
+      }
+      if (rankOf(pos) != 2)
+        continue;
+      Value x4 = create<OnnxReshapeOp>(b, loc, {x, i64Constant(b, loc, {0, 0, hidden / d, d})});
+      Value y = create<RopeOp>(
+          b, loc, {x4, cosC, sinC, positions},
+          {b.getNamedAttr("interleaved", b.getBoolAttr(intAttrOr(r, "interleaved", 0))),
+           b.getNamedAttr("rotary_dim", b.getI64IntegerAttr(rot == d ? 0 : rot))});
+      r->getResult(0).replaceAllUsesWith(
+          create<OnnxReshapeOp>(b, loc, {y, i64Constant(b, loc, {0, 0, hidden})}));
+    }
+  }
+
+  /// Present = past ++ new in [B, H, T, D]; the attention's [B, T, H, D].
+  std::pair<Value, Value> appendToCache(OpBuilder &b, Location loc, Value past, Value newBshd) {
+    auto perm = b.getNamedAttr("perm", b.getDenseI64ArrayAttr({0, 2, 1, 3}));
+    Value present = create<OnnxTransposeOp>(b, loc, {newBshd}, {perm});
+    if (past)
+      present = create<OnnxConcatOp>(b, loc, {past, present},
+                                     {b.getNamedAttr("axis", b.getI64IntegerAttr(2))});
+    return {present, create<OnnxTransposeOp>(b, loc, {present}, {perm})};
+  }
+
+  /// com.microsoft MultiHeadAttention with q, k, v [B, S, N * D], BNSH past
+  /// and an optional additive attention_bias -> llm.attention (the bias as
+  /// its mask: simplifyMasks may then find it causal).
+  void raiseMultiHeadAttention(func::FuncOp func) {
+    SmallVector<Operation *> ops;
+    func.walk([&](Operation *op) {
+      if (isLlmOp(op, "ms.multi_head_attention"))
+        ops.push_back(op);
+    });
+    for (Operation *m : ops) {
+      auto operand = [&](unsigned i) {
+        return i < m->getNumOperands() && !isNone(m->getOperand(i)) ? m->getOperand(i) : Value();
+      };
+      Value q = operand(0), k = operand(1), v = operand(2), bias = operand(5),
+            pastK = operand(6), pastV = operand(7);
+      int64_t n = intAttrOr(m, "num_heads", 0), hidden = q ? lastDim(q) : -1;
+      if (operand(3) || operand(4) || operand(8) || operand(9) || !k || !v || n <= 0 ||
+          hidden <= 0 || hidden % n || rankOf(q) != 3 || rankOf(k) != 3 || rankOf(v) != 3 ||
+          lastDim(k) != hidden || lastDim(v) != hidden || bool(pastK) != bool(pastV) ||
+          (pastK && (rankOf(pastK) != 4 || rankOf(pastV) != 4)) ||
+          (m->getNumResults() > 3 && !m->getResult(3).use_empty()) ||
+          (bias && rankOf(bias) != 4))
+        continue;
+      int64_t d = hidden / n;
+      Type element = getElementTypeOrSelf(q.getType());
+      if (getElementTypeOrSelf(k.getType()) != element ||
+          (pastK && getElementTypeOrSelf(pastK.getType()) != element))
+        continue;
+      OpBuilder b(m);
+      Location loc = m->getLoc();
+      auto heads = [&](Value x) {
+        return create<OnnxReshapeOp>(b, loc, {x, i64Constant(b, loc, {0, 0, n, d})});
+      };
+      auto [presentK, kAttn] = appendToCache(b, loc, pastK, heads(k));
+      auto [presentV, vAttn] = appendToCache(b, loc, pastV, heads(v));
+      Value o = create<AttentionOp>(
+          b, loc, {heads(q), kAttn, vAttn, bias ? bias : none(b, loc)},
+          {b.getNamedAttr("num_heads", b.getI64IntegerAttr(n)),
+           b.getNamedAttr("num_kv_heads", b.getI64IntegerAttr(n)),
+           b.getNamedAttr("causal", b.getBoolAttr(intAttrOr(m, "unidirectional", 0) != 0)),
+           b.getNamedAttr("scale", f32(b, floatAttrOr(m, "scale", 1.0 / std::sqrt(double(d)))))});
+      m->getResult(0).replaceAllUsesWith(
+          create<OnnxReshapeOp>(b, loc, {o, i64Constant(b, loc, {0, 0, hidden})}));
+      if (m->getNumResults() > 1)
+        m->getResult(1).replaceAllUsesWith(presentK);
+      if (m->getNumResults() > 2)
+        m->getResult(2).replaceAllUsesWith(presentV);
+    }
+  }
+
+  /// com.microsoft Attention (GPT-2 as onnxruntime fuses it): the packed
+  /// QKV projection, a [2, B, N, P, D] past, a raw [B, T] key mask and
+  /// `unidirectional` -> llm.linear, llm.attention (causal, the mask as a
+  /// boolean [B, 1, 1, T]) and the stacked present.
+  void raiseContribAttention(func::FuncOp func) {
+    SmallVector<Operation *> ops;
+    func.walk([&](Operation *op) {
+      if (isLlmOp(op, "ms.attention"))
+        ops.push_back(op);
+    });
+    for (Operation *a : ops) {
+      auto operand = [&](unsigned i) {
+        return i < a->getNumOperands() && !isNone(a->getOperand(i)) ? a->getOperand(i) : Value();
+      };
+      Value x = operand(0), w = operand(1), bias = operand(2), mask = operand(3),
+            past = operand(4);
+      int64_t n = intAttrOr(a, "num_heads", 0), hidden = lastDim(x);
+      auto wc = w ? w.getDefiningOp<ConstantOp>() : ConstantOp();
+      auto wt = wc ? dyn_cast<RankedTensorType>(wc.getType()) : RankedTensorType();
+      if (operand(5) || operand(6) || a->getAttr("qkv_hidden_sizes") ||
+          intAttrOr(a, "do_rotary", 0) || intAttrOr(a, "past_present_share_buffer", 0) ||
+          n <= 0 || rankOf(x) != 3 || hidden <= 0 || hidden % n || !wt || wt.getRank() != 2 ||
+          wt.getDimSize(0) != hidden || wt.getDimSize(1) != 3 * hidden ||
+          (bias && !isVectorConstant(bias, 3 * hidden)) || (past && rankOf(past) != 5) ||
+          (a->getNumResults() > 1 && !a->getResult(1).use_empty() && !past))
+        continue;
+      Type maskType = mask ? getElementTypeOrSelf(mask.getType()) : Type();
+      if (mask && (rankOf(mask) != 2 || !(maskType.isInteger(32) || maskType.isInteger(64))))
+        continue; // only the raw [B, T] key mask
+      int64_t d = hidden / n;
+      OpBuilder b(a);
+      Location loc = a->getLoc();
+      Value weight = transposeWeight(b, wc);
+      if (!weight)
+        continue;
+      Value qkv = create<LinearOp>(b, loc, {x, weight, bias ? bias : none(b, loc)});
+      auto part = [&](int64_t i) {
+        Value slice = sliceLast(b, loc, qkv, i * hidden, (i + 1) * hidden);
+        return create<OnnxReshapeOp>(b, loc, {slice, i64Constant(b, loc, {0, 0, n, d})});
+      };
+      auto pastPart = [&](int64_t i) -> Value {
+        if (!past)
+          return {};
+        return create<OnnxGatherOp>(b, loc, {past, i64Constant(b, loc, {i}, /*scalar=*/true)});
+      };
+      auto [presentK, kAttn] = appendToCache(b, loc, pastPart(0), part(1));
+      auto [presentV, vAttn] = appendToCache(b, loc, pastPart(1), part(2));
+      Value keep = none(b, loc);
+      if (mask) {
+        Value flags = create<OnnxCastOp>(b, loc, {mask}, {b.getNamedAttr("to", b.getI64IntegerAttr(9))});
+        keep = create<OnnxUnsqueezeOp>(b, loc, {flags, i64Constant(b, loc, {1, 2})});
+      }
+      Value o = create<AttentionOp>(
+          b, loc, {part(0), kAttn, vAttn, keep},
+          {b.getNamedAttr("num_heads", b.getI64IntegerAttr(n)),
+           b.getNamedAttr("num_kv_heads", b.getI64IntegerAttr(n)),
+           b.getNamedAttr("causal", b.getBoolAttr(intAttrOr(a, "unidirectional", 0) != 0)),
+           b.getNamedAttr("scale", f32(b, floatAttrOr(a, "scale", 1.0 / std::sqrt(double(d)))))});
+      a->getResult(0).replaceAllUsesWith(
+          create<OnnxReshapeOp>(b, loc, {o, i64Constant(b, loc, {0, 0, hidden})}));
+      if (a->getNumResults() > 1 && past) {
+        Value zero = i64Constant(b, loc, {0});
+        Value stacked = create<OnnxConcatOp>(
+            b, loc,
+            {create<OnnxUnsqueezeOp>(b, loc, {presentK, zero}),
+             create<OnnxUnsqueezeOp>(b, loc, {presentV, zero})},
+            {b.getNamedAttr("axis", b.getI64IntegerAttr(0))});
+        a->getResult(1).replaceAllUsesWith(stacked);
+      }
+    }
+  }
+
+  /// com.microsoft EmbedLayerNormalization without segments or mask:
+  /// word and position embeddings, their sum (its third result) and a
+  /// layer norm.
+  void raiseEmbedLayerNorm(func::FuncOp func) {
+    SmallVector<Operation *> ops;
+    func.walk([&](Operation *op) {
+      if (isLlmOp(op, "ms.embed_layer_normalization"))
+        ops.push_back(op);
+    });
+    for (Operation *e : ops) {
+      auto operand = [&](unsigned i) {
+        return i < e->getNumOperands() && !isNone(e->getOperand(i)) ? e->getOperand(i) : Value();
+      };
+      Value ids = operand(0), word = operand(2), posTable = operand(3), gamma = operand(5),
+            beta = operand(6), positions = operand(8);
+      auto isTable = [](Value t) {
+        auto c = t ? t.getDefiningOp<ConstantOp>() : ConstantOp();
+        auto type = c ? dyn_cast<RankedTensorType>(c.getType()) : RankedTensorType();
+        return type && type.getRank() == 2;
+      };
+      if (operand(1) || operand(4) || operand(7) || !ids || !isTable(word) ||
+          !isTable(posTable) || !positions || rankOf(positions) != 2 || !gamma ||
+          !isVectorConstant(gamma, -1) || (beta && !isVectorConstant(beta, -1)) ||
+          (e->getNumResults() > 1 && !e->getResult(1).use_empty()))
+        continue;
+      OpBuilder b(e);
+      Location loc = e->getLoc();
+      Value sum = create<OnnxAddOp>(b, loc,
+                                    {create<EmbeddingOp>(b, loc, {word, ids}),
+                                     create<EmbeddingOp>(b, loc, {posTable, positions})});
+      Value y = create<LayerNormOp>(
+          b, loc, {sum, gamma, beta ? beta : none(b, loc)},
+          {b.getNamedAttr("epsilon", f32(b, floatAttrOr(e, "epsilon", 1e-12)))});
+      e->getResult(0).replaceAllUsesWith(y);
+      if (e->getNumResults() > 2)
+        e->getResult(2).replaceAllUsesWith(sum);
     }
   }
 

@@ -267,6 +267,36 @@ SymExpr SymbolicShapes::dimOf(Value v, int64_t d) {
     if (dim.name)
       return parseDimName(dim.name.getValue());
   }
+  // Layout operations carry their operands' sizes: Transpose permutes them,
+  // Concat adds them on its axis, Reshape copies those its target marks 0,
+  // rope and attention keep their input's.
+  if (Operation *def = v.getDefiningOp()) {
+    StringRef name = def->getName().getStringRef();
+    int64_t rank = shape ? int64_t(shape->size()) : -1;
+    if (name == "llm.onnx.transpose") {
+      if (auto perm = def->getAttrOfType<DenseI64ArrayAttr>("perm"))
+        if (d < int64_t(perm.size()))
+          return dimOf(def->getOperand(0), perm[size_t(d)]);
+    } else if (name == "llm.onnx.concat" && rank > 0) {
+      int64_t axis = 0;
+      if (auto a = def->getAttrOfType<IntegerAttr>("axis"))
+        axis = a.getInt() < 0 ? a.getInt() + rank : a.getInt();
+      if (d != axis)
+        return dimOf(def->getOperand(0), d);
+      SymExpr total = SymExpr::constant(0);
+      for (Value operand : def->getOperands())
+        total = total + dimOf(operand, d);
+      return total;
+    } else if (name == "llm.onnx.reshape" && def->getNumOperands() == 2) {
+      auto allowZero = def->getAttrOfType<IntegerAttr>("allowzero");
+      const std::vector<SymExpr> *target = lookup(def->getOperand(1));
+      if (target && d < int64_t(target->size()) && (!allowZero || allowZero.getInt() == 0) &&
+          (*target)[size_t(d)].asConstant() == 0)
+        return dimOf(def->getOperand(0), d);
+    } else if (name == "llm.rope" || (name == "llm.attention" && d < 3)) {
+      return dimOf(def->getOperand(0), d);
+    }
+  }
   // Range(start, limit, 1) has limit - start elements when that is >= 0.
   if (Operation *def = v.getDefiningOp())
     if (def->getName().getStringRef() == "llm.onnx.range" && d == 0) {

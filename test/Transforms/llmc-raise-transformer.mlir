@@ -448,3 +448,99 @@ func.func @gqa_with_bias(%q: tensor<1x?x32xf32>, %k: tensor<1x?x16xf32>, %v: ten
   %o:4 = llm.ms.group_query_attention %q, %k, %v, %pk, %pv, %seqlens, %total, %none, %none, %none, %bias, %none, %none, %none, %none, %none, %none {num_heads = 4 : i64, kv_num_heads = 2 : i64} : (tensor<1x?x32xf32>, tensor<1x?x16xf32>, tensor<1x?x16xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1xi32>, tensor<i32>, none, none, none, tensor<1x1x?x?xf32>, none, none, none, none, none, none) -> (tensor<1x?x32xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x4x?x?xf32>)
   return %o#0 : tensor<1x?x32xf32>
 }
+
+// -----
+
+// onnxruntime's older contrib forms. RotaryEmbedding on [B, S, hidden] with
+// constant caches: llm.rope on [B, S, N, D].
+// CHECK-LABEL: func.func @contrib_rotary
+// CHECK: %[[X4:.+]] = llm.onnx.reshape %arg0, %{{.+}} : (tensor<1x?x8xf32>, tensor<4xi64>) -> tensor<1x?x2x4xf32>
+// CHECK: %[[R:.+]] = llm.rope %[[X4]], %{{.+}}, %{{.+}}, %arg1
+// CHECK: llm.onnx.reshape %[[R]]
+// CHECK-NOT: llm.ms.rotary_embedding
+// Negative: caches given as arguments.
+// CHECK-LABEL: func.func @contrib_rotary_not
+// CHECK: llm.ms.rotary_embedding
+func.func @contrib_rotary(%x: tensor<1x?x8xf32>, %pos: tensor<1x?xi64>) -> tensor<1x?x8xf32> {
+  %cos = llm.constant dense<1.0> : tensor<16x2xf32>
+  %sin = llm.constant dense<0.0> : tensor<16x2xf32>
+  %y = llm.ms.rotary_embedding %x, %pos, %cos, %sin {num_heads = 2 : i64} : (tensor<1x?x8xf32>, tensor<1x?xi64>, tensor<16x2xf32>, tensor<16x2xf32>) -> tensor<1x?x8xf32>
+  return %y : tensor<1x?x8xf32>
+}
+func.func @contrib_rotary_not(%x: tensor<1x?x8xf32>, %pos: tensor<1x?xi64>, %cos: tensor<16x2xf32>, %sin: tensor<16x2xf32>) -> tensor<1x?x8xf32> {
+  %y = llm.ms.rotary_embedding %x, %pos, %cos, %sin {num_heads = 2 : i64} : (tensor<1x?x8xf32>, tensor<1x?xi64>, tensor<16x2xf32>, tensor<16x2xf32>) -> tensor<1x?x8xf32>
+  return %y : tensor<1x?x8xf32>
+}
+
+// -----
+
+// MultiHeadAttention with a BNSH past and an additive bias: present = past
+// ++ new, llm.attention with the bias as its mask (not causal: nothing
+// here makes it so). Negative: a key padding mask keeps the contrib op.
+// CHECK-LABEL: func.func @contrib_mha
+// CHECK: %[[PK:.+]] = llm.onnx.concat %arg4, %{{.+}} {axis = 2 : i64}
+// CHECK: %[[PV:.+]] = llm.onnx.concat %arg5, %{{.+}} {axis = 2 : i64}
+// CHECK: llm.attention %{{.+}}, %{{.+}}, %{{.+}}, %arg3 {num_heads = 2 : i64, num_kv_heads = 2 : i64, scale = 5.000000e-01 : f32}
+// CHECK: return %{{.+}}, %[[PK]], %[[PV]]
+// CHECK-LABEL: func.func @contrib_mha_padding
+// CHECK: llm.ms.multi_head_attention
+func.func @contrib_mha(%q: tensor<1x?x8xf32>, %k: tensor<1x?x8xf32>, %v: tensor<1x?x8xf32>, %bias: tensor<1x1x?x?xf32>, %pk: tensor<1x2x?x4xf32>, %pv: tensor<1x2x?x4xf32>) -> (tensor<1x?x8xf32>, tensor<1x2x?x4xf32>, tensor<1x2x?x4xf32>) {
+  %none = llm.none
+  %o:4 = llm.ms.multi_head_attention %q, %k, %v, %none, %none, %bias, %pk, %pv, %none, %none {num_heads = 2 : i64} : (tensor<1x?x8xf32>, tensor<1x?x8xf32>, tensor<1x?x8xf32>, none, none, tensor<1x1x?x?xf32>, tensor<1x2x?x4xf32>, tensor<1x2x?x4xf32>, none, none) -> (tensor<1x?x8xf32>, tensor<1x2x?x4xf32>, tensor<1x2x?x4xf32>, tensor<1x2x?x?xf32>)
+  return %o#0, %o#1, %o#2 : tensor<1x?x8xf32>, tensor<1x2x?x4xf32>, tensor<1x2x?x4xf32>
+}
+func.func @contrib_mha_padding(%q: tensor<1x?x8xf32>, %k: tensor<1x?x8xf32>, %v: tensor<1x?x8xf32>, %pad: tensor<1x?xi32>) -> tensor<1x?x8xf32> {
+  %none = llm.none
+  %o:4 = llm.ms.multi_head_attention %q, %k, %v, %none, %pad, %none, %none, %none, %none, %none {num_heads = 2 : i64} : (tensor<1x?x8xf32>, tensor<1x?x8xf32>, tensor<1x?x8xf32>, none, tensor<1x?xi32>, none, none, none, none, none) -> (tensor<1x?x8xf32>, tensor<1x2x?x4xf32>, tensor<1x2x?x4xf32>, tensor<1x2x?x?xf32>)
+  return %o#0 : tensor<1x?x8xf32>
+}
+
+// -----
+
+// GPT-2's fused Attention: the packed QKV projection becomes one linear
+// (weight transposed), the raw [B, T] key mask a boolean [B, 1, 1, T], the
+// past [2, B, N, P, D] is split and the present stacked again.
+// Negative: qkv_hidden_sizes keeps the contrib op.
+// CHECK-LABEL: func.func @contrib_attention
+// CHECK: llm.linear %arg0, %{{.+}}, %{{.+}} : (tensor<1x?x8xf32>, tensor<24x8xf32>, tensor<24xf32>) -> tensor<1x?x24xf32>
+// CHECK: %[[FLAGS:.+]] = llm.onnx.cast %arg1 {to = 9 : i64}
+// CHECK: %[[KEEP:.+]] = llm.onnx.unsqueeze %[[FLAGS]]
+// CHECK: llm.attention %{{.+}}, %{{.+}}, %{{.+}}, %[[KEEP]] {causal = true, num_heads = 2 : i64, num_kv_heads = 2 : i64, scale = 5.000000e-01 : f32}
+// CHECK: llm.onnx.concat %{{.+}}, %{{.+}} {axis = 0 : i64} : (tensor<1x1x2x?x4xf32>, tensor<1x1x2x?x4xf32>) -> tensor<2x1x2x?x4xf32>
+// CHECK-LABEL: func.func @contrib_attention_sizes
+// CHECK: llm.ms.attention
+func.func @contrib_attention(%x: tensor<1x?x8xf32>, %mask: tensor<1x?xi32>, %past: tensor<2x1x2x?x4xf32>) -> (tensor<1x?x8xf32>, tensor<2x1x2x?x4xf32>) {
+  %w = llm.constant dense<0.5> : tensor<8x24xf32>
+  %b = llm.constant dense<0.1> : tensor<24xf32>
+  %none = llm.none
+  %o, %p = llm.ms.attention %x, %w, %b, %mask, %past, %none, %none {num_heads = 2 : i64, unidirectional = 1 : i64} : (tensor<1x?x8xf32>, tensor<8x24xf32>, tensor<24xf32>, tensor<1x?xi32>, tensor<2x1x2x?x4xf32>, none, none) -> (tensor<1x?x8xf32>, tensor<2x1x2x?x4xf32>)
+  return %o, %p : tensor<1x?x8xf32>, tensor<2x1x2x?x4xf32>
+}
+func.func @contrib_attention_sizes(%x: tensor<1x?x8xf32>) -> tensor<1x?x8xf32> {
+  %w = llm.constant dense<0.5> : tensor<8x24xf32>
+  %b = llm.constant dense<0.1> : tensor<24xf32>
+  %none = llm.none
+  %o, %p = llm.ms.attention %x, %w, %b, %none, %none, %none, %none {num_heads = 2 : i64, qkv_hidden_sizes = array<i64: 8, 8, 8>} : (tensor<1x?x8xf32>, tensor<8x24xf32>, tensor<24xf32>, none, none, none, none) -> (tensor<1x?x8xf32>, tensor<2x1x2x?x4xf32>)
+  return %o : tensor<1x?x8xf32>
+}
+
+// -----
+
+// EmbedLayerNormalization without segments or mask: two embeddings, their
+// sum (the op's third result) and a layer norm (epsilon 1e-5 is the layer
+// norm's default, so not printed).
+// CHECK-LABEL: func.func @contrib_embed_layer_norm
+// CHECK: %[[W:.+]] = llm.embedding %{{.+}}, %arg0
+// CHECK: %[[P:.+]] = llm.embedding %{{.+}}, %arg1
+// CHECK: %[[S:.+]] = llm.onnx.add %[[W]], %[[P]]
+// CHECK: %[[Y:.+]] = llm.layer_norm %[[S]], %{{.+}}, %{{.+}} :
+// CHECK: return %[[Y]], %[[S]]
+func.func @contrib_embed_layer_norm(%ids: tensor<1x?xi32>, %pos: tensor<1x?xi32>) -> (tensor<1x?x4xf32>, tensor<1x?x4xf32>) {
+  %word = llm.constant dense<0.25> : tensor<10x4xf32>
+  %ptab = llm.constant dense<0.5> : tensor<16x4xf32>
+  %g = llm.constant dense<1.0> : tensor<4xf32>
+  %b = llm.constant dense<0.0> : tensor<4xf32>
+  %none = llm.none
+  %y, %mi, %sum = llm.ms.embed_layer_normalization %ids, %none, %word, %ptab, %none, %g, %b, %none, %pos {epsilon = 1.0e-5 : f32} : (tensor<1x?xi32>, none, tensor<10x4xf32>, tensor<16x4xf32>, none, tensor<4xf32>, tensor<4xf32>, none, tensor<1x?xi32>) -> (tensor<1x?x4xf32>, tensor<1xi32>, tensor<1x?x4xf32>)
+  return %y, %sum : tensor<1x?x4xf32>, tensor<1x?x4xf32>
+}

@@ -454,10 +454,18 @@ TEST(TransformerKernels, AttentionRejectsMismatchedHeadsAndMasks) {
   std::vector<uint8_t> mask(2, 1);
   shortMask.c.in(DType::Bool, {1, 1, 2, 1}, mask.data());
   expectError(shortMask.c.run("attention"), "must have 2 key columns");
-  AttnSpec more{1, 3, 2, 2, 2, 4, 4};
+  AttnSpec more{1, 3, 2, 2, 2, 4, 4, true};
   more.scale = 1;
   AttnRun tooMany(more, 73);
-  expectError(tooMany.c.none().run("attention"), "more queries (3) than keys (2)");
+  expectError(tooMany.c.none().run("attention"), "more queries (3) than keys (2) for causal");
+}
+
+TEST(TransformerKernels, CrossAttentionMayHaveMoreQueriesThanKeys) {
+  AttnSpec a{1, 5, 3, 2, 1, 4, 6};
+  a.scale = 0.5;
+  AttnRun r(a, 74);
+  ASSERT_TRUE(r.c.none().run("attention").isOk());
+  EXPECT_LT(scaledError(r.c.outF64(), attentionRef(a, r.q, r.k, r.v, nullptr, nullptr)), 1e-5);
 }
 
 //===----------------------------------------------------------------------===//

@@ -97,7 +97,8 @@ def LLM_AttentionOp : LLM_InferredOp<"attention"> {
     Query i sits at absolute position Skv - Sq + i (keys are the whole
     sequence so far). `causal` removes keys after that position; `window`
     > 0 also removes keys at or before position - window (sliding window of
-    `window` keys). A query with no key left yields zeros.
+    `window` keys); both need Sq <= Skv, attention without them (cross
+    attention) does not. A query with no key left yields zeros.
 
     ```mlir
     %o = llm.attention %q, %k, %v, %none {num_heads = 32, num_kv_heads = 8, causal = true, scale = 0.0883883461 : f32}

@@ -1022,9 +1022,11 @@ Status llmAttentionKernel(KernelCall &call) {
       a.hkv == 0 || a.hq % a.hkv)
     return call.fail("num_heads/num_kv_heads do not match q " + Q.describe() + " and k " +
                      K.describe());
-  if (a.sq > a.skv)
+  int64_t window = at.getInt("window", 0);
+  bool positional = at.getInt("causal", 0) != 0 || window > 0;
+  if (positional && a.sq > a.skv) // query positions Skv - Sq + i must exist
     return call.fail("more queries (" + std::to_string(a.sq) + ") than keys (" +
-                     std::to_string(a.skv) + ")");
+                     std::to_string(a.skv) + ") for causal or windowed attention");
   std::optional<double> scale = at.optFloat("scale");
   if (!scale)
     return call.fail("the scale attribute is missing");
@@ -1032,7 +1034,6 @@ Status llmAttentionKernel(KernelCall &call) {
   a.softcap = float(at.getFloat("softcap", 0.0));
   a.causal = at.getInt("causal", 0) != 0;
   a.offset.assign(size_t(a.b), a.skv - a.sq);
-  int64_t window = at.getInt("window", 0);
   if (window > 0) // keys at or before position - window are out
     a.leftWindow = window - 1;
   a.onnxSemantics = true;
