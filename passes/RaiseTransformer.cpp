@@ -62,6 +62,21 @@ bool isLlmOp(Operation *op, StringRef name) {
   return n.consume_front("llm.") && n == name;
 }
 
+/// The operations of `func` called `name` (without "llm."), in order.
+SmallVector<Operation *> opsNamed(func::FuncOp func, StringRef name) {
+  SmallVector<Operation *> ops;
+  func.walk([&](Operation *op) {
+    if (isLlmOp(op, name))
+      ops.push_back(op);
+  });
+  return ops;
+}
+
+/// Operand i of `op`, or null when absent or none.
+Value optionalOperand(Operation *op, unsigned i) {
+  return i < op->getNumOperands() && !isNone(op->getOperand(i)) ? op->getOperand(i) : Value();
+}
+
 /// The value of a one-element integer or float constant.
 std::optional<double> scalarOf(Value v) {
   auto c = v ? v.getDefiningOp<ConstantOp>() : ConstantOp();
@@ -821,11 +836,7 @@ struct RaiseTransformerPass
       op->getResult(0).replaceAllUsesWith(y);
     }
     // Bias Adds.
-    SmallVector<Operation *> adds;
-    func.walk([&](Operation *op) {
-      if (isLlmOp(op, "onnx.add"))
-        adds.push_back(op);
-    });
+    SmallVector<Operation *> adds = opsNamed(func, "onnx.add");
     for (Operation *add : adds)
       for (int side = 0; side < 2; ++side) {
         auto lin = add->getOperand(side).getDefiningOp<LinearOp>();
@@ -866,11 +877,7 @@ struct RaiseTransformerPass
   }
 
   void raiseEmbeddings(func::FuncOp func) {
-    SmallVector<Operation *> ops;
-    func.walk([&](Operation *op) {
-      if (isLlmOp(op, "onnx.gather"))
-        ops.push_back(op);
-    });
+    SmallVector<Operation *> ops = opsNamed(func, "onnx.gather");
     for (Operation *op : ops) {
       auto table = op->getOperand(0).getDefiningOp<ConstantOp>();
       auto type = table ? dyn_cast<RankedTensorType>(table.getType()) : RankedTensorType();
@@ -886,11 +893,7 @@ struct RaiseTransformerPass
   }
 
   void raiseSwiglu(func::FuncOp func) {
-    SmallVector<Operation *> ops;
-    func.walk([&](Operation *op) {
-      if (isLlmOp(op, "onnx.mul"))
-        ops.push_back(op);
-    });
+    SmallVector<Operation *> ops = opsNamed(func, "onnx.mul");
     for (Operation *op : ops)
       for (int side = 0; side < 2; ++side) {
         auto silu = op->getOperand(side).getDefiningOp<SiluOp>();
@@ -909,11 +912,7 @@ struct RaiseTransformerPass
   /// x * cos + rotate_half(x) * sin, with cos and sin computed from the
   /// position ids: tabulated per position into [max_pos, D/2] tables.
   void raiseRope(func::FuncOp func) {
-    SmallVector<Operation *> adds;
-    func.walk([&](Operation *op) {
-      if (isLlmOp(op, "onnx.add"))
-        adds.push_back(op);
-    });
+    SmallVector<Operation *> adds = opsNamed(func, "onnx.add");
     std::map<std::pair<void *, void *>, std::optional<RopeTables>> cache;
     for (Operation *add : adds) {
       for (int side = 0; side < 2; ++side) {
@@ -1095,11 +1094,7 @@ struct RaiseTransformerPass
   /// with Q [B, H, S, D] and K, V [B, Hkv, T, D] (repeated to H heads).
   void raiseAttention(func::FuncOp func) {
     SymbolicShapes sym(func);
-    SmallVector<Operation *> softmaxes;
-    func.walk([&](Operation *op) {
-      if (isLlmOp(op, "onnx.softmax"))
-        softmaxes.push_back(op);
-    });
+    SmallVector<Operation *> softmaxes = opsNamed(func, "onnx.softmax");
     for (Operation *sm : softmaxes) {
       Value scores = sm->getOperand(0);
       int64_t axis = intAttrOr(sm, "axis", -1), rank = rankOf(scores);
@@ -1162,9 +1157,7 @@ struct RaiseTransformerPass
       auto toBshd = [&](Value x) { return create<OnnxTransposeOp>(b, loc, {x}, {perm}); };
       Value out = create<AttentionOp>(
           b, loc, {toBshd(qv), toBshd(k), toBshd(v), mask ? mask : none(b, loc)},
-          {b.getNamedAttr("num_heads", b.getI64IntegerAttr(hq)),
-           b.getNamedAttr("num_kv_heads", b.getI64IntegerAttr(hkv)),
-           b.getNamedAttr("scale", f32(b, scale))});
+          attentionAttrs(b, hq, hkv, /*causal=*/false, scale));
       Value y = toBshd(out);
       if (!sameShapeAndType(y, pv->getResult(0)))
         continue;
@@ -1539,6 +1532,24 @@ struct RaiseTransformerPass
   // onnxruntime's GroupQueryAttention
   //===--------------------------------------------------------------------===//
 
+  /// Replaces `op`'s leading results with `values` (as many as it has).
+  static void replaceResults(Operation *op, ArrayRef<Value> values) {
+    for (auto [r, v] : llvm::zip(op->getResults(), values))
+      r.replaceAllUsesWith(v);
+  }
+
+  /// The attributes of an llm.attention.
+  static SmallVector<NamedAttribute> attentionAttrs(Builder &b, int64_t hq, int64_t hkv,
+                                                    bool causal, double scale,
+                                                    int64_t window = 0, double softcap = 0) {
+    return {b.getNamedAttr("num_heads", b.getI64IntegerAttr(hq)),
+            b.getNamedAttr("num_kv_heads", b.getI64IntegerAttr(hkv)),
+            b.getNamedAttr("causal", b.getBoolAttr(causal)),
+            b.getNamedAttr("window", b.getI64IntegerAttr(window)),
+            b.getNamedAttr("scale", f32(b, scale)),
+            b.getNamedAttr("softcap", f32(b, softcap))};
+  }
+
   Value i64Constant(OpBuilder &b, Location loc, ArrayRef<int64_t> values, bool scalar = false) {
     auto type = scalar ? RankedTensorType::get({}, b.getI64Type())
                        : RankedTensorType::get({int64_t(values.size())}, b.getI64Type());
@@ -1566,15 +1577,9 @@ struct RaiseTransformerPass
   /// llm.assert_equal state it, so other inputs are refused at run time
   /// rather than computed differently.
   void raiseGroupQueryAttention(func::FuncOp func) {
-    SmallVector<Operation *> ops;
-    func.walk([&](Operation *op) {
-      if (isLlmOp(op, "ms.group_query_attention"))
-        ops.push_back(op);
-    });
+    SmallVector<Operation *> ops = opsNamed(func, "ms.group_query_attention");
     for (Operation *g : ops) {
-      auto operand = [&](unsigned i) {
-        return i < g->getNumOperands() && !isNone(g->getOperand(i)) ? g->getOperand(i) : Value();
-      };
+      auto operand = [&](unsigned i) { return optionalOperand(g, i); };
       bool unsupported = false;
       for (unsigned i = 10; i < g->getNumOperands(); ++i)
         unsupported |= bool(operand(i)); // bias, sinks, quantized caches, q/k norms
@@ -1676,18 +1681,10 @@ struct RaiseTransformerPass
           b, loc,
           {q4, create<OnnxTransposeOp>(b, loc, {presentK}, {perm}),
            create<OnnxTransposeOp>(b, loc, {presentV}, {perm}), none(b, loc)},
-          {b.getNamedAttr("num_heads", b.getI64IntegerAttr(nq)),
-           b.getNamedAttr("num_kv_heads", b.getI64IntegerAttr(nkv)),
-           b.getNamedAttr("causal", b.getBoolAttr(true)),
-           b.getNamedAttr("window", b.getI64IntegerAttr(window > 0 ? window : 0)),
-           b.getNamedAttr("scale", f32(b, scale)),
-           b.getNamedAttr("softcap", f32(b, floatAttrOr(g, "softcap", 0.0)))});
+          attentionAttrs(b, nq, nkv, /*causal=*/true, scale, window > 0 ? window : 0,
+                         floatAttrOr(g, "softcap", 0.0)));
       Value out = create<OnnxReshapeOp>(b, loc, {o, i64Constant(b, loc, {0, 0, nq * d})});
-      g->getResult(0).replaceAllUsesWith(out);
-      if (g->getNumResults() > 1)
-        g->getResult(1).replaceAllUsesWith(presentK);
-      if (g->getNumResults() > 2)
-        g->getResult(2).replaceAllUsesWith(presentV);
+      replaceResults(g, {out, presentK, presentV});
     }
   }
 
@@ -1700,11 +1697,7 @@ struct RaiseTransformerPass
   /// com.microsoft RotaryEmbedding on [B, S, hidden] with [B, S] positions
   /// (or one offset) and constant caches -> llm.rope on [B, S, N, D].
   void raiseContribRotary(func::FuncOp func) {
-    SmallVector<Operation *> ops;
-    func.walk([&](Operation *op) {
-      if (isLlmOp(op, "ms.rotary_embedding"))
-        ops.push_back(op);
-    });
+    SmallVector<Operation *> ops = opsNamed(func, "ms.rotary_embedding");
     for (Operation *r : ops) {
       Value x = r->getOperand(0), pos = r->getOperand(1), cosC = r->getOperand(2),
             sinC = r->getOperand(3);
@@ -1755,15 +1748,9 @@ struct RaiseTransformerPass
   /// and an optional additive attention_bias -> llm.attention (the bias as
   /// its mask: simplifyMasks may then find it causal).
   void raiseMultiHeadAttention(func::FuncOp func) {
-    SmallVector<Operation *> ops;
-    func.walk([&](Operation *op) {
-      if (isLlmOp(op, "ms.multi_head_attention"))
-        ops.push_back(op);
-    });
+    SmallVector<Operation *> ops = opsNamed(func, "ms.multi_head_attention");
     for (Operation *m : ops) {
-      auto operand = [&](unsigned i) {
-        return i < m->getNumOperands() && !isNone(m->getOperand(i)) ? m->getOperand(i) : Value();
-      };
+      auto operand = [&](unsigned i) { return optionalOperand(m, i); };
       Value q = operand(0), k = operand(1), v = operand(2), bias = operand(5),
             pastK = operand(6), pastV = operand(7);
       int64_t n = intAttrOr(m, "num_heads", 0), hidden = q ? lastDim(q) : -1;
@@ -1788,16 +1775,10 @@ struct RaiseTransformerPass
       auto [presentV, vAttn] = appendToCache(b, loc, pastV, heads(v));
       Value o = create<AttentionOp>(
           b, loc, {heads(q), kAttn, vAttn, bias ? bias : none(b, loc)},
-          {b.getNamedAttr("num_heads", b.getI64IntegerAttr(n)),
-           b.getNamedAttr("num_kv_heads", b.getI64IntegerAttr(n)),
-           b.getNamedAttr("causal", b.getBoolAttr(intAttrOr(m, "unidirectional", 0) != 0)),
-           b.getNamedAttr("scale", f32(b, floatAttrOr(m, "scale", 1.0 / std::sqrt(double(d)))))});
-      m->getResult(0).replaceAllUsesWith(
-          create<OnnxReshapeOp>(b, loc, {o, i64Constant(b, loc, {0, 0, hidden})}));
-      if (m->getNumResults() > 1)
-        m->getResult(1).replaceAllUsesWith(presentK);
-      if (m->getNumResults() > 2)
-        m->getResult(2).replaceAllUsesWith(presentV);
+          attentionAttrs(b, n, n, intAttrOr(m, "unidirectional", 0) != 0,
+                         floatAttrOr(m, "scale", 1.0 / std::sqrt(double(d)))));
+      replaceResults(m, {create<OnnxReshapeOp>(b, loc, {o, i64Constant(b, loc, {0, 0, hidden})}),
+                         presentK, presentV});
     }
   }
 
@@ -1806,15 +1787,9 @@ struct RaiseTransformerPass
   /// `unidirectional` -> llm.linear, llm.attention (causal, the mask as a
   /// boolean [B, 1, 1, T]) and the stacked present.
   void raiseContribAttention(func::FuncOp func) {
-    SmallVector<Operation *> ops;
-    func.walk([&](Operation *op) {
-      if (isLlmOp(op, "ms.attention"))
-        ops.push_back(op);
-    });
+    SmallVector<Operation *> ops = opsNamed(func, "ms.attention");
     for (Operation *a : ops) {
-      auto operand = [&](unsigned i) {
-        return i < a->getNumOperands() && !isNone(a->getOperand(i)) ? a->getOperand(i) : Value();
-      };
+      auto operand = [&](unsigned i) { return optionalOperand(a, i); };
       Value x = operand(0), w = operand(1), bias = operand(2), mask = operand(3),
             past = operand(4);
       int64_t n = intAttrOr(a, "num_heads", 0), hidden = lastDim(x);
@@ -1855,10 +1830,8 @@ struct RaiseTransformerPass
       }
       Value o = create<AttentionOp>(
           b, loc, {part(0), kAttn, vAttn, keep},
-          {b.getNamedAttr("num_heads", b.getI64IntegerAttr(n)),
-           b.getNamedAttr("num_kv_heads", b.getI64IntegerAttr(n)),
-           b.getNamedAttr("causal", b.getBoolAttr(intAttrOr(a, "unidirectional", 0) != 0)),
-           b.getNamedAttr("scale", f32(b, floatAttrOr(a, "scale", 1.0 / std::sqrt(double(d)))))});
+          attentionAttrs(b, n, n, intAttrOr(a, "unidirectional", 0) != 0,
+                         floatAttrOr(a, "scale", 1.0 / std::sqrt(double(d)))));
       a->getResult(0).replaceAllUsesWith(
           create<OnnxReshapeOp>(b, loc, {o, i64Constant(b, loc, {0, 0, hidden})}));
       if (a->getNumResults() > 1 && past) {
@@ -1877,15 +1850,9 @@ struct RaiseTransformerPass
   /// word and position embeddings, their sum (its third result) and a
   /// layer norm.
   void raiseEmbedLayerNorm(func::FuncOp func) {
-    SmallVector<Operation *> ops;
-    func.walk([&](Operation *op) {
-      if (isLlmOp(op, "ms.embed_layer_normalization"))
-        ops.push_back(op);
-    });
+    SmallVector<Operation *> ops = opsNamed(func, "ms.embed_layer_normalization");
     for (Operation *e : ops) {
-      auto operand = [&](unsigned i) {
-        return i < e->getNumOperands() && !isNone(e->getOperand(i)) ? e->getOperand(i) : Value();
-      };
+      auto operand = [&](unsigned i) { return optionalOperand(e, i); };
       Value ids = operand(0), word = operand(2), posTable = operand(3), gamma = operand(5),
             beta = operand(6), positions = operand(8);
       auto isTable = [](Value t) {

@@ -218,6 +218,22 @@ Status biasView(const KernelCall &call, const Tensor &m, int64_t b, int64_t h, i
   return Status::ok();
 }
 
+/// Adds a boolean (keep) or additive float mask broadcast to [B, H, Sq, T]
+/// to `a`; `values` holds the float mask's f32 copy. `view` gets its extent.
+Status attachMask(const KernelCall &call, const Tensor &mask, Attention &a,
+                  std::vector<float> &values, BiasView &view) {
+  if (mask.dtype() == DType::Bool) {
+    LLMC_RETURN_IF_ERROR(biasView(call, mask, a.b, a.hq, a.sq, view, nullptr));
+    a.boolMask = mask.data<uint8_t>();
+    a.boolView = view;
+    return Status::ok();
+  }
+  LLMC_RETURN_IF_ERROR(toF32(call, mask, values));
+  LLMC_RETURN_IF_ERROR(biasView(call, mask, a.b, a.hq, a.sq, view, values.data()));
+  a.biases.push_back(view);
+  return Status::ok();
+}
+
 //===----------------------------------------------------------------------===//
 // ONNX Attention (opsets 23 to 25)
 //===----------------------------------------------------------------------===//
@@ -298,15 +314,7 @@ Status onnxAttentionKernel(KernelCall &call) {
   std::vector<float> maskValues;
   if (mask) {
     BiasView view;
-    if (mask->dtype() == DType::Bool) {
-      LLMC_RETURN_IF_ERROR(biasView(call, *mask, a.b, a.hq, a.sq, view, nullptr));
-      a.boolMask = mask->data<uint8_t>();
-      a.boolView = view;
-    } else {
-      LLMC_RETURN_IF_ERROR(toF32(call, *mask, maskValues));
-      LLMC_RETURN_IF_ERROR(biasView(call, *mask, a.b, a.hq, a.sq, view, maskValues.data()));
-      a.biases.push_back(view);
-    }
+    LLMC_RETURN_IF_ERROR(attachMask(call, *mask, a, maskValues, view));
     if (view.columns > a.skv)
       return call.fail("attn_mask has more key columns than there are keys");
   }
@@ -1040,15 +1048,7 @@ Status llmAttentionKernel(KernelCall &call) {
   std::vector<float> maskValues;
   if (mask) {
     BiasView view;
-    if (mask->dtype() == DType::Bool) {
-      LLMC_RETURN_IF_ERROR(biasView(call, *mask, a.b, a.hq, a.sq, view, nullptr));
-      a.boolMask = mask->data<uint8_t>();
-      a.boolView = view;
-    } else {
-      LLMC_RETURN_IF_ERROR(toF32(call, *mask, maskValues));
-      LLMC_RETURN_IF_ERROR(biasView(call, *mask, a.b, a.hq, a.sq, view, maskValues.data()));
-      a.biases.push_back(view);
-    }
+    LLMC_RETURN_IF_ERROR(attachMask(call, *mask, a, maskValues, view));
     if (view.columns != a.skv)
       return call.fail("mask " + mask->describe() + " must have " + std::to_string(a.skv) +
                        " key columns");
