@@ -1061,3 +1061,29 @@ func.func @cast_to_wrong_narrow_type(%x: tensor<4xf32>) {
 
 // expected-error @+1 {{unknown  type `f6e3m2` in dialect `llm`}}
 func.func @unknown_narrow_type(%x: tensor<4x!llm.f6e3m2>)
+
+// -----
+
+func.func @cache_update(%cache: tensor<1x2x64x16xf32>, %new: tensor<1x2x1x16xf32>, %pos: tensor<i32>) {
+  // expected-error @+1 {{operand #2 must be tensor of 64-bit signless integer values}}
+  %0 = llm.cache_update %cache, %new, %pos : (tensor<1x2x64x16xf32>, tensor<1x2x1x16xf32>, tensor<i32>) -> tensor<1x2x64x16xf32>
+  return
+}
+
+// -----
+
+func.func @cache_read(%cache: tensor<2x64x16xf32>, %n: tensor<i64>) {
+  // expected-error @+2 {{cache must have rank 4, got 3}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = llm.cache_read %cache, %n : (tensor<2x64x16xf32>, tensor<i64>) -> tensor<2x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @cached_attention(%q: tensor<1x1x4x16xf32>, %k: tensor<1x2x64xf32>, %pos: tensor<i64>) {
+  // expected-error @+2 {{k_cache must have rank 4, got 3}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = llm.cached_attention %q, %k, %k, %pos {num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.25 : f32} : (tensor<1x1x4x16xf32>, tensor<1x2x64xf32>, tensor<1x2x64xf32>, tensor<i64>) -> tensor<1x1x4x16xf32>
+  return
+}

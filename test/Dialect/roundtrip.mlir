@@ -332,6 +332,17 @@ func.func @transformer(%table: tensor<256x64xf16>, %ids: tensor<1x?xi64>, %x: te
   return
 }
 
+// CHECK-LABEL: func.func @kv_cache
+func.func @kv_cache(%cache: tensor<1x2x64x16xf16>, %new: tensor<1x2x?x16xf16>, %q: tensor<1x?x4x16xf16>, %pos: tensor<i64>) -> (tensor<1x2x?x16xf16>, tensor<1x?x4x16xf16>) {
+  // CHECK: llm.cache_update %arg0, %arg1, %arg3 : (tensor<1x2x64x16xf16>, tensor<1x2x?x16xf16>, tensor<i64>) -> tensor<1x2x64x16xf16>
+  %0 = llm.cache_update %cache, %new, %pos : (tensor<1x2x64x16xf16>, tensor<1x2x?x16xf16>, tensor<i64>) -> tensor<1x2x64x16xf16>
+  // CHECK: llm.cache_read %0, %arg3 : (tensor<1x2x64x16xf16>, tensor<i64>) -> tensor<1x2x?x16xf16>
+  %1 = llm.cache_read %0, %pos : (tensor<1x2x64x16xf16>, tensor<i64>) -> tensor<1x2x?x16xf16>
+  // CHECK: llm.cached_attention %arg2, %0, %0, %arg3 {num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 2.500000e-01 : f32, window = 8 : i64}
+  %2 = llm.cached_attention %q, %0, %0, %pos {num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.25 : f32, window = 8 : i64} : (tensor<1x?x4x16xf16>, tensor<1x2x64x16xf16>, tensor<1x2x64x16xf16>, tensor<i64>) -> tensor<1x?x4x16xf16>
+  return %1, %2 : tensor<1x2x?x16xf16>, tensor<1x?x4x16xf16>
+}
+
 // CHECK-LABEL: func.func @assert_equal
 func.func @assert_equal(%start: tensor<?xi64>, %past: tensor<i64>) -> tensor<?xi64> {
   // CHECK: llm.assert_equal %arg0, %arg0, %arg1 {message = "past lengths differ"} : (tensor<?xi64>, tensor<?xi64>, tensor<i64>) -> tensor<?xi64>

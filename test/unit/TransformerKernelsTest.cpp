@@ -582,6 +582,78 @@ TEST(TransformerKernels, EmbeddingRowsAndBadIds) {
   }
 }
 
+/// [B, S, H, D] -> [B, H, S, D]
+std::vector<float> toBhsd(const std::vector<float> &x, int64_t b, int64_t s, int64_t h,
+                          int64_t d, int64_t s0, int64_t s1) {
+  std::vector<float> out;
+  for (int64_t bi = 0; bi < b; ++bi)
+    for (int64_t hi = 0; hi < h; ++hi)
+      for (int64_t si = s0; si < s1; ++si)
+        for (int64_t t = 0; t < d; ++t)
+          out.push_back(x[size_t(((bi * s + si) * h + hi) * d + t)]);
+  return out;
+}
+
+TEST(TransformerKernels, CachedAttentionEqualsAttentionOverTheSequence) {
+  // 9 tokens: 6 written by a prefill, 3 by the step under test; capacity 12.
+  AttnSpec a{2, 3, 9, 4, 2, 8, 8, true, 4};
+  a.scale = 0.4;
+  int64_t m = 12, p = a.skv - a.sq;
+  AttnRun r(a, 81);
+  std::vector<float> cache(size_t(a.b * a.hkv * m * a.d), 0.0f);
+  auto write = [&](std::vector<float> &c, const std::vector<float> &src, int64_t s0,
+                   int64_t s1, std::vector<float> &out) {
+    std::vector<float> rows = toBhsd(src, a.b, a.skv, a.hkv, a.d, s0, s1);
+    int64_t pos = s0;
+    Call u;
+    u.in(DType::Float, {a.b, a.hkv, m, a.d}, c.data())
+        .in(DType::Float, {a.b, a.hkv, s1 - s0, a.d}, rows.data())
+        .in(DType::Int64, {}, &pos);
+    ASSERT_TRUE(u.run("cache_update").isOk());
+    out.assign(u.out().data<float>(), u.out().data<float>() + c.size());
+  };
+  std::vector<float> k1, k2, v1, v2;
+  write(cache, r.k, 0, p, k1);
+  write(k1, r.k, p, a.skv, k2);
+  write(cache, r.v, 0, p, v1);
+  write(v1, r.v, p, a.skv, v2);
+  Call c;
+  c.in(DType::Float, {a.b, a.sq, a.hq, a.d}, r.q.data())
+      .in(DType::Float, {a.b, a.hkv, m, a.d}, k2.data())
+      .in(DType::Float, {a.b, a.hkv, m, a.dv}, v2.data())
+      .in(DType::Int64, {}, &p);
+  c.attr("num_heads", a.hq).attr("num_kv_heads", a.hkv).attr("causal", 1).attr("window", 4);
+  c.attrF("scale", a.scale);
+  ASSERT_TRUE(c.run("cached_attention").isOk());
+  EXPECT_LT(scaledError(c.outF64(), attentionRef(a, r.q, r.k, r.v, nullptr, nullptr)), 1e-5);
+
+  // cache_read gives the rows written; writing or reading past the
+  // capacity is an error naming it.
+  int64_t len = a.skv;
+  Call rd;
+  rd.in(DType::Float, {a.b, a.hkv, m, a.d}, k2.data()).in(DType::Int64, {}, &len);
+  ASSERT_TRUE(rd.run("cache_read").isOk());
+  std::vector<float> want = toBhsd(r.k, a.b, a.skv, a.hkv, a.d, 0, a.skv);
+  ASSERT_EQ(rd.out().numel(), int64_t(want.size()));
+  for (size_t i = 0; i < want.size(); ++i)
+    ASSERT_EQ(rd.out().data<float>()[i], want[i]);
+  int64_t late = m - 2;
+  std::vector<float> three(size_t(a.b * a.hkv * 3 * a.d));
+  Call over;
+  over.in(DType::Float, {a.b, a.hkv, m, a.d}, k2.data())
+      .in(DType::Float, {a.b, a.hkv, 3, a.d}, three.data())
+      .in(DType::Int64, {}, &late);
+  expectError(over.run("cache_update"), "writing positions [10, 13) past the cache capacity 12");
+  int64_t far = m - 1;
+  Call attnOver;
+  attnOver.in(DType::Float, {a.b, a.sq, a.hq, a.d}, r.q.data())
+      .in(DType::Float, {a.b, a.hkv, m, a.d}, k2.data())
+      .in(DType::Float, {a.b, a.hkv, m, a.dv}, v2.data())
+      .in(DType::Int64, {}, &far);
+  attnOver.attr("num_heads", a.hq).attr("num_kv_heads", a.hkv).attrF("scale", 1.0);
+  expectError(attnOver.run("cached_attention"), "positions [11, 14) do not fit the cache capacity 12");
+}
+
 TEST(TransformerKernels, AssertEqualPassesTheValueOrNamesTheMismatch) {
   float value[3] = {1, 2, 3};
   std::vector<int64_t> lhs{4, 4}, same{4};

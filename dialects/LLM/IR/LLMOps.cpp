@@ -1934,3 +1934,40 @@ LogicalResult SwigluOp::verify() {
 
 #define GET_OP_CLASSES
 #include "dialects/LLM/IR/LLMOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Static KV cache
+//===----------------------------------------------------------------------===//
+
+LogicalResult CacheReadOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                            Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  if (failed(requireRank(loc, adaptor.getCache(), 4, "cache")))
+    return failure();
+  MaybeShape c = shapeOf(adaptor.getCache());
+  if (!c) {
+    types.push_back(makeDynamicTensorType(4, elementOf(adaptor.getCache())));
+    return success();
+  }
+  Shape out = *c;
+  out[2] = Dim::dynamic();
+  types.push_back(makeTensorType(out, elementOf(adaptor.getCache())));
+  return success();
+}
+
+LogicalResult CachedAttentionOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                                  Adaptor adaptor,
+                                                  SmallVectorImpl<Type> &types) {
+  for (auto [v, name] : {std::pair{adaptor.getQ(), "q"}, std::pair{adaptor.getKCache(), "k_cache"},
+                         std::pair{adaptor.getVCache(), "v_cache"}})
+    if (failed(requireRank(loc, v, 4, name)))
+      return failure();
+  MaybeShape q = shapeOf(adaptor.getQ()), v = shapeOf(adaptor.getVCache());
+  if (!q) {
+    types.push_back(makeDynamicTensorType(4, elementOf(adaptor.getQ())));
+    return success();
+  }
+  Shape out = *q;
+  out[3] = v ? (*v)[3] : Dim::dynamic();
+  types.push_back(makeTensorType(out, elementOf(adaptor.getQ())));
+  return success();
+}

@@ -190,4 +190,58 @@ def LLM_AssertEqualOp : LLM_Op<"assert_equal", [InferTypeOpAdaptorWithIsCompatib
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
+//===----------------------------------------------------------------------===//
+// The static KV cache (llmc-insert-kv-cache)
+//===----------------------------------------------------------------------===//
+
+def LLM_CacheUpdateOp : LLM_InferredOp<"cache_update"> {
+  let summary = "write new keys or values into a static cache";
+  let description = [{
+    `cache` is [B, H, M, D] (M: the capacity chosen at compile time),
+    `update` [B, H, S, D] and `pos` an i64 scalar: the result is `cache` with
+    rows pos .. pos + S - 1 of every (batch, head) replaced by `update`.
+    pos < 0 or pos + S > M is an error. Memory planning makes it in place.
+
+    ```mlir
+    %k1 = llm.cache_update %k0, %new, %pos : (tensor<1x8x4096x128xf16>, tensor<1x8x?x128xf16>, tensor<i64>) -> tensor<1x8x4096x128xf16>
+    ```
+  }];
+  let arguments = (ins LLM_FloatTensor:$cache, LLM_FloatTensor:$update, LLM_I64Tensor:$pos);
+  let results = (outs LLM_FloatTensor:$output);
+  let inferImpl = [{
+      return ::mlir::llmc::inferSameAsOperand(loc, adaptor.getOperands(), 0, types);
+  }];
+}
+
+def LLM_CacheReadOp : LLM_InferredOp<"cache_read"> {
+  let summary = "the first rows of a static cache";
+  let description = [{
+    Rows 0 .. `length` - 1 of a [B, H, M, D] cache: [B, H, length, D].
+    `length` > M is an error.
+  }];
+  let arguments = (ins LLM_FloatTensor:$cache, LLM_I64Tensor:$length);
+  let results = (outs LLM_FloatTensor:$output);
+}
+
+def LLM_CachedAttentionOp : LLM_InferredOp<"cached_attention"> {
+  let summary = "attention of new queries over a static KV cache";
+  let description = [{
+    `q` is [B, S, Hq, D], `k_cache` [B, Hkv, M, D], `v_cache` [B, Hkv, M, Dv],
+    `pos` an i64 scalar: the queries are the tokens at positions pos ..
+    pos + S - 1 and the keys are cache rows 0 .. pos + S - 1 (written before,
+    by llm.cache_update). Otherwise as llm.attention: query head h reads kv
+    head h / (Hq / Hkv), scale, softcap, `causal` and `window` relative to
+    the query's position. The result is [B, S, Hq, Dv]. pos + S > M is an
+    error.
+  }];
+  let arguments = (ins LLM_FloatTensor:$q, LLM_FloatTensor:$k_cache,
+                   LLM_FloatTensor:$v_cache, LLM_I64Tensor:$pos,
+                   LLM_I64Attr:$num_heads, LLM_I64Attr:$num_kv_heads,
+                   DefaultValuedAttr<BoolAttr, "true">:$causal,
+                   DefaultValuedAttr<LLM_I64Attr, "0">:$window,
+                   F32Attr:$scale,
+                   DefaultValuedAttr<F32Attr, "0.0">:$softcap);
+  let results = (outs LLM_FloatTensor:$output);
+}
+
 #endif // LLMC_DIALECTS_LLM_IR_LLMTRANSFORMEROPS_TD

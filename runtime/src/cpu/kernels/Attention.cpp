@@ -1064,6 +1064,122 @@ Status llmAttentionKernel(KernelCall &call) {
                  call.outputs[0]);
 }
 
+//===----------------------------------------------------------------------===//
+// The static KV cache (llm.cache_update, llm.cache_read, llm.cached_attention)
+//===----------------------------------------------------------------------===//
+
+/// The i64 scalar operand `t` (one element).
+Status scalarI64(const KernelCall &call, const Tensor &t, const char *what, int64_t &out) {
+  if (t.dtype() != DType::Int64 || t.numel() != 1)
+    return call.fail(std::string(what) + " must be one i64, got " + t.describe());
+  out = t.data<int64_t>()[0];
+  return Status::ok();
+}
+
+Status checkCache(const KernelCall &call, const Tensor &cache, const char *what) {
+  if (cache.rank() != 4)
+    return call.fail(std::string(what) + " must be [B, H, capacity, D], got " + cache.describe());
+  return Status::ok();
+}
+
+/// Copies rows [0, rows) of every (batch, head) of a [B, H, M, D] cache into
+/// a [B, H, rows, D] tensor or back: `toCache` writes `part` at row `at`.
+void copyRows(const Tensor &cache, const Tensor &part, int64_t at, bool toCache) {
+  int64_t bh = cache.dim(0) * cache.dim(1), m = cache.dim(2), rows = part.dim(2);
+  size_t row = size_t(cache.dim(3)) * storageSize(cache.dtype());
+  char *c = static_cast<char *>(cache.mutableRaw());
+  char *p = static_cast<char *>(part.mutableRaw());
+  for (int64_t i = 0; i < bh; ++i) {
+    char *cacheRows = c + (size_t(i * m) + size_t(at)) * row;
+    char *partRows = p + size_t(i * rows) * row;
+    if (toCache)
+      std::memcpy(cacheRows, partRows, size_t(rows) * row);
+    else
+      std::memcpy(partRows, cacheRows, size_t(rows) * row);
+  }
+}
+
+Status cacheUpdateKernel(KernelCall &call) {
+  const Tensor &cache = *call.input(0), &update = *call.input(1);
+  int64_t pos;
+  LLMC_RETURN_IF_ERROR(checkCache(call, cache, "cache"));
+  LLMC_RETURN_IF_ERROR(scalarI64(call, *call.input(2), "pos", pos));
+  if (update.rank() != 4 || update.dim(0) != cache.dim(0) || update.dim(1) != cache.dim(1) ||
+      update.dim(3) != cache.dim(3) || update.dtype() != cache.dtype())
+    return call.fail("update " + update.describe() + " does not fit cache " + cache.describe());
+  if (pos < 0 || pos + update.dim(2) > cache.dim(2))
+    return call.fail("writing positions [" + std::to_string(pos) + ", " +
+                     std::to_string(pos + update.dim(2)) + ") past the cache capacity " +
+                     std::to_string(cache.dim(2)));
+  Tensor &out = call.outputs[0];
+  LLMC_RETURN_IF_ERROR(Tensor::allocate(cache.dtype(), cache.shape(), out));
+  std::memcpy(out.mutableRaw(), cache.raw(), cache.bytes());
+  copyRows(out, update, pos, /*toCache=*/true);
+  return Status::ok();
+}
+
+Status cacheReadKernel(KernelCall &call) {
+  const Tensor &cache = *call.input(0);
+  int64_t length;
+  LLMC_RETURN_IF_ERROR(checkCache(call, cache, "cache"));
+  LLMC_RETURN_IF_ERROR(scalarI64(call, *call.input(1), "length", length));
+  if (length < 0 || length > cache.dim(2))
+    return call.fail("reading " + std::to_string(length) + " rows of a cache of capacity " +
+                     std::to_string(cache.dim(2)));
+  Tensor &out = call.outputs[0];
+  LLMC_RETURN_IF_ERROR(
+      Tensor::allocate(cache.dtype(), {cache.dim(0), cache.dim(1), length, cache.dim(3)}, out));
+  copyRows(cache, out, 0, /*toCache=*/false);
+  return Status::ok();
+}
+
+Status cachedAttentionKernel(KernelCall &call) {
+  const Tensor &Q = *call.input(0), &K = *call.input(1), &V = *call.input(2);
+  const Attributes &at = *call.attrs;
+  int64_t pos;
+  LLMC_RETURN_IF_ERROR(checkCache(call, K, "k_cache"));
+  LLMC_RETURN_IF_ERROR(checkCache(call, V, "v_cache"));
+  LLMC_RETURN_IF_ERROR(scalarI64(call, *call.input(3), "pos", pos));
+  if (Q.rank() != 4)
+    return call.fail("q must be [B, S, H, D], got " + Q.describe());
+  Attention a;
+  a.b = Q.dim(0), a.sq = Q.dim(1), a.hq = Q.dim(2), a.d = Q.dim(3);
+  a.hkv = K.dim(1), a.dv = V.dim(3), a.skv = pos + a.sq;
+  if (K.dim(0) != a.b || V.dim(0) != a.b || K.dim(3) != a.d || V.dim(1) != a.hkv ||
+      V.dim(2) != K.dim(2))
+    return call.fail("q " + Q.describe() + " and caches " + K.describe() + ", " + V.describe() +
+                     " disagree");
+  if (at.getInt("num_heads", -1) != a.hq || at.getInt("num_kv_heads", -1) != a.hkv ||
+      a.hkv == 0 || a.hq % a.hkv)
+    return call.fail("num_heads/num_kv_heads do not match q and the caches");
+  if (pos < 0 || a.skv > K.dim(2))
+    return call.fail("positions [" + std::to_string(pos) + ", " + std::to_string(a.skv) +
+                     ") do not fit the cache capacity " + std::to_string(K.dim(2)));
+  std::optional<double> scale = at.optFloat("scale");
+  if (!scale)
+    return call.fail("the scale attribute is missing");
+  a.scale = float(*scale);
+  a.softcap = float(at.getFloat("softcap", 0.0));
+  a.causal = at.getInt("causal", 1) != 0;
+  a.offset.assign(size_t(a.b), pos);
+  int64_t window = at.getInt("window", 0);
+  if (window > 0)
+    a.leftWindow = window - 1;
+  a.onnxSemantics = true;
+  Tensor keys, values;
+  LLMC_RETURN_IF_ERROR(Tensor::allocate(K.dtype(), {a.b, a.hkv, a.skv, a.d}, keys));
+  LLMC_RETURN_IF_ERROR(Tensor::allocate(V.dtype(), {a.b, a.hkv, a.skv, a.dv}, values));
+  copyRows(K, keys, 0, false);
+  copyRows(V, values, 0, false);
+  std::vector<float> q, k, v, out;
+  LLMC_RETURN_IF_ERROR(toF32(call, Q, q));
+  LLMC_RETURN_IF_ERROR(toF32(call, keys, k));
+  LLMC_RETURN_IF_ERROR(toF32(call, values, v));
+  runAttention(*call.pool, a, swapHeadSeq(q, a.b, a.sq, a.hq, a.d), k, v, out);
+  return fromF32(Q.dtype(), {a.b, a.sq, a.hq, a.dv}, swapHeadSeq(out, a.b, a.hq, a.sq, a.dv),
+                 call.outputs[0]);
+}
+
 } // namespace
 
 void addAttentionKernels(KernelTable &table) {
@@ -1076,6 +1192,9 @@ void addAttentionKernels(KernelTable &table) {
   table.add("ms.rotary_embedding", msRotaryEmbeddingKernel);
   table.add("rope", llmRopeKernel);
   table.add("attention", llmAttentionKernel);
+  table.add("cache_update", cacheUpdateKernel);
+  table.add("cache_read", cacheReadKernel);
+  table.add("cached_attention", cachedAttentionKernel);
 }
 
 } // namespace llmc::cpu
