@@ -15,6 +15,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Parser/Parser.h"
 
 #include <map>
 
@@ -58,10 +59,9 @@ std::string ValueSignature::describe() const {
   return s + "]";
 }
 
-struct Executor::Impl {
-  std::unique_ptr<OnnxModel> model;
-  std::unique_ptr<MLIRContext> ctx;
-  OwningOpRef<ModuleOp> module;
+/// One function of the module, ready to run.
+struct ExecFunction {
+  std::string name;
   std::vector<ValueSignature> ins, outs;
 
   struct Step {
@@ -81,16 +81,53 @@ struct Executor::Impl {
   llvm::Error build(func::FuncOp func);
   llvm::Error checkInput(const ValueSignature &sig, const cpu::Tensor &t,
                          std::map<std::string, std::pair<int64_t, std::string>> &symbols) const;
+  llvm::Expected<std::vector<NamedTensor>> run(llvm::ArrayRef<NamedTensor> inputs) const;
+};
+
+struct Executor::Impl {
+  std::unique_ptr<OnnxModel> model;
+  std::unique_ptr<MLIRContext> ctx;
+  OwningOpRef<ModuleOp> module;
+  std::vector<ExecFunction> functions; // "main" (or the only one) first
+
+  const ExecFunction *find(llvm::StringRef name) const {
+    for (const ExecFunction &f : functions)
+      if (f.name == name)
+        return &f;
+    return nullptr;
+  }
+  /// Lowers the module (after `pipeline`) and builds every function.
+  llvm::Error prepare(llvm::StringRef what, llvm::StringRef pipeline);
 };
 
 Executor::Executor(std::unique_ptr<Impl> i) : impl(std::move(i)) {}
 Executor::~Executor() = default;
 
-const std::vector<ValueSignature> &Executor::inputs() const { return impl->ins; }
-const std::vector<ValueSignature> &Executor::outputs() const { return impl->outs; }
-size_t Executor::numKernels() const { return impl->steps.size(); }
+const std::vector<ValueSignature> &Executor::inputs() const { return impl->functions[0].ins; }
+const std::vector<ValueSignature> &Executor::outputs() const {
+  return impl->functions[0].outs;
+}
+size_t Executor::numKernels() const { return impl->functions[0].steps.size(); }
 
-llvm::Error Executor::Impl::build(func::FuncOp func) {
+std::vector<std::string> Executor::functionNames() const {
+  std::vector<std::string> names;
+  for (const ExecFunction &f : impl->functions)
+    names.push_back(f.name);
+  return names;
+}
+
+const std::vector<ValueSignature> *Executor::inputsOf(llvm::StringRef function) const {
+  const ExecFunction *f = impl->find(function);
+  return f ? &f->ins : nullptr;
+}
+
+const std::vector<ValueSignature> *Executor::outputsOf(llvm::StringRef function) const {
+  const ExecFunction *f = impl->find(function);
+  return f ? &f->outs : nullptr;
+}
+
+llvm::Error ExecFunction::build(func::FuncOp func) {
+  name = func.getSymName().str();
   llvm::DenseMap<Value, int> slot;
   auto slotOf = [&](Value v) { return slot.lookup(v); };
   Block &body = func.getBody().front();
@@ -160,23 +197,97 @@ llvm::Error Executor::Impl::build(func::FuncOp func) {
 }
 
 namespace {
-/// Adds `pipeline` to `fpm`; the error is the parser's first line.
-llvm::Error parseFunctionPipeline(llvm::StringRef pipeline, OpPassManager &fpm) {
+/// Adds `pipeline` to the module pass manager `pm`: each element that is a
+/// function pass (llmc-canonicalize) goes into a nested func.func pass
+/// manager, consecutive ones into the same; the others (module passes such
+/// as llmc-insert-kv-cache) into `pm`. The error is the parser's first line.
+llvm::Error parsePipeline(llvm::StringRef pipeline, OpPassManager &pm) {
   static const bool registered = (registerLLMCPasses(), true);
   (void)registered;
-  std::string error;
-  llvm::raw_string_ostream errorStream(error);
-  if (succeeded(parsePassPipeline(pipeline, fpm, errorStream)))
-    return llvm::Error::success();
-  llvm::StringRef first = llvm::StringRef(error).split('\n').first;
-  first.consume_front("MLIR Textual PassPipeline Parser:1:1: error: ");
-  return makeError("pass pipeline '" + pipeline + "': " + first);
+  auto fail = [&](const std::string &error) {
+    llvm::StringRef first = llvm::StringRef(error).split('\n').first;
+    first.consume_front("MLIR Textual PassPipeline Parser:1:1: error: ");
+    return makeError("pass pipeline '" + pipeline + "': " + first);
+  };
+  // Top-level elements: split at commas outside (...) and {...}.
+  SmallVector<llvm::StringRef> elements;
+  int depth = 0;
+  size_t begin = 0;
+  for (size_t i = 0; i <= pipeline.size(); ++i) {
+    char c = i < pipeline.size() ? pipeline[i] : ',';
+    depth += (c == '(' || c == '{') - (c == ')' || c == '}');
+    if (c == ',' && depth == 0) {
+      elements.push_back(pipeline.slice(begin, i).trim());
+      begin = i + 1;
+    }
+  }
+  OpPassManager *nested = nullptr;
+  for (llvm::StringRef element : elements) {
+    std::string error;
+    llvm::raw_string_ostream errors(error);
+    OpPassManager probe(func::FuncOp::getOperationName());
+    if (succeeded(parsePassPipeline(element, probe, errors))) {
+      if (!nested)
+        nested = &pm.nest<func::FuncOp>();
+      if (failed(parsePassPipeline(element, *nested, errors)))
+        return fail(error);
+      continue;
+    }
+    error.clear();
+    nested = nullptr;
+    if (failed(parsePassPipeline(element, pm, errors)))
+      return fail(error);
+  }
+  return llvm::Error::success();
+}
+
+std::unique_ptr<MLIRContext> makeExecContext() {
+  DialectRegistry registry;
+  registerImportDialects(registry);
+  registry.insert<exec::ExecDialect>();
+  auto ctx = std::make_unique<MLIRContext>(registry, MLIRContext::Threading::DISABLED);
+  ctx->loadAllAvailableDialects();
+  return ctx;
 }
 } // namespace
 
 llvm::Error Executor::checkPipeline(llvm::StringRef pipeline) {
-  OpPassManager fpm(func::FuncOp::getOperationName());
-  return parseFunctionPipeline(pipeline, fpm);
+  OpPassManager pm(ModuleOp::getOperationName());
+  return parsePipeline(pipeline, pm);
+}
+
+llvm::Error Executor::Impl::prepare(llvm::StringRef what, llvm::StringRef pipeline) {
+  std::string diagnostics;
+  {
+    ScopedDiagnosticHandler handler(ctx.get(), [&](Diagnostic &d) {
+      if (d.getSeverity() == DiagnosticSeverity::Error)
+        diagnostics += (diagnostics.empty() ? "" : "; ") + d.str();
+      return success();
+    });
+    PassManager pm(ctx.get(), ModuleOp::getOperationName());
+    if (!pipeline.empty())
+      if (llvm::Error e = parsePipeline(pipeline, pm))
+        return e;
+    pm.nest<func::FuncOp>().addPass(createLowerToExecPass());
+    if (failed(pm.run(*module)))
+      return makeError(what + ": " + (diagnostics.empty() ? "lowering failed" : diagnostics));
+  }
+  SmallVector<func::FuncOp> funcs;
+  for (auto f : module->getOps<func::FuncOp>())
+    if (!f.isDeclaration())
+      funcs.push_back(f);
+  // "main" first: the function run() without a name runs.
+  std::stable_partition(funcs.begin(), funcs.end(),
+                        [](func::FuncOp f) { return f.getSymName() == "main"; });
+  if (funcs.empty())
+    return makeError(what + ": no function to run");
+  for (func::FuncOp f : funcs) {
+    ExecFunction fn;
+    if (llvm::Error e = fn.build(f))
+      return makeError(what + ": " + f.getSymName() + ": " + llvm::toString(std::move(e)));
+    functions.push_back(std::move(fn));
+  }
+  return llvm::Error::success();
 }
 
 llvm::Expected<std::unique_ptr<Executor>> Executor::fromOnnxFile(llvm::StringRef path,
@@ -186,40 +297,37 @@ llvm::Expected<std::unique_ptr<Executor>> Executor::fromOnnxFile(llvm::StringRef
   if (!model)
     return model.takeError();
   impl->model = std::move(*model);
-  DialectRegistry registry;
-  registerImportDialects(registry);
-  registry.insert<exec::ExecDialect>();
-  impl->ctx = std::make_unique<MLIRContext>(registry, MLIRContext::Threading::DISABLED);
-  impl->ctx->loadAllAvailableDialects();
+  impl->ctx = makeExecContext();
   auto module = importOnnxModel(*impl->ctx, *impl->model);
   if (!module)
     return module.takeError();
   impl->module = std::move(*module);
-  std::string diagnostics;
-  {
-    ScopedDiagnosticHandler handler(impl->ctx.get(), [&](Diagnostic &d) {
-      if (d.getSeverity() == DiagnosticSeverity::Error)
-        diagnostics += (diagnostics.empty() ? "" : "; ") + d.str();
-      return success();
-    });
-    PassManager pm(impl->ctx.get());
-    OpPassManager &fpm = pm.nest<func::FuncOp>();
-    if (!pipeline.empty())
-      if (llvm::Error e = parseFunctionPipeline(pipeline, fpm))
-        return std::move(e);
-    fpm.addPass(createLowerToExecPass());
-    if (failed(pm.run(*impl->module)))
-      return makeError(path + ": " + (diagnostics.empty() ? "lowering failed" : diagnostics));
-  }
-  auto func = impl->module->lookupSymbol<func::FuncOp>("main");
-  if (!func)
-    return makeError(path + ": no main function");
-  if (llvm::Error e = impl->build(func))
-    return makeError(path + ": " + llvm::toString(std::move(e)));
+  if (llvm::Error e = impl->prepare(path, pipeline))
+    return std::move(e);
   return std::unique_ptr<Executor>(new Executor(std::move(impl)));
 }
 
-llvm::Error Executor::Impl::checkInput(
+llvm::Expected<std::unique_ptr<Executor>> Executor::fromMlirFile(llvm::StringRef path,
+                                                                 llvm::StringRef pipeline) {
+  auto impl = std::make_unique<Impl>();
+  impl->ctx = makeExecContext();
+  std::string diagnostics;
+  {
+    ScopedDiagnosticHandler handler(impl->ctx.get(), [&](Diagnostic &d) {
+      if (d.getSeverity() == DiagnosticSeverity::Error && diagnostics.empty())
+        diagnostics = d.str();
+      return success();
+    });
+    impl->module = parseSourceFile<ModuleOp>(path, impl->ctx.get());
+  }
+  if (!impl->module)
+    return makeError(path + ": " + (diagnostics.empty() ? "cannot parse" : diagnostics));
+  if (llvm::Error e = impl->prepare(path, pipeline))
+    return std::move(e);
+  return std::unique_ptr<Executor>(new Executor(std::move(impl)));
+}
+
+llvm::Error ExecFunction::checkInput(
     const ValueSignature &sig, const cpu::Tensor &t,
     std::map<std::string, std::pair<int64_t, std::string>> &symbols) const {
   auto mismatch = [&](const std::string &why) {
@@ -249,7 +357,20 @@ llvm::Error Executor::Impl::checkInput(
 
 llvm::Expected<std::vector<NamedTensor>>
 Executor::run(llvm::ArrayRef<NamedTensor> inputs) const {
-  const Impl &m = *impl;
+  return impl->functions[0].run(inputs);
+}
+
+llvm::Expected<std::vector<NamedTensor>>
+Executor::run(llvm::StringRef function, llvm::ArrayRef<NamedTensor> inputs) const {
+  const ExecFunction *f = impl->find(function);
+  if (!f)
+    return makeError("the program has no function '" + function + "'");
+  return f->run(inputs);
+}
+
+llvm::Expected<std::vector<NamedTensor>>
+ExecFunction::run(llvm::ArrayRef<NamedTensor> inputs) const {
+  const ExecFunction &m = *this;
   std::vector<cpu::Tensor> slots(size_t(m.numSlots));
   for (auto &[s, t] : m.constants)
     slots[size_t(s)] = t;
@@ -274,7 +395,7 @@ Executor::run(llvm::ArrayRef<NamedTensor> inputs) const {
 
   cpu::ThreadPool &pool = cpu::ThreadPool::global();
   for (size_t i = 0; i < m.steps.size(); ++i) {
-    const Impl::Step &step = m.steps[i];
+    const ExecFunction::Step &step = m.steps[i];
     cpu::KernelCall call;
     call.pool = &pool;
     call.attrs = &step.params;

@@ -40,23 +40,42 @@ public:
   ~Executor();
 
   /// Loads, imports and lowers an ONNX model file. `pipeline`, when given,
-  /// is a function pass pipeline (e.g. "llmc-canonicalize") run on the
-  /// imported graph first: executing its output checks the passes.
+  /// is a pass pipeline (e.g. "llmc-canonicalize,llmc-raise-transformer")
+  /// run on the imported module first: executing its output checks the
+  /// passes.
   static llvm::Expected<std::unique_ptr<Executor>> fromOnnxFile(llvm::StringRef path,
                                                                 llvm::StringRef pipeline = "");
 
-  /// Whether `pipeline` parses as a function pass pipeline of registered
-  /// passes (one line saying why not).
+  /// Parses an .mlir module of llm (or exec) operations, runs `pipeline` on
+  /// it and lowers it: runs what the passes produce, every function of it.
+  /// Weights must be in the file (`llmc import --keep-weights`).
+  static llvm::Expected<std::unique_ptr<Executor>> fromMlirFile(llvm::StringRef path,
+                                                                llvm::StringRef pipeline = "");
+
+  /// Whether `pipeline` parses as a pass pipeline of registered passes
+  /// (module passes, function passes nested implicitly); one line saying
+  /// why not.
   static llvm::Error checkPipeline(llvm::StringRef pipeline);
 
+  /// The signature of the primary function ("main", or the only one).
   const std::vector<ValueSignature> &inputs() const;
   const std::vector<ValueSignature> &outputs() const;
+
+  /// Every function, the primary one first (llmc-insert-kv-cache makes
+  /// "prefill" and "decode").
+  std::vector<std::string> functionNames() const;
+  /// A function's signature, or null when there is no such function.
+  const std::vector<ValueSignature> *inputsOf(llvm::StringRef function) const;
+  const std::vector<ValueSignature> *outputsOf(llvm::StringRef function) const;
 
   /// Runs the graph. Inputs are matched by name; each is checked against its
   /// declared type (element type, rank, static sizes, and equal sizes for
   /// equal dimension names) before anything runs. Outputs come back in the
   /// graph's order, each checked against the type the compiler inferred.
   llvm::Expected<std::vector<NamedTensor>> run(llvm::ArrayRef<NamedTensor> inputs) const;
+  /// Runs the named function.
+  llvm::Expected<std::vector<NamedTensor>> run(llvm::StringRef function,
+                                               llvm::ArrayRef<NamedTensor> inputs) const;
 
   /// Number of kernel launches per run.
   size_t numKernels() const;

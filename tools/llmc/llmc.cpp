@@ -2,7 +2,8 @@
 //
 //   llmc import model.onnx [-o out.mlir]   print the imported llm dialect IR
 //   llmc check model.onnx [--json]         pre-flight report of a model
-//   llmc exec model.onnx --inputs D --outputs D   run on the CPU (reference)
+//   llmc exec model.onnx|module.mlir --inputs D --outputs D [--function F]
+//                                                run on the CPU (reference)
 //   llmc conformance DIR [--filter RE]     run ONNX node tests
 //   llmc verify DIR... [--shared D]        replay model fixtures (prefill +
 //                                          decode) against their references
@@ -80,8 +81,12 @@ cl::opt<bool> checkJson("json", cl::desc("Print the report as JSON"), cl::init(f
 
 // --- llmc exec ---------------------------------------------------------------
 cl::SubCommand execCmd("exec", "Run a model on the CPU with the reference executor");
-cl::opt<std::string> execInput(cl::Positional, cl::desc("<model.onnx>"), cl::Required,
-                               cl::sub(execCmd), cl::cat(llmcCategory));
+cl::opt<std::string> execInput(cl::Positional, cl::desc("<model.onnx | module.mlir>"),
+                               cl::Required, cl::sub(execCmd), cl::cat(llmcCategory));
+cl::opt<std::string> execFunction("function",
+                                  cl::desc("The function to run (default: main, or the only "
+                                           "one); prefill or decode after llmc-insert-kv-cache"),
+                                  cl::value_desc("name"), cl::sub(execCmd), cl::cat(llmcCategory));
 cl::opt<std::string> execInputs("inputs",
                                 cl::desc("Folder of input_N.pb TensorProto files (bound by "
                                          "their names, or by position when unnamed)"),
@@ -186,9 +191,21 @@ int runExec() {
   if (!runPasses.empty())
     if (llvm::Error e = Executor::checkPipeline(runPasses))
       return fail(std::move(e));
-  auto exec = Executor::fromOnnxFile(execInput, runPasses);
+  // An .mlir module (weights kept: llmc import --keep-weights) or an ONNX
+  // model.
+  auto exec = llvm::StringRef(execInput).ends_with(".mlir")
+                  ? Executor::fromMlirFile(execInput, runPasses)
+                  : Executor::fromOnnxFile(execInput, runPasses);
   if (!exec)
     return fail(exec.takeError());
+  std::string function = execFunction.empty() ? (*exec)->functionNames()[0] : execFunction;
+  const std::vector<ValueSignature> *signature = (*exec)->inputsOf(function);
+  if (!signature) {
+    std::string names;
+    for (const std::string &n : (*exec)->functionNames())
+      names += (names.empty() ? "" : ", ") + n;
+    return fail(execInput + ": no function '" + function + "' (it has " + names + ")");
+  }
   if (!llvm::sys::fs::is_directory(execInputs))
     return fail(execInputs + ": not a folder (--inputs takes a folder of input_N.pb files)");
   std::vector<NamedTensor> inputs;
@@ -200,13 +217,13 @@ int runExec() {
     auto t = readTensorFile(path);
     if (!t)
       return fail(t.takeError());
-    if (t->name.empty() && i < (*exec)->inputs().size())
-      t->name = (*exec)->inputs()[i].name;
+    if (t->name.empty() && i < signature->size())
+      t->name = (*signature)[i].name;
     inputs.push_back(std::move(*t));
   }
-  if (inputs.empty() && !(*exec)->inputs().empty())
+  if (inputs.empty() && !signature->empty())
     return fail(execInputs + ": no input_0.pb");
-  auto outputs = (*exec)->run(inputs);
+  auto outputs = (*exec)->run(function, inputs);
   if (!outputs)
     return fail(outputs.takeError());
   if (std::error_code ec = llvm::sys::fs::create_directories(execOutputs))
@@ -630,7 +647,7 @@ int main(int argc, char **argv) {
                               "llmc: ahead-of-time compiler for transformer language models\n\n"
                               "  llmc import model.onnx [-o out.mlir]\n"
                               "  llmc check model.onnx [--json]\n"
-                              "  llmc exec model.onnx --inputs DIR --outputs DIR\n"
+                              "  llmc exec model.onnx|module.mlir --inputs DIR --outputs DIR [--function NAME]\n"
                               "  llmc conformance DIR [--filter REGEX] [--unclaimed FILE]\n"
                               "  llmc verify FIXTURE_DIR... [--shared DIR]\n"
                               "  llmc ops [--markdown]\n\n"
