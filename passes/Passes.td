@@ -183,6 +183,55 @@ def RaiseTransformerPass : Pass<"llmc-raise-transformer", "::mlir::func::FuncOp"
   let dependentDialects = ["::mlir::llmc::LLMDialect"];
 }
 
+def InsertKvCachePass : Pass<"llmc-insert-kv-cache", "::mlir::ModuleOp"> {
+  let summary = "Turn a raised decoder into prefill and decode over a static KV cache";
+  let description = [{
+    Runs after `llmc-raise-transformer`. The module's `main` becomes two
+    functions with one signature:
+
+      prefill(tokens [B, S], start_pos, cache.k.0, cache.v.0, ...)
+        -> (logits, cache.k.0, cache.v.0, ...)
+      decode(tokens [B, 1], start_pos, caches...) -> (logits, caches...)
+
+    Each cache is a preallocated [B, kv_heads, max-seq, head_dim] buffer per
+    layer for keys and for values, passed in and returned (memory planning
+    makes the update in place). Every causal `llm.attention` whose keys and
+    values are the new tokens' (a stateless export) or a past input
+    concatenated with them (every past/present export, whatever its
+    exporter: the raise leaves one form) becomes `llm.cache_update` of both
+    caches at `start_pos` and `llm.cached_attention` over rows
+    0 .. start_pos + S; the concat growth and the present outputs disappear.
+    The other inputs are bound: position ids to start_pos + i, the attention
+    mask to ones over start_pos + S keys (every token is valid: padding is
+    the bucketing pass's business), past inputs still read elsewhere (for
+    their sizes) to the cache rows before start_pos. An attention that is
+    not causal, or keeps a mask other than the attention mask's padding, is
+    an error naming it, as is an input no rule binds.
+
+    Before (one layer of an optimum export, after the raise):
+
+    ```mlir
+    %pk = llm.onnx.concat %past_key_0, %k {axis = -2 : i64} : (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x2x?x16xf32>
+    %kt = llm.onnx.transpose %pk {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x2x?x16xf32>) -> tensor<?x?x2x16xf32>
+    %o = llm.attention %q, %kt, %vt, %pad {causal = true, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 2.500000e-01 : f32} : ...
+    return %logits, %pk, %pv : ...
+    ```
+
+    After (in prefill and decode):
+
+    ```mlir
+    %kc = llm.cache_update %cache_k_0, %k, %start_pos : (tensor<?x2x4096x16xf32>, tensor<?x2x?x16xf32>, tensor<i64>) -> tensor<?x2x4096x16xf32>
+    %o = llm.cached_attention %q, %kc, %vc, %start_pos {num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 2.500000e-01 : f32} : ...
+    return %logits, %kc, %vc : ...
+    ```
+  }];
+  let options = [
+    Option<"maxSeq", "max-seq", "int64_t", "4096",
+           "Cache capacity: the most tokens a sequence may hold">
+  ];
+  let dependentDialects = ["::mlir::llmc::LLMDialect", "::mlir::func::FuncDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // Lowering to the exec level
 //===----------------------------------------------------------------------===//

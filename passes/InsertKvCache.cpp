@@ -1,0 +1,341 @@
+//===- InsertKvCache.cpp - prefill/decode over a static KV cache ----------===//
+//
+// Clones the raised `main` into `prefill` and `decode`, binds its inputs to
+// (tokens, start_pos, caches), rewrites every attention over past ++ new
+// keys into a cache update and an attention over the cache, and returns the
+// logits and the updated caches. See Passes.td for the contract.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+
+#include "dialects/LLM/IR/LLMOps.h"
+#include "dialects/LLM/IR/ShapeInference.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+namespace mlir::llmc {
+#define GEN_PASS_DEF_INSERTKVCACHEPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::llmc
+
+using namespace mlir;
+using namespace mlir::llmc;
+
+namespace {
+
+StringRef nameOfArg(func::FuncOp f, unsigned i) {
+  auto n = f.getArgAttrOfType<StringAttr>(i, "llm.name");
+  return n ? n.getValue() : StringRef();
+}
+
+StringRef shortName(Operation *op) {
+  StringRef n = op->getName().getStringRef();
+  n.consume_front("llm.");
+  return n;
+}
+
+/// One attention over past ++ new keys and values (or new ones only).
+struct CachedLayer {
+  AttentionOp attn;
+  Value pastK, pastV; // null for a stateless export
+  Value newK, newV;   // [B, Hkv, S, D]
+};
+
+/// `x` when `v` is Transpose(x, 0, 2, 1, 3).
+Value fromBshd(Value v) {
+  auto t = v.getDefiningOp<OnnxTransposeOp>();
+  if (!t || !t.getPerm() || *t.getPerm() != ArrayRef<int64_t>{0, 2, 1, 3})
+    return {};
+  return t.getData();
+}
+
+/// (past, new) when `x` is Concat(past, new) on the sequence axis; (null,
+/// x) otherwise.
+std::pair<Value, Value> splitConcat(Value x) {
+  if (Operation *c = x.getDefiningOp(); c && shortName(c) == "onnx.concat" &&
+                                        c->getNumOperands() == 2) {
+    auto axis = c->getAttrOfType<IntegerAttr>("axis");
+    if (axis && (axis.getInt() == 2 || axis.getInt() == -2))
+      return {c->getOperand(0), c->getOperand(1)};
+  }
+  return {Value(), x};
+}
+
+Value i64Constant(OpBuilder &b, Location loc, ArrayRef<int64_t> values, bool scalar = false) {
+  auto type = scalar ? RankedTensorType::get({}, b.getI64Type())
+                     : RankedTensorType::get({int64_t(values.size())}, b.getI64Type());
+  return b.create<ConstantOp>(loc, DenseElementsAttr::get(type, values)).getResult();
+}
+
+template <typename OpT>
+Value create(OpBuilder &b, Location loc, ValueRange operands, ArrayRef<NamedAttribute> attrs = {}) {
+  NamedAttrList list(attrs);
+  if (std::optional<RegisteredOperationName> name =
+          RegisteredOperationName::lookup(OpT::getOperationName(), b.getContext()))
+    name->populateDefaultAttrs(list);
+  return b.create<OpT>(loc, operands, list.getAttrs())->getResult(0);
+}
+
+struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCachePass> {
+  using InsertKvCachePassBase::InsertKvCachePassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto main = module.lookupSymbol<func::FuncOp>("main");
+    if (!main) {
+      module.emitError("llmc-insert-kv-cache: the module has no main function");
+      return signalPassFailure();
+    }
+    if (maxSeq <= 0) {
+      module.emitError("llmc-insert-kv-cache: max-seq must be positive");
+      return signalPassFailure();
+    }
+    for (auto [name, decode] : {std::pair{"prefill", false}, std::pair{"decode", true}}) {
+      func::FuncOp f = main.clone();
+      f.setSymName(name);
+      module.insert(Block::iterator(main), f);
+      if (failed(rewrite(f, decode)))
+        return signalPassFailure();
+    }
+    main.erase();
+  }
+
+  /// Erases operations nothing reads, last first.
+  static void eraseDead(func::FuncOp f) {
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      SmallVector<Operation *> ops;
+      f.walk([&](Operation *op) { ops.push_back(op); });
+      for (Operation *op : llvm::reverse(ops))
+        if (isa<LLMDialect>(op->getDialect()) && op->getNumResults() > 0 && isOpTriviallyDead(op)) {
+          op->erase();
+          changed = true;
+        }
+    }
+  }
+
+  LogicalResult rewrite(func::FuncOp f, bool decode) {
+    Block &body = f.getBody().front();
+    Location loc = f.getLoc();
+    // The inputs by role.
+    int tokensArg = -1, positionsArg = -1, maskArg = -1;
+    for (unsigned i = 0; i < f.getNumArguments(); ++i) {
+      StringRef n = nameOfArg(f, i);
+      if (n == "input_ids")
+        tokensArg = int(i);
+      else if (n == "position_ids")
+        positionsArg = int(i);
+      else if (n == "attention_mask")
+        maskArg = int(i);
+    }
+    if (tokensArg < 0)
+      return f.emitError("llmc-insert-kv-cache: no input_ids input");
+    Value tokens = f.getArgument(unsigned(tokensArg));
+    MaybeShape tokenShape = getShape(tokens.getType());
+    if (!tokenShape || tokenShape->size() != 2)
+      return f.emitError("llmc-insert-kv-cache: input_ids must be [batch, sequence]");
+
+    // The attentions, with their keys and values.
+    SmallVector<CachedLayer> layers;
+    WalkResult walk = f.walk([&](AttentionOp a) -> WalkResult {
+      if (!a.getCausal())
+        return a.emitError("llmc-insert-kv-cache: this attention is not causal");
+      if (!isNone(a.getMask()) && !readsOnly(a.getMask(), maskArg))
+        return a.emitError("llmc-insert-kv-cache: this attention has a mask that is not the "
+                           "attention mask's padding");
+      // Keys are [B, T, H, D]: a transposed [B, H, T, D] (past ++ new, or
+      // new), or new keys as they are (a stateless export whose transposes
+      // cancelled): those are transposed for the cache here.
+      auto bhsd = [&](Value x) -> Value {
+        if (Value inner = fromBshd(x))
+          return inner;
+        OpBuilder xb(a);
+        return create<OnnxTransposeOp>(
+            xb, a.getLoc(), {x}, {xb.getNamedAttr("perm", xb.getDenseI64ArrayAttr({0, 2, 1, 3}))});
+      };
+      Value kx = bhsd(a.getK()), vx = bhsd(a.getV());
+      CachedLayer l{a, {}, {}, {}, {}};
+      std::tie(l.pastK, l.newK) = splitConcat(kx);
+      std::tie(l.pastV, l.newV) = splitConcat(vx);
+      if (bool(l.pastK) != bool(l.pastV) || getShape(l.newK.getType())->size() != 4)
+        return a.emitError("llmc-insert-kv-cache: keys and values do not come alike");
+      layers.push_back(l);
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return failure();
+    if (layers.empty())
+      return f.emitError("llmc-insert-kv-cache: no attention to give a cache");
+
+    // New inputs: start_pos and the caches, at the end.
+    OpBuilder b = OpBuilder::atBlockBegin(&body);
+    MLIRContext *ctx = f.getContext();
+    auto i64Scalar = RankedTensorType::get({}, b.getI64Type());
+    unsigned startIndex = f.getNumArguments();
+    (void)f.insertArgument(startIndex, i64Scalar,
+                           b.getDictionaryAttr(b.getNamedAttr("llm.name", b.getStringAttr("start_pos"))),
+                           loc);
+    Value start = f.getArgument(startIndex);
+    SmallVector<Value> cachesK, cachesV;
+    for (auto [i, l] : llvm::enumerate(layers)) {
+      for (bool isKey : {true, false}) {
+        Value n = isKey ? l.newK : l.newV;
+        Shape shape = *getShape(n.getType());
+        shape[0] = (*tokenShape)[0];
+        shape[2] = Dim::fixed(maxSeq);
+        Type type = makeTensorType(shape, getElementTypeOrSelf(n.getType()));
+        std::string name = std::string("cache.") + (isKey ? "k." : "v.") + std::to_string(i);
+        unsigned idx = f.getNumArguments();
+        (void)f.insertArgument(idx, type,
+                               b.getDictionaryAttr(b.getNamedAttr("llm.name", b.getStringAttr(name))),
+                               loc);
+        (isKey ? cachesK : cachesV).push_back(f.getArgument(idx));
+      }
+    }
+
+    // Sizes and bound inputs.
+    auto sizeOf = [&](Value x, int64_t d) {
+      Value shape = create<OnnxShapeOp>(b, loc, {x});
+      return create<OnnxGatherOp>(b, loc, {shape, i64Constant(b, loc, {d}, true)});
+    };
+    auto vec1 = [&](Value scalar) {
+      return create<OnnxUnsqueezeOp>(b, loc, {scalar, i64Constant(b, loc, {0})});
+    };
+    Value batch = sizeOf(tokens, 0), seq = sizeOf(tokens, 1);
+    Value total = create<OnnxAddOp>(b, loc, {start, seq});
+    auto concat0 = b.getNamedAttr("axis", b.getI64IntegerAttr(0));
+    if (positionsArg >= 0) {
+      Value arg = f.getArgument(unsigned(positionsArg));
+      Value steps = create<OnnxRangeOp>(b, loc, {start, total, i64Constant(b, loc, {1}, true)});
+      Value row = create<OnnxUnsqueezeOp>(b, loc, {steps, i64Constant(b, loc, {0})});
+      Value shape = create<OnnxConcatOp>(b, loc, {vec1(batch), vec1(seq)}, {concat0});
+      Value positions = create<OnnxExpandOp>(b, loc, {row, shape});
+      Type element = getElementTypeOrSelf(arg.getType());
+      if (!element.isInteger(64))
+        positions = create<OnnxCastOp>(
+            b, loc, {positions},
+            {b.getNamedAttr("to", b.getI64IntegerAttr(element.isInteger(32) ? 6 : 7))});
+      arg.replaceAllUsesWith(positions);
+    }
+    if (maskArg >= 0) {
+      // Ones over every key: start_pos + S (or S for a stateless export,
+      // whose mask covers the tokens it is given).
+      Value arg = f.getArgument(unsigned(maskArg));
+      MaybeShape ms = getShape(arg.getType());
+      bool sameAsTokens = ms && ms->size() == 2 && (*ms)[1].name &&
+                          (*ms)[1].name == (*tokenShape)[1].name;
+      Value keys = layers[0].pastK && !sameAsTokens ? total : seq;
+      Value shape = create<OnnxConcatOp>(b, loc, {vec1(batch), vec1(keys)}, {concat0});
+      Type element = getElementTypeOrSelf(arg.getType());
+      Value one = b.create<ConstantOp>(
+                       loc, DenseElementsAttr::get(RankedTensorType::get({}, element),
+                                                   element.isInteger(32)
+                                                       ? Attribute(b.getI32IntegerAttr(1))
+                                                       : Attribute(b.getI64IntegerAttr(1))))
+                      .getResult();
+      arg.replaceAllUsesWith(create<OnnxExpandOp>(b, loc, {one, shape}));
+    }
+
+    // Attention over the cache.
+    SmallVector<Value> newCaches;
+    for (auto [i, l] : llvm::enumerate(layers)) {
+      OpBuilder ab(l.attn);
+      Location al = l.attn.getLoc();
+      Value kc = create<CacheUpdateOp>(ab, al, {cachesK[i], l.newK, start});
+      Value vc = create<CacheUpdateOp>(ab, al, {cachesV[i], l.newV, start});
+      Value out = create<CachedAttentionOp>(
+          ab, al, {l.attn.getQ(), kc, vc, start},
+          {ab.getNamedAttr("num_heads", l.attn.getNumHeadsAttr()),
+           ab.getNamedAttr("num_kv_heads", l.attn.getNumKvHeadsAttr()),
+           ab.getNamedAttr("causal", ab.getBoolAttr(true)),
+           ab.getNamedAttr("window", l.attn.getWindowAttr()),
+           ab.getNamedAttr("scale", l.attn.getScaleAttr()),
+           ab.getNamedAttr("softcap", l.attn.getSoftcapAttr())});
+      l.attn.getResult().replaceAllUsesWith(out);
+      l.attn.erase();
+      newCaches.push_back(kc);
+      newCaches.push_back(vc);
+    }
+
+    // Results: the logits, then the caches.
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    int logitsIndex = 0;
+    for (unsigned i = 0; i < ret.getNumOperands(); ++i)
+      if (auto n = f.getResultAttrOfType<StringAttr>(i, "llm.name"); n && n.getValue() == "logits")
+        logitsIndex = int(i);
+    SmallVector<Value> results{ret.getOperand(unsigned(logitsIndex))};
+    SmallVector<Attribute> resultAttrs{
+        b.getDictionaryAttr(b.getNamedAttr("llm.name", b.getStringAttr("logits")))};
+    for (auto [i, c] : llvm::enumerate(newCaches)) {
+      results.push_back(c);
+      std::string name =
+          std::string("cache.") + (i % 2 ? "v." : "k.") + std::to_string(i / 2);
+      resultAttrs.push_back(
+          b.getDictionaryAttr(b.getNamedAttr("llm.name", b.getStringAttr(name))));
+    }
+    OpBuilder rb(ret);
+    rb.create<func::ReturnOp>(ret.getLoc(), results);
+    ret.erase();
+    eraseDead(f);
+
+    // Past inputs still read (for their sizes): the cache rows before
+    // start_pos. Everything else unbound is an error.
+    llvm::DenseMap<Value, std::pair<Value, bool>> pastToCache; // arg -> (cache, stacked?)
+    for (auto [i, l] : llvm::enumerate(layers))
+      for (auto [past, cache] : {std::pair{l.pastK, cachesK[i]}, std::pair{l.pastV, cachesV[i]}})
+        if (past && isa<BlockArgument>(past))
+          pastToCache[past] = {cache, false};
+    for (unsigned i = 0; i < startIndex; ++i) {
+      Value arg = f.getArgument(i);
+      if (int(i) == tokensArg || arg.use_empty())
+        continue;
+      auto it = pastToCache.find(arg);
+      if (it == pastToCache.end())
+        return f.emitError("llmc-insert-kv-cache: cannot bind input '") << nameOfArg(f, i) << "'";
+      OpBuilder pb = OpBuilder::atBlockBegin(&body);
+      pb.setInsertionPointAfterValue(start);
+      arg.replaceAllUsesWith(create<CacheReadOp>(pb, loc, {it->second.first, start}));
+    }
+    // Drop every old input but the tokens.
+    for (int i = int(startIndex) - 1; i >= 0; --i)
+      if (i != tokensArg) {
+        if (!f.getArgument(unsigned(i)).use_empty())
+          return f.emitError("llmc-insert-kv-cache: input '") << nameOfArg(f, unsigned(i))
+                                                             << "' is still read";
+        (void)f.eraseArgument(unsigned(i));
+      }
+    f.setFunctionType(FunctionType::get(ctx, f.getArgumentTypes(), ValueRange(results).getTypes()));
+    f.setAllResultAttrs(resultAttrs);
+    f.setArgAttr(0, "llm.name", b.getStringAttr("tokens"));
+    if (decode) {
+      Shape one = *tokenShape;
+      one[1] = Dim::fixed(1);
+      f.getArgument(0).setType(makeTensorType(one, getElementTypeOrSelf(tokens.getType())));
+      f.setFunctionType(FunctionType::get(ctx, body.getArgumentTypes(), f.getResultTypes()));
+    }
+    return refineResultTypes(f);
+  }
+
+  /// Whether `v` is computed from constants and the argument at `arg` only.
+  static bool readsOnly(Value v, int arg) {
+    SmallVector<Value> work{v};
+    llvm::DenseSet<Value> seen;
+    while (!work.empty()) {
+      Value w = work.pop_back_val();
+      if (!seen.insert(w).second)
+        continue;
+      if (auto ba = dyn_cast<BlockArgument>(w)) {
+        if (int(ba.getArgNumber()) != arg)
+          return false;
+        continue;
+      }
+      for (Value o : w.getDefiningOp()->getOperands())
+        work.push_back(o);
+    }
+    return true;
+  }
+};
+
+} // namespace
