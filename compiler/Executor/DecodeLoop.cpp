@@ -3,6 +3,8 @@
 #include "compiler/Executor/DecodeLoop.h"
 
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <optional>
 
 #include "compiler/Executor/Conformance.h"
@@ -432,6 +434,92 @@ FixtureReport mlir::llmc::verifyFixture(const ModelFixture &f, llvm::StringRef p
       check.nearTie = sorted.size() > 1 && sorted[0] - sorted[1] <= 2 * f.tolerance * check.scale;
     }
     report.steps.push_back(check);
+  }
+  return report;
+}
+
+namespace {
+using Stepper = std::function<llvm::Expected<cpu::Tensor>(llvm::ArrayRef<int64_t>)>;
+
+/// Steps `exec` as its entry points allow: prefill/decode over the static
+/// cache when it has them, the model's own IO otherwise.
+llvm::Expected<Stepper> makeStepper(std::shared_ptr<Executor> exec, const ModelFixture &f) {
+  if (exec->inputsOf("prefill")) {
+    auto loop = CacheLoop::create(*exec);
+    if (!loop)
+      return loop.takeError();
+    auto shared = std::make_shared<CacheLoop>(std::move(*loop));
+    return Stepper([exec, shared](llvm::ArrayRef<int64_t> t) { return shared->step(t); });
+  }
+  auto loop = DecodeLoop::create(*exec, f.io, f.emptyCache);
+  if (!loop)
+    return loop.takeError();
+  auto shared = std::make_shared<DecodeLoop>(std::move(*loop));
+  return Stepper([exec, shared](llvm::ArrayRef<int64_t> t) { return shared->step(t); });
+}
+} // namespace
+
+FixtureReport mlir::llmc::verifyAgainstImport(const ModelFixture &f, llvm::StringRef pipeline,
+                                              int decodeSteps, double atol) {
+  FixtureReport report;
+  auto load = [&](llvm::StringRef p) -> llvm::Expected<Stepper> {
+    auto exec = Executor::fromOnnxFile(f.model, p);
+    if (!exec)
+      return exec.takeError();
+    return makeStepper(std::shared_ptr<Executor>(std::move(*exec)), f);
+  };
+  auto imported = load("");
+  if (!imported) {
+    report.error = "imported graph: " + llvm::toString(imported.takeError());
+    return report;
+  }
+  auto compiled = load(pipeline);
+  if (!compiled) {
+    report.error = llvm::toString(compiled.takeError());
+    return report;
+  }
+  std::vector<int64_t> tokens = f.prompt;
+  for (int i = 0; i <= decodeSteps; ++i) {
+    StepCheck check;
+    check.label = i == 0 ? "prefill" : "step " + std::to_string(i - 1);
+    auto want = (*imported)(tokens);
+    if (!want) {
+      report.error = check.label + ": imported graph: " + llvm::toString(want.takeError());
+      return report;
+    }
+    auto got = (*compiled)(tokens);
+    if (!got) {
+      report.error = check.label + ": " + llvm::toString(got.takeError());
+      return report;
+    }
+    // The imported graph of a cache-less export gives the whole sequence.
+    cpu::Tensor expected = lastRows(*want, got->rank() == 3 ? got->dim(1) : 0);
+    if (got->dtype() != expected.dtype() || got->shape() != expected.shape()) {
+      report.error = check.label + ": logits are " + got->describe() + ", the imported graph's " +
+                     expected.describe();
+      return report;
+    }
+    Tolerance tol;
+    tol.rtol = 0;
+    if (got->dtype() == cpu::DType::Float)
+      tol.atol = atol, tol.scaleRel = 0;
+    else
+      tol.atol = 0, tol.scaleRel = f.tolerance;
+    Comparison c = compareTensors(*got, expected, tol);
+    check.maxAbsError = c.maxAbsError;
+    for (int64_t e = 0; e < expected.numel(); ++e)
+      check.scale = std::max(check.scale, std::fabs(floatElement(expected, e)));
+    check.withinTolerance = c.ok;
+    std::vector<double> theirs = lastRow(expected);
+    check.argmax = argmax(lastRow(*got));
+    check.expectedToken = argmax(theirs);
+    std::vector<double> sorted = theirs;
+    std::partial_sort(sorted.begin(), sorted.begin() + std::min<size_t>(2, sorted.size()),
+                      sorted.end(), std::greater<double>());
+    check.nearTie = sorted.size() > 1 && sorted[0] - sorted[1] <= 2 * atol;
+    report.steps.push_back(check);
+    // Greedy continuation by the imported graph.
+    tokens = {check.expectedToken};
   }
   return report;
 }

@@ -105,6 +105,14 @@ struct FixtureReport {
 /// imported graph first.
 FixtureReport verifyFixture(const ModelFixture &fixture, llvm::StringRef pipeline = "");
 
+/// Runs the imported graph and its `pipeline` output side by side on the
+/// fixture's prompt and `decodeSteps` greedy tokens of the imported graph
+/// (prefill/decode entry points when the pipeline makes them): each step's
+/// logits must agree within `atol` (f32; lower-precision logits within the
+/// fixture's relative tolerance) and give the same token.
+FixtureReport verifyAgainstImport(const ModelFixture &fixture, llvm::StringRef pipeline,
+                                  int decodeSteps, double atol);
+
 } // namespace mlir::llmc
 
 #endif // LLMC_COMPILER_EXECUTOR_DECODELOOP_H

@@ -135,6 +135,16 @@ cl::opt<std::string> verifyShared("shared",
                                   cl::cat(llmcCategory));
 cl::opt<bool> verifyVerbose("v", cl::desc("Print every step"), cl::init(false),
                             cl::sub(verifyCmd), cl::cat(llmcCategory));
+cl::opt<bool> verifyAgainstImported(
+    "against-import",
+    cl::desc("Compare the --passes output with the imported graph itself (prefill and "
+             "--steps greedy decode steps of the imported graph, f32 logits within --atol) "
+             "instead of with onnxruntime's references"),
+    cl::init(false), cl::sub(verifyCmd), cl::cat(llmcCategory));
+cl::opt<int> verifySteps("steps", cl::desc("Decode steps for --against-import"), cl::init(16),
+                         cl::sub(verifyCmd), cl::cat(llmcCategory));
+cl::opt<double> verifyAtol("atol", cl::desc("Max abs logit error for --against-import (f32)"),
+                           cl::init(1e-4), cl::sub(verifyCmd), cl::cat(llmcCategory));
 
 // Shared by exec, conformance and verify: passes to run before executing.
 cl::opt<std::string> runPasses(
@@ -330,7 +340,9 @@ int runVerify() {
          << llvm::toString(fixture.takeError()) << "\n";
       continue;
     }
-    FixtureReport report = verifyFixture(*fixture, runPasses);
+    FixtureReport report = verifyAgainstImported
+                               ? verifyAgainstImport(*fixture, runPasses, verifySteps, verifyAtol)
+                               : verifyFixture(*fixture, runPasses);
     double worst = 0, worstRatio = 0; // the step with the largest error / scale
     int tokensMatched = 0, tokensCompared = 0, ties = 0;
     for (const StepCheck &s : report.steps) {
@@ -347,7 +359,8 @@ int runVerify() {
            << llvm::format("%.3g", s.maxAbsError) << " (logit scale "
            << llvm::format("%.3g", s.scale) << ")";
         if (s.expectedToken >= 0)
-          os << ", argmax " << s.argmax << " (onnxruntime " << s.expectedToken
+          os << ", argmax " << s.argmax << " ("
+             << (verifyAgainstImported ? "imported graph " : "onnxruntime ") << s.expectedToken
              << (s.nearTie ? ", near tie" : "") << ")";
         os << (s.withinTolerance ? "" : "  OUT OF TOLERANCE") << "\n";
       }
@@ -361,8 +374,14 @@ int runVerify() {
     }
     os << report.steps.size() << " steps, worst max abs error "
        << llvm::format("%.2e", worst) << " = " << llvm::format("%.2e", worstRatio)
-       << " of the logit scale (tolerance " << llvm::format("%.0e", fixture->tolerance)
-       << "), greedy tokens " << tokensMatched << "/" << tokensCompared << " equal";
+       << " of the logit scale (tolerance ";
+    if (verifyAgainstImported)
+      os << llvm::format("%.0e", verifyAtol.getValue())
+         << " abs for f32 logits, else " << llvm::format("%.0e", fixture->tolerance)
+         << " of the scale; against the imported graph";
+    else
+      os << llvm::format("%.0e", fixture->tolerance);
+    os << "), greedy tokens " << tokensMatched << "/" << tokensCompared << " equal";
     if (ties)
       os << " (" << ties << " near ties)";
     os << "\n";
