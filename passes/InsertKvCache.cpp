@@ -208,8 +208,12 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
     auto concat0 = b.getNamedAttr("axis", b.getI64IntegerAttr(0));
     if (positionsArg >= 0) {
       Value arg = f.getArgument(unsigned(positionsArg));
-      Value steps = create<OnnxRangeOp>(b, loc, {start, total, i64Constant(b, loc, {1}, true)});
-      Value row = create<OnnxUnsqueezeOp>(b, loc, {steps, i64Constant(b, loc, {0})});
+      // start_pos + range(S): static once S is (a range from start_pos
+      // would not be).
+      Value steps = create<OnnxRangeOp>(
+          b, loc, {i64Constant(b, loc, {0}, true), seq, i64Constant(b, loc, {1}, true)});
+      Value row = create<OnnxUnsqueezeOp>(
+          b, loc, {create<OnnxAddOp>(b, loc, {steps, start}), i64Constant(b, loc, {0})});
       Value shape = create<OnnxConcatOp>(b, loc, {vec1(batch), vec1(seq)}, {concat0});
       Value positions = create<OnnxExpandOp>(b, loc, {row, shape});
       Type element = getElementTypeOrSelf(arg.getType());

@@ -17,6 +17,11 @@ namespace mlir::llmc {
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
 
+/// Registers `llmc-pipeline{max-seq=N batch=B,... prefill-buckets=S,...}`:
+/// llmc-canonicalize, llmc-raise-transformer, llmc-insert-kv-cache,
+/// llmc-bucket-shapes, llmc-canonicalize.
+void registerLLMCPipeline();
+
 /// Re-infers the result types of every operation of `func`, in order, keeping
 /// the more refined of the current and inferred type, and updates the
 /// signature from the return (what llmc-infer-shapes does). Fails, with a

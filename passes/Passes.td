@@ -232,6 +232,38 @@ def InsertKvCachePass : Pass<"llmc-insert-kv-cache", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::llmc::LLMDialect", "::mlir::func::FuncDialect"];
 }
 
+def BucketShapesPass : Pass<"llmc-bucket-shapes", "::mlir::ModuleOp"> {
+  let summary = "Specialise prefill and decode into static shape buckets";
+  let description = [{
+    Runs after `llmc-insert-kv-cache`. For every batch size B in `batch`,
+    `decode` becomes `decode_b<B>` (tokens [B, 1]) and, for every sequence
+    length S in `prefill-buckets` up to the cache capacity, `prefill` becomes
+    `prefill_b<B>_s<S>` (tokens [B, S]); the caches are [B, kv_heads,
+    capacity, head_dim]. The dynamic functions are removed. Run
+    `llmc-canonicalize` after it: every size is then a constant and every
+    type static (the pass checks what it can: a function whose types stay
+    dynamic after specialisation is reported by `llmc-canonicalize`'s
+    inference, not here).
+
+    A prompt of n tokens runs in the smallest bucket S >= n with its tokens
+    padded on the right. That is exact for causal attention: the padded
+    tokens sit after every real one, so no real query sees them; the cache
+    rows they write (start_pos + n .. start_pos + S - 1) are overwritten by
+    the next tokens before any query reads them, so the caller advances
+    start_pos by n, not S, and reads the first n rows of the logits.
+
+    Before: `func.func @prefill(%tokens: tensor<?x?xi64>, %start_pos: tensor<i64>, ...)`.
+    After (batch 1, buckets 16 and 64): `@prefill_b1_s16(%tokens: tensor<1x16xi64>, ...)`,
+    `@prefill_b1_s64(%tokens: tensor<1x64xi64>, ...)` and `@decode_b1(%tokens: tensor<1x1xi64>, ...)`.
+  }];
+  let options = [
+    ListOption<"batch", "batch", "int64_t", "Batch sizes to compile (default 1)">,
+    ListOption<"prefillBuckets", "prefill-buckets", "int64_t",
+               "Prompt lengths to compile (default 16, 64, 256, 1024, up to the capacity)">
+  ];
+  let dependentDialects = ["::mlir::llmc::LLMDialect", "::mlir::func::FuncDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // Lowering to the exec level
 //===----------------------------------------------------------------------===//

@@ -300,8 +300,24 @@ public:
   static llvm::Expected<CacheLoop> create(const Executor &exec) {
     CacheLoop loop;
     loop.exec = &exec;
-    const std::vector<ValueSignature> *ins = exec.inputsOf("prefill");
-    if (!ins || !exec.inputsOf("decode") || ins->size() < 3 || (*ins)[1].name != "start_pos")
+    // Dynamic entry points, or the batch-1 buckets of llmc-bucket-shapes.
+    std::string prefill = "prefill";
+    loop.decodeName = "decode";
+    if (!exec.inputsOf("prefill")) {
+      loop.decodeName = "decode_b1";
+      for (const std::string &name : exec.functionNames()) {
+        llvm::StringRef rest(name);
+        int64_t s;
+        if (rest.consume_front("prefill_b1_s") && !rest.getAsInteger(10, s))
+          loop.buckets[s] = name;
+      }
+      if (loop.buckets.empty())
+        return makeError("the program has no prefill entry point (nor batch-1 buckets)");
+      prefill = loop.buckets.begin()->second;
+    }
+    const std::vector<ValueSignature> *ins = exec.inputsOf(prefill);
+    if (!ins || !exec.inputsOf(loop.decodeName) || ins->size() < 3 ||
+        (*ins)[1].name != "start_pos")
       return makeError("the program has no prefill(tokens, start_pos, caches...) entry point");
     loop.tokenType = (*ins)[0].dtype;
     for (size_t i = 2; i < ins->size(); ++i) {
@@ -324,9 +340,22 @@ public:
   /// Logits [1, n, vocab] for `tokens` after everything so far.
   llvm::Expected<cpu::Tensor> step(llvm::ArrayRef<int64_t> tokens) {
     int64_t n = int64_t(tokens.size());
+    // The function, and the length it takes (a bucket: padded on the right).
+    bool decodeStep = n == 1 && position > 0;
+    std::string function = decodeStep ? decodeName : "prefill";
+    int64_t width = n;
+    if (!decodeStep && !buckets.empty()) {
+      auto it = buckets.lower_bound(n);
+      if (it == buckets.end())
+        return makeError(std::to_string(n) + " tokens exceed the largest prefill bucket " +
+                         std::to_string(buckets.rbegin()->first));
+      function = it->second;
+      width = it->first;
+    }
     cpu::Tensor ids, start;
-    if (cpu::Status st = cpu::Tensor::allocate(tokenType, {1, n}, ids); !st)
+    if (cpu::Status st = cpu::Tensor::allocate(tokenType, {1, width}, ids); !st)
       return makeError(st.message());
+    std::memset(ids.mutableRaw(), 0, ids.bytes());
     for (int64_t i = 0; i < n; ++i) {
       if (tokenType == cpu::DType::Int64)
         ids.mutableData<int64_t>()[i] = tokens[size_t(i)];
@@ -338,19 +367,29 @@ public:
     start.mutableData<int64_t>()[0] = position;
     std::vector<NamedTensor> inputs{{"tokens", ids}, {"start_pos", start}};
     inputs.insert(inputs.end(), caches.begin(), caches.end());
-    auto outputs = exec->run(n == 1 && position > 0 ? "decode" : "prefill", inputs);
+    auto outputs = exec->run(function, inputs);
     if (!outputs)
       return outputs.takeError();
     for (NamedTensor &c : caches)
       for (const NamedTensor &o : *outputs)
         if (o.name == c.name)
           c.tensor = o.tensor;
-    position += n;
-    return (*outputs)[0].tensor;
+    position += n; // padded rows are overwritten before anything reads them
+    const cpu::Tensor &logits = (*outputs)[0].tensor;
+    if (width == n || logits.rank() != 3)
+      return logits;
+    // The first n rows (a copy: the padded run's tensor goes away).
+    cpu::Tensor rows;
+    if (cpu::Status st = cpu::Tensor::allocate(logits.dtype(), {1, n, logits.dim(2)}, rows); !st)
+      return makeError(st.message());
+    std::memcpy(rows.mutableRaw(), logits.raw(), rows.bytes());
+    return rows;
   }
 
 private:
   const Executor *exec = nullptr;
+  std::string decodeName;
+  std::map<int64_t, std::string> buckets; // prefill length -> function
   cpu::DType tokenType = cpu::DType::Int64;
   std::vector<NamedTensor> caches;
   int64_t position = 0;
@@ -373,9 +412,10 @@ FixtureReport mlir::llmc::verifyFixture(const ModelFixture &f, llvm::StringRef p
     report.error = llvm::toString(exec.takeError());
     return report;
   }
-  // After llmc-insert-kv-cache: prefill and decode over the static cache.
+  // After llmc-insert-kv-cache: prefill and decode over the static cache
+  // (or their buckets).
   std::optional<CacheLoop> cacheLoop;
-  if ((*exec)->inputsOf("prefill")) {
+  if ((*exec)->inputsOf("prefill") || (*exec)->inputsOf("decode_b1")) {
     auto loop = CacheLoop::create(**exec);
     if (!loop) {
       report.error = llvm::toString(loop.takeError());
@@ -444,7 +484,7 @@ using Stepper = std::function<llvm::Expected<cpu::Tensor>(llvm::ArrayRef<int64_t
 /// Steps `exec` as its entry points allow: prefill/decode over the static
 /// cache when it has them, the model's own IO otherwise.
 llvm::Expected<Stepper> makeStepper(std::shared_ptr<Executor> exec, const ModelFixture &f) {
-  if (exec->inputsOf("prefill")) {
+  if (exec->inputsOf("prefill") || exec->inputsOf("decode_b1")) {
     auto loop = CacheLoop::create(*exec);
     if (!loop)
       return loop.takeError();

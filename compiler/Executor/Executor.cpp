@@ -199,10 +199,11 @@ llvm::Error ExecFunction::build(func::FuncOp func) {
 namespace {
 /// Adds `pipeline` to the module pass manager `pm`: each element that is a
 /// function pass (llmc-canonicalize) goes into a nested func.func pass
-/// manager, consecutive ones into the same; the others (module passes such
-/// as llmc-insert-kv-cache) into `pm`. The error is the parser's first line.
+/// manager, consecutive ones into the same; the others (module passes and
+/// pipelines such as llmc-insert-kv-cache, llmc-pipeline) into `pm`. The
+/// error is the parser's first line.
 llvm::Error parsePipeline(llvm::StringRef pipeline, OpPassManager &pm) {
-  static const bool registered = (registerLLMCPasses(), true);
+  static const bool registered = (registerLLMCPasses(), registerLLMCPipeline(), true);
   (void)registered;
   auto fail = [&](const std::string &error) {
     llvm::StringRef first = llvm::StringRef(error).split('\n').first;
@@ -223,19 +224,24 @@ llvm::Error parsePipeline(llvm::StringRef pipeline, OpPassManager &pm) {
   }
   OpPassManager *nested = nullptr;
   for (llvm::StringRef element : elements) {
+    // A module pass or pipeline (llmc-insert-kv-cache, llmc-pipeline) parses
+    // at module level; a function pass is refused there (an error, not a
+    // crash) and goes into the nested function pass manager.
     std::string error;
     llvm::raw_string_ostream errors(error);
-    OpPassManager probe(func::FuncOp::getOperationName());
+    OpPassManager probe(ModuleOp::getOperationName());
     if (succeeded(parsePassPipeline(element, probe, errors))) {
-      if (!nested)
-        nested = &pm.nest<func::FuncOp>();
-      if (failed(parsePassPipeline(element, *nested, errors)))
+      nested = nullptr;
+      if (failed(parsePassPipeline(element, pm, errors)))
         return fail(error);
       continue;
     }
+    if (!llvm::StringRef(error).contains("did you intend to nest"))
+      return fail(error);
     error.clear();
-    nested = nullptr;
-    if (failed(parsePassPipeline(element, pm, errors)))
+    if (!nested)
+      nested = &pm.nest<func::FuncOp>();
+    if (failed(parsePassPipeline(element, *nested, errors)))
       return fail(error);
   }
   return llvm::Error::success();

@@ -12,6 +12,7 @@ int main(int argc, char **argv) {
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();
   mlir::llmc::registerLLMCPasses();
+  mlir::llmc::registerLLMCPipeline();
 
   mlir::DialectRegistry registry;
   registry.insert<mlir::llmc::LLMDialect, mlir::llmc::exec::ExecDialect,
