@@ -298,9 +298,39 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
       auto it = pastToCache.find(arg);
       if (it == pastToCache.end())
         return f.emitError("llmc-insert-kv-cache: cannot bind input '") << nameOfArg(f, i) << "'";
+      Value cache = it->second.first;
+      // Its shape [B, H, start_pos, D] where only that is read (exports
+      // take the past length from it), the rows themselves otherwise.
+      SmallVector<Operation *> shapeReads;
+      for (Operation *user : arg.getUsers())
+        if (shortName(user) == "onnx.shape")
+          shapeReads.push_back(user);
+      for (Operation *read : shapeReads) {
+        OpBuilder sb(read);
+        Value full = create<OnnxConcatOp>(
+            sb, loc,
+            {vec1b(sb, sizeOfB(sb, cache, 0)), vec1b(sb, sizeOfB(sb, cache, 1)), vec1b(sb, start),
+             vec1b(sb, sizeOfB(sb, cache, 3))},
+            {sb.getNamedAttr("axis", sb.getI64IntegerAttr(0))});
+        int64_t from = 0, to = 4;
+        if (auto a = read->getAttrOfType<IntegerAttr>("start"))
+          from = a.getInt() < 0 ? a.getInt() + 4 : a.getInt();
+        if (auto a = read->getAttrOfType<IntegerAttr>("end"))
+          to = a.getInt() < 0 ? a.getInt() + 4 : std::min<int64_t>(a.getInt(), 4);
+        Value value = full;
+        if (from != 0 || to != 4)
+          value = create<OnnxSliceOp>(
+              sb, loc,
+              {full, i64Constant(sb, loc, {from}), i64Constant(sb, loc, {to}),
+               i64Constant(sb, loc, {0}), i64Constant(sb, loc, {1})});
+        read->getResult(0).replaceAllUsesWith(value);
+        read->erase();
+      }
+      if (arg.use_empty())
+        continue;
       OpBuilder pb = OpBuilder::atBlockBegin(&body);
       pb.setInsertionPointAfterValue(start);
-      arg.replaceAllUsesWith(create<CacheReadOp>(pb, loc, {it->second.first, start}));
+      arg.replaceAllUsesWith(create<CacheReadOp>(pb, loc, {cache, start}));
     }
     // Drop every old input but the tokens.
     for (int i = int(startIndex) - 1; i >= 0; --i)
@@ -320,6 +350,15 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
       f.setFunctionType(FunctionType::get(ctx, body.getArgumentTypes(), f.getResultTypes()));
     }
     return refineResultTypes(f);
+  }
+
+  static Value sizeOfB(OpBuilder &b, Location loc, Value x, int64_t d) {
+    Value shape = create<OnnxShapeOp>(b, loc, {x});
+    return create<OnnxGatherOp>(b, loc, {shape, i64Constant(b, loc, {d}, true)});
+  }
+  Value sizeOfB(OpBuilder &b, Value x, int64_t d) { return sizeOfB(b, x.getLoc(), x, d); }
+  static Value vec1b(OpBuilder &b, Value scalar) {
+    return create<OnnxUnsqueezeOp>(b, scalar.getLoc(), {scalar, i64Constant(b, scalar.getLoc(), {0})});
   }
 
   /// Whether `v` is computed from constants and the argument at `arg` only.

@@ -264,6 +264,35 @@ def BucketShapesPass : Pass<"llmc-bucket-shapes", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::llmc::LLMDialect", "::mlir::func::FuncDialect"];
 }
 
+def PlanMemoryPass : Pass<"llmc-plan-memory", "::mlir::func::FuncOp"> {
+  let summary = "A static arena per entry point: exact bytes of weights, cache and activations";
+  let description = [{
+    Runs last (after `llmc-bucket-shapes` and `llmc-canonicalize`). Every
+    value is classified: constants are weights (all of them: they are stored
+    with the weights); the function's cache inputs
+    are the KV cache, and `llm.cache_update` writes in place (its result is
+    its cache input's buffer); Reshape, Squeeze, Unsqueeze and Flatten are
+    views of their input; every other result is an activation. Activations
+    get offsets in one arena from their liveness (definition to last use,
+    views extending their source; function results live to the end): the
+    largest first, each at the lowest 64-byte-aligned offset free over its
+    whole interval. A dimension that is still dynamic is bounded by the
+    cache capacity (the plan is then an upper bound, and says so).
+
+    The function gets `llm.memory_plan = {activations, arena, kv_cache,
+    weights, bounded}` (bytes; `arena` is the arena size, `activations` the
+    sum of all activation buffers) and each operation with arena results
+    `llm.arena_offsets` (one offset per result, -1 where the result is not in
+    the arena). A softmax in a prefill bucket over a buffer whose last two
+    dimensions are the prompt length and the prompt length (or the cache
+    capacity) would normalise a materialised attention score matrix: the
+    pass reports it as an error, so a plan that exists shows there is none
+    (attention runs inside llm.cached_attention, whose scores are never a
+    value).
+  }];
+  let dependentDialects = ["::mlir::llmc::LLMDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // Lowering to the exec level
 //===----------------------------------------------------------------------===//

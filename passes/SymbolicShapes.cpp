@@ -1,6 +1,8 @@
 //===- SymbolicShapes.cpp - what shape computations compute, symbolically -===//
 #include "passes/SymbolicShapes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
 #include "dialects/LLM/IR/LLMOps.h"
 #include "dialects/LLM/IR/ShapeInference.h"
 
@@ -206,6 +208,16 @@ std::string SymExpr::str(const std::vector<std::string> &names) const {
 //===----------------------------------------------------------------------===//
 
 SymbolicShapes::SymbolicShapes(Operation *root) {
+  // The start_pos input of llmc-insert-kv-cache's entry points is a
+  // position: a non-negative integer, so a symbol like a size.
+  if (auto f = dyn_cast<func::FuncOp>(root))
+    for (BlockArgument a : f.getArguments()) {
+      auto name = f.getArgAttrOfType<StringAttr>(a.getArgNumber(), "llm.name");
+      auto type = dyn_cast<RankedTensorType>(a.getType());
+      if (name && name.getValue() == "start_pos" && type && type.getNumElements() == 1 &&
+          type.getElementType().isInteger(64))
+        values[a] = {SymExpr::symbol(intern("start_pos", /*isNamed=*/true))};
+    }
   root->walk([&](Operation *op) { visit(op); });
 }
 

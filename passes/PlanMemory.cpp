@@ -1,0 +1,207 @@
+//===- PlanMemory.cpp - a static arena per entry point ---------------------===//
+//
+// Liveness-based placement of every activation of a function in one arena,
+// with exact byte counts for weights, KV cache and activations; see
+// Passes.td.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+
+#include "dialects/LLM/IR/LLMOps.h"
+#include "dialects/LLM/IR/ShapeInference.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+#include <algorithm>
+
+namespace mlir::llmc {
+#define GEN_PASS_DEF_PLANMEMORYPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::llmc
+
+using namespace mlir;
+using namespace mlir::llmc;
+
+namespace {
+
+constexpr int64_t kAlign = 64;
+
+int64_t alignUp(int64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
+
+/// Bytes of a tensor value, dynamic sizes bounded by `bound`; -1 when the
+/// element size is unknown.
+int64_t bytesOf(Type type, int64_t bound, bool &bounded) {
+  auto t = dyn_cast<RankedTensorType>(type);
+  if (!t)
+    return -1;
+  Type e = t.getElementType();
+  int64_t bits = e.isIntOrFloat() ? e.getIntOrFloatBitWidth() : 0;
+  if (bits == 0)
+    return -1;
+  int64_t n = 1;
+  for (int64_t d : t.getShape()) {
+    if (ShapedType::isDynamic(d)) {
+      bounded = true;
+      d = bound;
+    }
+    n *= d;
+  }
+  return (n * std::max<int64_t>(bits, 8) + 7) / 8;
+}
+
+bool isView(Operation *op) {
+  StringRef n = op->getName().getStringRef();
+  return n == "llm.onnx.reshape" || n == "llm.onnx.squeeze" || n == "llm.onnx.unsqueeze" ||
+         n == "llm.onnx.flatten";
+}
+
+struct PlanMemoryPass : mlir::llmc::impl::PlanMemoryPassBase<PlanMemoryPass> {
+  void runOnOperation() override {
+    func::FuncOp f = getOperation();
+    Block &body = f.getBody().front();
+    // The cache capacity and, for a prefill bucket, the prompt length.
+    int64_t capacity = 0, promptLength = 0;
+    for (unsigned i = 0; i < f.getNumArguments(); ++i) {
+      auto name = f.getArgAttrOfType<StringAttr>(i, "llm.name");
+      auto t = dyn_cast<RankedTensorType>(f.getArgument(i).getType());
+      if (!name || !t)
+        continue;
+      if (name.getValue().starts_with("cache.") && t.getRank() == 4 && !t.isDynamicDim(2))
+        capacity = std::max(capacity, t.getDimSize(2));
+      if (name.getValue() == "tokens" && t.getRank() == 2 && !t.isDynamicDim(1))
+        promptLength = t.getDimSize(1);
+    }
+    int64_t bound = capacity > 0 ? capacity : 1;
+    bool bounded = false;
+
+    // Buffers: each value's root (a view's source, an in-place update's
+    // cache) and its interval.
+    llvm::DenseMap<Value, Value> root;
+    llvm::DenseMap<Operation *, int64_t> index;
+    int64_t weights = 0, kvCache = 0, position = 0;
+    for (BlockArgument a : body.getArguments()) {
+      auto name = f.getArgAttrOfType<StringAttr>(a.getArgNumber(), "llm.name");
+      if (name && name.getValue().starts_with("cache.")) {
+        int64_t b = bytesOf(a.getType(), bound, bounded);
+        kvCache += std::max<int64_t>(b, 0);
+      }
+      root[a] = a;
+    }
+    struct Buffer {
+      Value value;
+      int64_t bytes, first, last, offset = -1;
+    };
+    SmallVector<Buffer> buffers;
+    llvm::DenseMap<Value, size_t> bufferOf;
+    for (Operation &op : body) {
+      index[&op] = position++;
+      if (auto c = dyn_cast<ConstantOp>(op)) {
+        weights += std::max<int64_t>(bytesOf(c.getType(), bound, bounded), 0);
+        root[c.getResult()] = c.getResult();
+        continue;
+      }
+      for (Value r : op.getResults()) {
+        if (isNone(r) || !isa<RankedTensorType>(r.getType())) {
+          root[r] = r;
+          continue;
+        }
+        if (isView(&op)) {
+          root[r] = root.lookup(op.getOperand(0));
+          continue;
+        }
+        if (isa<CacheUpdateOp>(op)) { // in place
+          root[r] = root.lookup(op.getOperand(0));
+          continue;
+        }
+        if (isa<AssertEqualOp>(op)) { // passes its value through
+          root[r] = root.lookup(op.getOperand(0));
+          continue;
+        }
+        int64_t b = bytesOf(r.getType(), bound, bounded);
+        if (b < 0) {
+          op.emitError("llmc-plan-memory: cannot size ") << r.getType();
+          return signalPassFailure();
+        }
+        // Scores become a materialised matrix only to be normalised: a
+        // softmax over [.., S, keys] buffers is the sign of one.
+        auto t = cast<RankedTensorType>(r.getType());
+        bool normalises = op.getName().getStringRef() == "llm.onnx.softmax" ||
+                          op.getName().getStringRef() == "llm.onnx.log_softmax";
+        if (normalises && promptLength > 1 && t.getRank() >= 2 &&
+            t.getDimSize(t.getRank() - 2) == promptLength &&
+            (t.getDimSize(t.getRank() - 1) == promptLength ||
+             t.getDimSize(t.getRank() - 1) == capacity) &&
+            t.getDimSize(t.getRank() - 1) > 1) {
+          op.emitError("llmc-plan-memory: a ")
+              << t << " buffer (prompt length " << promptLength
+              << " by keys) remains: an attention score matrix must not be materialised";
+          return signalPassFailure();
+        }
+        root[r] = r;
+        bufferOf[r] = buffers.size();
+        buffers.push_back({r, b, position - 1, position - 1});
+      }
+    }
+    // Lifetimes: through every use of a value or of a view of it.
+    int64_t end = position;
+    for (Operation &op : body)
+      for (Value o : op.getOperands()) {
+        Value r = root.lookup(o);
+        auto it = bufferOf.find(r);
+        if (it == bufferOf.end())
+          continue;
+        int64_t at = isa<func::ReturnOp>(op) ? end : index[&op];
+        buffers[it->second].last = std::max(buffers[it->second].last, at);
+      }
+    // Largest first, lowest free aligned offset over the interval.
+    SmallVector<size_t> order;
+    for (size_t i = 0; i < buffers.size(); ++i)
+      order.push_back(i);
+    llvm::stable_sort(order, [&](size_t a, size_t b) { return buffers[a].bytes > buffers[b].bytes; });
+    SmallVector<size_t> placed;
+    int64_t arena = 0, total = 0;
+    for (size_t i : order) {
+      Buffer &buf = buffers[i];
+      SmallVector<std::pair<int64_t, int64_t>> taken; // [offset, end) overlapping in time
+      for (size_t j : placed) {
+        const Buffer &o = buffers[j];
+        if (o.first <= buf.last && buf.first <= o.last)
+          taken.push_back({o.offset, o.offset + alignUp(o.bytes)});
+      }
+      llvm::sort(taken);
+      int64_t offset = 0;
+      for (auto [s, e] : taken) {
+        if (offset + alignUp(buf.bytes) <= s)
+          break;
+        offset = std::max(offset, e);
+      }
+      buf.offset = offset;
+      arena = std::max(arena, offset + alignUp(buf.bytes));
+      total += buf.bytes;
+      placed.push_back(i);
+    }
+    // Record it.
+    Builder b(f.getContext());
+    for (Operation &op : body) {
+      if (op.getNumResults() == 0 || isa<ConstantOp>(op))
+        continue;
+      SmallVector<int64_t> offsets;
+      bool any = false;
+      for (Value r : op.getResults()) {
+        auto it = bufferOf.find(r);
+        offsets.push_back(it == bufferOf.end() ? -1 : buffers[it->second].offset);
+        any |= it != bufferOf.end();
+      }
+      if (any)
+        op.setAttr("llm.arena_offsets", b.getDenseI64ArrayAttr(offsets));
+    }
+    f->setAttr("llm.memory_plan",
+               b.getDictionaryAttr({b.getNamedAttr("activations", b.getI64IntegerAttr(total)),
+                                    b.getNamedAttr("arena", b.getI64IntegerAttr(arena)),
+                                    b.getNamedAttr("bounded", b.getBoolAttr(bounded)),
+                                    b.getNamedAttr("kv_cache", b.getI64IntegerAttr(kvCache)),
+                                    b.getNamedAttr("weights", b.getI64IntegerAttr(weights))}));
+  }
+};
+
+} // namespace

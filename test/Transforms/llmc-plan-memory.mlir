@@ -1,0 +1,36 @@
+// RUN: llmc-opt --split-input-file --verify-diagnostics --llmc-plan-memory %s | FileCheck %s
+
+// Three activations: %a (4 KiB, live at ops 0-1), %b (4 KiB, 1-2), %c
+// (8 KiB, 2 to the end, a result). Largest first: %c at 0; %a does not
+// overlap %c in time, so 0 too; %b overlaps both: 8192. The arena is
+// 12288 bytes for 16384 bytes of activations; the reshape is a view (no
+// buffer of its own); the cache is 2 x 1 x 16 x 4 f32 = 512 bytes and the
+// weights every constant: 64 f32 and the reshape target's 2 i64 (272 bytes).
+// CHECK-LABEL: func.func @plan
+// CHECK-SAME: llm.memory_plan = {activations = 16384 : i64, arena = 12288 : i64, bounded = false, kv_cache = 512 : i64, weights = 272 : i64}
+// CHECK: llm.onnx.neg %arg0 {llm.arena_offsets = array<i64: 0>}
+// CHECK: llm.onnx.neg %{{.+}} {llm.arena_offsets = array<i64: 8192>}
+// CHECK: llm.onnx.concat %{{.+}}, %{{.+}} {axis = 1 : i64, llm.arena_offsets = array<i64: 0>}
+// CHECK: llm.onnx.reshape
+// CHECK-NOT: arena_offsets
+// CHECK: return
+func.func @plan(%x: tensor<1x1024xf32> {llm.name = "tokens"}, %k: tensor<2x1x16x4xf32> {llm.name = "cache.k.0"}) -> (tensor<2x1024xf32>, tensor<2x1x16x4xf32>) {
+  %w = llm.constant dense<1.0> : tensor<64xf32>
+  %a = llm.onnx.neg %x : (tensor<1x1024xf32>) -> tensor<1x1024xf32>
+  %b = llm.onnx.neg %a : (tensor<1x1024xf32>) -> tensor<1x1024xf32>
+  %c = llm.onnx.concat %b, %b {axis = 1 : i64} : (tensor<1x1024xf32>, tensor<1x1024xf32>) -> tensor<1x2048xf32>
+  %shape = llm.constant dense<[2, 1024]> : tensor<2xi64>
+  %d = llm.onnx.reshape %c, %shape : (tensor<1x2048xf32>, tensor<2xi64>) -> tensor<2x1024xf32>
+  return %d, %k : tensor<2x1024xf32>, tensor<2x1x16x4xf32>
+}
+
+// -----
+
+// Negative: a softmax over an [8, 8] score matrix in a prefill bucket of 8
+// tokens: the plan refuses it.
+func.func @scores(%t: tensor<1x8xi64> {llm.name = "tokens"}, %q: tensor<1x2x8x4xf32>, %kt: tensor<1x2x4x8xf32>) -> tensor<1x2x8x8xf32> {
+  %s = llm.onnx.matmul %q, %kt : (tensor<1x2x8x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x8x8xf32>
+  // expected-error @+1 {{llmc-plan-memory: a 'tensor<1x2x8x8xf32>' buffer (prompt length 8 by keys) remains: an attention score matrix must not be materialised}}
+  %p = llm.onnx.softmax %s : (tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32>
+  return %p : tensor<1x2x8x8xf32>
+}
