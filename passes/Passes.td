@@ -264,6 +264,36 @@ def BucketShapesPass : Pass<"llmc-bucket-shapes", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::llmc::LLMDialect", "::mlir::func::FuncDialect"];
 }
 
+def AttentionToFlashPass : Pass<"llmc-attention-to-flash", "::mlir::func::FuncOp"> {
+  let summary = "Rewrite cached attention into flash forms (tiled prefill, split-KV decode)";
+  let description = [{
+    Runs after `llmc-bucket-shapes` (sizes static). Each `llm.cached_attention`
+    of one query token (a decode bucket) becomes `llm.decode_attention_partial`
+    (the keys 0 .. pos cut into `num-splits` chunks, each with its partial
+    result and log-sum-exp) and `llm.attention_combine`, cast back to the
+    query's type; one of several tokens (a prefill bucket) becomes
+    `llm.flash_attention` with `block_q = min(block-q, S)` and `block-k`:
+    tiled online softmax, blocks outside the causal range or window skipped.
+    Causality, window, GQA, scale and softcap carry over. No value holds
+    scores: the memory plan's check then passes by construction.
+
+    Before: `%o = llm.cached_attention %q, %k, %v, %pos {num_heads = 4, num_kv_heads = 2, scale = 0.25}
+    : (tensor<1x1x4x16xf32>, ...)`. After:
+
+    ```mlir
+    %p, %lse = llm.decode_attention_partial %q, %k, %v, %pos {num_heads = 4 : i64, num_kv_heads = 2 : i64, num_splits = 4 : i64, scale = 2.500000e-01 : f32}
+        : (...) -> (tensor<1x4x4x16xf32>, tensor<1x4x4xf32>)
+    %o = llm.attention_combine %p, %lse : (tensor<1x4x4x16xf32>, tensor<1x4x4xf32>) -> tensor<1x1x4x16xf32>
+    ```
+  }];
+  let options = [
+    Option<"numSplits", "num-splits", "int64_t", "4", "Key chunks of a decode step">,
+    Option<"blockQ", "block-q", "int64_t", "64", "Query rows per prefill tile">,
+    Option<"blockK", "block-k", "int64_t", "64", "Keys per prefill tile">
+  ];
+  let dependentDialects = ["::mlir::llmc::LLMDialect"];
+}
+
 def PlanMemoryPass : Pass<"llmc-plan-memory", "::mlir::func::FuncOp"> {
   let summary = "A static arena per entry point: exact bytes of weights, cache and activations";
   let description = [{

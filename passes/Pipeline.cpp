@@ -32,6 +32,7 @@ void buildPipeline(OpPassManager &pm, const PipelineOptions &o) {
   buckets.prefillBuckets = o.prefillBuckets;
   pm.addPass(createBucketShapesPass(buckets));
   pm.addNestedPass<func::FuncOp>(createCanonicalizePass());
+  pm.addNestedPass<func::FuncOp>(createAttentionToFlashPass());
   pm.addNestedPass<func::FuncOp>(createPlanMemoryPass());
 }
 
@@ -42,7 +43,7 @@ void mlir::llmc::registerLLMCPipeline() {
     PassPipelineRegistration<PipelineOptions>(
         "llmc-pipeline",
         "The transformer passes in order: canonicalize, raise, KV cache, buckets, "
-        "canonicalize, memory plan (--max-seq, --batch, --prefill-buckets)",
+        "canonicalize, flash attention, memory plan (--max-seq, --batch, --prefill-buckets)",
         buildPipeline);
     return true;
   }();

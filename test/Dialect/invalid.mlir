@@ -1087,3 +1087,30 @@ func.func @cached_attention(%q: tensor<1x1x4x16xf32>, %k: tensor<1x2x64xf32>, %p
   %0 = llm.cached_attention %q, %k, %k, %pos {num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.25 : f32} : (tensor<1x1x4x16xf32>, tensor<1x2x64xf32>, tensor<1x2x64xf32>, tensor<i64>) -> tensor<1x1x4x16xf32>
   return
 }
+
+// -----
+
+func.func @flash_attention(%q: tensor<1x8x16xf32>, %k: tensor<1x2x64x16xf32>, %pos: tensor<i64>) {
+  // expected-error @+2 {{q must have rank 4, got 3}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = llm.flash_attention %q, %k, %k, %pos {num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.25 : f32} : (tensor<1x8x16xf32>, tensor<1x2x64x16xf32>, tensor<1x2x64x16xf32>, tensor<i64>) -> tensor<1x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @decode_attention_partial(%q: tensor<1x1x4x16xf32>, %k: tensor<1x2x64x16xf32>, %pos: tensor<i64>) {
+  // expected-error @+2 {{num_splits must be positive}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %p, %l = llm.decode_attention_partial %q, %k, %k, %pos {num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.25 : f32, num_splits = 0 : i64} : (tensor<1x1x4x16xf32>, tensor<1x2x64x16xf32>, tensor<1x2x64x16xf32>, tensor<i64>) -> (tensor<1x0x4x16xf32>, tensor<1x0x4xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_combine(%p: tensor<1x2x4x16xf32>, %l: tensor<1x2xf32>) {
+  // expected-error @+2 {{lse must have rank 3, got 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = llm.attention_combine %p, %l : (tensor<1x2x4x16xf32>, tensor<1x2xf32>) -> tensor<1x1x4x16xf32>
+  return
+}

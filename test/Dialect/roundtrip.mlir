@@ -343,6 +343,17 @@ func.func @kv_cache(%cache: tensor<1x2x64x16xf16>, %new: tensor<1x2x?x16xf16>, %
   return %1, %2 : tensor<1x2x?x16xf16>, tensor<1x?x4x16xf16>
 }
 
+// CHECK-LABEL: func.func @flash
+func.func @flash(%q: tensor<1x8x4x16xf32>, %q1: tensor<1x1x4x16xf32>, %k: tensor<1x2x64x16xf32>, %pos: tensor<i64>) -> (tensor<1x8x4x16xf32>, tensor<1x1x4x16xf32>) {
+  // CHECK: llm.flash_attention %arg0, %arg2, %arg2, %arg3 {block_k = 32 : i64, block_q = 8 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 2.500000e-01 : f32}
+  %0 = llm.flash_attention %q, %k, %k, %pos {num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.25 : f32, block_q = 8 : i64, block_k = 32 : i64} : (tensor<1x8x4x16xf32>, tensor<1x2x64x16xf32>, tensor<1x2x64x16xf32>, tensor<i64>) -> tensor<1x8x4x16xf32>
+  // CHECK: llm.decode_attention_partial %arg1, %arg2, %arg2, %arg3 {num_heads = 4 : i64, num_kv_heads = 2 : i64, num_splits = 2 : i64, scale = 2.500000e-01 : f32} : (tensor<1x1x4x16xf32>, tensor<1x2x64x16xf32>, tensor<1x2x64x16xf32>, tensor<i64>) -> (tensor<1x2x4x16xf32>, tensor<1x2x4xf32>)
+  %p, %l = llm.decode_attention_partial %q1, %k, %k, %pos {num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.25 : f32, num_splits = 2 : i64} : (tensor<1x1x4x16xf32>, tensor<1x2x64x16xf32>, tensor<1x2x64x16xf32>, tensor<i64>) -> (tensor<1x2x4x16xf32>, tensor<1x2x4xf32>)
+  // CHECK: llm.attention_combine
+  %1 = llm.attention_combine %p, %l : (tensor<1x2x4x16xf32>, tensor<1x2x4xf32>) -> tensor<1x1x4x16xf32>
+  return %0, %1 : tensor<1x8x4x16xf32>, tensor<1x1x4x16xf32>
+}
+
 // CHECK-LABEL: func.func @assert_equal
 func.func @assert_equal(%start: tensor<?xi64>, %past: tensor<i64>) -> tensor<?xi64> {
   // CHECK: llm.assert_equal %arg0, %arg0, %arg1 {message = "past lengths differ"} : (tensor<?xi64>, tensor<?xi64>, tensor<i64>) -> tensor<?xi64>

@@ -654,6 +654,80 @@ TEST(TransformerKernels, CachedAttentionEqualsAttentionOverTheSequence) {
   expectError(attnOver.run("cached_attention"), "positions [11, 14) do not fit the cache capacity 12");
 }
 
+/// A [B, Hkv, capacity, D] cache holding `x` ([B, T, Hkv, D]) in rows 0..T.
+std::vector<float> cacheOf(const std::vector<float> &x, int64_t b, int64_t t, int64_t h,
+                           int64_t d, int64_t capacity) {
+  std::vector<float> c(size_t(b * h * capacity * d), 0.0f);
+  for (int64_t bi = 0; bi < b; ++bi)
+    for (int64_t hi = 0; hi < h; ++hi)
+      for (int64_t s = 0; s < t; ++s)
+        for (int64_t k = 0; k < d; ++k)
+          c[size_t(((bi * h + hi) * capacity + s) * d + k)] =
+              x[size_t(((bi * t + s) * h + hi) * d + k)];
+  return c;
+}
+
+TEST(TransformerKernels, FlashAttentionTilesEqualTheReference) {
+  // 11 queries after 6 cached tokens, tiles of 3 queries x 4 keys: partial
+  // tiles, skipped future blocks, a window of 5, GQA, softcap.
+  AttnSpec a{2, 11, 17, 4, 2, 8, 8, true, 5};
+  a.scale = 0.35, a.softcap = 3.0;
+  AttnRun r(a, 91);
+  int64_t m = 20, p = a.skv - a.sq;
+  std::vector<float> kc = cacheOf(r.k, a.b, a.skv, a.hkv, a.d, m),
+                     vc = cacheOf(r.v, a.b, a.skv, a.hkv, a.dv, m);
+  for (bool windowed : {true, false}) {
+    AttnSpec spec = a;
+    spec.window = windowed ? 5 : 0;
+    Call c;
+    c.in(DType::Float, {a.b, a.sq, a.hq, a.d}, r.q.data())
+        .in(DType::Float, {a.b, a.hkv, m, a.d}, kc.data())
+        .in(DType::Float, {a.b, a.hkv, m, a.dv}, vc.data())
+        .in(DType::Int64, {}, &p);
+    c.attr("num_heads", a.hq).attr("num_kv_heads", a.hkv).attr("window", spec.window);
+    c.attr("block_q", 3).attr("block_k", 4).attrF("scale", a.scale).attrF("softcap", a.softcap);
+    ASSERT_TRUE(c.run("flash_attention").isOk());
+    EXPECT_LT(scaledError(c.outF64(), attentionRef(spec, r.q, r.k, r.v, nullptr, nullptr)), 1e-5)
+        << "window " << spec.window;
+  }
+}
+
+TEST(TransformerKernels, SplitKvDecodeCombinesToTheReference) {
+  // One token at position 6 (7 keys) in 3 and in 10 splits (some empty).
+  AttnSpec a{2, 1, 7, 4, 2, 8, 8, true};
+  a.scale = 0.5;
+  AttnRun r(a, 92);
+  int64_t m = 12, p = a.skv - 1;
+  std::vector<float> kc = cacheOf(r.k, a.b, a.skv, a.hkv, a.d, m),
+                     vc = cacheOf(r.v, a.b, a.skv, a.hkv, a.dv, m);
+  for (int64_t splits : {3, 10}) {
+    Call part;
+    part.in(DType::Float, {a.b, 1, a.hq, a.d}, r.q.data())
+        .in(DType::Float, {a.b, a.hkv, m, a.d}, kc.data())
+        .in(DType::Float, {a.b, a.hkv, m, a.dv}, vc.data())
+        .in(DType::Int64, {}, &p);
+    part.attr("num_heads", a.hq).attr("num_kv_heads", a.hkv).attr("num_splits", splits);
+    part.attrF("scale", a.scale);
+    part.call.outputs.resize(2);
+    const KernelEntry *k = findKernel("decode_attention_partial");
+    ASSERT_NE(k, nullptr);
+    part.call.inputs.clear();
+    for (size_t i = 0; i < part.owned.size(); ++i)
+      part.call.inputs.push_back(&part.owned[i]);
+    part.call.attrs = &part.attrs;
+    part.call.pool = &ThreadPool::global();
+    part.call.opName = "decode_attention_partial";
+    ASSERT_TRUE(k->fn(part.call).isOk());
+    EXPECT_EQ(part.call.outputs[1].shape(), (Shape{a.b, splits, a.hq}));
+    Call comb;
+    comb.in(DType::Float, part.call.outputs[0].shape(), part.call.outputs[0].raw())
+        .in(DType::Float, part.call.outputs[1].shape(), part.call.outputs[1].raw());
+    ASSERT_TRUE(comb.run("attention_combine").isOk());
+    EXPECT_LT(scaledError(comb.outF64(), attentionRef(a, r.q, r.k, r.v, nullptr, nullptr)), 1e-5)
+        << splits << " splits";
+  }
+}
+
 TEST(TransformerKernels, AssertEqualPassesTheValueOrNamesTheMismatch) {
   float value[3] = {1, 2, 3};
   std::vector<int64_t> lhs{4, 4}, same{4};

@@ -1971,3 +1971,57 @@ LogicalResult CachedAttentionOp::inferReturnTypes(MLIRContext *, std::optional<L
   types.push_back(makeTensorType(out, elementOf(adaptor.getQ())));
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Flash forms
+//===----------------------------------------------------------------------===//
+
+LogicalResult FlashAttentionOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
+                                                 Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  for (auto [v, name] : {std::pair{adaptor.getQ(), "q"}, std::pair{adaptor.getKCache(), "k_cache"},
+                         std::pair{adaptor.getVCache(), "v_cache"}})
+    if (failed(requireRank(loc, v, 4, name)))
+      return failure();
+  MaybeShape q = shapeOf(adaptor.getQ()), v = shapeOf(adaptor.getVCache());
+  if (!q) {
+    types.push_back(makeDynamicTensorType(4, elementOf(adaptor.getQ())));
+    return success();
+  }
+  Shape out = *q;
+  out[3] = v ? (*v)[3] : Dim::dynamic();
+  types.push_back(makeTensorType(out, elementOf(adaptor.getQ())));
+  return success();
+}
+
+LogicalResult DecodeAttentionPartialOp::inferReturnTypes(MLIRContext *ctx,
+                                                         std::optional<Location> loc,
+                                                         Adaptor adaptor,
+                                                         SmallVectorImpl<Type> &types) {
+  for (auto [v, name] : {std::pair{adaptor.getQ(), "q"}, std::pair{adaptor.getKCache(), "k_cache"},
+                         std::pair{adaptor.getVCache(), "v_cache"}})
+    if (failed(requireRank(loc, v, 4, name)))
+      return failure();
+  int64_t splits = adaptor.getNumSplits();
+  if (splits <= 0)
+    return emitOptionalError(loc, "num_splits must be positive");
+  MaybeShape q = shapeOf(adaptor.getQ()), v = shapeOf(adaptor.getVCache());
+  Type f32 = Float32Type::get(ctx);
+  Dim b = q ? (*q)[0] : Dim::dynamic(), h = q ? (*q)[2] : Dim::dynamic();
+  Dim dv = v ? (*v)[3] : Dim::dynamic();
+  types.push_back(makeTensorType(Shape{b, Dim::fixed(splits), h, dv}, f32));
+  types.push_back(makeTensorType(Shape{b, Dim::fixed(splits), h}, f32));
+  return success();
+}
+
+LogicalResult AttentionCombineOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
+                                                   Adaptor adaptor,
+                                                   SmallVectorImpl<Type> &types) {
+  if (failed(requireRank(loc, adaptor.getPartial(), 4, "partial")) ||
+      failed(requireRank(loc, adaptor.getLse(), 3, "lse")))
+    return failure();
+  MaybeShape p = shapeOf(adaptor.getPartial());
+  Shape out = p ? Shape{(*p)[0], Dim::fixed(1), (*p)[2], (*p)[3]}
+                : Shape{Dim::dynamic(), Dim::fixed(1), Dim::dynamic(), Dim::dynamic()};
+  types.push_back(makeTensorType(out, Float32Type::get(ctx)));
+  return success();
+}

@@ -244,4 +244,68 @@ def LLM_CachedAttentionOp : LLM_InferredOp<"cached_attention"> {
   let results = (outs LLM_FloatTensor:$output);
 }
 
+//===----------------------------------------------------------------------===//
+// Flash forms (llmc-attention-to-flash)
+//===----------------------------------------------------------------------===//
+
+def LLM_FlashAttentionOp : LLM_InferredOp<"flash_attention"> {
+  let summary = "cached attention as tiled online softmax (prefill)";
+  let description = [{
+    What llm.cached_attention computes, by the flash algorithm: for each
+    block of `block_q` queries, the keys are visited in blocks of `block_k`
+    (blocks wholly outside the causal range or the window are skipped), each
+    block's scores update a running maximum, sum and weighted value
+    accumulator in f32, and the result is the accumulator over the sum. No
+    more than block_q x block_k scores exist at once.
+  }];
+  let arguments = (ins LLM_FloatTensor:$q, LLM_FloatTensor:$k_cache,
+                   LLM_FloatTensor:$v_cache, LLM_I64Tensor:$pos,
+                   LLM_I64Attr:$num_heads, LLM_I64Attr:$num_kv_heads,
+                   DefaultValuedAttr<BoolAttr, "true">:$causal,
+                   DefaultValuedAttr<LLM_I64Attr, "0">:$window,
+                   F32Attr:$scale,
+                   DefaultValuedAttr<F32Attr, "0.0">:$softcap,
+                   DefaultValuedAttr<LLM_I64Attr, "64">:$block_q,
+                   DefaultValuedAttr<LLM_I64Attr, "64">:$block_k);
+  let results = (outs LLM_FloatTensor:$output);
+}
+
+def LLM_DecodeAttentionPartialOp : LLM_Op<"decode_attention_partial",
+    [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+  let summary = "split-KV attention of one new token: partial results per split";
+  let description = [{
+    `q` is [B, 1, Hq, D] at position `pos`; keys 0 .. pos (cache rows) are
+    cut into `num_splits` contiguous chunks of ceil((pos + 1) / num_splits)
+    and each chunk's attention is computed alone: `partial` [B, num_splits,
+    Hq, Dv] (the chunk's softmax-weighted values) and `lse` [B, num_splits,
+    Hq] (the log of its softmax denominator, with its maximum; -inf for an
+    empty chunk), both f32. llm.attention_combine merges them.
+  }];
+  let arguments = (ins LLM_FloatTensor:$q, LLM_FloatTensor:$k_cache,
+                   LLM_FloatTensor:$v_cache, LLM_I64Tensor:$pos,
+                   LLM_I64Attr:$num_heads, LLM_I64Attr:$num_kv_heads,
+                   DefaultValuedAttr<LLM_I64Attr, "0">:$window,
+                   F32Attr:$scale,
+                   DefaultValuedAttr<F32Attr, "0.0">:$softcap,
+                   LLM_I64Attr:$num_splits);
+  let results = (outs TensorOf<[F32]>:$partial, TensorOf<[F32]>:$lse);
+  let extraClassDefinition = [{
+    bool $cppClass::isCompatibleReturnTypes(::mlir::TypeRange l, ::mlir::TypeRange r) {
+      return ::mlir::llmc::areCompatibleReturnTypes(l, r);
+    }
+  }];
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+def LLM_AttentionCombineOp : LLM_InferredOp<"attention_combine"> {
+  let summary = "merge split-KV partial attention results";
+  let description = [{
+    out[b, 0, h] = sum_s exp(lse[b, s, h] - L) * partial[b, s, h] with
+    L = log sum_s exp(lse[b, s, h]): the attention over all splits' keys.
+    The result is [B, 1, Hq, Dv] in f32.
+  }];
+  let arguments = (ins TensorOf<[F32]>:$partial, TensorOf<[F32]>:$lse);
+  let results = (outs TensorOf<[F32]>:$output);
+}
+
 #endif // LLMC_DIALECTS_LLM_IR_LLMTRANSFORMEROPS_TD

@@ -1180,6 +1180,213 @@ Status cachedAttentionKernel(KernelCall &call) {
                  call.outputs[0]);
 }
 
+//===----------------------------------------------------------------------===//
+// Flash forms (llm.flash_attention, llm.decode_attention_partial,
+// llm.attention_combine): the tiled algorithms themselves, in double
+//===----------------------------------------------------------------------===//
+
+/// The operands of an attention over a static cache, as f32 [B, H, S, D]
+/// queries and the cache rows 0 .. pos + S.
+struct CacheAttention {
+  int64_t b, sq, hq, d, hkv, dv, pos, skv, window;
+  float scale, softcap;
+  bool causal;
+  std::vector<float> q, k, v; // q [B, Hq, Sq, D]; k, v [B, Hkv, Skv, D|Dv]
+};
+
+Status readCacheAttention(KernelCall &call, CacheAttention &c) {
+  const Tensor &Q = *call.input(0), &K = *call.input(1), &V = *call.input(2);
+  const Attributes &at = *call.attrs;
+  LLMC_RETURN_IF_ERROR(checkCache(call, K, "k_cache"));
+  LLMC_RETURN_IF_ERROR(checkCache(call, V, "v_cache"));
+  LLMC_RETURN_IF_ERROR(scalarI64(call, *call.input(3), "pos", c.pos));
+  if (Q.rank() != 4)
+    return call.fail("q must be [B, S, H, D], got " + Q.describe());
+  c.b = Q.dim(0), c.sq = Q.dim(1), c.hq = Q.dim(2), c.d = Q.dim(3);
+  c.hkv = K.dim(1), c.dv = V.dim(3), c.skv = c.pos + c.sq;
+  if (K.dim(0) != c.b || V.dim(0) != c.b || K.dim(3) != c.d || V.dim(1) != c.hkv ||
+      V.dim(2) != K.dim(2))
+    return call.fail("q " + Q.describe() + " and caches " + K.describe() + ", " + V.describe() +
+                     " disagree");
+  if (at.getInt("num_heads", -1) != c.hq || at.getInt("num_kv_heads", -1) != c.hkv ||
+      c.hkv == 0 || c.hq % c.hkv)
+    return call.fail("num_heads/num_kv_heads do not match q and the caches");
+  if (c.pos < 0 || c.skv > K.dim(2))
+    return call.fail("positions [" + std::to_string(c.pos) + ", " + std::to_string(c.skv) +
+                     ") do not fit the cache capacity " + std::to_string(K.dim(2)));
+  std::optional<double> scale = at.optFloat("scale");
+  if (!scale)
+    return call.fail("the scale attribute is missing");
+  c.scale = float(*scale);
+  c.softcap = float(at.getFloat("softcap", 0.0));
+  c.causal = at.getInt("causal", 1) != 0;
+  c.window = at.getInt("window", 0);
+  Tensor keys, values;
+  LLMC_RETURN_IF_ERROR(Tensor::allocate(K.dtype(), {c.b, c.hkv, c.skv, c.d}, keys));
+  LLMC_RETURN_IF_ERROR(Tensor::allocate(V.dtype(), {c.b, c.hkv, c.skv, c.dv}, values));
+  copyRows(K, keys, 0, false);
+  copyRows(V, values, 0, false);
+  LLMC_RETURN_IF_ERROR(toF32(call, Q, c.q));
+  c.q = swapHeadSeq(c.q, c.b, c.sq, c.hq, c.d);
+  LLMC_RETURN_IF_ERROR(toF32(call, keys, c.k));
+  LLMC_RETURN_IF_ERROR(toF32(call, values, c.v));
+  return Status::ok();
+}
+
+/// Online-softmax state of one query row.
+struct OnlineRow {
+  double m = -INFINITY, l = 0;
+  std::vector<double> acc;
+};
+
+/// Folds keys [j0, j1) into `row` for query `i` (absolute position p) of
+/// head `h` of batch `bi`.
+void foldKeys(const CacheAttention &c, int64_t bi, int64_t h, int64_t i, int64_t p, int64_t j0,
+              int64_t j1, OnlineRow &row, std::vector<double> &scores) {
+  int64_t hk = h / (c.hq / c.hkv);
+  const float *qi = c.q.data() + ((bi * c.hq + h) * c.sq + i) * c.d;
+  double blockMax = -INFINITY;
+  scores.assign(size_t(j1 - j0), -INFINITY);
+  for (int64_t j = j0; j < j1; ++j) {
+    if ((c.causal && j > p) || (c.window > 0 && j <= p - c.window))
+      continue;
+    const float *kj = c.k.data() + ((bi * c.hkv + hk) * c.skv + j) * c.d;
+    float dot = 0;
+    for (int64_t t = 0; t < c.d; ++t)
+      dot += qi[t] * kj[t];
+    float s = dot * c.scale;
+    if (c.softcap > 0)
+      s = c.softcap * std::tanh(s / c.softcap);
+    scores[size_t(j - j0)] = s;
+    blockMax = std::max(blockMax, double(s));
+  }
+  if (blockMax == -INFINITY)
+    return;
+  double m = std::max(row.m, blockMax), alpha = std::exp(row.m - m);
+  row.l *= alpha;
+  for (double &a : row.acc)
+    a *= alpha;
+  for (int64_t j = j0; j < j1; ++j) {
+    double s = scores[size_t(j - j0)];
+    if (s == -INFINITY)
+      continue;
+    double w = std::exp(s - m);
+    row.l += w;
+    const float *vj = c.v.data() + ((bi * c.hkv + hk) * c.skv + j) * c.dv;
+    for (int64_t t = 0; t < c.dv; ++t)
+      row.acc[size_t(t)] += w * vj[t];
+  }
+  row.m = m;
+}
+
+Status flashAttentionKernel(KernelCall &call) {
+  CacheAttention c;
+  LLMC_RETURN_IF_ERROR(readCacheAttention(call, c));
+  int64_t bq = call.attrs->getInt("block_q", 64), bk = call.attrs->getInt("block_k", 64);
+  if (bq <= 0 || bk <= 0)
+    return call.fail("block_q and block_k must be positive");
+  std::vector<float> out(size_t(c.b * c.hq * c.sq * c.dv), 0.0f);
+  call.pool->parallelFor(c.b * c.hq, 1, [&](int64_t r0, int64_t r1) {
+    std::vector<double> scores;
+    std::vector<OnlineRow> rows;
+    for (int64_t bh = r0; bh < r1; ++bh) {
+      int64_t bi = bh / c.hq, h = bh % c.hq;
+      for (int64_t q0 = 0; q0 < c.sq; q0 += bq) {
+        int64_t q1 = std::min(c.sq, q0 + bq);
+        rows.assign(size_t(q1 - q0), OnlineRow());
+        for (OnlineRow &r : rows)
+          r.acc.assign(size_t(c.dv), 0.0);
+        int64_t lastPos = c.pos + q1 - 1, firstPos = c.pos + q0;
+        for (int64_t k0 = 0; k0 < c.skv; k0 += bk) {
+          int64_t k1 = std::min(c.skv, k0 + bk);
+          if (c.causal && k0 > lastPos)
+            break; // every later block is in the future of every row
+          if (c.window > 0 && k1 - 1 <= firstPos - c.window)
+            continue; // wholly before every row's window
+          for (int64_t i = q0; i < q1; ++i)
+            foldKeys(c, bi, h, i, c.pos + i, k0, k1, rows[size_t(i - q0)], scores);
+        }
+        for (int64_t i = q0; i < q1; ++i) {
+          const OnlineRow &r = rows[size_t(i - q0)];
+          float *o = out.data() + ((bi * c.hq + h) * c.sq + i) * c.dv;
+          if (r.l > 0)
+            for (int64_t t = 0; t < c.dv; ++t)
+              o[t] = float(r.acc[size_t(t)] / r.l);
+        }
+      }
+    }
+  });
+  const Tensor &Q = *call.input(0);
+  return fromF32(Q.dtype(), {c.b, c.sq, c.hq, c.dv}, swapHeadSeq(out, c.b, c.hq, c.sq, c.dv),
+                 call.outputs[0]);
+}
+
+Status decodeAttentionPartialKernel(KernelCall &call) {
+  CacheAttention c;
+  LLMC_RETURN_IF_ERROR(readCacheAttention(call, c));
+  int64_t splits = call.attrs->getInt("num_splits", 0);
+  if (splits <= 0)
+    return call.fail("num_splits must be positive");
+  if (c.sq != 1)
+    return call.fail("split-KV attention takes one query token, got " + std::to_string(c.sq));
+  c.causal = true;
+  int64_t chunk = (c.skv + splits - 1) / splits;
+  Tensor &partial = call.outputs[0], &lse = call.outputs[1];
+  LLMC_RETURN_IF_ERROR(Tensor::allocate(DType::Float, {c.b, splits, c.hq, c.dv}, partial));
+  LLMC_RETURN_IF_ERROR(Tensor::allocate(DType::Float, {c.b, splits, c.hq}, lse));
+  float *po = partial.mutableData<float>(), *lo = lse.mutableData<float>();
+  call.pool->parallelFor(c.b * c.hq, 1, [&](int64_t r0, int64_t r1) {
+    std::vector<double> scores;
+    for (int64_t bh = r0; bh < r1; ++bh) {
+      int64_t bi = bh / c.hq, h = bh % c.hq;
+      for (int64_t sp = 0; sp < splits; ++sp) {
+        OnlineRow row;
+        row.acc.assign(size_t(c.dv), 0.0);
+        int64_t j0 = std::min(c.skv, sp * chunk), j1 = std::min(c.skv, j0 + chunk);
+        if (j0 < j1)
+          foldKeys(c, bi, h, 0, c.pos, j0, j1, row, scores);
+        float *o = po + ((bi * splits + sp) * c.hq + h) * c.dv;
+        for (int64_t t = 0; t < c.dv; ++t)
+          o[t] = row.l > 0 ? float(row.acc[size_t(t)] / row.l) : 0.0f;
+        lo[(bi * splits + sp) * c.hq + h] = row.l > 0 ? float(row.m + std::log(row.l)) : -INFINITY;
+      }
+    }
+  });
+  return Status::ok();
+}
+
+Status attentionCombineKernel(KernelCall &call) {
+  const Tensor &partial = *call.input(0), &lse = *call.input(1);
+  if (partial.rank() != 4 || lse.rank() != 3 || partial.dtype() != DType::Float ||
+      lse.dtype() != DType::Float || lse.dim(0) != partial.dim(0) ||
+      lse.dim(1) != partial.dim(1) || lse.dim(2) != partial.dim(2))
+    return call.fail("partial " + partial.describe() + " and lse " + lse.describe() +
+                     " do not go together");
+  int64_t b = partial.dim(0), splits = partial.dim(1), h = partial.dim(2), dv = partial.dim(3);
+  Tensor &out = call.outputs[0];
+  LLMC_RETURN_IF_ERROR(Tensor::allocate(DType::Float, {b, 1, h, dv}, out));
+  const float *p = partial.data<float>(), *l = lse.data<float>();
+  float *o = out.mutableData<float>();
+  for (int64_t bi = 0; bi < b; ++bi)
+    for (int64_t hi = 0; hi < h; ++hi) {
+      double m = -INFINITY;
+      for (int64_t s = 0; s < splits; ++s)
+        m = std::max(m, double(l[(bi * splits + s) * h + hi]));
+      std::vector<double> acc(size_t(dv), 0.0);
+      double total = 0;
+      if (m != -INFINITY)
+        for (int64_t s = 0; s < splits; ++s) {
+          double w = std::exp(double(l[(bi * splits + s) * h + hi]) - m);
+          total += w;
+          for (int64_t t = 0; t < dv; ++t)
+            acc[size_t(t)] += w * p[((bi * splits + s) * h + hi) * dv + t];
+        }
+      for (int64_t t = 0; t < dv; ++t)
+        o[(bi * h + hi) * dv + t] = total > 0 ? float(acc[size_t(t)] / total) : 0.0f;
+    }
+  return Status::ok();
+}
+
 } // namespace
 
 void addAttentionKernels(KernelTable &table) {
@@ -1195,6 +1402,9 @@ void addAttentionKernels(KernelTable &table) {
   table.add("cache_update", cacheUpdateKernel);
   table.add("cache_read", cacheReadKernel);
   table.add("cached_attention", cachedAttentionKernel);
+  table.add("flash_attention", flashAttentionKernel);
+  table.add("decode_attention_partial", decodeAttentionPartialKernel);
+  table.add("attention_combine", attentionCombineKernel);
 }
 
 } // namespace llmc::cpu
