@@ -22,6 +22,20 @@ namespace {
 struct LowerToExecPass : mlir::llmc::impl::LowerToExecPassBase<LowerToExecPass> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
+    // A fused region means its operations: the reference runs them in
+    // order (the fusion matters to generated code, not to the meaning).
+    SmallVector<FusedOp> fused;
+    func.walk([&](FusedOp f) { fused.push_back(f); });
+    for (FusedOp f : fused) {
+      Block &body = f.getBody().front();
+      auto yield = cast<YieldOp>(body.getTerminator());
+      for (auto [arg, in] : llvm::zip(body.getArguments(), f.getInputs()))
+        arg.replaceAllUsesWith(in);
+      f.replaceAllUsesWith(yield.getValues());
+      yield.erase();
+      f->getBlock()->getOperations().splice(Block::iterator(f), body.getOperations());
+      f.erase();
+    }
     std::map<std::string, int> missing;
     SmallVector<Operation *> toLower;
     func.walk([&](Operation *op) {

@@ -294,6 +294,39 @@ def AttentionToFlashPass : Pass<"llmc-attention-to-flash", "::mlir::func::FuncOp
   let dependentDialects = ["::mlir::llmc::LLMDialect"];
 }
 
+def FusePass : Pass<"llmc-fuse", "::mlir::func::FuncOp"> {
+  let summary = "Merge projections and group operations into fused kernels";
+  let description = [{
+    Runs after `llmc-attention-to-flash`. First, linear layers that read the
+    same input with constant weights (q, k and v; gate and up) become one
+    linear whose weight rows are the originals' concatenated at compile time,
+    followed by slices. Then operations are grouped into `llm.fused`
+    regions, each one kernel:
+
+    * `attention`: split-KV partials, their combination and the cast back;
+    * `linear_residual`: a projection and the residual add after it;
+    * `norm_qkv_rope_cache`: a norm, the merged QKV projection, the head
+      reshapes, rope, and the cache writes;
+    * `norm_gated_mlp`: a norm, the merged gate/up projection and the
+      SwiGLU (or activation times up);
+    * `norm_linear`: a norm and the projections it feeds (the lm_head).
+
+    A group is outlined only where every value it produces is read after its
+    last operation (so moving the group there keeps the program valid). The
+    function gets `llm.kernels`, its number of kernels: operations other than
+    constants, views (Reshape, Squeeze, Unsqueeze, Flatten) and small integer
+    bookkeeping. A Llama decode step becomes 6 kernels per layer (norm + QKV
+    + rope + cache write, attention partials + combine, o_proj + residual,
+    norm + gate/up + SwiGLU, down + residual; the first layer's norm reads the
+    embedding).
+
+    Before: `%q = llm.linear %x, %wq` ... `%k = llm.linear %x, %wk` ...
+    After: `%qkv = llm.linear %x, %wqkv` (the three weights stacked), inside
+    `llm.fused "norm_qkv_rope_cache"`.
+  }];
+  let dependentDialects = ["::mlir::llmc::LLMDialect"];
+}
+
 def PlanMemoryPass : Pass<"llmc-plan-memory", "::mlir::func::FuncOp"> {
   let summary = "A static arena per entry point: exact bytes of weights, cache and activations";
   let description = [{

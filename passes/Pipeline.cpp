@@ -33,6 +33,7 @@ void buildPipeline(OpPassManager &pm, const PipelineOptions &o) {
   pm.addPass(createBucketShapesPass(buckets));
   pm.addNestedPass<func::FuncOp>(createCanonicalizePass());
   pm.addNestedPass<func::FuncOp>(createAttentionToFlashPass());
+  pm.addNestedPass<func::FuncOp>(createFusePass());
   pm.addNestedPass<func::FuncOp>(createPlanMemoryPass());
 }
 
@@ -43,7 +44,7 @@ void mlir::llmc::registerLLMCPipeline() {
     PassPipelineRegistration<PipelineOptions>(
         "llmc-pipeline",
         "The transformer passes in order: canonicalize, raise, KV cache, buckets, "
-        "canonicalize, flash attention, memory plan (--max-seq, --batch, --prefill-buckets)",
+        "canonicalize, flash attention, fusion, memory plan (--max-seq, --batch, --prefill-buckets)",
         buildPipeline);
     return true;
   }();

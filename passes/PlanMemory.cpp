@@ -117,6 +117,16 @@ struct PlanMemoryPass : mlir::llmc::impl::PlanMemoryPassBase<PlanMemoryPass> {
           root[r] = root.lookup(op.getOperand(0));
           continue;
         }
+        if (auto fused = dyn_cast<FusedOp>(op)) { // a cache written inside: in place
+          Block &inner = fused.getBody().front();
+          Value yielded = cast<YieldOp>(inner.getTerminator()).getValues()[cast<OpResult>(r).getResultNumber()];
+          if (auto update = yielded.getDefiningOp<CacheUpdateOp>())
+            if (auto arg = dyn_cast<BlockArgument>(update.getCache());
+                arg && arg.getOwner() == &inner) {
+              root[r] = root.lookup(fused.getInputs()[arg.getArgNumber()]);
+              continue;
+            }
+        }
         int64_t b = bytesOf(r.getType(), bound, bounded);
         if (b < 0) {
           op.emitError("llmc-plan-memory: cannot size ") << r.getType();

@@ -1114,3 +1114,21 @@ func.func @attention_combine(%p: tensor<1x2x4x16xf32>, %l: tensor<1x2xf32>) {
   %0 = llm.attention_combine %p, %l : (tensor<1x2x4x16xf32>, tensor<1x2xf32>) -> tensor<1x1x4x16xf32>
   return
 }
+
+// -----
+
+func.func @fused(%x: tensor<1x64xf32>) {
+  // expected-error @+1 {{yield types differ from the results}}
+  %0 = llm.fused "elementwise" (%x) : (tensor<1x64xf32>) -> tensor<1x32xf32> {
+  ^bb0(%a: tensor<1x64xf32>):
+    llm.yield %a : tensor<1x64xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @yield(%x: tensor<1x64xf32>) {
+  // expected-error @+1 {{'llm.yield' op expects parent op 'llm.fused'}}
+  llm.yield %x : tensor<1x64xf32>
+}

@@ -354,6 +354,20 @@ func.func @flash(%q: tensor<1x8x4x16xf32>, %q1: tensor<1x1x4x16xf32>, %k: tensor
   return %0, %1 : tensor<1x8x4x16xf32>, tensor<1x1x4x16xf32>
 }
 
+// CHECK-LABEL: func.func @fused
+func.func @fused(%x: tensor<1x64xf32>, %w: tensor<64x64xf32>) -> tensor<1x64xf32> {
+  // CHECK: llm.fused "linear_residual"(%arg0, %arg1) : (tensor<1x64xf32>, tensor<64x64xf32>) -> tensor<1x64xf32> {
+  // CHECK: llm.yield %{{.+}} : tensor<1x64xf32>
+  %0 = llm.fused "linear_residual" (%x, %w) : (tensor<1x64xf32>, tensor<64x64xf32>) -> tensor<1x64xf32> {
+  ^bb0(%a: tensor<1x64xf32>, %b: tensor<64x64xf32>):
+    %none = llm.none
+    %y = llm.linear %a, %b, %none : (tensor<1x64xf32>, tensor<64x64xf32>, none) -> tensor<1x64xf32>
+    %s = llm.onnx.add %y, %a : (tensor<1x64xf32>, tensor<1x64xf32>) -> tensor<1x64xf32>
+    llm.yield %s : tensor<1x64xf32>
+  }
+  return %0 : tensor<1x64xf32>
+}
+
 // CHECK-LABEL: func.func @assert_equal
 func.func @assert_equal(%start: tensor<?xi64>, %past: tensor<i64>) -> tensor<?xi64> {
   // CHECK: llm.assert_equal %arg0, %arg0, %arg1 {message = "past lengths differ"} : (tensor<?xi64>, tensor<?xi64>, tensor<i64>) -> tensor<?xi64>

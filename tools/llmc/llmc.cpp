@@ -28,6 +28,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
@@ -463,6 +464,9 @@ llvm::json::Value valueJson(const ModelSummary::ValueSummary &v) {
   return o;
 }
 
+/// The cache capacity `llmc check` compiles a decode step for.
+constexpr int64_t kCheckCapacity = 4096;
+
 int runCheck() {
   auto model = OnnxModel::loadFile(checkInput);
   if (!model)
@@ -499,6 +503,47 @@ int runCheck() {
           raiseError = "the transformer passes failed";
       } else if (auto main = (*module)->lookupSymbol<func::FuncOp>("main")) {
         structure = describeTransformer(main);
+      }
+    }
+  }
+  // What the whole pipeline makes of a decode step (batch 1, the default
+  // capacity): kernels and memory.
+  struct DecodeStats {
+    int64_t kernels = -1, arena = -1, kvCache = -1, weights = -1;
+    std::string error;
+  } decode;
+  if (structure && raiseError.empty()) {
+    auto ctx = makeContext();
+    auto module = importOnnxModel(*ctx, **model);
+    ScopedDiagnosticHandler handler(ctx.get(), [&](Diagnostic &d) {
+      if (d.getSeverity() == DiagnosticSeverity::Error && decode.error.empty())
+        decode.error = d.str();
+      return success();
+    });
+    registerLLMCPasses();
+    registerLLMCPipeline();
+    PassManager pm(ctx.get());
+    std::string parseError;
+    llvm::raw_string_ostream parseErrors(parseError);
+    if (!module) {
+      decode.error = llvm::toString(module.takeError());
+    } else if (failed(parsePassPipeline("llmc-pipeline{max-seq=" + std::to_string(kCheckCapacity) +
+                                            " batch=1 prefill-buckets=16}",
+                                        pm, parseErrors))) {
+      decode.error = parseError;
+    } else if (failed(pm.run(**module))) {
+      if (decode.error.empty())
+        decode.error = "the pipeline failed";
+    } else if (auto step = (*module)->lookupSymbol<func::FuncOp>("decode_b1")) {
+      if (auto k = step->getAttrOfType<IntegerAttr>("llm.kernels"))
+        decode.kernels = k.getInt();
+      if (auto plan = step->getAttrOfType<DictionaryAttr>("llm.memory_plan")) {
+        auto get = [&](StringRef key) {
+          auto a = plan.getAs<IntegerAttr>(key);
+          return a ? a.getInt() : int64_t(-1);
+        };
+        decode.arena = get("arena"), decode.kvCache = get("kv_cache"),
+        decode.weights = get("weights");
       }
     }
   }
@@ -583,6 +628,14 @@ int runCheck() {
       for (const auto &u : structure->unrecognized)
         unrecognized.push_back(llvm::json::Object{{"op", u.op}, {"node", u.node}});
       root["unrecognized"] = std::move(unrecognized);
+      if (decode.error.empty() && decode.kernels >= 0)
+        root["decode_step"] = llvm::json::Object{{"kernels", decode.kernels},
+                                                 {"arena_bytes", decode.arena},
+                                                 {"kv_cache_bytes", decode.kvCache},
+                                                 {"weights_bytes", decode.weights},
+                                                 {"capacity", kCheckCapacity}};
+      else
+        root["decode_step"] = llvm::json::Object{{"error", decode.error}};
     } else {
       root["structure"] = nullptr;
       root["layers"] = nullptr;
@@ -645,6 +698,12 @@ int runCheck() {
       for (const auto &u : structure->unrecognized)
         os << "  " << u.op << (u.node.empty() ? "" : " (" + u.node + ")") << "\n";
     }
+    if (decode.error.empty() && decode.kernels >= 0)
+      os << "decode step:  " << decode.kernels << " kernels, arena " << humanBytes(decode.arena)
+         << ", KV cache " << humanBytes(decode.kvCache) << " (batch 1, " << kCheckCapacity
+         << " tokens), weights " << humanBytes(decode.weights) << "\n";
+    else
+      os << "decode step:  not compiled: " << decode.error << "\n";
   }
   os << "status:       " << (ok ? "ok" : "NOT SUPPORTED") << "\n";
   return ok ? 0 : 1;

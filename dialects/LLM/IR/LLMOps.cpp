@@ -2025,3 +2025,21 @@ LogicalResult AttentionCombineOp::inferReturnTypes(MLIRContext *ctx, std::option
   types.push_back(makeTensorType(out, Float32Type::get(ctx)));
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Fusion
+//===----------------------------------------------------------------------===//
+
+LogicalResult FusedOp::verify() {
+  Block &body = getBody().front();
+  if (body.getNumArguments() != getInputs().size())
+    return emitOpError("region takes ") << body.getNumArguments() << " arguments for "
+                                        << getInputs().size() << " inputs";
+  for (auto [arg, in] : llvm::zip(body.getArguments(), getInputs()))
+    if (arg.getType() != in.getType())
+      return emitOpError("region argument types differ from the inputs");
+  auto yield = cast<YieldOp>(body.getTerminator());
+  if (yield.getValues().getTypes() != getOutputs().getTypes())
+    return emitOpError("yield types differ from the results");
+  return success();
+}

@@ -308,4 +308,43 @@ def LLM_AttentionCombineOp : LLM_InferredOp<"attention_combine"> {
   let results = (outs TensorOf<[F32]>:$output);
 }
 
+//===----------------------------------------------------------------------===//
+// Fusion (llmc-fuse)
+//===----------------------------------------------------------------------===//
+
+def LLM_FusedOp : LLM_Op<"fused", [IsolatedFromAbove,
+    SingleBlockImplicitTerminator<"::mlir::llmc::YieldOp">]> {
+  let summary = "operations that run as one kernel";
+  let description = [{
+    The region's operations (its block arguments are `inputs`, its yield
+    gives `outputs`) are one kernel of the generated code: intermediate
+    values stay in registers or cache instead of memory. `kind` names the
+    fusion ("norm_qkv_rope_cache", "attention", "linear_residual",
+    "norm_gated_mlp", "elementwise"). Its meaning is the region's: the
+    reference executor runs the operations inside in order.
+
+    ```mlir
+    %y = llm.fused "linear_residual" (%x, %w, %r) : (tensor<1x1x64xf32>, tensor<64x64xf32>, tensor<1x1x64xf32>) -> tensor<1x1x64xf32> {
+    ^bb0(%a: tensor<1x1x64xf32>, %b: tensor<64x64xf32>, %c: tensor<1x1x64xf32>):
+      %none = llm.none
+      %0 = llm.linear %a, %b, %none : (tensor<1x1x64xf32>, tensor<64x64xf32>, none) -> tensor<1x1x64xf32>
+      %1 = llm.onnx.add %0, %c : (tensor<1x1x64xf32>, tensor<1x1x64xf32>) -> tensor<1x1x64xf32>
+      llm.yield %1 : tensor<1x1x64xf32>
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<AnyType>:$inputs, StrAttr:$kind);
+  let results = (outs Variadic<AnyType>:$outputs);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$kind `(` $inputs `)` attr-dict `:` functional-type($inputs, $outputs) $body";
+  let hasVerifier = 1;
+}
+
+def LLM_YieldOp : LLM_Op<"yield", [Pure, Terminator, HasParent<"::mlir::llmc::FusedOp">]> {
+  let summary = "the results of an llm.fused region";
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+  let builders = [OpBuilder<(ins), [{ build($_builder, $_state, ::mlir::ValueRange()); }]>];
+}
+
 #endif // LLMC_DIALECTS_LLM_IR_LLMTRANSFORMEROPS_TD

@@ -1,0 +1,331 @@
+//===- Fuse.cpp - merged projections and fused kernels ---------------------===//
+//
+// Merges linear layers that share an input (weights concatenated at compile
+// time) and outlines groups of operations into llm.fused regions, one kernel
+// each; counts the kernels of every function. See Passes.td.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/KernelBridge.h"
+#include "passes/Passes.h"
+
+#include "dialects/LLM/IR/LLMOps.h"
+#include "dialects/LLM/IR/ShapeInference.h"
+
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::llmc {
+#define GEN_PASS_DEF_FUSEPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::llmc
+
+using namespace mlir;
+using namespace mlir::llmc;
+namespace cpu = ::llmc::cpu;
+
+namespace {
+
+StringRef shortName(Operation *op) {
+  StringRef n = op->getName().getStringRef();
+  n.consume_front("llm.");
+  return n;
+}
+
+bool isView(Operation *op) {
+  StringRef n = shortName(op);
+  return n == "onnx.reshape" || n == "onnx.squeeze" || n == "onnx.unsqueeze" ||
+         n == "onnx.flatten";
+}
+
+/// Integer and boolean values (sizes, positions, protocol checks): work on
+/// indices, not kernels of the model's computation.
+bool isBookkeeping(Operation *op) {
+  return op->getNumResults() > 0 && llvm::all_of(op->getResultTypes(), [](Type t) {
+           auto r = dyn_cast<RankedTensorType>(t);
+           return r && !isa<FloatType>(r.getElementType());
+         });
+}
+
+Value i64Constant(OpBuilder &b, Location loc, ArrayRef<int64_t> values) {
+  auto type = RankedTensorType::get({int64_t(values.size())}, b.getI64Type());
+  return b.create<ConstantOp>(loc, DenseElementsAttr::get(type, values)).getResult();
+}
+
+struct FusePass : mlir::llmc::impl::FusePassBase<FusePass> {
+  void runOnOperation() override {
+    func::FuncOp f = getOperation();
+    mergeProjections(f);
+    fuseAttention(f);
+    fuseLinearResidual(f);
+    fuseFromNorms(f);
+    // The weights the merge replaced, and other dead values.
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      SmallVector<Operation *> ops;
+      for (Operation &op : f.getBody().front())
+        ops.push_back(&op);
+      for (Operation *op : llvm::reverse(ops))
+        if (isa<LLMDialect>(op->getDialect()) && op->getNumResults() > 0 && isOpTriviallyDead(op)) {
+          op->erase();
+          changed = true;
+        }
+    }
+    if (failed(refineResultTypes(f)))
+      return signalPassFailure();
+    int64_t kernels = 0;
+    for (Operation &op : f.getBody().front())
+      if (!isa<ConstantOp, NoneOp, func::ReturnOp>(op) && !isView(&op) && !isBookkeeping(&op))
+        ++kernels;
+    f->setAttr("llm.kernels", Builder(f.getContext()).getI64IntegerAttr(kernels));
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Projections sharing an input
+  //===--------------------------------------------------------------------===//
+
+  /// The bytes of a constant, or nothing.
+  static std::optional<cpu::Tensor> constantOf(Value v) {
+    auto c = v.getDefiningOp<ConstantOp>();
+    if (!c)
+      return std::nullopt;
+    auto t = constantTensor(c.getValue());
+    if (!t) {
+      llvm::consumeError(t.takeError());
+      return std::nullopt;
+    }
+    return std::move(*t);
+  }
+
+  void mergeProjections(func::FuncOp f) {
+    llvm::MapVector<Value, SmallVector<LinearOp>> byInput;
+    f.walk([&](LinearOp l) {
+      auto w = l.getWeight().getDefiningOp<ConstantOp>();
+      if (w && (isNone(l.getBias()) || l.getBias().getDefiningOp<ConstantOp>()))
+        byInput[l.getX()].push_back(l);
+    });
+    for (auto &[x, group] : byInput) {
+      if (group.size() < 2)
+        continue;
+      auto first = cast<RankedTensorType>(group[0].getWeight().getType());
+      bool alike = llvm::all_of(group, [&](LinearOp l) {
+        auto t = cast<RankedTensorType>(l.getWeight().getType());
+        return t.getElementType() == first.getElementType() &&
+               t.getDimSize(1) == first.getDimSize(1) &&
+               isNone(l.getBias()) == isNone(group[0].getBias());
+      });
+      if (!alike)
+        continue;
+      // Stack the weights (and biases) in the group's order.
+      std::vector<char> weights, biases;
+      SmallVector<int64_t> rows;
+      bool ok = true;
+      for (LinearOp l : group) {
+        std::optional<cpu::Tensor> w = constantOf(l.getWeight());
+        if (!w) {
+          ok = false;
+          break;
+        }
+        const char *p = static_cast<const char *>(w->raw());
+        weights.insert(weights.end(), p, p + w->bytes());
+        rows.push_back(w->dim(0));
+        if (!isNone(l.getBias())) {
+          std::optional<cpu::Tensor> bias = constantOf(l.getBias());
+          if (!bias) {
+            ok = false;
+            break;
+          }
+          const char *q = static_cast<const char *>(bias->raw());
+          biases.insert(biases.end(), q, q + bias->bytes());
+        }
+      }
+      if (!ok)
+        continue;
+      // Before the first member (x and constants dominate it).
+      Operation *firstOp = group[0];
+      for (LinearOp l : group)
+        if (l->isBeforeInBlock(firstOp))
+          firstOp = l;
+      OpBuilder b(firstOp);
+      Location loc = firstOp->getLoc();
+      int64_t total = 0;
+      for (int64_t r : rows)
+        total += r;
+      auto wType = RankedTensorType::get({total, first.getDimSize(1)}, first.getElementType());
+      Value w = b.create<ConstantOp>(
+                     loc, DenseResourceElementsAttr::get(
+                              wType, "merged_weight",
+                              HeapAsmResourceBlob::allocateAndCopyWithAlign(weights, 64)))
+                    .getResult();
+      Value bias = b.create<NoneOp>(loc).getResult();
+      if (!biases.empty()) {
+        auto bType = RankedTensorType::get({total}, first.getElementType());
+        bias = b.create<ConstantOp>(
+                    loc, DenseResourceElementsAttr::get(
+                             bType, "merged_bias",
+                             HeapAsmResourceBlob::allocateAndCopyWithAlign(biases, 64)))
+                   .getResult();
+      }
+      Value merged = b.create<LinearOp>(loc, ValueRange{x, w, bias}, ArrayRef<NamedAttribute>{})
+                         .getResult();
+      int64_t offset = 0;
+      for (auto [l, r] : llvm::zip(group, rows)) {
+        Value part = b.create<OnnxSliceOp>(
+                          loc,
+                          ValueRange{merged, i64Constant(b, loc, {offset}),
+                                     i64Constant(b, loc, {offset + r}), i64Constant(b, loc, {-1}),
+                                     i64Constant(b, loc, {1})},
+                          ArrayRef<NamedAttribute>{})
+                         .getResult();
+        offset += r;
+        l.getResult().replaceAllUsesWith(part);
+      }
+      for (LinearOp l : group) // (after: the builder inserts before one of them)
+        l.erase();
+    }
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Outlining
+  //===--------------------------------------------------------------------===//
+
+  /// Moves `ops` (one block, any order) into an llm.fused at the position of
+  /// the last of them, if every value they give is read after that.
+  bool outline(SmallVector<Operation *> ops, StringRef kind) {
+    if (ops.size() < 2)
+      return false;
+    llvm::sort(ops, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+    llvm::SmallPtrSet<Operation *, 16> set(ops.begin(), ops.end());
+    Operation *last = ops.back();
+    llvm::SetVector<Value> inputs;
+    SmallVector<Value> outputs;
+    for (Operation *op : ops) {
+      for (Value v : op->getOperands())
+        if (!set.contains(v.getDefiningOp()))
+          inputs.insert(v);
+      for (Value r : op->getResults()) {
+        bool outside = false;
+        for (Operation *user : r.getUsers()) {
+          if (set.contains(user))
+            continue;
+          if (user->getBlock() != last->getBlock() || !last->isBeforeInBlock(user))
+            return false; // read before the group would run
+          outside = true;
+        }
+        if (outside)
+          outputs.push_back(r);
+      }
+    }
+    OpBuilder b(last->getContext());
+    b.setInsertionPointAfter(last);
+    Location loc = last->getLoc();
+    SmallVector<Type> resultTypes;
+    for (Value o : outputs)
+      resultTypes.push_back(o.getType());
+    auto fused = b.create<FusedOp>(loc, resultTypes, inputs.getArrayRef(), b.getStringAttr(kind));
+    Block *body = new Block();
+    fused.getBody().push_back(body);
+    IRMapping map;
+    for (Value in : inputs)
+      map.map(in, body->addArgument(in.getType(), in.getLoc()));
+    OpBuilder inner = OpBuilder::atBlockEnd(body);
+    for (Operation *op : ops)
+      inner.clone(*op, map);
+    SmallVector<Value> yielded;
+    for (Value o : outputs)
+      yielded.push_back(map.lookup(o));
+    inner.create<YieldOp>(loc, yielded);
+    for (auto [o, r] : llvm::zip(outputs, fused.getResults()))
+      o.replaceAllUsesWith(r);
+    for (Operation *op : llvm::reverse(ops))
+      op->erase();
+    return true;
+  }
+
+  /// Split-KV partials, their combination and the cast back.
+  void fuseAttention(func::FuncOp f) {
+    SmallVector<DecodeAttentionPartialOp> partials;
+    f.walk([&](DecodeAttentionPartialOp p) { partials.push_back(p); });
+    for (DecodeAttentionPartialOp p : partials) {
+      SmallVector<Operation *> ops{p};
+      if (!p.getPartial().hasOneUse())
+        continue;
+      Operation *combine = *p.getPartial().getUsers().begin();
+      if (!isa<AttentionCombineOp>(combine))
+        continue;
+      ops.push_back(combine);
+      if (combine->getResult(0).hasOneUse()) {
+        Operation *cast = *combine->getResult(0).getUsers().begin();
+        if (shortName(cast) == "onnx.cast")
+          ops.push_back(cast);
+      }
+      outline(ops, "attention");
+    }
+  }
+
+  /// A projection and the residual add that reads it.
+  void fuseLinearResidual(func::FuncOp f) {
+    SmallVector<LinearOp> linears;
+    f.walk([&](LinearOp l) { linears.push_back(l); });
+    for (LinearOp l : linears) {
+      if (!l->getParentOfType<FusedOp>() && l.getResult().hasOneUse()) {
+        Operation *user = *l.getResult().getUsers().begin();
+        SmallVector<Operation *> ops{l};
+        // Through views (the attention output's head merge comes before).
+        if (shortName(user) == "onnx.add" && user->getParentOp() == l->getParentOp() &&
+            !user->getOperand(0).getDefiningOp<ConstantOp>() &&
+            !user->getOperand(1).getDefiningOp<ConstantOp>()) {
+          ops.push_back(user);
+          outline(ops, "linear_residual");
+        }
+      }
+    }
+  }
+
+  /// A norm and what it feeds, up to attention, another norm or a residual.
+  void fuseFromNorms(func::FuncOp f) {
+    SmallVector<Operation *> norms;
+    f.walk([&](Operation *op) {
+      if (isa<RmsNormOp, LayerNormOp>(op) && !op->getParentOfType<FusedOp>())
+        norms.push_back(op);
+    });
+    for (Operation *norm : norms) {
+      SmallVector<Operation *> ops{norm};
+      llvm::SmallPtrSet<Operation *, 16> seen{norm};
+      bool cache = false, gated = false;
+      for (size_t i = 0; i < ops.size(); ++i)
+        for (Value r : ops[i]->getResults())
+          for (Operation *user : r.getUsers()) {
+            if (seen.contains(user) || user->getBlock() != norm->getBlock())
+              continue;
+            StringRef n = shortName(user);
+            bool fusable = isa<LinearOp, RopeOp, SwigluOp, GeluOp, SiluOp, CacheUpdateOp>(user) ||
+                           n == "onnx.slice" || n == "onnx.split" || n == "onnx.transpose" ||
+                           n == "onnx.cast" ||
+                           isView(user) ||
+                           (n == "onnx.mul" && llvm::any_of(user->getOperands(), [&](Value v) {
+                              return v.getDefiningOp() &&
+                                     isa<GeluOp, SiluOp>(v.getDefiningOp());
+                            }));
+            if (!fusable)
+              continue;
+            // Every operand from inside, a constant, or a function input.
+            bool inside = llvm::all_of(user->getOperands(), [&](Value v) {
+              Operation *d = v.getDefiningOp();
+              return !d || seen.contains(d) || isa<ConstantOp, NoneOp>(d) || isBookkeeping(d);
+            });
+            if (!inside)
+              continue;
+            cache |= isa<CacheUpdateOp>(user);
+            gated |= isa<SwigluOp, GeluOp, SiluOp>(user);
+            seen.insert(user);
+            ops.push_back(user);
+          }
+      outline(ops, cache ? "norm_qkv_rope_cache" : gated ? "norm_gated_mlp" : "norm_linear");
+    }
+  }
+};
+
+} // namespace
