@@ -143,6 +143,11 @@ def RaiseTransformerPass : Pass<"llmc-raise-transformer", "::mlir::func::FuncOp"
       for every sequence, total_sequence_length equals past + S), so other
       inputs are refused at run time. Attention bias, sinks, quantized
       caches, q/k norms and window-sized caches keep the contrib op.
+    * ONNX (opset 23+) RotaryEmbedding with position ids and constant
+      caches, and Attention without padded lengths or windows (its past ++
+      new keys as present outputs; is_causal only with as many new keys as
+      queries, since ONNX aligns that mask top-left); decomposed softcap
+      (c * tanh(s / c)) in the eager form.
     * The older com.microsoft forms: RotaryEmbedding with constant caches
       (llm.rope), MultiHeadAttention with q/k/v [B, S, N * D], BNSH past and
       an additive bias (present = past ++ new, the bias as the mask),

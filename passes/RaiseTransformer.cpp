@@ -661,6 +661,8 @@ struct RaiseTransformerPass
           &RaiseTransformerPass::raiseAttention, &RaiseTransformerPass::simplifyMasks,
           &RaiseTransformerPass::raiseGroupQueryAttention,
           &RaiseTransformerPass::raiseContribRotary,
+          &RaiseTransformerPass::raiseOnnxRotary,
+          &RaiseTransformerPass::raiseOnnxAttention,
           &RaiseTransformerPass::raiseMultiHeadAttention,
           &RaiseTransformerPass::raiseContribAttention,
           &RaiseTransformerPass::raiseEmbedLayerNorm,
@@ -1129,6 +1131,20 @@ struct RaiseTransformerPass
         if (!mask)
           continue;
       }
+      // softcap * tanh(scores / softcap) (Gemma 2), after the scaling.
+      double softcap = 0;
+      if (Operation *outer = defOf(qk, "onnx.mul"))
+        for (int side = 0; side < 2 && softcap == 0; ++side) {
+          std::optional<double> cap = scalarOf(outer->getOperand(side));
+          Operation *tanh = defOf(outer->getOperand(1 - side), "onnx.tanh");
+          if (!cap || *cap <= 0 || !tanh)
+            continue;
+          auto [inner, f] = unscale(tanh->getOperand(0));
+          if (std::abs(f * *cap - 1.0) <= 1e-6) { // divided by the same cap
+            softcap = *cap;
+            qk = inner;
+          }
+        }
       auto [product, c] = unscale(qk);
       Operation *mm = defOf(product, "onnx.matmul");
       if (!mm)
@@ -1157,7 +1173,7 @@ struct RaiseTransformerPass
       auto toBshd = [&](Value x) { return create<OnnxTransposeOp>(b, loc, {x}, {perm}); };
       Value out = create<AttentionOp>(
           b, loc, {toBshd(qv), toBshd(k), toBshd(v), mask ? mask : none(b, loc)},
-          attentionAttrs(b, hq, hkv, /*causal=*/false, scale));
+          attentionAttrs(b, hq, hkv, /*causal=*/false, scale, 0, softcap));
       Value y = toBshd(out);
       if (!sameShapeAndType(y, pv->getResult(0)))
         continue;
@@ -1876,6 +1892,124 @@ struct RaiseTransformerPass
       e->getResult(0).replaceAllUsesWith(y);
       if (e->getNumResults() > 2)
         e->getResult(2).replaceAllUsesWith(sum);
+    }
+  }
+
+
+  //===--------------------------------------------------------------------===//
+  // ONNX RotaryEmbedding and Attention (opsets 23+)
+  //===--------------------------------------------------------------------===//
+
+  /// RotaryEmbedding with position ids and constant [max_pos, R/2] caches ->
+  /// llm.rope on [B, S, N, D] (from [B, N, S, D] or [B, S, N * D]).
+  void raiseOnnxRotary(func::FuncOp func) {
+    for (Operation *r : opsNamed(func, "onnx.rotary_embedding")) {
+      Value x = r->getOperand(0), cosC = r->getOperand(1), sinC = r->getOperand(2),
+            pos = optionalOperand(r, 3);
+      auto ct = dyn_cast<RankedTensorType>(cosC.getType());
+      if (!pos || rankOf(pos) != 2 || !ct || ct.getRank() != 2 || ct.isDynamicDim(1) ||
+          !cosC.getDefiningOp<ConstantOp>() || !sinC.getDefiningOp<ConstantOp>() ||
+          sinC.getType() != cosC.getType())
+        continue;
+      int64_t rank = rankOf(x), d = -1, heads = -1;
+      if (rank == 4) {
+        d = lastDim(x), heads = dimSize(x, 1);
+      } else if (rank == 3) {
+        heads = intAttrOr(r, "num_heads", 0);
+        d = heads > 0 && lastDim(x) > 0 && lastDim(x) % heads == 0 ? lastDim(x) / heads : -1;
+      }
+      int64_t rot = intAttrOr(r, "rotary_embedding_dim", 0);
+      if (d <= 0 || heads <= 0)
+        continue;
+      if (rot == 0)
+        rot = d;
+      if (rot > d || rot % 2 || ct.getDimSize(1) != rot / 2)
+        continue;
+      OpBuilder b(r);
+      Location loc = r->getLoc();
+      auto perm = b.getNamedAttr("perm", b.getDenseI64ArrayAttr({0, 2, 1, 3}));
+      Value in = rank == 4 ? create<OnnxTransposeOp>(b, loc, {x}, {perm})
+                           : create<OnnxReshapeOp>(b, loc,
+                                                   {x, i64Constant(b, loc, {0, 0, heads, d})});
+      Value y = create<RopeOp>(
+          b, loc, {in, cosC, sinC, pos},
+          {b.getNamedAttr("interleaved", b.getBoolAttr(intAttrOr(r, "interleaved", 0))),
+           b.getNamedAttr("rotary_dim", b.getI64IntegerAttr(rot == d ? 0 : rot))});
+      y = rank == 4 ? create<OnnxTransposeOp>(b, loc, {y}, {perm})
+                    : create<OnnxReshapeOp>(b, loc, {y, i64Constant(b, loc, {0, 0, heads * d})});
+      r->getResult(0).replaceAllUsesWith(y);
+    }
+  }
+
+  /// ONNX Attention without padded lengths or windows: past ++ new keys
+  /// (its present outputs), causal from is_causal, its mask, scale and
+  /// softcap -> llm.attention on [B, S, H, D].
+  void raiseOnnxAttention(func::FuncOp func) {
+    SymbolicShapes sym(func);
+    for (Operation *a : opsNamed(func, "onnx.attention")) {
+      Value q = a->getOperand(0), k = a->getOperand(1), v = a->getOperand(2),
+            mask = optionalOperand(a, 3), pastK = optionalOperand(a, 4),
+            pastV = optionalOperand(a, 5);
+      int64_t rank = rankOf(q);
+      if (optionalOperand(a, 6) || intAttrOr(a, "left_window_size", -1) >= 0 ||
+          intAttrOr(a, "right_window_size", -1) >= 0 || (rank != 3 && rank != 4) ||
+          rankOf(k) != rank || rankOf(v) != rank || bool(pastK) != bool(pastV) ||
+          (a->getNumResults() > 3 && !a->getResult(3).use_empty()) ||
+          (mask && (rankOf(mask) < 2 || rankOf(mask) > 4)))
+        continue;
+      int64_t hq, hkv, d, dv;
+      if (rank == 4) {
+        hq = dimSize(q, 1), hkv = dimSize(k, 1), d = lastDim(q), dv = lastDim(v);
+      } else {
+        hq = intAttrOr(a, "q_num_heads", 0), hkv = intAttrOr(a, "kv_num_heads", 0);
+        d = hq > 0 && lastDim(q) % hq == 0 ? lastDim(q) / hq : -1;
+        dv = hkv > 0 && lastDim(v) % hkv == 0 ? lastDim(v) / hkv : -1;
+      }
+      if (hq <= 0 || hkv <= 0 || hq % hkv || d <= 0 || dv <= 0)
+        continue;
+      // ONNX's causal mask puts query i at past + i; llm.attention at
+      // (past + new keys) - queries + i: the same only with as many new keys
+      // as queries.
+      if (intAttrOr(a, "is_causal", 0)) {
+        int64_t axis = rank == 4 ? 2 : 1;
+        if (!(sym.dimOf(q, axis) == sym.dimOf(k, axis)))
+          continue;
+      }
+      // The mask must cover every key (ONNX pads a shorter one with -inf).
+      if (mask) {
+        int64_t cols = lastDim(mask), keys = rank == 4 ? dimSize(k, 2) : dimSize(k, 1);
+        int64_t past = pastK ? dimSize(pastK, 2) : 0;
+        if (cols < 0 || keys < 0 || past < 0 || cols != keys + past)
+          continue;
+      }
+      OpBuilder b(a);
+      Location loc = a->getLoc();
+      auto perm = b.getNamedAttr("perm", b.getDenseI64ArrayAttr({0, 2, 1, 3}));
+      // [B, H, S, D] for the caches, [B, S, H, D] for llm.attention.
+      auto toBhsd = [&](Value x, int64_t h, int64_t dim) -> Value {
+        if (rank == 4)
+          return x;
+        Value bshd = create<OnnxReshapeOp>(b, loc, {x, i64Constant(b, loc, {0, 0, h, dim})});
+        return create<OnnxTransposeOp>(b, loc, {bshd}, {perm});
+      };
+      Value kb = toBhsd(k, hkv, d), vb = toBhsd(v, hkv, dv);
+      auto axis2 = b.getNamedAttr("axis", b.getI64IntegerAttr(2));
+      Value presentK = pastK ? create<OnnxConcatOp>(b, loc, {pastK, kb}, {axis2}) : kb;
+      Value presentV = pastV ? create<OnnxConcatOp>(b, loc, {pastV, vb}, {axis2}) : vb;
+      Value qs = rank == 4 ? create<OnnxTransposeOp>(b, loc, {q}, {perm})
+                           : create<OnnxReshapeOp>(b, loc, {q, i64Constant(b, loc, {0, 0, hq, d})});
+      Value o = create<AttentionOp>(
+          b, loc,
+          {qs, create<OnnxTransposeOp>(b, loc, {presentK}, {perm}),
+           create<OnnxTransposeOp>(b, loc, {presentV}, {perm}), mask ? mask : none(b, loc)},
+          attentionAttrs(b, hq, hkv, intAttrOr(a, "is_causal", 0) != 0,
+                         floatAttrOr(a, "scale", 1.0 / std::sqrt(double(d))), 0,
+                         floatAttrOr(a, "softcap", 0.0)));
+      Value y = rank == 4 ? create<OnnxTransposeOp>(b, loc, {o}, {perm})
+                          : create<OnnxReshapeOp>(b, loc, {o, i64Constant(b, loc, {0, 0, hq * dv})});
+      if (!sameShapeAndType(y, a->getResult(0)))
+        continue;
+      replaceResults(a, {y, presentK, presentV});
     }
   }
 

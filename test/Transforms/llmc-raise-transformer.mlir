@@ -544,3 +544,37 @@ func.func @contrib_embed_layer_norm(%ids: tensor<1x?xi32>, %pos: tensor<1x?xi32>
   %y, %mi, %sum = llm.ms.embed_layer_normalization %ids, %none, %word, %ptab, %none, %g, %b, %none, %pos {epsilon = 1.0e-5 : f32} : (tensor<1x?xi32>, none, tensor<10x4xf32>, tensor<16x4xf32>, none, tensor<4xf32>, tensor<4xf32>, none, tensor<1x?xi32>) -> (tensor<1x?x4xf32>, tensor<1xi32>, tensor<1x?x4xf32>)
   return %y, %sum : tensor<1x?x4xf32>, tensor<1x?x4xf32>
 }
+
+// -----
+
+// ONNX (opset 23) RotaryEmbedding with position ids and constant caches,
+// and Attention with a past (its present outputs become the concat) and
+// is_causal with as many new keys as queries.
+// CHECK-LABEL: func.func @onnx_ops
+// CHECK: llm.rope %{{.+}}, %{{.+}}, %{{.+}}, %arg1 : (tensor<1x?x2x8xf32>
+// CHECK: %[[PK:.+]] = llm.onnx.concat %arg3, %{{.+}} {axis = 2 : i64}
+// CHECK: llm.attention %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} {causal = true, num_heads = 2 : i64, num_kv_heads = 2 : i64, scale = 0.353553385 : f32, softcap = 5.000000e+00 : f32}
+// CHECK-NOT: llm.onnx.attention
+// CHECK-NOT: llm.onnx.rotary_embedding
+// CHECK: return %{{.+}}, %[[PK]]
+func.func @onnx_ops(%x: tensor<1x2x?x8xf32>, %pos: tensor<1x?xi64>, %k: tensor<1x2x?x8xf32>, %pk: tensor<1x2x?x8xf32>, %pv: tensor<1x2x?x8xf32>) -> (tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>) {
+  %cos = llm.constant dense<1.0> : tensor<16x4xf32>
+  %sin = llm.constant dense<0.0> : tensor<16x4xf32>
+  %none = llm.none
+  %q = llm.onnx.rotary_embedding %x, %cos, %sin, %pos : (tensor<1x2x?x8xf32>, tensor<16x4xf32>, tensor<16x4xf32>, tensor<1x?xi64>) -> tensor<1x2x?x8xf32>
+  %y:4 = llm.onnx.attention %q, %q, %q, %none, %pk, %pv, %none {is_causal = 1 : i64, softcap = 5.0 : f32} : (tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, none, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, none) -> (tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x?xf32>)
+  return %y#0, %y#1 : tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>
+}
+
+// -----
+
+// Negative: causal ONNX Attention with fewer queries than new keys aligns
+// its mask top-left (query i sees keys up to i), not like llm.attention:
+// it stays.
+// CHECK-LABEL: func.func @onnx_attention_top_left
+// CHECK: llm.onnx.attention
+func.func @onnx_attention_top_left(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x5x8xf32>) -> tensor<1x2x3x8xf32> {
+  %none = llm.none
+  %y:4 = llm.onnx.attention %q, %k, %k, %none, %none, %none, %none {is_causal = 1 : i64} : (tensor<1x2x3x8xf32>, tensor<1x2x5x8xf32>, tensor<1x2x5x8xf32>, none, none, none, none) -> (tensor<1x2x3x8xf32>, tensor<1x2x5x8xf32>, tensor<1x2x5x8xf32>, tensor<1x2x3x5xf32>)
+  return %y#0 : tensor<1x2x3x8xf32>
+}
