@@ -269,6 +269,29 @@ def BucketShapesPass : Pass<"llmc-bucket-shapes", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::llmc::LLMDialect", "::mlir::func::FuncDialect"];
 }
 
+def ConvertDtypePass : Pass<"llmc-convert-dtype", "::mlir::func::FuncOp"> {
+  let summary = "Run a function's f32 computation in f16 or bf16";
+  let description = [{
+    Every f32 value of the function becomes `dtype`: the weights and tables
+    (constants, converted at compile time with round-to-nearest-even), the
+    caches (inputs and results) and every intermediate; a Cast to f32 becomes
+    a cast to `dtype`; the other results (the logits) are cast back to f32 at
+    the return, so the interface keeps f32 logits. Integer values are untouched. The
+    kernels compute in f32 internally and round their results to `dtype`,
+    so the numbers are those of a half-precision model: compare with a
+    tolerance for it (`llmc verify --tolerance`). `f32` (the default)
+    changes nothing. Runs after `llmc-bucket-shapes` and before
+    `llmc-attention-to-flash`.
+
+    Before: `%y = llm.linear %x, %w, %none : (tensor<1x1x64xf32>, tensor<64x64xf32>, none) -> tensor<1x1x64xf32>`;
+    after (dtype=f16): `... : (tensor<1x1x64xf16>, tensor<64x64xf16>, none) -> tensor<1x1x64xf16>`.
+  }];
+  let options = [
+    Option<"dtype", "dtype", "std::string", "\"f32\"", "f32, f16 or bf16">
+  ];
+  let dependentDialects = ["::mlir::llmc::LLMDialect"];
+}
+
 def AttentionToFlashPass : Pass<"llmc-attention-to-flash", "::mlir::func::FuncOp"> {
   let summary = "Rewrite cached attention into flash forms (tiled prefill, split-KV decode)";
   let description = [{

@@ -17,6 +17,9 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
   ListOption<int64_t> batch{*this, "batch", llvm::cl::desc("Batch sizes to compile")};
   ListOption<int64_t> prefillBuckets{*this, "prefill-buckets",
                                      llvm::cl::desc("Prompt lengths to compile")};
+  Option<std::string> dtype{*this, "dtype",
+                            llvm::cl::desc("Compute and weight type: f32, f16 or bf16"),
+                            llvm::cl::init("f32")};
 };
 
 void buildPipeline(OpPassManager &pm, const PipelineOptions &o) {
@@ -32,6 +35,9 @@ void buildPipeline(OpPassManager &pm, const PipelineOptions &o) {
   buckets.prefillBuckets = o.prefillBuckets;
   pm.addPass(createBucketShapesPass(buckets));
   pm.addNestedPass<func::FuncOp>(createCanonicalizePass());
+  ConvertDtypePassOptions convert;
+  convert.dtype = o.dtype;
+  pm.addNestedPass<func::FuncOp>(createConvertDtypePass(convert));
   pm.addNestedPass<func::FuncOp>(createAttentionToFlashPass());
   pm.addNestedPass<func::FuncOp>(createFusePass());
   pm.addNestedPass<func::FuncOp>(createPlanMemoryPass());
@@ -44,7 +50,8 @@ void mlir::llmc::registerLLMCPipeline() {
     PassPipelineRegistration<PipelineOptions>(
         "llmc-pipeline",
         "The transformer passes in order: canonicalize, raise, KV cache, buckets, "
-        "canonicalize, flash attention, fusion, memory plan (--max-seq, --batch, --prefill-buckets)",
+        "canonicalize, dtype, flash attention, fusion, memory plan (--max-seq, --batch, "
+        "--prefill-buckets, --dtype)",
         buildPipeline);
     return true;
   }();

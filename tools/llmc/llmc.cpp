@@ -146,6 +146,11 @@ cl::opt<int> verifySteps("steps", cl::desc("Decode steps for --against-import"),
                          cl::sub(verifyCmd), cl::cat(llmcCategory));
 cl::opt<double> verifyAtol("atol", cl::desc("Max abs logit error for --against-import (f32)"),
                            cl::init(1e-4), cl::sub(verifyCmd), cl::cat(llmcCategory));
+cl::opt<double> verifyTolerance(
+    "tolerance",
+    cl::desc("Max logit error as a fraction of the logit scale, instead of each fixture's own "
+             "(for a pipeline that changes precision: dtype=f16)"),
+    cl::init(-1), cl::sub(verifyCmd), cl::cat(llmcCategory));
 
 // Shared by exec, conformance and verify: passes to run before executing.
 cl::opt<std::string> runPasses(
@@ -341,6 +346,8 @@ int runVerify() {
          << llvm::toString(fixture.takeError()) << "\n";
       continue;
     }
+    if (verifyTolerance > 0)
+      fixture->tolerance = verifyTolerance;
     FixtureReport report = verifyAgainstImported
                                ? verifyAgainstImport(*fixture, runPasses, verifySteps, verifyAtol)
                                : verifyFixture(*fixture, runPasses);
