@@ -5,6 +5,7 @@
 // each; counts the kernels of every function. See Passes.td.
 //
 //===----------------------------------------------------------------------===//
+#include "passes/BuildHelpers.h"
 #include "passes/KernelBridge.h"
 #include "passes/Passes.h"
 
@@ -46,11 +47,6 @@ bool isBookkeeping(Operation *op) {
            auto r = dyn_cast<RankedTensorType>(t);
            return r && !isa<FloatType>(r.getElementType());
          });
-}
-
-Value i64Constant(OpBuilder &b, Location loc, ArrayRef<int64_t> values) {
-  auto type = RankedTensorType::get({int64_t(values.size())}, b.getI64Type());
-  return b.create<ConstantOp>(loc, DenseElementsAttr::get(type, values)).getResult();
 }
 
 struct FusePass : mlir::llmc::impl::FusePassBase<FusePass> {

@@ -6,6 +6,7 @@
 // logits and the updated caches. See Passes.td for the contract.
 //
 //===----------------------------------------------------------------------===//
+#include "passes/BuildHelpers.h"
 #include "passes/Passes.h"
 
 #include "dialects/LLM/IR/LLMOps.h"
@@ -60,21 +61,6 @@ std::pair<Value, Value> splitConcat(Value x) {
       return {c->getOperand(0), c->getOperand(1)};
   }
   return {Value(), x};
-}
-
-Value i64Constant(OpBuilder &b, Location loc, ArrayRef<int64_t> values, bool scalar = false) {
-  auto type = scalar ? RankedTensorType::get({}, b.getI64Type())
-                     : RankedTensorType::get({int64_t(values.size())}, b.getI64Type());
-  return b.create<ConstantOp>(loc, DenseElementsAttr::get(type, values)).getResult();
-}
-
-template <typename OpT>
-Value create(OpBuilder &b, Location loc, ValueRange operands, ArrayRef<NamedAttribute> attrs = {}) {
-  NamedAttrList list(attrs);
-  if (std::optional<RegisteredOperationName> name =
-          RegisteredOperationName::lookup(OpT::getOperationName(), b.getContext()))
-    name->populateDefaultAttrs(list);
-  return b.create<OpT>(loc, operands, list.getAttrs())->getResult(0);
 }
 
 struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCachePass> {
@@ -152,7 +138,7 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
         if (Value inner = fromBshd(x))
           return inner;
         OpBuilder xb(a);
-        return create<OnnxTransposeOp>(
+        return createOp<OnnxTransposeOp>(
             xb, a.getLoc(), {x}, {xb.getNamedAttr("perm", xb.getDenseI64ArrayAttr({0, 2, 1, 3}))});
       };
       Value kx = bhsd(a.getK()), vx = bhsd(a.getV());
@@ -197,28 +183,28 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
 
     // Sizes and bound inputs.
     auto sizeOf = [&](Value x, int64_t d) {
-      Value shape = create<OnnxShapeOp>(b, loc, {x});
-      return create<OnnxGatherOp>(b, loc, {shape, i64Constant(b, loc, {d}, true)});
+      Value shape = createOp<OnnxShapeOp>(b, loc, {x});
+      return createOp<OnnxGatherOp>(b, loc, {shape, i64Constant(b, loc, {d}, true)});
     };
     auto vec1 = [&](Value scalar) {
-      return create<OnnxUnsqueezeOp>(b, loc, {scalar, i64Constant(b, loc, {0})});
+      return createOp<OnnxUnsqueezeOp>(b, loc, {scalar, i64Constant(b, loc, {0})});
     };
     Value batch = sizeOf(tokens, 0), seq = sizeOf(tokens, 1);
-    Value total = create<OnnxAddOp>(b, loc, {start, seq});
+    Value total = createOp<OnnxAddOp>(b, loc, {start, seq});
     auto concat0 = b.getNamedAttr("axis", b.getI64IntegerAttr(0));
     if (positionsArg >= 0) {
       Value arg = f.getArgument(unsigned(positionsArg));
       // start_pos + range(S): static once S is (a range from start_pos
       // would not be).
-      Value steps = create<OnnxRangeOp>(
+      Value steps = createOp<OnnxRangeOp>(
           b, loc, {i64Constant(b, loc, {0}, true), seq, i64Constant(b, loc, {1}, true)});
-      Value row = create<OnnxUnsqueezeOp>(
-          b, loc, {create<OnnxAddOp>(b, loc, {steps, start}), i64Constant(b, loc, {0})});
-      Value shape = create<OnnxConcatOp>(b, loc, {vec1(batch), vec1(seq)}, {concat0});
-      Value positions = create<OnnxExpandOp>(b, loc, {row, shape});
+      Value row = createOp<OnnxUnsqueezeOp>(
+          b, loc, {createOp<OnnxAddOp>(b, loc, {steps, start}), i64Constant(b, loc, {0})});
+      Value shape = createOp<OnnxConcatOp>(b, loc, {vec1(batch), vec1(seq)}, {concat0});
+      Value positions = createOp<OnnxExpandOp>(b, loc, {row, shape});
       Type element = getElementTypeOrSelf(arg.getType());
       if (!element.isInteger(64))
-        positions = create<OnnxCastOp>(
+        positions = createOp<OnnxCastOp>(
             b, loc, {positions},
             {b.getNamedAttr("to", b.getI64IntegerAttr(element.isInteger(32) ? 6 : 7))});
       arg.replaceAllUsesWith(positions);
@@ -231,7 +217,7 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
       bool sameAsTokens = ms && ms->size() == 2 && (*ms)[1].name &&
                           (*ms)[1].name == (*tokenShape)[1].name;
       Value keys = layers[0].pastK && !sameAsTokens ? total : seq;
-      Value shape = create<OnnxConcatOp>(b, loc, {vec1(batch), vec1(keys)}, {concat0});
+      Value shape = createOp<OnnxConcatOp>(b, loc, {vec1(batch), vec1(keys)}, {concat0});
       Type element = getElementTypeOrSelf(arg.getType());
       Value one = b.create<ConstantOp>(
                        loc, DenseElementsAttr::get(RankedTensorType::get({}, element),
@@ -239,7 +225,7 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
                                                        ? Attribute(b.getI32IntegerAttr(1))
                                                        : Attribute(b.getI64IntegerAttr(1))))
                       .getResult();
-      arg.replaceAllUsesWith(create<OnnxExpandOp>(b, loc, {one, shape}));
+      arg.replaceAllUsesWith(createOp<OnnxExpandOp>(b, loc, {one, shape}));
     }
 
     // Attention over the cache.
@@ -247,9 +233,9 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
     for (auto [i, l] : llvm::enumerate(layers)) {
       OpBuilder ab(l.attn);
       Location al = l.attn.getLoc();
-      Value kc = create<CacheUpdateOp>(ab, al, {cachesK[i], l.newK, start});
-      Value vc = create<CacheUpdateOp>(ab, al, {cachesV[i], l.newV, start});
-      Value out = create<CachedAttentionOp>(
+      Value kc = createOp<CacheUpdateOp>(ab, al, {cachesK[i], l.newK, start});
+      Value vc = createOp<CacheUpdateOp>(ab, al, {cachesV[i], l.newV, start});
+      Value out = createOp<CachedAttentionOp>(
           ab, al, {l.attn.getQ(), kc, vc, start},
           {ab.getNamedAttr("num_heads", l.attn.getNumHeadsAttr()),
            ab.getNamedAttr("num_kv_heads", l.attn.getNumKvHeadsAttr()),
@@ -307,7 +293,7 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
           shapeReads.push_back(user);
       for (Operation *read : shapeReads) {
         OpBuilder sb(read);
-        Value full = create<OnnxConcatOp>(
+        Value full = createOp<OnnxConcatOp>(
             sb, loc,
             {vec1b(sb, sizeOfB(sb, cache, 0)), vec1b(sb, sizeOfB(sb, cache, 1)), vec1b(sb, start),
              vec1b(sb, sizeOfB(sb, cache, 3))},
@@ -319,7 +305,7 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
           to = a.getInt() < 0 ? a.getInt() + 4 : std::min<int64_t>(a.getInt(), 4);
         Value value = full;
         if (from != 0 || to != 4)
-          value = create<OnnxSliceOp>(
+          value = createOp<OnnxSliceOp>(
               sb, loc,
               {full, i64Constant(sb, loc, {from}), i64Constant(sb, loc, {to}),
                i64Constant(sb, loc, {0}), i64Constant(sb, loc, {1})});
@@ -330,7 +316,7 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
         continue;
       OpBuilder pb = OpBuilder::atBlockBegin(&body);
       pb.setInsertionPointAfterValue(start);
-      arg.replaceAllUsesWith(create<CacheReadOp>(pb, loc, {cache, start}));
+      arg.replaceAllUsesWith(createOp<CacheReadOp>(pb, loc, {cache, start}));
     }
     // Drop every old input but the tokens.
     for (int i = int(startIndex) - 1; i >= 0; --i)
@@ -353,12 +339,12 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
   }
 
   static Value sizeOfB(OpBuilder &b, Location loc, Value x, int64_t d) {
-    Value shape = create<OnnxShapeOp>(b, loc, {x});
-    return create<OnnxGatherOp>(b, loc, {shape, i64Constant(b, loc, {d}, true)});
+    Value shape = createOp<OnnxShapeOp>(b, loc, {x});
+    return createOp<OnnxGatherOp>(b, loc, {shape, i64Constant(b, loc, {d}, true)});
   }
   Value sizeOfB(OpBuilder &b, Value x, int64_t d) { return sizeOfB(b, x.getLoc(), x, d); }
   static Value vec1b(OpBuilder &b, Value scalar) {
-    return create<OnnxUnsqueezeOp>(b, scalar.getLoc(), {scalar, i64Constant(b, scalar.getLoc(), {0})});
+    return createOp<OnnxUnsqueezeOp>(b, scalar.getLoc(), {scalar, i64Constant(b, scalar.getLoc(), {0})});
   }
 
   /// Whether `v` is computed from constants and the argument at `arg` only.

@@ -16,6 +16,7 @@
 // * silu(gate) * up becomes llm.swiglu.
 //
 //===----------------------------------------------------------------------===//
+#include "passes/BuildHelpers.h"
 #include "passes/KernelBridge.h"
 #include "passes/Passes.h"
 #include "passes/SymbolicShapes.h"
@@ -678,12 +679,7 @@ struct RaiseTransformerPass
   template <typename OpT>
   Value create(OpBuilder &b, Location loc, ValueRange operands,
                ArrayRef<NamedAttribute> attrs = {}) {
-    // Default-valued attributes are stored too: result inference reads them.
-    NamedAttrList list(attrs);
-    if (std::optional<RegisteredOperationName> name =
-            RegisteredOperationName::lookup(OpT::getOperationName(), b.getContext()))
-      name->populateDefaultAttrs(list);
-    return b.create<OpT>(loc, operands, list.getAttrs())->getResult(0);
+    return createOp<OpT>(b, loc, operands, attrs);
   }
 
   /// One llm.none at the top of the function, for absent operands.
@@ -1566,11 +1562,6 @@ struct RaiseTransformerPass
             b.getNamedAttr("softcap", f32(b, softcap))};
   }
 
-  Value i64Constant(OpBuilder &b, Location loc, ArrayRef<int64_t> values, bool scalar = false) {
-    auto type = scalar ? RankedTensorType::get({}, b.getI64Type())
-                       : RankedTensorType::get({int64_t(values.size())}, b.getI64Type());
-    return b.create<ConstantOp>(loc, DenseElementsAttr::get(type, values)).getResult();
-  }
 
   /// x[..., lo:hi] on the last axis.
   Value sliceLast(OpBuilder &b, Location loc, Value x, int64_t lo, int64_t hi) {

@@ -1853,22 +1853,30 @@ LogicalResult RopeOp::verify() {
   return success();
 }
 
+/// [B, S, Hq, Dv] from q [B, S, Hq, D] and values [.., Dv] (attention over
+/// a sequence or a cache): q's shape with the values' last size.
+static LogicalResult inferAttentionResult(std::optional<Location> loc, Value q, Value k, Value v,
+                                          const char *kName, const char *vName,
+                                          SmallVectorImpl<Type> &types) {
+  for (auto [x, name] : {std::pair{q, "q"}, std::pair{k, kName}, std::pair{v, vName}})
+    if (failed(requireRank(loc, x, 4, name)))
+      return failure();
+  MaybeShape qs = shapeOf(q), vs = shapeOf(v);
+  if (!qs) {
+    types.push_back(makeDynamicTensorType(4, elementOf(q)));
+    return success();
+  }
+  Shape out = *qs;
+  out[3] = vs ? (*vs)[3] : Dim::dynamic();
+  types.push_back(makeTensorType(out, elementOf(q)));
+  return success();
+}
+
 LogicalResult AttentionOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &types) {
-  for (auto [v, name] : {std::pair{adaptor.getQ(), "q"}, std::pair{adaptor.getK(), "k"},
-                         std::pair{adaptor.getV(), "v"}})
-    if (failed(requireRank(loc, v, 4, name)))
-      return failure();
-  MaybeShape q = shapeOf(adaptor.getQ()), v = shapeOf(adaptor.getV());
-  if (!q) {
-    types.push_back(makeDynamicTensorType(4, elementOf(adaptor.getQ())));
-    return success();
-  }
-  Shape out = *q;
-  out[3] = v ? (*v)[3] : Dim::dynamic();
-  types.push_back(makeTensorType(out, elementOf(adaptor.getQ())));
-  return success();
+  return inferAttentionResult(loc, adaptor.getQ(), adaptor.getK(), adaptor.getV(), "k", "v",
+                              types);
 }
 
 LogicalResult AttentionOp::verify() {
@@ -1955,42 +1963,19 @@ LogicalResult CacheReadOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
 }
 
 LogicalResult CachedAttentionOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
-                                                  Adaptor adaptor,
-                                                  SmallVectorImpl<Type> &types) {
-  for (auto [v, name] : {std::pair{adaptor.getQ(), "q"}, std::pair{adaptor.getKCache(), "k_cache"},
-                         std::pair{adaptor.getVCache(), "v_cache"}})
-    if (failed(requireRank(loc, v, 4, name)))
-      return failure();
-  MaybeShape q = shapeOf(adaptor.getQ()), v = shapeOf(adaptor.getVCache());
-  if (!q) {
-    types.push_back(makeDynamicTensorType(4, elementOf(adaptor.getQ())));
-    return success();
-  }
-  Shape out = *q;
-  out[3] = v ? (*v)[3] : Dim::dynamic();
-  types.push_back(makeTensorType(out, elementOf(adaptor.getQ())));
-  return success();
+                                          Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  return inferAttentionResult(loc, adaptor.getQ(), adaptor.getKCache(), adaptor.getVCache(),
+                              "k_cache", "v_cache", types);
 }
 
 //===----------------------------------------------------------------------===//
 // Flash forms
 //===----------------------------------------------------------------------===//
 
-LogicalResult FlashAttentionOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
-                                                 Adaptor adaptor, SmallVectorImpl<Type> &types) {
-  for (auto [v, name] : {std::pair{adaptor.getQ(), "q"}, std::pair{adaptor.getKCache(), "k_cache"},
-                         std::pair{adaptor.getVCache(), "v_cache"}})
-    if (failed(requireRank(loc, v, 4, name)))
-      return failure();
-  MaybeShape q = shapeOf(adaptor.getQ()), v = shapeOf(adaptor.getVCache());
-  if (!q) {
-    types.push_back(makeDynamicTensorType(4, elementOf(adaptor.getQ())));
-    return success();
-  }
-  Shape out = *q;
-  out[3] = v ? (*v)[3] : Dim::dynamic();
-  types.push_back(makeTensorType(out, elementOf(adaptor.getQ())));
-  return success();
+LogicalResult FlashAttentionOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                          Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  return inferAttentionResult(loc, adaptor.getQ(), adaptor.getKCache(), adaptor.getVCache(),
+                              "k_cache", "v_cache", types);
 }
 
 LogicalResult DecodeAttentionPartialOp::inferReturnTypes(MLIRContext *ctx,

@@ -1133,52 +1133,6 @@ Status cacheReadKernel(KernelCall &call) {
   return Status::ok();
 }
 
-Status cachedAttentionKernel(KernelCall &call) {
-  const Tensor &Q = *call.input(0), &K = *call.input(1), &V = *call.input(2);
-  const Attributes &at = *call.attrs;
-  int64_t pos;
-  LLMC_RETURN_IF_ERROR(checkCache(call, K, "k_cache"));
-  LLMC_RETURN_IF_ERROR(checkCache(call, V, "v_cache"));
-  LLMC_RETURN_IF_ERROR(scalarI64(call, *call.input(3), "pos", pos));
-  if (Q.rank() != 4)
-    return call.fail("q must be [B, S, H, D], got " + Q.describe());
-  Attention a;
-  a.b = Q.dim(0), a.sq = Q.dim(1), a.hq = Q.dim(2), a.d = Q.dim(3);
-  a.hkv = K.dim(1), a.dv = V.dim(3), a.skv = pos + a.sq;
-  if (K.dim(0) != a.b || V.dim(0) != a.b || K.dim(3) != a.d || V.dim(1) != a.hkv ||
-      V.dim(2) != K.dim(2))
-    return call.fail("q " + Q.describe() + " and caches " + K.describe() + ", " + V.describe() +
-                     " disagree");
-  if (at.getInt("num_heads", -1) != a.hq || at.getInt("num_kv_heads", -1) != a.hkv ||
-      a.hkv == 0 || a.hq % a.hkv)
-    return call.fail("num_heads/num_kv_heads do not match q and the caches");
-  if (pos < 0 || a.skv > K.dim(2))
-    return call.fail("positions [" + std::to_string(pos) + ", " + std::to_string(a.skv) +
-                     ") do not fit the cache capacity " + std::to_string(K.dim(2)));
-  std::optional<double> scale = at.optFloat("scale");
-  if (!scale)
-    return call.fail("the scale attribute is missing");
-  a.scale = float(*scale);
-  a.softcap = float(at.getFloat("softcap", 0.0));
-  a.causal = at.getInt("causal", 1) != 0;
-  a.offset.assign(size_t(a.b), pos);
-  int64_t window = at.getInt("window", 0);
-  if (window > 0)
-    a.leftWindow = window - 1;
-  a.onnxSemantics = true;
-  Tensor keys, values;
-  LLMC_RETURN_IF_ERROR(Tensor::allocate(K.dtype(), {a.b, a.hkv, a.skv, a.d}, keys));
-  LLMC_RETURN_IF_ERROR(Tensor::allocate(V.dtype(), {a.b, a.hkv, a.skv, a.dv}, values));
-  copyRows(K, keys, 0, false);
-  copyRows(V, values, 0, false);
-  std::vector<float> q, k, v, out;
-  LLMC_RETURN_IF_ERROR(toF32(call, Q, q));
-  LLMC_RETURN_IF_ERROR(toF32(call, keys, k));
-  LLMC_RETURN_IF_ERROR(toF32(call, values, v));
-  runAttention(*call.pool, a, swapHeadSeq(q, a.b, a.sq, a.hq, a.d), k, v, out);
-  return fromF32(Q.dtype(), {a.b, a.sq, a.hq, a.dv}, swapHeadSeq(out, a.b, a.hq, a.sq, a.dv),
-                 call.outputs[0]);
-}
 
 //===----------------------------------------------------------------------===//
 // Flash forms (llm.flash_attention, llm.decode_attention_partial,
@@ -1231,6 +1185,22 @@ Status readCacheAttention(KernelCall &call, CacheAttention &c) {
   LLMC_RETURN_IF_ERROR(toF32(call, keys, c.k));
   LLMC_RETURN_IF_ERROR(toF32(call, values, c.v));
   return Status::ok();
+}
+
+Status cachedAttentionKernel(KernelCall &call) {
+  CacheAttention c;
+  LLMC_RETURN_IF_ERROR(readCacheAttention(call, c));
+  Attention a;
+  a.b = c.b, a.hq = c.hq, a.hkv = c.hkv, a.sq = c.sq, a.skv = c.skv, a.d = c.d, a.dv = c.dv;
+  a.scale = c.scale, a.softcap = c.softcap, a.causal = c.causal;
+  a.offset.assign(size_t(c.b), c.pos);
+  if (c.window > 0) // keys at or before position - window are out
+    a.leftWindow = c.window - 1;
+  a.onnxSemantics = true;
+  std::vector<float> out;
+  runAttention(*call.pool, a, c.q, c.k, c.v, out);
+  return fromF32(call.input(0)->dtype(), {c.b, c.sq, c.hq, c.dv},
+                 swapHeadSeq(out, c.b, c.hq, c.sq, c.dv), call.outputs[0]);
 }
 
 /// Online-softmax state of one query row.

@@ -1,0 +1,33 @@
+//===- BuildHelpers.h - small IR builders the passes share ----------------===//
+#ifndef LLMC_PASSES_BUILDHELPERS_H
+#define LLMC_PASSES_BUILDHELPERS_H
+
+#include "dialects/LLM/IR/LLMOps.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace mlir::llmc {
+
+/// An i64 constant: a scalar when `scalar`, a vector otherwise.
+inline Value i64Constant(OpBuilder &b, Location loc, ArrayRef<int64_t> values,
+                         bool scalar = false) {
+  auto type = scalar ? RankedTensorType::get({}, b.getI64Type())
+                     : RankedTensorType::get({int64_t(values.size())}, b.getI64Type());
+  return b.create<ConstantOp>(loc, DenseElementsAttr::get(type, values)).getResult();
+}
+
+/// An llm op with inferred result types, default-valued attributes stored
+/// (result inference reads them); its first result.
+template <typename OpT>
+Value createOp(OpBuilder &b, Location loc, ValueRange operands,
+               ArrayRef<NamedAttribute> attrs = {}) {
+  NamedAttrList list(attrs);
+  if (std::optional<RegisteredOperationName> name =
+          RegisteredOperationName::lookup(OpT::getOperationName(), b.getContext()))
+    name->populateDefaultAttrs(list);
+  return b.create<OpT>(loc, operands, list.getAttrs())->getResult(0);
+}
+
+} // namespace mlir::llmc
+
+#endif // LLMC_PASSES_BUILDHELPERS_H
