@@ -16,6 +16,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace mlir::llmc {
 #define GEN_PASS_DEF_FUSEPASS
@@ -56,6 +57,7 @@ struct FusePass : mlir::llmc::impl::FusePassBase<FusePass> {
     fuseAttention(f);
     fuseLinearResidual(f);
     fuseFromNorms(f);
+    fuseElementwiseChains(f);
     // The weights the merge replaced, and other dead values.
     bool changed = true;
     while (changed) {
@@ -258,6 +260,45 @@ struct FusePass : mlir::llmc::impl::FusePassBase<FusePass> {
           ops.push_back(cast);
       }
       outline(ops, "attention");
+    }
+  }
+
+
+  /// Float elementwise operations (and views between them) where each feeds
+  /// only the next: one kernel.
+  static bool isElementwise(Operation *op) {
+    static const llvm::StringSet<> kOps = {
+        "onnx.add", "onnx.sub", "onnx.mul", "onnx.div", "onnx.neg", "onnx.exp", "onnx.tanh",
+        "onnx.sigmoid", "onnx.sqrt", "onnx.pow", "onnx.erf", "onnx.cast", "onnx.where",
+        "gelu", "silu", "swiglu"};
+    return op->getNumResults() == 1 && kOps.contains(shortName(op)) &&
+           isa<FloatType>(getElementTypeOrSelf(op->getResult(0).getType()));
+  }
+
+  void fuseElementwiseChains(func::FuncOp f) {
+    SmallVector<Operation *> heads;
+    for (Operation &op : f.getBody().front())
+      if (isElementwise(&op))
+        heads.push_back(&op);
+    llvm::SmallPtrSet<Operation *, 16> used;
+    for (Operation *head : heads) {
+      if (used.contains(head) || !head->getBlock())
+        continue;
+      SmallVector<Operation *> chain{head};
+      Operation *cur = head;
+      while (cur->getResult(0).hasOneUse()) {
+        Operation *next = *cur->getResult(0).getUsers().begin();
+        if (next->getBlock() != head->getBlock() || !(isElementwise(next) || isView(next)))
+          break;
+        chain.push_back(next);
+        cur = next;
+      }
+      while (!chain.empty() && isView(chain.back()))
+        chain.pop_back();
+      if (chain.size() < 2)
+        continue;
+      used.insert(chain.begin(), chain.end());
+      outline(chain, "elementwise");
     }
   }
 

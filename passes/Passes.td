@@ -337,7 +337,9 @@ def FusePass : Pass<"llmc-fuse", "::mlir::func::FuncOp"> {
       reshapes, rope, and the cache writes;
     * `norm_gated_mlp`: a norm, the merged gate/up projection and the
       SwiGLU (or activation times up);
-    * `norm_linear`: a norm and the projections it feeds (the lm_head).
+    * `norm_linear`: a norm and the projections it feeds (the lm_head);
+    * `elementwise`: a chain of float elementwise operations, each read only
+      by the next (views between them included).
 
     A group is outlined only where every value it produces is read after its
     last operation (so moving the group there keeps the program valid). The

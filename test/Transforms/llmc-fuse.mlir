@@ -49,3 +49,22 @@ func.func @read_before(%x: tensor<1x2xf32>) -> (tensor<1x2xf32>, tensor<1x2xf32>
   %r = llm.onnx.add %o, %x : (tensor<1x2xf32>, tensor<1x2xf32>) -> tensor<1x2xf32>
   return %r, %n : tensor<1x2xf32>, tensor<1x2xf32>
 }
+
+// -----
+
+// A chain of elementwise operations, each read only by the next, is one
+// kernel; %m is read twice, so the chain starts after it.
+// CHECK-LABEL: func.func @chain
+// CHECK-SAME: llm.kernels = 2
+// CHECK: %[[M:.+]] = llm.onnx.mul %arg0, %arg1
+// CHECK: llm.fused "elementwise"(%[[M]], %arg1) : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+// CHECK: llm.onnx.add
+// CHECK: llm.onnx.tanh
+// CHECK: llm.onnx.neg
+func.func @chain(%x: tensor<8xf32>, %y: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %m = llm.onnx.mul %x, %y : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %a = llm.onnx.add %m, %y : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %t = llm.onnx.tanh %a : (tensor<8xf32>) -> tensor<8xf32>
+  %n = llm.onnx.neg %t : (tensor<8xf32>) -> tensor<8xf32>
+  return %n, %m : tensor<8xf32>, tensor<8xf32>
+}
