@@ -181,6 +181,14 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
       }
     }
 
+    // Past inputs and their caches (recorded now: the ops that read them
+    // may be erased below, the arguments stay).
+    llvm::DenseMap<Value, std::pair<Value, bool>> pastToCache; // arg -> (cache, stacked?)
+    for (auto [i, l] : llvm::enumerate(layers))
+      for (auto [past, cache] : {std::pair{l.pastK, cachesK[i]}, std::pair{l.pastV, cachesV[i]}})
+        if (past && isa<BlockArgument>(past))
+          pastToCache[past] = {cache, false};
+
     // Sizes and bound inputs.
     auto sizeOf = [&](Value x, int64_t d) {
       Value shape = createOp<OnnxShapeOp>(b, loc, {x});
@@ -272,11 +280,6 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
 
     // Past inputs still read (for their sizes): the cache rows before
     // start_pos. Everything else unbound is an error.
-    llvm::DenseMap<Value, std::pair<Value, bool>> pastToCache; // arg -> (cache, stacked?)
-    for (auto [i, l] : llvm::enumerate(layers))
-      for (auto [past, cache] : {std::pair{l.pastK, cachesK[i]}, std::pair{l.pastV, cachesV[i]}})
-        if (past && isa<BlockArgument>(past))
-          pastToCache[past] = {cache, false};
     for (unsigned i = 0; i < startIndex; ++i) {
       Value arg = f.getArgument(i);
       if (int(i) == tokensArg || arg.use_empty())

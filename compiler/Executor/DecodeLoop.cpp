@@ -541,7 +541,7 @@ FixtureReport mlir::llmc::verifyAgainstImport(const ModelFixture &f, llvm::Strin
     }
     Tolerance tol;
     tol.rtol = 0;
-    if (got->dtype() == cpu::DType::Float)
+    if (got->dtype() == cpu::DType::Float && atol > 0)
       tol.atol = atol, tol.scaleRel = 0;
     else
       tol.atol = 0, tol.scaleRel = f.tolerance;
@@ -556,7 +556,8 @@ FixtureReport mlir::llmc::verifyAgainstImport(const ModelFixture &f, llvm::Strin
     std::vector<double> sorted = theirs;
     std::partial_sort(sorted.begin(), sorted.begin() + std::min<size_t>(2, sorted.size()),
                       sorted.end(), std::greater<double>());
-    check.nearTie = sorted.size() > 1 && sorted[0] - sorted[1] <= 2 * atol;
+    check.nearTie = sorted.size() > 1 &&
+                    sorted[0] - sorted[1] <= 2 * (atol > 0 ? atol : f.tolerance * check.scale);
     report.steps.push_back(check);
     // Greedy continuation by the imported graph.
     tokens = {check.expectedToken};

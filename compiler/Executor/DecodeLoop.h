@@ -108,8 +108,9 @@ FixtureReport verifyFixture(const ModelFixture &fixture, llvm::StringRef pipelin
 /// Runs the imported graph and its `pipeline` output side by side on the
 /// fixture's prompt and `decodeSteps` greedy tokens of the imported graph
 /// (prefill/decode entry points when the pipeline makes them): each step's
-/// logits must agree within `atol` (f32; lower-precision logits within the
-/// fixture's relative tolerance) and give the same token.
+/// logits must agree within `atol` (f32; lower-precision logits, or any
+/// when `atol` <= 0, within the fixture's relative tolerance) and give the
+/// same token.
 FixtureReport verifyAgainstImport(const ModelFixture &fixture, llvm::StringRef pipeline,
                                   int decodeSteps, double atol);
 

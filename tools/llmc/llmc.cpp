@@ -349,7 +349,8 @@ int runVerify() {
     if (verifyTolerance > 0)
       fixture->tolerance = verifyTolerance;
     FixtureReport report = verifyAgainstImported
-                               ? verifyAgainstImport(*fixture, runPasses, verifySteps, verifyAtol)
+                               ? verifyAgainstImport(*fixture, runPasses, verifySteps,
+                                                     verifyTolerance > 0 ? -1.0 : verifyAtol)
                                : verifyFixture(*fixture, runPasses);
     double worst = 0, worstRatio = 0; // the step with the largest error / scale
     int tokensMatched = 0, tokensCompared = 0, ties = 0;
