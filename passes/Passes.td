@@ -118,7 +118,10 @@ def RaiseTransformerPass : Pass<"llmc-raise-transformer", "::mlir::func::FuncOp"
       into [max_pos, D/2] tables, and accepted only if a second run on
       scattered positions in two sequences reproduces the table rows and
       both halves of each row are equal. x in [B, H, S, D] is transposed to
-      the op's [B, S, H, D] and back (transpose pairs then cancel).
+      the op's [B, S, H, D] and back (transpose pairs then cancel). GPT-J's
+      rotate_every_two (Reshape(Concat(Unsqueeze(-x[.., 1::2]),
+      Unsqueeze(x[.., ::2])))) with repeat-interleaved cos/sin gives an
+      interleaved rope (each table row's pairs checked equal).
     * `llm.attention`: Softmax over the keys of (q * a) (k^T * b) * c
       (+ mask), optionally with its NaN rows zeroed, times v, with q in
       [B, H, S, D]; k^T as Transpose(0, 1, 3, 2) or torch.onnx's Reshape /

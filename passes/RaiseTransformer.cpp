@@ -35,6 +35,7 @@
 #include <cmath>
 #include <deque>
 #include <map>
+#include <tuple>
 #include <random>
 #include <set>
 
@@ -369,7 +370,7 @@ std::optional<SmallVector<int64_t>> constInts(Value v) {
 /// x[..., start:end] (unit steps, one axis: the last, of static size).
 struct LastAxisSlice {
   Value x;
-  int64_t start, end;
+  int64_t start, end, step;
 };
 
 std::optional<LastAxisSlice> lastAxisSlice(Value v) {
@@ -388,13 +389,15 @@ std::optional<LastAxisSlice> lastAxisSlice(Value v) {
   } else if (rank != 1) {
     return std::nullopt;
   }
+  int64_t step = 1;
   if (s->getNumOperands() > 4 && !isNone(s->getOperand(4))) {
     auto steps = constInts(s->getOperand(4));
-    if (!steps || steps->size() != 1 || (*steps)[0] != 1)
+    if (!steps || steps->size() != 1 || (*steps)[0] <= 0)
       return std::nullopt;
+    step = (*steps)[0];
   }
   auto clamp = [d](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + d : i, 0, d); };
-  return LastAxisSlice{x, clamp((*starts)[0]), clamp((*ends)[0])};
+  return LastAxisSlice{x, clamp((*starts)[0]), clamp((*ends)[0]), step};
 }
 
 /// concat(-x[..., D/2:], x[..., :D/2]) on the last axis: the half rotation
@@ -412,9 +415,52 @@ Value rotateHalfOf(Value v) {
   if (!hi || !lo || hi->x != lo->x)
     return {};
   int64_t d = lastDim(hi->x);
-  if (d % 2 || lo->start != 0 || lo->end != d / 2 || hi->start != d / 2 || hi->end != d)
+  if (d % 2 || lo->start != 0 || lo->end != d / 2 || hi->start != d / 2 || hi->end != d ||
+      lo->step != 1 || hi->step != 1)
     return {};
   return hi->x;
+}
+
+/// `x` when v is x's pairs rotated (GPT-J's rotate_every_two):
+/// Reshape(Concat(Unsqueeze(-x[.., 1::2], -1), Unsqueeze(x[.., ::2], -1)),
+/// x's shape), the negation before or after the Unsqueeze.
+Value rotateEveryTwoOf(Value v) {
+  Operation *reshape = defOf(v, "onnx.reshape");
+  Operation *cat = reshape ? defOf(reshape->getOperand(0), "onnx.concat") : nullptr;
+  if (!cat || cat->getNumOperands() != 2 || rankOf(cat->getResult(0)) != rankOf(v) + 1 ||
+      lastDim(cat->getResult(0)) != 2)
+    return {};
+  int64_t axis = intAttrOr(cat, "axis", 0), rank = rankOf(cat->getResult(0));
+  if (axis != -1 && axis != rank - 1)
+    return {};
+  // Each side: an Unsqueeze of the last axis, the first also negated.
+  auto unsqueezed = [&](Value u, bool negated) -> Value {
+    if (negated)
+      if (Operation *n = defOf(u, "onnx.neg"))
+        u = n->getOperand(0), negated = false;
+    Operation *un = defOf(u, "onnx.unsqueeze");
+    if (!un)
+      return {};
+    Value in = un->getOperand(0);
+    if (negated) {
+      Operation *n = defOf(in, "onnx.neg");
+      if (!n)
+        return {};
+      in = n->getOperand(0);
+    }
+    auto axes = un->getNumOperands() > 1 ? constInts(un->getOperand(1)) : std::nullopt;
+    if (!axes || axes->size() != 1 || ((*axes)[0] != -1 && (*axes)[0] != rank - 1))
+      return {};
+    return in;
+  };
+  Value oddNeg = unsqueezed(cat->getOperand(0), true), even = unsqueezed(cat->getOperand(1), false);
+  auto odd = oddNeg ? lastAxisSlice(oddNeg) : std::nullopt;
+  auto evn = even ? lastAxisSlice(even) : std::nullopt;
+  if (!odd || !evn || odd->x != evn->x || odd->step != 2 || evn->step != 2 || evn->start != 0 ||
+      odd->start != 1 || lastDim(odd->x) % 2 || odd->end < lastDim(odd->x) - 1 ||
+      evn->end < lastDim(odd->x) - 1 || !sameShapeAndType(v, odd->x))
+    return {};
+  return odd->x;
 }
 
 /// A value computed from one integer input (the positions) and constants,
@@ -911,7 +957,7 @@ struct RaiseTransformerPass
   /// position ids: tabulated per position into [max_pos, D/2] tables.
   void raiseRope(func::FuncOp func) {
     SmallVector<Operation *> adds = opsNamed(func, "onnx.add");
-    std::map<std::pair<void *, void *>, std::optional<RopeTables>> cache;
+    std::map<std::tuple<void *, void *, bool>, std::optional<RopeTables>> cache;
     for (Operation *add : adds) {
       for (int side = 0; side < 2; ++side) {
         Operation *m1 = defOf(add->getOperand(side), "onnx.mul");
@@ -920,9 +966,13 @@ struct RaiseTransformerPass
           continue;
         // m2 = rotate_half(x) * sin; m1 = x * cos.
         Value x, sinV, cosV;
+        bool interleaved = false;
         for (int k = 0; k < 2 && !x; ++k)
           if (Value r = rotateHalfOf(m2->getOperand(k))) {
             x = r;
+            sinV = m2->getOperand(1 - k);
+          } else if (Value e = rotateEveryTwoOf(m2->getOperand(k))) {
+            x = e, interleaved = true;
             sinV = m2->getOperand(1 - k);
           }
         if (!x)
@@ -933,9 +983,10 @@ struct RaiseTransformerPass
           cosV = m1->getOperand(0);
         if (!cosV || rankOf(x) != 4 || !sameShapeAndType(add->getResult(0), x))
           continue;
-        auto key = std::make_pair(cosV.getAsOpaquePointer(), sinV.getAsOpaquePointer());
+        auto key = std::make_tuple(cosV.getAsOpaquePointer(), sinV.getAsOpaquePointer(),
+                                   interleaved);
         if (!cache.count(key))
-          cache[key] = makeTables(cosV, sinV);
+          cache[key] = makeTables(cosV, sinV, interleaved);
         const std::optional<RopeTables> &t = cache[key];
         if (!t || (t->seqAxis != 1 && t->seqAxis != 2))
           continue;
@@ -949,7 +1000,8 @@ struct RaiseTransformerPass
               b, loc, {positions, b.create<ConstantOp>(loc, DenseElementsAttr::get(
                                       RankedTensorType::get({1}, b.getI64Type()),
                                       ArrayRef<int64_t>{0}))});
-        Value y = create<RopeOp>(b, loc, {in, t->cos, t->sin, positions});
+        Value y = create<RopeOp>(b, loc, {in, t->cos, t->sin, positions},
+                                 {b.getNamedAttr("interleaved", b.getBoolAttr(interleaved))});
         if (t->seqAxis == 2)
           y = create<OnnxTransposeOp>(b, loc, {y}, {perm});
         add->getResult(0).replaceAllUsesWith(y);
@@ -961,7 +1013,7 @@ struct RaiseTransformerPass
   /// The [max_pos, D/2] cos and sin tables, when both are functions of the
   /// same positions, laid out alike, and repeat their first half (half
   /// rotation).
-  std::optional<RopeTables> makeTables(Value cosV, Value sinV) {
+  std::optional<RopeTables> makeTables(Value cosV, Value sinV, bool interleaved = false) {
     std::optional<PositionTable> c = tabulate(cosV, maxPositions),
                                  sn = tabulate(sinV, maxPositions);
     if (!c || !sn || c->positions != sn->positions || c->seqAxis != sn->seqAxis ||
@@ -979,9 +1031,18 @@ struct RaiseTransformerPass
       std::vector<char> bytes(size_t(maxPos * half) * elem);
       for (int64_t p = 0; p < maxPos; ++p) {
         const char *row = src + size_t(p * d) * elem;
+        char *out = bytes.data() + size_t(p * half) * elem;
+        if (interleaved) { // (f0, f0, f1, f1, ...): repeat_interleave
+          for (int64_t i = 0; i < half; ++i) {
+            if (std::memcmp(row + size_t(2 * i) * elem, row + size_t(2 * i + 1) * elem, elem))
+              return {};
+            std::memcpy(out + size_t(i) * elem, row + size_t(2 * i) * elem, elem);
+          }
+          continue;
+        }
         if (std::memcmp(row, row + size_t(half) * elem, size_t(half) * elem) != 0)
           return {}; // not concat(f, f): not a half rotation of this form
-        std::memcpy(bytes.data() + size_t(p * half) * elem, row, size_t(half) * elem);
+        std::memcpy(out, row, size_t(half) * elem);
       }
       auto attr = DenseResourceElementsAttr::get(
           type, key, HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, alignof(uint64_t)));
