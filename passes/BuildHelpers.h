@@ -8,6 +8,21 @@
 
 namespace mlir::llmc {
 
+/// An llm operation's name without "llm." ("onnx.mul", "rope").
+inline StringRef shortName(Operation *op) {
+  StringRef n = op->getName().getStringRef();
+  n.consume_front("llm.");
+  return n;
+}
+
+/// Reshape, Squeeze, Unsqueeze, Flatten: their result is a view of their
+/// input (no data moves).
+inline bool isView(Operation *op) {
+  StringRef n = shortName(op);
+  return n == "onnx.reshape" || n == "onnx.squeeze" || n == "onnx.unsqueeze" ||
+         n == "onnx.flatten";
+}
+
 /// An i64 constant: a scalar when `scalar`, a vector otherwise.
 inline Value i64Constant(OpBuilder &b, Location loc, ArrayRef<int64_t> values,
                          bool scalar = false) {

@@ -29,18 +29,6 @@ namespace cpu = ::llmc::cpu;
 
 namespace {
 
-StringRef shortName(Operation *op) {
-  StringRef n = op->getName().getStringRef();
-  n.consume_front("llm.");
-  return n;
-}
-
-bool isView(Operation *op) {
-  StringRef n = shortName(op);
-  return n == "onnx.reshape" || n == "onnx.squeeze" || n == "onnx.unsqueeze" ||
-         n == "onnx.flatten";
-}
-
 /// Integer and boolean values (sizes, positions, protocol checks): work on
 /// indices, not kernels of the model's computation.
 bool isBookkeeping(Operation *op) {

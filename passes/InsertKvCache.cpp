@@ -30,12 +30,6 @@ StringRef nameOfArg(func::FuncOp f, unsigned i) {
   return n ? n.getValue() : StringRef();
 }
 
-StringRef shortName(Operation *op) {
-  StringRef n = op->getName().getStringRef();
-  n.consume_front("llm.");
-  return n;
-}
-
 /// One attention over past ++ new keys and values (or new ones only).
 struct CachedLayer {
   AttentionOp attn;

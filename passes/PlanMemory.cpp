@@ -5,6 +5,7 @@
 // Passes.td.
 //
 //===----------------------------------------------------------------------===//
+#include "passes/BuildHelpers.h"
 #include "passes/Passes.h"
 
 #include "dialects/LLM/IR/LLMOps.h"
@@ -47,12 +48,6 @@ int64_t bytesOf(Type type, int64_t bound, bool &bounded) {
     n *= d;
   }
   return (n * std::max<int64_t>(bits, 8) + 7) / 8;
-}
-
-bool isView(Operation *op) {
-  StringRef n = op->getName().getStringRef();
-  return n == "llm.onnx.reshape" || n == "llm.onnx.squeeze" || n == "llm.onnx.unsqueeze" ||
-         n == "llm.onnx.flatten";
 }
 
 struct PlanMemoryPass : mlir::llmc::impl::PlanMemoryPassBase<PlanMemoryPass> {

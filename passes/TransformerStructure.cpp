@@ -1,6 +1,8 @@
 //===- TransformerStructure.cpp - read a raised function as a decoder -----===//
 #include "passes/TransformerStructure.h"
 
+#include "passes/BuildHelpers.h"
+
 #include "dialects/LLM/IR/LLMOps.h"
 #include "dialects/LLM/IR/ShapeInference.h"
 
@@ -10,12 +12,6 @@ using namespace mlir;
 using namespace mlir::llmc;
 
 namespace {
-
-StringRef shortName(Operation *op) {
-  StringRef n = op->getName().getStringRef();
-  n.consume_front("llm.");
-  return n;
-}
 
 /// Operations that only move, reshape or convert data, or compute sizes,
 /// positions and masks: the glue between recognised blocks.
