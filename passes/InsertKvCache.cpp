@@ -230,6 +230,29 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
       arg.replaceAllUsesWith(createOp<OnnxExpandOp>(b, loc, {one, shape}));
     }
 
+    // Inputs llmc-raise-transformer gave a role (a static-cache export's
+    // write indices and valid key lengths): every sequence writes at
+    // start_pos and has start_pos + S valid keys.
+    for (unsigned i = 0; i < startIndex; ++i) {
+      auto role = f.getArgAttrOfType<StringAttr>(i, "llm.role");
+      if (!role)
+        continue;
+      Value arg = f.getArgument(i);
+      Value value = role.getValue() == "write_indices"     ? start
+                    : role.getValue() == "kv_valid_length" ? total
+                                                           : Value();
+      if (!value)
+        return f.emitError("llmc-insert-kv-cache: input '")
+               << nameOfArg(f, i) << "' has the unknown role '" << role.getValue() << "'";
+      Value perSequence = createOp<OnnxExpandOp>(b, loc, {value, vec1(batch)});
+      Type element = getElementTypeOrSelf(arg.getType());
+      if (!element.isInteger(64))
+        perSequence = createOp<OnnxCastOp>(
+            b, loc, {perSequence},
+            {b.getNamedAttr("to", b.getI64IntegerAttr(element.isInteger(32) ? 6 : 7))});
+      arg.replaceAllUsesWith(perSequence);
+    }
+
     // Attention over the cache.
     SmallVector<Value> newCaches;
     for (auto [i, l] : llvm::enumerate(layers)) {

@@ -151,6 +151,14 @@ def RaiseTransformerPass : Pass<"llmc-raise-transformer", "::mlir::func::FuncOp"
       new keys as present outputs; is_causal only with as many new keys as
       queries, since ONNX aligns that mask top-left); decomposed softcap
       (c * tanh(s / c)) in the eager form.
+    * The ONNX opset-24 static cache: Attention with nonpad_kv_seqlen and
+      is_causal over TensorScatter(past, new, write_indices) keys and
+      values (linear mode, sequence axis) becomes a causal llm.attention
+      over past[:, :, :P] ++ new, P the write index, under the uniform-batch
+      protocol two llm.assert_equal state (every sequence writes at P,
+      nonpad_kv_seqlen = P + S). The scatters stay as the present outputs;
+      the write-index and valid-length inputs get `llm.role` attributes
+      (`write_indices`, `kv_valid_length`) for llmc-insert-kv-cache.
     * The older com.microsoft forms: RotaryEmbedding with constant caches
       (llm.rope), MultiHeadAttention with q/k/v [B, S, N * D], BNSH past and
       an additive bias (present = past ++ new, the bias as the mask),
@@ -212,9 +220,13 @@ def InsertKvCachePass : Pass<"llmc-insert-kv-cache", "::mlir::ModuleOp"> {
     The other inputs are bound: position ids to start_pos + i, the attention
     mask to ones over start_pos + S keys (every token is valid: padding is
     the bucketing pass's business), past inputs still read elsewhere (for
-    their sizes) to the cache rows before start_pos. An attention that is
-    not causal, or keeps a mask other than the attention mask's padding, is
-    an error naming it, as is an input no rule binds.
+    their sizes) to the cache rows before start_pos, inputs with an
+    `llm.role` from the raise (an opset-24 static-cache export, whose
+    TensorScatter caches disappear like the concat growth) to start_pos
+    (`write_indices`) and start_pos + S (`kv_valid_length`) per sequence.
+    An attention that is not causal, or keeps a mask other than the
+    attention mask's padding, is an error naming it, as is an input no rule
+    binds or an unknown role.
 
     Before (one layer of an optimum export, after the raise):
 

@@ -710,6 +710,7 @@ struct RaiseTransformerPass
           &RaiseTransformerPass::raiseContribRotary,
           &RaiseTransformerPass::raiseOnnxRotary,
           &RaiseTransformerPass::raiseOnnxAttention,
+          &RaiseTransformerPass::raiseOnnxStaticCacheAttention,
           &RaiseTransformerPass::raiseMultiHeadAttention,
           &RaiseTransformerPass::raiseContribAttention,
           &RaiseTransformerPass::raiseEmbedLayerNorm,
@@ -1637,6 +1638,13 @@ struct RaiseTransformerPass
     return create<OnnxGatherOp>(b, loc, {shape, i64Constant(b, loc, {d}, /*scalar=*/true)});
   }
 
+  /// `value` once lhs == rhs holds at run time (llm.assert_equal).
+  Value assertEqual(OpBuilder &b, Location loc, Value value, Value lhs, Value rhs,
+                    StringRef message) {
+    return create<AssertEqualOp>(b, loc, {value, lhs, rhs},
+                                 {b.getNamedAttr("message", b.getStringAttr(message))});
+  }
+
   /// GroupQueryAttention with past/present IO becomes rope, a concat of the
   /// past and new keys and values (the present outputs) and a causal
   /// llm.attention. That is its meaning for unpadded sequences, the
@@ -1705,19 +1713,13 @@ struct RaiseTransformerPass
                              {create<OnnxCastOp>(b, loc, {seqlens}, {i64}),
                               i64Constant(b, loc, {1}, true)}),
            s});
-      start = create<AssertEqualOp>(
-          b, loc, {start, start, past},
-          {b.getNamedAttr("message",
-                          b.getStringAttr("GroupQueryAttention: seqlens_k + 1 - sequence "
-                                          "length must be the past length for every "
-                                          "sequence (padded batches are not supported)"))});
-      start = create<AssertEqualOp>(
-          b, loc,
-          {start, create<OnnxCastOp>(b, loc, {total}, {i64}),
-           create<OnnxAddOp>(b, loc, {past, s})},
-          {b.getNamedAttr("message",
-                          b.getStringAttr("GroupQueryAttention: total_sequence_length must be "
-                                          "the past length plus the sequence length"))});
+      start = assertEqual(b, loc, start, start, past,
+                          "GroupQueryAttention: seqlens_k + 1 - sequence length must be the "
+                          "past length for every sequence (padded batches are not supported)");
+      start = assertEqual(b, loc, start, create<OnnxCastOp>(b, loc, {total}, {i64}),
+                          create<OnnxAddOp>(b, loc, {past, s}),
+                          "GroupQueryAttention: total_sequence_length must be the past length "
+                          "plus the sequence length");
       Value positions = positionIds;
       if (!positions) {
         Value steps = create<OnnxRangeOp>(
@@ -2062,6 +2064,88 @@ struct RaiseTransformerPass
       if (!sameShapeAndType(y, a->getResult(0)))
         continue;
       replaceResults(a, {y, presentK, presentV});
+    }
+  }
+
+  /// TensorScatter(past, new, write_indices) on the sequence axis of a
+  /// [B, H, capacity, D] cache, in linear mode: (past, new, write_indices).
+  static std::optional<std::array<Value, 3>> matchCacheScatter(Value x) {
+    Operation *s = x.getDefiningOp();
+    if (!s || shortName(s) != "onnx.tensor_scatter" || s->getNumOperands() < 3 ||
+        !optionalOperand(s, 2) || rankOf(x) != 4)
+      return std::nullopt;
+    int64_t axis = intAttrOr(s, "axis", -2);
+    auto mode = s->getAttrOfType<StringAttr>("mode");
+    if ((axis != 2 && axis != -2) || (mode && mode.getValue() != "linear"))
+      return std::nullopt;
+    return std::array<Value, 3>{s->getOperand(0), s->getOperand(1), s->getOperand(2)};
+  }
+
+  /// ONNX Attention over a static cache (opset 24): keys and values are
+  /// TensorScatter(past, new, write_indices) into caches of a fixed length,
+  /// nonpad_kv_seqlen counts the valid keys and is_causal aligns the
+  /// queries bottom-right. When every sequence of the batch writes at the
+  /// same index P and nonpad_kv_seqlen is P + S (the uniform-batch protocol,
+  /// stated by two llm.assert_equal) that is a causal llm.attention over
+  /// past[:, :, :P] ++ new, the form llmc-insert-kv-cache maps onto its own
+  /// cache. The scatters stay (they are the present outputs); the inputs
+  /// holding write indices and valid lengths get an `llm.role` so later
+  /// passes can bind them.
+  void raiseOnnxStaticCacheAttention(func::FuncOp func) {
+    SymbolicShapes sym(func);
+    for (Operation *a : opsNamed(func, "onnx.attention")) {
+      Value q = a->getOperand(0), nonpad = optionalOperand(a, 6);
+      if (!nonpad || optionalOperand(a, 3) || optionalOperand(a, 4) || optionalOperand(a, 5) ||
+          rankOf(q) != 4 || intAttrOr(a, "is_causal", 0) != 1 ||
+          intAttrOr(a, "left_window_size", -1) >= 0 || intAttrOr(a, "right_window_size", -1) >= 0 ||
+          llvm::any_of(a->getResults().drop_front(), [](Value r) { return !r.use_empty(); }))
+        continue;
+      auto sk = matchCacheScatter(a->getOperand(1)), sv = matchCacheScatter(a->getOperand(2));
+      if (!sk || !sv || (*sk)[2] != (*sv)[2])
+        continue;
+      auto [pastK, newK, writeIndex] = *sk;
+      Value pastV = (*sv)[0], newV = (*sv)[1];
+      int64_t hq = dimSize(q, 1), hkv = dimSize(pastK, 1), d = lastDim(q);
+      if (hq <= 0 || hkv <= 0 || hq % hkv || d <= 0 || dimSize(pastV, 1) != hkv ||
+          !(sym.dimOf(q, 2) == sym.dimOf(newK, 2)) || !(sym.dimOf(q, 2) == sym.dimOf(newV, 2)))
+        continue;
+      OpBuilder b(a);
+      Location loc = a->getLoc();
+      auto i64 = b.getNamedAttr("to", b.getI64IntegerAttr(7));
+      Value index = create<OnnxCastOp>(b, loc, {writeIndex}, {i64});
+      Value start = create<OnnxGatherOp>(b, loc, {index, i64Constant(b, loc, {0}, true)});
+      start = assertEqual(b, loc, start, index, start,
+                          "TensorScatter: every sequence of the batch must write at the same "
+                          "index (padded batches are not supported)");
+      start = assertEqual(b, loc, start, create<OnnxCastOp>(b, loc, {nonpad}, {i64}),
+                          create<OnnxAddOp>(b, loc, {start, sizeOf(b, loc, q, 2)}),
+                          "Attention: nonpad_kv_seqlen must be the write index plus the "
+                          "sequence length");
+      Value end = create<OnnxUnsqueezeOp>(b, loc, {start, i64Constant(b, loc, {0})});
+      auto axis2 = b.getNamedAttr("axis", b.getI64IntegerAttr(2));
+      auto present = [&](Value past, Value fresh) {
+        Value head = create<OnnxSliceOp>(b, loc,
+                                         {past, i64Constant(b, loc, {0}), end,
+                                          i64Constant(b, loc, {2}), i64Constant(b, loc, {1})});
+        return create<OnnxConcatOp>(b, loc, {head, fresh}, {axis2});
+      };
+      auto perm = b.getNamedAttr("perm", b.getDenseI64ArrayAttr({0, 2, 1, 3}));
+      Value o = create<AttentionOp>(
+          b, loc,
+          {create<OnnxTransposeOp>(b, loc, {q}, {perm}),
+           create<OnnxTransposeOp>(b, loc, {present(pastK, newK)}, {perm}),
+           create<OnnxTransposeOp>(b, loc, {present(pastV, newV)}, {perm}), none(b, loc)},
+          attentionAttrs(b, hq, hkv, /*causal=*/true,
+                         floatAttrOr(a, "scale", 1.0 / std::sqrt(double(d))), 0,
+                         floatAttrOr(a, "softcap", 0.0)));
+      Value y = create<OnnxTransposeOp>(b, loc, {o}, {perm});
+      if (!sameShapeAndType(y, a->getResult(0)))
+        continue;
+      a->getResult(0).replaceAllUsesWith(y);
+      for (auto [value, role] : {std::pair{writeIndex, "write_indices"},
+                                 std::pair{nonpad, "kv_valid_length"}})
+        if (auto arg = dyn_cast<BlockArgument>(value); arg && arg.getOwner() == &func.front())
+          func.setArgAttr(arg.getArgNumber(), "llm.role", b.getStringAttr(role));
     }
   }
 

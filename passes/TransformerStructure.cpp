@@ -20,7 +20,7 @@ bool isGlue(Operation *op) {
       "constant",       "none",          "onnx.reshape",  "onnx.transpose", "onnx.squeeze",
       "onnx.unsqueeze", "onnx.concat",   "onnx.slice",    "onnx.split",     "onnx.expand",
       "onnx.flatten",   "onnx.identity", "onnx.shape",    "onnx.size",      "onnx.cast",
-      "onnx.gather"};
+      "onnx.gather",    "onnx.tensor_scatter"};
   if (kGlue.contains(shortName(op)))
     return true;
   // Integer and boolean computations: sizes, positions, masks.

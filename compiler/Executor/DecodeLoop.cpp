@@ -51,12 +51,24 @@ llvm::Expected<DecodeLoop> DecodeLoop::create(const Executor &exec, DecoderIO io
   if (!d.positionIds.empty())
     if (llvm::Error e = needInput(d.positionIds, "position ids"))
       return std::move(e);
+  if (!d.writeIndices.empty())
+    if (llvm::Error e = needInput(d.writeIndices, "write indices"))
+      return std::move(e);
+  if (!d.kvValidLength.empty())
+    if (llvm::Error e = needInput(d.kvValidLength, "valid key length"))
+      return std::move(e);
   if (llvm::Error e = needOutput(d.logits, "logits"))
     return std::move(e);
-  if (!d.caches.empty() &&
+  bool staticCache = !d.writeIndices.empty() || !d.kvValidLength.empty();
+  if (staticCache && d.caches.empty())
+    return makeError("write indices and valid key lengths need past/present caches");
+  if (!d.caches.empty() && !staticCache &&
       (std::count(emptyCache.begin(), emptyCache.end(), 0) != 1 ||
        std::any_of(emptyCache.begin(), emptyCache.end(), [](int64_t x) { return x < 0; })))
     return makeError("the empty cache shape needs one 0 (the sequence) and no negative sizes");
+  if (staticCache && (emptyCache.empty() || std::any_of(emptyCache.begin(), emptyCache.end(),
+                                                        [](int64_t x) { return x <= 0; })))
+    return makeError("a static cache needs its full shape, every size positive");
   for (const DecoderIO::Cache &c : d.caches) {
     if (llvm::Error e = needInput(c.past, "past"))
       return std::move(e);
@@ -70,7 +82,8 @@ llvm::Expected<DecodeLoop> DecodeLoop::create(const Executor &exec, DecoderIO io
   for (const ValueSignature &s : exec.inputs())
     if (!covered.count(s.name))
       return makeError("input '" + s.name + "' (" + s.describe() +
-                  ") is neither input_ids, attention mask, position ids nor a past cache");
+                  ") is neither input_ids, attention mask, position ids, write indices, valid key "
+                       "length nor a past cache");
   return loop;
 }
 
@@ -126,6 +139,18 @@ llvm::Expected<cpu::Tensor> DecodeLoop::step(llvm::ArrayRef<int64_t> tokens) {
     if (!pos)
       return pos.takeError();
     inputs.push_back({io.positionIds, std::move(*pos)});
+  }
+  if (!io.writeIndices.empty()) {
+    auto t = indexTensor(io.writeIndices, {start}, {1});
+    if (!t)
+      return t.takeError();
+    inputs.push_back({io.writeIndices, std::move(*t)});
+  }
+  if (!io.kvValidLength.empty()) {
+    auto t = indexTensor(io.kvValidLength, {start + n}, {1});
+    if (!t)
+      return t.takeError();
+    inputs.push_back({io.kvValidLength, std::move(*t)});
   }
   for (auto &[name, tensor] : past)
     inputs.push_back({name, tensor});
@@ -224,6 +249,8 @@ llvm::Expected<ModelFixture> ModelFixture::load(llvm::StringRef dir, llvm::Strin
   f.io.inputIds = stringOr(*io, "input_ids");
   f.io.attentionMask = stringOr(*io, "attention_mask");
   f.io.positionIds = stringOr(*io, "position_ids");
+  f.io.writeIndices = stringOr(*io, "write_indices");
+  f.io.kvValidLength = stringOr(*io, "kv_valid_length");
   f.io.logits = stringOr(*io, "logits");
   if (f.io.inputIds.empty() || f.io.logits.empty())
     return bad("'io' needs input_ids and logits");

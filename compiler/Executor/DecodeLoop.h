@@ -34,6 +34,12 @@ struct DecoderIO {
   std::string inputIds;
   std::string attentionMask; // empty: the model has none
   std::string positionIds;   // empty: the model has none
+  // A static-cache export (ONNX opset 24: TensorScatter into past caches of
+  // a fixed length, Attention with nonpad_kv_seqlen): [B] inputs holding
+  // where this step's keys are written and how many keys are valid after
+  // it. Empty: the model has none (its caches grow by concatenation).
+  std::string writeIndices;
+  std::string kvValidLength;
   std::string logits;
   struct Cache {
     std::string past, present;
@@ -45,7 +51,8 @@ class DecodeLoop {
 public:
   /// Checks that `io` names inputs/outputs of `exec` (and every input is
   /// covered); `emptyCache` is the shape of each past input before the first
-  /// step, with 0 for the sequence dimension.
+  /// step, with 0 for the sequence dimension (its full, fixed shape for a
+  /// static-cache export, whose caches start as zeros).
   static llvm::Expected<DecodeLoop> create(const Executor &exec, DecoderIO io,
                                            std::vector<int64_t> emptyCache);
 

@@ -79,3 +79,40 @@ func.func @main(%ids: tensor<1x?xi64> {llm.name = "input_ids"}, %extra: tensor<1
   %o = llm.attention %q, %q, %q, %none {num_heads = 2 : i64, num_kv_heads = 2 : i64, causal = true, scale = 0.5 : f32} : (tensor<1x?x2x4xf32>, tensor<1x?x2x4xf32>, tensor<1x?x2x4xf32>, none) -> tensor<1x?x2x4xf32>
   return %o : tensor<1x?x2x4xf32>
 }
+
+// -----
+
+// Inputs with a role from llmc-raise-transformer (an opset-24 static-cache
+// export): write indices become start_pos and valid key lengths
+// start_pos + S, one per sequence, in the input's element type.
+// CHECK-LABEL: func.func @prefill
+// CHECK-SAME: %[[T:.+]]: tensor<1x?xi64> {llm.name = "tokens"}, %[[P:.+]]: tensor<i64> {llm.name = "start_pos"}
+// CHECK: %[[TOTAL:.+]] = llm.onnx.add %[[P]], %{{.+}} : (tensor<i64>, tensor<i64>) -> tensor<i64>
+// CHECK: %[[W:.+]] = llm.onnx.expand %[[P]], %{{.+}} : (tensor<i64>, tensor<1xi64>) -> tensor<?xi64>
+// CHECK: %[[W32:.+]] = llm.onnx.cast %[[W]] {to = 6 : i64}
+// CHECK: %[[N:.+]] = llm.onnx.expand %[[TOTAL]]
+// CHECK: llm.assert_equal %{{.+}}, %[[W32]], %[[N]]
+func.func @main(%ids: tensor<1x?xi64> {llm.name = "input_ids"}, %wi: tensor<1xi32> {llm.name = "write_indices", llm.role = "write_indices"}, %n: tensor<1xi64> {llm.name = "nonpad_kv_seqlen", llm.role = "kv_valid_length"}) -> tensor<1x?x2x4xf32> {
+  %table = llm.constant dense<0.5> : tensor<10x8xf32>
+  %x = llm.embedding %table, %ids : (tensor<10x8xf32>, tensor<1x?xi64>) -> tensor<1x?x8xf32>
+  %shape = llm.constant dense<[0, 0, 2, 4]> : tensor<4xi64>
+  %q = llm.onnx.reshape %x, %shape : (tensor<1x?x8xf32>, tensor<4xi64>) -> tensor<1x?x2x4xf32>
+  %none = llm.none
+  %o = llm.attention %q, %q, %q, %none {num_heads = 2 : i64, num_kv_heads = 2 : i64, causal = true, scale = 0.5 : f32} : (tensor<1x?x2x4xf32>, tensor<1x?x2x4xf32>, tensor<1x?x2x4xf32>, none) -> tensor<1x?x2x4xf32>
+  %checked = llm.assert_equal %o, %wi, %n {message = "protocol"} : (tensor<1x?x2x4xf32>, tensor<1xi32>, tensor<1xi64>) -> tensor<1x?x2x4xf32>
+  return %checked : tensor<1x?x2x4xf32>
+}
+
+// -----
+
+// Negative: a role the pass does not know is an error naming the input.
+// expected-error @+1 {{llmc-insert-kv-cache: input 'slot' has the unknown role 'ring_index'}}
+func.func @main(%ids: tensor<1x?xi64> {llm.name = "input_ids"}, %slot: tensor<1xi64> {llm.name = "slot", llm.role = "ring_index"}) -> tensor<1x?x2x4xf32> {
+  %table = llm.constant dense<0.5> : tensor<10x8xf32>
+  %x = llm.embedding %table, %ids : (tensor<10x8xf32>, tensor<1x?xi64>) -> tensor<1x?x8xf32>
+  %shape = llm.constant dense<[0, 0, 2, 4]> : tensor<4xi64>
+  %q = llm.onnx.reshape %x, %shape : (tensor<1x?x8xf32>, tensor<4xi64>) -> tensor<1x?x2x4xf32>
+  %none = llm.none
+  %o = llm.attention %q, %q, %q, %none {num_heads = 2 : i64, num_kv_heads = 2 : i64, causal = true, scale = 0.5 : f32} : (tensor<1x?x2x4xf32>, tensor<1x?x2x4xf32>, tensor<1x?x2x4xf32>, none) -> tensor<1x?x2x4xf32>
+  return %o : tensor<1x?x2x4xf32>
+}

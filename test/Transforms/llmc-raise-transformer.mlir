@@ -578,3 +578,52 @@ func.func @onnx_attention_top_left(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x5x8xf
   %y:4 = llm.onnx.attention %q, %k, %k, %none, %none, %none, %none {is_causal = 1 : i64} : (tensor<1x2x3x8xf32>, tensor<1x2x5x8xf32>, tensor<1x2x5x8xf32>, none, none, none, none) -> (tensor<1x2x3x8xf32>, tensor<1x2x5x8xf32>, tensor<1x2x5x8xf32>, tensor<1x2x3x5xf32>)
   return %y#0 : tensor<1x2x3x8xf32>
 }
+
+// -----
+
+// ONNX opset-24 static cache: keys and values scattered into caches of a
+// fixed length at write_indices, Attention over the whole cache with
+// nonpad_kv_seqlen and bottom-right causal alignment. Under the
+// uniform-batch protocol (two llm.assert_equal) that is a causal
+// llm.attention over the cache rows before the write index ++ the new
+// rows; the scatters stay for the present outputs, and the two inputs get
+// their roles for llmc-insert-kv-cache.
+// CHECK-LABEL: func.func @onnx_static_cache
+// CHECK-SAME: %arg2: tensor<1xi64> {llm.role = "write_indices"}
+// CHECK-SAME: %arg3: tensor<1xi64> {llm.role = "kv_valid_length"}
+// CHECK: %[[PK:.+]] = llm.onnx.tensor_scatter %arg4, %arg1, %arg2
+// CHECK: llm.assert_equal {{.+}}message = "TensorScatter: every sequence of the batch must write at the same index
+// CHECK: %[[START:.+]] = llm.assert_equal {{.+}}message = "Attention: nonpad_kv_seqlen must be the write index plus the sequence length"
+// CHECK: %[[END:.+]] = llm.onnx.unsqueeze %[[START]]
+// CHECK: %[[HEAD:.+]] = llm.onnx.slice %arg4, %{{.+}}, %[[END]]
+// CHECK: llm.onnx.concat %[[HEAD]], %arg1 {axis = 2 : i64}
+// CHECK: llm.attention %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} {causal = true, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.353553385 : f32}
+// CHECK-NOT: llm.onnx.attention
+// CHECK: return %{{.+}}, %[[PK]]
+func.func @onnx_static_cache(%q: tensor<1x4x3x8xf32>, %k: tensor<1x2x3x8xf32>, %wi: tensor<1xi64>, %nonpad: tensor<1xi64>, %pk: tensor<1x2x16x8xf32>, %pv: tensor<1x2x16x8xf32>) -> (tensor<1x4x3x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>) {
+  %none = llm.none
+  %ck = llm.onnx.tensor_scatter %pk, %k, %wi {axis = 2 : i64} : (tensor<1x2x16x8xf32>, tensor<1x2x3x8xf32>, tensor<1xi64>) -> tensor<1x2x16x8xf32>
+  %cv = llm.onnx.tensor_scatter %pv, %k, %wi {axis = -2 : i64} : (tensor<1x2x16x8xf32>, tensor<1x2x3x8xf32>, tensor<1xi64>) -> tensor<1x2x16x8xf32>
+  %y:4 = llm.onnx.attention %q, %ck, %cv, %none, %none, %none, %nonpad {is_causal = 1 : i64} : (tensor<1x4x3x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, none, none, none, tensor<1xi64>) -> (tensor<1x4x3x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x4x3x16xf32>)
+  return %y#0, %ck, %cv : tensor<1x4x3x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>
+}
+
+// -----
+
+// Negatives: a circular (ring-buffer) scatter, keys and values written at
+// different indices, and a non-causal attention over the cache stay as
+// they are.
+// CHECK-LABEL: func.func @onnx_static_cache_kept
+// CHECK-NOT: llm.attention
+// CHECK-COUNT-3: llm.onnx.attention
+// CHECK-NOT: llm.role
+func.func @onnx_static_cache_kept(%q: tensor<1x4x3x8xf32>, %k: tensor<1x2x3x8xf32>, %wi: tensor<1xi64>, %wi2: tensor<1xi64>, %nonpad: tensor<1xi64>, %pk: tensor<1x2x16x8xf32>) -> (tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32>) {
+  %none = llm.none
+  %ring = llm.onnx.tensor_scatter %pk, %k, %wi {axis = 2 : i64, mode = "circular"} : (tensor<1x2x16x8xf32>, tensor<1x2x3x8xf32>, tensor<1xi64>) -> tensor<1x2x16x8xf32>
+  %y1:4 = llm.onnx.attention %q, %ring, %ring, %none, %none, %none, %nonpad {is_causal = 1 : i64} : (tensor<1x4x3x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, none, none, none, tensor<1xi64>) -> (tensor<1x4x3x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x4x3x16xf32>)
+  %ck = llm.onnx.tensor_scatter %pk, %k, %wi {axis = 2 : i64} : (tensor<1x2x16x8xf32>, tensor<1x2x3x8xf32>, tensor<1xi64>) -> tensor<1x2x16x8xf32>
+  %cv = llm.onnx.tensor_scatter %pk, %k, %wi2 {axis = 2 : i64} : (tensor<1x2x16x8xf32>, tensor<1x2x3x8xf32>, tensor<1xi64>) -> tensor<1x2x16x8xf32>
+  %y2:4 = llm.onnx.attention %q, %ck, %cv, %none, %none, %none, %nonpad {is_causal = 1 : i64} : (tensor<1x4x3x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, none, none, none, tensor<1xi64>) -> (tensor<1x4x3x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x4x3x16xf32>)
+  %y3:4 = llm.onnx.attention %q, %ck, %ck, %none, %none, %none, %nonpad : (tensor<1x4x3x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, none, none, none, tensor<1xi64>) -> (tensor<1x4x3x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x4x3x16xf32>)
+  return %y1#0, %y2#0, %y3#0 : tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32>
+}
