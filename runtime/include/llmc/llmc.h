@@ -1,0 +1,156 @@
+/*===- llmc.h - the llmc runtime: load an artifact, generate tokens -------===*
+ *
+ * An application loads a model.llmc folder (written by `llmc compile`),
+ * creates a session (its own KV cache) and generates:
+ *
+ *   llmc_model *model;
+ *   if (llmc_model_load("model.llmc", NULL, &model) != LLMC_OK)
+ *     fprintf(stderr, "%s\n", llmc_last_error());
+ *   llmc_session *s;
+ *   llmc_session_create(model, NULL, &s);
+ *   llmc_generate_params p;
+ *   llmc_generate_params_init(&p);          // greedy, 128 tokens
+ *   int32_t out[128]; size_t n;
+ *   llmc_generate(s, prompt, prompt_len, &p, NULL, NULL, out, 128, &n, NULL);
+ *   llmc_session_free(s);
+ *   llmc_model_free(model);
+ *
+ * Status: every fallible call returns llmc_status; on failure
+ * llmc_last_error() gives a message naming the problem (per thread, valid
+ * until the thread's next llmc call). No call aborts on a caller's mistake.
+ *
+ * Ownership: objects are created by *_load/*_create and released by the
+ * matching *_free (NULL is accepted). A session keeps its model alive; the
+ * model may be freed while sessions remain.
+ *
+ * Threads: a model may be shared by threads; a session is used by one
+ * thread at a time. Each session runs its kernels on its own pool of
+ * `threads` threads.
+ *
+ * Tokens are int32 ids in [0, vocab). Logits are float32 [vocab].
+ *===----------------------------------------------------------------------===*/
+#ifndef LLMC_LLMC_H
+#define LLMC_LLMC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum llmc_status {
+  LLMC_OK = 0,
+  LLMC_ERROR_INVALID_ARGUMENT = 1, /* a null pointer, a token out of range, ... */
+  LLMC_ERROR_IO = 2,               /* a file is missing or unreadable */
+  LLMC_ERROR_FORMAT = 3,           /* the artifact is damaged or of another version */
+  LLMC_ERROR_CAPACITY = 4,         /* the KV cache is full */
+  LLMC_ERROR_UNSUPPORTED = 5,      /* e.g. the artifact needs CPU features this machine lacks */
+  LLMC_ERROR_INTERNAL = 6          /* a kernel failed */
+} llmc_status;
+
+/* The message of this thread's last failed call ("" when none). */
+const char *llmc_last_error(void);
+
+/* The runtime's version, "0.1.0". */
+const char *llmc_version(void);
+
+/* ---- models ------------------------------------------------------------ */
+
+typedef struct llmc_model llmc_model;
+
+typedef struct llmc_load_options {
+  int32_t verify_weights; /* 1: hash weights.bin against the manifest (slow for big models) */
+} llmc_load_options;
+
+/* Loads the artifact folder `path`: checks manifest.json (format version,
+ * target, file sizes and the library's hashes), maps weights.bin and
+ * loads libmodel.so. `options` may be NULL. */
+llmc_status llmc_model_load(const char *path, const llmc_load_options *options,
+                            llmc_model **out_model);
+void llmc_model_free(llmc_model *model);
+
+typedef struct llmc_model_info {
+  int64_t vocab;
+  int64_t capacity;       /* KV cache positions per sequence (max prompt + generated) */
+  int64_t max_batch;      /* the largest compiled batch */
+  int64_t num_prefill_buckets;
+  int64_t weights_bytes;
+  int64_t kv_cache_bytes; /* per sequence */
+} llmc_model_info;
+
+llmc_status llmc_model_get_info(const llmc_model *model, llmc_model_info *out_info);
+
+/* ---- sessions ---------------------------------------------------------- */
+
+typedef struct llmc_session llmc_session;
+
+typedef struct llmc_session_options {
+  int32_t threads; /* 0: one per hardware thread */
+} llmc_session_options;
+
+llmc_status llmc_session_create(llmc_model *model, const llmc_session_options *options,
+                                llmc_session **out_session);
+void llmc_session_free(llmc_session *session);
+
+/* Forgets every cached token. */
+llmc_status llmc_session_reset(llmc_session *session);
+
+/* Tokens cached so far. */
+int64_t llmc_session_length(const llmc_session *session);
+
+/* Appends `n` tokens (n >= 1) and writes the logits after the last one into
+ * `logits` ([vocab] floats; NULL: not wanted). Long inputs run in chunks
+ * of the compiled prefill buckets. LLMC_ERROR_CAPACITY when the cache
+ * cannot hold them (nothing is appended then). */
+llmc_status llmc_session_append(llmc_session *session, const int32_t *tokens, size_t n,
+                                float *logits);
+
+/* Like llmc_session_append, but writes the logits of every appended token
+ * into `all_logits` ([n, vocab] floats). */
+llmc_status llmc_session_append_all(llmc_session *session, const int32_t *tokens, size_t n,
+                                    float *all_logits);
+
+/* ---- generation -------------------------------------------------------- */
+
+typedef struct llmc_generate_params {
+  int32_t max_new_tokens;     /* default 128 */
+  float temperature;          /* 0: greedy (the default) */
+  int32_t top_k;              /* 0: off */
+  float top_p;                /* 1: off */
+  float min_p;                /* 0: off */
+  float repetition_penalty;   /* 1: off; > 1 discourages tokens already in the sequence */
+  uint64_t seed;              /* the sampler's seed; the same seed gives the same tokens */
+  const int32_t *stop_tokens; /* generation ends after producing one of these */
+  size_t num_stop_tokens;
+} llmc_generate_params;
+
+/* Fills `params` with the defaults above. */
+void llmc_generate_params_init(llmc_generate_params *params);
+
+/* Called after each new token; return nonzero to stop. */
+typedef int (*llmc_token_callback)(int32_t token, void *user_data);
+
+typedef struct llmc_generate_stats {
+  int64_t prompt_tokens, generated_tokens;
+  double time_to_first_token_ms; /* prompt processing and the first token */
+  double time_per_output_token_ms; /* mean over the tokens after the first */
+  double tokens_per_second;        /* generated tokens after the first / their time */
+  double total_ms;
+} llmc_generate_stats;
+
+/* Resets the session, runs the prompt and generates up to
+ * params->max_new_tokens tokens (stopping after a stop token, when the
+ * callback asks, or when the cache is full), writing them to out_tokens
+ * (capacity out_capacity) and their count to *out_count. `params`,
+ * `callback` and `stats` may be NULL. */
+llmc_status llmc_generate(llmc_session *session, const int32_t *prompt, size_t prompt_len,
+                          const llmc_generate_params *params, llmc_token_callback callback,
+                          void *user_data, int32_t *out_tokens, size_t out_capacity,
+                          size_t *out_count, llmc_generate_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LLMC_LLMC_H */

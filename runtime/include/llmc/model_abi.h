@@ -1,0 +1,88 @@
+/*===- model_abi.h - the interface between libmodel.so and the runtime -----===*
+ *
+ * `llmc compile` emits and builds libmodel.so; it exports one symbol,
+ * llmc_model_abi_v1, returning a static description of the compiled model
+ * and three functions. The runtime (llmc.h) loads the library, checks the
+ * description against manifest.json, maps weights.bin and drives the entry
+ * points; an application may also call them directly.
+ *
+ * Shapes and layouts
+ *   tokens   int64 [batch, seq], row-major, the entry's own batch and seq.
+ *   caches   one buffer per cache (keys and values of each layer, in
+ *            `caches` order), [batch, heads, capacity, head_dim] of
+ *            `dtype` (an ONNX TensorProto element type code: 1 f32,
+ *            10 f16, 16 bf16), row-major, owned by the caller. An entry
+ *            writes rows start_pos .. start_pos + seq - 1 in place.
+ *   logits   float32 [batch, seq, vocab], row-major, written by the entry.
+ *
+ * A prefill entry of sequence bucket S takes a prompt of n <= S tokens
+ * padded on the right (any valid token id): rows n .. S-1 of the logits are
+ * then meaningless, the caller advances start_pos by n and the padded cache
+ * rows are overwritten by the next tokens before anything reads them.
+ * start_pos + S must not exceed the capacity.
+ *
+ * Thread safety: create/destroy/run on distinct contexts may run
+ * concurrently; one context runs one call at a time (it owns a thread pool
+ * and scratch memory).
+ *
+ * Errors: every fallible function returns 0 on success and writes a
+ * NUL-terminated message of at most errlen bytes into err otherwise; none
+ * aborts on bad arguments.
+ *===----------------------------------------------------------------------===*/
+#ifndef LLMC_MODEL_ABI_H
+#define LLMC_MODEL_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LLMC_MODEL_ABI_VERSION 1
+
+typedef enum llmc_entry_kind { LLMC_ENTRY_PREFILL = 0, LLMC_ENTRY_DECODE = 1 } llmc_entry_kind;
+
+typedef struct llmc_model_entry {
+  const char *name; /* "prefill_b1_s64", "decode_b1" */
+  int32_t kind;     /* llmc_entry_kind */
+  int64_t batch;
+  int64_t seq;      /* 1 for decode */
+} llmc_model_entry;
+
+typedef struct llmc_model_cache {
+  const char *name; /* "cache.k.0" */
+  int64_t heads, capacity, head_dim;
+  int32_t dtype;    /* ONNX element type code */
+} llmc_model_cache;
+
+typedef struct llmc_model_abi {
+  uint32_t abi_version; /* LLMC_MODEL_ABI_VERSION */
+  const char *llmc_version;
+  const char *weights_sha256; /* of weights.bin, hex */
+  uint64_t weights_bytes;
+  int64_t vocab;
+  uint32_t num_entries;
+  const llmc_model_entry *entries;
+  uint32_t num_caches;
+  const llmc_model_cache *caches;
+
+  /* A context over `weights` (weights.bin's bytes, 64-byte aligned, kept
+   * alive and unmodified by the caller until destroy), with `threads`
+   * threads (0: one per hardware thread). */
+  int (*create)(const void *weights, uint64_t weights_bytes, int32_t threads, void **out_ctx,
+                char *err, size_t errlen);
+  void (*destroy)(void *ctx);
+  /* Runs entry `entry` (an index into `entries`). */
+  int (*run)(void *ctx, uint32_t entry, const int64_t *tokens, int64_t start_pos,
+             void *const *caches, float *logits, char *err, size_t errlen);
+} llmc_model_abi;
+
+/* The one symbol libmodel.so exports. */
+const llmc_model_abi *llmc_model_abi_v1(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LLMC_MODEL_ABI_H */

@@ -1,0 +1,486 @@
+//===- Runtime.cpp - the llmc runtime (llmc.h) ----------------------------===//
+//
+// Loading checks the artifact before trusting it: manifest.json's format
+// version and target, libmodel.so's hash, weights.bin's size (and hash on
+// request), and then that the library describes the same model as the
+// manifest. A session owns batch-1 KV caches of the compiled capacity and
+// feeds tokens through the prefill buckets (right-padded, chunked when the
+// input is longer than the largest bucket) and the decode entry.
+//
+//===----------------------------------------------------------------------===//
+#include "llmc/llmc.h"
+#include "llmc/model_abi.h"
+#include "runtime/src/Sampler.h"
+#include "runtime/src/support/Json.h"
+#include "runtime/src/support/Sha256.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef LLMC_VERSION
+#define LLMC_VERSION "0.0.0"
+#endif
+
+namespace {
+
+thread_local std::string lastError;
+
+llmc_status fail(llmc_status status, std::string message) {
+  lastError = std::move(message);
+  return status;
+}
+
+llmc_status ok() {
+  lastError.clear();
+  return LLMC_OK;
+}
+
+bool readFile(const std::string &path, std::string &out) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f)
+    return false;
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  out = ss.str();
+  return bool(f) || f.eof();
+}
+
+/// weights.bin mapped read-only (an empty file maps to nothing).
+struct Mapping {
+  void *data = nullptr;
+  size_t size = 0;
+  ~Mapping() {
+    if (data && size)
+      munmap(data, size);
+  }
+};
+
+/// The features an x86-64 -march level needs.
+bool hostSupports(const std::string &march) {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (march == "x86-64" || march == "x86-64-v2")
+    return true;
+  if (march == "x86-64-v3")
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (march == "x86-64-v4")
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  return march == "native"; // built for the machine that compiled it
+#else
+  (void)march;
+  return false;
+#endif
+}
+
+} // namespace
+
+/// A loaded artifact; shared by the llmc_model handle and its sessions.
+struct ModelData {
+  ModelData() = default;
+  ModelData(const ModelData &) = delete;
+  ModelData &operator=(const ModelData &) = delete;
+  std::string path;
+  llmc::json::Value manifest;
+  Mapping weights;
+  void *library = nullptr;
+  const llmc_model_abi *abi = nullptr;
+  int64_t vocab = 0, capacity = 0, maxBatch = 0, kvCacheBytes = 0;
+  int decodeEntry = -1;                         // batch 1
+  std::vector<std::pair<int64_t, int>> prefill; // (seq, entry), batch 1, by seq
+
+  ~ModelData() {
+    if (library)
+      dlclose(library);
+  }
+};
+
+struct llmc_model {
+  std::shared_ptr<ModelData> data;
+};
+
+struct llmc_session {
+  std::shared_ptr<ModelData> model;
+  void *ctx = nullptr;
+  std::vector<std::vector<char>> caches;
+  std::vector<void *> cachePtrs;
+  std::vector<float> logits; // [seq, vocab] of the largest entry
+  int64_t length = 0;
+
+  ~llmc_session() {
+    if (ctx)
+      model->abi->destroy(ctx);
+  }
+};
+
+namespace {
+
+using json = llmc::json::Value;
+
+llmc_status loadModel(const std::string &path, const llmc_load_options *options,
+                      const std::shared_ptr<ModelData> &m) {
+  m->path = path;
+  std::string text, error;
+  std::string manifestPath = path + "/manifest.json";
+  if (!readFile(manifestPath, text))
+    return fail(LLMC_ERROR_IO, "cannot read " + manifestPath + " (is " + path +
+                                   " an artifact folder written by llmc compile?)");
+  if (!llmc::json::parse(text, m->manifest, error))
+    return fail(LLMC_ERROR_FORMAT, manifestPath + ": " + error);
+  const json &man = m->manifest;
+  const json *format = man.get("format_version");
+  if (!format || !format->isInt())
+    return fail(LLMC_ERROR_FORMAT, manifestPath + ": no format_version");
+  if (format->asInt() != 1)
+    return fail(LLMC_ERROR_FORMAT, manifestPath + ": format version " +
+                                       std::to_string(format->asInt()) +
+                                       "; this runtime reads version 1 (recompile the model)");
+  const json *target = man.get("target");
+  std::string kind = target && target->get("kind") ? target->get("kind")->asString() : "";
+  std::string march = target && target->get("march") ? target->get("march")->asString() : "";
+  if (kind != "cpu")
+    return fail(LLMC_ERROR_UNSUPPORTED, path + " is compiled for target '" + kind +
+                                            "'; this runtime runs cpu artifacts");
+  if (!hostSupports(march))
+    return fail(LLMC_ERROR_UNSUPPORTED, path + " is compiled for -march=" + march +
+                                            ", which this CPU does not support");
+
+  // libmodel.so: its hash, then its description.
+  const json *lib = man.get("library");
+  std::string libSha = lib && lib->get("sha256") ? lib->get("sha256")->asString() : "";
+  std::string libPath = path + "/libmodel.so";
+  std::string actual = llmc::sha256File(libPath, error);
+  if (actual.empty())
+    return fail(LLMC_ERROR_IO, error);
+  if (actual != libSha)
+    return fail(LLMC_ERROR_FORMAT, libPath + " does not match manifest.json (sha256 " + actual +
+                                       ", expected " + libSha + ")");
+  m->library = dlopen(libPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!m->library)
+    return fail(LLMC_ERROR_FORMAT, std::string("cannot load ") + libPath + ": " + dlerror());
+  using AbiFn = const llmc_model_abi *(*)();
+  auto abiFn = reinterpret_cast<AbiFn>(dlsym(m->library, "llmc_model_abi_v1"));
+  if (!abiFn)
+    return fail(LLMC_ERROR_FORMAT, libPath + " exports no llmc_model_abi_v1");
+  m->abi = abiFn();
+  if (!m->abi || m->abi->abi_version != LLMC_MODEL_ABI_VERSION)
+    return fail(LLMC_ERROR_FORMAT, libPath + ": model ABI version " +
+                                       std::to_string(m->abi ? m->abi->abi_version : 0) +
+                                       ", this runtime speaks " +
+                                       std::to_string(LLMC_MODEL_ABI_VERSION));
+
+  // weights.bin
+  const json *weights = man.get("weights");
+  std::string wSha = weights && weights->get("sha256") ? weights->get("sha256")->asString() : "";
+  int64_t wBytes = weights && weights->get("bytes") ? weights->get("bytes")->asInt(-1) : -1;
+  if (wSha != m->abi->weights_sha256 || wBytes != int64_t(m->abi->weights_bytes))
+    return fail(LLMC_ERROR_FORMAT, "manifest.json and libmodel.so describe different weights");
+  std::string wPath = path + "/weights.bin";
+  int fd = open(wPath.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return fail(LLMC_ERROR_IO, "cannot open " + wPath + ": " + std::strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0 || int64_t(st.st_size) != wBytes) {
+    close(fd);
+    return fail(LLMC_ERROR_FORMAT, wPath + " is " + std::to_string(int64_t(st.st_size)) +
+                                       " bytes; manifest.json says " + std::to_string(wBytes));
+  }
+  if (wBytes > 0) {
+    void *p = mmap(nullptr, size_t(wBytes), PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      close(fd);
+      return fail(LLMC_ERROR_IO, "cannot map " + wPath + ": " + std::strerror(errno));
+    }
+    m->weights.data = p;
+    m->weights.size = size_t(wBytes);
+  }
+  close(fd);
+  if (options && options->verify_weights) {
+    llmc::Sha256 sha;
+    sha.update(m->weights.data, m->weights.size);
+    if (sha.hexDigest() != wSha)
+      return fail(LLMC_ERROR_FORMAT, wPath + " does not match manifest.json (sha256)");
+  }
+
+  // The entries a batch-1 session uses.
+  m->vocab = m->abi->vocab;
+  for (uint32_t i = 0; i < m->abi->num_entries; ++i) {
+    const llmc_model_entry &e = m->abi->entries[i];
+    m->maxBatch = std::max(m->maxBatch, e.batch);
+    if (e.batch != 1)
+      continue;
+    if (e.kind == LLMC_ENTRY_DECODE)
+      m->decodeEntry = int(i);
+    else
+      m->prefill.push_back({e.seq, int(i)});
+  }
+  std::sort(m->prefill.begin(), m->prefill.end());
+  if (m->decodeEntry < 0)
+    return fail(LLMC_ERROR_FORMAT, path + " has no batch-1 decode entry");
+  m->capacity = m->abi->num_caches ? m->abi->caches[0].capacity : 0;
+  for (uint32_t i = 0; i < m->abi->num_caches; ++i) {
+    const llmc_model_cache &c = m->abi->caches[i];
+    int64_t elem = c.dtype == 1 ? 4 : (c.dtype == 10 || c.dtype == 16) ? 2 : 0;
+    if (elem == 0 || c.capacity != m->capacity)
+      return fail(LLMC_ERROR_FORMAT, std::string("cache '") + c.name + "' has an unsupported layout");
+    m->kvCacheBytes += c.heads * c.capacity * c.head_dim * elem;
+  }
+  return ok();
+}
+
+/// Runs entry `entry` on `tokens` (padded to the entry's length), at the
+/// session's current length; logits of the first `n` rows go to `all`
+/// (n x vocab) and/or the last row to `last`.
+llmc_status runEntry(llmc_session *s, int entry, const int32_t *tokens, int64_t n, float *all,
+                     float *last) {
+  const ModelData &m = *s->model;
+  const llmc_model_entry &e = m.abi->entries[entry];
+  std::vector<int64_t> ids(size_t(e.seq), 0);
+  for (int64_t i = 0; i < n; ++i)
+    ids[size_t(i)] = tokens[i];
+  if (s->logits.size() < size_t(e.seq * m.vocab))
+    s->logits.resize(size_t(e.seq * m.vocab));
+  char err[1024] = "";
+  if (m.abi->run(s->ctx, uint32_t(entry), ids.data(), s->length, s->cachePtrs.data(),
+                 s->logits.data(), err, sizeof err) != 0)
+    return fail(LLMC_ERROR_INTERNAL, err);
+  if (all)
+    std::memcpy(all, s->logits.data(), size_t(n * m.vocab) * sizeof(float));
+  if (last)
+    std::memcpy(last, s->logits.data() + (n - 1) * m.vocab, size_t(m.vocab) * sizeof(float));
+  s->length += n;
+  return LLMC_OK;
+}
+
+llmc_status append(llmc_session *s, const int32_t *tokens, size_t count, float *allLogits,
+                   float *lastLogits) {
+  if (!s)
+    return fail(LLMC_ERROR_INVALID_ARGUMENT, "the session is null");
+  if (count == 0 || !tokens)
+    return fail(LLMC_ERROR_INVALID_ARGUMENT, "append needs at least one token");
+  const ModelData &m = *s->model;
+  for (size_t i = 0; i < count; ++i)
+    if (tokens[i] < 0 || tokens[i] >= m.vocab)
+      return fail(LLMC_ERROR_INVALID_ARGUMENT, "token " + std::to_string(tokens[i]) +
+                                                   " at position " + std::to_string(i) +
+                                                   " is outside the vocabulary [0, " +
+                                                   std::to_string(m.vocab) + ")");
+  int64_t n = int64_t(count);
+  if (s->length + n > m.capacity)
+    return fail(LLMC_ERROR_CAPACITY, "the session holds " + std::to_string(s->length) +
+                                         " tokens; " + std::to_string(n) +
+                                         " more exceed the cache capacity " +
+                                         std::to_string(m.capacity));
+  int64_t before = s->length, done = 0;
+  while (done < n) {
+    int64_t left = n - done;
+    int entry = -1;
+    int64_t take = 1;
+    if (left > 1) {
+      // The smallest bucket that takes everything left and fits the cache,
+      // else the largest that fits.
+      for (auto [seq, idx] : m.prefill)
+        if (s->length + seq <= m.capacity) {
+          entry = idx, take = std::min(left, seq);
+          if (seq >= left)
+            break;
+        }
+    }
+    if (entry < 0)
+      entry = m.decodeEntry, take = 1;
+    float *all = allLogits ? allLogits + done * m.vocab : nullptr;
+    float *last = lastLogits && done + take == n ? lastLogits : nullptr;
+    if (llmc_status st = runEntry(s, entry, tokens + done, take, all, last); st != LLMC_OK) {
+      s->length = before;
+      return st;
+    }
+    done += take;
+  }
+  return ok();
+}
+
+} // namespace
+
+extern "C" {
+
+const char *llmc_last_error(void) { return lastError.c_str(); }
+
+const char *llmc_version(void) { return LLMC_VERSION; }
+
+llmc_status llmc_model_load(const char *path, const llmc_load_options *options,
+                            llmc_model **out_model) {
+  if (!out_model)
+    return fail(LLMC_ERROR_INVALID_ARGUMENT, "out_model is null");
+  *out_model = nullptr;
+  if (!path)
+    return fail(LLMC_ERROR_INVALID_ARGUMENT, "the path is null");
+  auto m = std::make_shared<ModelData>();
+  if (llmc_status st = loadModel(path, options, m); st != LLMC_OK)
+    return st;
+  *out_model = new llmc_model{std::move(m)};
+  return ok();
+}
+
+void llmc_model_free(llmc_model *model) { delete model; }
+
+llmc_status llmc_model_get_info(const llmc_model *model, llmc_model_info *out) {
+  if (!model || !out)
+    return fail(LLMC_ERROR_INVALID_ARGUMENT, "model and out_info must not be null");
+  const ModelData &m = *model->data;
+  out->vocab = m.vocab;
+  out->capacity = m.capacity;
+  out->max_batch = m.maxBatch;
+  out->num_prefill_buckets = int64_t(m.prefill.size());
+  out->weights_bytes = int64_t(m.weights.size);
+  out->kv_cache_bytes = m.kvCacheBytes;
+  return ok();
+}
+
+llmc_status llmc_session_create(llmc_model *model, const llmc_session_options *options,
+                                llmc_session **out_session) {
+  if (!out_session)
+    return fail(LLMC_ERROR_INVALID_ARGUMENT, "out_session is null");
+  *out_session = nullptr;
+  if (!model)
+    return fail(LLMC_ERROR_INVALID_ARGUMENT, "the model is null");
+  int32_t threads = options ? options->threads : 0;
+  if (threads < 0)
+    return fail(LLMC_ERROR_INVALID_ARGUMENT, "threads must be >= 0");
+  auto s = std::make_unique<llmc_session>();
+  s->model = model->data;
+  const ModelData &m = *s->model;
+  char err[1024] = "";
+  if (m.abi->create(m.weights.data, m.weights.size, threads, &s->ctx, err, sizeof err) != 0)
+    return fail(LLMC_ERROR_INTERNAL, err);
+  for (uint32_t i = 0; i < m.abi->num_caches; ++i) {
+    const llmc_model_cache &c = m.abi->caches[i];
+    int64_t elem = c.dtype == 1 ? 4 : 2;
+    s->caches.emplace_back(size_t(c.heads * c.capacity * c.head_dim * elem), 0);
+  }
+  for (auto &c : s->caches)
+    s->cachePtrs.push_back(c.data());
+  *out_session = s.release();
+  return ok();
+}
+
+void llmc_session_free(llmc_session *session) { delete session; }
+
+llmc_status llmc_session_reset(llmc_session *session) {
+  if (!session)
+    return fail(LLMC_ERROR_INVALID_ARGUMENT, "the session is null");
+  session->length = 0;
+  return ok();
+}
+
+int64_t llmc_session_length(const llmc_session *session) { return session ? session->length : 0; }
+
+llmc_status llmc_session_append(llmc_session *session, const int32_t *tokens, size_t n,
+                                float *logits) {
+  return append(session, tokens, n, nullptr, logits);
+}
+
+llmc_status llmc_session_append_all(llmc_session *session, const int32_t *tokens, size_t n,
+                                    float *all_logits) {
+  if (!all_logits)
+    return fail(LLMC_ERROR_INVALID_ARGUMENT, "all_logits is null");
+  return append(session, tokens, n, all_logits, nullptr);
+}
+
+void llmc_generate_params_init(llmc_generate_params *p) {
+  if (!p)
+    return;
+  *p = llmc_generate_params{};
+  p->max_new_tokens = 128;
+  p->temperature = 0;
+  p->top_k = 0;
+  p->top_p = 1;
+  p->min_p = 0;
+  p->repetition_penalty = 1;
+  p->seed = 0;
+}
+
+llmc_status llmc_generate(llmc_session *session, const int32_t *prompt, size_t prompt_len,
+                          const llmc_generate_params *params, llmc_token_callback callback,
+                          void *user_data, int32_t *out_tokens, size_t out_capacity,
+                          size_t *out_count, llmc_generate_stats *stats) {
+  using Clock = std::chrono::steady_clock;
+  if (out_count)
+    *out_count = 0;
+  if (!session)
+    return fail(LLMC_ERROR_INVALID_ARGUMENT, "the session is null");
+  if (!prompt || prompt_len == 0)
+    return fail(LLMC_ERROR_INVALID_ARGUMENT, "the prompt is empty");
+  llmc_generate_params p;
+  llmc_generate_params_init(&p);
+  if (params)
+    p = *params;
+  if (p.max_new_tokens < 0)
+    return fail(LLMC_ERROR_INVALID_ARGUMENT, "max_new_tokens must be >= 0");
+  if (p.max_new_tokens > 0 && (!out_tokens || out_capacity < size_t(p.max_new_tokens)))
+    return fail(LLMC_ERROR_INVALID_ARGUMENT,
+                "out_tokens must hold max_new_tokens (" + std::to_string(p.max_new_tokens) +
+                    ") tokens");
+  if (p.num_stop_tokens > 0 && !p.stop_tokens)
+    return fail(LLMC_ERROR_INVALID_ARGUMENT, "stop_tokens is null");
+  llmc::SamplerOptions so;
+  so.temperature = p.temperature, so.topK = p.top_k, so.topP = p.top_p, so.minP = p.min_p;
+  so.repetitionPenalty = p.repetition_penalty, so.seed = p.seed;
+  std::string why;
+  if (!llmc::Sampler::validate(so, why))
+    return fail(LLMC_ERROR_INVALID_ARGUMENT, why);
+  llmc::Sampler sampler(so);
+  const ModelData &m = *session->model;
+  std::vector<float> logits(size_t(m.vocab));
+  std::vector<int32_t> history(prompt, prompt + prompt_len);
+  auto start = Clock::now();
+  session->length = 0;
+  if (llmc_status st = append(session, prompt, prompt_len, nullptr, logits.data()); st != LLMC_OK)
+    return st;
+  size_t produced = 0;
+  Clock::time_point first = start;
+  while (produced < size_t(p.max_new_tokens)) {
+    int32_t token = sampler.sample(logits.data(), m.vocab, history);
+    out_tokens[produced++] = token;
+    history.push_back(token);
+    if (produced == 1)
+      first = Clock::now();
+    if (out_count)
+      *out_count = produced;
+    bool stop = std::find(p.stop_tokens, p.stop_tokens + p.num_stop_tokens, token) !=
+                p.stop_tokens + p.num_stop_tokens;
+    if (callback && callback(token, user_data) != 0)
+      stop = true;
+    if (stop || produced == size_t(p.max_new_tokens) || session->length + 1 > m.capacity)
+      break;
+    if (llmc_status st = append(session, &token, 1, nullptr, logits.data()); st != LLMC_OK)
+      return st;
+  }
+  auto end = Clock::now();
+  if (stats) {
+    auto ms = [](Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
+    *stats = llmc_generate_stats{};
+    stats->prompt_tokens = int64_t(prompt_len);
+    stats->generated_tokens = int64_t(produced);
+    stats->time_to_first_token_ms = produced ? ms(first - start) : 0;
+    stats->total_ms = ms(end - start);
+    if (produced > 1) {
+      stats->time_per_output_token_ms = ms(end - first) / double(produced - 1);
+      stats->tokens_per_second = 1000.0 / stats->time_per_output_token_ms;
+    }
+  }
+  return ok();
+}
+
+} // extern "C"

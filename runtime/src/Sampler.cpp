@@ -1,0 +1,111 @@
+//===- Sampler.cpp - choosing the next token from logits ------------------===//
+#include "runtime/src/Sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace llmc {
+namespace {
+
+uint64_t splitMix(uint64_t &x) {
+  uint64_t z = (x += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+} // namespace
+
+Sampler::Sampler(const SamplerOptions &options) : opts(options) {
+  uint64_t x = options.seed;
+  for (uint64_t &s : state)
+    s = splitMix(x);
+}
+
+bool Sampler::validate(const SamplerOptions &o, std::string &why) {
+  if (!(o.temperature >= 0) || !std::isfinite(o.temperature))
+    why = "temperature must be a finite number >= 0";
+  else if (o.topK < 0)
+    why = "top_k must be >= 0";
+  else if (!(o.topP > 0 && o.topP <= 1))
+    why = "top_p must be in (0, 1]";
+  else if (!(o.minP >= 0 && o.minP < 1))
+    why = "min_p must be in [0, 1)";
+  else if (!(o.repetitionPenalty > 0) || !std::isfinite(o.repetitionPenalty))
+    why = "repetition_penalty must be a finite number > 0";
+  else
+    return true;
+  return false;
+}
+
+double Sampler::uniform() {
+  uint64_t result = rotl(state[1] * 5, 7) * 9;
+  uint64_t t = state[1] << 17;
+  state[2] ^= state[0];
+  state[3] ^= state[1];
+  state[1] ^= state[2];
+  state[0] ^= state[3];
+  state[2] ^= t;
+  state[3] = rotl(state[3], 45);
+  return double(result >> 11) * 0x1.0p-53;
+}
+
+int32_t Sampler::sample(const float *logits, int64_t vocab, const std::vector<int32_t> &history) {
+  work.assign(logits, logits + vocab);
+  if (opts.repetitionPenalty != 1)
+    for (int32_t t : history)
+      if (t >= 0 && t < vocab) {
+        float &l = work[size_t(t)];
+        l = l > 0 ? l / opts.repetitionPenalty : l * opts.repetitionPenalty;
+      }
+  if (opts.temperature == 0) // greedy: the first of the largest
+    return int32_t(std::max_element(work.begin(), work.end()) - work.begin());
+  order.resize(size_t(vocab));
+  std::iota(order.begin(), order.end(), 0);
+  // Most likely first; ties by id so the order is deterministic.
+  auto better = [&](int32_t a, int32_t b) {
+    return work[size_t(a)] > work[size_t(b)] || (work[size_t(a)] == work[size_t(b)] && a < b);
+  };
+  size_t keep = size_t(vocab);
+  if (opts.topK > 0 && size_t(opts.topK) < keep) {
+    keep = size_t(opts.topK);
+    std::partial_sort(order.begin(), order.begin() + long(keep), order.end(), better);
+  } else {
+    std::sort(order.begin(), order.end(), better);
+  }
+  // Probabilities of the kept tokens at the temperature.
+  std::vector<double> p(keep);
+  double top = work[size_t(order[0])] / opts.temperature, sum = 0;
+  for (size_t i = 0; i < keep; ++i)
+    sum += p[i] = std::exp(double(work[size_t(order[i])]) / opts.temperature - top);
+  for (double &x : p)
+    x /= sum;
+  if (opts.topP < 1) {
+    double acc = 0;
+    size_t n = 0;
+    while (n < keep && acc < opts.topP)
+      acc += p[n++];
+    keep = std::max<size_t>(n, 1);
+  }
+  if (opts.minP > 0) {
+    size_t n = 1;
+    while (n < keep && p[n] >= opts.minP * p[0])
+      ++n;
+    keep = n;
+  }
+  double total = 0;
+  for (size_t i = 0; i < keep; ++i)
+    total += p[i];
+  double r = uniform() * total;
+  for (size_t i = 0; i < keep; ++i) {
+    r -= p[i];
+    if (r < 0)
+      return order[i];
+  }
+  return order[keep - 1];
+}
+
+} // namespace llmc

@@ -1,0 +1,200 @@
+//===- ModelSupport.cpp - what the C++ that llmc compile emits builds on --===//
+#include "runtime/src/model/ModelSupport.h"
+#include "runtime/src/cpu/Numeric.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace llmc::model {
+
+Attribute intAttr(int64_t v) {
+  Attribute a;
+  a.kind = Attribute::Int;
+  a.i = v;
+  return a;
+}
+
+Attribute floatAttr(double v) {
+  Attribute a;
+  a.kind = Attribute::Float;
+  a.f = v;
+  return a;
+}
+
+Attribute stringAttr(const char *v) {
+  Attribute a;
+  a.kind = Attribute::String;
+  a.s = v;
+  return a;
+}
+
+Attribute intsAttr(std::initializer_list<int64_t> v) {
+  Attribute a;
+  a.kind = Attribute::Ints;
+  a.ints.assign(v.begin(), v.end());
+  return a;
+}
+
+Attribute floatsAttr(std::initializer_list<double> v) {
+  Attribute a;
+  a.kind = Attribute::Floats;
+  a.floats.assign(v.begin(), v.end());
+  return a;
+}
+
+Attribute stringsAttr(std::initializer_list<const char *> v) {
+  Attribute a;
+  a.kind = Attribute::Strings;
+  for (const char *s : v)
+    a.strings.emplace_back(s);
+  return a;
+}
+
+Attribute tensorAttr(Tensor v) {
+  Attribute a;
+  a.kind = Attribute::TensorValue;
+  a.tensor = std::move(v);
+  return a;
+}
+
+Status findKernel(const char *name, const KernelEntry *&out) {
+  out = cpu::findKernel(name);
+  if (!out)
+    return Status::error(std::string("the kernel library has no kernel '") + name +
+                         "' (libmodel.so was built against another llmc)");
+  return Status::ok();
+}
+
+Status call(const Context &ctx, const KernelEntry *kernel, const char *opName,
+            std::initializer_list<const Tensor *> inputs, const Attributes *attrs,
+            std::initializer_list<Tensor *> outputs, uint64_t unwanted) {
+  static const Attributes none;
+  cpu::KernelCall c;
+  c.inputs.assign(inputs.begin(), inputs.end());
+  c.attrs = attrs ? attrs : &none;
+  c.outputs.resize(outputs.size());
+  c.unwanted.resize(outputs.size());
+  for (size_t r = 0; r < outputs.size() && r < 64; ++r)
+    c.unwanted[r] = (unwanted >> r) & 1;
+  c.pool = ctx.pool.get();
+  c.opName = opName;
+  LLMC_TRY(kernel->fn(c));
+  size_t r = 0;
+  for (Tensor *out : outputs)
+    *out = std::move(c.outputs[r++]);
+  return Status::ok();
+}
+
+Status cacheUpdate(const Tensor &cache, const Tensor &rows, const Tensor &pos, Tensor &out,
+                   const char *opName) {
+  auto fail = [&](const std::string &m) { return Status::error(std::string(opName) + ": " + m); };
+  if (cache.rank() != 4 || rows.rank() != 4 || rows.dim(0) != cache.dim(0) ||
+      rows.dim(1) != cache.dim(1) || rows.dim(3) != cache.dim(3) ||
+      rows.dtype() != cache.dtype())
+    return fail("update " + rows.describe() + " does not fit cache " + cache.describe());
+  if (pos.dtype() != DType::Int64 || pos.numel() != 1)
+    return fail("pos must be one i64, got " + pos.describe());
+  int64_t at = pos.data<int64_t>()[0], n = rows.dim(2), m = cache.dim(2);
+  if (at < 0 || at + n > m)
+    return fail("writing positions [" + std::to_string(at) + ", " + std::to_string(at + n) +
+                ") past the cache capacity " + std::to_string(m));
+  size_t row = size_t(cache.dim(3)) * cpu::storageSize(cache.dtype());
+  char *c = static_cast<char *>(cache.mutableRaw());
+  const char *p = static_cast<const char *>(rows.raw());
+  for (int64_t i = 0; i < cache.dim(0) * cache.dim(1); ++i)
+    std::memcpy(c + (size_t(i * m) + size_t(at)) * row, p + size_t(i * n) * row, size_t(n) * row);
+  out = cache;
+  return Status::ok();
+}
+
+Status narrowTokens(const Tensor &tokens, Tensor &out) {
+  LLMC_TRY(Tensor::allocate(DType::Int32, tokens.shape(), out));
+  const int64_t *src = tokens.data<int64_t>();
+  int32_t *dst = out.mutableData<int32_t>();
+  for (int64_t i = 0; i < tokens.numel(); ++i) {
+    if (src[i] < INT32_MIN || src[i] > INT32_MAX)
+      return Status::error("token id " + std::to_string(src[i]) + " does not fit the model's i32 ids");
+    dst[i] = int32_t(src[i]);
+  }
+  return Status::ok();
+}
+
+Status storeLogits(const Tensor &value, const Args &args) {
+  if (value.shape() != args.logitsShape)
+    return Status::error("the logits are " + value.describe() + ", the entry promises " +
+                         Tensor::wrap(DType::Float, args.logitsShape, nullptr).describe());
+  int64_t n = value.numel();
+  switch (value.dtype()) {
+  case DType::Float:
+    std::memcpy(args.logits, value.raw(), size_t(n) * sizeof(float));
+    return Status::ok();
+  case DType::Float16:
+  case DType::BFloat16: {
+    const uint16_t *src = value.data<uint16_t>();
+    for (int64_t i = 0; i < n; ++i)
+      args.logits[i] = value.dtype() == DType::Float16 ? cpu::halfToFloat(src[i])
+                                                       : cpu::bf16ToFloat(src[i]);
+    return Status::ok();
+  }
+  default:
+    return Status::error("the logits are " + value.describe() + ", not a float type");
+  }
+}
+
+int fail(const std::string &message, char *err, size_t errlen) {
+  if (err && errlen > 0) {
+    size_t n = std::min(message.size(), errlen - 1);
+    std::memcpy(err, message.data(), n);
+    err[n] = '\0';
+  }
+  return 1;
+}
+
+Status initContext(Context &ctx, const void *weights, uint64_t bytes, uint64_t expectedBytes,
+                   int32_t threads) {
+  if (bytes != expectedBytes)
+    return Status::error("create: the weights are " + std::to_string(bytes) +
+                         " bytes; this model needs " + std::to_string(expectedBytes));
+  if (!weights && bytes > 0)
+    return Status::error("create: the weights pointer is null");
+  if (reinterpret_cast<uintptr_t>(weights) % 64 != 0)
+    return Status::error("create: the weights must be 64-byte aligned");
+  if (threads < 0)
+    return Status::error("create: threads must be >= 0, got " + std::to_string(threads));
+  ctx.weights = static_cast<const uint8_t *>(weights);
+  ctx.weightsBytes = bytes;
+  ctx.pool = std::make_unique<cpu::ThreadPool>(unsigned(threads));
+  return Status::ok();
+}
+
+Status makeArgs(const llmc_model_entry &entry, const llmc_model_cache *caches,
+                uint32_t numCaches, int64_t vocab, const int64_t *tokens, int64_t start,
+                void *const *cacheBuffers, float *logits, Args &args) {
+  if (!tokens)
+    return Status::error("tokens is null");
+  if (!logits)
+    return Status::error("logits is null");
+  if (numCaches > 0 && !cacheBuffers)
+    return Status::error("caches is null");
+  if (start < 0)
+    return Status::error("start_pos " + std::to_string(start) + " is negative");
+  args.tokens = Tensor::wrap(DType::Int64, {entry.batch, entry.seq}, tokens);
+  auto startValue = std::make_shared<int64_t>(start);
+  args.start = Tensor::wrap(DType::Int64, {}, startValue.get(), startValue);
+  for (uint32_t i = 0; i < numCaches; ++i) {
+    const llmc_model_cache &c = caches[i];
+    if (!cacheBuffers[i])
+      return Status::error(std::string("cache '") + c.name + "' is null");
+    if (start + entry.seq > c.capacity)
+      return Status::error("start_pos " + std::to_string(start) + " + " +
+                           std::to_string(entry.seq) + " tokens exceeds the cache capacity " +
+                           std::to_string(c.capacity));
+    args.caches.push_back(Tensor::wrap(DType(c.dtype), {entry.batch, c.heads, c.capacity, c.head_dim},
+                                       cacheBuffers[i]));
+  }
+  args.logits = logits;
+  args.logitsShape = {entry.batch, entry.seq, vocab};
+  return Status::ok();
+}
+
+} // namespace llmc::model

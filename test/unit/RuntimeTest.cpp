@@ -1,0 +1,182 @@
+//===- RuntimeTest.cpp - the runtime's JSON, SHA-256, sampler and C API ---===//
+#include "llmc/llmc.h"
+#include "runtime/src/Sampler.h"
+#include "runtime/src/support/Json.h"
+#include "runtime/src/support/Sha256.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <string>
+
+namespace {
+
+TEST(Json, ParsesTheValueKinds) {
+  llmc::json::Value v;
+  std::string err;
+  ASSERT_TRUE(llmc::json::parse(
+      R"({"a": [1, -2.5e3, true, false, null], "s": "x\"\u00e9\ud83d\ude00", "o": {}})", v, err))
+      << err;
+  ASSERT_EQ(v.kind, llmc::json::Value::Object);
+  const llmc::json::Value *a = v.get("a");
+  ASSERT_TRUE(a && a->kind == llmc::json::Value::Array && a->array.size() == 5);
+  EXPECT_TRUE(a->array[0].isInt());
+  EXPECT_EQ(a->array[0].asInt(), 1);
+  EXPECT_EQ(a->array[1].number, -2500);
+  EXPECT_TRUE(a->array[2].boolean);
+  EXPECT_EQ(a->array[4].kind, llmc::json::Value::Null);
+  EXPECT_EQ(v.get("s")->string, "x\"\xc3\xa9\xf0\x9f\x98\x80");
+  EXPECT_EQ(v.get("o")->kind, llmc::json::Value::Object);
+  EXPECT_EQ(v.get("missing"), nullptr);
+}
+
+TEST(Json, RejectsBadInputWithAnOffset) {
+  llmc::json::Value v;
+  for (const char *bad : {"{", "[1,]", "{\"a\" 1}", "\"\\ud800\"", "01x", "tru", "\"a\nb\"",
+                          "[1] 2", ""}) {
+    std::string err;
+    EXPECT_FALSE(llmc::json::parse(bad, v, err)) << bad;
+    EXPECT_NE(err.find("at byte"), std::string::npos) << bad << ": " << err;
+  }
+  // Deep nesting is an error, not a stack overflow.
+  std::string deep(100000, '[');
+  std::string err;
+  EXPECT_FALSE(llmc::json::parse(deep, v, err));
+  EXPECT_NE(err.find("nesting"), std::string::npos) << err;
+}
+
+TEST(Sha256, KnownDigests) {
+  // FIPS 180-4 examples.
+  auto hex = [](const std::string &s) {
+    llmc::Sha256 h;
+    h.update(s.data(), s.size());
+    return h.hexDigest();
+  };
+  EXPECT_EQ(hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  // Streaming in odd pieces gives the same digest.
+  std::string million(1000000, 'a');
+  llmc::Sha256 h;
+  for (size_t i = 0; i < million.size(); i += 997)
+    h.update(million.data() + i, std::min<size_t>(997, million.size() - i));
+  EXPECT_EQ(h.hexDigest(), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+TEST(Sampler, GreedyTakesTheFirstLargest) {
+  llmc::Sampler s({});
+  std::vector<float> logits = {0.5f, 2.0f, -1.0f, 2.0f};
+  EXPECT_EQ(s.sample(logits.data(), 4, {}), 1);
+}
+
+TEST(Sampler, RepetitionPenaltyDividesPositiveAndMultipliesNegativeLogits) {
+  llmc::SamplerOptions o;
+  o.repetitionPenalty = 2;
+  llmc::Sampler s(o);
+  // Token 0 (3.0 -> 1.5) loses to token 1 (2.0) once it was seen.
+  std::vector<float> logits = {3.0f, 2.0f, -1.0f};
+  EXPECT_EQ(s.sample(logits.data(), 3, {}), 0);
+  EXPECT_EQ(s.sample(logits.data(), 3, {0}), 1);
+}
+
+TEST(Sampler, SeedsAreReproducibleAndTopKOneIsGreedy) {
+  std::vector<float> logits = {0.1f, 0.3f, 0.2f, 0.25f};
+  llmc::SamplerOptions o;
+  o.temperature = 1;
+  o.seed = 42;
+  llmc::Sampler a(o), b(o);
+  for (int i = 0; i < 50; ++i)
+    EXPECT_EQ(a.sample(logits.data(), 4, {}), b.sample(logits.data(), 4, {}));
+  o.topK = 1;
+  llmc::Sampler k(o);
+  for (int i = 0; i < 20; ++i)
+    EXPECT_EQ(k.sample(logits.data(), 4, {}), 1);
+}
+
+TEST(Sampler, FrequenciesFollowTheSoftmax) {
+  // 40000 draws at temperature 0.5 against the exact probabilities: every
+  // frequency within 5 standard errors.
+  std::vector<float> logits = {1.0f, 0.0f, 0.5f, -1.0f};
+  llmc::SamplerOptions o;
+  o.temperature = 0.5f;
+  o.seed = 1;
+  llmc::Sampler s(o);
+  const int n = 40000;
+  std::vector<int> count(4);
+  for (int i = 0; i < n; ++i)
+    ++count[size_t(s.sample(logits.data(), 4, {}))];
+  double z = 0;
+  std::vector<double> p(4);
+  for (int i = 0; i < 4; ++i)
+    z += p[size_t(i)] = std::exp(logits[size_t(i)] / 0.5);
+  for (int i = 0; i < 4; ++i) {
+    double q = p[size_t(i)] / z, se = std::sqrt(q * (1 - q) / n);
+    EXPECT_NEAR(double(count[size_t(i)]) / n, q, 5 * se) << "token " << i;
+  }
+}
+
+TEST(Sampler, TopPAndMinPCutTheTail) {
+  // Probabilities at temperature 1: about 0.64, 0.24, 0.09, 0.03.
+  std::vector<float> logits = {2.0f, 1.0f, 0.0f, -1.0f};
+  llmc::SamplerOptions o;
+  o.temperature = 1;
+  o.topP = 0.7f; // the two most likely reach 0.7
+  llmc::Sampler s(o);
+  for (int i = 0; i < 500; ++i)
+    EXPECT_LT(s.sample(logits.data(), 4, {}), 2);
+  o.topP = 1;
+  o.minP = 0.3f; // 0.24 / 0.64 >= 0.3 stays, 0.09 / 0.64 goes
+  llmc::Sampler m(o);
+  for (int i = 0; i < 500; ++i)
+    EXPECT_LT(m.sample(logits.data(), 4, {}), 2);
+}
+
+TEST(Sampler, OptionsAreValidated) {
+  std::string why;
+  llmc::SamplerOptions o;
+  EXPECT_TRUE(llmc::Sampler::validate(o, why));
+  o.topP = 0;
+  EXPECT_FALSE(llmc::Sampler::validate(o, why));
+  EXPECT_EQ(why, "top_p must be in (0, 1]");
+  o = {};
+  o.temperature = NAN;
+  EXPECT_FALSE(llmc::Sampler::validate(o, why));
+  o = {};
+  o.repetitionPenalty = 0;
+  EXPECT_FALSE(llmc::Sampler::validate(o, why));
+}
+
+TEST(RuntimeApi, NullArgumentsAreStatusesNotCrashes) {
+  llmc_model *model = reinterpret_cast<llmc_model *>(1);
+  EXPECT_EQ(llmc_model_load(nullptr, nullptr, &model), LLMC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(model, nullptr);
+  EXPECT_EQ(llmc_model_load("x", nullptr, nullptr), LLMC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(llmc_model_load("/nonexistent/model.llmc", nullptr, &model), LLMC_ERROR_IO);
+  EXPECT_NE(std::string(llmc_last_error()).find("manifest.json"), std::string::npos);
+  llmc_session *session = nullptr;
+  EXPECT_EQ(llmc_session_create(nullptr, nullptr, &session), LLMC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(llmc_session_append(nullptr, nullptr, 0, nullptr), LLMC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(llmc_session_reset(nullptr), LLMC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(llmc_generate(nullptr, nullptr, 0, nullptr, nullptr, nullptr, nullptr, 0, nullptr,
+                          nullptr),
+            LLMC_ERROR_INVALID_ARGUMENT);
+  llmc_model_info info;
+  EXPECT_EQ(llmc_model_get_info(nullptr, &info), LLMC_ERROR_INVALID_ARGUMENT);
+  llmc_model_free(nullptr);
+  llmc_session_free(nullptr);
+  EXPECT_EQ(llmc_session_length(nullptr), 0);
+}
+
+TEST(RuntimeApi, GenerateParamsDefaults) {
+  llmc_generate_params p;
+  llmc_generate_params_init(&p);
+  EXPECT_EQ(p.max_new_tokens, 128);
+  EXPECT_EQ(p.temperature, 0);
+  EXPECT_EQ(p.top_p, 1);
+  EXPECT_EQ(p.repetition_penalty, 1);
+  EXPECT_EQ(p.num_stop_tokens, 0u);
+}
+
+} // namespace
