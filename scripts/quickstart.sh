@@ -3,10 +3,10 @@
 # runs it on the bundled example model (examples/tiny-llama, a small
 # Llama-architecture decoder with random weights).
 #
-# llmc can so far check, import and run models on its reference CPU
-# executor (compilation to an artifact is still being built; see README.md),
-# so this shows the pre-flight report, the start of the imported IR, and a
-# prefill plus 8 greedy decode steps compared with onnxruntime's logits.
+# It shows the pre-flight report, compiles the model into an artifact
+# (llmc compile: ONNX -> passes -> C++ -> build/tiny-llama.llmc), generates
+# 32 tokens from it with llmc run, and checks the compiled model against
+# onnxruntime's logits and greedy tokens (llmc verify --compiled).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -16,10 +16,14 @@ echo
 echo "== llmc check $model"
 ./build/bin/llmc check "$model"
 echo
-echo "== llmc import $model (first 25 lines)"
-./build/bin/llmc import "$model" -o build/tiny-llama.mlir
-head -n 25 build/tiny-llama.mlir | cut -c1-200
-echo "... (whole IR in build/tiny-llama.mlir)"
+echo "== llmc compile $model -o build/tiny-llama.llmc"
+./build/bin/llmc compile "$model" -o build/tiny-llama.llmc --max-seq 256 --stats
 echo
-echo "== llmc verify examples/tiny-llama (prefill + 8 decode steps on the CPU executor)"
-./build/bin/llmc verify examples/tiny-llama -v
+echo "== llmc inspect build/tiny-llama.llmc"
+./build/bin/llmc inspect build/tiny-llama.llmc
+echo
+echo "== llmc run build/tiny-llama.llmc --ids 1,5,9,200,17 --max-new-tokens 32"
+./build/bin/llmc run build/tiny-llama.llmc --ids 1,5,9,200,17 --max-new-tokens 32 -v
+echo
+echo "== llmc verify examples/tiny-llama --compiled (logits and greedy tokens vs onnxruntime)"
+./build/bin/llmc verify examples/tiny-llama --compiled

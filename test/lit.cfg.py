@@ -19,6 +19,9 @@ config.environment["PATH"] = os.pathsep.join(
 config.substitutions.append(("%shared", config.llmc_shared_dir))
 config.substitutions.append(("%llmc_obj_root", config.llmc_obj_root))
 config.substitutions.append(("%python", sys.executable))
+# Token id lists for tests of the cache capacity.
+config.substitutions.append(("%{ids65}", ",".join(str(3 + i % 250) for i in range(65))))
+config.substitutions.append(("%{ids60}", ",".join(str(3 + i % 250) for i in range(60))))
 
 # Models from other exporters live beside the checkout (../shared/models).
 if os.path.isdir(os.path.join(config.llmc_shared_dir, "models")):

@@ -268,6 +268,9 @@ llvm::Expected<ModelFixture> ModelFixture::load(llvm::StringRef dir, llvm::Strin
     return bad(llvm::toString(std::move(e)));
   if (llvm::Error e = readInts(*root, "tokens", f.tokens))
     return bad(llvm::toString(std::move(e)));
+  if (root->get("greedy"))
+    if (llvm::Error e = readInts(*root, "greedy", f.greedy))
+      return bad(llvm::toString(std::move(e)));
   if (f.prompt.empty())
     return bad("empty prompt");
   const llvm::json::Array *refs = root->getArray("references");
@@ -292,6 +295,8 @@ llvm::Expected<ModelFixture> ModelFixture::load(llvm::StringRef dir, llvm::Strin
 
 bool FixtureReport::passed() const {
   if (!error.empty() || steps.empty())
+    return false;
+  if (greedyActual != greedyExpected)
     return false;
   for (const StepCheck &s : steps) {
     if (!s.withinTolerance)
@@ -432,39 +437,56 @@ cpu::Tensor lastRows(const cpu::Tensor &t, int64_t n) {
 }
 } // namespace
 
+namespace {
+using Stepper = FixtureStepper;
+
+/// Steps `exec` as its entry points allow: prefill/decode over the static
+/// cache when it has them, the model's own IO otherwise.
+llvm::Expected<Stepper> makeStepper(std::shared_ptr<Executor> exec, const ModelFixture &f) {
+  if (exec->inputsOf("prefill") || exec->inputsOf("decode_b1")) {
+    auto loop = CacheLoop::create(*exec);
+    if (!loop)
+      return loop.takeError();
+    auto shared = std::make_shared<CacheLoop>(std::move(*loop));
+    return Stepper([exec, shared](llvm::ArrayRef<int64_t> t) { return shared->step(t); });
+  }
+  auto loop = DecodeLoop::create(*exec, f.io, f.emptyCache);
+  if (!loop)
+    return loop.takeError();
+  auto shared = std::make_shared<DecodeLoop>(std::move(*loop));
+  return Stepper([exec, shared](llvm::ArrayRef<int64_t> t) { return shared->step(t); });
+}
+} // namespace
+
 FixtureReport mlir::llmc::verifyFixture(const ModelFixture &f, llvm::StringRef pipeline) {
-  FixtureReport report;
   auto exec = Executor::fromOnnxFile(f.model, pipeline);
   if (!exec) {
+    FixtureReport report;
     report.error = llvm::toString(exec.takeError());
     return report;
   }
   // After llmc-insert-kv-cache: prefill and decode over the static cache
-  // (or their buckets).
-  std::optional<CacheLoop> cacheLoop;
-  if ((*exec)->inputsOf("prefill") || (*exec)->inputsOf("decode_b1")) {
-    auto loop = CacheLoop::create(**exec);
-    if (!loop) {
-      report.error = llvm::toString(loop.takeError());
-      return report;
-    }
-    cacheLoop = std::move(*loop);
-  }
-  auto loop = cacheLoop ? llvm::Expected<DecodeLoop>(makeError("unused"))
-                        : DecodeLoop::create(**exec, f.io, f.emptyCache);
-  if (cacheLoop)
-    llvm::consumeError(loop.takeError());
-  else if (!loop) {
-    report.error = llvm::toString(loop.takeError());
+  // (or their buckets), which give the new tokens' rows.
+  bool cached = (*exec)->inputsOf("prefill") || (*exec)->inputsOf("decode_b1");
+  auto step = makeStepper(std::shared_ptr<Executor>(std::move(*exec)), f);
+  if (!step) {
+    FixtureReport report;
+    report.error = llvm::toString(step.takeError());
     return report;
   }
+  return verifyFixtureSteps(f, *step, cached);
+}
+
+FixtureReport mlir::llmc::verifyFixtureSteps(const ModelFixture &f, const FixtureStepper &step,
+                                             bool newRowsOnly) {
+  FixtureReport report;
   for (size_t i = 0; i < f.references.size(); ++i) {
     StepCheck check;
     check.label = i == 0 ? "prefill" : "step " + std::to_string(i - 1);
     // Teacher forcing with onnxruntime's tokens keeps both runs on the same
     // sequence even where a near-tie flips a greedy choice.
     std::vector<int64_t> stepTokens = i == 0 ? f.prompt : std::vector<int64_t>{f.tokens[i - 1]};
-    auto logits = cacheLoop ? cacheLoop->step(stepTokens) : loop->step(stepTokens);
+    auto logits = step(stepTokens);
     if (!logits) {
       report.error = check.label + ": " + llvm::toString(logits.takeError());
       return report;
@@ -476,9 +498,22 @@ FixtureReport mlir::llmc::verifyFixture(const ModelFixture &f, llvm::StringRef p
     }
     // A cache-less export's reference covers the whole sequence; the cached
     // entry points give the new tokens' rows.
-    const cpu::Tensor expected =
-        cacheLoop ? lastRows(ref->tensor, logits->rank() == 3 ? logits->dim(1) : 0)
-                  : ref->tensor; // (a view: ref stays alive below)
+    cpu::Tensor expected =
+        newRowsOnly ? lastRows(ref->tensor, logits->rank() == 3 ? logits->dim(1) : 0)
+                    : ref->tensor; // (a view: ref stays alive below)
+    // The runtime's logits are f32 whatever the model computes in; an f16
+    // reference widens exactly.
+    if (logits->dtype() == cpu::DType::Float && cpu::isFloat(expected.dtype()) &&
+        expected.dtype() != cpu::DType::Float) {
+      cpu::Tensor wide;
+      if (cpu::Status st = cpu::Tensor::allocate(cpu::DType::Float, expected.shape(), wide); !st) {
+        report.error = st.message();
+        return report;
+      }
+      for (int64_t e = 0; e < expected.numel(); ++e)
+        wide.mutableData<float>()[e] = float(floatElement(expected, e));
+      expected = wide;
+    }
     if (logits->dtype() != expected.dtype() || logits->shape() != expected.shape()) {
       report.error = check.label + ": logits are " + logits->describe() + ", the reference " +
                      expected.describe();
@@ -505,26 +540,6 @@ FixtureReport mlir::llmc::verifyFixture(const ModelFixture &f, llvm::StringRef p
   return report;
 }
 
-namespace {
-using Stepper = std::function<llvm::Expected<cpu::Tensor>(llvm::ArrayRef<int64_t>)>;
-
-/// Steps `exec` as its entry points allow: prefill/decode over the static
-/// cache when it has them, the model's own IO otherwise.
-llvm::Expected<Stepper> makeStepper(std::shared_ptr<Executor> exec, const ModelFixture &f) {
-  if (exec->inputsOf("prefill") || exec->inputsOf("decode_b1")) {
-    auto loop = CacheLoop::create(*exec);
-    if (!loop)
-      return loop.takeError();
-    auto shared = std::make_shared<CacheLoop>(std::move(*loop));
-    return Stepper([exec, shared](llvm::ArrayRef<int64_t> t) { return shared->step(t); });
-  }
-  auto loop = DecodeLoop::create(*exec, f.io, f.emptyCache);
-  if (!loop)
-    return loop.takeError();
-  auto shared = std::make_shared<DecodeLoop>(std::move(*loop));
-  return Stepper([exec, shared](llvm::ArrayRef<int64_t> t) { return shared->step(t); });
-}
-} // namespace
 
 FixtureReport mlir::llmc::verifyAgainstImport(const ModelFixture &f, llvm::StringRef pipeline,
                                               int decodeSteps, double atol) {

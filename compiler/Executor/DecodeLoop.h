@@ -23,6 +23,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -84,6 +85,7 @@ struct ModelFixture {
   DecoderIO io;
   std::vector<int64_t> emptyCache;
   std::vector<int64_t> prompt, tokens; // onnxruntime's greedy continuation
+  std::vector<int64_t> greedy; // its free-running greedy continuation (add_greedy.py), if any
   std::vector<std::string> references; // prefill, then one per decode step
   double tolerance = 1e-4; // max abs error / max |reference logit|, per step
 
@@ -103,14 +105,30 @@ struct StepCheck {
 struct FixtureReport {
   std::vector<StepCheck> steps;
   std::string error; // set when the model could not be run at all
+  // Free-running greedy generation (llmc verify --compiled): onnxruntime's
+  // tokens, ours, and how many agree from the start.
+  std::vector<int64_t> greedyExpected, greedyActual;
+  size_t greedyMatched = 0;
   /// Every step within tolerance and every greedy token equal to
-  /// onnxruntime's, except where its top two logits tie within tolerance.
+  /// onnxruntime's, except where its top two logits tie within tolerance;
+  /// the free-running greedy tokens, when compared, all equal.
   bool passed() const;
 };
 
 /// Replays `fixture`; `pipeline` (a function pass pipeline) runs on the
 /// imported graph first.
 FixtureReport verifyFixture(const ModelFixture &fixture, llvm::StringRef pipeline = "");
+
+/// Logits [1, n, vocab] for `tokens` after everything fed so far (or, for
+/// a model without caches, for the whole sequence).
+using FixtureStepper =
+    std::function<llvm::Expected<::llmc::cpu::Tensor>(llvm::ArrayRef<int64_t>)>;
+
+/// Replays `fixture` through `step` (teacher-forced with onnxruntime's
+/// tokens): the prefill, then each decode step, against the references.
+/// `newRowsOnly`: the stepper returns the new tokens' rows only.
+FixtureReport verifyFixtureSteps(const ModelFixture &fixture, const FixtureStepper &step,
+                                 bool newRowsOnly);
 
 /// Runs the imported graph and its `pipeline` output side by side on the
 /// fixture's prompt and `decodeSteps` greedy tokens of the imported graph

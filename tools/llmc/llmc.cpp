@@ -13,6 +13,7 @@
 // ("llmc: <file>: <what>"), and the exit status is non-zero.
 //
 //===----------------------------------------------------------------------===//
+#include "tools/llmc/Commands.h"
 #include "compiler/Executor/Conformance.h"
 #include "compiler/Executor/DecodeLoop.h"
 #include "compiler/Executor/Executor.h"
@@ -23,6 +24,8 @@
 #include "python-free-frontend/OnnxModel.h"
 #include "python-free-frontend/OpTable.h"
 
+#include "llmc/llmc.h"
+
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
@@ -30,6 +33,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FileSystem.h"
@@ -47,13 +51,18 @@ using namespace mlir;
 using namespace mlir::llmc;
 namespace cl = llvm::cl;
 
+llvm::cl::OptionCategory &mlir::llmc::llmcOptionCategory() {
+  static llvm::cl::OptionCategory category("llmc options");
+  return category;
+}
+
 #ifndef LLMC_VERSION
 #define LLMC_VERSION "0.0.0"
 #endif
 
 namespace {
 
-cl::OptionCategory llmcCategory("llmc options");
+cl::OptionCategory &llmcCategory = mlir::llmc::llmcOptionCategory();
 
 // --- llmc import -------------------------------------------------------------
 cl::SubCommand importCmd("import", "Import an ONNX model and print its llm dialect IR");
@@ -151,6 +160,20 @@ cl::opt<double> verifyTolerance(
     cl::desc("Max logit error as a fraction of the logit scale, instead of each fixture's own "
              "(for a pipeline that changes precision: dtype=f16)"),
     cl::init(-1), cl::sub(verifyCmd), cl::cat(llmcCategory));
+
+cl::opt<bool> verifyCompiled(
+    "compiled",
+    cl::desc("Compile each fixture with llmc compile (into a temporary folder) and replay it "
+             "through the runtime instead of the reference executor; also compares the "
+             "fixture's free-running greedy tokens"),
+    cl::init(false), cl::sub(verifyCmd), cl::cat(llmcCategory));
+cl::opt<int64_t> verifyMaxSeq("max-seq", cl::desc("KV cache capacity for --compiled"),
+                              cl::init(64), cl::sub(verifyCmd), cl::cat(llmcCategory));
+cl::list<int64_t> verifyBuckets("prefill-buckets",
+                                cl::desc("Prefill buckets for --compiled (default 16)"),
+                                cl::CommaSeparated, cl::sub(verifyCmd), cl::cat(llmcCategory));
+cl::opt<std::string> verifyDtype("dtype", cl::desc("Compute type for --compiled"),
+                                 cl::init("f32"), cl::sub(verifyCmd), cl::cat(llmcCategory));
 
 // Shared by exec, conformance and verify: passes to run before executing.
 cl::opt<std::string> runPasses(
@@ -317,6 +340,78 @@ int runConformance() {
   return failed ? 1 : 0;
 }
 
+/// The fixture compiled (llmc compile into a temporary folder) and driven
+/// through the runtime: teacher-forced steps against the references, then
+/// free-running greedy generation against onnxruntime's.
+FixtureReport verifyCompiledFixture(const ModelFixture &f) {
+  FixtureReport report;
+  llvm::SmallString<128> dir;
+  if (std::error_code ec = llvm::sys::fs::createUniqueDirectory("llmc-verify", dir)) {
+    report.error = "cannot create a temporary folder: " + ec.message();
+    return report;
+  }
+  auto cleanup = llvm::make_scope_exit([&] { llvm::sys::fs::remove_directories(dir); });
+  CompileRequest req;
+  req.input = f.model;
+  req.output = (dir + "/model.llmc").str();
+  req.maxSeq = verifyMaxSeq;
+  req.buckets.assign(verifyBuckets.begin(), verifyBuckets.end());
+  if (req.buckets.empty())
+    req.buckets = {std::min<int64_t>(16, verifyMaxSeq)};
+  req.dtype = verifyDtype;
+  auto ctx = makeContext();
+  auto compiled = compileModel(*ctx, req, nullptr);
+  if (!compiled) {
+    report.error = llvm::toString(compiled.takeError());
+    return report;
+  }
+  llmc_model *model = nullptr;
+  llmc_session *session = nullptr;
+  auto release = llvm::make_scope_exit([&] {
+    llmc_session_free(session);
+    llmc_model_free(model);
+  });
+  llmc_session_options so{0};
+  if (llmc_model_load(req.output.c_str(), nullptr, &model) != LLMC_OK ||
+      llmc_session_create(model, &so, &session) != LLMC_OK) {
+    report.error = llmc_last_error();
+    return report;
+  }
+  int64_t vocab = compiled->vocab;
+  FixtureStepper step = [&](llvm::ArrayRef<int64_t> tokens) -> llvm::Expected<::llmc::cpu::Tensor> {
+    std::vector<int32_t> ids(tokens.begin(), tokens.end());
+    ::llmc::cpu::Tensor out;
+    if (::llmc::cpu::Status s = ::llmc::cpu::Tensor::allocate(
+            ::llmc::cpu::DType::Float, {1, int64_t(ids.size()), vocab}, out);
+        !s)
+      return llvm::createStringError(s.message());
+    if (llmc_session_append_all(session, ids.data(), ids.size(), out.mutableData<float>()) !=
+        LLMC_OK)
+      return llvm::createStringError(llmc_last_error());
+    return out;
+  };
+  report = verifyFixtureSteps(f, step, /*newRowsOnly=*/true);
+  if (!report.error.empty() || f.greedy.empty())
+    return report;
+  // Free-running greedy generation, as `llmc run --ids` does it.
+  std::vector<int32_t> prompt(f.prompt.begin(), f.prompt.end());
+  std::vector<int32_t> out(f.greedy.size());
+  llmc_generate_params p;
+  llmc_generate_params_init(&p);
+  p.max_new_tokens = int32_t(f.greedy.size());
+  size_t count = 0;
+  if (llmc_generate(session, prompt.data(), prompt.size(), &p, nullptr, nullptr, out.data(),
+                    out.size(), &count, nullptr) != LLMC_OK) {
+    report.error = std::string("generate: ") + llmc_last_error();
+    return report;
+  }
+  report.greedyExpected = f.greedy;
+  report.greedyActual.assign(out.begin(), out.begin() + long(count));
+  for (size_t i = 0; i < count && i < f.greedy.size() && out[i] == f.greedy[i]; ++i)
+    ++report.greedyMatched;
+  return report;
+}
+
 int runVerify() {
   if (!runPasses.empty())
     if (llvm::Error e = Executor::checkPipeline(runPasses))
@@ -348,7 +443,8 @@ int runVerify() {
     }
     if (verifyTolerance > 0)
       fixture->tolerance = verifyTolerance;
-    FixtureReport report = verifyAgainstImported
+    FixtureReport report = verifyCompiled ? verifyCompiledFixture(*fixture)
+                           : verifyAgainstImported
                                ? verifyAgainstImport(*fixture, runPasses, verifySteps,
                                                      verifyTolerance > 0 ? -1.0 : verifyAtol)
                                : verifyFixture(*fixture, runPasses);
@@ -391,6 +487,9 @@ int runVerify() {
     else
       os << llvm::format("%.0e", fixture->tolerance);
     os << "), greedy tokens " << tokensMatched << "/" << tokensCompared << " equal";
+    if (!report.greedyExpected.empty())
+      os << ", generated " << report.greedyMatched << "/" << report.greedyExpected.size()
+         << " of onnxruntime's greedy tokens";
     if (ties)
       os << " (" << ties << " near ties)";
     os << "\n";
@@ -729,6 +828,8 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(llmcCategory, execCmd);
   cl::HideUnrelatedOptions(llmcCategory, conformanceCmd);
   cl::HideUnrelatedOptions(llmcCategory, verifyCmd);
+  for (cl::SubCommand *sub : cl::getRegisteredSubcommands())
+    cl::HideUnrelatedOptions(llmcCategory, *sub);
   cl::ParseCommandLineOptions(argc, argv,
                               "llmc: ahead-of-time compiler for transformer language models\n\n"
                               "  llmc import model.onnx [-o out.mlir]\n"
@@ -736,7 +837,11 @@ int main(int argc, char **argv) {
                               "  llmc exec model.onnx|module.mlir --inputs DIR --outputs DIR [--function NAME]\n"
                               "  llmc conformance DIR [--filter REGEX] [--unclaimed FILE]\n"
                               "  llmc verify FIXTURE_DIR... [--shared DIR]\n"
-                              "  llmc ops [--markdown]\n\n"
+                              "  llmc ops [--markdown]\n"
+                              "  llmc compile model.onnx -o out.llmc [--max-seq N] [--batch ...] "
+                              "[--prefill-buckets ...] [--emit=source] [--stats]\n"
+                              "  llmc run out.llmc --ids 1,2,3 [--max-new-tokens N] [sampling flags]\n"
+                              "  llmc inspect out.llmc [--json]\n\n"
                               "Run `llmc <command> --help` for a command's options.\n");
   if (importCmd)
     return runImport();
@@ -750,6 +855,14 @@ int main(int argc, char **argv) {
     return runConformance();
   if (verifyCmd)
     return runVerify();
+  if (compileCommandGiven()) {
+    auto ctx = makeContext();
+    return runCompile(*ctx);
+  }
+  if (runCommandGiven())
+    return runRun();
+  if (inspectCommandGiven())
+    return runInspect();
   llvm::errs() << "llmc: no command given; run `llmc --help`\n";
   return 1;
 }

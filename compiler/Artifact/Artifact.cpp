@@ -1,0 +1,268 @@
+//===- Artifact.cpp - write a model.llmc folder ---------------------------===//
+#include "compiler/Artifact/Artifact.h"
+
+#include "compiler/Executor/Error.h"
+
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/SHA256.h"
+
+#include <cstdlib>
+
+using namespace mlir;
+using namespace mlir::llmc;
+
+namespace {
+
+// Where the model support library and headers are (baked in by CMake).
+#ifndef LLMC_SOURCE_DIR
+#error "LLMC_SOURCE_DIR must be defined"
+#endif
+
+const char *kModelAbiHeader =
+#include "compiler/Artifact/ModelAbiHeader.inc"
+    ;
+
+llvm::Error writeFile(llvm::StringRef path, llvm::StringRef bytes) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
+  if (ec)
+    return makeError("cannot write " + path.str() + ": " + ec.message());
+  os << bytes;
+  os.close();
+  if (os.has_error())
+    return makeError("cannot write " + path.str() + ": " + os.error().message());
+  return llvm::Error::success();
+}
+
+/// model.h: the ABI declarations and this model's facts.
+std::string modelHeader(const CpuModel &m, const ArtifactInfo &info) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "/* model.h - the C interface of this libmodel.so, written by llmc " << info.llmcVersion
+     << ".\n *\n * Entry points (an index into llmc_model_abi.entries):\n";
+  for (size_t i = 0; i < m.entries.size(); ++i)
+    os << " *   " << i << "  " << m.entries[i].name << "  tokens int64[" << m.entries[i].batch
+       << ", " << m.entries[i].seq << "]\n";
+  os << " */\n" << kModelAbiHeader << "\n#define LLMC_THIS_MODEL_VOCAB " << m.vocab
+     << "\n#define LLMC_THIS_MODEL_NUM_CACHES " << m.caches.size() << "\n";
+  return s;
+}
+
+/// The support libraries and include folders baked in at build time.
+struct Toolchain {
+  std::string cxx;
+  std::vector<std::string> includes, libs, flags;
+};
+
+llvm::Expected<Toolchain> toolchain(const ArtifactInfo &info) {
+  Toolchain t;
+  std::string cxx = info.cxx;
+  if (cxx.empty())
+    if (const char *env = std::getenv("CXX"))
+      cxx = env;
+  if (cxx.empty())
+    cxx = "c++";
+  auto found = llvm::sys::findProgramByName(cxx);
+  if (!found || !llvm::sys::fs::can_execute(*found))
+    return makeError("no host C++ compiler '" + cxx + "' (set CXX or pass --cxx)");
+  t.cxx = *found;
+  t.includes = {LLMC_SOURCE_DIR, std::string(LLMC_SOURCE_DIR) + "/runtime/include"};
+  llvm::SmallVector<llvm::StringRef> libs;
+  llvm::StringRef(LLMC_SUPPORT_LIBS).split(libs, '|', -1, false);
+  for (llvm::StringRef l : libs) {
+    if (!llvm::sys::fs::exists(l))
+      return makeError("the model support library " + l.str() + " is missing (rebuild llmc)");
+    t.libs.push_back(l.str());
+  }
+  llvm::SmallVector<llvm::StringRef> flags;
+  llvm::StringRef(LLMC_MODEL_CXX_FLAGS).split(flags, ' ', -1, false);
+  for (llvm::StringRef f : flags)
+    t.flags.push_back(f.str());
+  return t;
+}
+
+llvm::Error buildLibrary(const ArtifactInfo &info, llvm::StringRef dir, llvm::raw_ostream *log) {
+  auto tc = toolchain(info);
+  if (!tc)
+    return tc.takeError();
+  std::vector<std::string> args = {tc->cxx, "-std=c++17", "-O2", "-fPIC", "-shared",
+                                   "-fvisibility=hidden", "-march=" + info.cpu,
+                                   "-ffile-prefix-map=" + dir.str() + "=."};
+  for (const std::string &i : tc->includes)
+    args.push_back("-I" + i);
+  for (const std::string &f : tc->flags)
+    args.push_back(f);
+  args.insert(args.end(), {"model.cpp", "-o", "libmodel.so"});
+  for (const std::string &l : tc->libs)
+    args.push_back(l);
+  args.insert(args.end(), {"-lpthread", "-Wl,--build-id=sha1"});
+  llvm::SmallVector<llvm::StringRef> refs(args.begin(), args.end());
+  llvm::SmallString<256> errFile(dir);
+  llvm::sys::path::append(errFile, "compiler.log");
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(errFile),
+                                                llvm::StringRef(errFile)};
+  if (log)
+    *log << "  building libmodel.so with " << tc->cxx << " -march=" << info.cpu << "\n";
+  std::string errMsg;
+  // The compiler runs in the build folder so the paths it records are
+  // relative.
+  llvm::SmallString<256> cwd;
+  llvm::sys::fs::current_path(cwd);
+  if (std::error_code ec = llvm::sys::fs::set_current_path(dir))
+    return makeError("cannot enter " + dir.str() + ": " + ec.message());
+  int rc = llvm::sys::ExecuteAndWait(tc->cxx, refs, std::nullopt, redirects, 0, 0, &errMsg);
+  (void)llvm::sys::fs::set_current_path(cwd);
+  if (rc != 0) {
+    std::string output;
+    if (auto buf = llvm::MemoryBuffer::getFile(errFile))
+      output = (*buf)->getBuffer().take_back(4000).str();
+    return makeError("building libmodel.so failed (" + (errMsg.empty() ? "exit " + std::to_string(rc) : errMsg) +
+                     "):\n" + output);
+  }
+  llvm::sys::fs::remove(errFile);
+  return llvm::Error::success();
+}
+
+} // namespace
+
+llvm::Expected<std::string> mlir::llmc::sha256File(llvm::StringRef path) {
+  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  if (!buf)
+    return makeError("cannot read " + path.str() + ": " + buf.getError().message());
+  llvm::StringRef bytes = (*buf)->getBuffer();
+  auto digest = llvm::SHA256::hash(
+      llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size()));
+  return llvm::toHex(digest, /*LowerCase=*/true);
+}
+
+llvm::Error mlir::llmc::writeArtifact(const CpuModel &model, const ArtifactInfo &info,
+                                      llvm::StringRef outDir, llvm::raw_ostream *log) {
+  // Build beside the destination, then rename into place.
+  // (Absolute: createUniqueDirectory puts relative names in the system's
+  // temporary folder, which may be another file system.)
+  llvm::SmallString<256> parent(outDir);
+  llvm::sys::fs::make_absolute(parent);
+  llvm::sys::path::remove_filename(parent);
+  if (std::error_code ec = llvm::sys::fs::create_directories(parent))
+    return makeError("cannot create " + parent.str().str() + ": " + ec.message());
+  llvm::SmallString<256> tmp;
+  if (std::error_code ec = llvm::sys::fs::createUniqueDirectory(
+          llvm::Twine(parent) + "/." + llvm::sys::path::filename(outDir) + ".tmp", tmp))
+    return makeError("cannot create a folder beside " + outDir.str() + ": " + ec.message());
+  auto cleanup = llvm::make_scope_exit([&] { llvm::sys::fs::remove_directories(tmp); });
+  auto path = [&](llvm::StringRef name) {
+    llvm::SmallString<256> p(tmp);
+    llvm::sys::path::append(p, name);
+    return std::string(p);
+  };
+  if (log)
+    *log << "  writing weights.bin (" << model.weights.size() << " bytes)\n";
+  if (llvm::Error e = writeFile(path("weights.bin"),
+                                llvm::StringRef(model.weights.data(), model.weights.size())))
+    return e;
+  if (llvm::Error e = writeFile(path("model.h"), modelHeader(model, info)))
+    return e;
+  if (llvm::Error e = writeFile(path("model.cpp"), model.source))
+    return e;
+  if (llvm::Error e = buildLibrary(info, tmp, log))
+    return e;
+  auto libSha = sha256File(path("libmodel.so"));
+  if (!libSha)
+    return libSha.takeError();
+  if (info.emitSource) {
+    if (std::error_code ec = llvm::sys::fs::create_directory(path("src")))
+      return makeError("cannot create src/: " + ec.message());
+    if (std::error_code ec = llvm::sys::fs::rename(path("model.cpp"), path("src/model.cpp")))
+      return makeError("cannot move model.cpp: " + ec.message());
+  } else {
+    llvm::sys::fs::remove(path("model.cpp"));
+  }
+
+  // manifest.json
+  llvm::json::Array entries, caches;
+  for (const CpuModel::Entry &e : model.entries)
+    entries.push_back(llvm::json::Object{
+        {"name", e.name},
+        {"kind", e.decode ? "decode" : "prefill"},
+        {"batch", e.batch},
+        {"seq", e.seq},
+        {"code", llvm::json::Object{{"kernel_calls", e.kernelCalls},
+                                    {"fused_regions", e.fusedRegions},
+                                    {"views", e.views},
+                                    {"cache_updates", e.cacheUpdates}}}});
+  int64_t cacheBytesPerSequence = 0;
+  for (const CpuModel::Cache &c : model.caches) {
+    int64_t elem = c.dtype == 1 ? 4 : c.dtype == 10 || c.dtype == 16 ? 2 : 0;
+    cacheBytesPerSequence += c.heads * c.capacity * c.headDim * elem;
+    caches.push_back(llvm::json::Object{{"name", c.name},
+                                        {"heads", c.heads},
+                                        {"capacity", c.capacity},
+                                        {"head_dim", c.headDim},
+                                        {"dtype", c.dtype == 1    ? "f32"
+                                                  : c.dtype == 10 ? "f16"
+                                                  : c.dtype == 16 ? "bf16"
+                                                                  : "other"}});
+  }
+  llvm::json::Object memory = llvm::json::Object(info.memory);
+  memory["kv_cache_bytes_per_sequence"] = cacheBytesPerSequence;
+  llvm::json::Object manifest{
+      {"format_version", kArtifactFormatVersion},
+      {"llmc_version", info.llmcVersion},
+      {"abi_version", 1},
+      {"target", llvm::json::Object{{"kind", "cpu"}, {"arch", "x86-64"}, {"march", info.cpu}}},
+      {"source", llvm::json::Object{{"file", info.sourceName}, {"sha256", info.sourceSha256}}},
+      {"options", llvm::json::Object(info.options)},
+      {"architecture", llvm::json::Object(info.architecture)},
+      {"vocab", model.vocab},
+      {"entries", std::move(entries)},
+      {"caches", std::move(caches)},
+      {"memory", std::move(memory)},
+      {"weights", llvm::json::Object{{"file", "weights.bin"},
+                                     {"bytes", int64_t(model.weights.size())},
+                                     {"tensors", model.numWeights},
+                                     {"alignment", 64},
+                                     {"sha256", model.weightsSha256}}},
+      {"library", llvm::json::Object{{"file", "libmodel.so"}, {"sha256", *libSha}}},
+      {"tokenizer", nullptr},
+  };
+  std::string json = llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest))).str() + "\n";
+  if (llvm::Error e = writeFile(path("manifest.json"), json))
+    return e;
+
+  // Into place: the old artifact goes only once the new one is complete.
+  llvm::SmallString<256> old;
+  if (llvm::sys::fs::exists(outDir)) {
+    if (!llvm::sys::fs::exists(llvm::Twine(outDir) + "/manifest.json") &&
+        !llvm::sys::fs::is_directory(outDir))
+      return makeError(outDir.str() + " exists and is not an artifact folder");
+    if (llvm::sys::fs::is_directory(outDir) &&
+        !llvm::sys::fs::exists(llvm::Twine(outDir) + "/manifest.json")) {
+      std::error_code ec;
+      llvm::sys::fs::directory_iterator it(outDir, ec);
+      if (!ec && it != llvm::sys::fs::directory_iterator())
+        return makeError(outDir.str() +
+                         " is a folder that is not an llmc artifact and not empty; not replacing it");
+    }
+    if (std::error_code ec = llvm::sys::fs::createUniqueDirectory(
+            llvm::Twine(parent) + "/." + llvm::sys::path::filename(outDir) + ".old", old))
+      return makeError("cannot replace " + outDir.str() + ": " + ec.message());
+    llvm::sys::fs::remove(old);
+    if (std::error_code ec = llvm::sys::fs::rename(outDir, old))
+      return makeError("cannot replace " + outDir.str() + ": " + ec.message());
+  }
+  if (std::error_code ec = llvm::sys::fs::rename(tmp, outDir)) {
+    if (!old.empty())
+      (void)llvm::sys::fs::rename(old, outDir);
+    return makeError("cannot create " + outDir.str() + ": " + ec.message());
+  }
+  if (!old.empty())
+    llvm::sys::fs::remove_directories(old);
+  return llvm::Error::success();
+}

@@ -1,0 +1,49 @@
+//===- Artifact.h - write a model.llmc folder -----------------------------===//
+//
+// The artifact (docs/artifact.md): manifest.json, weights.bin, libmodel.so
+// (the emitted C++ built with the host compiler), model.h and, with
+// --emit=source, src/model.cpp. It is written into a temporary folder beside
+// the destination and renamed into place only when complete, so a failed
+// compile leaves an existing artifact untouched. Nothing in it depends on
+// the time or the paths it was built from: the same model and options give
+// the same bytes.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_COMPILER_ARTIFACT_ARTIFACT_H
+#define LLMC_COMPILER_ARTIFACT_ARTIFACT_H
+
+#include "compiler/Codegen/CPU/EmitCpp.h"
+
+#include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+
+namespace mlir::llmc {
+
+constexpr int kArtifactFormatVersion = 1;
+
+struct ArtifactInfo {
+  std::string llmcVersion;
+  std::string sourceName;   // the model's file name (no folder)
+  std::string sourceSha256; // of the model file and its external data
+  llvm::json::Object options;      // the compile options, as resolved
+  llvm::json::Object architecture; // structure, layers, kernels per step
+  llvm::json::Object memory;       // bytes: weights, kv_cache, activations per entry
+  std::string cpu = "x86-64-v3";   // -march for the emitted code
+  std::string cxx;                 // host compiler (empty: $CXX, else c++)
+  bool emitSource = false;
+};
+
+/// Writes `model` as the artifact folder `outDir`. Progress lines go to
+/// `log` when given.
+llvm::Error writeArtifact(const CpuModel &model, const ArtifactInfo &info, llvm::StringRef outDir,
+                          llvm::raw_ostream *log);
+
+/// The sha256 (hex) of a file's bytes.
+llvm::Expected<std::string> sha256File(llvm::StringRef path);
+
+} // namespace mlir::llmc
+
+#endif // LLMC_COMPILER_ARTIFACT_ARTIFACT_H

@@ -1,0 +1,561 @@
+//===- EmitCpp.cpp - C++ for the CPU from the compiled entry points -------===//
+//
+// One C++ statement (or a few) per operation, in program order: constants
+// are references to weight tensors wrapped once at init, views share
+// storage, cache updates write the caller's cache in place, fused regions
+// become a block of their inner operations, and every other operation calls
+// its reference kernel through ModelSupport's bridge with attributes built
+// once at init. Shapes are static, so each statement's comment gives its
+// result type.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Codegen/CPU/EmitCpp.h"
+
+#include "compiler/Executor/Error.h"
+#include "dialects/LLM/IR/LLMOps.h"
+#include "dialects/LLM/IR/ShapeInference.h"
+#include "passes/BuildHelpers.h"
+#include "passes/KernelBridge.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/SHA256.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+
+using namespace mlir;
+using namespace mlir::llmc;
+namespace cpu = ::llmc::cpu;
+
+namespace {
+
+const char *dtypeSpelling(cpu::DType t) {
+  switch (t) {
+  case cpu::DType::Float:
+    return "DType::Float";
+  case cpu::DType::Float16:
+    return "DType::Float16";
+  case cpu::DType::BFloat16:
+    return "DType::BFloat16";
+  case cpu::DType::Double:
+    return "DType::Double";
+  case cpu::DType::Int64:
+    return "DType::Int64";
+  case cpu::DType::Int32:
+    return "DType::Int32";
+  case cpu::DType::Int8:
+    return "DType::Int8";
+  case cpu::DType::UInt8:
+    return "DType::UInt8";
+  case cpu::DType::Bool:
+    return "DType::Bool";
+  default:
+    return nullptr;
+  }
+}
+
+std::string dtypeExpr(cpu::DType t) {
+  if (const char *s = dtypeSpelling(t))
+    return s;
+  return "DType(" + std::to_string(int(t)) + ")";
+}
+
+std::string shapeExpr(llvm::ArrayRef<int64_t> dims) {
+  return "{" + llvm::join(llvm::map_range(dims, [](int64_t d) { return std::to_string(d); }), ", ") +
+         "}";
+}
+
+/// "f32[1, 8, 256]" for comments.
+std::string describeType(Type type) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << getElementTypeOrSelf(type) << "[";
+  if (auto r = dyn_cast<RankedTensorType>(type))
+    llvm::interleave(r.getShape(), os,
+                     [&](int64_t d) { os << (ShapedType::isDynamic(d) ? "?" : std::to_string(d)); },
+                     ", ");
+  os << "]";
+  return s;
+}
+
+/// A C++ string literal.
+std::string quote(llvm::StringRef s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string nodeName(Operation *op) {
+  std::string where = "operation";
+  if (auto n = dyn_cast<NameLoc>(op->getLoc()))
+    where = n.getName().str();
+  return where + " (" + shortName(op).str() + ")";
+}
+
+/// What an in-place chain of cache updates (through fused regions) started
+/// from: `v` itself when it is not such a chain.
+Value cacheSource(Value v) {
+  while (true) {
+    if (auto u = v.getDefiningOp<CacheUpdateOp>()) {
+      v = u.getCache();
+      continue;
+    }
+    if (auto fused = v.getDefiningOp<FusedOp>()) {
+      Value inner = cast<YieldOp>(fused.getRegion().front().getTerminator())
+                        ->getOperand(cast<OpResult>(v).getResultNumber());
+      Value start = cacheSource(inner);
+      auto arg = dyn_cast<BlockArgument>(start);
+      if (inner != start && arg && arg.getOwner() == &fused.getRegion().front()) {
+        v = fused->getOperand(arg.getArgNumber());
+        continue;
+      }
+    }
+    return v;
+  }
+}
+
+bool isStatic(Type t) {
+  auto r = dyn_cast<RankedTensorType>(t);
+  return r && r.hasStaticShape();
+}
+
+class Emitter {
+public:
+  explicit Emitter(ModuleOp module) : module(module) {}
+
+  llvm::Expected<CpuModel> run(llvm::StringRef version);
+
+private:
+  llvm::Error emitFunction(func::FuncOp f);
+  llvm::Error emitBlock(Block &block, CpuModel::Entry &stats, int depth);
+  llvm::Error emitOp(Operation *op, CpuModel::Entry &stats, int depth);
+  llvm::Expected<int> weightIndex(ElementsAttr attr);
+  llvm::Expected<int> attrIndex(Operation *op);
+  int kernelIndex(llvm::StringRef name);
+  std::string newName() { return "v" + std::to_string(counter++); }
+  std::string indent(int depth) const { return std::string(size_t(2 * depth), ' '); }
+  /// "&v3" or "nullptr" for an operand.
+  std::string operandPtr(Value v) const {
+    auto it = names.find(v);
+    return it == names.end() || it->second.empty() ? "nullptr" : "&" + it->second;
+  }
+  llvm::Expected<std::string> operandRef(Operation *op, Value v) const {
+    auto it = names.find(v);
+    if (it == names.end() || it->second.empty())
+      return makeError(nodeName(op) + ": an operand has no value");
+    return it->second;
+  }
+
+  ModuleOp module;
+  CpuModel model;
+  std::string body;    // the entry functions
+  std::string init;    // Model::init's statements
+  llvm::DenseMap<Value, std::string> names;
+  llvm::DenseMap<Attribute, int> weights;
+  llvm::DenseMap<Attribute, int> attrs;
+  std::map<std::string, int> kernels;
+  int counter = 0, numWeights = 0, numAttrs = 0;
+};
+
+llvm::Expected<int> Emitter::weightIndex(ElementsAttr attr) {
+  if (auto it = weights.find(attr); it != weights.end())
+    return it->second;
+  auto t = constantTensor(attr);
+  if (!t)
+    return t.takeError();
+  size_t offset = (model.weights.size() + 63) / 64 * 64;
+  model.weights.resize(offset + t->bytes(), 0);
+  if (t->bytes())
+    std::memcpy(model.weights.data() + offset, t->raw(), t->bytes());
+  int index = numWeights++;
+  init += llvm::formatv("  w[{0}] = weight({1}, {2}, {3});\n", index, dtypeExpr(t->dtype()),
+                        shapeExpr(t->shape()), offset)
+              .str();
+  weights[attr] = index;
+  return index;
+}
+
+int Emitter::kernelIndex(llvm::StringRef name) {
+  auto [it, inserted] = kernels.try_emplace(name.str(), int(kernels.size()));
+  if (inserted)
+    init += llvm::formatv("  LLMC_TRY(findKernel({0}, k[{1}]));\n", quote(name), it->second).str();
+  return it->second;
+}
+
+llvm::Expected<int> Emitter::attrIndex(Operation *op) {
+  SmallVector<NamedAttribute> kept;
+  for (NamedAttribute a : op->getAttrs())
+    if (!a.getName().getValue().starts_with("llm."))
+      kept.push_back(a);
+  if (kept.empty())
+    return -1;
+  auto dict = DictionaryAttr::get(op->getContext(), kept);
+  if (auto it = attrs.find(dict); it != attrs.end())
+    return it->second;
+  int index = numAttrs++;
+  for (NamedAttribute a : dict) {
+    Attribute v = a.getValue();
+    std::string value;
+    if (auto b = dyn_cast<BoolAttr>(v)) {
+      value = llvm::formatv("intAttr({0})", b.getValue() ? 1 : 0).str();
+    } else if (auto i = dyn_cast<IntegerAttr>(v)) {
+      value = llvm::formatv("intAttr({0})", i.getValue().getSExtValue()).str();
+    } else if (auto f = dyn_cast<FloatAttr>(v)) {
+      value = llvm::formatv("floatAttr({0})", llvm::formatv("{0:e17}", f.getValueAsDouble())).str();
+    } else if (auto s = dyn_cast<StringAttr>(v)) {
+      value = "stringAttr(" + quote(s.getValue()) + ")";
+    } else if (auto ints = dyn_cast<DenseI64ArrayAttr>(v)) {
+      value = "intsAttr(" + shapeExpr(ints.asArrayRef()) + ")";
+    } else if (auto floats = dyn_cast<DenseF32ArrayAttr>(v)) {
+      value = "floatsAttr({" +
+              llvm::join(llvm::map_range(floats.asArrayRef(),
+                                         [](float x) { return llvm::formatv("{0:e9}", x).str(); }),
+                         ", ") +
+              "})";
+    } else if (auto arr = dyn_cast<ArrayAttr>(v)) {
+      std::vector<std::string> items;
+      for (Attribute e : arr) {
+        auto s = dyn_cast<StringAttr>(e);
+        if (!s)
+          return makeError(nodeName(op) + ": attribute '" + a.getName().str() +
+                           "' is an array of non-strings");
+        items.push_back(quote(s.getValue()));
+      }
+      value = "stringsAttr({" + llvm::join(items, ", ") + "})";
+    } else if (auto e = dyn_cast<ElementsAttr>(v)) {
+      auto w = weightIndex(e);
+      if (!w)
+        return w.takeError();
+      value = llvm::formatv("tensorAttr(w[{0}])", *w).str();
+    } else {
+      return makeError(nodeName(op) + ": attribute '" + a.getName().str() +
+                       "' has no C++ spelling");
+    }
+    init += llvm::formatv("  at[{0}].set({1}, {2});\n", index, quote(a.getName().getValue()), value)
+                .str();
+  }
+  attrs[dict] = index;
+  return index;
+}
+
+llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
+  std::string in = indent(depth);
+  StringRef name = shortName(op);
+  if (auto c = dyn_cast<ConstantOp>(op)) {
+    auto e = dyn_cast<ElementsAttr>(c.getValue());
+    if (!e)
+      return makeError(nodeName(op) + ": a constant that is not a tensor");
+    auto w = weightIndex(e);
+    if (!w)
+      return w.takeError();
+    // Referenced where used: no statement.
+    names[c.getResult()] = llvm::formatv("m.w[{0}]", *w).str();
+    return llvm::Error::success();
+  }
+  if (isa<NoneOp>(op)) {
+    names[op->getResult(0)] = "";
+    return llvm::Error::success();
+  }
+  // Views: the same storage with the result's static shape.
+  if ((isView(op) || name == "onnx.identity") && isStatic(op->getOperand(0).getType()) &&
+      isStatic(op->getResult(0).getType())) {
+    auto x = operandRef(op, op->getOperand(0));
+    if (!x)
+      return x.takeError();
+    std::string v = newName();
+    body += llvm::formatv("{0}Tensor {1} = {2}.view({3}); // {4} -> {5}\n", in, v, *x,
+                          shapeExpr(cast<RankedTensorType>(op->getResult(0).getType()).getShape()),
+                          name, describeType(op->getResult(0).getType()))
+                .str();
+    names[op->getResult(0)] = v;
+    stats.views += depth == 1;
+    return llvm::Error::success();
+  }
+  if (isa<CacheUpdateOp>(op)) {
+    SmallVector<std::string> ops;
+    for (Value o : op->getOperands()) {
+      auto r = operandRef(op, o);
+      if (!r)
+        return r.takeError();
+      ops.push_back(*r);
+    }
+    std::string v = newName();
+    body += llvm::formatv("{0}Tensor {1}; // cache_update -> {2}, in place\n"
+                          "{0}LLMC_TRY(cacheUpdate({3}, {4}, {5}, {1}, {6}));\n",
+                          in, v, describeType(op->getResult(0).getType()), ops[0], ops[1], ops[2],
+                          quote(nodeName(op)))
+                .str();
+    names[op->getResult(0)] = v;
+    stats.cacheUpdates += depth == 1;
+    return llvm::Error::success();
+  }
+  if (auto fused = dyn_cast<FusedOp>(op)) {
+    std::vector<std::string> results;
+    for (Value r : fused->getResults()) {
+      results.push_back(newName());
+      names[r] = results.back();
+      body += llvm::formatv("{0}Tensor {1}; // {2}\n", in, results.back(), describeType(r.getType()))
+                  .str();
+    }
+    body += llvm::formatv("{0}{{ // fused \"{1}\"\n", in, fused.getKind()).str();
+    Block &block = fused.getRegion().front();
+    for (auto [arg, operand] : llvm::zip(block.getArguments(), fused->getOperands()))
+      names[arg] = names.lookup(operand);
+    if (llvm::Error e = emitBlock(block, stats, depth + 1))
+      return e;
+    auto yield = cast<YieldOp>(block.getTerminator());
+    for (auto [r, v] : llvm::zip(results, yield->getOperands())) {
+      auto ref = operandRef(yield, v);
+      if (!ref)
+        return ref.takeError();
+      body += llvm::formatv("{0}  {1} = {2};\n", in, r, *ref).str();
+    }
+    body += in + "}\n";
+    ++stats.fusedRegions;
+    return llvm::Error::success();
+  }
+  // Everything else: its reference kernel.
+  if (!kernelFor(op))
+    return makeError(nodeName(op) + ": no CPU kernel implements " + op->getName().getStringRef().str());
+  int k = kernelIndex(name);
+  auto a = attrIndex(op);
+  if (!a)
+    return a.takeError();
+  std::vector<std::string> inputs, outputs;
+  for (Value o : op->getOperands()) {
+    if (!names.count(o))
+      return makeError(nodeName(op) + ": an operand has no value");
+    inputs.push_back(operandPtr(o));
+  }
+  uint64_t unwanted = 0;
+  std::string decl;
+  for (OpResult r : op->getResults()) {
+    std::string v = newName();
+    names[r] = v;
+    outputs.push_back("&" + v);
+    decl += (decl.empty() ? "" : ", ") + v;
+    if (r.use_empty() && r.getResultNumber() < 64)
+      unwanted |= uint64_t(1) << r.getResultNumber();
+  }
+  std::string types = llvm::join(
+      llvm::map_range(op->getResultTypes(), [](Type t) { return describeType(t); }), ", ");
+  body += llvm::formatv("{0}Tensor {1}; // {2} -> {3}\n", in, decl, name, types).str();
+  body += llvm::formatv("{0}LLMC_TRY(call(m, m.k[{1}], {2}, {{{3}}, {4}, {{{5}}{6}));\n", in, k,
+                        quote(nodeName(op)), llvm::join(inputs, ", "),
+                        *a < 0 ? std::string("nullptr") : llvm::formatv("&m.at[{0}]", *a).str(),
+                        llvm::join(outputs, ", "),
+                        unwanted ? ", " + std::to_string(unwanted) + "u" : std::string())
+              .str();
+  stats.kernelCalls += depth == 1;
+  return llvm::Error::success();
+}
+
+llvm::Error Emitter::emitBlock(Block &block, CpuModel::Entry &stats, int depth) {
+  for (Operation &op : block.without_terminator())
+    if (llvm::Error e = emitOp(&op, stats, depth))
+      return e;
+  return llvm::Error::success();
+}
+
+llvm::Error Emitter::emitFunction(func::FuncOp f) {
+  std::string fname = f.getSymName().str();
+  CpuModel::Entry entry;
+  entry.name = fname;
+  StringRef rest = f.getSymName();
+  if (rest.starts_with("decode_b")) {
+    entry.decode = true;
+  } else if (!rest.starts_with("prefill_b")) {
+    return makeError("function @" + fname +
+                     " is not an entry point (run llmc-insert-kv-cache and llmc-bucket-shapes: "
+                     "the CPU code generator compiles prefill_b<B>_s<S> and decode_b<B>)");
+  }
+  // Arguments: tokens, start_pos, then the caches.
+  auto argName = [&](unsigned i) {
+    auto n = f.getArgAttrOfType<StringAttr>(i, "llm.name");
+    return n ? n.getValue() : StringRef();
+  };
+  if (f.getNumArguments() < 2 || argName(0) != "tokens" || argName(1) != "start_pos")
+    return makeError("@" + fname + " must take (tokens, start_pos, caches...)");
+  auto tokens = dyn_cast<RankedTensorType>(f.getArgument(0).getType());
+  bool tokens32 = tokens && tokens.getElementType().isInteger(32);
+  if (!tokens || !tokens.hasStaticShape() || tokens.getRank() != 2 ||
+      !(tokens.getElementType().isInteger(64) || tokens32))
+    return makeError("@" + fname + ": tokens must be a static i64 or i32 [batch, seq] tensor");
+  entry.batch = tokens.getDimSize(0);
+  entry.seq = tokens.getDimSize(1);
+  names.clear();
+  names[f.getArgument(0)] = "a.tokens";
+  names[f.getArgument(1)] = "a.start";
+  std::vector<CpuModel::Cache> caches;
+  for (unsigned i = 2; i < f.getNumArguments(); ++i) {
+    auto t = dyn_cast<RankedTensorType>(f.getArgument(i).getType());
+    if (!argName(i).starts_with("cache.") || !t || !t.hasStaticShape() || t.getRank() != 4 ||
+        t.getDimSize(0) != entry.batch)
+      return makeError("@" + fname + ": argument " + std::to_string(i) + " ('" + argName(i).str() +
+                       "') is not a [batch, heads, capacity, head_dim] cache");
+    caches.push_back({argName(i).str(), t.getDimSize(1), t.getDimSize(2), t.getDimSize(3),
+                      getOnnxCodeForElementType(t.getElementType())});
+    names[f.getArgument(i)] = "a.caches[" + std::to_string(i - 2) + "]";
+  }
+  if (model.entries.empty()) {
+    model.caches = caches;
+  } else {
+    bool same = caches.size() == model.caches.size();
+    for (size_t i = 0; same && i < caches.size(); ++i)
+      same = caches[i].name == model.caches[i].name && caches[i].heads == model.caches[i].heads &&
+             caches[i].capacity == model.caches[i].capacity &&
+             caches[i].headDim == model.caches[i].headDim &&
+             caches[i].dtype == model.caches[i].dtype;
+    if (!same)
+      return makeError("@" + fname + ": its caches differ from @" + model.entries[0].name + "'s");
+  }
+
+  body += llvm::formatv("// {0}: tokens i64[{1}, {2}], start_pos, {3} caches\n", fname, entry.batch,
+                        entry.seq, caches.size())
+              .str();
+  body += llvm::formatv("Status Model::{0}(Model &m, const Args &a) {{\n", fname).str();
+  if (tokens32) { // the model takes i32 ids; the interface is i64
+    body += "  Tensor tokens;\n  LLMC_TRY(narrowTokens(a.tokens, tokens));\n";
+    names[f.getArgument(0)] = "tokens";
+  }
+  Block &block = f.getBody().front();
+  if (llvm::Error e = emitBlock(block, entry, 1))
+    return e;
+  // Results: the logits, then each cache (which must be the caller's
+  // buffer, updated in place).
+  auto ret = cast<func::ReturnOp>(block.getTerminator());
+  bool haveLogits = false;
+  for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
+    auto n = f.getResultAttrOfType<StringAttr>(i, "llm.name");
+    Value v = ret.getOperand(i);
+    if (n && n.getValue() == "logits") {
+      auto t = dyn_cast<RankedTensorType>(v.getType());
+      if (!t || t.getRank() != 3 || !t.hasStaticShape() || t.getDimSize(0) != entry.batch ||
+          t.getDimSize(1) != entry.seq)
+        return makeError("@" + fname + ": the logits must be [batch, seq, vocab]");
+      if (model.vocab && model.vocab != t.getDimSize(2))
+        return makeError("@" + fname + ": the vocabulary differs between entry points");
+      model.vocab = t.getDimSize(2);
+      auto ref = operandRef(ret, v);
+      if (!ref)
+        return ref.takeError();
+      body += llvm::formatv("  LLMC_TRY(storeLogits({0}, a));\n", *ref).str();
+      haveLogits = true;
+      continue;
+    }
+    // A cache result: the chain of in-place updates of its argument.
+    Value c = cacheSource(v);
+    auto arg = dyn_cast<BlockArgument>(c);
+    if (!n || !arg || arg.getOwner() != &block || arg.getArgNumber() < 2 ||
+        argName(arg.getArgNumber()) != n.getValue())
+      return makeError("@" + fname + ": result " + std::to_string(i) +
+                       " is neither the logits nor an in-place update of its cache");
+  }
+  if (!haveLogits)
+    return makeError("@" + fname + " returns no logits");
+  body += "  return Status::ok();\n}\n\n";
+  model.entries.push_back(entry);
+  return llvm::Error::success();
+}
+
+llvm::Expected<CpuModel> Emitter::run(llvm::StringRef version) {
+  SmallVector<func::FuncOp> funcs(module.getOps<func::FuncOp>());
+  // Prefill buckets in increasing size, then decode, each by batch.
+  llvm::stable_sort(funcs, [](func::FuncOp a, func::FuncOp b) {
+    auto key = [](func::FuncOp f) {
+      auto t = dyn_cast<RankedTensorType>(f.getArgument(0).getType());
+      bool decode = f.getSymName().starts_with("decode_");
+      int64_t b = t && t.hasStaticShape() ? t.getDimSize(0) : 0;
+      int64_t s = t && t.hasStaticShape() ? t.getDimSize(1) : 0;
+      return std::make_tuple(decode, b, s);
+    };
+    return key(a) < key(b);
+  });
+  if (funcs.empty())
+    return makeError("the module has no functions");
+  for (func::FuncOp f : funcs)
+    if (llvm::Error e = emitFunction(f))
+      return std::move(e);
+  if (llvm::none_of(model.entries, [](const CpuModel::Entry &e) { return e.decode; }))
+    return makeError("the module has no decode entry point");
+  model.weights.resize((model.weights.size() + 63) / 64 * 64, 0);
+  model.numWeights = numWeights;
+  std::array<uint8_t, 32> digest = llvm::SHA256::hash(llvm::ArrayRef<uint8_t>(
+      reinterpret_cast<const uint8_t *>(model.weights.data()), model.weights.size()));
+  model.weightsSha256 = llvm::toHex(digest, /*LowerCase=*/true);
+
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "// Generated by llmc " << version << " (llmc compile --target cpu). Do not edit.\n"
+     << "//\n// Entry points (llmc_model_abi, runtime/include/llmc/model_abi.h):\n";
+  for (const CpuModel::Entry &e : model.entries)
+    os << "//   " << e.name << ": tokens i64[" << e.batch << ", " << e.seq << "], logits f32["
+       << e.batch << ", " << e.seq << ", " << model.vocab << "]\n";
+  os << "// Caches: " << model.caches.size() << " x [batch, " 
+     << (model.caches.empty() ? 0 : model.caches[0].heads) << ", "
+     << (model.caches.empty() ? 0 : model.caches[0].capacity) << ", "
+     << (model.caches.empty() ? 0 : model.caches[0].headDim) << "]; weights.bin "
+     << model.weights.size() << " bytes, sha256 " << model.weightsSha256 << "\n\n"
+     << "#include \"runtime/src/model/ModelSupport.h\"\n\n"
+     << "namespace {\nusing namespace llmc::model;\n\n"
+     << "struct Model final : Context {\n"
+     << "  Tensor w[" << std::max(numWeights, 1) << "];\n"
+     << "  Attributes at[" << std::max(numAttrs, 1) << "];\n"
+     << "  const KernelEntry *k[" << std::max<size_t>(kernels.size(), 1) << "] = {};\n"
+     << "  Status init();\n\n";
+  for (const CpuModel::Entry &e : model.entries)
+    os << "  static Status " << e.name << "(Model &m, const Args &a);\n";
+  os << "\n  static constexpr uint32_t kNumEntries = " << model.entries.size() << ";\n"
+     << "  static inline const llmc_model_entry kEntries[] = {\n";
+  for (const CpuModel::Entry &e : model.entries)
+    os << "      {" << quote(e.name) << ", " << (e.decode ? "LLMC_ENTRY_DECODE" : "LLMC_ENTRY_PREFILL")
+       << ", " << e.batch << ", " << e.seq << "},\n";
+  os << "  };\n  using EntryFn = Status (*)(Model &, const Args &);\n"
+     << "  static inline const EntryFn kFns[] = {";
+  os << llvm::join(llvm::map_range(model.entries, [](const CpuModel::Entry &e) { return "&" + e.name; }),
+                   ", ")
+     << "};\n"
+     << "  static constexpr uint32_t kNumCaches = " << model.caches.size() << ";\n"
+     << "  static inline const llmc_model_cache kCaches[] = {\n";
+  for (const CpuModel::Cache &c : model.caches)
+    os << "      {" << quote(c.name) << ", " << c.heads << ", " << c.capacity << ", " << c.headDim
+       << ", " << c.dtype << "},\n";
+  if (model.caches.empty())
+    os << "      {\"\", 0, 0, 0, 0},\n";
+  os << "  };\n"
+     << "  static constexpr uint64_t kWeightsBytes = " << model.weights.size() << ";\n"
+     << "  static constexpr int64_t kVocab = " << model.vocab << ";\n"
+     << "};\n\n"
+     << "Status Model::init() {\n"
+     << init << "  return Status::ok();\n}\n\n"
+     << body << "} // namespace\n\n"
+     << "extern \"C\" __attribute__((visibility(\"default\"))) const llmc_model_abi *"
+        "llmc_model_abi_v1(void) {\n"
+     << "  static const llmc_model_abi abi = {LLMC_MODEL_ABI_VERSION, " << quote(version) << ", "
+     << quote(model.weightsSha256) << ",\n"
+     << "                                     Model::kWeightsBytes, Model::kVocab, "
+        "Model::kNumEntries, Model::kEntries,\n"
+     << "                                     Model::kNumCaches, Model::kCaches, "
+        "&Glue<Model>::create,\n"
+     << "                                     &Glue<Model>::destroy, &Glue<Model>::run};\n"
+     << "  return &abi;\n}\n";
+  model.source = std::move(s);
+  return std::move(model);
+}
+
+} // namespace
+
+llvm::Expected<CpuModel> mlir::llmc::emitCpuModel(ModuleOp module, llvm::StringRef llmcVersion) {
+  return Emitter(module).run(llmcVersion);
+}

@@ -1,0 +1,54 @@
+//===- EmitCpp.h - C++ for the CPU from the compiled entry points ---------===//
+//
+// Turns the module llmc-pipeline leaves (prefill_b<B>_s<S> and decode_b<B>
+// functions over static shapes, fused regions, cache updates) into one C++
+// source that implements llmc_model_abi (runtime/include/llmc/model_abi.h)
+// on top of runtime/src/model/ModelSupport.h, plus the weights.bin bytes it
+// reads. Every constant goes to weights.bin (64-byte aligned, deduplicated,
+// in first-use order, so the same module gives the same bytes).
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_COMPILER_CODEGEN_CPU_EMITCPP_H
+#define LLMC_COMPILER_CODEGEN_CPU_EMITCPP_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mlir::llmc {
+
+struct CpuModel {
+  struct Entry {
+    std::string name;
+    bool decode = false;
+    int64_t batch = 0, seq = 0;
+    // What its code does, for --stats and the manifest.
+    int64_t kernelCalls = 0;   // reference-kernel calls
+    int64_t views = 0;         // reshapes that move no data
+    int64_t cacheUpdates = 0;  // in place
+    int64_t fusedRegions = 0;  // llm.fused regions (one kernel each in the plan)
+  };
+  struct Cache {
+    std::string name;
+    int64_t heads = 0, capacity = 0, headDim = 0;
+    int32_t dtype = 0; // ONNX element type code
+  };
+  std::string source;         // model.cpp
+  std::vector<char> weights;  // weights.bin
+  std::string weightsSha256;  // hex
+  std::vector<Entry> entries;
+  std::vector<Cache> caches;
+  int64_t vocab = 0;
+  int64_t numWeights = 0;
+};
+
+/// Emits the model; an error names the first operation or signature it
+/// cannot compile.
+llvm::Expected<CpuModel> emitCpuModel(ModuleOp module, llvm::StringRef llmcVersion);
+
+} // namespace mlir::llmc
+
+#endif // LLMC_COMPILER_CODEGEN_CPU_EMITCPP_H

@@ -1,0 +1,452 @@
+//===- Artifacts.cpp - llmc compile, llmc run, llmc inspect ---------------===//
+//
+// compile: ONNX -> llmc-pipeline -> C++ -> model.llmc/ (compiler/Artifact).
+// run: generates tokens from an artifact through the runtime (llmc.h), as an
+// application would. inspect: the manifest of an artifact.
+//
+//===----------------------------------------------------------------------===//
+#include "tools/llmc/Commands.h"
+
+#include "compiler/Artifact/Artifact.h"
+#include "compiler/Codegen/CPU/EmitCpp.h"
+#include "llmc/llmc.h"
+#include "passes/Passes.h"
+#include "passes/TransformerStructure.h"
+#include "python-free-frontend/OnnxImporter.h"
+#include "python-free-frontend/OnnxModel.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <vector>
+
+using namespace mlir;
+using namespace mlir::llmc;
+namespace cl = llvm::cl;
+
+namespace {
+
+cl::OptionCategory &cat() { return llmcOptionCategory(); }
+
+// --- llmc compile ------------------------------------------------------------
+cl::SubCommand compileCmd("compile", "Compile an ONNX decoder into a model.llmc artifact");
+cl::opt<std::string> compileInput(cl::Positional, cl::desc("<model.onnx>"), cl::Required,
+                                  cl::sub(compileCmd), cl::cat(cat()));
+cl::opt<std::string> compileOutput("o", cl::desc("The artifact folder to write"),
+                                   cl::value_desc("out.llmc"), cl::Required, cl::sub(compileCmd),
+                                   cl::cat(cat()));
+cl::opt<std::string> compileTarget("target", cl::desc("cpu (the default; cuda comes later)"),
+                                   cl::init("cpu"), cl::sub(compileCmd), cl::cat(cat()));
+cl::opt<int64_t> compileMaxSeq("max-seq",
+                               cl::desc("KV cache capacity: prompt plus generated tokens"),
+                               cl::init(2048), cl::sub(compileCmd), cl::cat(cat()));
+cl::list<int64_t> compileBatch("batch", cl::desc("Batch sizes to compile (default 1)"),
+                               cl::CommaSeparated, cl::sub(compileCmd), cl::cat(cat()));
+cl::list<int64_t> compileBuckets(
+    "prefill-buckets",
+    cl::desc("Prompt lengths to compile prefill for (default 16,64,256,1024 up to --max-seq)"),
+    cl::CommaSeparated, cl::sub(compileCmd), cl::cat(cat()));
+cl::opt<std::string> compileDtype("dtype", cl::desc("f32 (default), f16 or bf16 compute"),
+                                  cl::init("f32"), cl::sub(compileCmd), cl::cat(cat()));
+cl::opt<std::string> compileCpu("cpu",
+                                cl::desc("x86-64 level of the emitted code: avx2 (x86-64-v3, the "
+                                         "default), avx512 (x86-64-v4) or native"),
+                                cl::init("avx2"), cl::sub(compileCmd), cl::cat(cat()));
+cl::opt<std::string> compileEmit("emit",
+                                 cl::desc("source: also keep the emitted C++ in src/"),
+                                 cl::init(""), cl::sub(compileCmd), cl::cat(cat()));
+cl::opt<bool> compileStats("stats", cl::desc("Print kernels per step and memory"),
+                           cl::init(false), cl::sub(compileCmd), cl::cat(cat()));
+cl::opt<std::string> compileCxx("cxx", cl::desc("Host C++ compiler (default $CXX, else c++)"),
+                                cl::init(""), cl::sub(compileCmd), cl::cat(cat()));
+
+// --- llmc run ----------------------------------------------------------------
+cl::SubCommand runCmd("run", "Generate tokens from a compiled artifact");
+cl::opt<std::string> runArtifact(cl::Positional, cl::desc("<model.llmc>"), cl::Required,
+                                 cl::sub(runCmd), cl::cat(cat()));
+cl::opt<std::string> runIds("ids", cl::desc("The prompt as token ids, comma-separated"),
+                            cl::value_desc("1,2,3"), cl::sub(runCmd), cl::cat(cat()));
+cl::opt<std::string> runPrompt("prompt", cl::desc("The prompt as text (needs a tokenizer)"),
+                               cl::sub(runCmd), cl::cat(cat()));
+cl::opt<int> runMaxNew("max-new-tokens", cl::desc("Tokens to generate (default 32)"),
+                       cl::init(32), cl::sub(runCmd), cl::cat(cat()));
+cl::opt<float> runTemperature("temperature", cl::desc("0: greedy (the default)"), cl::init(0),
+                              cl::sub(runCmd), cl::cat(cat()));
+cl::opt<int> runTopK("top-k", cl::desc("Keep the k most likely tokens (0: off)"), cl::init(0),
+                     cl::sub(runCmd), cl::cat(cat()));
+cl::opt<float> runTopP("top-p", cl::desc("Nucleus sampling (1: off)"), cl::init(1),
+                       cl::sub(runCmd), cl::cat(cat()));
+cl::opt<float> runMinP("min-p", cl::desc("Drop tokens below min-p x the top probability"),
+                       cl::init(0), cl::sub(runCmd), cl::cat(cat()));
+cl::opt<float> runRepPenalty("repetition-penalty", cl::desc("1: off"), cl::init(1),
+                             cl::sub(runCmd), cl::cat(cat()));
+cl::opt<uint64_t> runSeed("seed", cl::desc("Sampling seed"), cl::init(0), cl::sub(runCmd),
+                          cl::cat(cat()));
+cl::opt<std::string> runStop("stop-ids", cl::desc("Stop after any of these token ids"),
+                             cl::value_desc("2,3"), cl::sub(runCmd), cl::cat(cat()));
+cl::opt<std::string> runFormat("format", cl::desc("ids: print the generated ids on one line"),
+                               cl::init("ids"), cl::sub(runCmd), cl::cat(cat()));
+cl::opt<bool> runStream("stream", cl::desc("Print each token as it is generated"),
+                        cl::init(false), cl::sub(runCmd), cl::cat(cat()));
+cl::opt<int> runThreads("threads", cl::desc("Threads (0: one per hardware thread)"),
+                        cl::init(0), cl::sub(runCmd), cl::cat(cat()));
+cl::opt<bool> runVerbose("v", cl::desc("Print timing to stderr"), cl::init(false),
+                         cl::sub(runCmd), cl::cat(cat()));
+
+// --- llmc inspect ------------------------------------------------------------
+cl::SubCommand inspectCmd("inspect", "Describe a compiled artifact (its manifest)");
+cl::opt<std::string> inspectArtifact(cl::Positional, cl::desc("<model.llmc>"), cl::Required,
+                                     cl::sub(inspectCmd), cl::cat(cat()));
+cl::opt<bool> inspectJson("json", cl::desc("Print manifest.json as it is"), cl::init(false),
+                          cl::sub(inspectCmd), cl::cat(cat()));
+
+int fail(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), "llmc") << message << "\n";
+  return 1;
+}
+
+std::string joinInts(llvm::ArrayRef<int64_t> v) {
+  return llvm::join(llvm::map_range(v, [](int64_t x) { return std::to_string(x); }), ",");
+}
+
+/// Runs `pipeline` (nested under the module, without builtin.module(...))
+/// on `module`; the first error diagnostic becomes the message.
+llvm::Error runPipeline(MLIRContext &ctx, ModuleOp module, llvm::StringRef pipeline) {
+  std::string error;
+  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
+    if (d.getSeverity() == DiagnosticSeverity::Error && error.empty()) {
+      std::string where;
+      if (auto loc = dyn_cast<NameLoc>(d.getLocation()))
+        where = loc.getName().str() + ": ";
+      error = where + d.str();
+    }
+    return success();
+  });
+  PassManager pm(&ctx);
+  std::string parseError;
+  llvm::raw_string_ostream os(parseError);
+  if (failed(parsePassPipeline(pipeline, pm, os)))
+    return llvm::createStringError(parseError);
+  if (failed(pm.run(module)))
+    return llvm::createStringError(error.empty() ? "the pipeline failed" : error);
+  return llvm::Error::success();
+}
+
+} // namespace
+
+bool mlir::llmc::compileCommandGiven() { return bool(compileCmd); }
+bool mlir::llmc::runCommandGiven() { return bool(runCmd); }
+bool mlir::llmc::inspectCommandGiven() { return bool(inspectCmd); }
+
+llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const CompileRequest &req,
+                                                   llvm::raw_ostream *log) {
+  using Clock = std::chrono::steady_clock;
+  auto t0 = Clock::now();
+  auto stage = [&](llvm::StringRef what) {
+    if (!log)
+      return;
+    double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    *log << llvm::formatv("[{0,6:f1}s] ", s) << what << "\n";
+  };
+  auto error = [](const llvm::Twine &m) { return llvm::createStringError(m.str()); };
+  if (req.target != "cpu")
+    return error("--target " + req.target + " is not supported yet (cpu is)");
+  if (req.maxSeq <= 0 || req.maxSeq > (int64_t(1) << 24))
+    return error("--max-seq must be in [1, 16777216]");
+  if (req.dtype != "f32" && req.dtype != "f16" && req.dtype != "bf16")
+    return error("--dtype must be f32, f16 or bf16");
+  std::string march = req.cpu == "avx2"     ? "x86-64-v3"
+                      : req.cpu == "avx512" ? "x86-64-v4"
+                      : req.cpu == "native" ? "native"
+                                            : "";
+  if (march.empty())
+    return error("--cpu must be avx2, avx512 or native");
+  std::vector<int64_t> batch = req.batch, buckets = req.buckets;
+  if (batch.empty())
+    batch = {1};
+  if (!llvm::is_contained(batch, 1))
+    return error("--batch must include 1 (sessions run one sequence)");
+  if (buckets.empty())
+    for (int64_t b : {16, 64, 256, 1024})
+      if (b <= req.maxSeq)
+        buckets.push_back(b);
+  for (int64_t b : llvm::concat<int64_t>(batch, buckets))
+    if (b <= 0)
+      return error("--batch and --prefill-buckets take positive sizes");
+  for (int64_t b : buckets)
+    if (b > req.maxSeq)
+      return error("prefill bucket " + std::to_string(b) + " exceeds --max-seq " +
+                   std::to_string(req.maxSeq));
+
+  stage("reading " + req.input);
+  auto model = OnnxModel::loadFile(req.input);
+  if (!model)
+    return model.takeError();
+  auto sourceSha = sha256File(req.input);
+  if (!sourceSha)
+    return sourceSha.takeError();
+  stage("importing");
+  auto module = importOnnxModel(ctx, **model);
+  if (!module)
+    return module.takeError();
+  registerLLMCPasses();
+  registerLLMCPipeline();
+  stage("raising the transformer structure");
+  if (llvm::Error e = runPipeline(ctx, **module,
+                                  "func.func(llmc-canonicalize,llmc-raise-transformer)"))
+    return error("compiling " + req.input + ": " + llvm::toString(std::move(e)));
+  llvm::json::Object architecture;
+  if (auto main = (*module)->lookupSymbol<func::FuncOp>("main")) {
+    TransformerStructure s = describeTransformer(main);
+    architecture["structure"] = s.summary();
+    architecture["layers"] = int64_t(s.layers.size());
+    llvm::json::Array unrec;
+    for (const auto &u : s.unrecognized)
+      unrec.push_back(u.op);
+    architecture["unrecognized"] = std::move(unrec);
+  }
+  std::string pipeline = "llmc-pipeline{max-seq=" + std::to_string(req.maxSeq) +
+                         " batch=" + joinInts(batch) + " prefill-buckets=" + joinInts(buckets) +
+                         " dtype=" + req.dtype + "}";
+  stage("KV cache, buckets, flash attention, fusion, memory plan");
+  if (llvm::Error e = runPipeline(ctx, **module, pipeline))
+    return error("compiling " + req.input + ": " + llvm::toString(std::move(e)));
+  llvm::json::Object memory, perEntry;
+  for (auto f : (*module)->getOps<func::FuncOp>()) {
+    auto plan = f->getAttrOfType<DictionaryAttr>("llm.memory_plan");
+    if (!plan)
+      continue;
+    auto get = [&](llvm::StringRef key) {
+      auto a = plan.getAs<IntegerAttr>(key);
+      return a ? a.getInt() : int64_t(-1);
+    };
+    perEntry[f.getSymName()] = llvm::json::Object{{"arena_bytes", get("arena")},
+                                                  {"activation_bytes", get("activations")}};
+    if (auto k = f->getAttrOfType<IntegerAttr>("llm.kernels"); k && f.getSymName() == "decode_b1")
+      architecture["decode_kernels_per_step"] = k.getInt();
+  }
+  memory["entries"] = std::move(perEntry);
+  stage("emitting C++");
+  auto cpuModel = emitCpuModel(**module, LLMC_VERSION);
+  if (!cpuModel)
+    return error("compiling " + req.input + ": " + llvm::toString(cpuModel.takeError()));
+
+  ArtifactInfo info;
+  info.llmcVersion = LLMC_VERSION;
+  info.sourceName = llvm::sys::path::filename(req.input).str();
+  info.sourceSha256 = *sourceSha;
+  info.options = llvm::json::Object{{"target", "cpu"},
+                                    {"max_seq", req.maxSeq},
+                                    {"batch", llvm::json::Array(batch)},
+                                    {"prefill_buckets", llvm::json::Array(buckets)},
+                                    {"dtype", req.dtype},
+                                    {"cpu", req.cpu}};
+  info.architecture = std::move(architecture);
+  info.memory = std::move(memory);
+  info.cpu = march;
+  info.cxx = req.cxx;
+  info.emitSource = req.emitSource;
+  stage("building " + req.output);
+  if (llvm::Error e = writeArtifact(*cpuModel, info, req.output, log))
+    return std::move(e);
+  stage("done");
+  return cpuModel;
+}
+
+int mlir::llmc::runCompile(MLIRContext &ctx) {
+  if (!compileEmit.empty() && compileEmit != "source")
+    return fail("--emit takes 'source'");
+  CompileRequest req;
+  req.input = compileInput;
+  req.output = compileOutput;
+  req.target = compileTarget;
+  req.maxSeq = compileMaxSeq;
+  req.batch.assign(compileBatch.begin(), compileBatch.end());
+  req.buckets.assign(compileBuckets.begin(), compileBuckets.end());
+  req.dtype = compileDtype;
+  req.cpu = compileCpu;
+  req.cxx = compileCxx;
+  req.emitSource = compileEmit == "source";
+  auto cpuModel = compileModel(ctx, req, &llvm::errs());
+  if (!cpuModel)
+    return fail(llvm::toString(cpuModel.takeError()));
+  if (compileStats) {
+    llvm::raw_ostream &os = llvm::outs();
+    os << "entry points:\n";
+    for (const CpuModel::Entry &e : cpuModel->entries)
+      os << llvm::formatv("  {0,-18} {1} kernels ({2} fused regions, {3} other kernel calls, "
+                          "{4} cache updates; {5} views)\n",
+                          e.name, e.fusedRegions + e.kernelCalls + e.cacheUpdates,
+                          e.fusedRegions, e.kernelCalls, e.cacheUpdates, e.views);
+    os << "weights:   " << cpuModel->weights.size() << " bytes in " << cpuModel->numWeights
+       << " tensors\n";
+    int64_t kv = 0;
+    for (const CpuModel::Cache &c : cpuModel->caches)
+      kv += c.heads * c.capacity * c.headDim * (c.dtype == 1 ? 4 : 2);
+    os << "KV cache:  " << kv << " bytes per sequence (" << cpuModel->caches.size()
+       << " caches, capacity " << compileMaxSeq << ")\n";
+  }
+  return 0;
+}
+
+namespace {
+
+llvm::Expected<std::vector<int32_t>> parseIds(llvm::StringRef text, llvm::StringRef what) {
+  std::vector<int32_t> ids;
+  llvm::SmallVector<llvm::StringRef> parts;
+  text.split(parts, ',', -1, false);
+  for (llvm::StringRef p : parts) {
+    int64_t v;
+    if (p.trim().getAsInteger(10, v) || v < INT32_MIN || v > INT32_MAX)
+      return llvm::createStringError(what.str() + ": '" + p.str() + "' is not a token id");
+    ids.push_back(int32_t(v));
+  }
+  return ids;
+}
+
+struct StreamState {
+  bool first = true;
+};
+
+int streamToken(int32_t token, void *user) {
+  auto *st = static_cast<StreamState *>(user);
+  llvm::outs() << (st->first ? "" : ",") << token;
+  llvm::outs().flush();
+  st->first = false;
+  return 0;
+}
+
+} // namespace
+
+int mlir::llmc::runRun() {
+  if (runFormat != "ids")
+    return fail("--format " + runFormat + " is not available yet (ids is)");
+  if (!runPrompt.empty())
+    return fail("--prompt needs a tokenizer; this llmc has none yet: pass --ids");
+  if (runIds.empty())
+    return fail("give the prompt with --ids");
+  auto prompt = parseIds(runIds, "--ids");
+  if (!prompt)
+    return fail(llvm::toString(prompt.takeError()));
+  if (prompt->empty())
+    return fail("--ids is empty");
+  std::vector<int32_t> stop;
+  if (!runStop.empty()) {
+    auto s = parseIds(runStop, "--stop-ids");
+    if (!s)
+      return fail(llvm::toString(s.takeError()));
+    stop = *s;
+  }
+  if (runMaxNew < 0)
+    return fail("--max-new-tokens must be >= 0");
+  llmc_model *model = nullptr;
+  if (llmc_model_load(runArtifact.c_str(), nullptr, &model) != LLMC_OK)
+    return fail(llmc_last_error());
+  llmc_session_options so{runThreads};
+  llmc_session *session = nullptr;
+  if (llmc_session_create(model, &so, &session) != LLMC_OK) {
+    llmc_model_free(model);
+    return fail(llmc_last_error());
+  }
+  llmc_generate_params p;
+  llmc_generate_params_init(&p);
+  p.max_new_tokens = runMaxNew;
+  p.temperature = runTemperature;
+  p.top_k = runTopK;
+  p.top_p = runTopP;
+  p.min_p = runMinP;
+  p.repetition_penalty = runRepPenalty;
+  p.seed = runSeed;
+  p.stop_tokens = stop.data();
+  p.num_stop_tokens = stop.size();
+  std::vector<int32_t> out(size_t(std::max(runMaxNew.getValue(), 1)));
+  size_t count = 0;
+  llmc_generate_stats stats;
+  StreamState st;
+  llmc_status status =
+      llmc_generate(session, prompt->data(), prompt->size(), &p, runStream ? streamToken : nullptr,
+                    &st, out.data(), out.size(), &count, &stats);
+  std::string error = status == LLMC_OK ? "" : llmc_last_error();
+  llmc_session_free(session);
+  llmc_model_free(model);
+  if (status != LLMC_OK)
+    return fail(error);
+  if (!runStream)
+    for (size_t i = 0; i < count; ++i)
+      llvm::outs() << (i ? "," : "") << out[i];
+  llvm::outs() << "\n";
+  llvm::outs().flush();
+  if (runVerbose)
+    llvm::errs() << llvm::formatv("prompt {0} tokens, generated {1}; time to first token {2:f2} "
+                                  "ms, {3:f2} ms per token, {4:f1} tokens/s\n",
+                                  stats.prompt_tokens, stats.generated_tokens,
+                                  stats.time_to_first_token_ms, stats.time_per_output_token_ms,
+                                  stats.tokens_per_second);
+  return 0;
+}
+
+int mlir::llmc::runInspect() {
+  llvm::SmallString<256> path(inspectArtifact);
+  llvm::sys::path::append(path, "manifest.json");
+  auto buf = llvm::MemoryBuffer::getFile(path);
+  if (!buf)
+    return fail("cannot read " + path.str() + ": " + buf.getError().message());
+  if (inspectJson) {
+    llvm::outs() << (*buf)->getBuffer();
+    return 0;
+  }
+  auto json = llvm::json::parse((*buf)->getBuffer());
+  if (!json)
+    return fail(path.str() + ": " + llvm::toString(json.takeError()));
+  const llvm::json::Object *m = json->getAsObject();
+  if (!m)
+    return fail(path.str() + ": not a JSON object");
+  llvm::raw_ostream &os = llvm::outs();
+  auto str = [](const llvm::json::Object *o, llvm::StringRef k) {
+    return o ? o->getString(k).value_or("").str() : std::string();
+  };
+  auto num = [](const llvm::json::Object *o, llvm::StringRef k) {
+    return o ? o->getInteger(k).value_or(-1) : int64_t(-1);
+  };
+  const llvm::json::Object *src = m->getObject("source"), *arch = m->getObject("architecture"),
+                           *w = m->getObject("weights"), *mem = m->getObject("memory"),
+                           *target = m->getObject("target");
+  os << "artifact:     " << inspectArtifact << " (format " << num(m, "format_version")
+     << ", llmc " << str(m, "llmc_version") << ")\n";
+  os << "source:       " << str(src, "file") << " (sha256 " << str(src, "sha256") << ")\n";
+  os << "target:       " << str(target, "kind") << " -march=" << str(target, "march") << "\n";
+  os << "structure:    " << str(arch, "structure") << "\n";
+  if (num(arch, "decode_kernels_per_step") >= 0)
+    os << "decode step:  " << num(arch, "decode_kernels_per_step") << " kernels (fusion plan)\n";
+  os << "vocab:        " << num(m, "vocab") << "\n";
+  os << "weights:      " << num(w, "bytes") << " bytes, " << num(w, "tensors") << " tensors\n";
+  os << "KV cache:     " << num(mem, "kv_cache_bytes_per_sequence") << " bytes per sequence\n";
+  os << "entries:\n";
+  if (const llvm::json::Array *entries = m->getArray("entries"))
+    for (const llvm::json::Value &v : *entries) {
+      const llvm::json::Object *e = v.getAsObject();
+      const llvm::json::Object *entryMem =
+          mem && mem->getObject("entries") ? mem->getObject("entries")->getObject(str(e, "name"))
+                                           : nullptr;
+      const llvm::json::Object *code = e ? e->getObject("code") : nullptr;
+      int64_t calls = num(code, "kernel_calls") + num(code, "fused_regions") +
+                      num(code, "cache_updates");
+      os << llvm::formatv("  {0,-18} batch {1}, seq {2}, {3} kernel calls, arena {4} bytes\n",
+                          str(e, "name"), num(e, "batch"), num(e, "seq"), calls,
+                          num(entryMem, "arena_bytes"));
+    }
+  return 0;
+}

@@ -1,0 +1,46 @@
+//===- Commands.h - the llmc subcommands defined outside llmc.cpp ---------===//
+#ifndef LLMC_TOOLS_LLMC_COMMANDS_H
+#define LLMC_TOOLS_LLMC_COMMANDS_H
+
+#include "compiler/Codegen/CPU/EmitCpp.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir::llmc {
+
+/// The category every llmc option is listed under.
+llvm::cl::OptionCategory &llmcOptionCategory();
+
+bool compileCommandGiven();
+bool runCommandGiven();
+bool inspectCommandGiven();
+
+int runCompile(MLIRContext &ctx);
+
+/// What `llmc compile` takes.
+struct CompileRequest {
+  std::string input, output;
+  std::string target = "cpu";
+  int64_t maxSeq = 2048;
+  std::vector<int64_t> batch, buckets; // empty: the defaults
+  std::string dtype = "f32";
+  std::string cpu = "avx2"; // avx2, avx512, native
+  std::string cxx;          // empty: $CXX, else c++
+  bool emitSource = false;
+};
+
+/// Compiles `req.input` into the artifact `req.output`; progress lines go
+/// to `log` when given.
+llvm::Expected<CpuModel> compileModel(MLIRContext &ctx, const CompileRequest &req,
+                                      llvm::raw_ostream *log);
+int runRun();
+int runInspect();
+
+} // namespace mlir::llmc
+
+#endif // LLMC_TOOLS_LLMC_COMMANDS_H
