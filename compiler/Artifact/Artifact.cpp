@@ -92,7 +92,7 @@ llvm::Error buildLibrary(const ArtifactInfo &info, llvm::StringRef dir, llvm::ra
   auto tc = toolchain(info);
   if (!tc)
     return tc.takeError();
-  std::vector<std::string> args = {tc->cxx, "-std=c++17", "-O2", "-fPIC", "-shared",
+  std::vector<std::string> args = {tc->cxx, "-std=c++17", "-O2", "-fopenmp-simd", "-fPIC", "-shared",
                                    "-fvisibility=hidden", "-march=" + info.cpu,
                                    "-ffile-prefix-map=" + dir.str() + "=."};
   for (const std::string &i : tc->includes)

@@ -19,9 +19,11 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/SHA256.h"
+#include "llvm/Support/xxhash.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <map>
@@ -163,6 +165,8 @@ private:
   std::string init;    // Model::init's statements
   llvm::DenseMap<Value, std::string> names;
   llvm::DenseMap<Attribute, int> weights;
+  llvm::DenseSet<Operation *> folded; // emitted as part of an earlier statement
+  llvm::DenseMap<uint64_t, SmallVector<size_t, 1>> blobsByHash; // weights.bin offsets
   llvm::DenseMap<Attribute, int> attrs;
   std::map<std::string, int> kernels;
   int counter = 0, numWeights = 0, numAttrs = 0;
@@ -174,10 +178,25 @@ llvm::Expected<int> Emitter::weightIndex(ElementsAttr attr) {
   auto t = constantTensor(attr);
   if (!t)
     return t.takeError();
-  size_t offset = (model.weights.size() + 63) / 64 * 64;
-  model.weights.resize(offset + t->bytes(), 0);
-  if (t->bytes())
-    std::memcpy(model.weights.data() + offset, t->raw(), t->bytes());
+  // Equal bytes are stored once: every entry point's fusion makes its own
+  // merged QKV and gate/up weights, with the same contents.
+  llvm::StringRef bytes(static_cast<const char *>(t->raw()), t->bytes());
+  uint64_t hash = llvm::xxh3_64bits(bytes);
+  std::optional<size_t> found;
+  for (size_t candidate : blobsByHash[hash])
+    if (model.weights.size() >= candidate + bytes.size() &&
+        llvm::StringRef(model.weights.data() + candidate, bytes.size()) == bytes)
+      found = candidate;
+  size_t offset;
+  if (found) {
+    offset = *found;
+  } else {
+    offset = (model.weights.size() + 63) / 64 * 64;
+    model.weights.resize(offset + t->bytes(), 0);
+    if (t->bytes())
+      std::memcpy(model.weights.data() + offset, t->raw(), t->bytes());
+    blobsByHash[hash].push_back(offset);
+  }
   int index = numWeights++;
   init += llvm::formatv("  w[{0}] = weight({1}, {2}, {3});\n", index, dtypeExpr(t->dtype()),
                         shapeExpr(t->shape()), offset)
@@ -300,6 +319,72 @@ llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
     stats.cacheUpdates += depth == 1;
     return llvm::Error::success();
   }
+  if (auto fused = dyn_cast<FusedOp>(op); fused && fused.getKind() == "attention") {
+    // decode_attention_partial -> attention_combine -> yield: one call.
+    Block &block = fused.getRegion().front();
+    auto ops = block.without_terminator();
+    auto partial = ops.empty() ? DecodeAttentionPartialOp()
+                               : dyn_cast<DecodeAttentionPartialOp>(&*ops.begin());
+    auto combine = partial && std::next(ops.begin()) != ops.end()
+                       ? dyn_cast<AttentionCombineOp>(&*std::next(ops.begin()))
+                       : AttentionCombineOp();
+    auto yield = cast<YieldOp>(block.getTerminator());
+    if (partial && combine && std::next(ops.begin(), 2) == ops.end() &&
+        combine->getOperand(0) == partial->getResult(0) &&
+        combine->getOperand(1) == partial->getResult(1) && yield->getNumOperands() == 1 &&
+        yield->getOperand(0) == combine.getResult() && fused->getNumResults() == 1) {
+      SmallVector<std::string> args;
+      for (Value a : partial->getOperands()) {
+        auto arg = dyn_cast<BlockArgument>(a);
+        if (!arg || arg.getOwner() != &block)
+          break;
+        auto r = operandRef(op, fused->getOperand(arg.getArgNumber()));
+        if (!r)
+          return r.takeError();
+        args.push_back(*r);
+      }
+      if (args.size() == 4) {
+        auto at = attrIndex(partial);
+        if (!at)
+          return at.takeError();
+        std::string v = newName();
+        names[fused->getResult(0)] = v;
+        body += llvm::formatv("{0}Tensor {1}; // fused \"attention\" (decode) -> {2}\n"
+                              "{0}LLMC_TRY(decodeAttention(m, m.k[{3}], m.k[{4}], {5}, {6}, {7}, "
+                              "{8}, {9}, {10}, {1}));\n",
+                              in, v, describeType(fused->getResult(0).getType()),
+                              kernelIndex("decode_attention_partial"),
+                              kernelIndex("attention_combine"), quote(nodeName(partial)), args[0],
+                              args[1], args[2], args[3],
+                              *at < 0 ? std::string("nullptr") : llvm::formatv("&m.at[{0}]", *at).str())
+                    .str();
+        stats.fusedRegions += depth == 1;
+        return llvm::Error::success();
+      }
+    }
+  }
+  if (auto rope = dyn_cast<RopeOp>(op)) {
+    SmallVector<std::string> args;
+    for (Value a : op->getOperands()) {
+      auto r = operandRef(op, a);
+      if (!r)
+        return r.takeError();
+      args.push_back(*r);
+    }
+    auto at = attrIndex(op);
+    if (!at)
+      return at.takeError();
+    std::string v = newName();
+    names[rope.getResult()] = v;
+    body += llvm::formatv("{0}Tensor {1}; // rope -> {2}\n"
+                          "{0}LLMC_TRY(rope(m, m.k[{3}], {4}, {5}, {6}, {7}, {8}, {9}, {1}));\n",
+                          in, v, describeType(rope.getType()), kernelIndex("rope"),
+                          quote(nodeName(op)), args[0], args[1], args[2], args[3],
+                          *at < 0 ? std::string("nullptr") : llvm::formatv("&m.at[{0}]", *at).str())
+                .str();
+    stats.kernelCalls += depth == 1;
+    return llvm::Error::success();
+  }
   if (auto fused = dyn_cast<FusedOp>(op)) {
     std::vector<std::string> results;
     for (Value r : fused->getResults()) {
@@ -323,6 +408,50 @@ llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
     }
     body += in + "}\n";
     ++stats.fusedRegions;
+    return llvm::Error::success();
+  }
+  if (auto lin = dyn_cast<LinearOp>(op)) {
+    // y = x W^T (+ b), and a following residual add of an f32 value that is
+    // already computed folded into its epilogue.
+    auto x = operandRef(op, lin.getX());
+    auto w = operandRef(op, lin.getWeight());
+    if (!x)
+      return x.takeError();
+    if (!w)
+      return w.takeError();
+    Operation *add = nullptr;
+    Value residual;
+    if (lin->hasOneUse() && getElementTypeOrSelf(lin.getType()).isF32()) {
+      Operation *user = *lin->getUsers().begin();
+      if (shortName(user) == "onnx.add" && user->getBlock() == op->getBlock() &&
+          user->getResult(0).getType() == lin.getType()) {
+        Value other = user->getOperand(0) == lin.getResult() ? user->getOperand(1)
+                                                              : user->getOperand(0);
+        bool before = isa<BlockArgument>(other) ? cast<BlockArgument>(other).getOwner() ==
+                                                       op->getBlock()
+                                                 : other.getDefiningOp()->getBlock() ==
+                                                           op->getBlock() &&
+                                                       other.getDefiningOp()->isBeforeInBlock(op);
+        if (other.getType() == lin.getType() && before && names.count(other)) {
+          add = user;
+          residual = other;
+        }
+      }
+    }
+    std::string v = newName();
+    names[lin.getResult()] = v;
+    if (add) {
+      names[add->getResult(0)] = v;
+      folded.insert(add);
+    }
+    body += llvm::formatv("{0}Tensor {1}; // linear{2} -> {3}\n", in, v, add ? " + residual" : "",
+                          describeType(lin.getType()))
+                .str();
+    body += llvm::formatv("{0}LLMC_TRY(linear(m, m.k[{1}], {2}, {3}, {4}, {5}, {6}, {7}));\n", in,
+                          kernelIndex("linear"), quote(nodeName(op)), *x, *w,
+                          operandPtr(lin.getBias()), add ? operandPtr(residual) : "nullptr", v)
+                .str();
+    stats.kernelCalls += depth == 1;
     return llvm::Error::success();
   }
   // Everything else: its reference kernel.
@@ -363,8 +492,9 @@ llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
 
 llvm::Error Emitter::emitBlock(Block &block, CpuModel::Entry &stats, int depth) {
   for (Operation &op : block.without_terminator())
-    if (llvm::Error e = emitOp(&op, stats, depth))
-      return e;
+    if (!folded.contains(&op))
+      if (llvm::Error e = emitOp(&op, stats, depth))
+        return e;
   return llvm::Error::success();
 }
 

@@ -10,6 +10,15 @@ namespace llmc::cpu {
 namespace {
 // Set while a thread runs a chunk: a nested parallelFor runs serially.
 thread_local bool insideJob = false;
+
+// About 50-100 microseconds of spinning between jobs.
+constexpr int kSpins = 4000;
+
+inline void relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
 } // namespace
 
 ThreadPool::ThreadPool(unsigned threads) {
@@ -48,9 +57,13 @@ void ThreadPool::runChunks() {
 void ThreadPool::workerLoop() {
   uint64_t seen = 0;
   for (;;) {
+    for (int i = 0; i < kSpins && generation.load(std::memory_order_acquire) == seen &&
+                    !stopping.load(std::memory_order_relaxed);
+         ++i)
+      relax();
     {
       std::unique_lock<std::mutex> lock(mutex);
-      wake.wait(lock, [&] { return stopping || generation != seen; });
+      wake.wait(lock, [&] { return stopping.load() || generation.load() != seen; });
       if (stopping)
         return;
       seen = generation;
@@ -90,6 +103,10 @@ void ThreadPool::parallelFor(int64_t n, int64_t grain,
   }
   wake.notify_all();
   runChunks();
+  for (int i = 0; i < kSpins && !(busy.load(std::memory_order_acquire) == 0 &&
+                                  next.load(std::memory_order_acquire) >= jobSize);
+       ++i)
+    relax();
   std::unique_lock<std::mutex> lock(mutex);
   done.wait(lock, [&] { return busy == 0 && next.load() >= jobSize; });
   job = nullptr;

@@ -3,6 +3,8 @@
 #include "runtime/src/cpu/Numeric.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace llmc::model {
@@ -65,9 +67,36 @@ Status findKernel(const char *name, const KernelEntry *&out) {
   return Status::ok();
 }
 
+Context::~Context() {
+  if (!profile)
+    return;
+  double total = 0;
+  for (auto &[name, e] : *profile)
+    total += e.seconds;
+  std::fprintf(stderr, "llmc profile (LLMC_PROFILE): %.3f s in kernels\n", total);
+  for (auto &[name, e] : *profile)
+    std::fprintf(stderr, "  %-28s %9.3f ms %6.1f%% %8lld calls %8.1f us/call\n", name.c_str(),
+                 e.seconds * 1e3, total > 0 ? 100 * e.seconds / total : 0.0,
+                 static_cast<long long>(e.calls), e.calls ? e.seconds * 1e6 / double(e.calls) : 0);
+}
+
+Context::Timer::Timer(const Context &ctx, const char *kernel) : ctx(ctx), kernel(kernel) {
+  if (ctx.profile)
+    start = std::chrono::steady_clock::now();
+}
+
+Context::Timer::~Timer() {
+  if (!ctx.profile)
+    return;
+  ProfileEntry &e = (*ctx.profile)[kernel];
+  e.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ++e.calls;
+}
+
 Status call(const Context &ctx, const KernelEntry *kernel, const char *opName,
             std::initializer_list<const Tensor *> inputs, const Attributes *attrs,
             std::initializer_list<Tensor *> outputs, uint64_t unwanted) {
+  Context::Timer timer(ctx, kernel->name);
   static const Attributes none;
   cpu::KernelCall c;
   c.inputs.assign(inputs.begin(), inputs.end());
@@ -119,6 +148,18 @@ Status narrowTokens(const Tensor &tokens, Tensor &out) {
   return Status::ok();
 }
 
+Status addInPlace(Tensor &out, const Tensor &addend, const char *opName) {
+  if (out.shape() != addend.shape() || out.dtype() != addend.dtype() ||
+      out.dtype() != DType::Float)
+    return Status::error(std::string(opName) + ": cannot add " + addend.describe() + " to " +
+                         out.describe());
+  float *y = out.mutableData<float>();
+  const float *a = addend.data<float>();
+  for (int64_t i = 0; i < out.numel(); ++i)
+    y[i] += a[i];
+  return Status::ok();
+}
+
 Status storeLogits(const Tensor &value, const Args &args) {
   if (value.shape() != args.logitsShape)
     return Status::error("the logits are " + value.describe() + ", the entry promises " +
@@ -164,6 +205,8 @@ Status initContext(Context &ctx, const void *weights, uint64_t bytes, uint64_t e
   ctx.weights = static_cast<const uint8_t *>(weights);
   ctx.weightsBytes = bytes;
   ctx.pool = std::make_unique<cpu::ThreadPool>(unsigned(threads));
+  if (const char *p = std::getenv("LLMC_PROFILE"); p && *p && std::string(p) != "0")
+    ctx.profile = std::make_unique<std::map<std::string, Context::ProfileEntry>>();
   return Status::ok();
 }
 

@@ -15,6 +15,13 @@
 
 #include "llmc/model_abi.h"
 #include "runtime/src/cpu/Kernel.h"
+#include "runtime/src/model/kernels/Decode.h"
+#include "runtime/src/model/kernels/Gemv.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <vector>
 
 #include <cstdint>
 #include <initializer_list>
@@ -39,10 +46,29 @@ using cpu::Tensor;
 /// attributes and kernel table, filled by its init().
 class Context {
 public:
-  virtual ~Context() = default;
+  virtual ~Context();
   const uint8_t *weights = nullptr;
   uint64_t weightsBytes = 0;
   std::unique_ptr<cpu::ThreadPool> pool;
+
+  /// With LLMC_PROFILE set in the environment: seconds and calls per
+  /// kernel, printed to stderr when the context goes.
+  struct ProfileEntry {
+    double seconds = 0;
+    int64_t calls = 0;
+  };
+  std::unique_ptr<std::map<std::string, ProfileEntry>> profile;
+  /// Times a scope into `profile` (no-op when profiling is off).
+  class Timer {
+  public:
+    Timer(const Context &ctx, const char *kernel);
+    ~Timer();
+
+  private:
+    const Context &ctx;
+    const char *kernel;
+    std::chrono::steady_clock::time_point start;
+  };
 
   /// The weight at `offset` of weights.bin.
   Tensor weight(DType type, Shape shape, uint64_t offset) const {
@@ -82,6 +108,27 @@ Status call(const Context &ctx, const KernelEntry *kernel, const char *opName,
 /// `cache` ([B, H, capacity, D]); `out` then shares the cache's storage.
 Status cacheUpdate(const Tensor &cache, const Tensor &rows, const Tensor &pos, Tensor &out,
                    const char *opName);
+
+/// llm.linear: y = x W^T (+ bias) (+ residual, the residual add the fusion
+/// pass put in the same kernel). Decode shapes (f32, a few rows of x) run
+/// the GEMV template over the context's pool; the rest the reference kernel.
+inline Status linear(const Context &ctx, const KernelEntry *reference, const char *opName,
+                     const Tensor &x, const Tensor &w, const Tensor *bias, const Tensor *residual,
+                     Tensor &out);
+
+/// llm.rope (f32 with in-range positions: the template; else the reference
+/// kernel, which also reports bad positions).
+inline Status rope(const Context &ctx, const KernelEntry *reference, const char *opName,
+                   const Tensor &x, const Tensor &cosT, const Tensor &sinT, const Tensor &pos,
+                   const Attributes *attrs, Tensor &out);
+
+/// A decode step's attention over the cache (the fused decode_attention_
+/// partial + attention_combine of llmc-fuse): one pass in f32 when q and
+/// the caches are f32, the two reference kernels otherwise.
+inline Status decodeAttention(const Context &ctx, const KernelEntry *partialRef,
+                              const KernelEntry *combineRef, const char *opName, const Tensor &q,
+                              const Tensor &k, const Tensor &v, const Tensor &pos,
+                              const Attributes *attrs, Tensor &out);
 
 /// i64 token ids as the i32 a model takes (ids beyond i32 are an error).
 Status narrowTokens(const Tensor &tokens, Tensor &out);
@@ -145,6 +192,112 @@ int Glue<M>::run(void *ctx, uint32_t entry, const int64_t *tokens, int64_t start
   if (Status s = M::kFns[entry](*static_cast<M *>(ctx), args); !s)
     return fail(std::string(e.name) + ": " + s.message(), err, errlen);
   return 0;
+}
+
+/// out += addend, elementwise, one shape (the residual of a reference linear).
+Status addInPlace(Tensor &out, const Tensor &addend, const char *opName);
+
+inline Status linear(const Context &ctx, const KernelEntry *reference, const char *opName,
+                     const Tensor &x, const Tensor &w, const Tensor *bias, const Tensor *residual,
+                     Tensor &out) {
+  constexpr int64_t kGemvRows = 8;
+  int64_t k = w.rank() == 2 ? w.dim(1) : -1, n = w.rank() == 2 ? w.dim(0) : -1;
+  bool f32 = x.dtype() == DType::Float && w.dtype() == DType::Float &&
+             (!bias || bias->dtype() == DType::Float) &&
+             (!residual || residual->dtype() == DType::Float);
+  Context::Timer timer(ctx, "linear");
+  if (f32 && x.rank() >= 1 && k > 0 && x.dim(x.rank() - 1) == k && x.numel() / k <= kGemvRows &&
+      (!bias || (bias->rank() == 1 && bias->dim(0) == n))) {
+    int64_t m = x.numel() / k;
+    Shape shape = x.shape();
+    shape.back() = n;
+    if (residual && residual->shape() != shape)
+      return Status::error(std::string(opName) + ": the residual " + residual->describe() +
+                           " does not match the output");
+    LLMC_TRY(Tensor::allocate(DType::Float, shape, out));
+    const float *px = x.data<float>(), *pw = w.data<float>();
+    const float *pb = bias ? bias->data<float>() : nullptr;
+    const float *pr = residual ? residual->data<float>() : nullptr;
+    float *py = out.mutableData<float>();
+    // Blocks of 16 rows; a contiguous range of them per thread.
+    int64_t blocks = (n + 15) / 16, threads = int64_t(ctx.pool->size());
+    int64_t grain = std::max<int64_t>(1, (blocks + threads - 1) / threads);
+    ctx.pool->parallelFor(blocks, grain, [&](int64_t b0, int64_t b1) {
+      kernels::gemvRows(px, m, k, pw, pb, pr, py, n, b0 * 16, std::min(n, b1 * 16));
+    });
+    return Status::ok();
+  }
+  LLMC_TRY(call(ctx, reference, opName, {&x, &w, bias}, nullptr, {&out}));
+  if (residual)
+    LLMC_TRY(addInPlace(out, *residual, opName));
+  return Status::ok();
+}
+
+inline Status rope(const Context &ctx, const KernelEntry *reference, const char *opName,
+                   const Tensor &x, const Tensor &cosT, const Tensor &sinT, const Tensor &pos,
+                   const Attributes *attrs, Tensor &out) {
+  Context::Timer timer(ctx, "rope");
+  int64_t rot = attrs ? attrs->getInt("rotary_dim", 0) : 0;
+  bool interleaved = attrs && attrs->getInt("interleaved", 0) != 0;
+  if (x.rank() == 4 && rot == 0)
+    rot = x.dim(3);
+  bool fast = x.dtype() == DType::Float && cosT.dtype() == DType::Float &&
+              sinT.dtype() == DType::Float && pos.dtype() == DType::Int64 && x.rank() == 4 &&
+              rot > 0 && rot % 2 == 0 && rot <= x.dim(3) && cosT.rank() == 2 &&
+              cosT.shape() == sinT.shape() && cosT.dim(1) == rot / 2 && pos.rank() == 2 &&
+              (pos.dim(0) == x.dim(0) || pos.dim(0) == 1) && pos.dim(1) == x.dim(1);
+  if (fast) {
+    int64_t rows = x.dim(0) * x.dim(1);
+    std::vector<int64_t> at(static_cast<size_t>(rows));
+    const int64_t *p = pos.data<int64_t>();
+    for (int64_t r = 0; r < rows; ++r) {
+      at[size_t(r)] = pos.dim(0) == 1 ? p[r % x.dim(1)] : p[r];
+      if (at[size_t(r)] < 0 || at[size_t(r)] >= cosT.dim(0))
+        fast = false; // the reference kernel reports it
+    }
+    if (fast) {
+      LLMC_TRY(Tensor::allocate(DType::Float, x.shape(), out));
+      kernels::ropeRows(x.data<float>(), out.mutableData<float>(), rows, x.dim(2), x.dim(3), rot,
+                        interleaved, cosT.data<float>(), sinT.data<float>(), at.data());
+      return Status::ok();
+    }
+  }
+  return call(ctx, reference, opName, {&x, &cosT, &sinT, &pos}, attrs, {&out});
+}
+
+inline Status decodeAttention(const Context &ctx, const KernelEntry *partialRef,
+                              const KernelEntry *combineRef, const char *opName, const Tensor &q,
+                              const Tensor &k, const Tensor &v, const Tensor &pos,
+                              const Attributes *attrs, Tensor &out) {
+  Context::Timer timer(ctx, "decode_attention");
+  int64_t hq = attrs ? attrs->getInt("num_heads", -1) : -1;
+  int64_t hkv = attrs ? attrs->getInt("num_kv_heads", -1) : -1;
+  bool fast = q.dtype() == DType::Float && k.dtype() == DType::Float &&
+              v.dtype() == DType::Float && pos.dtype() == DType::Int64 && pos.numel() == 1 &&
+              q.rank() == 4 && k.rank() == 4 && v.rank() == 4 && q.dim(1) == 1 &&
+              q.dim(2) == hq && hkv > 0 && hq % hkv == 0 && k.dim(1) == hkv &&
+              v.dim(1) == hkv && k.dim(0) == q.dim(0) && v.dim(0) == q.dim(0) &&
+              k.dim(3) == q.dim(3) && v.dim(2) == k.dim(2);
+  int64_t p = fast ? pos.data<int64_t>()[0] : -1;
+  if (fast && p >= 0 && p < k.dim(2) && attrs && attrs->optFloat("scale")) {
+    int64_t b = q.dim(0), d = q.dim(3), dv = v.dim(3), capacity = k.dim(2);
+    float scale = float(*attrs->optFloat("scale"));
+    float softcap = float(attrs->getFloat("softcap", 0.0));
+    int64_t window = attrs->getInt("window", 0);
+    LLMC_TRY(Tensor::allocate(DType::Float, {b, 1, hq, dv}, out));
+    const float *pq = q.data<float>(), *pk = k.data<float>(), *pv = v.data<float>();
+    float *po = out.mutableData<float>();
+    ctx.pool->parallelFor(b * hq, 1, [&](int64_t r0, int64_t r1) {
+      std::vector<float> acc(static_cast<size_t>(dv));
+      for (int64_t r = r0; r < r1; ++r)
+        kernels::decodeAttentionHeads(pq, pk, pv, po, r / hq, r % hq, r % hq + 1, hq, hkv, d, dv,
+                                      capacity, p, window, scale, softcap, acc.data());
+    });
+    return Status::ok();
+  }
+  Tensor partial, lse;
+  LLMC_TRY(call(ctx, partialRef, opName, {&q, &k, &v, &pos}, attrs, {&partial, &lse}));
+  return call(ctx, combineRef, opName, {&partial, &lse}, nullptr, {&out});
 }
 
 } // namespace llmc::model

@@ -1,0 +1,112 @@
+//===- Gemv.h - the decode GEMV template the emitted models instantiate ---===//
+//
+// y[m, n] = x[m, :] . W[n, :] (+ bias[n]) (+ residual[m, n]) for a few rows
+// m of x (decode: M = batch) and a [N, K] f32 weight as linear layers store
+// it. Decode reads every weight once per token, so this loop is the
+// memory-bound core of generation: each thread streams a contiguous block of
+// weight rows, four rows at a time (four read streams for the prefetchers,
+// x stays in L1), with FMA into four vector accumulators and the bias and
+// residual added in the epilogue (no second pass over y).
+//
+// Header-only on purpose: libmodel.so compiles it with the artifact's
+// -march, so AVX-512 (16 lanes) or AVX2 (8 lanes) is chosen at compile time
+// (plain C++ otherwise).
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_RUNTIME_MODEL_KERNELS_GEMV_H
+#define LLMC_RUNTIME_MODEL_KERNELS_GEMV_H
+
+#include <algorithm>
+#include <cstdint>
+
+#if defined(__AVX512F__) || defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+namespace llmc::model::kernels {
+
+#if defined(__AVX512F__)
+struct VecF {
+  static constexpr int kLanes = 16;
+  __m512 v;
+  static VecF zero() { return {_mm512_setzero_ps()}; }
+  static VecF load(const float *p) { return {_mm512_loadu_ps(p)}; }
+  static VecF fma(VecF a, VecF b, VecF c) { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }
+  static float sum(VecF a) { return _mm512_reduce_add_ps(a.v); }
+};
+#elif defined(__AVX2__) && defined(__FMA__)
+struct VecF {
+  static constexpr int kLanes = 8;
+  __m256 v;
+  static VecF zero() { return {_mm256_setzero_ps()}; }
+  static VecF load(const float *p) { return {_mm256_loadu_ps(p)}; }
+  static VecF fma(VecF a, VecF b, VecF c) { return {_mm256_fmadd_ps(a.v, b.v, c.v)}; }
+  static float sum(VecF a) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(a.v), _mm256_extractf128_ps(a.v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
+};
+#else
+struct VecF {
+  static constexpr int kLanes = 1;
+  float v;
+  static VecF zero() { return {0.f}; }
+  static VecF load(const float *p) { return {*p}; }
+  static VecF fma(VecF a, VecF b, VecF c) { return {a.v * b.v + c.v}; }
+  static float sum(VecF a) { return a.v; }
+};
+#endif
+
+/// Rows [n0, n1) of y for every m < M. x [M, K], w [N, K], y [M, N] (row
+/// strides K, K, N); bias [N] and residual [M, N] may be null.
+inline void gemvRows(const float *x, int64_t M, int64_t K, const float *w, const float *bias,
+                     const float *residual, float *y, int64_t N, int64_t n0, int64_t n1) {
+  constexpr int L = VecF::kLanes;
+  const int64_t kv = K / L * L;
+  auto finish = [&](int64_t m, int64_t n, float dot) {
+    if (bias)
+      dot += bias[n];
+    if (residual)
+      dot += residual[m * N + n];
+    y[m * N + n] = dot;
+  };
+  int64_t n = n0;
+  for (; n + 4 <= n1; n += 4) {
+    const float *w0 = w + n * K, *w1 = w0 + K, *w2 = w1 + K, *w3 = w2 + K;
+    for (int64_t m = 0; m < M; ++m) {
+      const float *xm = x + m * K;
+      VecF a0 = VecF::zero(), a1 = VecF::zero(), a2 = VecF::zero(), a3 = VecF::zero();
+      for (int64_t k = 0; k < kv; k += L) {
+        VecF xv = VecF::load(xm + k);
+        a0 = VecF::fma(VecF::load(w0 + k), xv, a0);
+        a1 = VecF::fma(VecF::load(w1 + k), xv, a1);
+        a2 = VecF::fma(VecF::load(w2 + k), xv, a2);
+        a3 = VecF::fma(VecF::load(w3 + k), xv, a3);
+      }
+      float d0 = VecF::sum(a0), d1 = VecF::sum(a1), d2 = VecF::sum(a2), d3 = VecF::sum(a3);
+      for (int64_t k = kv; k < K; ++k) {
+        d0 += xm[k] * w0[k], d1 += xm[k] * w1[k], d2 += xm[k] * w2[k], d3 += xm[k] * w3[k];
+      }
+      finish(m, n, d0), finish(m, n + 1, d1), finish(m, n + 2, d2), finish(m, n + 3, d3);
+    }
+  }
+  for (; n < n1; ++n) {
+    const float *wn = w + n * K;
+    for (int64_t m = 0; m < M; ++m) {
+      const float *xm = x + m * K;
+      VecF a = VecF::zero();
+      for (int64_t k = 0; k < kv; k += L)
+        a = VecF::fma(VecF::load(wn + k), VecF::load(xm + k), a);
+      float d = VecF::sum(a);
+      for (int64_t k = kv; k < K; ++k)
+        d += xm[k] * wn[k];
+      finish(m, n, d);
+    }
+  }
+}
+
+} // namespace llmc::model::kernels
+
+#endif // LLMC_RUNTIME_MODEL_KERNELS_GEMV_H
