@@ -193,6 +193,7 @@ llvm::Error mlir::llmc::writeArtifact(const CpuModel &model, const ArtifactInfo 
         {"kind", e.decode ? "decode" : "prefill"},
         {"batch", e.batch},
         {"seq", e.seq},
+        {"weight_bytes_read", e.weightBytesRead},
         {"code", llvm::json::Object{{"kernel_calls", e.kernelCalls},
                                     {"fused_regions", e.fusedRegions},
                                     {"views", e.views},

@@ -19,6 +19,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -30,7 +31,11 @@
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <chrono>
+#include <thread>
+
+#include <immintrin.h>
 #include <vector>
 
 using namespace mlir;
@@ -113,6 +118,23 @@ cl::opt<std::string> inspectArtifact(cl::Positional, cl::desc("<model.llmc>"), c
 cl::opt<bool> inspectJson("json", cl::desc("Print manifest.json as it is"), cl::init(false),
                           cl::sub(inspectCmd), cl::cat(cat()));
 
+// --- llmc bench --------------------------------------------------------------
+cl::SubCommand benchCmd("bench",
+                        "Measure time to first token, time per output token, tokens/s and "
+                        "the decode's share of this machine's memory bandwidth");
+cl::opt<std::string> benchArtifact(cl::Positional, cl::desc("<model.llmc>"), cl::Required,
+                                   cl::sub(benchCmd), cl::cat(cat()));
+cl::opt<int> benchPrompt("prompt-len", cl::desc("Prompt tokens (default 64)"), cl::init(64),
+                         cl::sub(benchCmd), cl::cat(cat()));
+cl::opt<int> benchGen("gen", cl::desc("Generated tokens (default 64)"), cl::init(64),
+                      cl::sub(benchCmd), cl::cat(cat()));
+cl::opt<int> benchRuns("runs", cl::desc("Runs; the median is reported (default 3)"),
+                       cl::init(3), cl::sub(benchCmd), cl::cat(cat()));
+cl::opt<int> benchThreads("threads", cl::desc("Threads (0: one per hardware thread)"),
+                          cl::init(0), cl::sub(benchCmd), cl::cat(cat()));
+cl::opt<bool> benchJson("json", cl::desc("Print the results as JSON"), cl::init(false),
+                        cl::sub(benchCmd), cl::cat(cat()));
+
 int fail(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), "llmc") << message << "\n";
   return 1;
@@ -150,6 +172,7 @@ llvm::Error runPipeline(MLIRContext &ctx, ModuleOp module, llvm::StringRef pipel
 bool mlir::llmc::compileCommandGiven() { return bool(compileCmd); }
 bool mlir::llmc::runCommandGiven() { return bool(runCmd); }
 bool mlir::llmc::inspectCommandGiven() { return bool(inspectCmd); }
+bool mlir::llmc::benchCommandGiven() { return bool(benchCmd); }
 
 llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const CompileRequest &req,
                                                    llvm::raw_ostream *log) {
@@ -448,5 +471,170 @@ int mlir::llmc::runInspect() {
                           str(e, "name"), num(e, "batch"), num(e, "seq"), calls,
                           num(entryMem, "arena_bytes"));
     }
+  return 0;
+}
+
+namespace {
+
+/// Sums words [b, e) of `p` with the widest loads the CPU has.
+__attribute__((target("avx2"))) uint64_t sumAvx2(const uint64_t *p, size_t b, size_t e) {
+  __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+  size_t i = b;
+  for (; i + 16 <= e; i += 16) {
+    a0 = _mm256_add_epi64(a0, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p + i)));
+    a1 = _mm256_add_epi64(a1, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p + i + 4)));
+    a2 = _mm256_add_epi64(a2, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p + i + 8)));
+    a3 = _mm256_add_epi64(a3, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p + i + 12)));
+  }
+  __m256i s = _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3));
+  uint64_t lanes[4];
+  _mm256_storeu_si256(reinterpret_cast<__m256i *>(lanes), s);
+  return lanes[0] + lanes[1] + lanes[2] + lanes[3];
+}
+
+uint64_t sumScalar(const uint64_t *p, size_t b, size_t e) {
+  uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+  for (size_t i = b; i + 4 <= e; i += 4)
+    a0 += p[i], a1 += p[i + 1], a2 += p[i + 2], a3 += p[i + 3];
+  return a0 + a1 + a2 + a3;
+}
+
+/// Read bandwidth of this machine (bytes/s) with `threads` threads over a
+/// buffer of `bytes` (the decode step's working set, so caches help both
+/// alike): the best of ten passes, each thread summing its own part.
+double measureReadBandwidth(unsigned threads, size_t bytes) {
+  const size_t words = bytes / sizeof(uint64_t);
+  std::vector<uint64_t> buffer(words);
+  for (size_t i = 0; i < words; i += 512)
+    buffer[i] = i; // touch every page
+  bool avx2 = __builtin_cpu_supports("avx2");
+  double best = 0;
+  std::vector<uint64_t> sinks(threads);
+  for (int pass = 0; pass < 10; ++pass) {
+    auto start = std::chrono::steady_clock::now();
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        size_t b = words * t / threads, e = words * (t + 1) / threads;
+        sinks[t] = avx2 ? sumAvx2(buffer.data(), b, e) : sumScalar(buffer.data(), b, e);
+      });
+    for (std::thread &th : pool)
+      th.join();
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    best = std::max(best, double(words * sizeof(uint64_t)) / seconds);
+  }
+  return best;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+} // namespace
+
+int mlir::llmc::runBench() {
+  if (benchPrompt < 1 || benchGen < 2 || benchRuns < 1)
+    return fail("--prompt-len must be >= 1, --gen >= 2 and --runs >= 1");
+  llvm::SmallString<256> manifestPath(benchArtifact);
+  llvm::sys::path::append(manifestPath, "manifest.json");
+  auto buf = llvm::MemoryBuffer::getFile(manifestPath);
+  if (!buf)
+    return fail("cannot read " + manifestPath.str() + ": " + buf.getError().message());
+  auto manifest = llvm::json::parse((*buf)->getBuffer());
+  if (!manifest || !manifest->getAsObject())
+    return fail(manifestPath.str() + ": not a JSON object");
+  const llvm::json::Object &m = *manifest->getAsObject();
+  int64_t decodeWeightBytes = -1;
+  if (const llvm::json::Array *entries = m.getArray("entries"))
+    for (const llvm::json::Value &v : *entries)
+      if (const llvm::json::Object *e = v.getAsObject();
+          e && e->getString("name") == llvm::StringRef("decode_b1"))
+        decodeWeightBytes = e->getInteger("weight_bytes_read").value_or(-1);
+  if (decodeWeightBytes < 0)
+    return fail(manifestPath.str() + " has no decode_b1 entry with weight_bytes_read");
+
+  llmc_model *model = nullptr;
+  if (llmc_model_load(benchArtifact.c_str(), nullptr, &model) != LLMC_OK)
+    return fail(llmc_last_error());
+  auto freeModel = llvm::make_scope_exit([&] { llmc_model_free(model); });
+  llmc_model_info info;
+  (void)llmc_model_get_info(model, &info);
+  if (benchPrompt + benchGen > info.capacity)
+    return fail("--prompt-len + --gen exceed the artifact's capacity " +
+                std::to_string(info.capacity));
+  llmc_session_options so{benchThreads};
+  llmc_session *session = nullptr;
+  if (llmc_session_create(model, &so, &session) != LLMC_OK)
+    return fail(llmc_last_error());
+  auto freeSession = llvm::make_scope_exit([&] { llmc_session_free(session); });
+  unsigned threads = benchThreads > 0 ? unsigned(benchThreads)
+                                      : std::max(1u, std::thread::hardware_concurrency());
+
+  // A fixed pseudo-random prompt inside the vocabulary.
+  std::vector<int32_t> prompt(size_t(benchPrompt.getValue()));
+  uint64_t x = 88172645463325252ull;
+  for (int32_t &t : prompt) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    t = int32_t(x % uint64_t(info.vocab));
+  }
+  std::vector<int32_t> out(size_t(benchGen.getValue()));
+  llmc_generate_params p;
+  llmc_generate_params_init(&p);
+  p.max_new_tokens = benchGen;
+  std::vector<double> ttft, tpot, total;
+  // Bytes a decode step reads: its weights, and the cache rows of the
+  // context (on average halfway through the generation). The machine's
+  // bandwidth is measured before and after the runs (shared machines
+  // vary); the larger counts.
+  double context = double(benchPrompt) + double(benchGen) / 2;
+  double kvBytes = double(info.kv_cache_bytes) / double(info.capacity) * context;
+  double bytesPerToken = double(decodeWeightBytes) + kvBytes;
+  size_t probe = std::max<size_t>(size_t(256) << 20, size_t(bytesPerToken));
+  double bandwidth = measureReadBandwidth(threads, probe);
+  // One warm-up run (page in the weights), then the measured runs.
+  for (int run = 0; run <= benchRuns; ++run) {
+    size_t count = 0;
+    llmc_generate_stats st;
+    if (llmc_generate(session, prompt.data(), prompt.size(), &p, nullptr, nullptr, out.data(),
+                      out.size(), &count, &st) != LLMC_OK)
+      return fail(llmc_last_error());
+    if (run == 0)
+      continue;
+    ttft.push_back(st.time_to_first_token_ms);
+    tpot.push_back(st.time_per_output_token_ms);
+    total.push_back(st.total_ms);
+  }
+  bandwidth = std::max(bandwidth, measureReadBandwidth(threads, probe));
+  double tpotMs = median(tpot);
+  double achieved = bytesPerToken / (tpotMs / 1e3);
+  if (benchJson) {
+    llvm::json::Object o{{"artifact", benchArtifact.getValue()},
+                         {"threads", int64_t(threads)},
+                         {"prompt_tokens", int64_t(benchPrompt)},
+                         {"generated_tokens", int64_t(benchGen)},
+                         {"runs", int64_t(benchRuns)},
+                         {"time_to_first_token_ms", median(ttft)},
+                         {"time_per_output_token_ms", tpotMs},
+                         {"decode_tokens_per_s", 1e3 / tpotMs},
+                         {"prefill_tokens_per_s", double(benchPrompt) / (median(ttft) / 1e3)},
+                         {"decode_bytes_per_token", bytesPerToken},
+                         {"decode_bandwidth_gbs", achieved / 1e9},
+                         {"machine_read_bandwidth_gbs", bandwidth / 1e9},
+                         {"bandwidth_fraction", achieved / bandwidth}};
+    llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(o))) << "\n";
+    return 0;
+  }
+  llvm::raw_ostream &os = llvm::outs();
+  os << llvm::formatv("model:              {0} ({1} threads)\n", benchArtifact, threads);
+  os << llvm::formatv("prompt / generated: {0} / {1} tokens, median of {2} runs\n", benchPrompt,
+                      benchGen, benchRuns);
+  os << llvm::formatv("time to first token {0:f2} ms ({1:f1} prompt tokens/s)\n", median(ttft),
+                      double(benchPrompt) / (median(ttft) / 1e3));
+  os << llvm::formatv("time per token      {0:f2} ms ({1:f1} tokens/s)\n", tpotMs, 1e3 / tpotMs);
+  os << llvm::formatv("decode reads        {0:f1} MB/token: {1:f1} GB/s, {3:f0}% of the {2:f1} "
+                      "GB/s this machine reads a buffer of that size at\n",
+                      bytesPerToken / 1e6, achieved / 1e9, bandwidth / 1e9,
+                      100 * achieved / bandwidth);
   return 0;
 }

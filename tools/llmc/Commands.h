@@ -19,6 +19,7 @@ llvm::cl::OptionCategory &llmcOptionCategory();
 bool compileCommandGiven();
 bool runCommandGiven();
 bool inspectCommandGiven();
+bool benchCommandGiven();
 
 int runCompile(MLIRContext &ctx);
 
@@ -40,6 +41,7 @@ llvm::Expected<CpuModel> compileModel(MLIRContext &ctx, const CompileRequest &re
                                       llvm::raw_ostream *log);
 int runRun();
 int runInspect();
+int runBench();
 
 } // namespace mlir::llmc
 

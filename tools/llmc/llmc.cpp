@@ -841,7 +841,8 @@ int main(int argc, char **argv) {
                               "  llmc compile model.onnx -o out.llmc [--max-seq N] [--batch ...] "
                               "[--prefill-buckets ...] [--emit=source] [--stats]\n"
                               "  llmc run out.llmc --ids 1,2,3 [--max-new-tokens N] [sampling flags]\n"
-                              "  llmc inspect out.llmc [--json]\n\n"
+                              "  llmc inspect out.llmc [--json]\n"
+                              "  llmc bench out.llmc [--prompt-len P] [--gen G] [--json]\n\n"
                               "Run `llmc <command> --help` for a command's options.\n");
   if (importCmd)
     return runImport();
@@ -863,6 +864,8 @@ int main(int argc, char **argv) {
     return runRun();
   if (inspectCommandGiven())
     return runInspect();
+  if (benchCommandGiven())
+    return runBench();
   llvm::errs() << "llmc: no command given; run `llmc --help`\n";
   return 1;
 }

@@ -127,6 +127,45 @@ Value cacheSource(Value v) {
   }
 }
 
+int64_t bytesOf(Type t) {
+  auto r = dyn_cast<RankedTensorType>(t);
+  if (!r || !r.hasStaticShape())
+    return 0;
+  unsigned bits = r.getElementType().isIntOrFloat() ? r.getElementType().getIntOrFloatBitWidth() : 8;
+  return (r.getNumElements() * int64_t(std::max(bits, 8u)) + 7) / 8;
+}
+
+/// The bytes of weights one call of `f` reads (see CpuModel::Entry).
+int64_t weightBytesRead(func::FuncOp f) {
+  llvm::DenseSet<Attribute> seen;
+  int64_t total = 0;
+  f.walk([&](Operation *op) {
+    for (OpOperand &use : op->getOpOperands()) {
+      Value v = use.get();
+      // Through fused regions to what they were given.
+      while (auto arg = dyn_cast<BlockArgument>(v)) {
+        auto fused = dyn_cast<FusedOp>(arg.getOwner()->getParentOp());
+        if (!fused)
+          break;
+        v = fused->getOperand(arg.getArgNumber());
+      }
+      auto c = v.getDefiningOp<ConstantOp>();
+      if (!c)
+        continue;
+      if (isa<EmbeddingOp>(op) && use.getOperandNumber() == 0) {
+        auto table = dyn_cast<RankedTensorType>(c.getType());
+        auto ids = dyn_cast<RankedTensorType>(op->getOperand(1).getType());
+        if (table && ids && table.hasStaticShape() && ids.hasStaticShape() && table.getDimSize(0))
+          total += ids.getNumElements() * (bytesOf(table) / table.getDimSize(0));
+        continue;
+      }
+      if (seen.insert(c.getValue()).second)
+        total += bytesOf(c.getType());
+    }
+  });
+  return total;
+}
+
 bool isStatic(Type t) {
   auto r = dyn_cast<RankedTensorType>(t);
   return r && r.hasStaticShape();
@@ -595,6 +634,7 @@ llvm::Error Emitter::emitFunction(func::FuncOp f) {
   if (!haveLogits)
     return makeError("@" + fname + " returns no logits");
   body += "  return Status::ok();\n}\n\n";
+  entry.weightBytesRead = weightBytesRead(f);
   model.entries.push_back(entry);
   return llvm::Error::success();
 }

@@ -30,6 +30,9 @@ struct CpuModel {
     int64_t views = 0;         // reshapes that move no data
     int64_t cacheUpdates = 0;  // in place
     int64_t fusedRegions = 0;  // llm.fused regions (one kernel each in the plan)
+    // Bytes of weights one call reads: every weight it uses, but only the
+    // rows an embedding gathers.
+    int64_t weightBytesRead = 0;
   };
   struct Cache {
     std::string name;
