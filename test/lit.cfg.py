@@ -11,6 +11,11 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.llmc_obj_root, "test")
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unit",
                    "fixtures", "Inputs"]
+# The example apps' builds (test/e2e/example-app.test) need the environment
+# a shell has (HOME for CMake's package registry, compilers on PATH).
+for var in ("HOME", "CC", "CXX"):
+    if var in os.environ:
+        config.environment[var] = os.environ[var]
 
 # Tools are found on PATH: llmc and llmc-opt from the build, FileCheck and
 # not from LLVM 19.
@@ -18,6 +23,7 @@ config.environment["PATH"] = os.pathsep.join(
     [config.llmc_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
 config.substitutions.append(("%shared", config.llmc_shared_dir))
 config.substitutions.append(("%llmc_obj_root", config.llmc_obj_root))
+config.substitutions.append(("%llmc_src_root", os.path.dirname(config.test_source_root)))
 config.substitutions.append(("%python", sys.executable))
 # Token id lists for tests of the cache capacity.
 config.substitutions.append(("%{ids65}", ",".join(str(3 + i % 250) for i in range(65))))

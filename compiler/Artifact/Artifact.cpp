@@ -73,9 +73,31 @@ llvm::Expected<Toolchain> toolchain(const ArtifactInfo &info) {
   if (!found || !llvm::sys::fs::can_execute(*found))
     return makeError("no host C++ compiler '" + cxx + "' (set CXX or pass --cxx)");
   t.cxx = *found;
-  t.includes = {LLMC_SOURCE_DIR, std::string(LLMC_SOURCE_DIR) + "/runtime/include"};
+  // An installed llmc (PREFIX/bin/llmc with PREFIX/lib/llmc, or $LLMC_HOME
+  // naming PREFIX) builds against its own copy; a build tree against the
+  // sources and libraries it was built from.
+  std::string prefix;
+  if (const char *home = std::getenv("LLMC_HOME"); home && *home) {
+    prefix = home;
+  } else {
+    llvm::SmallString<256> exe(llvm::sys::fs::getMainExecutable(nullptr, nullptr));
+    llvm::sys::path::remove_filename(exe); // bin
+    llvm::sys::path::remove_filename(exe); // PREFIX
+    prefix = std::string(exe);
+  }
+  llvm::SmallString<256> installed(prefix);
+  llvm::sys::path::append(installed, "lib", "llmc");
   llvm::SmallVector<llvm::StringRef> libs;
-  llvm::StringRef(LLMC_SUPPORT_LIBS).split(libs, '|', -1, false);
+  std::string installedLibs;
+  if (llvm::sys::fs::exists(llvm::Twine(installed) + "/libLLMCModelSupport.a")) {
+    t.includes = {(installed + "/include").str()};
+    for (const char *lib : {"libLLMCModelSupport.a", "libLLMCCpuKernels.a", "libLLMCOnnxDataType.a"})
+      installedLibs += (installed + "/" + lib + "|").str();
+    llvm::StringRef(installedLibs).split(libs, '|', -1, false);
+  } else {
+    t.includes = {LLMC_SOURCE_DIR, std::string(LLMC_SOURCE_DIR) + "/runtime/include"};
+    llvm::StringRef(LLMC_SUPPORT_LIBS).split(libs, '|', -1, false);
+  }
   for (llvm::StringRef l : libs) {
     if (!llvm::sys::fs::exists(l))
       return makeError("the model support library " + l.str() + " is missing (rebuild llmc)");
