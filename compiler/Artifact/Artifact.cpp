@@ -195,6 +195,17 @@ llvm::Error mlir::llmc::writeArtifact(const CpuModel &model, const ArtifactInfo 
     return e;
   if (llvm::Error e = buildLibrary(info, tmp, log))
     return e;
+  llvm::json::Value tokenizer = nullptr;
+  if (!info.tokenizerJson.empty()) {
+    if (llvm::Error e = writeFile(path("tokenizer.json"), info.tokenizerJson))
+      return e;
+    auto digest = llvm::SHA256::hash(llvm::ArrayRef<uint8_t>(
+        reinterpret_cast<const uint8_t *>(info.tokenizerJson.data()), info.tokenizerJson.size()));
+    llvm::json::Object t(info.tokenizerInfo);
+    t["file"] = "tokenizer.json";
+    t["sha256"] = llvm::toHex(digest, /*LowerCase=*/true);
+    tokenizer = std::move(t);
+  }
   auto libSha = sha256File(path("libmodel.so"));
   if (!libSha)
     return libSha.takeError();
@@ -253,7 +264,8 @@ llvm::Error mlir::llmc::writeArtifact(const CpuModel &model, const ArtifactInfo 
                                      {"alignment", 64},
                                      {"sha256", model.weightsSha256}}},
       {"library", llvm::json::Object{{"file", "libmodel.so"}, {"sha256", *libSha}}},
-      {"tokenizer", nullptr},
+      {"tokenizer", std::move(tokenizer)},
+      {"stop_tokens", llvm::json::Array(info.stopTokens)},
   };
   std::string json = llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest))).str() + "\n";
   if (llvm::Error e = writeFile(path("manifest.json"), json))

@@ -19,6 +19,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <string>
+#include <vector>
 
 namespace mlir::llmc {
 
@@ -34,6 +35,9 @@ struct ArtifactInfo {
   std::string cpu = "x86-64-v3";   // -march for the emitted code
   std::string cxx;                 // host compiler (empty: $CXX, else c++)
   bool emitSource = false;
+  std::string tokenizerJson;        // tokenizer.json's bytes (empty: none)
+  llvm::json::Object tokenizerInfo; // what the manifest says of it
+  std::vector<int64_t> stopTokens;  // default end-of-sequence ids
 };
 
 /// Writes `model` as the artifact folder `outDir`. Progress lines go to

@@ -11,6 +11,7 @@
 #include "llmc/llmc.h"
 #include "llmc/model_abi.h"
 #include "runtime/src/Sampler.h"
+#include "runtime/src/Tokenizer.h"
 #include "runtime/src/support/Json.h"
 #include "runtime/src/support/Sha256.h"
 
@@ -99,6 +100,8 @@ struct ModelData {
   const llmc_model_abi *abi = nullptr;
   int64_t vocab = 0, capacity = 0, maxBatch = 0, kvCacheBytes = 0;
   int decodeEntry = -1;                         // batch 1
+  std::unique_ptr<llmc::Tokenizer> tokenizer;   // when the artifact has one
+  std::vector<int32_t> stopTokens;
   std::vector<std::pair<int64_t, int>> prefill; // (seq, entry), batch 1, by seq
 
   ~ModelData() {
@@ -213,6 +216,26 @@ llmc_status loadModel(const std::string &path, const llmc_load_options *options,
     if (sha.hexDigest() != wSha)
       return fail(LLMC_ERROR_FORMAT, wPath + " does not match manifest.json (sha256)");
   }
+
+  // The tokenizer, and the default stop tokens.
+  if (const json *tok = man.get("tokenizer"); tok && tok->kind == json::Object) {
+    std::string tPath = path + "/" + (tok->get("file") ? tok->get("file")->asString() : "");
+    std::string tText;
+    if (!readFile(tPath, tText))
+      return fail(LLMC_ERROR_IO, "cannot read " + tPath);
+    llmc::Sha256 sha;
+    sha.update(tText.data(), tText.size());
+    std::string want = tok->get("sha256") ? tok->get("sha256")->asString() : "";
+    if (sha.hexDigest() != want)
+      return fail(LLMC_ERROR_FORMAT, tPath + " does not match manifest.json (sha256)");
+    m->tokenizer = std::make_unique<llmc::Tokenizer>();
+    if (!m->tokenizer->load(tText, error))
+      return fail(LLMC_ERROR_FORMAT, error);
+  }
+  if (const json *stop = man.get("stop_tokens"); stop && stop->kind == json::Array)
+    for (const json &id : stop->array)
+      if (id.isInt())
+        m->stopTokens.push_back(int32_t(id.asInt()));
 
   // The entries a batch-1 session uses.
   m->vocab = m->abi->vocab;
@@ -345,6 +368,57 @@ llmc_status llmc_model_get_info(const llmc_model *model, llmc_model_info *out) {
   out->num_prefill_buckets = int64_t(m.prefill.size());
   out->weights_bytes = int64_t(m.weights.size);
   out->kv_cache_bytes = m.kvCacheBytes;
+  return ok();
+}
+
+int32_t llmc_model_has_tokenizer(const llmc_model *model) {
+  return model && model->data->tokenizer ? 1 : 0;
+}
+
+llmc_status llmc_tokenize(const llmc_model *model, const char *text, size_t len,
+                          int32_t add_special, int32_t *out_ids, size_t capacity,
+                          size_t *out_count) {
+  if (!model || (!text && len > 0) || !out_count)
+    return fail(LLMC_ERROR_INVALID_ARGUMENT, "model, text and out_count must not be null");
+  if (!model->data->tokenizer)
+    return fail(LLMC_ERROR_INVALID_ARGUMENT, "this artifact has no tokenizer (compile with "
+                                             "--tokenizer, or pass token ids)");
+  std::vector<int32_t> ids =
+      model->data->tokenizer->encode(std::string_view(text ? text : "", len), add_special != 0);
+  *out_count = ids.size();
+  if (ids.size() > capacity || (!out_ids && !ids.empty()))
+    return fail(LLMC_ERROR_INVALID_ARGUMENT, "the text has " + std::to_string(ids.size()) +
+                                                 " tokens; the buffer holds " +
+                                                 std::to_string(capacity));
+  std::copy(ids.begin(), ids.end(), out_ids);
+  return ok();
+}
+
+llmc_status llmc_detokenize(const llmc_model *model, const int32_t *ids, size_t n,
+                            char *out_text, size_t capacity, size_t *out_len) {
+  if (!model || (!ids && n > 0) || !out_len)
+    return fail(LLMC_ERROR_INVALID_ARGUMENT, "model, ids and out_len must not be null");
+  if (!model->data->tokenizer)
+    return fail(LLMC_ERROR_INVALID_ARGUMENT, "this artifact has no tokenizer");
+  std::string text = model->data->tokenizer->decode(std::vector<int32_t>(ids, ids + n));
+  *out_len = text.size();
+  if (!out_text || text.size() + 1 > capacity)
+    return fail(LLMC_ERROR_INVALID_ARGUMENT, "the text needs " + std::to_string(text.size() + 1) +
+                                                 " bytes; the buffer holds " +
+                                                 std::to_string(capacity));
+  std::memcpy(out_text, text.data(), text.size());
+  out_text[text.size()] = '\0';
+  return ok();
+}
+
+llmc_status llmc_model_stop_tokens(const llmc_model *model, int32_t *out_ids, size_t capacity,
+                                   size_t *out_count) {
+  if (!model || !out_count)
+    return fail(LLMC_ERROR_INVALID_ARGUMENT, "model and out_count must not be null");
+  const std::vector<int32_t> &stop = model->data->stopTokens;
+  *out_count = stop.size();
+  for (size_t i = 0; i < stop.size() && i < capacity && out_ids; ++i)
+    out_ids[i] = stop[i];
   return ok();
 }
 

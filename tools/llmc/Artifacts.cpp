@@ -10,6 +10,7 @@
 #include "compiler/Artifact/Artifact.h"
 #include "compiler/Codegen/CPU/EmitCpp.h"
 #include "llmc/llmc.h"
+#include "runtime/src/Tokenizer.h"
 #include "passes/Passes.h"
 #include "passes/TransformerStructure.h"
 #include "python-free-frontend/OnnxImporter.h"
@@ -75,6 +76,10 @@ cl::opt<std::string> compileEmit("emit",
                                  cl::init(""), cl::sub(compileCmd), cl::cat(cat()));
 cl::opt<bool> compileStats("stats", cl::desc("Print kernels per step and memory"),
                            cl::init(false), cl::sub(compileCmd), cl::cat(cat()));
+cl::opt<std::string> compileTokenizer(
+    "tokenizer",
+    cl::desc("tokenizer.json to put in the artifact (default: the one beside the model)"),
+    cl::value_desc("file"), cl::sub(compileCmd), cl::cat(cat()));
 cl::opt<std::string> compileCxx("cxx", cl::desc("Host C++ compiler (default $CXX, else c++)"),
                                 cl::init(""), cl::sub(compileCmd), cl::cat(cat()));
 
@@ -102,8 +107,14 @@ cl::opt<uint64_t> runSeed("seed", cl::desc("Sampling seed"), cl::init(0), cl::su
                           cl::cat(cat()));
 cl::opt<std::string> runStop("stop-ids", cl::desc("Stop after any of these token ids"),
                              cl::value_desc("2,3"), cl::sub(runCmd), cl::cat(cat()));
-cl::opt<std::string> runFormat("format", cl::desc("ids: print the generated ids on one line"),
-                               cl::init("ids"), cl::sub(runCmd), cl::cat(cat()));
+cl::opt<std::string> runFormat("format",
+                               cl::desc("ids: the generated ids on one line, comma-separated; "
+                                        "text: their text (default: text for --prompt, ids for "
+                                        "--ids)"),
+                               cl::init(""), cl::sub(runCmd), cl::cat(cat()));
+cl::opt<bool> runIgnoreEos("ignore-eos",
+                           cl::desc("Do not stop at the model's end-of-sequence tokens"),
+                           cl::init(false), cl::sub(runCmd), cl::cat(cat()));
 cl::opt<bool> runStream("stream", cl::desc("Print each token as it is generated"),
                         cl::init(false), cl::sub(runCmd), cl::cat(cat()));
 cl::opt<int> runThreads("threads", cl::desc("Threads (0: one per hardware thread)"),
@@ -173,6 +184,80 @@ bool mlir::llmc::compileCommandGiven() { return bool(compileCmd); }
 bool mlir::llmc::runCommandGiven() { return bool(runCmd); }
 bool mlir::llmc::inspectCommandGiven() { return bool(inspectCmd); }
 bool mlir::llmc::benchCommandGiven() { return bool(benchCmd); }
+
+namespace {
+
+/// The tokenizer (given, or tokenizer.json beside the model) checked by the
+/// runtime's own reader, and the model's end-of-sequence ids from its
+/// generation_config.json, genai_config.json or config.json.
+llvm::Error findTokenizer(const CompileRequest &req, const CpuModel &model, ArtifactInfo &info,
+                          llvm::raw_ostream *log) {
+  llvm::SmallString<256> dir(req.input);
+  llvm::sys::path::remove_filename(dir);
+  if (dir.empty())
+    dir = ".";
+  std::string path = req.tokenizer;
+  bool given = !path.empty();
+  if (!given) {
+    llvm::SmallString<256> beside(dir);
+    llvm::sys::path::append(beside, "tokenizer.json");
+    if (llvm::sys::fs::exists(beside))
+      path = std::string(beside);
+  }
+  if (!path.empty()) {
+    auto buf = llvm::MemoryBuffer::getFile(path);
+    if (!buf)
+      return llvm::createStringError("cannot read " + path + ": " + buf.getError().message());
+    ::llmc::Tokenizer tok;
+    std::string error;
+    if (!tok.load((*buf)->getBuffer(), error)) {
+      if (given)
+        return llvm::createStringError(path + ": " + error);
+      if (log)
+        *log << "  warning: " << path << " left out: " << error << "\n";
+    } else if (tok.vocabSize() > model.vocab) {
+      std::string m = path + ": the tokenizer has " + std::to_string(tok.vocabSize()) +
+                      " tokens, the model's vocabulary " + std::to_string(model.vocab);
+      if (given)
+        return llvm::createStringError(m);
+      if (log)
+        *log << "  warning: " << m << "; left out\n";
+    } else {
+      info.tokenizerJson = (*buf)->getBuffer().str();
+      info.tokenizerInfo = llvm::json::Object{{"vocab_size", tok.vocabSize()}};
+      if (log)
+        *log << "  tokenizer: " << path << " (" << tok.vocabSize() << " tokens)\n";
+    }
+  }
+  for (const char *name : {"generation_config.json", "genai_config.json", "config.json"}) {
+    llvm::SmallString<256> file(dir);
+    llvm::sys::path::append(file, name);
+    auto buf = llvm::MemoryBuffer::getFile(file);
+    if (!buf)
+      continue;
+    auto json = llvm::json::parse((*buf)->getBuffer());
+    if (!json) {
+      llvm::consumeError(json.takeError());
+      continue;
+    }
+    const llvm::json::Object *o = json->getAsObject();
+    if (o && o->getObject("model")) // genai_config.json
+      o = o->getObject("model");
+    const llvm::json::Value *eos = o ? o->get("eos_token_id") : nullptr;
+    if (!eos)
+      continue;
+    if (auto id = eos->getAsInteger())
+      info.stopTokens.push_back(*id);
+    else if (const llvm::json::Array *ids = eos->getAsArray())
+      for (const llvm::json::Value &v : *ids)
+        if (auto id = v.getAsInteger())
+          info.stopTokens.push_back(*id);
+    break;
+  }
+  return llvm::Error::success();
+}
+
+} // namespace
 
 llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const CompileRequest &req,
                                                    llvm::raw_ostream *log) {
@@ -282,6 +367,8 @@ llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const Compil
   info.cpu = march;
   info.cxx = req.cxx;
   info.emitSource = req.emitSource;
+  if (llvm::Error e = findTokenizer(req, *cpuModel, info, log))
+    return std::move(e);
   stage("building " + req.output);
   if (llvm::Error e = writeArtifact(*cpuModel, info, req.output, log))
     return std::move(e);
@@ -303,6 +390,7 @@ int mlir::llmc::runCompile(MLIRContext &ctx) {
   req.cpu = compileCpu;
   req.cxx = compileCxx;
   req.emitSource = compileEmit == "source";
+  req.tokenizer = compileTokenizer;
   auto cpuModel = compileModel(ctx, req, &llvm::errs());
   if (!cpuModel)
     return fail(llvm::toString(cpuModel.takeError()));
@@ -340,34 +428,67 @@ llvm::Expected<std::vector<int32_t>> parseIds(llvm::StringRef text, llvm::String
   return ids;
 }
 
-struct StreamState {
-  bool first = true;
+/// What --stream prints as tokens come: ids, or the text they add (held
+/// back while it ends inside a UTF-8 sequence).
+struct Stream {
+  llmc_model *model = nullptr;
+  bool text = false;
+  std::vector<int32_t> ids;
+  size_t printed = 0; // bytes of text already out
 };
 
 int streamToken(int32_t token, void *user) {
-  auto *st = static_cast<StreamState *>(user);
-  llvm::outs() << (st->first ? "" : ",") << token;
-  llvm::outs().flush();
-  st->first = false;
+  auto *st = static_cast<Stream *>(user);
+  st->ids.push_back(token);
+  if (!st->text) {
+    llvm::outs() << (st->ids.size() > 1 ? "," : "") << token;
+    llvm::outs().flush();
+    return 0;
+  }
+  size_t len = 0;
+  std::string buf(256, '\0');
+  while (llmc_detokenize(st->model, st->ids.data(), st->ids.size(), buf.data(), buf.size(),
+                         &len) != LLMC_OK &&
+         len + 1 > buf.size())
+    buf.resize(len + 1);
+  buf.resize(len);
+  // Hold back a trailing replacement character: the next token may
+  // complete the sequence.
+  size_t upto = buf.size();
+  if (upto >= 3 && buf.compare(upto - 3, 3, "\xef\xbf\xbd") == 0)
+    upto -= 3;
+  if (upto > st->printed) {
+    llvm::outs() << llvm::StringRef(buf).slice(st->printed, upto);
+    llvm::outs().flush();
+    st->printed = upto;
+  }
   return 0;
+}
+
+std::string detokenize(llmc_model *model, const std::vector<int32_t> &ids) {
+  size_t len = 0;
+  std::string buf(1024, '\0');
+  while (llmc_detokenize(model, ids.data(), ids.size(), buf.data(), buf.size(), &len) !=
+             LLMC_OK &&
+         len + 1 > buf.size())
+    buf.resize(len + 1);
+  buf.resize(len);
+  return buf;
 }
 
 } // namespace
 
 int mlir::llmc::runRun() {
-  if (runFormat != "ids")
-    return fail("--format " + runFormat + " is not available yet (ids is)");
-  if (!runPrompt.empty())
-    return fail("--prompt needs a tokenizer; this llmc has none yet: pass --ids");
-  if (runIds.empty())
-    return fail("give the prompt with --ids");
-  auto prompt = parseIds(runIds, "--ids");
-  if (!prompt)
-    return fail(llvm::toString(prompt.takeError()));
-  if (prompt->empty())
-    return fail("--ids is empty");
+  if (runIds.empty() == runPrompt.empty())
+    return fail("give the prompt with exactly one of --ids and --prompt");
+  std::string format = runFormat;
+  if (format.empty())
+    format = runPrompt.empty() ? "ids" : "text";
+  if (format != "ids" && format != "text")
+    return fail("--format must be ids or text");
   std::vector<int32_t> stop;
-  if (!runStop.empty()) {
+  bool stopGiven = !runStop.empty();
+  if (stopGiven) {
     auto s = parseIds(runStop, "--stop-ids");
     if (!s)
       return fail(llvm::toString(s.takeError()));
@@ -378,12 +499,37 @@ int mlir::llmc::runRun() {
   llmc_model *model = nullptr;
   if (llmc_model_load(runArtifact.c_str(), nullptr, &model) != LLMC_OK)
     return fail(llmc_last_error());
+  auto freeModel = llvm::make_scope_exit([&] { llmc_model_free(model); });
+  if ((format == "text" || !runPrompt.empty()) && !llmc_model_has_tokenizer(model))
+    return fail(runArtifact + " has no tokenizer: compile with --tokenizer, or use --ids and "
+                              "--format ids");
+  std::vector<int32_t> prompt;
+  if (!runPrompt.empty()) {
+    size_t count = 0;
+    (void)llmc_tokenize(model, runPrompt.data(), runPrompt.size(), 1, nullptr, 0, &count);
+    prompt.resize(count);
+    if (llmc_tokenize(model, runPrompt.data(), runPrompt.size(), 1, prompt.data(), prompt.size(),
+                      &count) != LLMC_OK)
+      return fail(llmc_last_error());
+  } else {
+    auto ids = parseIds(runIds, "--ids");
+    if (!ids)
+      return fail(llvm::toString(ids.takeError()));
+    prompt = *ids;
+  }
+  if (prompt.empty())
+    return fail("the prompt has no tokens");
+  if (!stopGiven && !runIgnoreEos) {
+    size_t count = 0;
+    (void)llmc_model_stop_tokens(model, nullptr, 0, &count);
+    stop.resize(count);
+    (void)llmc_model_stop_tokens(model, stop.data(), stop.size(), &count);
+  }
   llmc_session_options so{runThreads};
   llmc_session *session = nullptr;
-  if (llmc_session_create(model, &so, &session) != LLMC_OK) {
-    llmc_model_free(model);
+  if (llmc_session_create(model, &so, &session) != LLMC_OK)
     return fail(llmc_last_error());
-  }
+  auto freeSession = llvm::make_scope_exit([&] { llmc_session_free(session); });
   llmc_generate_params p;
   llmc_generate_params_init(&p);
   p.max_new_tokens = runMaxNew;
@@ -398,18 +544,24 @@ int mlir::llmc::runRun() {
   std::vector<int32_t> out(size_t(std::max(runMaxNew.getValue(), 1)));
   size_t count = 0;
   llmc_generate_stats stats;
-  StreamState st;
-  llmc_status status =
-      llmc_generate(session, prompt->data(), prompt->size(), &p, runStream ? streamToken : nullptr,
-                    &st, out.data(), out.size(), &count, &stats);
-  std::string error = status == LLMC_OK ? "" : llmc_last_error();
-  llmc_session_free(session);
-  llmc_model_free(model);
-  if (status != LLMC_OK)
-    return fail(error);
-  if (!runStream)
-    for (size_t i = 0; i < count; ++i)
-      llvm::outs() << (i ? "," : "") << out[i];
+  Stream st;
+  st.model = model;
+  st.text = format == "text";
+  if (llmc_generate(session, prompt.data(), prompt.size(), &p, runStream ? streamToken : nullptr,
+                    &st, out.data(), out.size(), &count, &stats) != LLMC_OK)
+    return fail(llmc_last_error());
+  out.resize(count);
+  if (!runStream) {
+    if (format == "text")
+      llvm::outs() << detokenize(model, out);
+    else
+      for (size_t i = 0; i < out.size(); ++i)
+        llvm::outs() << (i ? "," : "") << out[i];
+  } else if (st.text) {
+    std::string all = detokenize(model, out);
+    if (all.size() > st.printed)
+      llvm::outs() << llvm::StringRef(all).drop_front(st.printed);
+  }
   llvm::outs() << "\n";
   llvm::outs().flush();
   if (runVerbose)

@@ -33,6 +33,7 @@ struct CompileRequest {
   std::string cpu = "avx2"; // avx2, avx512, native
   std::string cxx;          // empty: $CXX, else c++
   bool emitSource = false;
+  std::string tokenizer; // tokenizer.json (empty: the one beside the model, if any)
 };
 
 /// Compiles `req.input` into the artifact `req.output`; progress lines go

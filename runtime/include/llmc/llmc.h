@@ -81,6 +81,33 @@ typedef struct llmc_model_info {
 
 llmc_status llmc_model_get_info(const llmc_model *model, llmc_model_info *out_info);
 
+/* ---- text ------------------------------------------------------------ */
+
+/* 1 when the artifact carries a tokenizer (llmc compile --tokenizer, or a
+ * tokenizer.json beside the model), else 0. */
+int32_t llmc_model_has_tokenizer(const llmc_model *model);
+
+/* The token ids of `text` (UTF-8, `len` bytes). With add_special, the
+ * tokens the tokenizer adds around a sequence (a BOS) are included.
+ * *out_count receives the number of ids; when it exceeds `capacity` nothing
+ * is written to out_ids and the call fails with LLMC_ERROR_INVALID_ARGUMENT
+ * (call again with a larger buffer). */
+llmc_status llmc_tokenize(const llmc_model *model, const char *text, size_t len,
+                          int32_t add_special, int32_t *out_ids, size_t capacity,
+                          size_t *out_count);
+
+/* The text of `ids` (special tokens left out), NUL-terminated in out_text.
+ * *out_len receives the text's length without the NUL; when the buffer is
+ * too small nothing is written and the call fails as above. */
+llmc_status llmc_detokenize(const llmc_model *model, const int32_t *ids, size_t n,
+                            char *out_text, size_t capacity, size_t *out_len);
+
+/* The ids generation stops at by default (the model's end-of-sequence
+ * tokens, from its generation config); *out_count receives how many, at
+ * most `capacity` are written. */
+llmc_status llmc_model_stop_tokens(const llmc_model *model, int32_t *out_ids, size_t capacity,
+                                   size_t *out_count);
+
 /* ---- sessions ---------------------------------------------------------- */
 
 typedef struct llmc_session llmc_session;
