@@ -263,11 +263,19 @@ llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const Compil
                                                    llvm::raw_ostream *log) {
   using Clock = std::chrono::steady_clock;
   auto t0 = Clock::now();
+  // On a terminal one status line is rewritten in place; otherwise each
+  // stage is a log line.
+  bool tty = log == &llvm::errs() && llvm::sys::Process::StandardErrIsDisplayed();
   auto stage = [&](llvm::StringRef what) {
     if (!log)
       return;
     double s = std::chrono::duration<double>(Clock::now() - t0).count();
-    *log << llvm::formatv("[{0,6:f1}s] ", s) << what << "\n";
+    if (tty)
+      *log << "\r\x1b[K" << llvm::formatv("[{0,6:f1}s] ", s) << what
+           << (what == "done" ? "\n" : "");
+    else
+      *log << llvm::formatv("[{0,6:f1}s] ", s) << what << "\n";
+    log->flush();
   };
   auto error = [](const llvm::Twine &m) { return llvm::createStringError(m.str()); };
   if (req.target != "cpu")
@@ -369,9 +377,12 @@ llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const Compil
   info.emitSource = req.emitSource;
   if (llvm::Error e = findTokenizer(req, *cpuModel, info, log))
     return std::move(e);
-  stage("building " + req.output);
-  if (llvm::Error e = writeArtifact(*cpuModel, info, req.output, log))
+  stage("building " + req.output + " (libmodel.so with the host C++ compiler)");
+  if (llvm::Error e = writeArtifact(*cpuModel, info, req.output, tty ? nullptr : log)) {
+    if (tty)
+      *log << "\n";
     return std::move(e);
+  }
   stage("done");
   return cpuModel;
 }
