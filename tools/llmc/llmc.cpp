@@ -165,7 +165,7 @@ cl::opt<bool> verifyCompiled(
     "compiled",
     cl::desc("Compile each fixture with llmc compile (into a temporary folder) and replay it "
              "through the runtime instead of the reference executor; also compares the "
-             "fixture's free-running greedy tokens"),
+             "fixture's free-running greedy tokens (f32 only)"),
     cl::init(false), cl::sub(verifyCmd), cl::cat(llmcCategory));
 cl::opt<int64_t> verifyMaxSeq("max-seq", cl::desc("KV cache capacity for --compiled"),
                               cl::init(64), cl::sub(verifyCmd), cl::cat(llmcCategory));
@@ -391,7 +391,9 @@ FixtureReport verifyCompiledFixture(const ModelFixture &f) {
     return out;
   };
   report = verifyFixtureSteps(f, step, /*newRowsOnly=*/true);
-  if (!report.error.empty() || f.greedy.empty())
+  // Free-running greedy tokens are onnxruntime's exactly only in f32: at
+  // lower precision a near tie may go the other way and the runs part.
+  if (!report.error.empty() || f.greedy.empty() || verifyDtype != "f32")
     return report;
   // Free-running greedy generation, as `llmc run --ids` does it.
   std::vector<int32_t> prompt(f.prompt.begin(), f.prompt.end());

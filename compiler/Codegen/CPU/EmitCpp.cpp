@@ -368,10 +368,19 @@ llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
                        ? dyn_cast<AttentionCombineOp>(&*std::next(ops.begin()))
                        : AttentionCombineOp();
     auto yield = cast<YieldOp>(block.getTerminator());
-    if (partial && combine && std::next(ops.begin(), 2) == ops.end() &&
+    // (After llmc-convert-dtype a cast of the f32 result follows.)
+    Operation *castOp = partial && combine && std::next(ops.begin(), 2) != ops.end()
+                            ? &*std::next(ops.begin(), 2)
+                            : nullptr;
+    if (castOp && (shortName(castOp) != "onnx.cast" ||
+                   castOp->getOperand(0) != combine.getResult() ||
+                   std::next(ops.begin(), 3) != ops.end()))
+      castOp = nullptr, combine = AttentionCombineOp();
+    Value result = castOp ? castOp->getResult(0) : combine ? combine.getResult() : Value();
+    if (partial && combine && (castOp || std::next(ops.begin(), 2) == ops.end()) &&
         combine->getOperand(0) == partial->getResult(0) &&
         combine->getOperand(1) == partial->getResult(1) && yield->getNumOperands() == 1 &&
-        yield->getOperand(0) == combine.getResult() && fused->getNumResults() == 1) {
+        yield->getOperand(0) == result && fused->getNumResults() == 1) {
       SmallVector<std::string> args;
       for (Value a : partial->getOperands()) {
         auto arg = dyn_cast<BlockArgument>(a);
@@ -387,16 +396,28 @@ llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
         if (!at)
           return at.takeError();
         std::string v = newName();
-        names[fused->getResult(0)] = v;
         body += llvm::formatv("{0}Tensor {1}; // fused \"attention\" (decode) -> {2}\n"
                               "{0}LLMC_TRY(decodeAttention(m, m.k[{3}], m.k[{4}], {5}, {6}, {7}, "
                               "{8}, {9}, {10}, {1}));\n",
-                              in, v, describeType(fused->getResult(0).getType()),
+                              in, v, describeType(combine.getType()),
                               kernelIndex("decode_attention_partial"),
                               kernelIndex("attention_combine"), quote(nodeName(partial)), args[0],
                               args[1], args[2], args[3],
                               *at < 0 ? std::string("nullptr") : llvm::formatv("&m.at[{0}]", *at).str())
                     .str();
+        if (castOp) {
+          auto castAttrs = attrIndex(castOp);
+          if (!castAttrs)
+            return castAttrs.takeError();
+          std::string c = newName();
+          body += llvm::formatv("{0}Tensor {1}; // onnx.cast -> {2}\n"
+                                "{0}LLMC_TRY(call(m, m.k[{3}], {4}, {{&{5}}, &m.at[{6}], {{&{1}}));\n",
+                                in, c, describeType(castOp->getResult(0).getType()),
+                                kernelIndex("onnx.cast"), quote(nodeName(castOp)), v, *castAttrs)
+                      .str();
+          v = c;
+        }
+        names[fused->getResult(0)] = v;
         stats.fusedRegions += depth == 1;
         return llvm::Error::success();
       }
@@ -450,8 +471,9 @@ llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
     return llvm::Error::success();
   }
   if (auto lin = dyn_cast<LinearOp>(op)) {
-    // y = x W^T (+ b), and a following residual add of an f32 value that is
-    // already computed folded into its epilogue.
+    // y = x W^T (+ b), and a following residual add of a value that is
+    // already computed folded into its epilogue (computed in f32, rounded
+    // once).
     auto x = operandRef(op, lin.getX());
     auto w = operandRef(op, lin.getWeight());
     if (!x)
@@ -460,7 +482,8 @@ llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
       return w.takeError();
     Operation *add = nullptr;
     Value residual;
-    if (lin->hasOneUse() && getElementTypeOrSelf(lin.getType()).isF32()) {
+    Type element = getElementTypeOrSelf(lin.getType());
+    if (lin->hasOneUse() && (element.isF32() || element.isF16() || element.isBF16())) {
       Operation *user = *lin->getUsers().begin();
       if (shortName(user) == "onnx.add" && user->getBlock() == op->getBlock() &&
           user->getResult(0).getType() == lin.getType()) {

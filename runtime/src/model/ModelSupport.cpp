@@ -149,14 +149,23 @@ Status narrowTokens(const Tensor &tokens, Tensor &out) {
 }
 
 Status addInPlace(Tensor &out, const Tensor &addend, const char *opName) {
-  if (out.shape() != addend.shape() || out.dtype() != addend.dtype() ||
-      out.dtype() != DType::Float)
+  DType t = out.dtype();
+  if (out.shape() != addend.shape() || t != addend.dtype() ||
+      (t != DType::Float && t != DType::Float16 && t != DType::BFloat16))
     return Status::error(std::string(opName) + ": cannot add " + addend.describe() + " to " +
                          out.describe());
-  float *y = out.mutableData<float>();
-  const float *a = addend.data<float>();
+  if (t == DType::Float) {
+    float *y = out.mutableData<float>();
+    const float *a = addend.data<float>();
+    for (int64_t i = 0; i < out.numel(); ++i)
+      y[i] += a[i];
+    return Status::ok();
+  }
+  uint16_t *y = out.mutableData<uint16_t>();
+  const uint16_t *a = addend.data<uint16_t>();
   for (int64_t i = 0; i < out.numel(); ++i)
-    y[i] += a[i];
+    y[i] = t == DType::Float16 ? cpu::floatToHalf(cpu::halfToFloat(y[i]) + cpu::halfToFloat(a[i]))
+                               : cpu::floatToBf16(cpu::bf16ToFloat(y[i]) + cpu::bf16ToFloat(a[i]));
   return Status::ok();
 }
 

@@ -197,34 +197,60 @@ int Glue<M>::run(void *ctx, uint32_t entry, const int64_t *tokens, int64_t start
 /// out += addend, elementwise, one shape (the residual of a reference linear).
 Status addInPlace(Tensor &out, const Tensor &addend, const char *opName);
 
+/// `t`'s elements as f32 (a view for f32, a converted copy for f16/bf16).
+inline const float *asF32(const Tensor &t, std::vector<float> &scratch) {
+  if (t.dtype() == DType::Float)
+    return t.data<float>();
+  scratch.resize(size_t(t.numel()));
+  const uint16_t *p = t.data<uint16_t>();
+  for (int64_t i = 0; i < t.numel(); ++i)
+    scratch[size_t(i)] = t.dtype() == DType::Float16 ? cpu::halfToFloat(p[i]) : cpu::bf16ToFloat(p[i]);
+  return scratch.data();
+}
+
 inline Status linear(const Context &ctx, const KernelEntry *reference, const char *opName,
                      const Tensor &x, const Tensor &w, const Tensor *bias, const Tensor *residual,
                      Tensor &out) {
+  Context::Timer timer(ctx, "linear");
   constexpr int64_t kGemvRows = 8;
   int64_t k = w.rank() == 2 ? w.dim(1) : -1, n = w.rank() == 2 ? w.dim(0) : -1;
-  bool f32 = x.dtype() == DType::Float && w.dtype() == DType::Float &&
-             (!bias || bias->dtype() == DType::Float) &&
-             (!residual || residual->dtype() == DType::Float);
-  Context::Timer timer(ctx, "linear");
-  if (f32 && x.rank() >= 1 && k > 0 && x.dim(x.rank() - 1) == k && x.numel() / k <= kGemvRows &&
-      (!bias || (bias->rank() == 1 && bias->dim(0) == n))) {
+  DType type = w.dtype();
+  bool supported = type == DType::Float || type == DType::Float16 || type == DType::BFloat16;
+  bool alike = x.dtype() == type && (!bias || bias->dtype() == type) &&
+               (!residual || residual->dtype() == type);
+  if (supported && alike && x.rank() >= 1 && k > 0 && x.dim(x.rank() - 1) == k &&
+      x.numel() / k <= kGemvRows && (!bias || (bias->rank() == 1 && bias->dim(0) == n))) {
     int64_t m = x.numel() / k;
     Shape shape = x.shape();
     shape.back() = n;
     if (residual && residual->shape() != shape)
       return Status::error(std::string(opName) + ": the residual " + residual->describe() +
                            " does not match the output");
-    LLMC_TRY(Tensor::allocate(DType::Float, shape, out));
-    const float *px = x.data<float>(), *pw = w.data<float>();
-    const float *pb = bias ? bias->data<float>() : nullptr;
-    const float *pr = residual ? residual->data<float>() : nullptr;
-    float *py = out.mutableData<float>();
+    LLMC_TRY(Tensor::allocate(type, shape, out));
+    std::vector<float> xs, bs, rs, ys;
+    const float *px = asF32(x, xs);
+    const float *pb = bias ? asF32(*bias, bs) : nullptr;
+    const float *pr = residual ? asF32(*residual, rs) : nullptr;
+    float *py = type == DType::Float ? out.mutableData<float>()
+                                     : (ys.resize(size_t(m * n)), ys.data());
     // Blocks of 16 rows; a contiguous range of them per thread.
     int64_t blocks = (n + 15) / 16, threads = int64_t(ctx.pool->size());
     int64_t grain = std::max<int64_t>(1, (blocks + threads - 1) / threads);
     ctx.pool->parallelFor(blocks, grain, [&](int64_t b0, int64_t b1) {
-      kernels::gemvRows(px, m, k, pw, pb, pr, py, n, b0 * 16, std::min(n, b1 * 16));
+      int64_t n0 = b0 * 16, n1 = std::min(n, b1 * 16);
+      if (type == DType::Float)
+        kernels::gemvRows(px, m, k, w.data<float>(), pb, pr, py, n, n0, n1);
+      else if (type == DType::Float16)
+        kernels::gemvRows(px, m, k, w.data<kernels::Half>(), pb, pr, py, n, n0, n1);
+      else
+        kernels::gemvRows(px, m, k, w.data<kernels::Bf16>(), pb, pr, py, n, n0, n1);
     });
+    if (type != DType::Float) {
+      uint16_t *dst = out.mutableData<uint16_t>();
+      for (int64_t i = 0; i < m * n; ++i)
+        dst[i] = type == DType::Float16 ? cpu::floatToHalf(ys[size_t(i)])
+                                        : cpu::floatToBf16(ys[size_t(i)]);
+    }
     return Status::ok();
   }
   LLMC_TRY(call(ctx, reference, opName, {&x, &w, bias}, nullptr, {&out}));
@@ -241,8 +267,10 @@ inline Status rope(const Context &ctx, const KernelEntry *reference, const char 
   bool interleaved = attrs && attrs->getInt("interleaved", 0) != 0;
   if (x.rank() == 4 && rot == 0)
     rot = x.dim(3);
-  bool fast = x.dtype() == DType::Float && cosT.dtype() == DType::Float &&
-              sinT.dtype() == DType::Float && pos.dtype() == DType::Int64 && x.rank() == 4 &&
+  DType type = x.dtype();
+  bool fast = (type == DType::Float || type == DType::Float16 || type == DType::BFloat16) &&
+              cosT.dtype() == type && sinT.dtype() == type && pos.dtype() == DType::Int64 &&
+              x.rank() == 4 &&
               rot > 0 && rot % 2 == 0 && rot <= x.dim(3) && cosT.rank() == 2 &&
               cosT.shape() == sinT.shape() && cosT.dim(1) == rot / 2 && pos.rank() == 2 &&
               (pos.dim(0) == x.dim(0) || pos.dim(0) == 1) && pos.dim(1) == x.dim(1);
@@ -256,9 +284,26 @@ inline Status rope(const Context &ctx, const KernelEntry *reference, const char 
         fast = false; // the reference kernel reports it
     }
     if (fast) {
-      LLMC_TRY(Tensor::allocate(DType::Float, x.shape(), out));
-      kernels::ropeRows(x.data<float>(), out.mutableData<float>(), rows, x.dim(2), x.dim(3), rot,
-                        interleaved, cosT.data<float>(), sinT.data<float>(), at.data());
+      LLMC_TRY(Tensor::allocate(type, x.shape(), out));
+      std::vector<float> xs, ys;
+      const float *px = asF32(x, xs);
+      float *py = type == DType::Float ? out.mutableData<float>()
+                                       : (ys.resize(size_t(x.numel())), ys.data());
+      if (type == DType::Float)
+        kernels::ropeRows(px, py, rows, x.dim(2), x.dim(3), rot, interleaved, cosT.data<float>(),
+                          sinT.data<float>(), at.data());
+      else if (type == DType::Float16)
+        kernels::ropeRows(px, py, rows, x.dim(2), x.dim(3), rot, interleaved,
+                          cosT.data<kernels::Half>(), sinT.data<kernels::Half>(), at.data());
+      else
+        kernels::ropeRows(px, py, rows, x.dim(2), x.dim(3), rot, interleaved,
+                          cosT.data<kernels::Bf16>(), sinT.data<kernels::Bf16>(), at.data());
+      if (type != DType::Float) {
+        uint16_t *dst = out.mutableData<uint16_t>();
+        for (int64_t i = 0; i < x.numel(); ++i)
+          dst[i] = type == DType::Float16 ? cpu::floatToHalf(ys[size_t(i)])
+                                          : cpu::floatToBf16(ys[size_t(i)]);
+      }
       return Status::ok();
     }
   }
@@ -272,8 +317,10 @@ inline Status decodeAttention(const Context &ctx, const KernelEntry *partialRef,
   Context::Timer timer(ctx, "decode_attention");
   int64_t hq = attrs ? attrs->getInt("num_heads", -1) : -1;
   int64_t hkv = attrs ? attrs->getInt("num_kv_heads", -1) : -1;
-  bool fast = q.dtype() == DType::Float && k.dtype() == DType::Float &&
-              v.dtype() == DType::Float && pos.dtype() == DType::Int64 && pos.numel() == 1 &&
+  DType type = q.dtype();
+  bool fast = (type == DType::Float || type == DType::Float16 || type == DType::BFloat16) &&
+              k.dtype() == type && v.dtype() == type && pos.dtype() == DType::Int64 &&
+              pos.numel() == 1 &&
               q.rank() == 4 && k.rank() == 4 && v.rank() == 4 && q.dim(1) == 1 &&
               q.dim(2) == hq && hkv > 0 && hq % hkv == 0 && k.dim(1) == hkv &&
               v.dim(1) == hkv && k.dim(0) == q.dim(0) && v.dim(0) == q.dim(0) &&
@@ -284,14 +331,25 @@ inline Status decodeAttention(const Context &ctx, const KernelEntry *partialRef,
     float scale = float(*attrs->optFloat("scale"));
     float softcap = float(attrs->getFloat("softcap", 0.0));
     int64_t window = attrs->getInt("window", 0);
+    // The combined result is f32 (as llm.attention_combine's is).
     LLMC_TRY(Tensor::allocate(DType::Float, {b, 1, hq, dv}, out));
-    const float *pq = q.data<float>(), *pk = k.data<float>(), *pv = v.data<float>();
+    std::vector<float> qs;
+    const float *pq = asF32(q, qs);
     float *po = out.mutableData<float>();
     ctx.pool->parallelFor(b * hq, 1, [&](int64_t r0, int64_t r1) {
       std::vector<float> acc(static_cast<size_t>(dv));
-      for (int64_t r = r0; r < r1; ++r)
-        kernels::decodeAttentionHeads(pq, pk, pv, po, r / hq, r % hq, r % hq + 1, hq, hkv, d, dv,
-                                      capacity, p, window, scale, softcap, acc.data());
+      for (int64_t r = r0; r < r1; ++r) {
+        auto run = [&](auto *pk, auto *pv) {
+          kernels::decodeAttentionHeads(pq, pk, pv, po, r / hq, r % hq, r % hq + 1, hq, hkv, d,
+                                        dv, capacity, p, window, scale, softcap, acc.data());
+        };
+        if (type == DType::Float)
+          run(k.data<float>(), v.data<float>());
+        else if (type == DType::Float16)
+          run(k.data<kernels::Half>(), v.data<kernels::Half>());
+        else
+          run(k.data<kernels::Bf16>(), v.data<kernels::Bf16>());
+      }
     });
     return Status::ok();
   }

@@ -22,18 +22,27 @@
 #ifndef LLMC_RUNTIME_MODEL_KERNELS_DECODE_H
 #define LLMC_RUNTIME_MODEL_KERNELS_DECODE_H
 
+#include "runtime/src/model/kernels/Gemv.h" // Half, Bf16, toFloat
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 namespace llmc::model::kernels {
 
-inline void ropeRows(const float *x, float *y, int64_t rows, int64_t heads, int64_t d, int64_t rot,
-                     bool interleaved, const float *cosT, const float *sinT,
-                     const int64_t *positionOfRow) {
+/// The tables hold f32, Half or Bf16 (T); x and y are f32.
+template <typename T>
+void ropeRows(const float *x, float *y, int64_t rows, int64_t heads, int64_t d, int64_t rot,
+              bool interleaved, const T *cosT, const T *sinT, const int64_t *positionOfRow) {
   int64_t half = rot / 2;
+  std::vector<float> cs(size_t(2 * half));
   for (int64_t r = 0; r < rows; ++r) {
-    const float *c = cosT + positionOfRow[r] * half, *s = sinT + positionOfRow[r] * half;
+    for (int64_t i = 0; i < half; ++i) {
+      cs[size_t(i)] = toFloat(cosT[positionOfRow[r] * half + i]);
+      cs[size_t(half + i)] = toFloat(sinT[positionOfRow[r] * half + i]);
+    }
+    const float *c = cs.data(), *s = cs.data() + half;
     for (int64_t h = 0; h < heads; ++h) {
       const float *xi = x + (r * heads + h) * d;
       float *yi = y + (r * heads + h) * d;
@@ -56,16 +65,18 @@ inline void ropeRows(const float *x, float *y, int64_t rows, int64_t heads, int6
   }
 }
 
-inline float dot(const float *a, const float *b, int64_t n) {
+template <typename T> float dot(const float *a, const T *b, int64_t n) {
   float s = 0;
 #pragma omp simd reduction(+ : s)
   for (int64_t i = 0; i < n; ++i)
-    s += a[i] * b[i];
+    s += a[i] * toFloat(b[i]);
   return s;
 }
 
-/// Heads [h0, h1) of sequence bi; `acc` has room for Dv floats.
-inline void decodeAttentionHeads(const float *q, const float *k, const float *v, float *out,
+/// Heads [h0, h1) of sequence bi; `acc` has room for Dv floats. The caches
+/// hold f32, Half or Bf16 (T); q and out are f32.
+template <typename T>
+void decodeAttentionHeads(const float *q, const T *k, const T *v, float *out,
                                  int64_t bi, int64_t h0, int64_t h1, int64_t hq, int64_t hkv,
                                  int64_t d, int64_t dv, int64_t capacity, int64_t pos,
                                  int64_t window, float scale, float softcap, float *acc) {
@@ -74,8 +85,8 @@ inline void decodeAttentionHeads(const float *q, const float *k, const float *v,
   for (int64_t h = h0; h < h1; ++h) {
     int64_t hk = h / group;
     const float *qh = q + (bi * hq + h) * d;
-    const float *kh = k + (bi * hkv + hk) * capacity * d;
-    const float *vh = v + (bi * hkv + hk) * capacity * dv;
+    const T *kh = k + (bi * hkv + hk) * capacity * d;
+    const T *vh = v + (bi * hkv + hk) * capacity * dv;
     float m = -INFINITY, l = 0;
     std::fill(acc, acc + dv, 0.f);
     for (int64_t j = lo; j <= pos; ++j) {
@@ -91,10 +102,10 @@ inline void decodeAttentionHeads(const float *q, const float *k, const float *v,
       }
       float w = std::exp(s - m);
       l += w;
-      const float *vj = vh + j * dv;
+      const T *vj = vh + j * dv;
 #pragma omp simd
       for (int64_t t = 0; t < dv; ++t)
-        acc[t] += w * vj[t];
+        acc[t] += w * toFloat(vj[t]);
     }
     float *o = out + (bi * hq + h) * dv;
     for (int64_t t = 0; t < dv; ++t)
