@@ -13,10 +13,11 @@ rounds=${2:-3}
 threads=$(nproc)
 mkdir -p "$work"
 python3 bench/cpu/make_llama_bench.py "$work/llama-125m" >&2
-for cpu in avx2 avx512; do
+for build in avx2-f32 avx512-f32 avx2-f16; do
+  cpu=${build%-*} dtype=${build#*-}
   if [ "$cpu" = avx512 ] && ! grep -q avx512f /proc/cpuinfo; then continue; fi
-  ./build/bin/llmc compile "$work/llama-125m/model.onnx" -o "$work/llama-125m-$cpu.llmc" \
-    --max-seq 512 --prefill-buckets 16,64,128 --cpu "$cpu" 2>/dev/null
+  ./build/bin/llmc compile "$work/llama-125m/model.onnx" -o "$work/llama-125m-$build.llmc" \
+    --max-seq 512 --prefill-buckets 16,64,128 --cpu "$cpu" --dtype "$dtype" 2>/dev/null
 done
 for round in $(seq "$rounds"); do
   for a in "$work"/llama-125m-*.llmc; do
@@ -34,13 +35,14 @@ ort_tps = statistics.median(o["decode_tokens_per_s"] for o in ort)
 ort_ttft = statistics.median(o["time_to_first_token_ms"] for o in ort)
 print("| build | decode tok/s | TPOT ms | TTFT ms (64 tokens) | decode GB/s | machine GB/s | of bandwidth | vs onnxruntime |")
 print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-for cpu in ("avx2", "avx512"):
-    runs = [json.load(open(f)) for f in sorted(glob.glob(os.path.join(work, "llmc-llama-125m-%s-*.json" % cpu)))]
+for build in ("avx2-f32", "avx512-f32", "avx2-f16"):
+    runs = [json.load(open(f)) for f in sorted(glob.glob(os.path.join(work, "llmc-llama-125m-%s-[0-9]*.json" % build)))]
     if not runs:
         continue
     med = lambda k: statistics.median(r[k] for r in runs)
-    print("| llmc --cpu %s | %.1f | %.2f | %.1f | %.1f | %.1f | %.0f%% | %.2fx |" % (
-        cpu, med("decode_tokens_per_s"), med("time_per_output_token_ms"),
+    cpu, dtype = build.split("-")
+    print("| llmc --cpu %s --dtype %s | %.1f | %.2f | %.1f | %.1f | %.1f | %.0f%% | %.2fx |" % (
+        cpu, dtype, med("decode_tokens_per_s"), med("time_per_output_token_ms"),
         med("time_to_first_token_ms"), med("decode_bandwidth_gbs"),
         med("machine_read_bandwidth_gbs"), 100 * med("bandwidth_fraction"),
         med("decode_tokens_per_s") / ort_tps))
