@@ -219,7 +219,7 @@ inline Status linear(const Context &ctx, const KernelEntry *reference, const cha
   bool alike = x.dtype() == type && (!bias || bias->dtype() == type) &&
                (!residual || residual->dtype() == type);
   if (supported && alike && x.rank() >= 1 && k > 0 && x.dim(x.rank() - 1) == k &&
-      x.numel() / k <= kGemvRows && (!bias || (bias->rank() == 1 && bias->dim(0) == n))) {
+      (!bias || (bias->rank() == 1 && bias->dim(0) == n))) {
     int64_t m = x.numel() / k;
     Shape shape = x.shape();
     shape.back() = n;
@@ -236,14 +236,23 @@ inline Status linear(const Context &ctx, const KernelEntry *reference, const cha
     // Blocks of 16 rows; a contiguous range of them per thread.
     int64_t blocks = (n + 15) / 16, threads = int64_t(ctx.pool->size());
     int64_t grain = std::max<int64_t>(1, (blocks + threads - 1) / threads);
+    // Decode (a few rows): stream the weights once. Prefill: the blocked
+    // product, each thread on its own weight rows.
+    bool gemv = m <= kGemvRows;
     ctx.pool->parallelFor(blocks, grain, [&](int64_t b0, int64_t b1) {
       int64_t n0 = b0 * 16, n1 = std::min(n, b1 * 16);
+      auto run = [&](const auto *pw) {
+        if (gemv)
+          kernels::gemvRows(px, m, k, pw, pb, pr, py, n, n0, n1);
+        else
+          kernels::gemmRows(px, m, k, pw, pb, pr, py, n, n0, n1);
+      };
       if (type == DType::Float)
-        kernels::gemvRows(px, m, k, w.data<float>(), pb, pr, py, n, n0, n1);
+        run(w.data<float>());
       else if (type == DType::Float16)
-        kernels::gemvRows(px, m, k, w.data<kernels::Half>(), pb, pr, py, n, n0, n1);
+        run(w.data<kernels::Half>());
       else
-        kernels::gemvRows(px, m, k, w.data<kernels::Bf16>(), pb, pr, py, n, n0, n1);
+        run(w.data<kernels::Bf16>());
     });
     if (type != DType::Float) {
       uint16_t *dst = out.mutableData<uint16_t>();
