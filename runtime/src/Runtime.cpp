@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -99,10 +100,14 @@ struct ModelData {
   void *library = nullptr;
   const llmc_model_abi *abi = nullptr;
   int64_t vocab = 0, capacity = 0, maxBatch = 0, kvCacheBytes = 0;
-  int decodeEntry = -1;                         // batch 1
   std::unique_ptr<llmc::Tokenizer> tokenizer;   // when the artifact has one
   std::vector<int32_t> stopTokens;
-  std::vector<std::pair<int64_t, int>> prefill; // (seq, entry), batch 1, by seq
+  /// The entry points of one batch size.
+  struct Entries {
+    int decode = -1;
+    std::vector<std::pair<int64_t, int>> prefill; // (seq, entry), by seq
+  };
+  std::map<int64_t, Entries> byBatch;
 
   ~ModelData() {
     if (library)
@@ -116,10 +121,12 @@ struct llmc_model {
 
 struct llmc_session {
   std::shared_ptr<ModelData> model;
+  int64_t batch = 1;
+  const ModelData::Entries *entries = nullptr;
   void *ctx = nullptr;
   std::vector<std::vector<char>> caches;
   std::vector<void *> cachePtrs;
-  std::vector<float> logits; // [seq, vocab] of the largest entry
+  std::vector<float> logits; // [batch, seq, vocab] of the largest entry
   int64_t length = 0;
 
   ~llmc_session() {
@@ -237,21 +244,25 @@ llmc_status loadModel(const std::string &path, const llmc_load_options *options,
       if (id.isInt())
         m->stopTokens.push_back(int32_t(id.asInt()));
 
-  // The entries a batch-1 session uses.
+  // The entries by batch size.
   m->vocab = m->abi->vocab;
   for (uint32_t i = 0; i < m->abi->num_entries; ++i) {
     const llmc_model_entry &e = m->abi->entries[i];
     m->maxBatch = std::max(m->maxBatch, e.batch);
-    if (e.batch != 1)
-      continue;
+    ModelData::Entries &b = m->byBatch[e.batch];
     if (e.kind == LLMC_ENTRY_DECODE)
-      m->decodeEntry = int(i);
+      b.decode = int(i);
     else
-      m->prefill.push_back({e.seq, int(i)});
+      b.prefill.push_back({e.seq, int(i)});
   }
-  std::sort(m->prefill.begin(), m->prefill.end());
-  if (m->decodeEntry < 0)
-    return fail(LLMC_ERROR_FORMAT, path + " has no batch-1 decode entry");
+  for (auto &[batch, b] : m->byBatch) {
+    std::sort(b.prefill.begin(), b.prefill.end());
+    if (b.decode < 0)
+      return fail(LLMC_ERROR_FORMAT, path + " has no decode entry for batch " +
+                                         std::to_string(batch));
+  }
+  if (!m->byBatch.count(1))
+    return fail(LLMC_ERROR_FORMAT, path + " has no batch-1 entry points");
   m->capacity = m->abi->num_caches ? m->abi->caches[0].capacity : 0;
   for (uint32_t i = 0; i < m->abi->num_caches; ++i) {
     const llmc_model_cache &c = m->abi->caches[i];
@@ -263,30 +274,37 @@ llmc_status loadModel(const std::string &path, const llmc_load_options *options,
   return ok();
 }
 
-/// Runs entry `entry` on `tokens` (padded to the entry's length), at the
-/// session's current length; logits of the first `n` rows go to `all`
-/// (n x vocab) and/or the last row to `last`.
+/// Runs entry `entry` on `tokens` ([batch, n], row-major; each row padded
+/// to the entry's length) at the session's current length; logits of the n
+/// rows of each sequence go to `all` ([batch, n, vocab]) and/or the last
+/// row's to `last` ([batch, vocab]).
 llmc_status runEntry(llmc_session *s, int entry, const int32_t *tokens, int64_t n, float *all,
                      float *last) {
   const ModelData &m = *s->model;
   const llmc_model_entry &e = m.abi->entries[entry];
-  std::vector<int64_t> ids(size_t(e.seq), 0);
-  for (int64_t i = 0; i < n; ++i)
-    ids[size_t(i)] = tokens[i];
-  if (s->logits.size() < size_t(e.seq * m.vocab))
-    s->logits.resize(size_t(e.seq * m.vocab));
+  int64_t b = s->batch, v = m.vocab;
+  std::vector<int64_t> ids(size_t(b * e.seq), 0);
+  for (int64_t r = 0; r < b; ++r)
+    for (int64_t i = 0; i < n; ++i)
+      ids[size_t(r * e.seq + i)] = tokens[r * n + i];
+  if (s->logits.size() < size_t(b * e.seq * v))
+    s->logits.resize(size_t(b * e.seq * v));
   char err[1024] = "";
   if (m.abi->run(s->ctx, uint32_t(entry), ids.data(), s->length, s->cachePtrs.data(),
                  s->logits.data(), err, sizeof err) != 0)
     return fail(LLMC_ERROR_INTERNAL, err);
-  if (all)
-    std::memcpy(all, s->logits.data(), size_t(n * m.vocab) * sizeof(float));
-  if (last)
-    std::memcpy(last, s->logits.data() + (n - 1) * m.vocab, size_t(m.vocab) * sizeof(float));
+  for (int64_t r = 0; r < b; ++r) {
+    const float *rows = s->logits.data() + r * e.seq * v;
+    if (all)
+      std::memcpy(all + r * n * v, rows, size_t(n * v) * sizeof(float));
+    if (last)
+      std::memcpy(last + r * v, rows + (n - 1) * v, size_t(v) * sizeof(float));
+  }
   s->length += n;
   return LLMC_OK;
 }
 
+/// Appends tokens [batch, count] (row-major) to every sequence.
 llmc_status append(llmc_session *s, const int32_t *tokens, size_t count, float *allLogits,
                    float *lastLogits) {
   if (!s)
@@ -294,19 +312,21 @@ llmc_status append(llmc_session *s, const int32_t *tokens, size_t count, float *
   if (count == 0 || !tokens)
     return fail(LLMC_ERROR_INVALID_ARGUMENT, "append needs at least one token");
   const ModelData &m = *s->model;
-  for (size_t i = 0; i < count; ++i)
+  int64_t n = int64_t(count), b = s->batch;
+  for (int64_t i = 0; i < b * n; ++i)
     if (tokens[i] < 0 || tokens[i] >= m.vocab)
-      return fail(LLMC_ERROR_INVALID_ARGUMENT, "token " + std::to_string(tokens[i]) +
-                                                   " at position " + std::to_string(i) +
-                                                   " is outside the vocabulary [0, " +
-                                                   std::to_string(m.vocab) + ")");
-  int64_t n = int64_t(count);
+      return fail(LLMC_ERROR_INVALID_ARGUMENT,
+                  "token " + std::to_string(tokens[i]) + " at position " +
+                      std::to_string(i % n) + (b > 1 ? " of sequence " + std::to_string(i / n) : "") +
+                      " is outside the vocabulary [0, " + std::to_string(m.vocab) + ")");
   if (s->length + n > m.capacity)
     return fail(LLMC_ERROR_CAPACITY, "the session holds " + std::to_string(s->length) +
                                          " tokens; " + std::to_string(n) +
                                          " more exceed the cache capacity " +
                                          std::to_string(m.capacity));
   int64_t before = s->length, done = 0;
+  std::vector<int32_t> chunk;
+  std::vector<float> chunkAll;
   while (done < n) {
     int64_t left = n - done;
     int entry = -1;
@@ -314,7 +334,7 @@ llmc_status append(llmc_session *s, const int32_t *tokens, size_t count, float *
     if (left > 1) {
       // The smallest bucket that takes everything left and fits the cache,
       // else the largest that fits.
-      for (auto [seq, idx] : m.prefill)
+      for (auto [seq, idx] : s->entries->prefill)
         if (s->length + seq <= m.capacity) {
           entry = idx, take = std::min(left, seq);
           if (seq >= left)
@@ -322,16 +342,36 @@ llmc_status append(llmc_session *s, const int32_t *tokens, size_t count, float *
         }
     }
     if (entry < 0)
-      entry = m.decodeEntry, take = 1;
-    float *all = allLogits ? allLogits + done * m.vocab : nullptr;
+      entry = s->entries->decode, take = 1;
+    // Columns [done, done + take) of every row.
+    chunk.resize(size_t(b * take));
+    for (int64_t r = 0; r < b; ++r)
+      std::memcpy(chunk.data() + r * take, tokens + r * n + done, size_t(take) * sizeof(int32_t));
+    float *all = nullptr;
+    if (allLogits) {
+      chunkAll.resize(size_t(b * take * m.vocab));
+      all = chunkAll.data();
+    }
     float *last = lastLogits && done + take == n ? lastLogits : nullptr;
-    if (llmc_status st = runEntry(s, entry, tokens + done, take, all, last); st != LLMC_OK) {
+    if (llmc_status st = runEntry(s, entry, chunk.data(), take, all, last); st != LLMC_OK) {
       s->length = before;
       return st;
     }
+    if (allLogits)
+      for (int64_t r = 0; r < b; ++r)
+        std::memcpy(allLogits + (r * n + done) * m.vocab, chunkAll.data() + r * take * m.vocab,
+                    size_t(take * m.vocab) * sizeof(float));
     done += take;
   }
   return ok();
+}
+
+llmc_status needSingle(const llmc_session *s) {
+  if (s && s->batch != 1)
+    return fail(LLMC_ERROR_INVALID_ARGUMENT,
+                "this session runs a batch of " + std::to_string(s->batch) +
+                    " sequences: use the _batch functions");
+  return LLMC_OK;
 }
 
 } // namespace
@@ -365,7 +405,7 @@ llmc_status llmc_model_get_info(const llmc_model *model, llmc_model_info *out) {
   out->vocab = m.vocab;
   out->capacity = m.capacity;
   out->max_batch = m.maxBatch;
-  out->num_prefill_buckets = int64_t(m.prefill.size());
+  out->num_prefill_buckets = int64_t(m.byBatch.at(1).prefill.size());
   out->weights_bytes = int64_t(m.weights.size);
   out->kv_cache_bytes = m.kvCacheBytes;
   return ok();
@@ -435,13 +475,24 @@ llmc_status llmc_session_create(llmc_model *model, const llmc_session_options *o
   auto s = std::make_unique<llmc_session>();
   s->model = model->data;
   const ModelData &m = *s->model;
+  s->batch = options && options->batch > 0 ? options->batch : 1;
+  auto found = m.byBatch.find(s->batch);
+  if (found == m.byBatch.end()) {
+    std::string compiled;
+    for (auto &[batch, e] : m.byBatch)
+      compiled += (compiled.empty() ? "" : ", ") + std::to_string(batch);
+    return fail(LLMC_ERROR_INVALID_ARGUMENT, "batch " + std::to_string(s->batch) +
+                                                 " is not compiled (the artifact has " +
+                                                 compiled + "; llmc compile --batch)");
+  }
+  s->entries = &found->second;
   char err[1024] = "";
   if (m.abi->create(m.weights.data, m.weights.size, threads, &s->ctx, err, sizeof err) != 0)
     return fail(LLMC_ERROR_INTERNAL, err);
   for (uint32_t i = 0; i < m.abi->num_caches; ++i) {
     const llmc_model_cache &c = m.abi->caches[i];
     int64_t elem = c.dtype == 1 ? 4 : 2;
-    s->caches.emplace_back(size_t(c.heads * c.capacity * c.head_dim * elem), 0);
+    s->caches.emplace_back(size_t(s->batch * c.heads * c.capacity * c.head_dim * elem), 0);
   }
   for (auto &c : s->caches)
     s->cachePtrs.push_back(c.data());
@@ -462,6 +513,8 @@ int64_t llmc_session_length(const llmc_session *session) { return session ? sess
 
 llmc_status llmc_session_append(llmc_session *session, const int32_t *tokens, size_t n,
                                 float *logits) {
+  if (llmc_status st = needSingle(session); st != LLMC_OK)
+    return st;
   return append(session, tokens, n, nullptr, logits);
 }
 
@@ -469,8 +522,17 @@ llmc_status llmc_session_append_all(llmc_session *session, const int32_t *tokens
                                     float *all_logits) {
   if (!all_logits)
     return fail(LLMC_ERROR_INVALID_ARGUMENT, "all_logits is null");
+  if (llmc_status st = needSingle(session); st != LLMC_OK)
+    return st;
   return append(session, tokens, n, all_logits, nullptr);
 }
+
+llmc_status llmc_session_append_batch(llmc_session *session, const int32_t *tokens, size_t n,
+                                      float *logits) {
+  return append(session, tokens, n, nullptr, logits);
+}
+
+int64_t llmc_session_batch(const llmc_session *session) { return session ? session->batch : 0; }
 
 void llmc_generate_params_init(llmc_generate_params *p) {
   if (!p)
@@ -485,16 +547,25 @@ void llmc_generate_params_init(llmc_generate_params *p) {
   p->seed = 0;
 }
 
-llmc_status llmc_generate(llmc_session *session, const int32_t *prompt, size_t prompt_len,
-                          const llmc_generate_params *params, llmc_token_callback callback,
-                          void *user_data, int32_t *out_tokens, size_t out_capacity,
-                          size_t *out_count, llmc_generate_stats *stats) {
+} // extern "C"
+
+namespace {
+
+/// Generation for every sequence of the session: prompts [batch,
+/// prompt_len], out [batch, out_capacity], counts [batch]. Each sequence
+/// samples with its own generator (seed + its index) and stops on its own;
+/// a finished one keeps feeding its last token, whose results are ignored.
+llmc_status generateRows(llmc_session *session, const int32_t *prompts, size_t promptLen,
+                         const llmc_generate_params *params, llmc_token_callback callback,
+                         void *user, int32_t *out, size_t outCapacity, size_t *counts,
+                         llmc_generate_stats *stats) {
   using Clock = std::chrono::steady_clock;
-  if (out_count)
-    *out_count = 0;
   if (!session)
     return fail(LLMC_ERROR_INVALID_ARGUMENT, "the session is null");
-  if (!prompt || prompt_len == 0)
+  int64_t b = session->batch;
+  if (counts)
+    std::fill(counts, counts + b, 0);
+  if (!prompts || promptLen == 0)
     return fail(LLMC_ERROR_INVALID_ARGUMENT, "the prompt is empty");
   llmc_generate_params p;
   llmc_generate_params_init(&p);
@@ -502,59 +573,104 @@ llmc_status llmc_generate(llmc_session *session, const int32_t *prompt, size_t p
     p = *params;
   if (p.max_new_tokens < 0)
     return fail(LLMC_ERROR_INVALID_ARGUMENT, "max_new_tokens must be >= 0");
-  if (p.max_new_tokens > 0 && (!out_tokens || out_capacity < size_t(p.max_new_tokens)))
+  if (p.max_new_tokens > 0 && (!out || outCapacity < size_t(p.max_new_tokens)))
     return fail(LLMC_ERROR_INVALID_ARGUMENT,
                 "out_tokens must hold max_new_tokens (" + std::to_string(p.max_new_tokens) +
-                    ") tokens");
+                    ") tokens per sequence");
   if (p.num_stop_tokens > 0 && !p.stop_tokens)
     return fail(LLMC_ERROR_INVALID_ARGUMENT, "stop_tokens is null");
   llmc::SamplerOptions so;
   so.temperature = p.temperature, so.topK = p.top_k, so.topP = p.top_p, so.minP = p.min_p;
-  so.repetitionPenalty = p.repetition_penalty, so.seed = p.seed;
+  so.repetitionPenalty = p.repetition_penalty;
   std::string why;
   if (!llmc::Sampler::validate(so, why))
     return fail(LLMC_ERROR_INVALID_ARGUMENT, why);
-  llmc::Sampler sampler(so);
+  std::vector<llmc::Sampler> samplers;
+  for (int64_t r = 0; r < b; ++r) {
+    so.seed = p.seed + uint64_t(r);
+    samplers.emplace_back(so);
+  }
   const ModelData &m = *session->model;
-  std::vector<float> logits(size_t(m.vocab));
-  std::vector<int32_t> history(prompt, prompt + prompt_len);
+  std::vector<float> logits(static_cast<size_t>(b * m.vocab));
+  std::vector<std::vector<int32_t>> history(static_cast<size_t>(b));
+  for (int64_t r = 0; r < b; ++r)
+    history[size_t(r)].assign(prompts + r * int64_t(promptLen), prompts + (r + 1) * int64_t(promptLen));
   auto start = Clock::now();
   session->length = 0;
-  if (llmc_status st = append(session, prompt, prompt_len, nullptr, logits.data()); st != LLMC_OK)
+  if (llmc_status st = append(session, prompts, promptLen, nullptr, logits.data()); st != LLMC_OK)
     return st;
+  std::vector<bool> finished(static_cast<size_t>(b), false);
+  std::vector<int32_t> next(static_cast<size_t>(b));
   size_t produced = 0;
   Clock::time_point first = start;
   while (produced < size_t(p.max_new_tokens)) {
-    int32_t token = sampler.sample(logits.data(), m.vocab, history);
-    out_tokens[produced++] = token;
-    history.push_back(token);
+    bool all = true;
+    for (int64_t r = 0; r < b; ++r) {
+      if (finished[size_t(r)]) {
+        next[size_t(r)] = history[size_t(r)].back();
+        continue;
+      }
+      int32_t token = samplers[size_t(r)].sample(logits.data() + r * m.vocab, m.vocab,
+                                                 history[size_t(r)]);
+      next[size_t(r)] = token;
+      out[size_t(r) * outCapacity + produced] = token;
+      history[size_t(r)].push_back(token);
+      if (counts)
+        counts[r] = produced + 1;
+      bool stop = std::find(p.stop_tokens, p.stop_tokens + p.num_stop_tokens, token) !=
+                  p.stop_tokens + p.num_stop_tokens;
+      if (callback && b == 1 && callback(token, user) != 0)
+        stop = true;
+      if (stop || produced + 1 == size_t(p.max_new_tokens))
+        finished[size_t(r)] = true;
+      all = all && finished[size_t(r)];
+    }
+    ++produced;
     if (produced == 1)
       first = Clock::now();
-    if (out_count)
-      *out_count = produced;
-    bool stop = std::find(p.stop_tokens, p.stop_tokens + p.num_stop_tokens, token) !=
-                p.stop_tokens + p.num_stop_tokens;
-    if (callback && callback(token, user_data) != 0)
-      stop = true;
-    if (stop || produced == size_t(p.max_new_tokens) || session->length + 1 > m.capacity)
+    if (all || session->length + 1 > m.capacity)
       break;
-    if (llmc_status st = append(session, &token, 1, nullptr, logits.data()); st != LLMC_OK)
+    if (llmc_status st = append(session, next.data(), 1, nullptr, logits.data()); st != LLMC_OK)
       return st;
   }
   auto end = Clock::now();
   if (stats) {
     auto ms = [](Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
     *stats = llmc_generate_stats{};
-    stats->prompt_tokens = int64_t(prompt_len);
-    stats->generated_tokens = int64_t(produced);
+    stats->prompt_tokens = int64_t(promptLen) * b;
+    stats->generated_tokens = int64_t(produced) * b;
     stats->time_to_first_token_ms = produced ? ms(first - start) : 0;
     stats->total_ms = ms(end - start);
     if (produced > 1) {
       stats->time_per_output_token_ms = ms(end - first) / double(produced - 1);
-      stats->tokens_per_second = 1000.0 / stats->time_per_output_token_ms;
+      stats->tokens_per_second = 1000.0 * double(b) / stats->time_per_output_token_ms;
     }
   }
   return ok();
+}
+
+} // namespace
+
+extern "C" {
+
+llmc_status llmc_generate(llmc_session *session, const int32_t *prompt, size_t prompt_len,
+                          const llmc_generate_params *params, llmc_token_callback callback,
+                          void *user_data, int32_t *out_tokens, size_t out_capacity,
+                          size_t *out_count, llmc_generate_stats *stats) {
+  if (out_count)
+    *out_count = 0;
+  if (llmc_status st = needSingle(session); st != LLMC_OK)
+    return st;
+  return generateRows(session, prompt, prompt_len, params, callback, user_data, out_tokens,
+                      out_capacity, out_count, stats);
+}
+
+llmc_status llmc_generate_batch(llmc_session *session, const int32_t *prompts, size_t prompt_len,
+                                const llmc_generate_params *params, int32_t *out_tokens,
+                                size_t out_capacity, size_t *out_counts,
+                                llmc_generate_stats *stats) {
+  return generateRows(session, prompts, prompt_len, params, nullptr, nullptr, out_tokens,
+                      out_capacity, out_counts, stats);
 }
 
 } // extern "C"

@@ -489,6 +489,64 @@ std::string detokenize(llmc_model *model, const std::vector<int32_t> &ids) {
 
 } // namespace
 
+/// llmc run --ids "A;B;...": the sequences side by side in one batched
+/// session (equal lengths, a compiled batch size); one line of ids each.
+static int runBatch(llmc_model *model, const std::vector<int32_t> &stop) {
+  llvm::SmallVector<llvm::StringRef> rows;
+  llvm::StringRef(runIds).split(rows, ';', -1, false);
+  std::vector<int32_t> prompts;
+  size_t length = 0;
+  for (llvm::StringRef row : rows) {
+    auto ids = parseIds(row, "--ids");
+    if (!ids)
+      return fail(llvm::toString(ids.takeError()));
+    if (length && ids->size() != length)
+      return fail("--ids: the sequences of a batch must have one length (" +
+                  std::to_string(length) + " and " + std::to_string(ids->size()) + ")");
+    length = ids->size();
+    prompts.insert(prompts.end(), ids->begin(), ids->end());
+  }
+  if (length == 0)
+    return fail("--ids is empty");
+  if (runStream || (!runFormat.empty() && runFormat != "ids"))
+    return fail("a batch (--ids with ';') prints ids, without --stream");
+  llmc_session_options so{runThreads, int32_t(rows.size())};
+  llmc_session *session = nullptr;
+  if (llmc_session_create(model, &so, &session) != LLMC_OK)
+    return fail(llmc_last_error());
+  auto freeSession = llvm::make_scope_exit([&] { llmc_session_free(session); });
+  llmc_generate_params p;
+  llmc_generate_params_init(&p);
+  p.max_new_tokens = runMaxNew;
+  p.temperature = runTemperature;
+  p.top_k = runTopK;
+  p.top_p = runTopP;
+  p.min_p = runMinP;
+  p.repetition_penalty = runRepPenalty;
+  p.seed = runSeed;
+  p.stop_tokens = stop.data();
+  p.num_stop_tokens = stop.size();
+  size_t capacity = size_t(std::max(runMaxNew.getValue(), 1));
+  std::vector<int32_t> out(rows.size() * capacity);
+  std::vector<size_t> counts(rows.size());
+  llmc_generate_stats stats;
+  if (llmc_generate_batch(session, prompts.data(), length, &p, out.data(), capacity,
+                          counts.data(), &stats) != LLMC_OK)
+    return fail(llmc_last_error());
+  for (size_t r = 0; r < rows.size(); ++r) {
+    for (size_t i = 0; i < counts[r]; ++i)
+      llvm::outs() << (i ? "," : "") << out[r * capacity + i];
+    llvm::outs() << "\n";
+  }
+  llvm::outs().flush();
+  if (runVerbose)
+    llvm::errs() << llvm::formatv("batch {0}: time to first token {1:f2} ms, {2:f2} ms per step, "
+                                  "{3:f1} tokens/s\n",
+                                  rows.size(), stats.time_to_first_token_ms,
+                                  stats.time_per_output_token_ms, stats.tokens_per_second);
+  return 0;
+}
+
 int mlir::llmc::runRun() {
   if (runIds.empty() == runPrompt.empty())
     return fail("give the prompt with exactly one of --ids and --prompt");
@@ -514,6 +572,9 @@ int mlir::llmc::runRun() {
   if ((format == "text" || !runPrompt.empty()) && !llmc_model_has_tokenizer(model))
     return fail(runArtifact + " has no tokenizer: compile with --tokenizer, or use --ids and "
                               "--format ids");
+  // Several sequences ("1,2,3;4,5,6"): one batched session.
+  if (llvm::StringRef(runIds).contains(';'))
+    return runBatch(model, stop);
   std::vector<int32_t> prompt;
   if (!runPrompt.empty()) {
     size_t count = 0;

@@ -114,6 +114,7 @@ typedef struct llmc_session llmc_session;
 
 typedef struct llmc_session_options {
   int32_t threads; /* 0: one per hardware thread */
+  int32_t batch;   /* sequences run together: 0 or 1, or a size compiled with --batch */
 } llmc_session_options;
 
 llmc_status llmc_session_create(llmc_model *model, const llmc_session_options *options,
@@ -137,6 +138,16 @@ llmc_status llmc_session_append(llmc_session *session, const int32_t *tokens, si
  * into `all_logits` ([n, vocab] floats). */
 llmc_status llmc_session_append_all(llmc_session *session, const int32_t *tokens, size_t n,
                                     float *all_logits);
+
+/* Batched sessions (llmc_session_options.batch = B > 1) run B sequences of
+ * equal length side by side through the batch-B entry points; the
+ * single-sequence calls above refuse them.
+ * Appends tokens [B, n] (row-major) and writes each sequence's logits after
+ * its last token into `logits` ([B, vocab]; NULL: not wanted). */
+llmc_status llmc_session_append_batch(llmc_session *session, const int32_t *tokens, size_t n,
+                                      float *logits);
+/* The session's batch size. */
+int64_t llmc_session_batch(const llmc_session *session);
 
 /* ---- generation -------------------------------------------------------- */
 
@@ -175,6 +186,15 @@ llmc_status llmc_generate(llmc_session *session, const int32_t *prompt, size_t p
                           const llmc_generate_params *params, llmc_token_callback callback,
                           void *user_data, int32_t *out_tokens, size_t out_capacity,
                           size_t *out_count, llmc_generate_stats *stats);
+
+/* Generation for a batched session: prompts [B, prompt_len] (row-major, all
+ * of one length), out_tokens [B, out_capacity], out_counts [B]. Each
+ * sequence samples with its own generator (seed + its index) and stops on
+ * its own (stop tokens, max_new_tokens); the batch runs until all have. */
+llmc_status llmc_generate_batch(llmc_session *session, const int32_t *prompts, size_t prompt_len,
+                                const llmc_generate_params *params, int32_t *out_tokens,
+                                size_t out_capacity, size_t *out_counts,
+                                llmc_generate_stats *stats);
 
 #ifdef __cplusplus
 }
