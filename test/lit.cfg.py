@@ -24,6 +24,9 @@ config.environment["PATH"] = os.pathsep.join(
 config.substitutions.append(("%shared", config.llmc_shared_dir))
 config.substitutions.append(("%llmc_obj_root", config.llmc_obj_root))
 config.substitutions.append(("%llmc_src_root", os.path.dirname(config.test_source_root)))
+# Sanitizer flags of a sanitizer build (empty otherwise), for programs the
+# tests compile against the runtime.
+config.substitutions.append(("%sanflags", config.llmc_san_flags))
 config.substitutions.append(("%python", sys.executable))
 # Token id lists for tests of the cache capacity.
 config.substitutions.append(("%{ids65}", ",".join(str(3 + i % 250) for i in range(65))))

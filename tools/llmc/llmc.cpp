@@ -174,6 +174,11 @@ cl::list<int64_t> verifyBuckets("prefill-buckets",
                                 cl::CommaSeparated, cl::sub(verifyCmd), cl::cat(llmcCategory));
 cl::opt<std::string> verifyDtype("dtype", cl::desc("Compute type for --compiled"),
                                  cl::init("f32"), cl::sub(verifyCmd), cl::cat(llmcCategory));
+cl::opt<std::string> verifyArtifacts(
+    "artifacts",
+    cl::desc("With --compiled: keep each fixture's artifact as DIR/<fixture>.llmc (else a "
+             "temporary folder)"),
+    cl::value_desc("dir"), cl::sub(verifyCmd), cl::cat(llmcCategory));
 
 // Shared by exec, conformance and verify: passes to run before executing.
 cl::opt<std::string> runPasses(
@@ -354,6 +359,8 @@ FixtureReport verifyCompiledFixture(const ModelFixture &f) {
   CompileRequest req;
   req.input = f.model;
   req.output = (dir + "/model.llmc").str();
+  if (!verifyArtifacts.empty())
+    req.output = verifyArtifacts + "/" + f.name + ".llmc";
   req.maxSeq = verifyMaxSeq;
   req.buckets.assign(verifyBuckets.begin(), verifyBuckets.end());
   if (req.buckets.empty())

@@ -8,8 +8,6 @@
 namespace llmc::cpu {
 
 namespace {
-// Set while a thread runs a chunk: a nested parallelFor runs serially.
-thread_local bool insideJob = false;
 
 // About 50-100 microseconds of spinning between jobs.
 constexpr int kSpins = 4000;
@@ -38,6 +36,16 @@ ThreadPool::~ThreadPool() {
     t.join();
 }
 
+bool ThreadPool::insideJob() const {
+  std::thread::id self = std::this_thread::get_id();
+  if (caller.load() == self)
+    return true;
+  for (const std::thread &w : workers)
+    if (w.get_id() == self)
+      return true;
+  return false;
+}
+
 ThreadPool &ThreadPool::global() {
   static ThreadPool pool;
   return pool;
@@ -48,9 +56,7 @@ void ThreadPool::runChunks() {
     int64_t begin = next.fetch_add(chunk);
     if (begin >= jobSize)
       return;
-    insideJob = true;
     (*job)(begin, std::min(jobSize, begin + chunk));
-    insideJob = false;
   }
 }
 
@@ -83,12 +89,20 @@ void ThreadPool::parallelFor(int64_t n, int64_t grain,
   if (n <= 0)
     return;
   grain = std::max<int64_t>(1, grain);
-  if (workers.empty() || n <= grain || insideJob) {
+  // A parallelFor from inside a job (a worker, or the caller running its
+  // chunks) runs serially. (Not a thread_local flag: this code is linked
+  // into dlopen'ed model libraries, where TLS is best avoided.)
+  if (workers.empty() || n <= grain || insideJob()) {
     body(0, n);
     return;
   }
   // Callers on different threads take turns.
   std::lock_guard<std::mutex> serial(callMutex);
+  caller.store(std::this_thread::get_id());
+  struct Reset {
+    std::atomic<std::thread::id> &id;
+    ~Reset() { id.store(std::thread::id()); }
+  } reset{caller};
   // A few chunks per thread balance uneven work without much overhead.
   int64_t parts = int64_t(size()) * 4;
   {

@@ -41,9 +41,12 @@ public:
 private:
   void workerLoop();
   void runChunks();
+  /// Whether the calling thread is running one of this pool's jobs.
+  bool insideJob() const;
 
   std::vector<std::thread> workers;
   std::mutex callMutex; // one parallelFor at a time
+  std::atomic<std::thread::id> caller{}; // the thread inside parallelFor
   std::mutex mutex;
   std::condition_variable wake, done;
   const std::function<void(int64_t, int64_t)> *job = nullptr;
