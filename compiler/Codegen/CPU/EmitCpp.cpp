@@ -21,6 +21,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/SHA256.h"
 #include "llvm/Support/xxhash.h"
@@ -164,6 +165,81 @@ int64_t weightBytesRead(func::FuncOp f) {
     }
   });
   return total;
+}
+
+/// What a fused region's block argument stands for outside the region(s).
+Value outside(Value v) {
+  while (auto arg = dyn_cast<BlockArgument>(v)) {
+    auto fused = dyn_cast<FusedOp>(arg.getOwner()->getParentOp());
+    if (!fused)
+      return v;
+    v = fused->getOperand(arg.getArgNumber());
+  }
+  return v;
+}
+
+/// Whether `v`'s storage may change after it is computed: the caches
+/// (function arguments updated in place, and what cache updates return,
+/// also through fused regions) and the other arguments.
+bool mayChange(Value v) {
+  v = outside(v);
+  return isa<BlockArgument>(v) || v.getDefiningOp<CacheUpdateOp>() || cacheSource(v) != v;
+}
+
+/// The element offset of an onnx.slice whose result is one contiguous
+/// range of its (static) input: steps of 1, every axis before the first
+/// sliced one of extent 1 in the result, every axis after it whole.
+std::optional<int64_t> contiguousSliceOffset(Operation *op) {
+  if (op->getNumOperands() < 3 || op->getNumOperands() > 5)
+    return std::nullopt;
+  auto in = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+  auto out = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  if (!in || !out || !in.hasStaticShape() || !out.hasStaticShape() || in.getRank() != out.getRank())
+    return std::nullopt;
+  int64_t rank = in.getRank();
+  auto operand = [&](unsigned i) { return outside(op->getOperand(i)); };
+  auto starts = getConstantInts(operand(1));
+  auto ends = getConstantInts(operand(2));
+  std::optional<SmallVector<int64_t>> axes, steps;
+  if (op->getNumOperands() > 3 && !isa_and_nonnull<NoneOp>(operand(3).getDefiningOp()))
+    axes = getConstantInts(operand(3));
+  else
+    axes = llvm::to_vector(llvm::seq<int64_t>(0, starts ? int64_t(starts->size()) : 0));
+  if (op->getNumOperands() > 4 && !isa_and_nonnull<NoneOp>(operand(4).getDefiningOp()))
+    steps = getConstantInts(operand(4));
+  else
+    steps = SmallVector<int64_t>(starts ? starts->size() : 0, 1);
+  if (!starts || !ends || !axes || !steps || starts->size() != axes->size() ||
+      steps->size() != axes->size())
+    return std::nullopt;
+  SmallVector<int64_t> begin(rank, 0);
+  for (auto [s, a, st] : llvm::zip(*starts, *axes, *steps)) {
+    int64_t axis = a < 0 ? a + rank : a;
+    if (axis < 0 || axis >= rank || st != 1)
+      return std::nullopt;
+    int64_t d = in.getDimSize(axis);
+    begin[axis] = std::clamp<int64_t>(s < 0 ? s + d : s, 0, d);
+  }
+  int64_t first = 0;
+  while (first < rank && out.getDimSize(first) == in.getDimSize(first))
+    ++first;
+  int64_t offset = 0, stride = 1;
+  for (int64_t axis = rank - 1; axis >= 0; --axis) {
+    int64_t d = in.getDimSize(axis), o = out.getDimSize(axis);
+    if (begin[axis] + o > d)
+      return std::nullopt;
+    if (axis > first && (o != d || begin[axis] != 0))
+      return std::nullopt;
+    if (axis < first && o != 1 && begin[axis] != 0)
+      return std::nullopt;
+    offset += begin[axis] * stride;
+    stride *= d;
+  }
+  // Axes before `first` are whole in the result; they must be 1 for one range.
+  for (int64_t axis = 0; axis < first && first < rank; ++axis)
+    if (out.getDimSize(axis) != 1)
+      return std::nullopt;
+  return offset;
 }
 
 bool isStatic(Type t) {
@@ -340,6 +416,23 @@ llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
     stats.views += depth == 1;
     return llvm::Error::success();
   }
+  // A slice that is one contiguous range of its input: a view from its offset.
+  if (name == "onnx.slice" && !mayChange(op->getOperand(0))) {
+    if (std::optional<int64_t> offset = contiguousSliceOffset(op)) {
+      auto x = operandRef(op, op->getOperand(0));
+      if (!x)
+        return x.takeError();
+      std::string v = newName();
+      body += llvm::formatv("{0}Tensor {1}; // onnx.slice (a view) -> {2}\n"
+                            "{0}LLMC_TRY({3}.slice({4}, {5}, {1}));\n",
+                            in, v, describeType(op->getResult(0).getType()), *x, *offset,
+                            shapeExpr(cast<RankedTensorType>(op->getResult(0).getType()).getShape()))
+                  .str();
+      names[op->getResult(0)] = v;
+      stats.views += depth == 1;
+      return llvm::Error::success();
+    }
+  }
   if (isa<CacheUpdateOp>(op)) {
     SmallVector<std::string> ops;
     for (Value o : op->getOperands()) {
@@ -411,7 +504,7 @@ llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
             return castAttrs.takeError();
           std::string c = newName();
           body += llvm::formatv("{0}Tensor {1}; // onnx.cast -> {2}\n"
-                                "{0}LLMC_TRY(call(m, m.k[{3}], {4}, {{&{5}}, &m.at[{6}], {{&{1}}));\n",
+                                "{0}LLMC_TRY(cast(m, m.k[{3}], {4}, {{&{5}}, &m.at[{6}], {{&{1}}));\n",
                                 in, c, describeType(castOp->getResult(0).getType()),
                                 kernelIndex("onnx.cast"), quote(nodeName(castOp)), v, *castAttrs)
                       .str();
@@ -542,11 +635,18 @@ llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
   std::string types = llvm::join(
       llvm::map_range(op->getResultTypes(), [](Type t) { return describeType(t); }), ", ");
   body += llvm::formatv("{0}Tensor {1}; // {2} -> {3}\n", in, decl, name, types).str();
-  body += llvm::formatv("{0}LLMC_TRY(call(m, m.k[{1}], {2}, {{{3}}, {4}, {{{5}}{6}));\n", in, k,
+  // Ops with a template in ModelSupport.h (same signature as call(), which
+  // they fall back to).
+  StringRef fn = llvm::StringSwitch<StringRef>(name)
+                     .Case("rms_norm", "rmsNorm")
+                     .Case("swiglu", "swiglu")
+                     .Case("onnx.cast", "cast")
+                     .Default("call");
+  body += llvm::formatv("{0}LLMC_TRY({7}(m, m.k[{1}], {2}, {{{3}}, {4}, {{{5}}{6}));\n", in, k,
                         quote(nodeName(op)), llvm::join(inputs, ", "),
                         *a < 0 ? std::string("nullptr") : llvm::formatv("&m.at[{0}]", *a).str(),
                         llvm::join(outputs, ", "),
-                        unwanted ? ", " + std::to_string(unwanted) + "u" : std::string())
+                        unwanted ? ", " + std::to_string(unwanted) + "u" : std::string(), fn)
               .str();
   stats.kernelCalls += depth == 1;
   return llvm::Error::success();

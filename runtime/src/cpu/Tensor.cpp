@@ -124,6 +124,18 @@ Tensor Tensor::view(Shape newShape) const {
   return t;
 }
 
+Status Tensor::slice(int64_t offset, Shape newShape, Tensor &out) const {
+  int64_t n = numElements(newShape);
+  if (offset < 0 || n < 0 || offset > count || n > count - offset)
+    return Status::error("a slice of " + shapeString(newShape) + " at element " +
+                         std::to_string(offset) + " does not lie inside " + describe());
+  out = *this;
+  out.count = n;
+  out.dims = std::move(newShape);
+  out.base = static_cast<const uint8_t *>(base) + size_t(offset) * storageSize(type);
+  return Status::ok();
+}
+
 std::string Tensor::describe() const { return std::string(dtypeName(type)) + shapeString(dims); }
 
 } // namespace llmc::cpu

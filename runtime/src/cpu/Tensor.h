@@ -49,6 +49,9 @@ public:
                      std::shared_ptr<const void> keep = nullptr);
   /// The same storage with another shape of equal element count.
   Tensor view(Shape newShape) const;
+  /// `newShape`'s elements of the same storage from element `offset` on (a
+  /// contiguous slice); an error when they do not lie inside this tensor.
+  Status slice(int64_t offset, Shape newShape, Tensor &out) const;
 
   DType dtype() const { return type; }
   const Shape &shape() const { return dims; }

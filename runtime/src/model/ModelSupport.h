@@ -17,6 +17,7 @@
 #include "runtime/src/cpu/Kernel.h"
 #include "runtime/src/model/kernels/Decode.h"
 #include "runtime/src/model/kernels/Gemv.h"
+#include "runtime/src/model/kernels/Pointwise.h"
 
 #include <algorithm>
 #include <chrono>
@@ -26,7 +27,9 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <string>
+#include <type_traits>
 
 namespace llmc::model {
 
@@ -130,6 +133,19 @@ inline Status decodeAttention(const Context &ctx, const KernelEntry *partialRef,
                               const Tensor &k, const Tensor &v, const Tensor &pos,
                               const Attributes *attrs, Tensor &out);
 
+/// llm.rms_norm, llm.swiglu and onnx.cast with `call`'s signature: f32/f16/
+/// bf16 rows go through the templates in kernels/Pointwise.h and Vec.h (in
+/// f32, rounded once), anything else through the reference kernel.
+inline Status rmsNorm(const Context &ctx, const KernelEntry *reference, const char *opName,
+                      std::initializer_list<const Tensor *> inputs, const Attributes *attrs,
+                      std::initializer_list<Tensor *> outputs, uint64_t unwanted = 0);
+inline Status swiglu(const Context &ctx, const KernelEntry *reference, const char *opName,
+                     std::initializer_list<const Tensor *> inputs, const Attributes *attrs,
+                     std::initializer_list<Tensor *> outputs, uint64_t unwanted = 0);
+inline Status cast(const Context &ctx, const KernelEntry *reference, const char *opName,
+                   std::initializer_list<const Tensor *> inputs, const Attributes *attrs,
+                   std::initializer_list<Tensor *> outputs, uint64_t unwanted = 0);
+
 /// i64 token ids as the i32 a model takes (ids beyond i32 are an error).
 Status narrowTokens(const Tensor &tokens, Tensor &out);
 
@@ -197,15 +213,43 @@ int Glue<M>::run(void *ctx, uint32_t entry, const int64_t *tokens, int64_t start
 /// out += addend, elementwise, one shape (the residual of a reference linear).
 Status addInPlace(Tensor &out, const Tensor &addend, const char *opName);
 
+/// Calls f with a null pointer of the storage type of `type` (float,
+/// kernels::Half or kernels::Bf16); false for other types.
+template <typename F> bool withFloatType(DType type, F &&f) {
+  if (type == DType::Float)
+    return f(static_cast<const float *>(nullptr)), true;
+  if (type == DType::Float16)
+    return f(static_cast<const kernels::Half *>(nullptr)), true;
+  if (type == DType::BFloat16)
+    return f(static_cast<const kernels::Bf16 *>(nullptr)), true;
+  return false;
+}
+
 /// `t`'s elements as f32 (a view for f32, a converted copy for f16/bf16).
 inline const float *asF32(const Tensor &t, std::vector<float> &scratch) {
   if (t.dtype() == DType::Float)
     return t.data<float>();
   scratch.resize(size_t(t.numel()));
-  const uint16_t *p = t.data<uint16_t>();
-  for (int64_t i = 0; i < t.numel(); ++i)
-    scratch[size_t(i)] = t.dtype() == DType::Float16 ? cpu::halfToFloat(p[i]) : cpu::bf16ToFloat(p[i]);
+  if (t.dtype() == DType::Float16)
+    kernels::toF32(t.data<kernels::Half>(), scratch.data(), t.numel());
+  else
+    kernels::toF32(t.data<kernels::Bf16>(), scratch.data(), t.numel());
   return scratch.data();
+}
+
+/// Where an f32 kernel writes `out`: out itself when f32, else `scratch`,
+/// which finishF32 then rounds into out.
+inline float *f32Target(Tensor &out, std::vector<float> &scratch) {
+  if (out.dtype() == DType::Float)
+    return out.mutableData<float>();
+  scratch.resize(size_t(out.numel()));
+  return scratch.data();
+}
+inline void finishF32(Tensor &out, const std::vector<float> &scratch) {
+  if (out.dtype() == DType::Float16)
+    kernels::fromF32(scratch.data(), out.mutableData<kernels::Half>(), out.numel());
+  else if (out.dtype() == DType::BFloat16)
+    kernels::fromF32(scratch.data(), out.mutableData<kernels::Bf16>(), out.numel());
 }
 
 inline Status linear(const Context &ctx, const KernelEntry *reference, const char *opName,
@@ -231,8 +275,7 @@ inline Status linear(const Context &ctx, const KernelEntry *reference, const cha
     const float *px = asF32(x, xs);
     const float *pb = bias ? asF32(*bias, bs) : nullptr;
     const float *pr = residual ? asF32(*residual, rs) : nullptr;
-    float *py = type == DType::Float ? out.mutableData<float>()
-                                     : (ys.resize(size_t(m * n)), ys.data());
+    float *py = f32Target(out, ys);
     // Blocks of 16 rows; a contiguous range of them per thread.
     int64_t blocks = (n + 15) / 16, threads = int64_t(ctx.pool->size());
     int64_t grain = std::max<int64_t>(1, (blocks + threads - 1) / threads);
@@ -254,12 +297,7 @@ inline Status linear(const Context &ctx, const KernelEntry *reference, const cha
       else
         run(w.data<kernels::Bf16>());
     });
-    if (type != DType::Float) {
-      uint16_t *dst = out.mutableData<uint16_t>();
-      for (int64_t i = 0; i < m * n; ++i)
-        dst[i] = type == DType::Float16 ? cpu::floatToHalf(ys[size_t(i)])
-                                        : cpu::floatToBf16(ys[size_t(i)]);
-    }
+    finishF32(out, ys);
     return Status::ok();
   }
   LLMC_TRY(call(ctx, reference, opName, {&x, &w, bias}, nullptr, {&out}));
@@ -296,8 +334,7 @@ inline Status rope(const Context &ctx, const KernelEntry *reference, const char 
       LLMC_TRY(Tensor::allocate(type, x.shape(), out));
       std::vector<float> xs, ys;
       const float *px = asF32(x, xs);
-      float *py = type == DType::Float ? out.mutableData<float>()
-                                       : (ys.resize(size_t(x.numel())), ys.data());
+      float *py = f32Target(out, ys);
       if (type == DType::Float)
         kernels::ropeRows(px, py, rows, x.dim(2), x.dim(3), rot, interleaved, cosT.data<float>(),
                           sinT.data<float>(), at.data());
@@ -307,12 +344,7 @@ inline Status rope(const Context &ctx, const KernelEntry *reference, const char 
       else
         kernels::ropeRows(px, py, rows, x.dim(2), x.dim(3), rot, interleaved,
                           cosT.data<kernels::Bf16>(), sinT.data<kernels::Bf16>(), at.data());
-      if (type != DType::Float) {
-        uint16_t *dst = out.mutableData<uint16_t>();
-        for (int64_t i = 0; i < x.numel(); ++i)
-          dst[i] = type == DType::Float16 ? cpu::floatToHalf(ys[size_t(i)])
-                                          : cpu::floatToBf16(ys[size_t(i)]);
-      }
+      finishF32(out, ys);
       return Status::ok();
     }
   }
@@ -365,6 +397,96 @@ inline Status decodeAttention(const Context &ctx, const KernelEntry *partialRef,
   Tensor partial, lse;
   LLMC_TRY(call(ctx, partialRef, opName, {&q, &k, &v, &pos}, attrs, {&partial, &lse}));
   return call(ctx, combineRef, opName, {&partial, &lse}, nullptr, {&out});
+}
+
+
+inline Status rmsNorm(const Context &ctx, const KernelEntry *reference, const char *opName,
+                      std::initializer_list<const Tensor *> inputs, const Attributes *attrs,
+                      std::initializer_list<Tensor *> outputs, uint64_t unwanted) {
+  Context::Timer timer(ctx, "rms_norm");
+  const Tensor *x = inputs.size() == 2 ? inputs.begin()[0] : nullptr;
+  const Tensor *scale = inputs.size() == 2 ? inputs.begin()[1] : nullptr;
+  Tensor *out = outputs.size() == 1 ? outputs.begin()[0] : nullptr;
+  int64_t n = x && x->rank() >= 1 ? x->dim(x->rank() - 1) : 0;
+  if (out && scale && n > 0 && scale->dtype() == x->dtype() && scale->rank() == 1 &&
+      scale->dim(0) == n) {
+    float eps = float(attrs ? attrs->getFloat("epsilon", 1e-6) : 1e-6);
+    float offset = float(attrs ? attrs->getFloat("weight_offset", 0.0) : 0.0);
+    int64_t rows = x->numel() / n;
+    bool done = withFloatType(x->dtype(), [&](auto *tag) {
+      using T = std::remove_const_t<std::remove_pointer_t<decltype(tag)>>;
+      if (!Tensor::allocate(x->dtype(), x->shape(), *out))
+        return;
+      const T *px = x->data<T>(), *ps = scale->data<T>();
+      T *py = out->mutableData<T>();
+      ctx.pool->parallelFor(rows, std::max<int64_t>(1, 16384 / n), [&](int64_t r0, int64_t r1) {
+        std::vector<float> row(static_cast<size_t>(n));
+        for (int64_t r = r0; r < r1; ++r)
+          kernels::rmsNormRow(px + r * n, ps, offset, eps, py + r * n, n, row.data());
+      });
+    });
+    if (done && out->defined() && out->numel() == x->numel())
+      return Status::ok();
+  }
+  return call(ctx, reference, opName, inputs, attrs, outputs, unwanted);
+}
+
+inline Status swiglu(const Context &ctx, const KernelEntry *reference, const char *opName,
+                     std::initializer_list<const Tensor *> inputs, const Attributes *attrs,
+                     std::initializer_list<Tensor *> outputs, uint64_t unwanted) {
+  Context::Timer timer(ctx, "swiglu");
+  const Tensor *g = inputs.size() == 2 ? inputs.begin()[0] : nullptr;
+  const Tensor *u = inputs.size() == 2 ? inputs.begin()[1] : nullptr;
+  Tensor *out = outputs.size() == 1 ? outputs.begin()[0] : nullptr;
+  if (out && g && u && g->dtype() == u->dtype() && g->shape() == u->shape()) {
+    int64_t n = g->numel();
+    bool done = withFloatType(g->dtype(), [&](auto *tag) {
+      using T = std::remove_const_t<std::remove_pointer_t<decltype(tag)>>;
+      if (!Tensor::allocate(g->dtype(), g->shape(), *out))
+        return;
+      const T *pg = g->data<T>(), *pu = u->data<T>();
+      T *py = out->mutableData<T>();
+      constexpr int64_t kChunk = 4096;
+      ctx.pool->parallelFor((n + kChunk - 1) / kChunk, 1, [&](int64_t c0, int64_t c1) {
+        std::vector<float> gs(kChunk), us(kChunk);
+        for (int64_t c = c0; c < c1; ++c) {
+          int64_t i = c * kChunk, len = std::min(kChunk, n - i);
+          kernels::swiglu(pg + i, pu + i, py + i, len, gs.data(), us.data());
+        }
+      });
+    });
+    if (done && out->defined() && out->numel() == n)
+      return Status::ok();
+  }
+  return call(ctx, reference, opName, inputs, attrs, outputs, unwanted);
+}
+
+inline Status cast(const Context &ctx, const KernelEntry *reference, const char *opName,
+                   std::initializer_list<const Tensor *> inputs, const Attributes *attrs,
+                   std::initializer_list<Tensor *> outputs, uint64_t unwanted) {
+  Context::Timer timer(ctx, "cast");
+  const Tensor *x = inputs.size() == 1 ? inputs.begin()[0] : nullptr;
+  Tensor *out = outputs.size() == 1 ? outputs.begin()[0] : nullptr;
+  std::optional<int64_t> to = attrs ? attrs->optInt("to") : std::nullopt;
+  DType from = x ? x->dtype() : DType::Undefined;
+  // f32 -> f16/bf16 and back (what --dtype f16/bf16 puts around f32 results).
+  if (out && to && (from == DType::Float) != (DType(*to) == DType::Float) &&
+      (from == DType::Float || DType(*to) == DType::Float)) {
+    DType target = DType(*to);
+    DType other = from == DType::Float ? target : from;
+    bool done = withFloatType(other, [&](auto *tag) {
+      using T = std::remove_const_t<std::remove_pointer_t<decltype(tag)>>;
+      if (!Tensor::allocate(target, x->shape(), *out))
+        return;
+      if (from == DType::Float)
+        kernels::fromF32(x->data<float>(), out->mutableData<T>(), x->numel());
+      else
+        kernels::toF32(x->data<T>(), out->mutableData<float>(), x->numel());
+    });
+    if (done && out->defined() && out->dtype() == target)
+      return Status::ok();
+  }
+  return call(ctx, reference, opName, inputs, attrs, outputs, unwanted);
 }
 
 } // namespace llmc::model

@@ -65,12 +65,32 @@ void ropeRows(const float *x, float *y, int64_t rows, int64_t heads, int64_t d, 
   }
 }
 
+/// a . b over n elements (b f32, Half or Bf16), in vectors.
 template <typename T> float dot(const float *a, const T *b, int64_t n) {
-  float s = 0;
-#pragma omp simd reduction(+ : s)
-  for (int64_t i = 0; i < n; ++i)
+  constexpr int L = VecF::kLanes;
+  VecF s0 = VecF::zero(), s1 = VecF::zero();
+  int64_t i = 0;
+  for (; i + 2 * L <= n; i += 2 * L) {
+    s0 = VecF::fma(VecF::load(a + i), VecF::load(b + i), s0);
+    s1 = VecF::fma(VecF::load(a + i + L), VecF::load(b + i + L), s1);
+  }
+  for (; i + L <= n; i += L)
+    s0 = VecF::fma(VecF::load(a + i), VecF::load(b + i), s0);
+  float s = VecF::sum(VecF::add(s0, s1));
+  for (; i < n; ++i)
     s += a[i] * toFloat(b[i]);
   return s;
+}
+
+/// acc = acc * alpha + w * v over n elements (v f32, Half or Bf16).
+template <typename T> void scaleAdd(float *acc, float alpha, float w, const T *v, int64_t n) {
+  constexpr int L = VecF::kLanes;
+  VecF va = VecF::splat(alpha), vw = VecF::splat(w);
+  int64_t i = 0;
+  for (; i + L <= n; i += L)
+    VecF::fma(VecF::load(v + i), vw, VecF::mul(VecF::load(acc + i), va)).store(acc + i);
+  for (; i < n; ++i)
+    acc[i] = acc[i] * alpha + w * toFloat(v[i]);
 }
 
 /// Heads [h0, h1) of sequence bi; `acc` has room for Dv floats. The caches
@@ -93,19 +113,15 @@ void decodeAttentionHeads(const float *q, const T *k, const T *v, float *out,
       float s = dot(qh, kh + j * d, d) * scale;
       if (softcap > 0)
         s = softcap * std::tanh(s / softcap);
+      float alpha = 1.f;
       if (s > m) {
-        float alpha = m == -INFINITY ? 0.f : std::exp(m - s);
+        alpha = m == -INFINITY ? 0.f : std::exp(m - s);
         l *= alpha;
-        for (int64_t t = 0; t < dv; ++t)
-          acc[t] *= alpha;
         m = s;
       }
       float w = std::exp(s - m);
       l += w;
-      const T *vj = vh + j * dv;
-#pragma omp simd
-      for (int64_t t = 0; t < dv; ++t)
-        acc[t] += w * toFloat(vj[t]);
+      scaleAdd(acc, alpha, w, vh + j * dv, dv);
     }
     float *o = out + (bi * hq + h) * dv;
     for (int64_t t = 0; t < dv; ++t)

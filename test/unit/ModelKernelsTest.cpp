@@ -1,0 +1,275 @@
+//===- ModelKernelsTest.cpp - the emitted models' kernel templates --------===//
+//
+// The templates in runtime/src/model/kernels are compiled into libmodel.so
+// with the artifact's -march, so this file is built three times (CMake:
+// plain x86-64, AVX2 + FMA + F16C, AVX-512) into three small programs, each
+// checking the vector code it got against the scalar conversions of
+// runtime/src/cpu/Numeric.h and float64 references. A program whose
+// instructions this CPU lacks skips its tests.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/src/model/kernels/Decode.h"
+#include "runtime/src/model/kernels/Gemv.h"
+#include "runtime/src/model/kernels/Pointwise.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+using namespace llmc::model::kernels;
+namespace cpu = llmc::cpu;
+
+namespace {
+
+bool cpuHasTheTarget() {
+#if defined(__AVX512F__)
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+#elif defined(__AVX2__)
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+         __builtin_cpu_supports("f16c");
+#else
+  return true;
+#endif
+}
+
+#define REQUIRE_TARGET()                                                                           \
+  do {                                                                                             \
+    if (!cpuHasTheTarget())                                                                        \
+      GTEST_SKIP() << "this CPU lacks the instructions this build of the test uses";              \
+  } while (0)
+
+uint32_t bitsOf(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+float fromBits(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/// Floats that exercise rounding: ties, subnormal results, overflow, NaN.
+std::vector<float> awkwardFloats() {
+  std::vector<float> v = {0.f, -0.f, 1.f, -1.f, 65504.f, 65519.f, 65520.f, 1e6f, -1e6f,
+                          5.9604645e-8f, 2.9802322e-8f, 2.9802326e-8f, 6.1035156e-5f,
+                          6.097555e-5f, 1e-10f, std::numeric_limits<float>::infinity(),
+                          -std::numeric_limits<float>::infinity(),
+                          std::numeric_limits<float>::quiet_NaN(), fromBits(0x7f800001u),
+                          fromBits(0xffc12345u), std::numeric_limits<float>::max(),
+                          std::numeric_limits<float>::denorm_min()};
+  // Exact ties for f16 (bit 12 set, lower bits clear) and bf16 (bit 15).
+  for (uint32_t base : {0x3f800000u, 0x3f802000u, 0x40490000u, 0xc0490000u})
+    for (uint32_t tie : {0x1000u, 0x3000u, 0x8000u, 0x18000u})
+      v.push_back(fromBits(base | tie));
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<uint32_t> any;
+  for (int i = 0; i < 4000; ++i)
+    v.push_back(fromBits(any(rng)));
+  while (v.size() % 64 != 3) // a tail the vector loop leaves to the scalar one
+    v.push_back(float(v.size()) * 0.37f);
+  return v;
+}
+
+TEST(ModelKernels, HalfToF32MatchesTheScalarConversion) {
+  REQUIRE_TARGET();
+  std::vector<Half> all(65536);
+  for (uint32_t i = 0; i < 65536; ++i)
+    all[i].bits = uint16_t(i);
+  std::vector<float> got(all.size());
+  toF32(all.data(), got.data(), int64_t(all.size()));
+  for (uint32_t i = 0; i < 65536; ++i) {
+    float want = cpu::halfToFloat(uint16_t(i));
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(got[i])) << std::hex << i;
+    } else {
+      EXPECT_EQ(bitsOf(got[i]), bitsOf(want)) << std::hex << i;
+    }
+  }
+}
+
+TEST(ModelKernels, F32ToHalfAndBf16RoundLikeTheScalarConversion) {
+  REQUIRE_TARGET();
+  std::vector<float> v = awkwardFloats();
+  std::vector<Half> h(v.size());
+  std::vector<Bf16> b(v.size());
+  fromF32(v.data(), h.data(), int64_t(v.size()));
+  fromF32(v.data(), b.data(), int64_t(v.size()));
+  for (size_t i = 0; i < v.size(); ++i) {
+    uint16_t wantH = cpu::floatToHalf(v[i]), wantB = cpu::floatToBf16(v[i]);
+    if (std::isnan(v[i])) {
+      EXPECT_TRUE(std::isnan(cpu::halfToFloat(h[i].bits))) << v[i];
+      EXPECT_TRUE(std::isnan(cpu::bf16ToFloat(b[i].bits))) << v[i];
+      EXPECT_EQ(b[i].bits, wantB) << std::hex << bitsOf(v[i]);
+    } else {
+      EXPECT_EQ(h[i].bits, wantH) << std::hex << bitsOf(v[i]);
+      EXPECT_EQ(b[i].bits, wantB) << std::hex << bitsOf(v[i]);
+    }
+  }
+  // And back: bf16 -> f32 is exact.
+  std::vector<float> back(v.size());
+  toF32(b.data(), back.data(), int64_t(v.size()));
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (!std::isnan(v[i])) {
+      EXPECT_EQ(bitsOf(back[i]), uint32_t(b[i].bits) << 16);
+    }
+  }
+}
+
+TEST(ModelKernels, ExpIsWithinTwoUlpsOfTheLibrary) {
+  REQUIRE_TARGET();
+  double worst = 0;
+  for (float x = -87.f; x <= 88.f; x += 0.0173f) {
+    double want = std::exp(double(x));
+    worst = std::max(worst, std::fabs(double(fastExp(x)) - want) / want);
+  }
+  EXPECT_LT(worst, 2.5e-7);
+  EXPECT_EQ(fastExp(-1000.f), fastExp(-87.3f)); // clamped, no garbage
+  EXPECT_TRUE(std::isfinite(fastExp(1000.f)));
+}
+
+template <typename T> std::vector<T> stored(const std::vector<float> &v) {
+  std::vector<T> out(v.size());
+  fromF32(v.data(), out.data(), int64_t(v.size()));
+  return out;
+}
+template <typename T> std::vector<double> widened(const std::vector<T> &v) {
+  std::vector<double> out;
+  for (const T &x : v)
+    out.push_back(toFloat(x));
+  return out;
+}
+
+std::vector<float> randomFloats(size_t n, uint32_t seed, float scale = 1.f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-scale, scale);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = d(rng);
+  return v;
+}
+
+template <typename T> void checkSwigluAndNorm(double tol) {
+  const int64_t n = 203;
+  std::vector<float> g = randomFloats(n, 1, 6.f), u = randomFloats(n, 2, 2.f);
+  std::vector<T> gt = stored<T>(g), ut = stored<T>(u), y(n);
+  std::vector<float> s1(n), s2(n);
+  swiglu(gt.data(), ut.data(), y.data(), n, s1.data(), s2.data());
+  std::vector<double> gd = widened(gt), ud = widened(ut);
+  for (int64_t i = 0; i < n; ++i) {
+    double want = gd[i] / (1 + std::exp(-gd[i])) * ud[i];
+    EXPECT_NEAR(toFloat(y[i]), want, tol * (1 + std::fabs(want))) << i;
+  }
+  std::vector<float> scale = randomFloats(n, 3);
+  std::vector<T> st = stored<T>(scale);
+  std::vector<double> sd = widened(st);
+  rmsNormRow(gt.data(), st.data(), 1.f, 1e-5f, y.data(), n, s1.data());
+  double ss = 0;
+  for (double x : gd)
+    ss += x * x;
+  double inv = 1 / std::sqrt(ss / double(n) + 1e-5);
+  for (int64_t i = 0; i < n; ++i) {
+    double want = gd[i] * inv * (sd[i] + 1);
+    EXPECT_NEAR(toFloat(y[i]), want, tol * (1 + std::fabs(want))) << i;
+  }
+}
+
+TEST(ModelKernels, SwigluAndRmsNormMatchFloat64) {
+  REQUIRE_TARGET();
+  checkSwigluAndNorm<float>(1e-6);
+  checkSwigluAndNorm<Half>(1e-3);  // one f16 rounding of the result
+  checkSwigluAndNorm<Bf16>(8e-3);  // one bf16 rounding
+}
+
+/// gemvRows / gemmRows against float64 over the weights as stored, with
+/// shapes that leave row and column tails (N % 4, K % lanes).
+template <typename T> void checkLinear(int64_t M, int64_t N, int64_t K, bool gemm) {
+  std::vector<float> x = randomFloats(size_t(M * K), 11), w = randomFloats(size_t(N * K), 12),
+                     bias = randomFloats(size_t(N), 13), res = randomFloats(size_t(M * N), 14);
+  std::vector<T> wt = stored<T>(w);
+  std::vector<double> wd = widened(wt);
+  std::vector<float> y(size_t(M * N), -7.f);
+  // Two "threads": the row ranges a pool would give.
+  int64_t mid = (N / 2) / 16 * 16;
+  for (auto [n0, n1] : {std::pair<int64_t, int64_t>{0, mid}, {mid, N}}) {
+    if (gemm)
+      gemmRows(x.data(), M, K, wt.data(), bias.data(), res.data(), y.data(), N, n0, n1);
+    else
+      gemvRows(x.data(), M, K, wt.data(), bias.data(), res.data(), y.data(), N, n0, n1);
+  }
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      double want = bias[size_t(n)] + res[size_t(m * N + n)], mag = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        want += double(x[size_t(m * K + k)]) * wd[size_t(n * K + k)];
+        mag += std::fabs(double(x[size_t(m * K + k)]) * wd[size_t(n * K + k)]);
+      }
+      ASSERT_NEAR(y[size_t(m * N + n)], want, 1e-6 * (mag + 1)) << m << "," << n;
+    }
+}
+
+TEST(ModelKernels, GemvAndGemmMatchFloat64) {
+  REQUIRE_TARGET();
+  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 70, 131}, {3, 37, 64}, {2, 131, 300}}) {
+    checkLinear<float>(m, n, k, false);
+    checkLinear<Half>(m, n, k, false);
+    checkLinear<Bf16>(m, n, k, false);
+  }
+  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{7, 70, 131}, {9, 33, 48}}) {
+    checkLinear<float>(m, n, k, true);
+    checkLinear<Half>(m, n, k, true);
+    checkLinear<Bf16>(m, n, k, true);
+  }
+}
+
+/// decodeAttentionHeads against a float64 softmax over the same cache rows.
+template <typename T> void checkDecodeAttention(int64_t window, float softcap) {
+  const int64_t hq = 6, hkv = 2, d = 40, capacity = 23, pos = 17;
+  std::vector<float> q = randomFloats(size_t(hq * d), 21, 2.f);
+  std::vector<T> k = stored<T>(randomFloats(size_t(hkv * capacity * d), 22, 2.f));
+  std::vector<T> v = stored<T>(randomFloats(size_t(hkv * capacity * d), 23));
+  std::vector<float> out(static_cast<size_t>(hq * d)), acc(static_cast<size_t>(d));
+  const float scale = 0.3f;
+  decodeAttentionHeads(q.data(), k.data(), v.data(), out.data(), 0, 0, hq, hq, hkv, d, d,
+                       capacity, pos, window, scale, softcap, acc.data());
+  for (int64_t h = 0; h < hq; ++h) {
+    int64_t kh = h / (hq / hkv);
+    int64_t lo = window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0;
+    std::vector<double> s;
+    double mx = -INFINITY;
+    for (int64_t j = lo; j <= pos; ++j) {
+      double dot = 0;
+      for (int64_t i = 0; i < d; ++i)
+        dot += double(q[size_t(h * d + i)]) * toFloat(k[size_t((kh * capacity + j) * d + i)]);
+      dot *= scale;
+      if (softcap > 0)
+        dot = softcap * std::tanh(dot / softcap);
+      s.push_back(dot);
+      mx = std::max(mx, dot);
+    }
+    double total = 0;
+    for (double &e : s)
+      total += (e = std::exp(e - mx));
+    for (int64_t i = 0; i < d; ++i) {
+      double want = 0;
+      for (int64_t j = lo; j <= pos; ++j)
+        want += s[size_t(j - lo)] / total * toFloat(v[size_t((kh * capacity + j) * d + i)]);
+      EXPECT_NEAR(out[size_t(h * d + i)], want, 2e-6) << h << "," << i;
+    }
+  }
+}
+
+TEST(ModelKernels, DecodeAttentionMatchesFloat64) {
+  REQUIRE_TARGET();
+  checkDecodeAttention<float>(0, 0.f);
+  checkDecodeAttention<Half>(0, 0.f);
+  checkDecodeAttention<Bf16>(5, 0.f);
+  checkDecodeAttention<float>(0, 4.f);
+}
+
+} // namespace
