@@ -13,7 +13,7 @@ rounds=${2:-3}
 threads=$(nproc)
 mkdir -p "$work"
 python3 bench/cpu/make_llama_bench.py "$work/llama-125m" >&2
-for build in avx2-f32 avx512-f32 avx2-f16; do
+for build in avx2-f32 avx512-f32 avx2-f16 avx512-f16; do
   cpu=${build%-*} dtype=${build#*-}
   if [ "$cpu" = avx512 ] && ! grep -q avx512f /proc/cpuinfo; then continue; fi
   ./build/bin/llmc compile "$work/llama-125m/model.onnx" -o "$work/llama-125m-$build.llmc" \
@@ -35,7 +35,7 @@ ort_tps = statistics.median(o["decode_tokens_per_s"] for o in ort)
 ort_ttft = statistics.median(o["time_to_first_token_ms"] for o in ort)
 print("| build | decode tok/s | TPOT ms | TTFT ms (64 tokens) | decode GB/s | machine GB/s | of bandwidth | vs onnxruntime |")
 print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-for build in ("avx2-f32", "avx512-f32", "avx2-f16"):
+for build in ("avx2-f32", "avx512-f32", "avx2-f16", "avx512-f16"):
     runs = [json.load(open(f)) for f in sorted(glob.glob(os.path.join(work, "llmc-llama-125m-%s-[0-9]*.json" % build)))]
     if not runs:
         continue

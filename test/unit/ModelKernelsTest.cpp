@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/src/model/kernels/Decode.h"
 #include "runtime/src/model/kernels/Gemv.h"
+#include "runtime/src/model/kernels/Packed.h"
 #include "runtime/src/model/kernels/Pointwise.h"
 
 #include <gtest/gtest.h>
@@ -224,6 +225,50 @@ TEST(ModelKernels, GemvAndGemmMatchFloat64) {
     checkLinear<float>(m, n, k, true);
     checkLinear<Half>(m, n, k, true);
     checkLinear<Bf16>(m, n, k, true);
+  }
+}
+
+/// packPanels + packedRows against float64: N with a partial last panel and
+/// an odd number of panels, M across several row tiles, the panels split
+/// between two "threads" at a tile boundary as packedLinear splits them.
+template <typename T> void checkPacked(int64_t M, int64_t N, int64_t K) {
+  std::vector<float> x = randomFloats(size_t(M * K), 31), w = randomFloats(size_t(N * K), 32),
+                     bias = randomFloats(size_t(N), 33), res = randomFloats(size_t(M * N), 34);
+  std::vector<T> wt = stored<T>(w);
+  std::vector<double> wd = widened(wt);
+  int64_t panels = numPanels(N);
+  std::vector<T> packed(size_t(panels * K * kPanel));
+  packPanels(wt.data(), N, K, sizeof(T), packed.data());
+  // The layout: element (k, j) of panel p is W[16p + j, k], zero past N.
+  for (int64_t p = 0; p < panels; ++p)
+    for (int64_t k = 0; k < K; k += 7)
+      for (int64_t j = 0; j < kPanel; ++j) {
+        int64_t n = p * kPanel + j;
+        ASSERT_EQ(toFloat(packed[size_t((p * K + k) * kPanel + j)]),
+                  n < N ? toFloat(wt[size_t(n * K + k)]) : 0.f);
+      }
+  std::vector<float> y(size_t(M * N), -7.f);
+  int64_t units = (panels + kTilePanels - 1) / kTilePanels, mid = units / 2 * kTilePanels;
+  packedRows(x.data(), M, K, packed.data(), N, bias.data(), res.data(), y.data(), 0, mid);
+  packedRows(x.data(), M, K, packed.data(), N, bias.data(), res.data(), y.data(), mid, panels);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      double want = bias[size_t(n)] + res[size_t(m * N + n)], mag = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        want += double(x[size_t(m * K + k)]) * wd[size_t(n * K + k)];
+        mag += std::fabs(double(x[size_t(m * K + k)]) * wd[size_t(n * K + k)]);
+      }
+      ASSERT_NEAR(y[size_t(m * N + n)], want, 1e-6 * (mag + 1)) << m << "," << n;
+    }
+}
+
+TEST(ModelKernels, PackedLinearMatchesFloat64) {
+  REQUIRE_TARGET();
+  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 70, 131}, {2, 48, 64},
+                         {5, 37, 19}, {13, 90, 77}, {30, 16, 33}}) {
+    checkPacked<float>(m, n, k);
+    checkPacked<Half>(m, n, k);
+    checkPacked<Bf16>(m, n, k);
   }
 }
 

@@ -16,6 +16,7 @@
 #include "dialects/LLM/IR/ShapeInference.h"
 #include "passes/BuildHelpers.h"
 #include "passes/KernelBridge.h"
+#include "runtime/src/model/kernels/Packed.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
@@ -258,20 +259,41 @@ private:
   llvm::Error emitBlock(Block &block, CpuModel::Entry &stats, int depth);
   llvm::Error emitOp(Operation *op, CpuModel::Entry &stats, int depth);
   llvm::Expected<int> weightIndex(ElementsAttr attr);
+  /// The weight [N, K] of a linear layer, stored in the kernels' column
+  /// panels (runtime/src/model/kernels/Packed.h) as [panels, K, 16].
+  llvm::Expected<int> packedWeightIndex(ElementsAttr attr);
+  /// Where `bytes` lie in weights.bin (equal bytes are stored once).
+  size_t storeBlob(llvm::StringRef bytes);
   llvm::Expected<int> attrIndex(Operation *op);
   int kernelIndex(llvm::StringRef name);
   std::string newName() { return "v" + std::to_string(counter++); }
   std::string indent(int depth) const { return std::string(size_t(2 * depth), ' '); }
-  /// "&v3" or "nullptr" for an operand.
-  std::string operandPtr(Value v) const {
-    auto it = names.find(v);
-    return it == names.end() || it->second.empty() ? "nullptr" : "&" + it->second;
+  /// A constant's name until something reads it as it is: "\x01<i>" for
+  /// lazyConstants[i]. Read, it goes into weights.bin (so a weight only the
+  /// packed kernel reads is stored only packed).
+  std::string resolve(const std::string &name) {
+    if (name.empty() || name[0] != '\x01')
+      return name;
+    auto w = weightIndex(lazyConstants[std::stoul(name.substr(1))]);
+    if (!w) {
+      if (!deferredError)
+        deferredError = w.takeError();
+      else
+        llvm::consumeError(w.takeError());
+      return "m.w[0]";
+    }
+    return llvm::formatv("m.w[{0}]", *w).str();
   }
-  llvm::Expected<std::string> operandRef(Operation *op, Value v) const {
+  /// "&v3" or "nullptr" for an operand.
+  std::string operandPtr(Value v) {
+    auto it = names.find(v);
+    return it == names.end() || it->second.empty() ? "nullptr" : "&" + resolve(it->second);
+  }
+  llvm::Expected<std::string> operandRef(Operation *op, Value v) {
     auto it = names.find(v);
     if (it == names.end() || it->second.empty())
       return makeError(nodeName(op) + ": an operand has no value");
-    return it->second;
+    return resolve(it->second);
   }
 
   ModuleOp module;
@@ -279,7 +301,9 @@ private:
   std::string body;    // the entry functions
   std::string init;    // Model::init's statements
   llvm::DenseMap<Value, std::string> names;
-  llvm::DenseMap<Attribute, int> weights;
+  llvm::DenseMap<Attribute, int> weights, packedWeights;
+  std::vector<ElementsAttr> lazyConstants;
+  llvm::Error deferredError = llvm::Error::success();
   llvm::DenseSet<Operation *> folded; // emitted as part of an earlier statement
   llvm::DenseMap<uint64_t, SmallVector<size_t, 1>> blobsByHash; // weights.bin offsets
   llvm::DenseMap<Attribute, int> attrs;
@@ -293,30 +317,50 @@ llvm::Expected<int> Emitter::weightIndex(ElementsAttr attr) {
   auto t = constantTensor(attr);
   if (!t)
     return t.takeError();
-  // Equal bytes are stored once: every entry point's fusion makes its own
-  // merged QKV and gate/up weights, with the same contents.
-  llvm::StringRef bytes(static_cast<const char *>(t->raw()), t->bytes());
-  uint64_t hash = llvm::xxh3_64bits(bytes);
-  std::optional<size_t> found;
-  for (size_t candidate : blobsByHash[hash])
-    if (model.weights.size() >= candidate + bytes.size() &&
-        llvm::StringRef(model.weights.data() + candidate, bytes.size()) == bytes)
-      found = candidate;
-  size_t offset;
-  if (found) {
-    offset = *found;
-  } else {
-    offset = (model.weights.size() + 63) / 64 * 64;
-    model.weights.resize(offset + t->bytes(), 0);
-    if (t->bytes())
-      std::memcpy(model.weights.data() + offset, t->raw(), t->bytes());
-    blobsByHash[hash].push_back(offset);
-  }
+  size_t offset = storeBlob(llvm::StringRef(static_cast<const char *>(t->raw()), t->bytes()));
   int index = numWeights++;
   init += llvm::formatv("  w[{0}] = weight({1}, {2}, {3});\n", index, dtypeExpr(t->dtype()),
                         shapeExpr(t->shape()), offset)
               .str();
   weights[attr] = index;
+  return index;
+}
+
+size_t Emitter::storeBlob(llvm::StringRef bytes) {
+  // Equal bytes are stored once: every entry point's fusion makes its own
+  // merged QKV and gate/up weights, with the same contents.
+  uint64_t hash = llvm::xxh3_64bits(bytes);
+  for (size_t candidate : blobsByHash[hash])
+    if (model.weights.size() >= candidate + bytes.size() &&
+        llvm::StringRef(model.weights.data() + candidate, bytes.size()) == bytes)
+      return candidate;
+  size_t offset = (model.weights.size() + 63) / 64 * 64;
+  model.weights.resize(offset + bytes.size(), 0);
+  if (!bytes.empty())
+    std::memcpy(model.weights.data() + offset, bytes.data(), bytes.size());
+  blobsByHash[hash].push_back(offset);
+  return offset;
+}
+
+llvm::Expected<int> Emitter::packedWeightIndex(ElementsAttr attr) {
+  if (auto it = packedWeights.find(attr); it != packedWeights.end())
+    return it->second;
+  auto t = constantTensor(attr);
+  if (!t)
+    return t.takeError();
+  if (t->rank() != 2)
+    return makeError("a packed linear weight must be 2-D, got " + t->describe());
+  int64_t n = t->dim(0), k = t->dim(1), panels = ::llmc::model::kernels::numPanels(n);
+  size_t elem = cpu::storageSize(t->dtype());
+  std::vector<char> packed(size_t(panels * k * ::llmc::model::kernels::kPanel) * elem);
+  ::llmc::model::kernels::packPanels(t->raw(), n, k, elem, packed.data());
+  size_t offset = storeBlob(llvm::StringRef(packed.data(), packed.size()));
+  int index = numWeights++;
+  init += llvm::formatv("  w[{0}] = weight({1}, {2}, {3}); // packed [{4}, {5}]\n", index,
+                        dtypeExpr(t->dtype()),
+                        shapeExpr({panels, k, ::llmc::model::kernels::kPanel}), offset, n, k)
+              .str();
+  packedWeights[attr] = index;
   return index;
 }
 
@@ -390,11 +434,9 @@ llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
     auto e = dyn_cast<ElementsAttr>(c.getValue());
     if (!e)
       return makeError(nodeName(op) + ": a constant that is not a tensor");
-    auto w = weightIndex(e);
-    if (!w)
-      return w.takeError();
-    // Referenced where used: no statement.
-    names[c.getResult()] = llvm::formatv("m.w[{0}]", *w).str();
+    // Referenced where used (and only then stored): no statement.
+    lazyConstants.push_back(e);
+    names[c.getResult()] = "\x01" + std::to_string(lazyConstants.size() - 1);
     return llvm::Error::success();
   }
   if (isa<NoneOp>(op)) {
@@ -568,11 +610,8 @@ llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
     // already computed folded into its epilogue (computed in f32, rounded
     // once).
     auto x = operandRef(op, lin.getX());
-    auto w = operandRef(op, lin.getWeight());
     if (!x)
       return x.takeError();
-    if (!w)
-      return w.takeError();
     Operation *add = nullptr;
     Value residual;
     Type element = getElementTypeOrSelf(lin.getType());
@@ -599,6 +638,37 @@ llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
       names[add->getResult(0)] = v;
       folded.insert(add);
     }
+    // A constant f32/f16/bf16 weight with x, bias and result of its type:
+    // the packed kernel over weights stored in its panels.
+    auto wType = dyn_cast<RankedTensorType>(lin.getWeight().getType());
+    auto xType = dyn_cast<RankedTensorType>(lin.getX().getType());
+    ElementsAttr wAttr;
+    if (auto c = outside(lin.getWeight()).getDefiningOp<ConstantOp>())
+      wAttr = dyn_cast<ElementsAttr>(c.getValue());
+    Value bias = lin.getBias();
+    bool hasBias = bias && !isa<NoneType>(bias.getType());
+    if (wAttr && wType && xType && wType.hasStaticShape() && xType.hasStaticShape() &&
+        wType.getRank() == 2 && xType.getRank() >= 1 &&
+        xType.getShape().back() == wType.getDimSize(1) &&
+        wType.getElementType() == element && xType.getElementType() == element &&
+        (!hasBias || getElementTypeOrSelf(bias.getType()) == element)) {
+      auto packed = packedWeightIndex(wAttr);
+      if (!packed)
+        return packed.takeError();
+      body += llvm::formatv("{0}Tensor {1}; // linear{2} -> {3}\n", in, v,
+                            add ? " + residual" : "", describeType(lin.getType()))
+                  .str();
+      body += llvm::formatv("{0}LLMC_TRY(packedLinear(m, {1}, {2}, m.w[{3}], {4}, {5}, {6}, {7}));\n",
+                            in, quote(nodeName(op)), *x, *packed, wType.getDimSize(0),
+                            hasBias ? operandPtr(bias) : "nullptr",
+                            add ? operandPtr(residual) : "nullptr", v)
+                  .str();
+      stats.kernelCalls += depth == 1;
+      return llvm::Error::success();
+    }
+    auto w = operandRef(op, lin.getWeight());
+    if (!w)
+      return w.takeError();
     body += llvm::formatv("{0}Tensor {1}; // linear{2} -> {3}\n", in, v, add ? " + residual" : "",
                           describeType(lin.getType()))
                 .str();
@@ -780,6 +850,8 @@ llvm::Expected<CpuModel> Emitter::run(llvm::StringRef version) {
   for (func::FuncOp f : funcs)
     if (llvm::Error e = emitFunction(f))
       return std::move(e);
+  if (deferredError)
+    return std::move(deferredError);
   if (llvm::none_of(model.entries, [](const CpuModel::Entry &e) { return e.decode; }))
     return makeError("the module has no decode entry point");
   model.weights.resize((model.weights.size() + 63) / 64 * 64, 0);

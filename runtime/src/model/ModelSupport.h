@@ -17,6 +17,7 @@
 #include "runtime/src/cpu/Kernel.h"
 #include "runtime/src/model/kernels/Decode.h"
 #include "runtime/src/model/kernels/Gemv.h"
+#include "runtime/src/model/kernels/Packed.h"
 #include "runtime/src/model/kernels/Pointwise.h"
 
 #include <algorithm>
@@ -118,6 +119,14 @@ Status cacheUpdate(const Tensor &cache, const Tensor &rows, const Tensor &pos, T
 inline Status linear(const Context &ctx, const KernelEntry *reference, const char *opName,
                      const Tensor &x, const Tensor &w, const Tensor *bias, const Tensor *residual,
                      Tensor &out);
+
+/// llm.linear over a weight llmc compile packed into column panels
+/// (kernels/Packed.h; `packed` is [panels, K, 16], `n` the real N): the
+/// panel kernel for every shape, decode and prefill alike. x, bias,
+/// residual and the result have the weight's type (f32, f16 or bf16).
+inline Status packedLinear(const Context &ctx, const char *opName, const Tensor &x,
+                           const Tensor &packed, int64_t n, const Tensor *bias,
+                           const Tensor *residual, Tensor &out);
 
 /// llm.rope (f32 with in-range positions: the template; else the reference
 /// kernel, which also reports bad positions).
@@ -487,6 +496,52 @@ inline Status cast(const Context &ctx, const KernelEntry *reference, const char 
       return Status::ok();
   }
   return call(ctx, reference, opName, inputs, attrs, outputs, unwanted);
+}
+
+
+inline Status packedLinear(const Context &ctx, const char *opName, const Tensor &x,
+                           const Tensor &packed, int64_t n, const Tensor *bias,
+                           const Tensor *residual, Tensor &out) {
+  Context::Timer timer(ctx, "linear");
+  DType type = packed.dtype();
+  int64_t k = packed.rank() == 3 ? packed.dim(1) : -1;
+  if (k <= 0 || packed.dim(2) != kernels::kPanel || packed.dim(0) != kernels::numPanels(n) ||
+      x.dtype() != type || x.rank() < 1 || x.dim(x.rank() - 1) != k ||
+      (bias && (bias->dtype() != type || bias->numel() != n)))
+    return Status::error(std::string(opName) + ": x " + x.describe() + " and bias " +
+                         (bias ? bias->describe() : std::string("none")) +
+                         " do not fit the packed weight " + packed.describe() + " of " +
+                         std::to_string(n) + " columns");
+  int64_t m = x.numel() / k;
+  Shape shape = x.shape();
+  shape.back() = n;
+  if (residual && (residual->dtype() != type || residual->shape() != shape))
+    return Status::error(std::string(opName) + ": the residual " + residual->describe() +
+                         " does not match the output");
+  LLMC_TRY(Tensor::allocate(type, shape, out));
+  std::vector<float> xs, bs, rs, ys;
+  const float *px = asF32(x, xs);
+  const float *pb = bias ? asF32(*bias, bs) : nullptr;
+  const float *pr = residual ? asF32(*residual, rs) : nullptr;
+  float *py = f32Target(out, ys);
+  // Units of a register tile's panels; a contiguous range of them per thread.
+  int64_t panels = packed.dim(0);
+  int64_t units = (panels + kernels::kTilePanels - 1) / kernels::kTilePanels;
+  int64_t threads = int64_t(ctx.pool->size());
+  int64_t grain = std::max<int64_t>(1, (units + threads - 1) / threads);
+  bool known = withFloatType(type, [&](auto *tag) {
+    using T = std::remove_const_t<std::remove_pointer_t<decltype(tag)>>;
+    const T *pw = packed.data<T>();
+    ctx.pool->parallelFor(units, grain, [&](int64_t u0, int64_t u1) {
+      kernels::packedRows(px, m, k, pw, n, pb, pr, py, u0 * kernels::kTilePanels,
+                          std::min(panels, u1 * kernels::kTilePanels));
+    });
+  });
+  if (!known)
+    return Status::error(std::string(opName) + ": packed weights of " +
+                         cpu::dtypeName(type) + " are not supported");
+  finishF32(out, ys);
+  return Status::ok();
 }
 
 } // namespace llmc::model

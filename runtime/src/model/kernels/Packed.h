@@ -1,0 +1,168 @@
+//===- Packed.h - linear layers over weights packed in column panels ------===//
+//
+// llmc compile stores the [N, K] weight of a linear layer as panels of
+// kPanel = 16 output columns: panel p is [K][16], element (k, j) being
+// W[16p + j, k] (zero past N). One layout serves both shapes of the work:
+//
+// - decode (a few rows of x): each panel is one contiguous stream that the
+//   loop reads once, a broadcast x[m, k] times a vector of the panel row per
+//   FMA, no horizontal sums, with a software prefetch ahead of the stream;
+// - prefill (many rows of x): the same loop is an outer-product micro-kernel,
+//   an MR x (P x 16) tile of accumulators in registers (12 x 32 with
+//   AVX-512's 32 registers, 6 x 16 with AVX2's 16) updated by P panel
+//   vectors and MR broadcasts per k, so each load feeds several FMAs and the
+//   loop is bound by FMA throughput rather than loads.
+//
+// Weights are f32, Half or Bf16 (widened as loaded); x, bias, residual and y
+// are f32. Header-only: libmodel.so compiles it with the artifact's -march;
+// the compiler uses packPanels to write weights.bin.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_RUNTIME_MODEL_KERNELS_PACKED_H
+#define LLMC_RUNTIME_MODEL_KERNELS_PACKED_H
+
+#include "runtime/src/model/kernels/Vec.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+namespace llmc::model::kernels {
+
+constexpr int64_t kPanel = 16;
+
+inline int64_t numPanels(int64_t n) { return (n + kPanel - 1) / kPanel; }
+
+/// Packs w [N, K] (elements of `elemBytes` bytes) into numPanels(N) x K x
+/// kPanel elements at `out`, zero-filling the columns past N.
+inline void packPanels(const void *w, int64_t N, int64_t K, size_t elemBytes, void *out) {
+  const char *src = static_cast<const char *>(w);
+  char *dst = static_cast<char *>(out);
+  std::memset(dst, 0, size_t(numPanels(N) * K * kPanel) * elemBytes);
+  for (int64_t n = 0; n < N; ++n) {
+    int64_t p = n / kPanel, j = n % kPanel;
+    for (int64_t k = 0; k < K; ++k)
+      std::memcpy(dst + size_t((p * K + k) * kPanel + j) * elemBytes,
+                  src + size_t(n * K + k) * elemBytes, elemBytes);
+  }
+}
+
+/// The register tile: panels per tile (P) and rows of x per tile (MR).
+#if defined(__AVX512F__)
+constexpr int kTilePanels = 2, kTileRows = 12;
+#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+constexpr int kTilePanels = 1, kTileRows = 6;
+#else
+constexpr int kTilePanels = 1, kTileRows = 2;
+#endif
+
+/// Prefetch distance ahead of the panels' stream (as in Gemv.h).
+constexpr int64_t kPanelPrefetch = 4096;
+
+/// out[i][c] = sum_k x[i, k] * panel column c, for R rows of x (stride K)
+/// and P panels starting at `b` (each K x kPanel).
+template <int R, int P, typename T>
+void panelTile(const float *x, int64_t K, const T *b, float (&out)[kTileRows][kTilePanels * kPanel]) {
+  constexpr int L = VecF::kLanes;
+  constexpr int V = int(kPanel) / L; // vectors per panel row
+  // The tile lives in registers only if every loop over it is unrolled.
+  VecF acc[R][P * V];
+#pragma GCC unroll 16
+  for (int i = 0; i < R; ++i)
+#pragma GCC unroll 32
+    for (int j = 0; j < P * V; ++j)
+      acc[i][j] = VecF::zero();
+  // Each panel is a stream reading rowBytes per k; prefetch each stream's
+  // line kPanelPrefetch bytes ahead whenever it starts a new line.
+  constexpr int64_t rowBytes = kPanel * int64_t(sizeof(T));
+  constexpr int64_t kPerLine = rowBytes >= 64 ? 1 : 64 / rowBytes;
+  const char *start = reinterpret_cast<const char *>(b) + kPanelPrefetch;
+  for (int64_t k = 0; k < K; ++k) {
+    if (k % kPerLine == 0) {
+#pragma GCC unroll 4
+      for (int p = 0; p < P; ++p)
+        prefetchLine(start + (p * K + k) * rowBytes);
+    }
+    VecF bv[P * V];
+#pragma GCC unroll 4
+    for (int p = 0; p < P; ++p)
+#pragma GCC unroll 16
+      for (int v = 0; v < V; ++v)
+        bv[p * V + v] = VecF::load(b + (p * K + k) * kPanel + v * L);
+#pragma GCC unroll 16
+    for (int i = 0; i < R; ++i) {
+      VecF a = VecF::splat(x[i * K + k]);
+#pragma GCC unroll 32
+      for (int j = 0; j < P * V; ++j)
+        acc[i][j] = VecF::fma(a, bv[j], acc[i][j]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < R; ++i)
+#pragma GCC unroll 32
+    for (int j = 0; j < P * V; ++j)
+      acc[i][j].store(&out[i][j * L]);
+}
+
+template <int P, typename T>
+void panelTileRows(int rows, const float *x, int64_t K, const T *b,
+                   float (&out)[kTileRows][kTilePanels * kPanel]) {
+  switch (rows) {
+#define LLMC_TILE_CASE(r)                                                                          \
+  case r:                                                                                          \
+    if constexpr (r <= kTileRows)                                                                  \
+      panelTile<r, P>(x, K, b, out);                                                               \
+    break;
+    LLMC_TILE_CASE(1)
+    LLMC_TILE_CASE(2)
+    LLMC_TILE_CASE(3)
+    LLMC_TILE_CASE(4)
+    LLMC_TILE_CASE(5)
+    LLMC_TILE_CASE(6)
+    LLMC_TILE_CASE(7)
+    LLMC_TILE_CASE(8)
+    LLMC_TILE_CASE(9)
+    LLMC_TILE_CASE(10)
+    LLMC_TILE_CASE(11)
+    LLMC_TILE_CASE(12)
+#undef LLMC_TILE_CASE
+  default:
+    break;
+  }
+}
+
+/// y[m, n] = x[m, :] . W[n, :] (+ bias[n]) (+ residual[m, n]) for every m <
+/// M and the columns of panels [p0, p1) (n < N), W packed by packPanels.
+template <typename T>
+void packedRows(const float *x, int64_t M, int64_t K, const T *packed, int64_t N,
+                const float *bias, const float *residual, float *y, int64_t p0, int64_t p1) {
+  float tile[kTileRows][kTilePanels * kPanel];
+  for (int64_t p = p0; p < p1; p += kTilePanels) {
+    int64_t panels = std::min<int64_t>(kTilePanels, p1 - p);
+    const T *b = packed + p * K * kPanel;
+    for (int64_t m = 0; m < M; m += kTileRows) {
+      int rows = int(std::min<int64_t>(kTileRows, M - m));
+      if (panels == kTilePanels)
+        panelTileRows<kTilePanels>(rows, x + m * K, K, b, tile);
+      else
+        panelTileRows<1>(rows, x + m * K, K, b, tile);
+      int64_t n0 = p * kPanel, n1 = std::min(N, (p + panels) * kPanel);
+      for (int i = 0; i < rows; ++i) {
+        float *yr = y + (m + i) * N;
+        const float *rr = residual ? residual + (m + i) * N : nullptr;
+        for (int64_t n = n0; n < n1; ++n) {
+          float v = tile[i][n - n0];
+          if (bias)
+            v += bias[n];
+          if (rr)
+            v += rr[n];
+          yr[n] = v;
+        }
+      }
+    }
+  }
+}
+
+} // namespace llmc::model::kernels
+
+#endif // LLMC_RUNTIME_MODEL_KERNELS_PACKED_H
