@@ -272,49 +272,80 @@ TEST(ModelKernels, PackedLinearMatchesFloat64) {
   }
 }
 
-/// decodeAttentionHeads against a float64 softmax over the same cache rows.
-template <typename T> void checkDecodeAttention(int64_t window, float softcap) {
-  const int64_t hq = 6, hkv = 2, d = 40, capacity = 23, pos = 17;
-  std::vector<float> q = randomFloats(size_t(hq * d), 21, 2.f);
-  std::vector<T> k = stored<T>(randomFloats(size_t(hkv * capacity * d), 22, 2.f));
-  std::vector<T> v = stored<T>(randomFloats(size_t(hkv * capacity * d), 23));
-  std::vector<float> out(static_cast<size_t>(hq * d)), acc(static_cast<size_t>(d));
-  const float scale = 0.3f;
-  decodeAttentionHeads(q.data(), k.data(), v.data(), out.data(), 0, 0, hq, hq, hkv, d, d,
-                       capacity, pos, window, scale, softcap, acc.data());
-  for (int64_t h = 0; h < hq; ++h) {
-    int64_t kh = h / (hq / hkv);
-    int64_t lo = window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0;
-    std::vector<double> s;
-    double mx = -INFINITY;
-    for (int64_t j = lo; j <= pos; ++j) {
-      double dot = 0;
-      for (int64_t i = 0; i < d; ++i)
-        dot += double(q[size_t(h * d + i)]) * toFloat(k[size_t((kh * capacity + j) * d + i)]);
-      dot *= scale;
-      if (softcap > 0)
-        dot = softcap * std::tanh(dot / softcap);
-      s.push_back(dot);
-      mx = std::max(mx, dot);
-    }
-    double total = 0;
-    for (double &e : s)
-      total += (e = std::exp(e - mx));
-    for (int64_t i = 0; i < d; ++i) {
-      double want = 0;
-      for (int64_t j = lo; j <= pos; ++j)
-        want += s[size_t(j - lo)] / total * toFloat(v[size_t((kh * capacity + j) * d + i)]);
-      EXPECT_NEAR(out[size_t(h * d + i)], want, 2e-6) << h << "," << i;
-    }
+/// softmax(scale q.k_j (softcapped)) . v_j over keys lo .. hi, in float64.
+template <typename T>
+std::vector<double> attendReference(const float *q, const T *kh, const T *vh, int64_t d,
+                                    int64_t lo, int64_t hi, float scale, float softcap) {
+  std::vector<double> s, out(size_t(d), 0.0);
+  double mx = -INFINITY, total = 0;
+  for (int64_t j = lo; j <= hi; ++j) {
+    double dot = 0;
+    for (int64_t i = 0; i < d; ++i)
+      dot += double(q[i]) * toFloat(kh[j * d + i]);
+    dot *= scale;
+    if (softcap > 0)
+      dot = softcap * std::tanh(dot / softcap);
+    s.push_back(dot);
+    mx = std::max(mx, dot);
   }
+  for (double &e : s)
+    total += (e = std::exp(e - mx));
+  for (int64_t j = lo; j <= hi; ++j)
+    for (int64_t i = 0; i < d; ++i)
+      out[size_t(i)] += s[size_t(j - lo)] / total * toFloat(vh[j * d + i]);
+  return out;
 }
 
-TEST(ModelKernels, DecodeAttentionMatchesFloat64) {
+/// decodeAttentionHeads and prefillAttentionRows against attendReference,
+/// over a GQA cache (6 query heads, 2 kv heads) of two sequences.
+template <typename T> void checkAttention(int64_t window, float softcap, bool causal) {
+  const int64_t b = 2, hq = 6, hkv = 2, d = 40, capacity = 23, pos = 9, s = 5;
+  const float scale = 0.3f;
+  std::vector<T> k = stored<T>(randomFloats(size_t(b * hkv * capacity * d), 22, 2.f));
+  std::vector<T> v = stored<T>(randomFloats(size_t(b * hkv * capacity * d), 23));
+  auto head = [&](const std::vector<T> &c, int64_t bi, int64_t h) {
+    return c.data() + (bi * hkv + h / (hq / hkv)) * capacity * d;
+  };
+  std::vector<float> scratch(capacity);
+  // Decode: one query per sequence at pos.
+  std::vector<float> q = randomFloats(size_t(b * hq * d), 21, 2.f), out(size_t(b * hq * d));
+  for (int64_t bi = 0; bi < b; ++bi)
+    decodeAttentionHeads(q.data(), k.data(), v.data(), out.data(), bi, 0, hq, hq, hkv, d, d,
+                         capacity, pos, window, scale, softcap, scratch.data());
+  int64_t lo = window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0;
+  for (int64_t bi = 0; bi < b; ++bi)
+    for (int64_t h = 0; h < hq; ++h) {
+      std::vector<double> want = attendReference(q.data() + (bi * hq + h) * d, head(k, bi, h),
+                                                 head(v, bi, h), d, lo, pos, scale, softcap);
+      for (int64_t i = 0; i < d; ++i)
+        EXPECT_NEAR(out[size_t((bi * hq + h) * d + i)], want[size_t(i)], 2e-6) << h << "," << i;
+    }
+  // Prefill: s queries at pos .. pos + s - 1, rows split in two ranges.
+  std::vector<float> qp = randomFloats(size_t(b * s * hq * d), 24, 2.f), op(qp.size(), -9.f);
+  int64_t rows = b * hq * s;
+  for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, 7}, {7, rows}})
+    prefillAttentionRows(qp.data(), k.data(), v.data(), op.data(), s, hq, hkv, d, d, capacity,
+                         pos, causal, window, scale, softcap, r0, r1, scratch.data());
+  for (int64_t bi = 0; bi < b; ++bi)
+    for (int64_t i = 0; i < s; ++i)
+      for (int64_t h = 0; h < hq; ++h) {
+        int64_t p = pos + i, hi = causal ? p : pos + s - 1;
+        int64_t from = window > 0 ? std::max<int64_t>(0, p - window + 1) : 0;
+        size_t at = size_t(((bi * s + i) * hq + h) * d);
+        std::vector<double> want = attendReference(qp.data() + at, head(k, bi, h),
+                                                   head(v, bi, h), d, from, hi, scale, softcap);
+        for (int64_t t = 0; t < d; ++t)
+          EXPECT_NEAR(op[at + size_t(t)], want[size_t(t)], 2e-6) << i << "," << h << "," << t;
+      }
+}
+
+TEST(ModelKernels, AttentionOverTheCacheMatchesFloat64) {
   REQUIRE_TARGET();
-  checkDecodeAttention<float>(0, 0.f);
-  checkDecodeAttention<Half>(0, 0.f);
-  checkDecodeAttention<Bf16>(5, 0.f);
-  checkDecodeAttention<float>(0, 4.f);
+  checkAttention<float>(0, 0.f, true);
+  checkAttention<Half>(0, 0.f, true);
+  checkAttention<Bf16>(4, 0.f, true);
+  checkAttention<float>(0, 4.f, true);
+  checkAttention<float>(0, 0.f, false);
 }
 
 } // namespace

@@ -187,10 +187,15 @@ bool mayChange(Value v) {
   return isa<BlockArgument>(v) || v.getDefiningOp<CacheUpdateOp>() || cacheSource(v) != v;
 }
 
-/// The element offset of an onnx.slice whose result is one contiguous
-/// range of its (static) input: steps of 1, every axis before the first
-/// sliced one of extent 1 in the result, every axis after it whole.
-std::optional<int64_t> contiguousSliceOffset(Operation *op) {
+/// An onnx.slice (static shapes, steps of 1) whose result is `count`
+/// segments of `len` elements of its input, segment c starting at element
+/// base + c * stride: one sliced axis, every axis after it whole. count 1 is
+/// one contiguous range (a view).
+struct SliceSegments {
+  int64_t base = 0, count = 1, stride = 0, len = 0;
+};
+
+std::optional<SliceSegments> sliceSegments(Operation *op) {
   if (op->getNumOperands() < 3 || op->getNumOperands() > 5)
     return std::nullopt;
   auto in = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
@@ -221,26 +226,31 @@ std::optional<int64_t> contiguousSliceOffset(Operation *op) {
     int64_t d = in.getDimSize(axis);
     begin[axis] = std::clamp<int64_t>(s < 0 ? s + d : s, 0, d);
   }
-  int64_t first = 0;
-  while (first < rank && out.getDimSize(first) == in.getDimSize(first))
-    ++first;
-  int64_t offset = 0, stride = 1;
-  for (int64_t axis = rank - 1; axis >= 0; --axis) {
-    int64_t d = in.getDimSize(axis), o = out.getDimSize(axis);
-    if (begin[axis] + o > d)
+  // The sliced axis: the first whose extent changes (none: the whole input).
+  int64_t axis = 0;
+  while (axis < rank && out.getDimSize(axis) == in.getDimSize(axis))
+    ++axis;
+  for (int64_t a = 0; a < rank; ++a) {
+    int64_t d = in.getDimSize(a), o = out.getDimSize(a);
+    if (a == axis ? begin[a] + o > d : begin[a] != 0 || o != d)
       return std::nullopt;
-    if (axis > first && (o != d || begin[axis] != 0))
-      return std::nullopt;
-    if (axis < first && o != 1 && begin[axis] != 0)
-      return std::nullopt;
-    offset += begin[axis] * stride;
-    stride *= d;
   }
-  // Axes before `first` are whole in the result; they must be 1 for one range.
-  for (int64_t axis = 0; axis < first && first < rank; ++axis)
-    if (out.getDimSize(axis) != 1)
-      return std::nullopt;
-  return offset;
+  SliceSegments seg;
+  int64_t inner = 1;
+  for (int64_t a = axis + 1; a < rank; ++a)
+    inner *= in.getDimSize(a);
+  for (int64_t a = 0; a < axis; ++a)
+    seg.count *= in.getDimSize(a);
+  if (axis == rank) {
+    seg.len = in.getNumElements();
+    return seg;
+  }
+  seg.base = begin[axis] * inner;
+  seg.stride = in.getDimSize(axis) * inner;
+  seg.len = out.getDimSize(axis) * inner;
+  if (seg.count > 1 && seg.len == seg.stride) // whole rows after all
+    seg.len *= seg.count, seg.stride *= seg.count, seg.count = 1;
+  return seg;
 }
 
 bool isStatic(Type t) {
@@ -458,20 +468,33 @@ llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
     stats.views += depth == 1;
     return llvm::Error::success();
   }
-  // A slice that is one contiguous range of its input: a view from its offset.
-  if (name == "onnx.slice" && !mayChange(op->getOperand(0))) {
-    if (std::optional<int64_t> offset = contiguousSliceOffset(op)) {
+  // A slice of segments of its input: a view when it is one contiguous
+  // range, else a copy of each segment.
+  if (name == "onnx.slice") {
+    if (std::optional<SliceSegments> seg = sliceSegments(op);
+        seg && (seg->count > 1 || !mayChange(op->getOperand(0)))) {
       auto x = operandRef(op, op->getOperand(0));
       if (!x)
         return x.takeError();
       std::string v = newName();
-      body += llvm::formatv("{0}Tensor {1}; // onnx.slice (a view) -> {2}\n"
-                            "{0}LLMC_TRY({3}.slice({4}, {5}, {1}));\n",
-                            in, v, describeType(op->getResult(0).getType()), *x, *offset,
-                            shapeExpr(cast<RankedTensorType>(op->getResult(0).getType()).getShape()))
-                  .str();
+      std::string shape =
+          shapeExpr(cast<RankedTensorType>(op->getResult(0).getType()).getShape());
+      if (seg->count == 1) {
+        body += llvm::formatv("{0}Tensor {1}; // onnx.slice (a view) -> {2}\n"
+                              "{0}LLMC_TRY({3}.slice({4}, {5}, {1}));\n",
+                              in, v, describeType(op->getResult(0).getType()), *x, seg->base,
+                              shape)
+                    .str();
+        stats.views += depth == 1;
+      } else {
+        body += llvm::formatv("{0}Tensor {1}; // onnx.slice -> {2}\n"
+                              "{0}LLMC_TRY(sliceCopy({3}, {4}, {5}, {6}, {7}, {8}, {1}));\n",
+                              in, v, describeType(op->getResult(0).getType()), *x, seg->base,
+                              seg->count, seg->stride, seg->len, shape)
+                    .str();
+        stats.kernelCalls += depth == 1;
+      }
       names[op->getResult(0)] = v;
-      stats.views += depth == 1;
       return llvm::Error::success();
     }
   }
@@ -711,6 +734,7 @@ llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
                      .Case("rms_norm", "rmsNorm")
                      .Case("swiglu", "swiglu")
                      .Case("onnx.cast", "cast")
+                     .Case("flash_attention", "flashAttention")
                      .Default("call");
   body += llvm::formatv("{0}LLMC_TRY({7}(m, m.k[{1}], {2}, {{{3}}, {4}, {{{5}}{6}));\n", in, k,
                         quote(nodeName(op)), llvm::join(inputs, ", "),

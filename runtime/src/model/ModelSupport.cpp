@@ -136,6 +136,24 @@ Status cacheUpdate(const Tensor &cache, const Tensor &rows, const Tensor &pos, T
   return Status::ok();
 }
 
+Status sliceCopy(const Tensor &x, int64_t base, int64_t count, int64_t stride, int64_t len,
+                 Shape shape, Tensor &out) {
+  if (base < 0 || count < 1 || len < 0 || stride < len ||
+      base + (count - 1) * stride + len > x.numel() || cpu::numElements(shape) != count * len)
+    return Status::error("a slice of " + std::to_string(count) + " x " + std::to_string(len) +
+                         " elements from " + std::to_string(base) + " (stride " +
+                         std::to_string(stride) + ") does not fit " + x.describe() + " or " +
+                         cpu::shapeString(shape));
+  LLMC_TRY(Tensor::allocate(x.dtype(), std::move(shape), out));
+  size_t elem = cpu::storageSize(x.dtype());
+  const char *src = static_cast<const char *>(x.raw());
+  char *dst = static_cast<char *>(out.mutableRaw());
+  for (int64_t c = 0; c < count; ++c)
+    std::memcpy(dst + size_t(c * len) * elem, src + size_t(base + c * stride) * elem,
+                size_t(len) * elem);
+  return Status::ok();
+}
+
 Status narrowTokens(const Tensor &tokens, Tensor &out) {
   LLMC_TRY(Tensor::allocate(DType::Int32, tokens.shape(), out));
   const int64_t *src = tokens.data<int64_t>();

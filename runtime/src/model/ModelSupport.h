@@ -155,6 +155,20 @@ inline Status cast(const Context &ctx, const KernelEntry *reference, const char 
                    std::initializer_list<const Tensor *> inputs, const Attributes *attrs,
                    std::initializer_list<Tensor *> outputs, uint64_t unwanted = 0);
 
+/// llm.flash_attention (prefill over the cache) with `call`'s signature:
+/// q, caches of one f32/f16/bf16 type and positions that fit the cache go
+/// through kernels::prefillAttentionRows, anything else the reference kernel.
+inline Status flashAttention(const Context &ctx, const KernelEntry *reference,
+                             const char *opName, std::initializer_list<const Tensor *> inputs,
+                             const Attributes *attrs, std::initializer_list<Tensor *> outputs,
+                             uint64_t unwanted = 0);
+
+/// A slice of `count` segments of `len` elements of x, segment c from
+/// element base + c * stride, as a new tensor of `shape` (what llmc compile
+/// emits for a strided onnx.slice; an error when a segment leaves x).
+Status sliceCopy(const Tensor &x, int64_t base, int64_t count, int64_t stride, int64_t len,
+                 Shape shape, Tensor &out);
+
 /// i64 token ids as the i32 a model takes (ids beyond i32 are an error).
 Status narrowTokens(const Tensor &tokens, Tensor &out);
 
@@ -387,11 +401,11 @@ inline Status decodeAttention(const Context &ctx, const KernelEntry *partialRef,
     const float *pq = asF32(q, qs);
     float *po = out.mutableData<float>();
     ctx.pool->parallelFor(b * hq, 1, [&](int64_t r0, int64_t r1) {
-      std::vector<float> acc(static_cast<size_t>(dv));
+      std::vector<float> scratch(static_cast<size_t>(p + 1));
       for (int64_t r = r0; r < r1; ++r) {
         auto run = [&](auto *pk, auto *pv) {
           kernels::decodeAttentionHeads(pq, pk, pv, po, r / hq, r % hq, r % hq + 1, hq, hkv, d,
-                                        dv, capacity, p, window, scale, softcap, acc.data());
+                                        dv, capacity, p, window, scale, softcap, scratch.data());
         };
         if (type == DType::Float)
           run(k.data<float>(), v.data<float>());
@@ -542,6 +556,53 @@ inline Status packedLinear(const Context &ctx, const char *opName, const Tensor 
                          cpu::dtypeName(type) + " are not supported");
   finishF32(out, ys);
   return Status::ok();
+}
+
+
+inline Status flashAttention(const Context &ctx, const KernelEntry *reference,
+                             const char *opName, std::initializer_list<const Tensor *> inputs,
+                             const Attributes *attrs, std::initializer_list<Tensor *> outputs,
+                             uint64_t unwanted) {
+  Context::Timer timer(ctx, "flash_attention");
+  const Tensor *q = inputs.size() == 4 ? inputs.begin()[0] : nullptr;
+  const Tensor *k = q ? inputs.begin()[1] : nullptr, *v = q ? inputs.begin()[2] : nullptr;
+  const Tensor *pos = q ? inputs.begin()[3] : nullptr;
+  Tensor *out = outputs.size() == 1 ? outputs.begin()[0] : nullptr;
+  int64_t hq = attrs ? attrs->getInt("num_heads", -1) : -1;
+  int64_t hkv = attrs ? attrs->getInt("num_kv_heads", -1) : -1;
+  bool fast = out && q && k && v && pos && attrs && attrs->optFloat("scale") &&
+              q->rank() == 4 && k->rank() == 4 && v->rank() == 4 && k->dtype() == q->dtype() &&
+              v->dtype() == q->dtype() && pos->dtype() == DType::Int64 && pos->numel() == 1 &&
+              q->dim(2) == hq && hkv > 0 && hq % hkv == 0 && k->dim(1) == hkv &&
+              v->dim(1) == hkv && k->dim(0) == q->dim(0) && v->dim(0) == q->dim(0) &&
+              k->dim(3) == q->dim(3) && v->dim(2) == k->dim(2);
+  int64_t p = fast ? pos->data<int64_t>()[0] : -1;
+  if (fast && p >= 0 && p + q->dim(1) <= k->dim(2)) {
+    int64_t b = q->dim(0), s = q->dim(1), d = q->dim(3), dv = v->dim(3), capacity = k->dim(2);
+    float scale = float(*attrs->optFloat("scale"));
+    float softcap = float(attrs->getFloat("softcap", 0.0));
+    bool causal = attrs->getInt("causal", 1) != 0;
+    int64_t window = attrs->getInt("window", 0);
+    std::vector<float> qs, os;
+    const float *pq = asF32(*q, qs);
+    bool done = withFloatType(q->dtype(), [&](auto *tag) {
+      using T = std::remove_const_t<std::remove_pointer_t<decltype(tag)>>;
+      if (!Tensor::allocate(q->dtype(), {b, s, hq, dv}, *out))
+        return;
+      float *po = f32Target(*out, os);
+      // One head's rows per chunk: its keys stay in cache across them.
+      ctx.pool->parallelFor(b * hq * s, s, [&](int64_t r0, int64_t r1) {
+        std::vector<float> scratch(static_cast<size_t>(p + s));
+        kernels::prefillAttentionRows(pq, k->data<T>(), v->data<T>(), po, s, hq, hkv, d, dv,
+                                      capacity, p, causal, window, scale, softcap, r0, r1,
+                                      scratch.data());
+      });
+      finishF32(*out, os);
+    });
+    if (done && out->defined() && out->numel() == b * s * hq * dv)
+      return Status::ok();
+  }
+  return call(ctx, reference, opName, inputs, attrs, outputs, unwanted);
 }
 
 } // namespace llmc::model

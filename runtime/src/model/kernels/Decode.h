@@ -1,19 +1,20 @@
-//===- Decode.h - rope and attention over the cache for one new token ------===//
+//===- Decode.h - rope and attention over the static KV cache --------------===//
 //
-// The small kernels of a decode step, in f32, for the emitted models:
+// The attention-side kernels of the emitted models, in f32:
 //
 // rope       x [B, S, N, D] in place of a copy: the first R channels of every
 //            head rotated by the angle tables cos/sin [P, R/2] at each
 //            token's position (pairs (i, i + R/2), or (2i, 2i + 1) when
 //            interleaved); positions [B, S] or [1, S].
-// attention  one query per sequence, q [B, 1, Hq, D] at position `pos`, over
-//            cache rows 0 .. pos (those after pos - window when window > 0)
-//            of k/v [B, Hkv, capacity, D]; query head h reads kv head
-//            h / (Hq / Hkv); scores scale * q.k, softcap * tanh(s / softcap)
-//            when softcap > 0; one online-softmax pass (no score buffer).
-//            Out [B, 1, Hq, Dv]. The same result as llm.decode_attention_
+// attention  a query row over cache rows lo .. hi of k/v [B, Hkv, capacity,
+//            D] (query head h reads kv head h / (Hq / Hkv)); scores scale *
+//            q.k, softcap * tanh(s / softcap) when softcap > 0; softmax over
+//            the row's scores (one row, never the [S, S] matrix), then the
+//            weighted sum of the values. Decode: one query per sequence at
+//            `pos`, keys 0 .. pos (the same result as llm.decode_attention_
 //            partial + llm.attention_combine, which the fusion pass splits
-//            for the split-KV form.
+//            for the split-KV form). Prefill (llm.flash_attention): S
+//            queries at pos .. pos + S - 1, causal or not, with a window.
 //
 // Header-only so libmodel.so compiles them for its -march (the dot products
 // and axpys vectorise).
@@ -22,7 +23,8 @@
 #ifndef LLMC_RUNTIME_MODEL_KERNELS_DECODE_H
 #define LLMC_RUNTIME_MODEL_KERNELS_DECODE_H
 
-#include "runtime/src/model/kernels/Gemv.h" // Half, Bf16, toFloat
+#include "runtime/src/model/kernels/Pointwise.h" // fastExp
+#include "runtime/src/model/kernels/Vec.h"
 
 #include <algorithm>
 #include <cmath>
@@ -93,39 +95,75 @@ template <typename T> void scaleAdd(float *acc, float alpha, float w, const T *v
     acc[i] = acc[i] * alpha + w * toFloat(v[i]);
 }
 
-/// Heads [h0, h1) of sequence bi; `acc` has room for Dv floats. The caches
-/// hold f32, Half or Bf16 (T); q and out are f32.
+/// One query row over keys lo .. hi (inclusive) of one head's cache rows
+/// kh/vh ([capacity, D] / [capacity, Dv], f32, Half or Bf16): scores into
+/// `scores` (room for hi - lo + 1), their softmax (max first, so no
+/// rescaling), out = sum_j w_j v_j / sum_j w_j. An empty range gives zeros.
 template <typename T>
-void decodeAttentionHeads(const float *q, const T *k, const T *v, float *out,
-                                 int64_t bi, int64_t h0, int64_t h1, int64_t hq, int64_t hkv,
-                                 int64_t d, int64_t dv, int64_t capacity, int64_t pos,
-                                 int64_t window, float scale, float softcap, float *acc) {
+void attendRow(const float *q, const T *kh, const T *vh, int64_t d, int64_t dv, int64_t lo,
+               int64_t hi, float scale, float softcap, float *scores, float *out) {
+  std::fill(out, out + dv, 0.f);
+  if (hi < lo)
+    return;
+  int64_t n = hi - lo + 1;
+  float m = -INFINITY;
+  for (int64_t j = 0; j < n; ++j) {
+    float s = dot(q, kh + (lo + j) * d, d) * scale;
+    if (softcap > 0)
+      s = softcap * std::tanh(s / softcap);
+    scores[j] = s;
+    m = std::max(m, s);
+  }
+  float l = 0;
+#pragma omp simd reduction(+ : l)
+  for (int64_t j = 0; j < n; ++j) {
+    scores[j] = fastExp(scores[j] - m);
+    l += scores[j];
+  }
+  for (int64_t j = 0; j < n; ++j)
+    scaleAdd(out, 1.f, scores[j], vh + (lo + j) * dv, dv);
+  float inv = 1.f / l;
+  for (int64_t t = 0; t < dv; ++t)
+    out[t] *= inv;
+}
+
+/// Heads [h0, h1) of sequence bi at position `pos` (one query each): keys
+/// 0 .. pos, or pos - window + 1 .. pos when window > 0. `scratch` has room
+/// for pos + 1 floats. The caches hold f32, Half or Bf16 (T); q and out f32.
+template <typename T>
+void decodeAttentionHeads(const float *q, const T *k, const T *v, float *out, int64_t bi,
+                          int64_t h0, int64_t h1, int64_t hq, int64_t hkv, int64_t d, int64_t dv,
+                          int64_t capacity, int64_t pos, int64_t window, float scale,
+                          float softcap, float *scratch) {
   int64_t group = hq / hkv;
   int64_t lo = window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0;
   for (int64_t h = h0; h < h1; ++h) {
     int64_t hk = h / group;
-    const float *qh = q + (bi * hq + h) * d;
-    const T *kh = k + (bi * hkv + hk) * capacity * d;
-    const T *vh = v + (bi * hkv + hk) * capacity * dv;
-    float m = -INFINITY, l = 0;
-    std::fill(acc, acc + dv, 0.f);
-    for (int64_t j = lo; j <= pos; ++j) {
-      float s = dot(qh, kh + j * d, d) * scale;
-      if (softcap > 0)
-        s = softcap * std::tanh(s / softcap);
-      float alpha = 1.f;
-      if (s > m) {
-        alpha = m == -INFINITY ? 0.f : std::exp(m - s);
-        l *= alpha;
-        m = s;
-      }
-      float w = std::exp(s - m);
-      l += w;
-      scaleAdd(acc, alpha, w, vh + j * dv, dv);
-    }
-    float *o = out + (bi * hq + h) * dv;
-    for (int64_t t = 0; t < dv; ++t)
-      o[t] = l > 0 ? acc[t] / l : 0.f;
+    attendRow(q + (bi * hq + h) * d, k + (bi * hkv + hk) * capacity * d,
+              v + (bi * hkv + hk) * capacity * dv, d, dv, lo, pos, scale, softcap, scratch,
+              out + (bi * hq + h) * dv);
+  }
+}
+
+/// Prefill attention over the cache: q [B, S, Hq, D] of tokens at positions
+/// pos .. pos + S - 1 (already written to the caches [B, Hkv, capacity, D]),
+/// row r = (bi, h, i) of the rows [r0, r1) ordered by (bi, h, i); query i
+/// sees keys up to pos + i when causal (else up to pos + S - 1), from
+/// pos + i - window + 1 when window > 0. out [B, S, Hq, Dv] f32; `scratch`
+/// has room for pos + S floats. No [S, S] score matrix: one row at a time.
+template <typename T>
+void prefillAttentionRows(const float *q, const T *k, const T *v, float *out, int64_t s,
+                          int64_t hq, int64_t hkv, int64_t d, int64_t dv, int64_t capacity,
+                          int64_t pos, bool causal, int64_t window, float scale, float softcap,
+                          int64_t r0, int64_t r1, float *scratch) {
+  int64_t group = hq / hkv;
+  for (int64_t r = r0; r < r1; ++r) {
+    int64_t i = r % s, h = (r / s) % hq, bi = r / (s * hq), hk = h / group;
+    int64_t p = pos + i, hi = causal ? p : pos + s - 1;
+    int64_t lo = window > 0 ? std::max<int64_t>(0, p - window + 1) : 0;
+    attendRow(q + ((bi * s + i) * hq + h) * d, k + (bi * hkv + hk) * capacity * d,
+              v + (bi * hkv + hk) * capacity * dv, d, dv, lo, hi, scale, softcap, scratch,
+              out + ((bi * s + i) * hq + h) * dv);
   }
 }
 
