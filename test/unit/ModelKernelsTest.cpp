@@ -187,6 +187,22 @@ TEST(ModelKernels, SwigluAndRmsNormMatchFloat64) {
   checkSwigluAndNorm<Bf16>(8e-3);  // one bf16 rounding
 }
 
+/// y == x W^T + bias + residual in float64 (W as stored, widened), within
+/// f32 rounding of the terms' magnitudes.
+void expectLinear(const std::vector<float> &x, const std::vector<double> &wd,
+                  const std::vector<float> &bias, const std::vector<float> &res,
+                  const std::vector<float> &y, int64_t M, int64_t N, int64_t K) {
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      double want = bias[size_t(n)] + res[size_t(m * N + n)], mag = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        want += double(x[size_t(m * K + k)]) * wd[size_t(n * K + k)];
+        mag += std::fabs(double(x[size_t(m * K + k)]) * wd[size_t(n * K + k)]);
+      }
+      ASSERT_NEAR(y[size_t(m * N + n)], want, 1e-6 * (mag + 1)) << m << "," << n;
+    }
+}
+
 /// gemvRows / gemmRows against float64 over the weights as stored, with
 /// shapes that leave row and column tails (N % 4, K % lanes).
 template <typename T> void checkLinear(int64_t M, int64_t N, int64_t K, bool gemm) {
@@ -203,15 +219,7 @@ template <typename T> void checkLinear(int64_t M, int64_t N, int64_t K, bool gem
     else
       gemvRows(x.data(), M, K, wt.data(), bias.data(), res.data(), y.data(), N, n0, n1);
   }
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t n = 0; n < N; ++n) {
-      double want = bias[size_t(n)] + res[size_t(m * N + n)], mag = 0;
-      for (int64_t k = 0; k < K; ++k) {
-        want += double(x[size_t(m * K + k)]) * wd[size_t(n * K + k)];
-        mag += std::fabs(double(x[size_t(m * K + k)]) * wd[size_t(n * K + k)]);
-      }
-      ASSERT_NEAR(y[size_t(m * N + n)], want, 1e-6 * (mag + 1)) << m << "," << n;
-    }
+  expectLinear(x, wd, bias, res, y, M, N, K);
 }
 
 TEST(ModelKernels, GemvAndGemmMatchFloat64) {
@@ -251,15 +259,7 @@ template <typename T> void checkPacked(int64_t M, int64_t N, int64_t K) {
   int64_t units = (panels + kTilePanels - 1) / kTilePanels, mid = units / 2 * kTilePanels;
   packedRows(x.data(), M, K, packed.data(), N, bias.data(), res.data(), y.data(), 0, mid);
   packedRows(x.data(), M, K, packed.data(), N, bias.data(), res.data(), y.data(), mid, panels);
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t n = 0; n < N; ++n) {
-      double want = bias[size_t(n)] + res[size_t(m * N + n)], mag = 0;
-      for (int64_t k = 0; k < K; ++k) {
-        want += double(x[size_t(m * K + k)]) * wd[size_t(n * K + k)];
-        mag += std::fabs(double(x[size_t(m * K + k)]) * wd[size_t(n * K + k)]);
-      }
-      ASSERT_NEAR(y[size_t(m * N + n)], want, 1e-6 * (mag + 1)) << m << "," << n;
-    }
+  expectLinear(x, wd, bias, res, y, M, N, K);
 }
 
 TEST(ModelKernels, PackedLinearMatchesFloat64) {

@@ -248,6 +248,18 @@ template <typename F> bool withFloatType(DType type, F &&f) {
   return false;
 }
 
+/// Allocates `out` (`type`, `shape`) and calls body(tag) with a null
+/// pointer of its storage type (float, kernels::Half or kernels::Bf16), as
+/// withFloatType does; false (and nothing run) for another type or when the
+/// allocation fails, which the callers leave to the reference kernel.
+template <typename F> bool intoFloatTensor(DType type, const Shape &shape, Tensor &out, F &&body) {
+  if (type != DType::Float && type != DType::Float16 && type != DType::BFloat16)
+    return false;
+  if (!Tensor::allocate(type, shape, out))
+    return false;
+  return withFloatType(type, body);
+}
+
 /// `t`'s elements as f32 (a view for f32, a converted copy for f16/bf16).
 inline const float *asF32(const Tensor &t, std::vector<float> &scratch) {
   if (t.dtype() == DType::Float)
@@ -436,10 +448,8 @@ inline Status rmsNorm(const Context &ctx, const KernelEntry *reference, const ch
     float eps = float(attrs ? attrs->getFloat("epsilon", 1e-6) : 1e-6);
     float offset = float(attrs ? attrs->getFloat("weight_offset", 0.0) : 0.0);
     int64_t rows = x->numel() / n;
-    bool done = withFloatType(x->dtype(), [&](auto *tag) {
+    bool done = intoFloatTensor(x->dtype(), x->shape(), *out, [&](auto *tag) {
       using T = std::remove_const_t<std::remove_pointer_t<decltype(tag)>>;
-      if (!Tensor::allocate(x->dtype(), x->shape(), *out))
-        return;
       const T *px = x->data<T>(), *ps = scale->data<T>();
       T *py = out->mutableData<T>();
       ctx.pool->parallelFor(rows, std::max<int64_t>(1, 16384 / n), [&](int64_t r0, int64_t r1) {
@@ -448,7 +458,7 @@ inline Status rmsNorm(const Context &ctx, const KernelEntry *reference, const ch
           kernels::rmsNormRow(px + r * n, ps, offset, eps, py + r * n, n, row.data());
       });
     });
-    if (done && out->defined() && out->numel() == x->numel())
+    if (done)
       return Status::ok();
   }
   return call(ctx, reference, opName, inputs, attrs, outputs, unwanted);
@@ -463,10 +473,8 @@ inline Status swiglu(const Context &ctx, const KernelEntry *reference, const cha
   Tensor *out = outputs.size() == 1 ? outputs.begin()[0] : nullptr;
   if (out && g && u && g->dtype() == u->dtype() && g->shape() == u->shape()) {
     int64_t n = g->numel();
-    bool done = withFloatType(g->dtype(), [&](auto *tag) {
+    bool done = intoFloatTensor(g->dtype(), g->shape(), *out, [&](auto *tag) {
       using T = std::remove_const_t<std::remove_pointer_t<decltype(tag)>>;
-      if (!Tensor::allocate(g->dtype(), g->shape(), *out))
-        return;
       const T *pg = g->data<T>(), *pu = u->data<T>();
       T *py = out->mutableData<T>();
       constexpr int64_t kChunk = 4096;
@@ -478,7 +486,7 @@ inline Status swiglu(const Context &ctx, const KernelEntry *reference, const cha
         }
       });
     });
-    if (done && out->defined() && out->numel() == n)
+    if (done)
       return Status::ok();
   }
   return call(ctx, reference, opName, inputs, attrs, outputs, unwanted);
@@ -497,16 +505,16 @@ inline Status cast(const Context &ctx, const KernelEntry *reference, const char 
       (from == DType::Float || DType(*to) == DType::Float)) {
     DType target = DType(*to);
     DType other = from == DType::Float ? target : from;
-    bool done = withFloatType(other, [&](auto *tag) {
+    auto convert = [&](auto *tag) {
       using T = std::remove_const_t<std::remove_pointer_t<decltype(tag)>>;
-      if (!Tensor::allocate(target, x->shape(), *out))
-        return;
       if (from == DType::Float)
         kernels::fromF32(x->data<float>(), out->mutableData<T>(), x->numel());
       else
         kernels::toF32(x->data<T>(), out->mutableData<float>(), x->numel());
-    });
-    if (done && out->defined() && out->dtype() == target)
+    };
+    bool done = intoFloatTensor(target, x->shape(), *out, [](auto *) {}) &&
+                withFloatType(other, convert);
+    if (done)
       return Status::ok();
   }
   return call(ctx, reference, opName, inputs, attrs, outputs, unwanted);
@@ -585,10 +593,8 @@ inline Status flashAttention(const Context &ctx, const KernelEntry *reference,
     int64_t window = attrs->getInt("window", 0);
     std::vector<float> qs, os;
     const float *pq = asF32(*q, qs);
-    bool done = withFloatType(q->dtype(), [&](auto *tag) {
+    bool done = intoFloatTensor(q->dtype(), {b, s, hq, dv}, *out, [&](auto *tag) {
       using T = std::remove_const_t<std::remove_pointer_t<decltype(tag)>>;
-      if (!Tensor::allocate(q->dtype(), {b, s, hq, dv}, *out))
-        return;
       float *po = f32Target(*out, os);
       // One head's rows per chunk: its keys stay in cache across them.
       ctx.pool->parallelFor(b * hq * s, s, [&](int64_t r0, int64_t r1) {
@@ -599,7 +605,7 @@ inline Status flashAttention(const Context &ctx, const KernelEntry *reference,
       });
       finishF32(*out, os);
     });
-    if (done && out->defined() && out->numel() == b * s * hq * dv)
+    if (done)
       return Status::ok();
   }
   return call(ctx, reference, opName, inputs, attrs, outputs, unwanted);
