@@ -2,6 +2,7 @@
 #include "compiler/Artifact/Artifact.h"
 
 #include "compiler/Executor/Error.h"
+#include "runtime/include/llmc/model_abi.h"
 
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SmallString.h"
@@ -246,10 +247,12 @@ llvm::Error mlir::llmc::writeArtifact(const CpuModel &model, const ArtifactInfo 
   }
   llvm::json::Object memory = llvm::json::Object(info.memory);
   memory["kv_cache_bytes_per_sequence"] = cacheBytesPerSequence;
+  // Whether a session may ask for fewer positions (llmc_session_options).
+  memory["kv_cache_capacity_flexible"] = model.anyCapacity;
   llvm::json::Object manifest{
       {"format_version", kArtifactFormatVersion},
       {"llmc_version", info.llmcVersion},
-      {"abi_version", 1},
+      {"abi_version", LLMC_MODEL_ABI_VERSION},
       {"target", llvm::json::Object{{"kind", "cpu"}, {"arch", "x86-64"}, {"march", info.cpu}}},
       {"source", llvm::json::Object{{"file", info.sourceName}, {"sha256", info.sourceSha256}}},
       {"options", llvm::json::Object(info.options)},

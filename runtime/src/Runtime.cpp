@@ -3,9 +3,10 @@
 // Loading checks the artifact before trusting it: manifest.json's format
 // version and target, libmodel.so's hash, weights.bin's size (and hash on
 // request), and then that the library describes the same model as the
-// manifest. A session owns batch-1 KV caches of the compiled capacity and
-// feeds tokens through the prefill buckets (right-padded, chunked when the
-// input is longer than the largest bucket) and the decode entry.
+// manifest. A session owns KV caches of its batch and capacity (the
+// compiled one or, when the code allows it, less) and feeds tokens through
+// the prefill buckets (right-padded, chunked when the input is longer than
+// the largest bucket) and the decode entry.
 //
 //===----------------------------------------------------------------------===//
 #include "llmc/llmc.h"
@@ -128,6 +129,7 @@ struct llmc_session {
   std::vector<void *> cachePtrs;
   std::vector<float> logits; // [batch, seq, vocab] of the largest entry
   int64_t length = 0;
+  int64_t capacity = 0; // positions per cache: the compiled one or less
 
   ~llmc_session() {
     if (ctx)
@@ -290,8 +292,8 @@ llmc_status runEntry(llmc_session *s, int entry, const int32_t *tokens, int64_t 
   if (s->logits.size() < size_t(b * e.seq * v))
     s->logits.resize(size_t(b * e.seq * v));
   char err[1024] = "";
-  if (m.abi->run(s->ctx, uint32_t(entry), ids.data(), s->length, s->cachePtrs.data(),
-                 s->logits.data(), err, sizeof err) != 0)
+  if (m.abi->run_at_capacity(s->ctx, uint32_t(entry), ids.data(), s->length, s->capacity,
+                             s->cachePtrs.data(), s->logits.data(), err, sizeof err) != 0)
     return fail(LLMC_ERROR_INTERNAL, err);
   for (int64_t r = 0; r < b; ++r) {
     const float *rows = s->logits.data() + r * e.seq * v;
@@ -319,11 +321,11 @@ llmc_status append(llmc_session *s, const int32_t *tokens, size_t count, float *
                   "token " + std::to_string(tokens[i]) + " at position " +
                       std::to_string(i % n) + (b > 1 ? " of sequence " + std::to_string(i / n) : "") +
                       " is outside the vocabulary [0, " + std::to_string(m.vocab) + ")");
-  if (s->length + n > m.capacity)
+  if (s->length + n > s->capacity)
     return fail(LLMC_ERROR_CAPACITY, "the session holds " + std::to_string(s->length) +
                                          " tokens; " + std::to_string(n) +
                                          " more exceed the cache capacity " +
-                                         std::to_string(m.capacity));
+                                         std::to_string(s->capacity));
   int64_t before = s->length, done = 0;
   std::vector<int32_t> chunk;
   std::vector<float> chunkAll;
@@ -335,7 +337,7 @@ llmc_status append(llmc_session *s, const int32_t *tokens, size_t count, float *
       // The smallest bucket that takes everything left and fits the cache,
       // else the largest that fits.
       for (auto [seq, idx] : s->entries->prefill)
-        if (s->length + seq <= m.capacity) {
+        if (s->length + seq <= s->capacity) {
           entry = idx, take = std::min(left, seq);
           if (seq >= left)
             break;
@@ -404,6 +406,7 @@ llmc_status llmc_model_get_info(const llmc_model *model, llmc_model_info *out) {
   const ModelData &m = *model->data;
   out->vocab = m.vocab;
   out->capacity = m.capacity;
+  out->any_capacity = m.abi->any_capacity;
   out->max_batch = m.maxBatch;
   out->num_prefill_buckets = int64_t(m.byBatch.at(1).prefill.size());
   out->weights_bytes = int64_t(m.weights.size);
@@ -486,13 +489,23 @@ llmc_status llmc_session_create(llmc_model *model, const llmc_session_options *o
                                                  compiled + "; llmc compile --batch)");
   }
   s->entries = &found->second;
+  s->capacity = options && options->capacity > 0 ? options->capacity : m.capacity;
+  if (s->capacity > m.capacity || (s->capacity != m.capacity && !m.abi->any_capacity))
+    return fail(LLMC_ERROR_INVALID_ARGUMENT,
+                "a capacity of " + std::to_string(s->capacity) + " positions: this model takes " +
+                    (m.abi->any_capacity ? "1 to " + std::to_string(m.capacity) +
+                                               " (llmc compile --max-seq)"
+                                         : "only its compiled " + std::to_string(m.capacity) +
+                                               " (its code reads the caches with that shape)"));
+  if (options && options->capacity < 0)
+    return fail(LLMC_ERROR_INVALID_ARGUMENT, "capacity must be >= 0 (0: the compiled one)");
   char err[1024] = "";
   if (m.abi->create(m.weights.data, m.weights.size, threads, &s->ctx, err, sizeof err) != 0)
     return fail(LLMC_ERROR_INTERNAL, err);
   for (uint32_t i = 0; i < m.abi->num_caches; ++i) {
     const llmc_model_cache &c = m.abi->caches[i];
     int64_t elem = c.dtype == 1 ? 4 : 2;
-    s->caches.emplace_back(size_t(s->batch * c.heads * c.capacity * c.head_dim * elem), 0);
+    s->caches.emplace_back(size_t(s->batch * c.heads * s->capacity * c.head_dim * elem), 0);
   }
   for (auto &c : s->caches)
     s->cachePtrs.push_back(c.data());
@@ -510,6 +523,10 @@ llmc_status llmc_session_reset(llmc_session *session) {
 }
 
 int64_t llmc_session_length(const llmc_session *session) { return session ? session->length : 0; }
+
+int64_t llmc_session_capacity(const llmc_session *session) {
+  return session ? session->capacity : 0;
+}
 
 llmc_status llmc_session_append(llmc_session *session, const int32_t *tokens, size_t n,
                                 float *logits) {
@@ -628,7 +645,7 @@ llmc_status generateRows(llmc_session *session, const int32_t *prompts, size_t p
     ++produced;
     if (produced == 1)
       first = Clock::now();
-    if (all || session->length + 1 > m.capacity)
+    if (all || session->length + 1 > session->capacity)
       break;
     if (llmc_status st = append(session, next.data(), 1, nullptr, logits.data()); st != LLMC_OK)
       return st;

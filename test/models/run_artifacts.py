@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """For test/models/models.test: runs `llmc run --ids <prompt> --max-new-tokens
 32 --format ids` on every artifact `llmc verify --compiled --artifacts DIR`
-kept, and compares the printed ids with the fixture's "greedy" tokens
-(onnxruntime's). Exits non-zero naming the first mismatch."""
+kept, with the compiled KV-cache capacity and with `--capacity` of exactly
+prompt + 32 positions, and compares the printed ids with the fixture's
+"greedy" tokens (onnxruntime's). Exits non-zero naming the first mismatch."""
 import json
 import os
 import subprocess
@@ -30,16 +31,23 @@ def main():
         if "greedy" not in fx:
             continue
         art = os.path.join(artifacts, fx["name"] + ".llmc")
-        out = subprocess.run(["llmc", "run", art, "--ids", ",".join(map(str, fx["prompt"])),
-                              "--max-new-tokens", str(len(fx["greedy"])), "--format", "ids",
-                              "--ignore-eos"], capture_output=True, text=True)
-        if out.returncode != 0:
-            sys.exit("%s: llmc run failed: %s" % (fx["name"], out.stderr.strip()))
-        got = [int(x) for x in out.stdout.strip().split(",")]
-        if got != fx["greedy"]:
-            sys.exit("%s: llmc run printed %s, onnxruntime %s" % (fx["name"], got, fx["greedy"]))
+        # At the compiled capacity, and with a cache of exactly the positions
+        # the run needs (--capacity: the session allocates less).
+        for capacity in (0, len(fx["prompt"]) + len(fx["greedy"])):
+            out = subprocess.run(["llmc", "run", art, "--ids", ",".join(map(str, fx["prompt"])),
+                                  "--max-new-tokens", str(len(fx["greedy"])), "--format", "ids",
+                                  "--ignore-eos", "--capacity", str(capacity)],
+                                 capture_output=True, text=True)
+            if out.returncode != 0:
+                sys.exit("%s (capacity %d): llmc run failed: %s" %
+                         (fx["name"], capacity, out.stderr.strip()))
+            got = [int(x) for x in out.stdout.strip().split(",")]
+            if got != fx["greedy"]:
+                sys.exit("%s (capacity %d): llmc run printed %s, onnxruntime %s" %
+                         (fx["name"], capacity, got, fx["greedy"]))
         checked += 1
-    print("%d artifacts: llmc run printed onnxruntime's greedy tokens for every one" % checked)
+    print("%d artifacts: llmc run printed onnxruntime's greedy tokens for every one, "
+          "at the compiled capacity and at the one the run needs" % checked)
 
 
 if __name__ == "__main__":

@@ -320,6 +320,22 @@ template <typename T> void checkAttention(int64_t window, float softcap, bool ca
       for (int64_t i = 0; i < d; ++i)
         EXPECT_NEAR(out[size_t((bi * hq + h) * d + i)], want[size_t(i)], 2e-6) << h << "," << i;
     }
+  // Split-KV: the keys of each row in 1, 2, 3 and 7 ranges, merged.
+  for (int64_t splits : {1, 2, 3, 7}) {
+    std::vector<float> acc(static_cast<size_t>(splits * d)), row(static_cast<size_t>(d));
+    std::vector<float> m(static_cast<size_t>(splits)), l(static_cast<size_t>(splits));
+    for (int64_t bi = 0; bi < b; ++bi)
+      for (int64_t h = 0; h < hq; ++h) {
+        for (int64_t sp = 0; sp < splits; ++sp)
+          decodeAttentionSplit(q.data(), k.data(), v.data(), bi, h, sp, splits, hq, hkv, d, d,
+                               capacity, pos, window, scale, softcap, scratch.data(),
+                               acc.data() + sp * d, m[size_t(sp)], l[size_t(sp)]);
+        combineSplits(acc.data(), m.data(), l.data(), splits, d, row.data());
+        for (int64_t i = 0; i < d; ++i)
+          EXPECT_NEAR(row[size_t(i)], out[size_t((bi * hq + h) * d + i)], 2e-6)
+              << splits << "," << h << "," << i;
+      }
+  }
   // Prefill: s queries at pos .. pos + s - 1, rows split in two ranges.
   std::vector<float> qp = randomFloats(size_t(b * s * hq * d), 24, 2.f), op(qp.size(), -9.f);
   int64_t rows = b * hq * s;

@@ -119,6 +119,10 @@ cl::opt<bool> runStream("stream", cl::desc("Print each token as it is generated"
                         cl::init(false), cl::sub(runCmd), cl::cat(cat()));
 cl::opt<int> runThreads("threads", cl::desc("Threads (0: one per hardware thread)"),
                         cl::init(0), cl::sub(runCmd), cl::cat(cat()));
+cl::opt<int64_t> runCapacity(
+    "capacity",
+    cl::desc("KV-cache positions per sequence (prompt + generated; 0: the compiled --max-seq)"),
+    cl::init(0), cl::sub(runCmd), cl::cat(cat()));
 cl::opt<bool> runVerbose("v", cl::desc("Print timing to stderr"), cl::init(false),
                          cl::sub(runCmd), cl::cat(cat()));
 
@@ -510,7 +514,7 @@ static int runBatch(llmc_model *model, const std::vector<int32_t> &stop) {
     return fail("--ids is empty");
   if (runStream || (!runFormat.empty() && runFormat != "ids"))
     return fail("a batch (--ids with ';') prints ids, without --stream");
-  llmc_session_options so{runThreads, int32_t(rows.size())};
+  llmc_session_options so{runThreads, int32_t(rows.size()), runCapacity};
   llmc_session *session = nullptr;
   if (llmc_session_create(model, &so, &session) != LLMC_OK)
     return fail(llmc_last_error());
@@ -597,7 +601,7 @@ int mlir::llmc::runRun() {
     stop.resize(count);
     (void)llmc_model_stop_tokens(model, stop.data(), stop.size(), &count);
   }
-  llmc_session_options so{runThreads};
+  llmc_session_options so{runThreads, 1, runCapacity};
   llmc_session *session = nullptr;
   if (llmc_session_create(model, &so, &session) != LLMC_OK)
     return fail(llmc_last_error());
@@ -680,7 +684,11 @@ int mlir::llmc::runInspect() {
     os << "decode step:  " << num(arch, "decode_kernels_per_step") << " kernels (fusion plan)\n";
   os << "vocab:        " << num(m, "vocab") << "\n";
   os << "weights:      " << num(w, "bytes") << " bytes, " << num(w, "tensors") << " tensors\n";
-  os << "KV cache:     " << num(mem, "kv_cache_bytes_per_sequence") << " bytes per sequence\n";
+  bool flexible = mem && mem->getBoolean("kv_cache_capacity_flexible").value_or(false);
+  os << "KV cache:     " << num(mem, "kv_cache_bytes_per_sequence")
+     << " bytes per sequence at the compiled capacity"
+     << (flexible ? " (a session may choose fewer positions)\n"
+                  : " (fixed: the code reads the caches with that shape)\n");
   os << "entries:\n";
   if (const llvm::json::Array *entries = m->getArray("entries"))
     for (const llvm::json::Value &v : *entries) {
@@ -737,7 +745,10 @@ __attribute__((target("avx2"))) uint64_t sumAvx2(const char *p, size_t b, size_t
   return total + lanes[0] + lanes[1] + lanes[2] + lanes[3];
 }
 
-/// The same with AVX-512 loads (a little faster on some machines).
+/// The same with AVX-512 loads (a little faster on some machines). (GCC 12
+/// warns of its own headers' undefined-value idiom in the reduction.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
 __attribute__((target("avx512f"))) uint64_t sumAvx512(const char *p, size_t b, size_t e,
                                                       const ReadPattern &r) {
   __m512i a0 = _mm512_setzero_si512();
@@ -758,6 +769,8 @@ __attribute__((target("avx512f"))) uint64_t sumAvx512(const char *p, size_t b, s
   }
   return total;
 }
+
+#pragma GCC diagnostic pop
 
 uint64_t sumScalar(const uint64_t *p, size_t b, size_t e) {
   uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;

@@ -253,6 +253,33 @@ std::optional<SliceSegments> sliceSegments(Operation *op) {
   return seg;
 }
 
+/// Whether everything that reads the cache `v` takes its capacity from the
+/// tensor at run time: cache updates (whose result is the same cache), the
+/// attention kernels over the cache (decode partial, flash, cached), fused
+/// regions whose inner uses pass the same test, yields and returns. Any
+/// other reader (a view, a reference kernel of another op) has the compiled
+/// [B, H, capacity, D] shape built in.
+bool readsCapacityAtRunTime(Value v) {
+  for (OpOperand &use : v.getUses()) {
+    Operation *user = use.getOwner();
+    if (auto u = dyn_cast<CacheUpdateOp>(user)) {
+      if (use.get() != u.getCache() || !readsCapacityAtRunTime(u.getResult()))
+        return false;
+    } else if (auto fused = dyn_cast<FusedOp>(user)) {
+      if (!readsCapacityAtRunTime(fused.getRegion().front().getArgument(use.getOperandNumber())))
+        return false;
+    } else if (auto yield = dyn_cast<YieldOp>(user)) {
+      auto fused = dyn_cast<FusedOp>(yield->getParentOp());
+      if (!fused || !readsCapacityAtRunTime(fused->getResult(use.getOperandNumber())))
+        return false;
+    } else if (!isa<DecodeAttentionPartialOp, FlashAttentionOp, CachedAttentionOp,
+                    func::ReturnOp>(user)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 bool isStatic(Type t) {
   auto r = dyn_cast<RankedTensorType>(t);
   return r && r.hasStaticShape();
@@ -319,6 +346,7 @@ private:
   llvm::DenseMap<Attribute, int> attrs;
   std::map<std::string, int> kernels;
   int counter = 0, numWeights = 0, numAttrs = 0;
+  bool anyCapacity = true; // every cache passes readsCapacityAtRunTime
 };
 
 llvm::Expected<int> Emitter::weightIndex(ElementsAttr attr) {
@@ -793,6 +821,7 @@ llvm::Error Emitter::emitFunction(func::FuncOp f) {
     caches.push_back({argName(i).str(), t.getDimSize(1), t.getDimSize(2), t.getDimSize(3),
                       getOnnxCodeForElementType(t.getElementType())});
     names[f.getArgument(i)] = "a.caches[" + std::to_string(i - 2) + "]";
+    anyCapacity = anyCapacity && readsCapacityAtRunTime(f.getArgument(i));
   }
   if (model.entries.empty()) {
     model.caches = caches;
@@ -925,6 +954,8 @@ llvm::Expected<CpuModel> Emitter::run(llvm::StringRef version) {
   os << "  };\n"
      << "  static constexpr uint64_t kWeightsBytes = " << model.weights.size() << ";\n"
      << "  static constexpr int64_t kVocab = " << model.vocab << ";\n"
+     << "  // Whether the caches' capacity may differ from the compiled one.\n"
+     << "  static constexpr int32_t kAnyCapacity = " << (anyCapacity ? 1 : 0) << ";\n"
      << "};\n\n"
      << "Status Model::init() {\n"
      << init << "  return Status::ok();\n}\n\n"
@@ -937,8 +968,10 @@ llvm::Expected<CpuModel> Emitter::run(llvm::StringRef version) {
         "Model::kNumEntries, Model::kEntries,\n"
      << "                                     Model::kNumCaches, Model::kCaches, "
         "&Glue<Model>::create,\n"
-     << "                                     &Glue<Model>::destroy, &Glue<Model>::run};\n"
+     << "                                     &Glue<Model>::destroy, &Glue<Model>::run,\n"
+     << "                                     Model::kAnyCapacity, &Glue<Model>::runAtCapacity};\n"
      << "  return &abi;\n}\n";
+  model.anyCapacity = anyCapacity;
   model.source = std::move(s);
   return std::move(model);
 }

@@ -46,6 +46,9 @@ struct CpuModel {
   std::vector<Cache> caches;
   int64_t vocab = 0;
   int64_t numWeights = 0;
+  // Every entry reads the caches' capacity at run time (see model_abi.h's
+  // any_capacity): sessions may allocate fewer positions.
+  bool anyCapacity = false;
 };
 
 /// Emits the model; an error names the first operation or signature it

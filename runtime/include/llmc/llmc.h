@@ -76,7 +76,8 @@ typedef struct llmc_model_info {
   int64_t max_batch;      /* the largest compiled batch */
   int64_t num_prefill_buckets;
   int64_t weights_bytes;
-  int64_t kv_cache_bytes; /* per sequence */
+  int64_t kv_cache_bytes; /* per sequence, at the compiled capacity */
+  int32_t any_capacity;   /* 1: sessions may ask for a smaller capacity */
 } llmc_model_info;
 
 llmc_status llmc_model_get_info(const llmc_model *model, llmc_model_info *out_info);
@@ -113,8 +114,11 @@ llmc_status llmc_model_stop_tokens(const llmc_model *model, int32_t *out_ids, si
 typedef struct llmc_session llmc_session;
 
 typedef struct llmc_session_options {
-  int32_t threads; /* 0: one per hardware thread */
-  int32_t batch;   /* sequences run together: 0 or 1, or a size compiled with --batch */
+  int32_t threads;  /* 0: one per hardware thread */
+  int32_t batch;    /* sequences run together: 0 or 1, or a size compiled with --batch */
+  int64_t capacity; /* KV-cache positions per sequence (prompt + generated): 0 for the
+                       compiled one (llmc_model_info.capacity), or fewer to allocate less
+                       when the model allows it (llmc_model_info.any_capacity) */
 } llmc_session_options;
 
 llmc_status llmc_session_create(llmc_model *model, const llmc_session_options *options,
@@ -123,6 +127,9 @@ void llmc_session_free(llmc_session *session);
 
 /* Forgets every cached token. */
 llmc_status llmc_session_reset(llmc_session *session);
+
+/* KV-cache positions per sequence this session holds. */
+int64_t llmc_session_capacity(const llmc_session *session);
 
 /* Tokens cached so far. */
 int64_t llmc_session_length(const llmc_session *session);

@@ -122,8 +122,9 @@ public:
     return i;
   }
 
-  Result<Session> session(int32_t threads = 0) {
-    llmc_session_options options{threads};
+  /// A batch-1 session; `capacity` 0 is the compiled KV-cache capacity.
+  Result<Session> session(int32_t threads = 0, int64_t capacity = 0) {
+    llmc_session_options options{threads, 1, capacity};
     llmc_session *s = nullptr;
     if (llmc_status st = llmc_session_create(m_.get(), &options, &s); st != LLMC_OK)
       return Result<Session>::failure(st);

@@ -13,6 +13,10 @@
  *            `dtype` (an ONNX TensorProto element type code: 1 f32,
  *            10 f16, 16 bf16), row-major, owned by the caller. An entry
  *            writes rows start_pos .. start_pos + seq - 1 in place.
+ *            `capacity` is the compiled one (caches[i].capacity) for
+ *            run; run_at_capacity takes any capacity from 1 to it when
+ *            any_capacity is 1 (a session that needs fewer positions
+ *            allocates less).
  *   logits   float32 [batch, seq, vocab], row-major, written by the entry.
  *
  * A prefill entry of sequence bucket S takes a prompt of n <= S tokens
@@ -39,7 +43,7 @@
 extern "C" {
 #endif
 
-#define LLMC_MODEL_ABI_VERSION 1
+#define LLMC_MODEL_ABI_VERSION 2
 
 typedef enum llmc_entry_kind { LLMC_ENTRY_PREFILL = 0, LLMC_ENTRY_DECODE = 1 } llmc_entry_kind;
 
@@ -76,6 +80,16 @@ typedef struct llmc_model_abi {
   /* Runs entry `entry` (an index into `entries`). */
   int (*run)(void *ctx, uint32_t entry, const int64_t *tokens, int64_t start_pos,
              void *const *caches, float *logits, char *err, size_t errlen);
+  /* 1 when the entries read the caches' capacity at run time (they reach
+   * the caches only through the cache update and attention kernels), so
+   * run_at_capacity takes caches of any capacity 1 .. caches[i].capacity;
+   * 0 when the compiled capacity is built into the code (run_at_capacity
+   * then takes only that one). */
+  int32_t any_capacity;
+  /* run with caches of `capacity` positions each. */
+  int (*run_at_capacity)(void *ctx, uint32_t entry, const int64_t *tokens, int64_t start_pos,
+                         int64_t capacity, void *const *caches, float *logits, char *err,
+                         size_t errlen);
 } llmc_model_abi;
 
 /* The one symbol libmodel.so exports. */

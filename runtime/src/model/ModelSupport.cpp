@@ -234,12 +234,22 @@ Status initContext(Context &ctx, const void *weights, uint64_t bytes, uint64_t e
   ctx.pool = std::make_unique<cpu::ThreadPool>(unsigned(threads));
   if (const char *p = std::getenv("LLMC_PROFILE"); p && *p && std::string(p) != "0")
     ctx.profile = std::make_unique<std::map<std::string, Context::ProfileEntry>>();
+  if (const char *p = std::getenv("LLMC_SPLIT_KV_MIN_KEYS")) {
+    char *end = nullptr;
+    long long keys = std::strtoll(p, &end, 10);
+    if (end == p || *end || keys < 1)
+      return Status::error(std::string("create: LLMC_SPLIT_KV_MIN_KEYS must be a positive "
+                                       "integer, got '") +
+                           p + "'");
+    ctx.splitKvMinKeys = keys;
+  }
   return Status::ok();
 }
 
 Status makeArgs(const llmc_model_entry &entry, const llmc_model_cache *caches,
                 uint32_t numCaches, int64_t vocab, const int64_t *tokens, int64_t start,
-                void *const *cacheBuffers, float *logits, Args &args) {
+                int64_t capacity, bool anyCapacity, void *const *cacheBuffers, float *logits,
+                Args &args) {
   if (!tokens)
     return Status::error("tokens is null");
   if (!logits)
@@ -255,11 +265,16 @@ Status makeArgs(const llmc_model_entry &entry, const llmc_model_cache *caches,
     const llmc_model_cache &c = caches[i];
     if (!cacheBuffers[i])
       return Status::error(std::string("cache '") + c.name + "' is null");
-    if (start + entry.seq > c.capacity)
+    if (capacity != c.capacity && (!anyCapacity || capacity < 1 || capacity > c.capacity))
+      return Status::error(
+          "a cache capacity of " + std::to_string(capacity) + " positions: this model takes " +
+          (anyCapacity ? "1 to " + std::to_string(c.capacity)
+                       : "only its compiled " + std::to_string(c.capacity)));
+    if (start + entry.seq > capacity)
       return Status::error("start_pos " + std::to_string(start) + " + " +
                            std::to_string(entry.seq) + " tokens exceeds the cache capacity " +
-                           std::to_string(c.capacity));
-    args.caches.push_back(Tensor::wrap(DType(c.dtype), {entry.batch, c.heads, c.capacity, c.head_dim},
+                           std::to_string(capacity));
+    args.caches.push_back(Tensor::wrap(DType(c.dtype), {entry.batch, c.heads, capacity, c.head_dim},
                                        cacheBuffers[i]));
   }
   args.logits = logits;

@@ -54,6 +54,10 @@ public:
   const uint8_t *weights = nullptr;
   uint64_t weightsBytes = 0;
   std::unique_ptr<cpu::ThreadPool> pool;
+  /// Decode attention splits the keys of a row (split-KV) only into ranges
+  /// of at least this many; LLMC_SPLIT_KV_MIN_KEYS overrides it (tests use
+  /// a small value to run the split path on short contexts).
+  int64_t splitKvMinKeys = 256;
 
   /// With LLMC_PROFILE set in the environment: seconds and calls per
   /// kernel, printed to stderr when the context goes.
@@ -178,14 +182,20 @@ Status storeLogits(const Tensor &value, const Args &args);
 
 /// The llmc_model_abi functions for an emitted model class M, which
 /// provides (static members) kEntries/kNumEntries, kCaches/kNumCaches,
-/// kFns (one Status (*)(M &, const Args &) per entry), kWeightsBytes and
-/// kVocab, and a member Status init().
+/// kFns (one Status (*)(M &, const Args &) per entry), kWeightsBytes,
+/// kVocab and kAnyCapacity, and a member Status init().
 template <class M> struct Glue {
   static int create(const void *weights, uint64_t bytes, int32_t threads, void **out, char *err,
                     size_t errlen);
   static void destroy(void *ctx) { delete static_cast<M *>(ctx); }
   static int run(void *ctx, uint32_t entry, const int64_t *tokens, int64_t start,
-                 void *const *caches, float *logits, char *err, size_t errlen);
+                 void *const *caches, float *logits, char *err, size_t errlen) {
+    return runAtCapacity(ctx, entry, tokens, start, M::kNumCaches ? M::kCaches[0].capacity : 0,
+                         caches, logits, err, errlen);
+  }
+  static int runAtCapacity(void *ctx, uint32_t entry, const int64_t *tokens, int64_t start,
+                           int64_t capacity, void *const *caches, float *logits, char *err,
+                           size_t errlen);
 };
 
 /// Copies `message` into err[0 .. errlen) and returns 1.
@@ -196,7 +206,8 @@ Status initContext(Context &ctx, const void *weights, uint64_t bytes, uint64_t e
 /// Checks run()'s arguments and wraps the buffers.
 Status makeArgs(const llmc_model_entry &entry, const llmc_model_cache *caches,
                 uint32_t numCaches, int64_t vocab, const int64_t *tokens, int64_t start,
-                void *const *cacheBuffers, float *logits, Args &args);
+                int64_t capacity, bool anyCapacity, void *const *cacheBuffers, float *logits,
+                Args &args);
 
 template <class M>
 int Glue<M>::create(const void *weights, uint64_t bytes, int32_t threads, void **out, char *err,
@@ -214,8 +225,9 @@ int Glue<M>::create(const void *weights, uint64_t bytes, int32_t threads, void *
 }
 
 template <class M>
-int Glue<M>::run(void *ctx, uint32_t entry, const int64_t *tokens, int64_t start,
-                 void *const *cacheBuffers, float *logits, char *err, size_t errlen) {
+int Glue<M>::runAtCapacity(void *ctx, uint32_t entry, const int64_t *tokens, int64_t start,
+                           int64_t capacity, void *const *cacheBuffers, float *logits, char *err,
+                           size_t errlen) {
   if (!ctx)
     return fail("run: the context is null", err, errlen);
   if (entry >= M::kNumEntries)
@@ -224,8 +236,8 @@ int Glue<M>::run(void *ctx, uint32_t entry, const int64_t *tokens, int64_t start
                 err, errlen);
   const llmc_model_entry &e = M::kEntries[entry];
   Args args;
-  if (Status s = makeArgs(e, M::kCaches, M::kNumCaches, M::kVocab, tokens, start, cacheBuffers,
-                          logits, args);
+  if (Status s = makeArgs(e, M::kCaches, M::kNumCaches, M::kVocab, tokens, start, capacity,
+                          M::kAnyCapacity != 0, cacheBuffers, logits, args);
       !s)
     return fail(std::string(e.name) + ": " + s.message(), err, errlen);
   if (Status s = M::kFns[entry](*static_cast<M *>(ctx), args); !s)
@@ -412,20 +424,41 @@ inline Status decodeAttention(const Context &ctx, const KernelEntry *partialRef,
     std::vector<float> qs;
     const float *pq = asF32(q, qs);
     float *po = out.mutableData<float>();
-    ctx.pool->parallelFor(b * hq, 1, [&](int64_t r0, int64_t r1) {
-      std::vector<float> scratch(static_cast<size_t>(p + 1));
-      for (int64_t r = r0; r < r1; ++r) {
-        auto run = [&](auto *pk, auto *pv) {
-          kernels::decodeAttentionHeads(pq, pk, pv, po, r / hq, r % hq, r % hq + 1, hq, hkv, d,
-                                        dv, capacity, p, window, scale, softcap, scratch.data());
-        };
-        if (type == DType::Float)
-          run(k.data<float>(), v.data<float>());
-        else if (type == DType::Float16)
-          run(k.data<kernels::Half>(), v.data<kernels::Half>());
-        else
-          run(k.data<kernels::Bf16>(), v.data<kernels::Bf16>());
+    // Split-KV when the rows alone leave threads idle and the context is
+    // long: `splits` ranges of at least ctx.splitKvMinKeys keys per row, in
+    // parallel, then merged (kernels::combineSplits).
+    int64_t rows = b * hq, threads = int64_t(ctx.pool->size()), minKeys = ctx.splitKvMinKeys;
+    int64_t keys = window > 0 ? std::min(window, p + 1) : p + 1;
+    int64_t splits = std::max<int64_t>(
+        1, std::min(keys / minKeys, (2 * threads + rows - 1) / rows));
+    withFloatType(type, [&](auto *tag) {
+      using T = std::remove_const_t<std::remove_pointer_t<decltype(tag)>>;
+      const T *pk = k.data<T>(), *pv = v.data<T>();
+      if (splits == 1) {
+        ctx.pool->parallelFor(rows, 1, [&](int64_t r0, int64_t r1) {
+          std::vector<float> scratch(static_cast<size_t>(p + 1));
+          for (int64_t r = r0; r < r1; ++r)
+            kernels::decodeAttentionHeads(pq, pk, pv, po, r / hq, r % hq, r % hq + 1, hq, hkv, d,
+                                          dv, capacity, p, window, scale, softcap,
+                                          scratch.data());
+        });
+        return;
       }
+      std::vector<float> acc(size_t(rows * splits * dv)), m(size_t(rows * splits)),
+          l(size_t(rows * splits));
+      ctx.pool->parallelFor(rows * splits, 1, [&](int64_t u0, int64_t u1) {
+        std::vector<float> scratch(static_cast<size_t>(keys / splits + 2));
+        for (int64_t u = u0; u < u1; ++u) {
+          int64_t r = u / splits;
+          kernels::decodeAttentionSplit(pq, pk, pv, r / hq, r % hq, u % splits, splits, hq, hkv,
+                                        d, dv, capacity, p, window, scale, softcap,
+                                        scratch.data(), acc.data() + u * dv, m[size_t(u)],
+                                        l[size_t(u)]);
+        }
+      });
+      for (int64_t r = 0; r < rows; ++r)
+        kernels::combineSplits(acc.data() + r * splits * dv, m.data() + r * splits,
+                               l.data() + r * splits, splits, dv, po + r * dv);
     });
     return Status::ok();
   }

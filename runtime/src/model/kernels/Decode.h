@@ -96,17 +96,19 @@ template <typename T> void scaleAdd(float *acc, float alpha, float w, const T *v
 }
 
 /// One query row over keys lo .. hi (inclusive) of one head's cache rows
-/// kh/vh ([capacity, D] / [capacity, Dv], f32, Half or Bf16): scores into
-/// `scores` (room for hi - lo + 1), their softmax (max first, so no
-/// rescaling), out = sum_j w_j v_j / sum_j w_j. An empty range gives zeros.
+/// kh/vh ([capacity, D] / [capacity, Dv], f32, Half or Bf16), unnormalised:
+/// the scores into `scores` (room for hi - lo + 1), their maximum `m`,
+/// acc = sum_j e^(s_j - m) v_j and l = sum_j e^(s_j - m) (max first, so no
+/// rescaling). An empty range gives m = -inf, l = 0, acc = 0.
 template <typename T>
-void attendRow(const float *q, const T *kh, const T *vh, int64_t d, int64_t dv, int64_t lo,
-               int64_t hi, float scale, float softcap, float *scores, float *out) {
-  std::fill(out, out + dv, 0.f);
+void attendRowPartial(const float *q, const T *kh, const T *vh, int64_t d, int64_t dv,
+                      int64_t lo, int64_t hi, float scale, float softcap, float *scores,
+                      float *acc, float &m, float &l) {
+  std::fill(acc, acc + dv, 0.f);
+  m = -INFINITY, l = 0;
   if (hi < lo)
     return;
   int64_t n = hi - lo + 1;
-  float m = -INFINITY;
   for (int64_t j = 0; j < n; ++j) {
     float s = dot(q, kh + (lo + j) * d, d) * scale;
     if (softcap > 0)
@@ -114,17 +116,64 @@ void attendRow(const float *q, const T *kh, const T *vh, int64_t d, int64_t dv, 
     scores[j] = s;
     m = std::max(m, s);
   }
-  float l = 0;
-#pragma omp simd reduction(+ : l)
+  float sum = 0, mx = m;
+#pragma omp simd reduction(+ : sum)
   for (int64_t j = 0; j < n; ++j) {
-    scores[j] = fastExp(scores[j] - m);
-    l += scores[j];
+    scores[j] = fastExp(scores[j] - mx);
+    sum += scores[j];
   }
+  l = sum;
   for (int64_t j = 0; j < n; ++j)
-    scaleAdd(out, 1.f, scores[j], vh + (lo + j) * dv, dv);
-  float inv = 1.f / l;
+    scaleAdd(acc, 1.f, scores[j], vh + (lo + j) * dv, dv);
+}
+
+/// The same, normalised: out = softmax-weighted sum of the values (zeros for
+/// an empty range).
+template <typename T>
+void attendRow(const float *q, const T *kh, const T *vh, int64_t d, int64_t dv, int64_t lo,
+               int64_t hi, float scale, float softcap, float *scores, float *out) {
+  float m, l;
+  attendRowPartial(q, kh, vh, d, dv, lo, hi, scale, softcap, scores, out, m, l);
+  float inv = l > 0 ? 1.f / l : 0.f;
   for (int64_t t = 0; t < dv; ++t)
     out[t] *= inv;
+}
+
+/// Split-KV decode: the partial of split `split` of `splits` equal ranges of
+/// keys lo .. pos for head h of sequence bi (what attendRowPartial gives),
+/// and combineSplits, which merges the splits' (m, l, acc) into the row:
+/// out = sum_s e^(m_s - M) acc_s / sum_s e^(m_s - M) l_s, M = max_s m_s.
+template <typename T>
+void decodeAttentionSplit(const float *q, const T *k, const T *v, int64_t bi, int64_t h,
+                          int64_t split, int64_t splits, int64_t hq, int64_t hkv, int64_t d,
+                          int64_t dv, int64_t capacity, int64_t pos, int64_t window, float scale,
+                          float softcap, float *scratch, float *acc, float &m, float &l) {
+  int64_t lo = window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0;
+  int64_t n = pos - lo + 1, per = (n + splits - 1) / splits;
+  int64_t from = lo + split * per, to = std::min(pos, from + per - 1);
+  int64_t hk = h / (hq / hkv);
+  attendRowPartial(q + (bi * hq + h) * d, k + (bi * hkv + hk) * capacity * d,
+                   v + (bi * hkv + hk) * capacity * dv, d, dv, from, to, scale, softcap, scratch,
+                   acc, m, l);
+}
+
+inline void combineSplits(const float *acc, const float *m, const float *l, int64_t splits,
+                          int64_t dv, float *out) {
+  float mx = -INFINITY, total = 0;
+  for (int64_t s = 0; s < splits; ++s)
+    mx = std::max(mx, m[s]);
+  std::fill(out, out + dv, 0.f);
+  if (mx == -INFINITY)
+    return;
+  for (int64_t s = 0; s < splits; ++s) {
+    if (m[s] == -INFINITY)
+      continue;
+    float w = std::exp(m[s] - mx);
+    total += w * l[s];
+    scaleAdd(out, 1.f, w, acc + s * dv, dv);
+  }
+  for (int64_t t = 0; t < dv; ++t)
+    out[t] /= total;
 }
 
 /// Heads [h0, h1) of sequence bi at position `pos` (one query each): keys
