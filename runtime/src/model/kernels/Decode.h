@@ -84,15 +84,15 @@ template <typename T> float dot(const float *a, const T *b, int64_t n) {
   return s;
 }
 
-/// acc = acc * alpha + w * v over n elements (v f32, Half or Bf16).
-template <typename T> void scaleAdd(float *acc, float alpha, float w, const T *v, int64_t n) {
+/// acc += w * v over n elements (v f32, Half or Bf16).
+template <typename T> void axpy(float *acc, float w, const T *v, int64_t n) {
   constexpr int L = VecF::kLanes;
-  VecF va = VecF::splat(alpha), vw = VecF::splat(w);
+  VecF vw = VecF::splat(w);
   int64_t i = 0;
   for (; i + L <= n; i += L)
-    VecF::fma(VecF::load(v + i), vw, VecF::mul(VecF::load(acc + i), va)).store(acc + i);
+    VecF::fma(VecF::load(v + i), vw, VecF::load(acc + i)).store(acc + i);
   for (; i < n; ++i)
-    acc[i] = acc[i] * alpha + w * toFloat(v[i]);
+    acc[i] += w * toFloat(v[i]);
 }
 
 /// One query row over keys lo .. hi (inclusive) of one head's cache rows
@@ -124,7 +124,7 @@ void attendRowPartial(const float *q, const T *kh, const T *vh, int64_t d, int64
   }
   l = sum;
   for (int64_t j = 0; j < n; ++j)
-    scaleAdd(acc, 1.f, scores[j], vh + (lo + j) * dv, dv);
+    axpy(acc, scores[j], vh + (lo + j) * dv, dv);
 }
 
 /// The same, normalised: out = softmax-weighted sum of the values (zeros for
@@ -170,7 +170,7 @@ inline void combineSplits(const float *acc, const float *m, const float *l, int6
       continue;
     float w = std::exp(m[s] - mx);
     total += w * l[s];
-    scaleAdd(out, 1.f, w, acc + s * dv, dv);
+    axpy(out, w, acc + s * dv, dv);
   }
   for (int64_t t = 0; t < dv; ++t)
     out[t] /= total;
