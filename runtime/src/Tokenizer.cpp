@@ -12,6 +12,8 @@
 namespace llmc {
 namespace {
 
+using json::appendUtf8;
+
 #include "runtime/src/support/UnicodeTables.inc"
 
 using json::Value;
@@ -38,24 +40,6 @@ uint32_t nextCodePoint(std::string_view s, size_t i, size_t &len) {
   }
   len = size_t(n);
   return cp;
-}
-
-void appendUtf8(std::string &out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += char(cp);
-  } else if (cp < 0x800) {
-    out += char(0xC0 | (cp >> 6));
-    out += char(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += char(0xE0 | (cp >> 12));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  } else {
-    out += char(0xF0 | (cp >> 18));
-    out += char(0x80 | ((cp >> 12) & 0x3F));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  }
 }
 
 template <size_t N> bool inRanges(const uint32_t (&table)[N][2], uint32_t cp) {

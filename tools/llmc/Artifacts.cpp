@@ -491,6 +491,22 @@ std::string detokenize(llmc_model *model, const std::vector<int32_t> &ids) {
   return buf;
 }
 
+/// The sampling and stop parameters `llmc run` was given.
+llmc_generate_params generateParams(const std::vector<int32_t> &stop) {
+  llmc_generate_params p;
+  llmc_generate_params_init(&p);
+  p.max_new_tokens = runMaxNew;
+  p.temperature = runTemperature;
+  p.top_k = runTopK;
+  p.top_p = runTopP;
+  p.min_p = runMinP;
+  p.repetition_penalty = runRepPenalty;
+  p.seed = runSeed;
+  p.stop_tokens = stop.data();
+  p.num_stop_tokens = stop.size();
+  return p;
+}
+
 } // namespace
 
 /// llmc run --ids "A;B;...": the sequences side by side in one batched
@@ -519,17 +535,7 @@ static int runBatch(llmc_model *model, const std::vector<int32_t> &stop) {
   if (llmc_session_create(model, &so, &session) != LLMC_OK)
     return fail(llmc_last_error());
   auto freeSession = llvm::make_scope_exit([&] { llmc_session_free(session); });
-  llmc_generate_params p;
-  llmc_generate_params_init(&p);
-  p.max_new_tokens = runMaxNew;
-  p.temperature = runTemperature;
-  p.top_k = runTopK;
-  p.top_p = runTopP;
-  p.min_p = runMinP;
-  p.repetition_penalty = runRepPenalty;
-  p.seed = runSeed;
-  p.stop_tokens = stop.data();
-  p.num_stop_tokens = stop.size();
+  llmc_generate_params p = generateParams(stop);
   size_t capacity = size_t(std::max(runMaxNew.getValue(), 1));
   std::vector<int32_t> out(rows.size() * capacity);
   std::vector<size_t> counts(rows.size());
@@ -606,17 +612,7 @@ int mlir::llmc::runRun() {
   if (llmc_session_create(model, &so, &session) != LLMC_OK)
     return fail(llmc_last_error());
   auto freeSession = llvm::make_scope_exit([&] { llmc_session_free(session); });
-  llmc_generate_params p;
-  llmc_generate_params_init(&p);
-  p.max_new_tokens = runMaxNew;
-  p.temperature = runTemperature;
-  p.top_k = runTopK;
-  p.top_p = runTopP;
-  p.min_p = runMinP;
-  p.repetition_penalty = runRepPenalty;
-  p.seed = runSeed;
-  p.stop_tokens = stop.data();
-  p.num_stop_tokens = stop.size();
+  llmc_generate_params p = generateParams(stop);
   std::vector<int32_t> out(size_t(std::max(runMaxNew.getValue(), 1)));
   size_t count = 0;
   llmc_generate_stats stats;

@@ -20,6 +20,24 @@ bool Value::isInt() const {
          std::fabs(number) < 9.007199254740992e15;
 }
 
+void appendUtf8(std::string &out, uint32_t cp) {
+  if (cp < 0x80) {
+    out += char(cp);
+  } else if (cp < 0x800) {
+    out += char(0xC0 | (cp >> 6));
+    out += char(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += char(0xE0 | (cp >> 12));
+    out += char(0x80 | ((cp >> 6) & 0x3F));
+    out += char(0x80 | (cp & 0x3F));
+  } else {
+    out += char(0xF0 | (cp >> 18));
+    out += char(0x80 | ((cp >> 12) & 0x3F));
+    out += char(0x80 | ((cp >> 6) & 0x3F));
+    out += char(0x80 | (cp & 0x3F));
+  }
+}
+
 namespace {
 
 class Parser {
@@ -168,24 +186,6 @@ private:
     return true;
   }
 
-  static void appendUtf8(std::string &out, uint32_t cp) {
-    if (cp < 0x80) {
-      out += char(cp);
-    } else if (cp < 0x800) {
-      out += char(0xC0 | (cp >> 6));
-      out += char(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      out += char(0xE0 | (cp >> 12));
-      out += char(0x80 | ((cp >> 6) & 0x3F));
-      out += char(0x80 | (cp & 0x3F));
-    } else {
-      out += char(0xF0 | (cp >> 18));
-      out += char(0x80 | ((cp >> 12) & 0x3F));
-      out += char(0x80 | ((cp >> 6) & 0x3F));
-      out += char(0x80 | (cp & 0x3F));
-    }
-  }
-
   bool string(std::string &out) {
     ++pos; // "
     while (true) {
@@ -213,11 +213,11 @@ private:
       case 'r': out += '\r'; break;
       case 't': out += '\t'; break;
       case 'u': {
-        uint32_t cp;
+        uint32_t cp = 0;
         if (!hex4(cp))
           return false;
         if (cp >= 0xD800 && cp < 0xDC00) {
-          uint32_t lo;
+          uint32_t lo = 0;
           if (s.substr(pos, 2) != "\\u")
             return fail("unpaired surrogate");
           pos += 2;

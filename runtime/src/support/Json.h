@@ -37,6 +37,10 @@ struct Value {
 /// Parses `text`; on failure returns false and sets `error`.
 bool parse(std::string_view text, Value &out, std::string &error);
 
+/// Appends code point `cp` (<= 0x10FFFF) to `out` as UTF-8 (also what the
+/// tokenizer uses).
+void appendUtf8(std::string &out, uint32_t cp);
+
 } // namespace llmc::json
 
 #endif // LLMC_RUNTIME_SUPPORT_JSON_H
