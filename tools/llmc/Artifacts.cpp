@@ -636,6 +636,12 @@ int mlir::llmc::runRun() {
   }
   llvm::outs() << "\n";
   llvm::outs().flush();
+  // Fewer tokens than asked without a stop token: the KV cache filled up.
+  if (count < size_t(runMaxNew) && llmc_session_length(session) >= llmc_session_capacity(session))
+    llvm::errs() << llvm::formatv("llmc: note: generation stopped after {0} tokens: the KV cache "
+                                  "holds {1} positions (llmc run --capacity, llmc compile "
+                                  "--max-seq)\n",
+                                  count, llmc_session_capacity(session));
   if (runVerbose)
     llvm::errs() << llvm::formatv("prompt {0} tokens, generated {1}; time to first token {2:f2} "
                                   "ms, {3:f2} ms per token, {4:f1} tokens/s\n",
