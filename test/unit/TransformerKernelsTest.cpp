@@ -105,6 +105,23 @@ void expectError(Status s, const std::string &fragment) {
 
 /// llmc-lower-to-exec refuses a function with an op that has no kernel; the
 /// executor (and so every pass's numerical check) needs one for each op.
+TEST(Tensor, SliceSharesStorageAndChecksBounds) {
+  Tensor t;
+  ASSERT_TRUE(Tensor::allocate(DType::Float, {2, 6}, t));
+  for (int i = 0; i < 12; ++i)
+    t.mutableData<float>()[i] = float(i);
+  Tensor s;
+  ASSERT_TRUE(t.slice(7, {1, 4}, s));
+  EXPECT_EQ(s.shape(), (Shape{1, 4}));
+  EXPECT_EQ(s.data<float>(), t.data<float>() + 7); // a view, no copy
+  EXPECT_EQ(s.data<float>()[3], 10.f);
+  Status past = t.slice(9, {4}, s);
+  ASSERT_FALSE(past);
+  EXPECT_NE(past.message().find("does not lie inside f32[2, 6]"), std::string::npos)
+      << past.message();
+  EXPECT_FALSE(t.slice(-1, {1}, s));
+}
+
 TEST(TransformerKernels, EveryLlmOpHasAKernel) {
   mlir::MLIRContext ctx;
   ctx.getOrLoadDialect<mlir::llmc::LLMDialect>();

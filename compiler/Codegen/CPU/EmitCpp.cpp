@@ -248,8 +248,6 @@ std::optional<SliceSegments> sliceSegments(Operation *op) {
   seg.base = begin[axis] * inner;
   seg.stride = in.getDimSize(axis) * inner;
   seg.len = out.getDimSize(axis) * inner;
-  if (seg.count > 1 && seg.len == seg.stride) // whole rows after all
-    seg.len *= seg.count, seg.stride *= seg.count, seg.count = 1;
   return seg;
 }
 

@@ -118,8 +118,10 @@ Status cacheUpdate(const Tensor &cache, const Tensor &rows, const Tensor &pos, T
                    const char *opName);
 
 /// llm.linear: y = x W^T (+ bias) (+ residual, the residual add the fusion
-/// pass put in the same kernel). Decode shapes (f32, a few rows of x) run
-/// the GEMV template over the context's pool; the rest the reference kernel.
+/// pass put in the same kernel), for a weight llmc compile did not pack (one
+/// computed at run time): f32/f16/bf16 run the row-layout GEMV (a few rows
+/// of x) or GEMM templates of kernels/Gemv.h over the context's pool; other
+/// types the reference kernel.
 inline Status linear(const Context &ctx, const KernelEntry *reference, const char *opName,
                      const Tensor &x, const Tensor &w, const Tensor *bias, const Tensor *residual,
                      Tensor &out);
@@ -132,15 +134,16 @@ inline Status packedLinear(const Context &ctx, const char *opName, const Tensor 
                            const Tensor &packed, int64_t n, const Tensor *bias,
                            const Tensor *residual, Tensor &out);
 
-/// llm.rope (f32 with in-range positions: the template; else the reference
-/// kernel, which also reports bad positions).
+/// llm.rope (f32/f16/bf16 with in-range positions: the template; else the
+/// reference kernel, which also reports bad positions).
 inline Status rope(const Context &ctx, const KernelEntry *reference, const char *opName,
                    const Tensor &x, const Tensor &cosT, const Tensor &sinT, const Tensor &pos,
                    const Attributes *attrs, Tensor &out);
 
 /// A decode step's attention over the cache (the fused decode_attention_
-/// partial + attention_combine of llmc-fuse): one pass in f32 when q and
-/// the caches are f32, the two reference kernels otherwise.
+/// partial + attention_combine of llmc-fuse): kernels/Decode.h in f32 when
+/// q and the caches share an f32/f16/bf16 type (split-KV when the rows alone
+/// leave threads idle), the two reference kernels otherwise.
 inline Status decodeAttention(const Context &ctx, const KernelEntry *partialRef,
                               const KernelEntry *combineRef, const char *opName, const Tensor &q,
                               const Tensor &k, const Tensor &v, const Tensor &pos,
@@ -331,18 +334,13 @@ inline Status linear(const Context &ctx, const KernelEntry *reference, const cha
     bool gemv = m <= kGemvRows;
     ctx.pool->parallelFor(blocks, grain, [&](int64_t b0, int64_t b1) {
       int64_t n0 = b0 * 16, n1 = std::min(n, b1 * 16);
-      auto run = [&](const auto *pw) {
+      withFloatType(type, [&](auto *tag) {
+        using T = std::remove_const_t<std::remove_pointer_t<decltype(tag)>>;
         if (gemv)
-          kernels::gemvRows(px, m, k, pw, pb, pr, py, n, n0, n1);
+          kernels::gemvRows(px, m, k, w.data<T>(), pb, pr, py, n, n0, n1);
         else
-          kernels::gemmRows(px, m, k, pw, pb, pr, py, n, n0, n1);
-      };
-      if (type == DType::Float)
-        run(w.data<float>());
-      else if (type == DType::Float16)
-        run(w.data<kernels::Half>());
-      else
-        run(w.data<kernels::Bf16>());
+          kernels::gemmRows(px, m, k, w.data<T>(), pb, pr, py, n, n0, n1);
+      });
     });
     finishF32(out, ys);
     return Status::ok();
@@ -382,15 +380,11 @@ inline Status rope(const Context &ctx, const KernelEntry *reference, const char 
       std::vector<float> xs, ys;
       const float *px = asF32(x, xs);
       float *py = f32Target(out, ys);
-      if (type == DType::Float)
-        kernels::ropeRows(px, py, rows, x.dim(2), x.dim(3), rot, interleaved, cosT.data<float>(),
-                          sinT.data<float>(), at.data());
-      else if (type == DType::Float16)
-        kernels::ropeRows(px, py, rows, x.dim(2), x.dim(3), rot, interleaved,
-                          cosT.data<kernels::Half>(), sinT.data<kernels::Half>(), at.data());
-      else
-        kernels::ropeRows(px, py, rows, x.dim(2), x.dim(3), rot, interleaved,
-                          cosT.data<kernels::Bf16>(), sinT.data<kernels::Bf16>(), at.data());
+      withFloatType(type, [&](auto *tag) {
+        using T = std::remove_const_t<std::remove_pointer_t<decltype(tag)>>;
+        kernels::ropeRows(px, py, rows, x.dim(2), x.dim(3), rot, interleaved, cosT.data<T>(),
+                          sinT.data<T>(), at.data());
+      });
       finishF32(out, ys);
       return Status::ok();
     }

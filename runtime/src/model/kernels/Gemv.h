@@ -33,11 +33,7 @@ void gemvRows(const float *x, int64_t M, int64_t K, const TW *w, const float *bi
   constexpr int L = VecF::kLanes;
   const int64_t kv = K / L * L;
   auto finish = [&](int64_t m, int64_t n, float dot) {
-    if (bias)
-      dot += bias[n];
-    if (residual)
-      dot += residual[m * N + n];
-    y[m * N + n] = dot;
+    y[m * N + n] = linearEpilogue(dot, bias, residual, m, n, N);
   };
   int64_t n = n0;
   // A software prefetch kPrefetch bytes ahead in the four rows' contiguous
@@ -108,11 +104,7 @@ void gemmRows(const float *x, int64_t M, int64_t K, const TW *w, const float *bi
 #endif
   const int64_t kv = K / L * L;
   auto finish = [&](int64_t m, int64_t n, float dot) {
-    if (bias)
-      dot += bias[n];
-    if (residual)
-      dot += residual[m * N + n];
-    y[m * N + n] = dot;
+    y[m * N + n] = linearEpilogue(dot, bias, residual, m, n, N);
   };
   int64_t n = n0;
   for (; n + NB <= n1; n += NB) {

@@ -147,18 +147,9 @@ void packedRows(const float *x, int64_t M, int64_t K, const T *packed, int64_t N
       else
         panelTileRows<1>(rows, x + m * K, K, b, tile);
       int64_t n0 = p * kPanel, n1 = std::min(N, (p + panels) * kPanel);
-      for (int i = 0; i < rows; ++i) {
-        float *yr = y + (m + i) * N;
-        const float *rr = residual ? residual + (m + i) * N : nullptr;
-        for (int64_t n = n0; n < n1; ++n) {
-          float v = tile[i][n - n0];
-          if (bias)
-            v += bias[n];
-          if (rr)
-            v += rr[n];
-          yr[n] = v;
-        }
-      }
+      for (int i = 0; i < rows; ++i)
+        for (int64_t n = n0; n < n1; ++n)
+          y[(m + i) * N + n] = linearEpilogue(tile[i][n - n0], bias, residual, m + i, n, N);
     }
   }
 }

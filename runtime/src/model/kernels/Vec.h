@@ -124,6 +124,17 @@ struct VecF {
 };
 #endif
 
+/// A linear layer's epilogue for y[m, n] of an [M, N] result: the dot
+/// product plus bias[n] and residual[m, n], each when given.
+inline float linearEpilogue(float dot, const float *bias, const float *residual, int64_t m,
+                            int64_t n, int64_t N) {
+  if (bias)
+    dot += bias[n];
+  if (residual)
+    dot += residual[m * N + n];
+  return dot;
+}
+
 /// A hint to bring the cache line at p into L1 (never faults).
 inline void prefetchLine(const void *p) {
 #if defined(__AVX512F__) || defined(__AVX2__)
