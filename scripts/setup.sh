@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Installs what llmc needs on Debian 12 (idempotent; silent when all is there).
-# Runs apt-get as root, or through sudo.
+# Runs apt-get as root, or through sudo; makes the tests' Python environment (.venv).
 set -euo pipefail
 
 packages=(
-  cmake ninja-build ccache g++ python3
+  cmake ninja-build ccache g++ python3 python3-venv
   libmlir-19-dev mlir-19-tools llvm-19-dev llvm-19-tools
   libprotobuf-dev protobuf-compiler libonnx-dev
   libgtest-dev
@@ -18,14 +18,31 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-
-echo "llmc setup: installing ${missing[*]}"
-sudo=""
-if [ "$(id -u)" -ne 0 ]; then
-  command -v sudo >/dev/null || { echo "llmc setup: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
-  sudo="sudo"
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "llmc setup: installing ${missing[*]}"
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "llmc setup: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+    sudo="sudo"
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" > /dev/null
 fi
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" > /dev/null
+
+# The tests' Python: a virtual environment of Debian's python3 holding the
+# standard library and test/requirements.txt, nothing else (no system or
+# user site-packages), so a test that imports a package setup does not
+# install fails here as it would on a fresh machine. Remade when the
+# requirements change.
+root="$(cd "$(dirname "$0")/.." && pwd)"
+venv="$root/.venv"
+req="$root/test/requirements.txt"
+stamp="$venv/.llmc-requirements"
+if [ ! -x "$venv/bin/python3" ] || ! cmp -s "$req" "$stamp"; then
+  echo "llmc setup: making the test environment $venv (test/requirements.txt)"
+  rm -rf "$venv"
+  /usr/bin/python3 -m venv "$venv"
+  "$venv/bin/python3" -m pip install -q --disable-pip-version-check --no-input -r "$req"
+  cp "$req" "$stamp"
+fi
