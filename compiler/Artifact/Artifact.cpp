@@ -13,6 +13,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/SHA256.h"
+#include "llvm/Support/xxhash.h"
 
 #include <cstdlib>
 
@@ -245,6 +246,20 @@ llvm::Error mlir::llmc::writeArtifact(const CpuModel &model, const ArtifactInfo 
                                                   : c.dtype == 16 ? "bf16"
                                                                   : "other"}});
   }
+  // Checksums of weights.bin, a range per stored tensor: each runs from its
+  // offset to the next one's (or the end), so together they cover every
+  // byte, padding included, and a changed byte names its tensor.
+  llvm::json::Array table;
+  for (size_t i = 0; i < model.blobs.size(); ++i) {
+    int64_t begin = i == 0 ? 0 : model.blobs[i].offset;
+    int64_t end = i + 1 < model.blobs.size() ? model.blobs[i + 1].offset
+                                              : int64_t(model.weights.size());
+    uint64_t digest = llvm::xxHash64(llvm::StringRef(model.weights.data() + begin, size_t(end - begin)));
+    table.push_back(llvm::json::Object{{"name", model.blobs[i].name},
+                                       {"offset", begin},
+                                       {"bytes", end - begin},
+                                       {"xxh64", llvm::utohexstr(digest, /*LowerCase=*/true, 16)}});
+  }
   llvm::json::Object memory = llvm::json::Object(info.memory);
   memory["kv_cache_bytes_per_sequence"] = cacheBytesPerSequence;
   // Whether a session may ask for fewer positions (llmc_session_options).
@@ -265,7 +280,8 @@ llvm::Error mlir::llmc::writeArtifact(const CpuModel &model, const ArtifactInfo 
                                      {"bytes", int64_t(model.weights.size())},
                                      {"tensors", model.numWeights},
                                      {"alignment", 64},
-                                     {"sha256", model.weightsSha256}}},
+                                     {"sha256", model.weightsSha256},
+                                     {"table", std::move(table)}}},
       {"library", llvm::json::Object{{"file", "libmodel.so"}, {"sha256", *libSha}}},
       {"tokenizer", std::move(tokenizer)},
       {"stop_tokens", llvm::json::Array(info.stopTokens)},

@@ -15,6 +15,8 @@
 #include "compiler/Codegen/CPU/EmitCpp.h"
 
 #include "llvm/Support/Error.h"
+#include "runtime/include/llmc/model_abi.h"
+
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -23,7 +25,7 @@
 
 namespace mlir::llmc {
 
-constexpr int kArtifactFormatVersion = 1;
+constexpr int kArtifactFormatVersion = LLMC_ARTIFACT_FORMAT_VERSION;
 
 struct ArtifactInfo {
   std::string llmcVersion;

@@ -15,6 +15,7 @@
 #include "runtime/src/Tokenizer.h"
 #include "runtime/src/support/Json.h"
 #include "runtime/src/support/Sha256.h"
+#include "runtime/src/support/WeightTable.h"
 
 #include <algorithm>
 #include <chrono>
@@ -155,10 +156,10 @@ llmc_status loadModel(const std::string &path, const llmc_load_options *options,
   const json *format = man.get("format_version");
   if (!format || !format->isInt())
     return fail(LLMC_ERROR_FORMAT, manifestPath + ": no format_version");
-  if (format->asInt() != 1)
+  if (format->asInt() != LLMC_ARTIFACT_FORMAT_VERSION)
     return fail(LLMC_ERROR_FORMAT, manifestPath + ": format version " +
-                                       std::to_string(format->asInt()) +
-                                       "; this runtime reads version 1 (recompile the model)");
+                                       std::to_string(format->asInt()) + "; this runtime reads version " +
+                                       std::to_string(LLMC_ARTIFACT_FORMAT_VERSION) + " (recompile the model)");
   const json *target = man.get("target");
   std::string kind = target && target->get("kind") ? target->get("kind")->asString() : "";
   std::string march = target && target->get("march") ? target->get("march")->asString() : "";
@@ -219,12 +220,12 @@ llmc_status loadModel(const std::string &path, const llmc_load_options *options,
     m->weights.size = size_t(wBytes);
   }
   close(fd);
-  if (options && options->verify_weights) {
-    llmc::Sha256 sha;
-    sha.update(m->weights.data, m->weights.size);
-    if (sha.hexDigest() != wSha)
-      return fail(LLMC_ERROR_FORMAT, wPath + " does not match manifest.json (sha256)");
-  }
+  std::vector<llmc::WeightRange> table;
+  if (!llmc::readWeightTable(*weights, uint64_t(wBytes), table, error))
+    return fail(LLMC_ERROR_FORMAT, path + "/" + error);
+  if (!(options && options->skip_weight_checksums) &&
+      !llmc::checkWeights(table, m->weights.data, error))
+    return fail(LLMC_ERROR_FORMAT, path + "/" + error);
 
   // The tokenizer, and the default stop tokens.
   if (const json *tok = man.get("tokenizer"); tok && tok->kind == json::Object) {

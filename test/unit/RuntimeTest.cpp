@@ -3,6 +3,10 @@
 #include "runtime/src/Sampler.h"
 #include "runtime/src/support/Json.h"
 #include "runtime/src/support/Sha256.h"
+#include "runtime/src/support/WeightTable.h"
+#include "runtime/src/support/XxHash64.h"
+
+#include "llvm/Support/xxhash.h"
 
 #include <gtest/gtest.h>
 
@@ -63,6 +67,56 @@ TEST(Sha256, KnownDigests) {
   for (size_t i = 0; i < million.size(); i += 997)
     h.update(million.data() + i, std::min<size_t>(997, million.size() - i));
   EXPECT_EQ(h.hexDigest(), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+// XXH64 against the specification's digests and LLVM's implementation
+// (what llmc compile writes into the manifest), at every length up to 300
+// (each tail path, every stripe count) and at unaligned starts.
+TEST(XxHash64, MatchesTheSpecificationAndLlvm) {
+  EXPECT_EQ(llmc::xxHash64("", 0), 0xEF46DB3751D8E999ull);
+  EXPECT_EQ(llmc::hex64(llmc::xxHash64("", 0)), "ef46db3751d8e999");
+  std::string bytes(400, '\0');
+  uint64_t state = 12345;
+  for (char &c : bytes) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    c = char(state >> 56);
+  }
+  for (size_t offset : {0, 1, 3})
+    for (size_t n = 0; n <= 300; ++n) {
+      llvm::StringRef piece(bytes.data() + offset, n);
+      ASSERT_EQ(llmc::xxHash64(piece.data(), n), llvm::xxHash64(piece))
+          << "length " << n << " offset " << offset;
+    }
+}
+
+// The table must cover weights.bin exactly; a damaged byte names its range.
+TEST(WeightTable, CoversTheFileAndNamesTheDamagedTensor) {
+  std::string data(200, 'x');
+  for (size_t i = 0; i < data.size(); ++i)
+    data[i] = char(i * 7);
+  auto row = [&](const char *name, uint64_t off, uint64_t n) {
+    return std::string("{\"name\": \"") + name + "\", \"offset\": " + std::to_string(off) +
+           ", \"bytes\": " + std::to_string(n) + ", \"xxh64\": \"" +
+           llmc::hex64(llvm::xxHash64(llvm::StringRef(data.data() + off, n))) + "\"}";
+  };
+  std::string text = "{\"table\": [" + row("a", 0, 64) + ", " + row("b", 64, 0) + ", " +
+                     row("c", 64, 136) + "]}";
+  llmc::json::Value weights;
+  std::string error;
+  ASSERT_TRUE(llmc::json::parse(text, weights, error)) << error;
+  std::vector<llmc::WeightRange> table;
+  ASSERT_TRUE(llmc::readWeightTable(weights, data.size(), table, error)) << error;
+  ASSERT_EQ(table.size(), 3u);
+  for (unsigned threads : {1u, 2u, 8u})
+    EXPECT_TRUE(llmc::checkWeights(table, data.data(), error, threads)) << error;
+  data[150] ^= 1;
+  EXPECT_FALSE(llmc::checkWeights(table, data.data(), error, 2));
+  EXPECT_NE(error.find("tensor 'c' (bytes 64..200)"), std::string::npos) << error;
+  // A table that stops short of, or runs past, the file.
+  EXPECT_FALSE(llmc::readWeightTable(weights, 201, table, error));
+  EXPECT_NE(error.find("covers 200 bytes; weights.bin has 201"), std::string::npos) << error;
+  EXPECT_FALSE(llmc::readWeightTable(weights, 199, table, error));
+  EXPECT_NE(error.find("weights.table[2] ('c') does not follow"), std::string::npos) << error;
 }
 
 TEST(Sampler, GreedyTakesTheFirstLargest) {

@@ -11,6 +11,8 @@
 #include "compiler/Codegen/CPU/EmitCpp.h"
 #include "llmc/llmc.h"
 #include "runtime/src/Tokenizer.h"
+#include "runtime/src/support/Json.h"
+#include "runtime/src/support/WeightTable.h"
 #include "passes/Passes.h"
 #include "passes/TransformerStructure.h"
 #include "python-free-frontend/OnnxImporter.h"
@@ -132,6 +134,11 @@ cl::opt<std::string> inspectArtifact(cl::Positional, cl::desc("<model.llmc>"), c
                                      cl::sub(inspectCmd), cl::cat(cat()));
 cl::opt<bool> inspectJson("json", cl::desc("Print manifest.json as it is"), cl::init(false),
                           cl::sub(inspectCmd), cl::cat(cat()));
+cl::opt<bool> inspectVerify(
+    "verify",
+    cl::desc("Check every file against the manifest: weights.bin tensor by tensor (their "
+             "checksums), libmodel.so and tokenizer.json (sha256); exit 1 naming what differs"),
+    cl::init(false), cl::sub(inspectCmd), cl::cat(cat()));
 
 // --- llmc bench --------------------------------------------------------------
 cl::SubCommand benchCmd("bench",
@@ -651,6 +658,56 @@ int mlir::llmc::runRun() {
   return 0;
 }
 
+namespace {
+
+/// llmc inspect --verify: every file of the artifact against manifest.json,
+/// with the runtime's own checks of weights.bin.
+int verifyArtifact(llvm::StringRef dir, llvm::StringRef manifestText) {
+  ::llmc::json::Value manifest;
+  std::string error;
+  if (!::llmc::json::parse(std::string_view(manifestText.data(), manifestText.size()), manifest,
+                           error))
+    return fail(dir + "/manifest.json: " + error);
+  auto file = [&](llvm::StringRef name) { return (dir + "/" + name).str(); };
+  auto shaOf = [&](const char *key) {
+    const ::llmc::json::Value *o = manifest.get(key);
+    return o && o->get("sha256") ? o->get("sha256")->asString() : std::string();
+  };
+  // libmodel.so and tokenizer.json (when there is one): their sha256.
+  for (auto [key, name] : {std::pair{"library", "libmodel.so"}, {"tokenizer", "tokenizer.json"}}) {
+    const ::llmc::json::Value *o = manifest.get(key);
+    if (!o || o->kind != ::llmc::json::Value::Object) {
+      if (llvm::StringRef(key) == "library")
+        return fail(dir + "/manifest.json: no library");
+      continue;
+    }
+    auto sha = sha256File(file(name));
+    if (!sha)
+      return fail(llvm::toString(sha.takeError()));
+    if (*sha != shaOf(key))
+      return fail(file(name) + " does not match manifest.json (sha256 " + *sha + ", expected " +
+                  shaOf(key) + ")");
+    llvm::outs() << llvm::formatv("{0,-15} sha256 matches\n", name);
+  }
+  const ::llmc::json::Value *weights = manifest.get("weights");
+  if (!weights || weights->kind != ::llmc::json::Value::Object)
+    return fail(dir + "/manifest.json: no weights");
+  auto buf = llvm::MemoryBuffer::getFile(file("weights.bin"), /*IsText=*/false,
+                                         /*RequiresNullTerminator=*/false);
+  if (!buf)
+    return fail("cannot read " + file("weights.bin") + ": " + buf.getError().message());
+  llvm::StringRef bytes = (*buf)->getBuffer();
+  std::vector<::llmc::WeightRange> table;
+  if (!::llmc::readWeightTable(*weights, bytes.size(), table, error) ||
+      !::llmc::checkWeights(table, bytes.data(), error))
+    return fail(dir + "/" + error);
+  llvm::outs() << llvm::formatv("{0,-15} {1} bytes in {2} checksummed ranges, all match\n",
+                                "weights.bin", bytes.size(), table.size());
+  return 0;
+}
+
+} // namespace
+
 int mlir::llmc::runInspect() {
   llvm::SmallString<256> path(inspectArtifact);
   llvm::sys::path::append(path, "manifest.json");
@@ -661,6 +718,8 @@ int mlir::llmc::runInspect() {
     llvm::outs() << (*buf)->getBuffer();
     return 0;
   }
+  if (inspectVerify)
+    return verifyArtifact(inspectArtifact, (*buf)->getBuffer());
   auto json = llvm::json::parse((*buf)->getBuffer());
   if (!json)
     return fail(path.str() + ": " + llvm::toString(json.takeError()));

@@ -293,12 +293,14 @@ private:
   llvm::Error emitFunction(func::FuncOp f);
   llvm::Error emitBlock(Block &block, CpuModel::Entry &stats, int depth);
   llvm::Error emitOp(Operation *op, CpuModel::Entry &stats, int depth);
-  llvm::Expected<int> weightIndex(ElementsAttr attr);
+  /// `name` says what the constant is (in the manifest's weights table).
+  llvm::Expected<int> weightIndex(ElementsAttr attr, llvm::StringRef name);
   /// The weight [N, K] of a linear layer, stored in the kernels' column
   /// panels (runtime/src/model/kernels/Packed.h) as [panels, K, 16].
-  llvm::Expected<int> packedWeightIndex(ElementsAttr attr);
-  /// Where `bytes` lie in weights.bin (equal bytes are stored once).
-  size_t storeBlob(llvm::StringRef bytes);
+  llvm::Expected<int> packedWeightIndex(ElementsAttr attr, llvm::StringRef name);
+  /// Where `bytes` lie in weights.bin (equal bytes are stored once, under
+  /// the first `name` that stored them).
+  size_t storeBlob(llvm::StringRef bytes, llvm::StringRef name);
   llvm::Expected<int> attrIndex(Operation *op);
   int kernelIndex(llvm::StringRef name);
   std::string newName() { return "v" + std::to_string(counter++); }
@@ -309,7 +311,8 @@ private:
   std::string resolve(const std::string &name) {
     if (name.empty() || name[0] != '\x01')
       return name;
-    auto w = weightIndex(lazyConstants[std::stoul(name.substr(1))]);
+    ConstantOp c = lazyConstants[std::stoul(name.substr(1))];
+    auto w = weightIndex(cast<ElementsAttr>(c.getValue()), nodeName(c));
     if (!w) {
       if (!deferredError)
         deferredError = w.takeError();
@@ -337,7 +340,7 @@ private:
   std::string init;    // Model::init's statements
   llvm::DenseMap<Value, std::string> names;
   llvm::DenseMap<Attribute, int> weights, packedWeights;
-  std::vector<ElementsAttr> lazyConstants;
+  std::vector<ConstantOp> lazyConstants;
   llvm::Error deferredError = llvm::Error::success();
   llvm::DenseSet<Operation *> folded; // emitted as part of an earlier statement
   llvm::DenseMap<uint64_t, SmallVector<size_t, 1>> blobsByHash; // weights.bin offsets
@@ -347,13 +350,14 @@ private:
   bool anyCapacity = true; // every cache passes readsCapacityAtRunTime
 };
 
-llvm::Expected<int> Emitter::weightIndex(ElementsAttr attr) {
+llvm::Expected<int> Emitter::weightIndex(ElementsAttr attr, llvm::StringRef name) {
   if (auto it = weights.find(attr); it != weights.end())
     return it->second;
   auto t = constantTensor(attr);
   if (!t)
     return t.takeError();
-  size_t offset = storeBlob(llvm::StringRef(static_cast<const char *>(t->raw()), t->bytes()));
+  size_t offset =
+      storeBlob(llvm::StringRef(static_cast<const char *>(t->raw()), t->bytes()), name);
   int index = numWeights++;
   init += llvm::formatv("  w[{0}] = weight({1}, {2}, {3});\n", index, dtypeExpr(t->dtype()),
                         shapeExpr(t->shape()), offset)
@@ -362,7 +366,7 @@ llvm::Expected<int> Emitter::weightIndex(ElementsAttr attr) {
   return index;
 }
 
-size_t Emitter::storeBlob(llvm::StringRef bytes) {
+size_t Emitter::storeBlob(llvm::StringRef bytes, llvm::StringRef name) {
   // Equal bytes are stored once: every entry point's fusion makes its own
   // merged QKV and gate/up weights, with the same contents.
   uint64_t hash = llvm::xxh3_64bits(bytes);
@@ -375,10 +379,11 @@ size_t Emitter::storeBlob(llvm::StringRef bytes) {
   if (!bytes.empty())
     std::memcpy(model.weights.data() + offset, bytes.data(), bytes.size());
   blobsByHash[hash].push_back(offset);
+  model.blobs.push_back({name.str(), int64_t(offset), int64_t(bytes.size())});
   return offset;
 }
 
-llvm::Expected<int> Emitter::packedWeightIndex(ElementsAttr attr) {
+llvm::Expected<int> Emitter::packedWeightIndex(ElementsAttr attr, llvm::StringRef name) {
   if (auto it = packedWeights.find(attr); it != packedWeights.end())
     return it->second;
   auto t = constantTensor(attr);
@@ -390,7 +395,7 @@ llvm::Expected<int> Emitter::packedWeightIndex(ElementsAttr attr) {
   size_t elem = cpu::storageSize(t->dtype());
   std::vector<char> packed(size_t(panels * k * ::llmc::model::kernels::kPanel) * elem);
   ::llmc::model::kernels::packPanels(t->raw(), n, k, elem, packed.data());
-  size_t offset = storeBlob(llvm::StringRef(packed.data(), packed.size()));
+  size_t offset = storeBlob(llvm::StringRef(packed.data(), packed.size()), name);
   int index = numWeights++;
   init += llvm::formatv("  w[{0}] = weight({1}, {2}, {3}); // packed [{4}, {5}]\n", index,
                         dtypeExpr(t->dtype()),
@@ -448,7 +453,7 @@ llvm::Expected<int> Emitter::attrIndex(Operation *op) {
       }
       value = "stringsAttr({" + llvm::join(items, ", ") + "})";
     } else if (auto e = dyn_cast<ElementsAttr>(v)) {
-      auto w = weightIndex(e);
+      auto w = weightIndex(e, nodeName(op) + " attribute " + a.getName().str());
       if (!w)
         return w.takeError();
       value = llvm::formatv("tensorAttr(w[{0}])", *w).str();
@@ -471,7 +476,7 @@ llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
     if (!e)
       return makeError(nodeName(op) + ": a constant that is not a tensor");
     // Referenced where used (and only then stored): no statement.
-    lazyConstants.push_back(e);
+    lazyConstants.push_back(c);
     names[c.getResult()] = "\x01" + std::to_string(lazyConstants.size() - 1);
     return llvm::Error::success();
   }
@@ -692,8 +697,9 @@ llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
     auto wType = dyn_cast<RankedTensorType>(lin.getWeight().getType());
     auto xType = dyn_cast<RankedTensorType>(lin.getX().getType());
     ElementsAttr wAttr;
-    if (auto c = outside(lin.getWeight()).getDefiningOp<ConstantOp>())
-      wAttr = dyn_cast<ElementsAttr>(c.getValue());
+    auto wConst = outside(lin.getWeight()).getDefiningOp<ConstantOp>();
+    if (wConst)
+      wAttr = dyn_cast<ElementsAttr>(wConst.getValue());
     Value bias = lin.getBias();
     bool hasBias = bias && !isa<NoneType>(bias.getType());
     if (wAttr && wType && xType && wType.hasStaticShape() && xType.hasStaticShape() &&
@@ -701,7 +707,7 @@ llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
         xType.getShape().back() == wType.getDimSize(1) &&
         wType.getElementType() == element && xType.getElementType() == element &&
         (!hasBias || getElementTypeOrSelf(bias.getType()) == element)) {
-      auto packed = packedWeightIndex(wAttr);
+      auto packed = packedWeightIndex(wAttr, nodeName(wConst));
       if (!packed)
         return packed.takeError();
       body += llvm::formatv("{0}Tensor {1}; // linear{2} -> {3}\n", in, v,

@@ -39,8 +39,15 @@ struct CpuModel {
     int64_t heads = 0, capacity = 0, headDim = 0;
     int32_t dtype = 0; // ONNX element type code
   };
+  // A stored tensor of weights.bin: `name` is the constant it holds (the
+  // initializer, or the fused weight built from several).
+  struct Blob {
+    std::string name;
+    int64_t offset = 0, bytes = 0;
+  };
   std::string source;         // model.cpp
   std::vector<char> weights;  // weights.bin
+  std::vector<Blob> blobs;    // in offset order
   std::string weightsSha256;  // hex
   std::vector<Entry> entries;
   std::vector<Cache> caches;

@@ -60,7 +60,10 @@ const char *llmc_version(void);
 typedef struct llmc_model llmc_model;
 
 typedef struct llmc_load_options {
-  int32_t verify_weights; /* 1: hash weights.bin against the manifest (slow for big models) */
+  /* 1: do not check weights.bin's per-tensor checksums (manifest.json's
+   * weights.table). By default every byte is checked at load, on all cores:
+   * a damaged file is an LLMC_ERROR_FORMAT naming the tensor. */
+  int32_t skip_weight_checksums;
 } llmc_load_options;
 
 /* Loads the artifact folder `path`: checks manifest.json (format version,

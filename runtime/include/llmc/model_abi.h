@@ -44,6 +44,9 @@ extern "C" {
 #endif
 
 #define LLMC_MODEL_ABI_VERSION 2
+/* The artifact folder's format (manifest.json's format_version). 2: the
+ * manifest lists weights.bin's tensors with a checksum each (weights.table). */
+#define LLMC_ARTIFACT_FORMAT_VERSION 2
 
 typedef enum llmc_entry_kind { LLMC_ENTRY_PREFILL = 0, LLMC_ENTRY_DECODE = 1 } llmc_entry_kind;
 
