@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes fuzz/corpus: the importer tests' protobuf-text models as binary
+"""Writes fuzz/corpus/onnx: the importer tests' protobuf-text models as binary
 .onnx seeds (test tooling; needs `pip install protobuf onnx`).
 
   python3 fuzz/make_seeds.py
@@ -14,7 +14,7 @@ from google.protobuf import text_format
 
 root = os.path.dirname(os.path.abspath(__file__))
 tests = os.path.join(root, "..", "test")
-out = os.path.join(root, "corpus")
+out = os.path.join(root, "corpus", "onnx")
 os.makedirs(out, exist_ok=True)
 
 texts = []
