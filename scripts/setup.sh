@@ -43,6 +43,8 @@ if [ ! -x "$venv/bin/python3" ] || ! cmp -s "$req" "$stamp"; then
   echo "llmc setup: making the test environment $venv (test/requirements.txt)"
   rm -rf "$venv"
   /usr/bin/python3 -m venv "$venv"
-  "$venv/bin/python3" -m pip install -q --disable-pip-version-check --no-input -r "$req"
+  if grep -qvE '^[[:space:]]*(#|$)' "$req"; then
+    "$venv/bin/python3" -m pip install -q --disable-pip-version-check --no-input -r "$req"
+  fi
   cp "$req" "$stamp"
 fi
