@@ -258,7 +258,7 @@ struct FusePass : mlir::llmc::impl::FusePassBase<FusePass> {
     static const llvm::StringSet<> kOps = {
         "onnx.add", "onnx.sub", "onnx.mul", "onnx.div", "onnx.neg", "onnx.exp", "onnx.tanh",
         "onnx.sigmoid", "onnx.sqrt", "onnx.pow", "onnx.erf", "onnx.cast", "onnx.where",
-        "gelu", "silu", "swiglu"};
+        "gelu", "silu", "relu", "swiglu"};
     return op->getNumResults() == 1 && kOps.contains(shortName(op)) &&
            isa<FloatType>(getElementTypeOrSelf(op->getResult(0).getType()));
   }
@@ -326,13 +326,13 @@ struct FusePass : mlir::llmc::impl::FusePassBase<FusePass> {
             if (seen.contains(user) || user->getBlock() != norm->getBlock())
               continue;
             StringRef n = shortName(user);
-            bool fusable = isa<LinearOp, RopeOp, SwigluOp, GeluOp, SiluOp, CacheUpdateOp>(user) ||
+            bool fusable = isa<LinearOp, RopeOp, SwigluOp, GeluOp, SiluOp, ReluOp, CacheUpdateOp>(user) ||
                            n == "onnx.slice" || n == "onnx.split" || n == "onnx.transpose" ||
                            n == "onnx.cast" ||
                            isView(user) ||
                            (n == "onnx.mul" && llvm::any_of(user->getOperands(), [&](Value v) {
                               return v.getDefiningOp() &&
-                                     isa<GeluOp, SiluOp>(v.getDefiningOp());
+                                     isa<GeluOp, SiluOp, ReluOp>(v.getDefiningOp());
                             }));
             if (!fusable)
               continue;
@@ -344,7 +344,7 @@ struct FusePass : mlir::llmc::impl::FusePassBase<FusePass> {
             if (!inside)
               continue;
             cache |= isa<CacheUpdateOp>(user);
-            gated |= isa<SwigluOp, GeluOp, SiluOp>(user);
+            gated |= isa<SwigluOp, GeluOp, SiluOp, ReluOp>(user);
             seen.insert(user);
             ops.push_back(user);
           }

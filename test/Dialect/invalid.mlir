@@ -1034,6 +1034,14 @@ func.func @silu(%x: tensor<4xf32>) {
 
 // -----
 
+func.func @relu(%x: tensor<4xi64>) {
+  // expected-error @+1 {{operand #0 must be tensor of floating-point values}}
+  %0 = llm.relu %x {squared = true} : (tensor<4xi64>) -> tensor<4xi64>
+  return
+}
+
+// -----
+
 func.func @swiglu(%g: tensor<4xf32>, %u: tensor<8xf32>) {
   // expected-error @+1 {{gate and up must have the same shape and element type}}
   %0 = llm.swiglu %g, %u : (tensor<4xf32>, tensor<8xf32>) -> tensor<4xf32>

@@ -329,6 +329,10 @@ func.func @transformer(%table: tensor<256x64xf16>, %ids: tensor<1x?xi64>, %x: te
   %7 = llm.silu %5 : (tensor<1x?x96xf16>) -> tensor<1x?x96xf16>
   // CHECK: llm.swiglu
   %8 = llm.swiglu %6, %7 : (tensor<1x?x96xf16>, tensor<1x?x96xf16>) -> tensor<1x?x96xf16>
+  // CHECK: llm.relu %{{.*}} {squared = true}
+  %9 = llm.relu %5 {squared = true} : (tensor<1x?x96xf16>) -> tensor<1x?x96xf16>
+  // CHECK: llm.relu %{{.*}} :
+  %10 = llm.relu %5 : (tensor<1x?x96xf16>) -> tensor<1x?x96xf16>
   return
 }
 

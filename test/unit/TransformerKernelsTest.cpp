@@ -1,7 +1,7 @@
 //===- TransformerKernelsTest.cpp - reference kernels of the llm.* ops -----===//
 //
 // The CPU kernels of the transformer-level ops (embedding, rms_norm,
-// layer_norm, rope, attention, linear, gelu, silu, swiglu) are the oracle
+// layer_norm, rope, attention, linear, gelu, silu, relu, swiglu) are the oracle
 // for every rewrite of the transformer passes, so they are checked here
 // against float64 implementations written from the op descriptions in
 // dialects/LLM/IR/LLMTransformerOps.td, on random data, and for the errors
@@ -550,11 +550,11 @@ TEST(TransformerKernels, LinearHalfAndShapeErrors) {
 
 TEST(TransformerKernels, Activations) {
   auto x = randomFloats(257, 101, -6, 6), u = randomFloats(257, 102, -2, 2);
-  auto check = [&](const char *op, bool tanhApprox, auto ref) {
+  auto check = [&](const char *op, bool flag, auto ref) {
     Call c;
     c.in(DType::Float, {257}, x.data());
-    if (tanhApprox)
-      c.attr("approximate_tanh", 1);
+    if (flag) // gelu's tanh approximation; relu squared
+      c.attr(std::string(op) == "relu" ? "squared" : "approximate_tanh", 1);
     ASSERT_TRUE(c.run(op).isOk());
     std::vector<double> want;
     for (float v : x)
@@ -566,6 +566,8 @@ TEST(TransformerKernels, Activations) {
     return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
   });
   check("silu", false, [](double v) { return v / (1 + std::exp(-v)); });
+  check("relu", false, [](double v) { return std::max(v, 0.0); });
+  check("relu", true, [](double v) { return v > 0 ? v * v : 0.0; });
 
   Call s;
   s.in(DType::Float, {257}, x.data()).in(DType::Float, {257}, u.data());

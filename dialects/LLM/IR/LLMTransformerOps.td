@@ -146,6 +146,19 @@ def LLM_SiluOp : LLM_InferredOp<"silu"> {
   }];
 }
 
+def LLM_ReluOp : LLM_InferredOp<"relu"> {
+  let summary = "ReLU activation, or its square (squared ReLU)";
+  let description = [{
+    max(x, 0), or max(x, 0)^2 when `squared` (the MLP activation of
+    Primer and Nemotron-style models).
+  }];
+  let arguments = (ins LLM_FloatTensor:$x, DefaultValuedAttr<BoolAttr, "false">:$squared);
+  let results = (outs LLM_FloatTensor:$output);
+  let inferImpl = [{
+      return ::mlir::llmc::inferSameAsOperand(loc, adaptor.getOperands(), 0, types);
+  }];
+}
+
 def LLM_SwigluOp : LLM_InferredOp<"swiglu"> {
   let summary = "SwiGLU gate: silu(gate) * up";
   let arguments = (ins LLM_FloatTensor:$gate, LLM_FloatTensor:$up);

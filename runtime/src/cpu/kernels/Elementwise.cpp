@@ -556,13 +556,19 @@ Status clipKernel(KernelCall &call) {
 }
 
 //===----------------------------------------------------------------------===//
-// Transformer-level activations (llm.gelu, llm.silu, llm.swiglu)
+// Transformer-level activations (llm.gelu, llm.silu, llm.relu, llm.swiglu)
 //===----------------------------------------------------------------------===//
 
 Status llmGeluKernel(KernelCall &call) {
   if (call.attrs->getInt("approximate_tanh", 0))
     return unaryFloat(call, [](auto x) { return geluTanh(x); });
   return unaryFloat(call, [](auto x) { return geluErf(x); });
+}
+
+Status llmReluKernel(KernelCall &call) {
+  if (call.attrs->getInt("squared", 0))
+    return unaryFloat(call, [](auto x) { return x > 0 ? x * x : decltype(x)(0); });
+  return unaryFloat(call, [](auto x) { return x > 0 ? x : decltype(x)(0); });
 }
 
 Status llmSiluKernel(KernelCall &call) {
@@ -657,6 +663,7 @@ void addElementwiseKernels(KernelTable &table) {
   table.add("onnx.gelu", geluKernel);
   table.add("gelu", llmGeluKernel);
   table.add("silu", llmSiluKernel);
+  table.add("relu", llmReluKernel);
   table.add("swiglu", llmSwigluKernel);
   table.add("onnx.leaky_relu", leakyReluKernel);
   table.add("onnx.elu", eluKernel);
