@@ -9,7 +9,8 @@
 // * pointwise activations are recognised by what they compute: the cone of
 //   elementwise operations between one tensor and scalar constants is run on
 //   sample values with its own CPU kernels and compared with GELU (erf and
-//   tanh) and SiLU, so every exporter's spelling of the formula is caught;
+//   tanh), SiLU, ReLU and squared ReLU, so every exporter's spelling of the
+//   formula is caught;
 // * MatMul/Gemm by a constant 2-D weight becomes llm.linear with the weight
 //   transposed to [N, K] at compile time, taking a following bias Add;
 // * Gather from a constant [vocab, hidden] table becomes llm.embedding;
@@ -229,7 +230,8 @@ bool isPointwise(Operation *op) {
   static const char *const kOps[] = {"onnx.add",  "onnx.sub",     "onnx.mul",     "onnx.div",
                                      "onnx.pow",  "onnx.erf",     "onnx.tanh",    "onnx.sigmoid",
                                      "onnx.sqrt", "onnx.neg",     "onnx.exp",     "onnx.reciprocal",
-                                     "onnx.gelu", "ms.fast_gelu", "ms.quick_gelu", "onnx.swish"};
+                                     "onnx.gelu", "ms.fast_gelu", "ms.quick_gelu", "onnx.swish",
+                                     "onnx.relu", "onnx.max",     "onnx.clip"};
   for (const char *name : kOps)
     if (isLlmOp(op, name))
       return op->getNumResults() == 1;
@@ -257,7 +259,9 @@ bool collectCone(Operation *op, Cone &cone, llvm::SmallPtrSetImpl<Operation *> &
     if (isNone(v) || scalarOf(v))
       continue;
     Operation *d = v.getDefiningOp();
-    if (grow && v != cone.x && d && isPointwise(d) && v.hasOneUse()) {
+    // (Read only here: once, or twice as in relu(x) * relu(x).)
+    bool onlyHere = llvm::all_of(v.getUsers(), [&](Operation *u) { return u == op; });
+    if (grow && v != cone.x && d && isPointwise(d) && onlyHere) {
       if (!collectCone(d, cone, seen, grow))
         return false;
       continue;
@@ -284,7 +288,7 @@ bool sameShapeAndType(Value a, Value b) {
   return true;
 }
 
-enum class Activation { None, GeluErf, GeluTanh, Silu };
+enum class Activation { None, GeluErf, GeluTanh, Silu, Relu, ReluSquared };
 
 double activation(Activation a, double x) {
   switch (a) {
@@ -292,6 +296,8 @@ double activation(Activation a, double x) {
   case Activation::GeluTanh:
     return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
   case Activation::Silu: return x / (1 + std::exp(-x));
+  case Activation::Relu: return std::max(x, 0.0);
+  case Activation::ReluSquared: return x > 0 ? x * x : 0.0;
   case Activation::None: break;
   }
   return 0;
@@ -342,7 +348,8 @@ Activation identify(const Cone &cone) {
   const cpu::Tensor &out = *result;
   if (out.dtype() != cpu::DType::Float || out.numel() != int64_t(samples.size()))
     return Activation::None;
-  for (Activation a : {Activation::GeluErf, Activation::GeluTanh, Activation::Silu}) {
+  for (Activation a : {Activation::GeluErf, Activation::GeluTanh, Activation::Silu,
+                       Activation::Relu, Activation::ReluSquared}) {
     double err = 0, scale = 0;
     for (size_t i = 0; i < samples.size(); ++i) {
       double want = activation(a, double(samples[i]));
@@ -834,11 +841,17 @@ struct RaiseTransformerPass
       if (a == Activation::None)
         continue;
       OpBuilder b(root);
-      Value y = a == Activation::Silu
-                    ? create<SiluOp>(b, root->getLoc(), {cone.x})
-                    : create<GeluOp>(b, root->getLoc(), {cone.x},
-                                     {b.getNamedAttr("approximate_tanh",
-                                                     b.getBoolAttr(a == Activation::GeluTanh))});
+      Location loc = root->getLoc();
+      Value y;
+      if (a == Activation::Silu)
+        y = create<SiluOp>(b, loc, {cone.x});
+      else if (a == Activation::Relu || a == Activation::ReluSquared)
+        y = create<ReluOp>(b, loc, {cone.x},
+                           {b.getNamedAttr("squared", b.getBoolAttr(a == Activation::ReluSquared))});
+      else
+        y = create<GeluOp>(b, loc, {cone.x},
+                           {b.getNamedAttr("approximate_tanh",
+                                           b.getBoolAttr(a == Activation::GeluTanh))});
       root->getResult(0).replaceAllUsesWith(y);
       replaced.insert(cone.ops.begin(), cone.ops.end());
     }
@@ -1024,7 +1037,6 @@ struct RaiseTransformerPass
     size_t elem = cpu::storageSize(c->rows.dtype());
     if (d % 2)
       return std::nullopt;
-    OpBuilder b = OpBuilder::atBlockBegin(&getOperation().getBody().front());
     Type element = getElementTypeOrSelf(cosV.getType());
     auto type = RankedTensorType::get({maxPos, half}, element);
     auto halfTable = [&](const cpu::Tensor &rows, StringRef key) -> Value {
@@ -1045,9 +1057,7 @@ struct RaiseTransformerPass
           return {}; // not concat(f, f): not a half rotation of this form
         std::memcpy(out, row, size_t(half) * elem);
       }
-      auto attr = DenseResourceElementsAttr::get(
-          type, key, HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, alignof(uint64_t)));
-      return b.create<ConstantOp>(cosV.getLoc(), attr).getResult();
+      return tableConstant(bytes, type, key, cosV.getLoc());
     };
     Value cosT = halfTable(c->rows, "rope_cos");
     Value sinT = cosT ? halfTable(sn->rows, "rope_sin") : Value();
@@ -1954,16 +1964,20 @@ struct RaiseTransformerPass
   // ONNX RotaryEmbedding and Attention (opsets 23+)
   //===--------------------------------------------------------------------===//
 
-  /// RotaryEmbedding with position ids and constant [max_pos, R/2] caches ->
-  /// llm.rope on [B, S, N, D] (from [B, N, S, D] or [B, S, N * D]).
+  /// RotaryEmbedding -> llm.rope on [B, S, N, D] (from [B, N, S, D] or
+  /// [B, S, N * D] with num_heads), in either form of its caches: constant
+  /// [max_pos, R/2] tables with position ids, or (no position ids) cos/sin
+  /// already per position, [B, S, R/2], gathered from such tables or
+  /// computed in the graph from the positions: those are tabulated over the
+  /// positions they come from.
   void raiseOnnxRotary(func::FuncOp func) {
+    // Tabulated once per (cos, sin) pair: every layer's rope reads the same.
+    std::map<std::pair<void *, void *>, std::optional<std::array<Value, 3>>> tables;
     for (Operation *r : opsNamed(func, "onnx.rotary_embedding")) {
       Value x = r->getOperand(0), cosC = r->getOperand(1), sinC = r->getOperand(2),
             pos = optionalOperand(r, 3);
       auto ct = dyn_cast<RankedTensorType>(cosC.getType());
-      if (!pos || rankOf(pos) != 2 || !ct || ct.getRank() != 2 || ct.isDynamicDim(1) ||
-          !cosC.getDefiningOp<ConstantOp>() || !sinC.getDefiningOp<ConstantOp>() ||
-          sinC.getType() != cosC.getType())
+      if (!ct || ct.isDynamicDim(ct.getRank() - 1) || sinC.getType() != cosC.getType())
         continue;
       int64_t rank = rankOf(x), d = -1, heads = -1;
       if (rank == 4) {
@@ -1977,22 +1991,63 @@ struct RaiseTransformerPass
         continue;
       if (rot == 0)
         rot = d;
-      if (rot > d || rot % 2 || ct.getDimSize(1) != rot / 2)
+      if (rot > d || rot % 2 || ct.getDimSize(ct.getRank() - 1) != rot / 2)
         continue;
+      Value cosT = cosC, sinT = sinC;
+      if (pos) {
+        if (rankOf(pos) != 2 || ct.getRank() != 2 || !cosC.getDefiningOp<ConstantOp>() ||
+            !sinC.getDefiningOp<ConstantOp>())
+          continue;
+      } else {
+        if (ct.getRank() != 3)
+          continue;
+        auto key = std::make_pair(cosC.getAsOpaquePointer(), sinC.getAsOpaquePointer());
+        if (!tables.count(key)) {
+          std::optional<PositionTable> c = tabulate(cosC, maxPositions),
+                                       sn = tabulate(sinC, maxPositions);
+          tables[key] = std::nullopt;
+          if (c && sn && c->positions == sn->positions && c->seqAxis == 1 && sn->seqAxis == 1 &&
+              c->rows.shape() == sn->rows.shape() && c->rows.dim(1) == rot / 2)
+            tables[key] = std::array<Value, 3>{
+                tableConstant(c->rows, ct.getElementType(), "rope_cos", cosC.getLoc()),
+                tableConstant(sn->rows, ct.getElementType(), "rope_sin", sinC.getLoc()),
+                c->positions};
+        }
+        if (!tables[key])
+          continue;
+        cosT = (*tables[key])[0], sinT = (*tables[key])[1], pos = (*tables[key])[2];
+      }
       OpBuilder b(r);
       Location loc = r->getLoc();
+      if (rankOf(pos) == 1) // [S], shared by the batch: [1, S]
+        pos = create<OnnxUnsqueezeOp>(b, loc, {pos, i64Constant(b, loc, {0})});
       auto perm = b.getNamedAttr("perm", b.getDenseI64ArrayAttr({0, 2, 1, 3}));
       Value in = rank == 4 ? create<OnnxTransposeOp>(b, loc, {x}, {perm})
                            : create<OnnxReshapeOp>(b, loc,
                                                    {x, i64Constant(b, loc, {0, 0, heads, d})});
       Value y = create<RopeOp>(
-          b, loc, {in, cosC, sinC, pos},
+          b, loc, {in, cosT, sinT, pos},
           {b.getNamedAttr("interleaved", b.getBoolAttr(intAttrOr(r, "interleaved", 0))),
            b.getNamedAttr("rotary_dim", b.getI64IntegerAttr(rot == d ? 0 : rot))});
       y = rank == 4 ? create<OnnxTransposeOp>(b, loc, {y}, {perm})
                     : create<OnnxReshapeOp>(b, loc, {y, i64Constant(b, loc, {0, 0, heads * d})});
       r->getResult(0).replaceAllUsesWith(y);
     }
+  }
+
+  /// A table tabulated at compile time (`bytes` of `type`) as a constant at
+  /// the top of the function.
+  Value tableConstant(ArrayRef<char> bytes, RankedTensorType type, StringRef key, Location loc) {
+    OpBuilder b = OpBuilder::atBlockBegin(&getOperation().getBody().front());
+    auto attr = DenseResourceElementsAttr::get(
+        type, key, HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, alignof(uint64_t)));
+    return b.create<ConstantOp>(loc, attr).getResult();
+  }
+  Value tableConstant(const cpu::Tensor &rows, Type element, StringRef key, Location loc) {
+    const char *src = static_cast<const char *>(rows.raw());
+    return tableConstant(
+        ArrayRef<char>(src, size_t(rows.numel()) * cpu::storageSize(rows.dtype())),
+        RankedTensorType::get({rows.dim(0), rows.dim(1)}, element), key, loc);
   }
 
   /// ONNX Attention without padded lengths or windows: past ++ new keys
@@ -2029,11 +2084,15 @@ struct RaiseTransformerPass
         if (!(sym.dimOf(q, axis) == sym.dimOf(k, axis)))
           continue;
       }
-      // The mask must cover every key (ONNX pads a shorter one with -inf).
+      // The mask must cover every key (opset 24 pads a shorter one with
+      // -inf): checked here when the sizes are static; otherwise
+      // llm.attention refuses a mask of another width at run time (and
+      // llmc-raise-transformer's mask analysis replaces one built from the
+      // attention mask, whose width it then knows).
       if (mask) {
         int64_t cols = lastDim(mask), keys = rank == 4 ? dimSize(k, 2) : dimSize(k, 1);
         int64_t past = pastK ? dimSize(pastK, 2) : 0;
-        if (cols < 0 || keys < 0 || past < 0 || cols != keys + past)
+        if (cols >= 0 && keys >= 0 && past >= 0 && cols != keys + past)
           continue;
       }
       OpBuilder b(a);
@@ -2068,46 +2127,62 @@ struct RaiseTransformerPass
   }
 
   /// TensorScatter(past, new, write_indices) on the sequence axis of a
-  /// [B, H, capacity, D] cache, in linear mode: (past, new, write_indices).
+  /// [B, H, capacity, D] or [B, capacity, H * D] cache, in linear mode:
+  /// (past, new, write_indices).
   static std::optional<std::array<Value, 3>> matchCacheScatter(Value x) {
     Operation *s = x.getDefiningOp();
+    int64_t rank = rankOf(x);
     if (!s || shortName(s) != "onnx.tensor_scatter" || s->getNumOperands() < 3 ||
-        !optionalOperand(s, 2) || rankOf(x) != 4)
+        !optionalOperand(s, 2) || (rank != 3 && rank != 4))
       return std::nullopt;
     int64_t axis = intAttrOr(s, "axis", -2);
     auto mode = s->getAttrOfType<StringAttr>("mode");
-    if ((axis != 2 && axis != -2) || (mode && mode.getValue() != "linear"))
+    if ((axis != rank - 2 && axis != -2) || (mode && mode.getValue() != "linear"))
       return std::nullopt;
     return std::array<Value, 3>{s->getOperand(0), s->getOperand(1), s->getOperand(2)};
   }
 
   /// ONNX Attention over a static cache (opset 24): keys and values are
   /// TensorScatter(past, new, write_indices) into caches of a fixed length,
-  /// nonpad_kv_seqlen counts the valid keys and is_causal aligns the
+  /// [B, H, capacity, D] with 4-D Q/K/V or [B, capacity, H * D] with 3-D
+  /// ones, nonpad_kv_seqlen counts the valid keys and is_causal aligns the
   /// queries bottom-right. When every sequence of the batch writes at the
   /// same index P and nonpad_kv_seqlen is P + S (the uniform-batch protocol,
   /// stated by two llm.assert_equal) that is a causal llm.attention over
-  /// past[:, :, :P] ++ new, the form llmc-insert-kv-cache maps onto its own
-  /// cache. The scatters stay (they are the present outputs); the inputs
-  /// holding write indices and valid lengths get an `llm.role` so later
-  /// passes can bind them.
+  /// past[:P] ++ new (in [B, H, T, D], the form llmc-insert-kv-cache maps
+  /// onto its own cache). The scatters stay (they are the present outputs);
+  /// the inputs holding write indices and valid lengths get an `llm.role`
+  /// so later passes can bind them.
   void raiseOnnxStaticCacheAttention(func::FuncOp func) {
     SymbolicShapes sym(func);
     for (Operation *a : opsNamed(func, "onnx.attention")) {
       Value q = a->getOperand(0), nonpad = optionalOperand(a, 6);
+      int64_t rank = rankOf(q);
       if (!nonpad || optionalOperand(a, 3) || optionalOperand(a, 4) || optionalOperand(a, 5) ||
-          rankOf(q) != 4 || intAttrOr(a, "is_causal", 0) != 1 ||
+          (rank != 3 && rank != 4) || intAttrOr(a, "is_causal", 0) != 1 ||
           intAttrOr(a, "left_window_size", -1) >= 0 || intAttrOr(a, "right_window_size", -1) >= 0 ||
           llvm::any_of(a->getResults().drop_front(), [](Value r) { return !r.use_empty(); }))
         continue;
       auto sk = matchCacheScatter(a->getOperand(1)), sv = matchCacheScatter(a->getOperand(2));
-      if (!sk || !sv || (*sk)[2] != (*sv)[2])
+      if (!sk || !sv || (*sk)[2] != (*sv)[2] || rankOf(a->getOperand(1)) != rank)
         continue;
       auto [pastK, newK, writeIndex] = *sk;
       Value pastV = (*sv)[0], newV = (*sv)[1];
-      int64_t hq = dimSize(q, 1), hkv = dimSize(pastK, 1), d = lastDim(q);
-      if (hq <= 0 || hkv <= 0 || hq % hkv || d <= 0 || dimSize(pastV, 1) != hkv ||
-          !(sym.dimOf(q, 2) == sym.dimOf(newK, 2)) || !(sym.dimOf(q, 2) == sym.dimOf(newV, 2)))
+      int64_t seqAxis = rank - 2, hq, hkv, d, dv;
+      if (rank == 4) {
+        hq = dimSize(q, 1), hkv = dimSize(pastK, 1), d = lastDim(q), dv = lastDim(pastV);
+        if (dimSize(pastV, 1) != hkv)
+          continue;
+      } else {
+        hq = intAttrOr(a, "q_num_heads", 0), hkv = intAttrOr(a, "kv_num_heads", 0);
+        d = hq > 0 && lastDim(q) % hq == 0 ? lastDim(q) / hq : -1;
+        dv = hkv > 0 && lastDim(pastV) % hkv == 0 ? lastDim(pastV) / hkv : -1;
+        if (hkv <= 0 || lastDim(pastK) != hkv * d)
+          continue;
+      }
+      if (hq <= 0 || hkv <= 0 || hq % hkv || d <= 0 || dv <= 0 ||
+          !(sym.dimOf(q, seqAxis) == sym.dimOf(newK, seqAxis)) ||
+          !(sym.dimOf(q, seqAxis) == sym.dimOf(newV, seqAxis)))
         continue;
       OpBuilder b(a);
       Location loc = a->getLoc();
@@ -2118,27 +2193,36 @@ struct RaiseTransformerPass
                           "TensorScatter: every sequence of the batch must write at the same "
                           "index (padded batches are not supported)");
       start = assertEqual(b, loc, start, create<OnnxCastOp>(b, loc, {nonpad}, {i64}),
-                          create<OnnxAddOp>(b, loc, {start, sizeOf(b, loc, q, 2)}),
+                          create<OnnxAddOp>(b, loc, {start, sizeOf(b, loc, q, seqAxis)}),
                           "Attention: nonpad_kv_seqlen must be the write index plus the "
                           "sequence length");
       Value end = create<OnnxUnsqueezeOp>(b, loc, {start, i64Constant(b, loc, {0})});
-      auto axis2 = b.getNamedAttr("axis", b.getI64IntegerAttr(2));
-      auto present = [&](Value past, Value fresh) {
+      auto perm = b.getNamedAttr("perm", b.getDenseI64ArrayAttr({0, 2, 1, 3}));
+      // [B, H, T, D] from a 4-D cache as it is, from a 3-D one split into heads.
+      auto bhsd = [&](Value x, int64_t dim) -> Value {
+        if (rank == 4)
+          return x;
+        Value bshd = create<OnnxReshapeOp>(b, loc, {x, i64Constant(b, loc, {0, 0, hkv, dim})});
+        return create<OnnxTransposeOp>(b, loc, {bshd}, {perm});
+      };
+      auto present = [&](Value past, Value fresh, int64_t dim) {
         Value head = create<OnnxSliceOp>(b, loc,
                                          {past, i64Constant(b, loc, {0}), end,
-                                          i64Constant(b, loc, {2}), i64Constant(b, loc, {1})});
-        return create<OnnxConcatOp>(b, loc, {head, fresh}, {axis2});
+                                          i64Constant(b, loc, {seqAxis}), i64Constant(b, loc, {1})});
+        return create<OnnxConcatOp>(b, loc, {bhsd(head, dim), bhsd(fresh, dim)},
+                                    {b.getNamedAttr("axis", b.getI64IntegerAttr(2))});
       };
-      auto perm = b.getNamedAttr("perm", b.getDenseI64ArrayAttr({0, 2, 1, 3}));
+      Value qs = rank == 4 ? create<OnnxTransposeOp>(b, loc, {q}, {perm})
+                           : create<OnnxReshapeOp>(b, loc, {q, i64Constant(b, loc, {0, 0, hq, d})});
       Value o = create<AttentionOp>(
           b, loc,
-          {create<OnnxTransposeOp>(b, loc, {q}, {perm}),
-           create<OnnxTransposeOp>(b, loc, {present(pastK, newK)}, {perm}),
-           create<OnnxTransposeOp>(b, loc, {present(pastV, newV)}, {perm}), none(b, loc)},
+          {qs, create<OnnxTransposeOp>(b, loc, {present(pastK, newK, d)}, {perm}),
+           create<OnnxTransposeOp>(b, loc, {present(pastV, newV, dv)}, {perm}), none(b, loc)},
           attentionAttrs(b, hq, hkv, /*causal=*/true,
                          floatAttrOr(a, "scale", 1.0 / std::sqrt(double(d))), 0,
                          floatAttrOr(a, "softcap", 0.0)));
-      Value y = create<OnnxTransposeOp>(b, loc, {o}, {perm});
+      Value y = rank == 4 ? create<OnnxTransposeOp>(b, loc, {o}, {perm})
+                          : create<OnnxReshapeOp>(b, loc, {o, i64Constant(b, loc, {0, 0, hq * dv})});
       if (!sameShapeAndType(y, a->getResult(0)))
         continue;
       a->getResult(0).replaceAllUsesWith(y);

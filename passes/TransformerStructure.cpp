@@ -74,7 +74,7 @@ bool isGate(Operation *op) {
     return false;
   return llvm::any_of(op->getOperands(), [](Value v) {
     Operation *d = v.getDefiningOp();
-    return d && isa<GeluOp, SiluOp>(d) && v.hasOneUse();
+    return d && isa<GeluOp, SiluOp, ReluOp>(d) && v.hasOneUse();
   });
 }
 
@@ -135,7 +135,8 @@ std::string describeAttention(AttentionOp a) {
 std::string describeActivation(Operation *op) {
   if (isa<SwigluOp>(op))
     return "swiglu mlp";
-  std::string name = isa<SiluOp>(op) ? "silu"
+  std::string name = isa<SiluOp>(op)    ? "silu"
+                     : isa<ReluOp>(op) ? (cast<ReluOp>(op).getSquared() ? "relu2" : "relu")
                      : cast<GeluOp>(op).getApproximateTanh() ? "gelu_tanh"
                                                              : "gelu";
   Value y = op->getResult(0);
@@ -171,6 +172,19 @@ std::string TransformerStructure::summary() const {
   return s.empty() ? "(nothing recognised)" : s;
 }
 
+std::vector<std::string> mlir::llmc::ownCacheInputs(ModuleOp module) {
+  std::vector<std::string> names;
+  for (auto f : module.getOps<func::FuncOp>()) {
+    for (unsigned i = 0; i < f.getNumArguments(); ++i)
+      if (auto n = f.getArgAttrOfType<StringAttr>(i, "llm.name");
+          n && n.getValue().starts_with("cache.io."))
+        names.push_back(n.getValue().drop_front(strlen("cache.io.")).str());
+    if (!names.empty())
+      break;
+  }
+  return names;
+}
+
 TransformerStructure mlir::llmc::describeTransformer(func::FuncOp func) {
   TransformerStructure out;
   std::vector<Event> events;
@@ -199,7 +213,7 @@ TransformerStructure mlir::llmc::describeTransformer(func::FuncOp func) {
       events.push_back({Event::Norm, n.str()});
     } else if (auto a = dyn_cast<AttentionOp>(op)) {
       events.push_back({Event::Attention, describeAttention(a)});
-    } else if (isa<SwigluOp, GeluOp, SiluOp>(op)) {
+    } else if (isa<SwigluOp, GeluOp, SiluOp, ReluOp>(op)) {
       events.push_back({Event::Mlp, describeActivation(op)});
     } else if (isa<LinearOp>(op) || n == "ms.matmul_nbits") {
       if (returned.contains(op))

@@ -10,6 +10,7 @@
 #define LLMC_PASSES_TRANSFORMERSTRUCTURE_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
 
 #include <string>
 #include <vector>
@@ -37,6 +38,11 @@ struct TransformerStructure {
 
 /// The structure of a raised decoder function.
 TransformerStructure describeTransformer(func::FuncOp func);
+
+/// After llmc-insert-kv-cache: the model's past inputs whose own cache IO
+/// the entry points keep (no recognised attention took them onto llmc's
+/// cache: the fallback), by name, from any entry point of `module`.
+std::vector<std::string> ownCacheInputs(ModuleOp module);
 
 } // namespace mlir::llmc
 

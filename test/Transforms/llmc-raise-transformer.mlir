@@ -627,3 +627,159 @@ func.func @onnx_static_cache_kept(%q: tensor<1x4x3x8xf32>, %k: tensor<1x2x3x8xf3
   %y3:4 = llm.onnx.attention %q, %ck, %ck, %none, %none, %none, %nonpad : (tensor<1x4x3x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, none, none, none, tensor<1xi64>) -> (tensor<1x4x3x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x4x3x16xf32>)
   return %y1#0, %y2#0, %y3#0 : tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32>
 }
+
+// -----
+
+// ONNX RotaryEmbedding without position ids, on 3-D [B, S, H * D] with
+// num_heads: its cos/sin are computed in the graph from the positions
+// (Cos/Sin of pos * inv_freq, [B, S, R/2]) and tabulated per position into
+// [max-positions, R/2] tables (8, RUN line); partial rotary keeps
+// rotary_dim. Both layers' ropes read one pair of tables.
+// CHECK-LABEL: func.func @onnx_rope_computed
+// CHECK-DAG: %[[COS:.+]] = llm.constant dense_resource<rope_cos> : tensor<8x2xf32>
+// CHECK-DAG: %[[SIN:.+]] = llm.constant dense_resource<rope_sin> : tensor<8x2xf32>
+// CHECK: %[[X:.+]] = llm.onnx.reshape %arg0
+// CHECK: llm.rope %[[X]], %[[COS]], %[[SIN]], %arg1 {interleaved = true, rotary_dim = 4 : i64} : (tensor<1x?x2x8xf32>, tensor<8x2xf32>, tensor<8x2xf32>, tensor<1x?xi64>) -> tensor<1x?x2x8xf32>
+// CHECK: llm.rope %{{.+}}, %[[COS]], %[[SIN]], %arg1
+// CHECK-NOT: llm.onnx.rotary_embedding
+// Row 1 of cos (after the alignment word and row 0's 1, 1): cos(1), cos(0.01).
+// CHECK: rope_cos: "0x080000000000803F0000803F40510A3FB9FC7F3F
+func.func @onnx_rope_computed(%x: tensor<1x?x16xf32>, %pos: tensor<1x?xi64>) -> (tensor<1x?x16xf32>, tensor<1x?x16xf32>) {
+  %inv = llm.constant dense<[[[1.0, 0.01]]]> : tensor<1x1x2xf32>
+  %am1 = llm.constant dense<-1> : tensor<1xi64>
+  %pf = llm.onnx.cast %pos {to = 1 : i64} : (tensor<1x?xi64>) -> tensor<1x?xf32>
+  %pu = llm.onnx.unsqueeze %pf, %am1 : (tensor<1x?xf32>, tensor<1xi64>) -> tensor<1x?x1xf32>
+  %f = llm.onnx.mul %pu, %inv : (tensor<1x?x1xf32>, tensor<1x1x2xf32>) -> tensor<1x?x2xf32>
+  %c = llm.onnx.cos %f : (tensor<1x?x2xf32>) -> tensor<1x?x2xf32>
+  %s = llm.onnx.sin %f : (tensor<1x?x2xf32>) -> tensor<1x?x2xf32>
+  %none = llm.none
+  %y1 = llm.onnx.rotary_embedding %x, %c, %s, %none {num_heads = 2 : i64, interleaved = 1 : i64, rotary_embedding_dim = 4 : i64} : (tensor<1x?x16xf32>, tensor<1x?x2xf32>, tensor<1x?x2xf32>, none) -> tensor<1x?x16xf32>
+  %y2 = llm.onnx.rotary_embedding %y1, %c, %s, %none {num_heads = 2 : i64, interleaved = 1 : i64, rotary_embedding_dim = 4 : i64} : (tensor<1x?x16xf32>, tensor<1x?x2xf32>, tensor<1x?x2xf32>, none) -> tensor<1x?x16xf32>
+  return %y1, %y2 : tensor<1x?x16xf32>, tensor<1x?x16xf32>
+}
+
+// -----
+
+// The same with the caches gathered from constant tables by the position
+// ids (4-D input): the tables are recovered as they were.
+// CHECK-LABEL: func.func @onnx_rope_gathered
+// CHECK: %[[COS:.+]] = llm.constant dense_resource<rope_cos> : tensor<8x4xf32>
+// CHECK: llm.rope %{{.+}}, %[[COS]], %{{.+}}, %arg1 : (tensor<1x?x2x8xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<1x?xi64>)
+// CHECK-NOT: llm.onnx.rotary_embedding
+// CHECK-NOT: llm.embedding
+func.func @onnx_rope_gathered(%x: tensor<1x2x?x8xf32>, %pos: tensor<1x?xi64>) -> tensor<1x2x?x8xf32> {
+  %cos = llm.constant dense<0.5> : tensor<16x4xf32>
+  %sin = llm.constant dense<0.25> : tensor<16x4xf32>
+  %c = llm.onnx.gather %cos, %pos : (tensor<16x4xf32>, tensor<1x?xi64>) -> tensor<1x?x4xf32>
+  %s = llm.onnx.gather %sin, %pos : (tensor<16x4xf32>, tensor<1x?xi64>) -> tensor<1x?x4xf32>
+  %none = llm.none
+  %y = llm.onnx.rotary_embedding %x, %c, %s, %none : (tensor<1x2x?x8xf32>, tensor<1x?x4xf32>, tensor<1x?x4xf32>, none) -> tensor<1x2x?x8xf32>
+  return %y : tensor<1x2x?x8xf32>
+}
+
+// -----
+
+// Negative: cos/sin per position that are not a function of positions
+// (a graph input) stay as they are.
+// CHECK-LABEL: func.func @onnx_rope_input_caches
+// CHECK: llm.onnx.rotary_embedding
+// CHECK-NOT: llm.rope
+func.func @onnx_rope_input_caches(%x: tensor<1x2x?x8xf32>, %c: tensor<1x?x4xf32>, %s: tensor<1x?x4xf32>) -> tensor<1x2x?x8xf32> {
+  %none = llm.none
+  %y = llm.onnx.rotary_embedding %x, %c, %s, %none : (tensor<1x2x?x8xf32>, tensor<1x?x4xf32>, tensor<1x?x4xf32>, none) -> tensor<1x2x?x8xf32>
+  return %y : tensor<1x2x?x8xf32>
+}
+
+// -----
+
+// ONNX Attention with past/present IO and a boolean attn_mask whose width
+// is known only at run time ([B, 1, S, past + S], built from
+// attention_mask as exporters write it): raised with its mask, which the
+// mask analysis then finds causal, leaving the padding of attention_mask.
+// CHECK-LABEL: func.func @onnx_attention_mask
+// CHECK: llm.attention {{.+}} {causal = true, num_heads = 4 : i64, num_kv_heads = 1 : i64
+// CHECK-NOT: llm.onnx.attention
+// CHECK-NOT: llm.onnx.less_or_equal
+func.func @onnx_attention_mask(%ids: tensor<1x?xi64, #llm.dims<?, "s">> {llm.name = "input_ids"}, %am: tensor<1x?xi64, #llm.dims<?, "p + s">> {llm.name = "attention_mask"}, %q: tensor<1x4x?x8xf32, #llm.dims<?, ?, "s", ?>>, %k: tensor<1x1x?x8xf32, #llm.dims<?, ?, "s", ?>>, %pk: tensor<1x1x?x8xf32, #llm.dims<?, ?, "p", ?>>, %pv: tensor<1x1x?x8xf32, #llm.dims<?, ?, "p", ?>>) -> (tensor<1x4x?x8xf32>, tensor<1x1x?x8xf32>) {
+  %none = llm.none
+  %one = llm.constant dense<1> : tensor<i64>
+  %zero = llm.constant dense<0> : tensor<i64>
+  %ax1 = llm.constant dense<1> : tensor<1xi64>
+  %ax12 = llm.constant dense<[1, 2]> : tensor<2xi64>
+  %sm = llm.onnx.shape %am : (tensor<1x?xi64, #llm.dims<?, "p + s">>) -> tensor<2xi64>
+  %total = llm.onnx.gather %sm, %one {axis = 0 : i64} : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %si = llm.onnx.shape %ids : (tensor<1x?xi64, #llm.dims<?, "s">>) -> tensor<2xi64>
+  %seq = llm.onnx.gather %si, %one {axis = 0 : i64} : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %first = llm.onnx.sub %total, %seq : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %qr = llm.onnx.range %first, %total, %one : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %qp = llm.onnx.unsqueeze %qr, %ax1 : (tensor<?xi64>, tensor<1xi64>) -> tensor<?x1xi64>
+  %kp = llm.onnx.range %zero, %total, %one : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %causal = llm.onnx.less_or_equal %kp, %qp : (tensor<?xi64>, tensor<?x1xi64>) -> tensor<?x?xi1>
+  %amb = llm.onnx.cast %am {to = 9 : i64} : (tensor<1x?xi64, #llm.dims<?, "p + s">>) -> tensor<1x?xi1>
+  %pad = llm.onnx.unsqueeze %amb, %ax12 : (tensor<1x?xi1>, tensor<2xi64>) -> tensor<1x1x1x?xi1>
+  %mask = llm.onnx.and %causal, %pad : (tensor<?x?xi1>, tensor<1x1x1x?xi1>) -> tensor<1x1x?x?xi1>
+  %y:4 = llm.onnx.attention %q, %k, %k, %mask, %pk, %pv, %none : (tensor<1x4x?x8xf32, #llm.dims<?, ?, "s", ?>>, tensor<1x1x?x8xf32, #llm.dims<?, ?, "s", ?>>, tensor<1x1x?x8xf32, #llm.dims<?, ?, "s", ?>>, tensor<1x1x?x?xi1>, tensor<1x1x?x8xf32, #llm.dims<?, ?, "p", ?>>, tensor<1x1x?x8xf32, #llm.dims<?, ?, "p", ?>>, none) -> (tensor<1x4x?x8xf32>, tensor<1x1x?x8xf32>, tensor<1x1x?x8xf32>, tensor<1x4x?x?xf32>)
+  return %y#0, %y#1 : tensor<1x4x?x8xf32>, tensor<1x1x?x8xf32>
+}
+
+// -----
+
+// The opset-24 static cache in the 3-D layout: [B, capacity, H * D] caches
+// scattered on axis 1, 3-D Q with q_num_heads / kv_num_heads. The rows
+// before the write index and the new ones are split into heads and joined
+// in [B, H, T, D], as in the 4-D form.
+// CHECK-LABEL: func.func @onnx_static_cache_3d
+// CHECK-SAME: {llm.role = "write_indices"}
+// CHECK-SAME: {llm.role = "kv_valid_length"}
+// CHECK: %[[PK:.+]] = llm.onnx.tensor_scatter %arg4, %arg1, %arg2 {axis = 1 : i64}
+// CHECK: %[[HEAD:.+]] = llm.onnx.slice %arg4
+// CHECK: %[[HR:.+]] = llm.onnx.reshape %[[HEAD]]
+// CHECK: %[[HT:.+]] = llm.onnx.transpose %[[HR]]
+// CHECK: %[[NR:.+]] = llm.onnx.reshape %arg1
+// CHECK: %[[NT:.+]] = llm.onnx.transpose %[[NR]]
+// CHECK: llm.onnx.concat %[[HT]], %[[NT]] {axis = 2 : i64} : (tensor<1x2x?x8xf32>, tensor<1x2x3x8xf32>)
+// CHECK: llm.attention {{.+}} {causal = true, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.353553385 : f32}
+// CHECK-NOT: llm.onnx.attention
+// CHECK: return %{{.+}}, %[[PK]]
+func.func @onnx_static_cache_3d(%q: tensor<1x3x32xf32>, %k: tensor<1x3x16xf32>, %wi: tensor<1xi64>, %nonpad: tensor<1xi64>, %pk: tensor<1x16x16xf32>, %pv: tensor<1x16x16xf32>) -> (tensor<1x3x32xf32>, tensor<1x16x16xf32>, tensor<1x16x16xf32>) {
+  %none = llm.none
+  %ck = llm.onnx.tensor_scatter %pk, %k, %wi {axis = 1 : i64} : (tensor<1x16x16xf32>, tensor<1x3x16xf32>, tensor<1xi64>) -> tensor<1x16x16xf32>
+  %cv = llm.onnx.tensor_scatter %pv, %k, %wi : (tensor<1x16x16xf32>, tensor<1x3x16xf32>, tensor<1xi64>) -> tensor<1x16x16xf32>
+  %y:4 = llm.onnx.attention %q, %ck, %cv, %none, %none, %none, %nonpad {is_causal = 1 : i64, q_num_heads = 4 : i64, kv_num_heads = 2 : i64} : (tensor<1x3x32xf32>, tensor<1x16x16xf32>, tensor<1x16x16xf32>, none, none, none, tensor<1xi64>) -> (tensor<1x3x32xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x4x3x16xf32>)
+  return %y#0, %ck, %cv : tensor<1x3x32xf32>, tensor<1x16x16xf32>, tensor<1x16x16xf32>
+}
+
+// -----
+
+// ReLU and squared ReLU (relu(x) * relu(x), and Max(x, 0) squared by Pow)
+// are recognised by what they compute, like GELU and SiLU.
+// CHECK-LABEL: func.func @relu_activations
+// CHECK: %[[R:.+]] = llm.relu %arg0 :
+// CHECK: %[[S:.+]] = llm.relu %arg0 {squared = true}
+// CHECK: %[[P:.+]] = llm.relu %arg0 {squared = true}
+// CHECK-NOT: llm.onnx.relu
+// CHECK-NOT: llm.onnx.max
+// CHECK: return %[[R]], %[[S]], %[[P]]
+func.func @relu_activations(%x: tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>) {
+  %r = llm.onnx.relu %x : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  %r2 = llm.onnx.relu %x : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  %s = llm.onnx.mul %r2, %r2 : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %zero = llm.constant dense<0.0> : tensor<f32>
+  %two = llm.constant dense<2.0> : tensor<f32>
+  %m = llm.onnx.max %x, %zero : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %p = llm.onnx.pow %m, %two : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  return %r, %s, %p : tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>
+}
+
+// -----
+
+// Negative: Clip to [0, 6] is not a ReLU; it stays.
+// CHECK-LABEL: func.func @relu6_kept
+// CHECK: llm.onnx.clip
+// CHECK-NOT: llm.relu
+func.func @relu6_kept(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %lo = llm.constant dense<0.0> : tensor<f32>
+  %hi = llm.constant dense<6.0> : tensor<f32>
+  %y = llm.onnx.clip %x, %lo, %hi : (tensor<2x8xf32>, tensor<f32>, tensor<f32>) -> tensor<2x8xf32>
+  return %y : tensor<2x8xf32>
+}
