@@ -119,12 +119,18 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
 
     // The attentions, with their keys and values.
     SmallVector<CachedLayer> layers;
+    SmallVector<std::pair<AttentionOp, const char *>> kept; // and why
     WalkResult walk = f.walk([&](AttentionOp a) -> WalkResult {
-      if (!a.getCausal())
-        return a.emitError("llmc-insert-kv-cache: this attention is not causal");
-      if (!isNone(a.getMask()) && !readsOnly(a.getMask(), maskArg))
-        return a.emitError("llmc-insert-kv-cache: this attention has a mask that is not the "
-                           "attention mask's padding");
+      // One llmc's cache cannot serve stays as it is: its past and present
+      // are then the model's own cache IO (below).
+      if (!a.getCausal()) {
+        kept.push_back({a, "not causal"});
+        return WalkResult::advance();
+      }
+      if (!isNone(a.getMask()) && !readsOnly(a.getMask(), maskArg)) {
+        kept.push_back({a, "a mask other than the attention mask's padding"});
+        return WalkResult::advance();
+      }
       // Keys are [B, T, H, D]: a transposed [B, H, T, D] (past ++ new, or
       // new), or new keys as they are (a stateless export whose transposes
       // cancelled): those are transposed for the cache here.
@@ -146,9 +152,34 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
     });
     if (walk.wasInterrupted())
       return failure();
-    if (layers.empty())
-      return f.emitError("llmc-insert-kv-cache: no attention to give a cache");
+    // The model's own cache IO where no recognised attention owns it: a past
+    // input and the present output computed from it.
+    SmallVector<std::pair<Value, unsigned>> ownCaches = ownCacheIO(f, layers);
+    // A kept attention must read its earlier keys from such a past input
+    // (a stateless one would see only the new tokens at each step).
+    for (auto [a, why] : kept) {
+      bool fromOwn = false;
+      SmallVector<Value> work{a.getK()};
+      llvm::DenseSet<Value> seen;
+      while (!work.empty() && !fromOwn) {
+        Value w = work.pop_back_val();
+        if (!seen.insert(w).second)
+          continue;
+        if (isa<BlockArgument>(w)) {
+          fromOwn = llvm::any_of(ownCaches, [&](auto &own) { return own.first == w; });
+          continue;
+        }
+        for (Value o : w.getDefiningOp()->getOperands())
+          work.push_back(o);
+      }
+      if (!fromOwn)
+        return a.emitError("llmc-insert-kv-cache: this attention cannot use llmc's cache (")
+               << why << ") and reads no past input of the model's own cache IO";
+    }
 
+    if (layers.empty() && ownCaches.empty())
+      return f.emitError("llmc-insert-kv-cache: no attention to give a cache, and no past "
+                         "input / present output pair of the model's own to keep");
     // New inputs: start_pos and the caches, at the end.
     OpBuilder b = OpBuilder::atBlockBegin(&body);
     MLIRContext *ctx = f.getContext();
@@ -175,6 +206,21 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
       }
     }
 
+    // The model's own caches: [B, H, max-seq, D] like llmc's, named after
+    // the past input.
+    SmallVector<Value> ownCacheArgs;
+    for (auto [past, result] : ownCaches) {
+      Shape shape = *getShape(past.getType());
+      shape[0] = (*tokenShape)[0];
+      shape[2] = Dim::fixed(maxSeq);
+      unsigned idx = f.getNumArguments();
+      std::string name = "cache.io." + nameOfArg(f, cast<BlockArgument>(past).getArgNumber()).str();
+      (void)f.insertArgument(
+          idx, makeTensorType(shape, getElementTypeOrSelf(past.getType())),
+          b.getDictionaryAttr(b.getNamedAttr("llm.name", b.getStringAttr(name))), loc);
+      ownCacheArgs.push_back(f.getArgument(idx));
+    }
+
     // Past inputs and their caches (recorded now: the ops that read them
     // may be erased below, the arguments stay).
     llvm::DenseMap<Value, std::pair<Value, bool>> pastToCache; // arg -> (cache, stacked?)
@@ -182,6 +228,8 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
       for (auto [past, cache] : {std::pair{l.pastK, cachesK[i]}, std::pair{l.pastV, cachesV[i]}})
         if (past && isa<BlockArgument>(past))
           pastToCache[past] = {cache, false};
+    for (auto [i, own] : llvm::enumerate(ownCaches))
+      pastToCache[own.first] = {ownCacheArgs[i], false};
 
     // Sizes and bound inputs.
     auto sizeOf = [&](Value x, int64_t d) {
@@ -218,7 +266,8 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
       MaybeShape ms = getShape(arg.getType());
       bool sameAsTokens = ms && ms->size() == 2 && (*ms)[1].name &&
                           (*ms)[1].name == (*tokenShape)[1].name;
-      Value keys = layers[0].pastK && !sameAsTokens ? total : seq;
+      bool anyPast = !ownCaches.empty() || (!layers.empty() && layers[0].pastK);
+      Value keys = anyPast && !sameAsTokens ? total : seq;
       Value shape = createOp<OnnxConcatOp>(b, loc, {vec1(batch), vec1(keys)}, {concat0});
       Type element = getElementTypeOrSelf(arg.getType());
       Value one = b.create<ConstantOp>(
@@ -274,8 +323,28 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
       newCaches.push_back(vc);
     }
 
-    // Results: the logits, then the caches.
+    // The model's own present outputs: past ++ new rows, start_pos + S long
+    // (checked at run time); the new rows go into the cache at start_pos.
     auto ret = cast<func::ReturnOp>(body.getTerminator());
+    SmallVector<std::pair<Value, std::string>> ownResults;
+    for (auto [i, own] : llvm::enumerate(ownCaches)) {
+      OpBuilder rb(ret);
+      Value present = ret.getOperand(own.second);
+      Value rows = createOp<OnnxSliceOp>(
+          rb, loc,
+          {present, vec1b(rb, start), vec1b(rb, total), i64Constant(rb, loc, {2}),
+           i64Constant(rb, loc, {1})});
+      rows = createOp<AssertEqualOp>(
+          rb, loc, {rows, sizeOfB(rb, present, 2), total},
+          {rb.getNamedAttr("message", rb.getStringAttr(
+                                          "the model's present output '" +
+                                          resultName(f, own.second) +
+                                          "' must hold the past and the new rows (start_pos + S)"))});
+      ownResults.push_back({createOp<CacheUpdateOp>(rb, loc, {ownCacheArgs[i], rows, start}),
+                            "cache.io." + nameOfArg(f, cast<BlockArgument>(own.first).getArgNumber()).str()});
+    }
+
+    // Results: the logits, then the caches.
     int logitsIndex = 0;
     for (unsigned i = 0; i < ret.getNumOperands(); ++i)
       if (auto n = f.getResultAttrOfType<StringAttr>(i, "llm.name"); n && n.getValue() == "logits")
@@ -287,6 +356,11 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
       results.push_back(c);
       std::string name =
           std::string("cache.") + (i % 2 ? "v." : "k.") + std::to_string(i / 2);
+      resultAttrs.push_back(
+          b.getDictionaryAttr(b.getNamedAttr("llm.name", b.getStringAttr(name))));
+    }
+    for (auto &[c, name] : ownResults) {
+      results.push_back(c);
       resultAttrs.push_back(
           b.getDictionaryAttr(b.getNamedAttr("llm.name", b.getStringAttr(name))));
     }
@@ -356,6 +430,106 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
       f.setFunctionType(FunctionType::get(ctx, body.getArgumentTypes(), f.getResultTypes()));
     }
     return refineResultTypes(f);
+  }
+
+  static std::string resultName(func::FuncOp f, unsigned i) {
+    auto n = f.getResultAttrOfType<StringAttr>(i, "llm.name");
+    return n ? n.getValue().str() : "#" + std::to_string(i);
+  }
+
+  /// The model's own cache IO that no recognised attention owns: pairs of a
+  /// past input ([B, H, P, D], float) and the present result computed from
+  /// it ([B, H, P + S, D], same type): the nearest past input. A result as
+  /// near to several (keys and values meet in an attention op) takes the
+  /// one whose name is most like its own (the longest common prefix plus suffix, e.g.
+  /// past_key_values.0.key / present.0.key, kv.0.key.in / kv.0.key.out);
+  /// a tie pairs nothing.
+  static SmallVector<std::pair<Value, unsigned>> ownCacheIO(func::FuncOp f,
+                                                             ArrayRef<CachedLayer> layers) {
+    // The float inputs the recognised layers' pasts come from (the past
+    // input itself, or a static cache a slice of which is the past).
+    llvm::DenseSet<Value> owned;
+    for (const CachedLayer &l : layers)
+      for (Value v : {l.pastK, l.pastV}) {
+        SmallVector<Value> work;
+        if (v)
+          work.push_back(v);
+        while (!work.empty()) {
+          Value w = work.pop_back_val();
+          if (isa<BlockArgument>(w)) {
+            if (isa<FloatType>(getElementTypeOrSelf(w.getType())))
+              owned.insert(w);
+            continue;
+          }
+          for (Value o : w.getDefiningOp()->getOperands())
+            if (isa<FloatType>(getElementTypeOrSelf(o.getType())))
+              work.push_back(o);
+        }
+      }
+    auto isPast = [&](BlockArgument a) {
+      auto t = dyn_cast<RankedTensorType>(a.getType());
+      return t && t.getRank() == 4 && isa<FloatType>(t.getElementType()) && !a.use_empty() &&
+             !f.getArgAttr(a.getArgNumber(), "llm.role");
+    };
+    auto ret = cast<func::ReturnOp>(f.getBody().front().getTerminator());
+    auto similarity = [](StringRef x, StringRef y) {
+      size_t p = 0, q = 0;
+      while (p < x.size() && p < y.size() && x[p] == y[p])
+        ++p;
+      while (q < x.size() - p && q < y.size() - p && x[x.size() - 1 - q] == y[y.size() - 1 - q])
+        ++q;
+      return p + q;
+    };
+    SmallVector<std::pair<Value, unsigned>> pairs;
+    llvm::DenseSet<Value> taken;
+    for (unsigned r = 0; r < ret.getNumOperands(); ++r) {
+      Value out = ret.getOperand(r);
+      auto ot = dyn_cast<RankedTensorType>(out.getType());
+      if (!ot || ot.getRank() != 4 || resultName(f, r) == "logits")
+        continue;
+      // The nearest past inputs it is computed from (breadth first: the
+      // concat or scatter that makes a present reads its own past first;
+      // earlier layers' pasts lie further back).
+      // A result nearest to an input a recognised layer owns (a static
+      // cache's present) is llmc's business.
+      SmallVector<BlockArgument> from;
+      SmallVector<Value> level{out};
+      llvm::DenseSet<Value> seen{out};
+      bool ownedByLayer = false;
+      while (!level.empty() && from.empty() && !ownedByLayer) {
+        SmallVector<Value> next;
+        for (Value w : level) {
+          if (auto a = dyn_cast<BlockArgument>(w)) {
+            if (a.getOwner() != &f.getBody().front() || !isPast(a) ||
+                getElementTypeOrSelf(a.getType()) != ot.getElementType())
+              continue;
+            if (owned.contains(a))
+              ownedByLayer = true;
+            else
+              from.push_back(a);
+            continue;
+          }
+          for (Value o : w.getDefiningOp()->getOperands())
+            if (seen.insert(o).second)
+              next.push_back(o);
+        }
+        level = std::move(next);
+      }
+      BlockArgument best;
+      size_t bestScore = 0;
+      bool tie = false;
+      for (BlockArgument a : from) {
+        size_t score = similarity(nameOfArg(f, a.getArgNumber()), resultName(f, r));
+        if (!best || score > bestScore) {
+          best = a, bestScore = score, tie = false;
+        } else if (score == bestScore) {
+          tie = true;
+        }
+      }
+      if (!ownedByLayer && best && !tie && taken.insert(best).second)
+        pairs.push_back({best, r});
+    }
+    return pairs;
   }
 
   static Value sizeOfB(OpBuilder &b, Location loc, Value x, int64_t d) {

@@ -224,9 +224,16 @@ def InsertKvCachePass : Pass<"llmc-insert-kv-cache", "::mlir::ModuleOp"> {
     `llm.role` from the raise (an opset-24 static-cache export, whose
     TensorScatter caches disappear like the concat growth) to start_pos
     (`write_indices`) and start_pos + S (`kv_valid_length`) per sequence.
-    An attention that is not causal, or keeps a mask other than the
-    attention mask's padding, is an error naming it, as is an input no rule
-    binds or an unknown role.
+    The fallback: a past input that no such attention reads (its attention
+    was not recognised, or is not causal, or keeps another mask) keeps the
+    model's own cache IO: it gets a cache of the same form, `cache.io.<past
+    input's name>`, read as the rows before start_pos, and the present
+    output paired with it (the nearest result computed from it; names break
+    ties) must be the past and the new rows, start_pos + S long (an
+    llm.assert_equal), whose new rows are written back at start_pos. The
+    unrecognised operations then run through the reference kernels. An
+    attention kept without such a past (nothing to keep between steps), an
+    input no rule binds, or an unknown role is an error naming it.
 
     Before (one layer of an optimum export, after the raise):
 

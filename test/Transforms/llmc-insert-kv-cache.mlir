@@ -53,14 +53,15 @@ func.func @main(%ids: tensor<?x?xi64, #llm.dims<"b", "s">> {llm.name = "input_id
 
 // -----
 
-// Negative: attention that is not causal cannot run over a cache.
+// Negative: attention that is not causal cannot run over llmc's cache, and
+// without a past input of its own there is no cache IO to keep.
 func.func @main(%ids: tensor<1x?xi64> {llm.name = "input_ids"}, %k: tensor<1x?x2x4xf32> {llm.name = "keys"}) -> tensor<1x?x2x4xf32> {
   %table = llm.constant dense<0.5> : tensor<10x8xf32>
   %x = llm.embedding %table, %ids : (tensor<10x8xf32>, tensor<1x?xi64>) -> tensor<1x?x8xf32>
   %shape = llm.constant dense<[0, 0, 2, 4]> : tensor<4xi64>
   %q = llm.onnx.reshape %x, %shape : (tensor<1x?x8xf32>, tensor<4xi64>) -> tensor<1x?x2x4xf32>
   %none = llm.none
-  // expected-error @+1 {{llmc-insert-kv-cache: this attention is not causal}}
+  // expected-error @+1 {{llmc-insert-kv-cache: this attention cannot use llmc's cache (not causal) and reads no past input of the model's own cache IO}}
   %o = llm.attention %q, %q, %q, %none {num_heads = 2 : i64, num_kv_heads = 2 : i64, scale = 0.5 : f32} : (tensor<1x?x2x4xf32>, tensor<1x?x2x4xf32>, tensor<1x?x2x4xf32>, none) -> tensor<1x?x2x4xf32>
   return %o : tensor<1x?x2x4xf32>
 }
@@ -115,4 +116,39 @@ func.func @main(%ids: tensor<1x?xi64> {llm.name = "input_ids"}, %slot: tensor<1x
   %none = llm.none
   %o = llm.attention %q, %q, %q, %none {num_heads = 2 : i64, num_kv_heads = 2 : i64, causal = true, scale = 0.5 : f32} : (tensor<1x?x2x4xf32>, tensor<1x?x2x4xf32>, tensor<1x?x2x4xf32>, none) -> tensor<1x?x2x4xf32>
   return %o : tensor<1x?x2x4xf32>
+}
+
+// -----
+
+// The fallback: no recognised attention reads the past input (here the
+// attention is plain MatMuls over past ++ new), so the model keeps its own
+// past/present IO on a cache buffer like llmc's: the past is the cache rows
+// before start_pos, and the present's new rows (checked to be start_pos + S
+// long) are written back at start_pos.
+// CHECK-LABEL: func.func @prefill
+// CHECK-SAME: %arg0: tensor<1x?xi64> {llm.name = "tokens"}, %arg1: tensor<i64> {llm.name = "start_pos"}, %arg2: tensor<1x2x32x4xf32> {llm.name = "cache.io.past.0"}
+// CHECK: %[[PAST:.+]] = llm.cache_read %arg2, %arg1
+// CHECK: %[[PRESENT:.+]] = llm.onnx.concat %[[PAST]], %{{.+}} {axis = 2 : i64}
+// CHECK: %[[ROWS:.+]] = llm.onnx.slice %[[PRESENT]]
+// CHECK: %[[NEW:.+]] = llm.assert_equal %[[ROWS]], %{{.+}}, %{{.+}} {message = "the model's present output 'present.0' must hold the past and the new rows (start_pos + S)"}
+// CHECK: %[[C:.+]] = llm.cache_update %arg2, %[[NEW]], %arg1
+// CHECK: return %{{.+}}, %[[C]]
+// CHECK-LABEL: func.func @decode
+// CHECK-SAME: -> (tensor<1x1x10xf32> {llm.name = "logits"}, tensor<1x2x32x4xf32> {llm.name = "cache.io.past.0"})
+func.func @main(%ids: tensor<1x?xi64> {llm.name = "input_ids"}, %past: tensor<1x2x?x4xf32> {llm.name = "past.0"}) -> (tensor<1x?x10xf32> {llm.name = "logits"}, tensor<1x2x?x4xf32> {llm.name = "present.0"}) {
+  %table = llm.constant dense<0.5> : tensor<10x8xf32>
+  %x = llm.embedding %table, %ids : (tensor<10x8xf32>, tensor<1x?xi64>) -> tensor<1x?x8xf32>
+  %shape = llm.constant dense<[0, 0, 2, 4]> : tensor<4xi64>
+  %k0 = llm.onnx.reshape %x, %shape : (tensor<1x?x8xf32>, tensor<4xi64>) -> tensor<1x?x2x4xf32>
+  %k = llm.onnx.transpose %k0 {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x?x2x4xf32>) -> tensor<1x2x?x4xf32>
+  %present = llm.onnx.concat %past, %k {axis = 2 : i64} : (tensor<1x2x?x4xf32>, tensor<1x2x?x4xf32>) -> tensor<1x2x?x4xf32>
+  %pt = llm.onnx.transpose %present {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x2x?x4xf32>) -> tensor<1x2x4x?xf32>
+  %s = llm.onnx.matmul %k, %pt : (tensor<1x2x?x4xf32>, tensor<1x2x4x?xf32>) -> tensor<1x2x?x?xf32>
+  %o = llm.onnx.matmul %s, %present : (tensor<1x2x?x?xf32>, tensor<1x2x?x4xf32>) -> tensor<1x2x?x4xf32>
+  %ot = llm.onnx.transpose %o {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x2x?x4xf32>) -> tensor<1x?x2x4xf32>
+  %flat = llm.constant dense<[0, 0, 8]> : tensor<3xi64>
+  %h = llm.onnx.reshape %ot, %flat : (tensor<1x?x2x4xf32>, tensor<3xi64>) -> tensor<1x?x8xf32>
+  %w = llm.constant dense<0.25> : tensor<8x10xf32>
+  %logits = llm.onnx.matmul %h, %w : (tensor<1x?x8xf32>, tensor<8x10xf32>) -> tensor<1x?x10xf32>
+  return %logits, %present : tensor<1x?x10xf32>, tensor<1x2x?x4xf32>
 }

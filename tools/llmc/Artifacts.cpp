@@ -336,8 +336,11 @@ llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const Compil
                                   "func.func(llmc-canonicalize,llmc-raise-transformer)"))
     return error("compiling " + req.input + ": " + llvm::toString(std::move(e)));
   llvm::json::Object architecture;
+  std::vector<std::string> unrecognized;
   if (auto main = (*module)->lookupSymbol<func::FuncOp>("main")) {
     TransformerStructure s = describeTransformer(main);
+    for (const auto &u : s.unrecognized)
+      unrecognized.push_back(u.op + (u.node.empty() ? "" : " (" + u.node + ")"));
     architecture["structure"] = s.summary();
     architecture["layers"] = int64_t(s.layers.size());
     llvm::json::Array unrec;
@@ -351,6 +354,18 @@ llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const Compil
   stage("KV cache, buckets, flash attention, fusion, memory plan");
   if (llvm::Error e = runPipeline(ctx, **module, pipeline))
     return error("compiling " + req.input + ": " + llvm::toString(std::move(e)));
+  // What did not take the fast path, said once, whatever the log level.
+  std::vector<std::string> own = ownCacheInputs(**module);
+  architecture["own_cache_io"] = llvm::json::Array(own);
+  if (log && !unrecognized.empty())
+    llvm::WithColor::warning(*log, "llmc")
+        << unrecognized.size()
+        << " operation(s) not recognised compile through the reference kernels (slower): "
+        << llvm::join(unrecognized, ", ") << "\n";
+  if (log && !own.empty())
+    llvm::WithColor::warning(*log, "llmc")
+        << "no recognised attention reads " << llvm::join(own, ", ")
+        << ": the model keeps its own past/present IO for them\n";
   llvm::json::Object memory, perEntry;
   for (auto f : (*module)->getOps<func::FuncOp>()) {
     auto plan = f->getAttrOfType<DictionaryAttr>("llm.memory_plan");

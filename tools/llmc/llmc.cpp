@@ -33,6 +33,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
@@ -627,6 +628,7 @@ int runCheck() {
   struct DecodeStats {
     int64_t kernels = -1, arena = -1, kvCache = -1, weights = -1;
     std::string error;
+    std::vector<std::string> ownCaches; // the fallback's (llmc-insert-kv-cache)
   } decode;
   if (structure && raiseError.empty()) {
     auto ctx = makeContext();
@@ -651,6 +653,7 @@ int runCheck() {
       if (decode.error.empty())
         decode.error = "the pipeline failed";
     } else if (auto step = (*module)->lookupSymbol<func::FuncOp>("decode_b1")) {
+      decode.ownCaches = ownCacheInputs(**module);
       if (auto k = step->getAttrOfType<IntegerAttr>("llm.kernels"))
         decode.kernels = k.getInt();
       if (auto plan = step->getAttrOfType<DictionaryAttr>("llm.memory_plan")) {
@@ -752,6 +755,10 @@ int runCheck() {
                                                  {"capacity", kCheckCapacity}};
       else
         root["decode_step"] = llvm::json::Object{{"error", decode.error}};
+      llvm::json::Array own;
+      for (const std::string &n : decode.ownCaches)
+        own.push_back(n);
+      root["own_cache_io"] = std::move(own);
     } else {
       root["structure"] = nullptr;
       root["layers"] = nullptr;
@@ -820,6 +827,12 @@ int runCheck() {
          << " tokens), weights " << humanBytes(decode.weights) << "\n";
     else
       os << "decode step:  not compiled: " << decode.error << "\n";
+    if (!decode.ownCaches.empty())
+      os << "fallback:     no recognised attention reads " << decode.ownCaches.size()
+         << " past input(s), so the compiled model keeps their own past/present IO (on "
+            "buffers like llmc's cache) and runs the unrecognised operations above through "
+            "the reference kernels: "
+         << llvm::join(decode.ownCaches, ", ") << "\n";
   }
   os << "status:       " << (ok ? "ok" : "NOT SUPPORTED") << "\n";
   return ok ? 0 : 1;

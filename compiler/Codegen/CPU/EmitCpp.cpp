@@ -859,9 +859,14 @@ llvm::Error Emitter::emitFunction(func::FuncOp f) {
     auto n = f.getResultAttrOfType<StringAttr>(i, "llm.name");
     Value v = ret.getOperand(i);
     if (n && n.getValue() == "logits") {
+      // (Sizes the types leave open, as after a region the raise did not
+      // recognise, are checked when the entry runs: storeLogits.)
       auto t = dyn_cast<RankedTensorType>(v.getType());
-      if (!t || t.getRank() != 3 || !t.hasStaticShape() || t.getDimSize(0) != entry.batch ||
-          t.getDimSize(1) != entry.seq)
+      auto fits = [&](int64_t d, int64_t want) {
+        return t.isDynamicDim(d) || t.getDimSize(d) == want;
+      };
+      if (!t || t.getRank() != 3 || t.isDynamicDim(2) || !fits(0, entry.batch) ||
+          !fits(1, entry.seq))
         return makeError("@" + fname + ": the logits must be [batch, seq, vocab]");
       if (model.vocab && model.vocab != t.getDimSize(2))
         return makeError("@" + fname + ": the vocabulary differs between entry points");
