@@ -1661,7 +1661,12 @@ struct RaiseTransformerPass
   /// protocol onnxruntime-genai drives it with: seqlens_k[b] + 1 - S is the
   /// past length P for every b and total_sequence_length is P + S. Two
   /// llm.assert_equal state it, so other inputs are refused at run time
-  /// rather than computed differently.
+  /// rather than computed differently. A window-sized cache
+  /// (sliding_window_cache = 1, the builder's default for sliding-window
+  /// layers) holds only the last positions in C rows: the attention reads
+  /// the rows it holds ++ new with the window, which is exact whatever C,
+  /// and on llmc's full cache (where the rows held are all P) too; the op
+  /// stays for its present outputs until llmc's cache replaces them.
   void raiseGroupQueryAttention(func::FuncOp func) {
     SmallVector<Operation *> ops = opsNamed(func, "ms.group_query_attention");
     for (Operation *g : ops) {
@@ -1669,13 +1674,17 @@ struct RaiseTransformerPass
       bool unsupported = false;
       for (unsigned i = 10; i < g->getNumOperands(); ++i)
         unsupported |= bool(operand(i)); // bias, sinks, quantized caches, q/k norms
+      bool windowCache = intAttrOr(g, "sliding_window_cache", 0) != 0;
+      int64_t window = intAttrOr(g, "local_window_size", -1);
       if (unsupported || intAttrOr(g, "smooth_softmax", -1) > 0 ||
-          intAttrOr(g, "sliding_window_cache", 0) != 0 || intAttrOr(g, "causal", 1) != 1 ||
+          intAttrOr(g, "causal", 1) != 1 || (windowCache && window <= 0) ||
           (g->getNumResults() > 3 && !g->getResult(3).use_empty()))
         continue;
       Value query = operand(0), key = operand(1), value = operand(2), pastK = operand(3),
             pastV = operand(4), seqlens = operand(5), total = operand(6), cosC = operand(7),
             sinC = operand(8), positionIds = operand(9);
+      if (windowCache && !pastK)
+        continue;
       int64_t nq = intAttrOr(g, "num_heads", 0), nkv = intAttrOr(g, "kv_num_heads", 0);
       int64_t hidden = lastDim(query);
       bool packed = !key;
@@ -1723,13 +1732,39 @@ struct RaiseTransformerPass
                              {create<OnnxCastOp>(b, loc, {seqlens}, {i64}),
                               i64Constant(b, loc, {1}, true)}),
            s});
-      start = assertEqual(b, loc, start, start, past,
-                          "GroupQueryAttention: seqlens_k + 1 - sequence length must be the "
-                          "past length for every sequence (padded batches are not supported)");
-      start = assertEqual(b, loc, start, create<OnnxCastOp>(b, loc, {total}, {i64}),
-                          create<OnnxAddOp>(b, loc, {past, s}),
-                          "GroupQueryAttention: total_sequence_length must be the past length "
-                          "plus the sequence length");
+      // The rows of the past the new keys follow: all of it, or for a
+      // window-sized cache of C rows the ones it holds after P positions:
+      // P while P <= C, else P less G = C - W + 1 rows for every eviction.
+      Value held = past;
+      if (!windowCache) {
+        start = assertEqual(b, loc, start, start, past,
+                            "GroupQueryAttention: seqlens_k + 1 - sequence length must be the "
+                            "past length for every sequence (padded batches are not supported)");
+        start = assertEqual(b, loc, start, create<OnnxCastOp>(b, loc, {total}, {i64}),
+                            create<OnnxAddOp>(b, loc, {past, s}),
+                            "GroupQueryAttention: total_sequence_length must be the past length "
+                            "plus the sequence length");
+      } else {
+        Value p = create<OnnxGatherOp>(b, loc, {start, i64Constant(b, loc, {0}, true)});
+        p = assertEqual(b, loc, p, start, p,
+                        "GroupQueryAttention: every sequence of the batch must hold as many "
+                        "positions (padded batches are not supported)");
+        p = assertEqual(b, loc, p, create<OnnxCastOp>(b, loc, {total}, {i64}),
+                        create<OnnxAddOp>(b, loc, {p, s}),
+                        "GroupQueryAttention: total_sequence_length must be the positions "
+                        "before plus the sequence length");
+        // (C >= W, which the op itself requires; G is kept >= 1 so that no
+        // input divides by zero.)
+        Value w = i64Constant(b, loc, {window}, true), c = past;
+        Value one = i64Constant(b, loc, {1}, true);
+        Value g1 = create<OnnxMaxOp>(
+            b, loc, {create<OnnxAddOp>(b, loc, {create<OnnxSubOp>(b, loc, {c, w}), one}), one});
+        Value over = create<OnnxMaxOp>(
+            b, loc, {create<OnnxSubOp>(b, loc, {p, c}), i64Constant(b, loc, {0}, true)});
+        Value evictions = create<OnnxDivOp>(
+            b, loc, {create<OnnxSubOp>(b, loc, {create<OnnxAddOp>(b, loc, {over, g1}), one}), g1});
+        held = create<OnnxSubOp>(b, loc, {p, create<OnnxMulOp>(b, loc, {g1, evictions})});
+      }
       Value positions = positionIds;
       if (!positions) {
         Value steps = create<OnnxRangeOp>(
@@ -1746,17 +1781,26 @@ struct RaiseTransformerPass
         q4 = create<RopeOp>(b, loc, {q4, cosC, sinC, positions}, ropeAttrs);
         k4 = create<RopeOp>(b, loc, {k4, cosC, sinC, positions}, ropeAttrs);
       }
-      // present = past ++ new, [B, kv_heads, T, d].
+      // present = past ++ new, [B, kv_heads, T, d] (of a window-sized
+      // cache: the rows it holds ++ new, what the attention reads).
       auto perm = b.getNamedAttr("perm", b.getDenseI64ArrayAttr({0, 2, 1, 3}));
       Value presentK = create<OnnxTransposeOp>(b, loc, {k4}, {perm});
       Value presentV = create<OnnxTransposeOp>(b, loc, {v4}, {perm});
       auto axis2 = b.getNamedAttr("axis", b.getI64IntegerAttr(2));
       if (pastK) {
-        presentK = create<OnnxConcatOp>(b, loc, {pastK, presentK}, {axis2});
-        presentV = create<OnnxConcatOp>(b, loc, {pastV, presentV}, {axis2});
+        auto rows = [&](Value x) -> Value {
+          if (!windowCache)
+            return x;
+          return create<OnnxSliceOp>(
+              b, loc,
+              {x, i64Constant(b, loc, {0}),
+               create<OnnxUnsqueezeOp>(b, loc, {held, i64Constant(b, loc, {0})}),
+               i64Constant(b, loc, {2}), i64Constant(b, loc, {1})});
+        };
+        presentK = create<OnnxConcatOp>(b, loc, {rows(pastK), presentK}, {axis2});
+        presentV = create<OnnxConcatOp>(b, loc, {rows(pastV), presentV}, {axis2});
       }
       double scale = floatAttrOr(g, "scale", 1.0 / std::sqrt(double(d)));
-      int64_t window = intAttrOr(g, "local_window_size", -1);
       Value o = create<AttentionOp>(
           b, loc,
           {q4, create<OnnxTransposeOp>(b, loc, {presentK}, {perm}),
@@ -1764,7 +1808,12 @@ struct RaiseTransformerPass
           attentionAttrs(b, nq, nkv, /*causal=*/true, scale, window > 0 ? window : 0,
                          floatAttrOr(g, "softcap", 0.0)));
       Value out = create<OnnxReshapeOp>(b, loc, {o, i64Constant(b, loc, {0, 0, nq * d})});
-      replaceResults(g, {out, presentK, presentV});
+      // A window-sized cache's present (its evictions) stays the op's own:
+      // llmc's cache replaces it (and the op) in llmc-insert-kv-cache.
+      if (windowCache)
+        replaceResults(g, {out});
+      else
+        replaceResults(g, {out, presentK, presentV});
     }
   }
 

@@ -219,7 +219,10 @@ TransformerStructure mlir::llmc::describeTransformer(func::FuncOp func) {
       if (returned.contains(op))
         lmHead = true;
     } else if (isa<RopeOp>(op) || isGlue(op) || isResidualOrScale(op) || isGate(op) ||
-               isProjectionBias(op)) {
+               isProjectionBias(op) ||
+               // a raised GroupQueryAttention kept for its window-sized
+               // cache's present outputs (cache plumbing)
+               (n == "ms.group_query_attention" && op->getResult(0).use_empty())) {
       // part of a recognised block
     } else {
       std::string node;

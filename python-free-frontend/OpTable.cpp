@@ -334,8 +334,8 @@ std::string checkGroupQueryAttention(const onnx::NodeProto &node, const OnnxMode
   for (StringRef q : {"k_quant_type", "v_quant_type"})
     if (const onnx::AttributeProto *a = attr(node, q); a && a->s() != "NONE")
       return "quantized KV cache (" + q.str() + " = " + a->s() + ")";
-  if (intAttrOr(node, "sliding_window_cache", 0) != 0)
-    return "window-sized KV cache (sliding_window_cache = 1)";
+  if (intAttrOr(node, "sliding_window_cache", 0) != 0 && intAttrOr(node, "local_window_size", -1) <= 0)
+    return "a window-sized KV cache (sliding_window_cache = 1) without local_window_size";
   if (hasInput(node, 14) || hasInput(node, 15))
     return "per-head Q/K RMS norm (q_norm_weight / k_norm_weight)";
   if (hasInput(node, 16))

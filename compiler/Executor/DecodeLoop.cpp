@@ -59,9 +59,10 @@ llvm::Expected<DecodeLoop> DecodeLoop::create(const Executor &exec, DecoderIO io
       return std::move(e);
   if (llvm::Error e = needOutput(d.logits, "logits"))
     return std::move(e);
-  bool staticCache = !d.writeIndices.empty() || !d.kvValidLength.empty();
+  bool staticCache = !d.writeIndices.empty() || !d.kvValidLength.empty() || d.fixedCacheRows;
   if (staticCache && d.caches.empty())
-    return makeError("write indices and valid key lengths need past/present caches");
+    return makeError("write indices, valid key lengths and fixed cache rows need past/present "
+                     "caches");
   if (!d.caches.empty() && !staticCache &&
       (std::count(emptyCache.begin(), emptyCache.end(), 0) != 1 ||
        std::any_of(emptyCache.begin(), emptyCache.end(), [](int64_t x) { return x < 0; })))
@@ -251,6 +252,7 @@ llvm::Expected<ModelFixture> ModelFixture::load(llvm::StringRef dir, llvm::Strin
   f.io.positionIds = stringOr(*io, "position_ids");
   f.io.writeIndices = stringOr(*io, "write_indices");
   f.io.kvValidLength = stringOr(*io, "kv_valid_length");
+  f.io.fixedCacheRows = io->getBoolean("fixed_cache_rows").value_or(false);
   f.io.logits = stringOr(*io, "logits");
   if (f.io.inputIds.empty() || f.io.logits.empty())
     return bad("'io' needs input_ids and logits");

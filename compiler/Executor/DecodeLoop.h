@@ -41,6 +41,10 @@ struct DecoderIO {
   // it. Empty: the model has none (its caches grow by concatenation).
   std::string writeIndices;
   std::string kvValidLength;
+  // Caches that are buffers of fixed rows the model manages itself (a
+  // window-sized GroupQueryAttention cache: present has the past's rows),
+  // without write indices: the first past is `emptyCache`, all zeros.
+  bool fixedCacheRows = false;
   std::string logits;
   struct Cache {
     std::string past, present;

@@ -75,9 +75,12 @@ def LLM_MsGroupQueryAttentionOp : LLM_MsOp<"group_query_attention"> {
     positions [seqlens_k[b] + 1 - S, seqlens_k[b] + 1). `do_rotary` applies
     rotary embedding to Q and K from `cos_cache`/`sin_cache`. `causal`,
     `local_window_size`, `softcap`, `attention_bias`, `head_sink` and
-    `smooth_softmax` follow the contrib spec. Quantized caches, windowed
-    caches and per-head Q/K norms are represented but rejected by the
-    importer's support check.
+    `smooth_softmax` follow the contrib spec. With `sliding_window_cache`
+    the past and present are buffers of C >= local_window_size rows holding
+    the most recent positions from row 0 (the oldest C - W + 1 rows are
+    dropped at a time when new ones do not fit). Quantized caches and
+    per-head Q/K norms are represented but rejected by the importer's
+    support check.
   }];
   let arguments = (ins LLM_FloatTensor:$query, LLM_OptFloatTensor:$key,
                    LLM_OptFloatTensor:$value, LLM_OptTensor:$past_key,

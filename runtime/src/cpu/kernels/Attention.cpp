@@ -830,8 +830,12 @@ Status msGroupQueryAttentionKernel(KernelCall &call) {
   for (size_t i = 12; i <= 16; ++i)
     if (call.has(i))
       return call.fail("quantized caches, Q/K norms and query_seqlens are not supported");
-  if (at.getInt("sliding_window_cache", 0))
-    return call.fail("window-sized caches are not supported");
+  // A window-sized cache (sliding_window_cache = 1): past and present are
+  // buffers of C >= local_window_size rows holding the most recent
+  // positions from row 0; when the next tokens do not fit, the oldest
+  // G = C - W + 1 rows at a time are dropped (onnxruntime's CPU kernel).
+  bool windowCache = at.getInt("sliding_window_cache", 0) != 0;
+  int64_t window = at.getInt("local_window_size", -1);
   int64_t nq = at.getInt("num_heads", 0), nkv = at.getInt("kv_num_heads", 0);
   if (nq <= 0 || nkv <= 0 || nq % nkv || Q.rank() != 3)
     return call.fail("num_heads must be a multiple of kv_num_heads and query [B, S, D]");
@@ -864,6 +868,18 @@ Status msGroupQueryAttentionKernel(KernelCall &call) {
     return call.fail("seqlens_k must have one entry per batch");
   int64_t pastLen = pastK ? pastK->dim(2) : 0;
   int64_t presentLen = std::max(total, pastLen);
+  if (windowCache && (!pastK || window <= 0 || pastLen < window))
+    return call.fail("sliding_window_cache needs past buffers of at least local_window_size "
+                     "rows");
+  if (windowCache && (attnBias || at.getInt("qk_output", 0) != 0))
+    return call.fail("attention_bias and qk_output are not supported with sliding_window_cache");
+  // Rows of a window-sized cache holding `t` positions.
+  auto resident = [&](int64_t t) {
+    if (t <= pastLen)
+      return t;
+    int64_t g = pastLen - window + 1;
+    return t - g * ((t - pastLen + g - 1) / g);
+  };
   std::vector<float> pk, pv;
   if (pastK) {
     if (!pastV || pastK->rank() != 4 || pastK->dim(0) != b || pastK->dim(1) != nkv ||
@@ -877,7 +893,7 @@ Status msGroupQueryAttentionKernel(KernelCall &call) {
   for (int64_t bi = 0; bi < b; ++bi) {
     int64_t t = lens[size_t(bi)] + 1;
     start[size_t(bi)] = t - s;
-    if (t > presentLen || t < s)
+    if ((t > presentLen && !windowCache) || t < s)
       return call.fail("seqlens_k[" + std::to_string(bi) + "] + 1 = " + std::to_string(t) +
                        " does not fit sequence length " + std::to_string(s) +
                        " and total length " + std::to_string(presentLen));
@@ -906,31 +922,40 @@ Status msGroupQueryAttentionKernel(KernelCall &call) {
     q = swapHeadSeq(qs, b, s, nq, d);
     k = swapHeadSeq(ks, b, s, nkv, d);
   }
-  // The present cache: past rows, then the new ones at [start, start + S).
-  std::vector<float> presK(size_t(b * nkv * presentLen * d), 0.0f), presV(presK.size(), 0.0f);
+  // The keys: past rows, then the new ones at [first, first + S): first is
+  // the absolute start, or for a window-sized cache the rows it holds.
+  std::vector<int64_t> first = start;
+  int64_t keysLen = presentLen;
+  if (windowCache) {
+    keysLen = 0;
+    for (int64_t bi = 0; bi < b; ++bi) {
+      first[size_t(bi)] = resident(start[size_t(bi)]);
+      keysLen = std::max(keysLen, first[size_t(bi)] + s);
+    }
+  }
+  std::vector<float> presK(size_t(b * nkv * keysLen * d), 0.0f), presV(presK.size(), 0.0f);
   for (int64_t bi = 0; bi < b; ++bi)
     for (int64_t h = 0; h < nkv; ++h) {
-      float *dk = presK.data() + (bi * nkv + h) * presentLen * d;
-      float *dv = presV.data() + (bi * nkv + h) * presentLen * d;
-      int64_t keep = std::min(start[size_t(bi)], pastLen);
+      float *dk = presK.data() + (bi * nkv + h) * keysLen * d;
+      float *dv = presV.data() + (bi * nkv + h) * keysLen * d;
+      int64_t keep = std::min(first[size_t(bi)], pastLen);
       if (pastK) {
         std::copy_n(pk.data() + (bi * nkv + h) * pastLen * d, keep * d, dk);
         std::copy_n(pv.data() + (bi * nkv + h) * pastLen * d, keep * d, dv);
       }
-      std::copy_n(k.data() + (bi * nkv + h) * s * d, s * d, dk + start[size_t(bi)] * d);
-      std::copy_n(v.data() + (bi * nkv + h) * s * d, s * d, dv + start[size_t(bi)] * d);
+      std::copy_n(k.data() + (bi * nkv + h) * s * d, s * d, dk + first[size_t(bi)] * d);
+      std::copy_n(v.data() + (bi * nkv + h) * s * d, s * d, dv + first[size_t(bi)] * d);
     }
   Attention a;
-  a.b = b, a.hq = nq, a.hkv = nkv, a.sq = s, a.skv = presentLen, a.d = a.dv = d;
+  a.b = b, a.hq = nq, a.hkv = nkv, a.sq = s, a.skv = keysLen, a.d = a.dv = d;
   a.scale = float(at.getFloat("scale", 1.0 / std::sqrt(double(d))));
   a.softcap = float(at.getFloat("softcap", 0.0));
   a.causal = at.getInt("causal", 1) != 0;
-  a.offset = start;
+  a.offset = first;
   for (int64_t bi = 0; bi < b; ++bi)
-    a.keyLimit.push_back(lens[size_t(bi)] + 1);
+    a.keyLimit.push_back(first[size_t(bi)] + s);
   // local_window_size counts the keys a query sees, itself included
   // (onnxruntime's CPU kernel; Mistral's sliding_window).
-  int64_t window = at.getInt("local_window_size", -1);
   if (window > 0)
     a.leftWindow = window - 1;
   a.onnxSemantics = true; // masked keys are skipped, as onnxruntime's GQA does
@@ -957,10 +982,24 @@ Status msGroupQueryAttentionKernel(KernelCall &call) {
     a.qkOut = &qk;
   }
   runAttention(*call.pool, a, q, presK, presV, out);
-  if (qk.empty())
-    qk.assign(size_t(b * nq * s * presentLen), 0.0f); // not requested: zeros
   LLMC_RETURN_IF_ERROR(fromF32(Q.dtype(), {b, s, nq * d}, mergeHeads(out, b, nq, s, d), call.outputs[0]));
   DType cacheType = pastK ? pastK->dtype() : Q.dtype();
+  if (windowCache) { // the last rows that fit, from row 0 of the C-row buffer
+    std::vector<float> wk(size_t(b * nkv * pastLen * d), 0.0f), wv(wk.size(), 0.0f);
+    for (int64_t bi = 0; bi < b; ++bi) {
+      int64_t have = first[size_t(bi)] + s, keep = resident(start[size_t(bi)] + s);
+      for (int64_t h = 0; h < nkv; ++h) {
+        size_t from = size_t(((bi * nkv + h) * keysLen + have - keep) * d);
+        size_t to = size_t((bi * nkv + h) * pastLen * d);
+        std::copy_n(presK.data() + from, keep * d, wk.data() + to);
+        std::copy_n(presV.data() + from, keep * d, wv.data() + to);
+      }
+    }
+    presK.swap(wk), presV.swap(wv);
+    presentLen = pastLen;
+  }
+  if (qk.empty())
+    qk.assign(size_t(b * nq * s * presentLen), 0.0f); // not requested: zeros
   if (call.outputs.size() > 1)
     LLMC_RETURN_IF_ERROR(fromF32(cacheType, {b, nkv, presentLen, d}, presK, call.outputs[1]));
   if (call.outputs.size() > 2)
