@@ -37,6 +37,15 @@ struct CachedLayer {
   Value newK, newV;   // [B, Hkv, S, D]
 };
 
+/// A past input whose own cache IO the entry points keep (the fallback):
+/// `fixed` when the present has the past's length (a static cache the
+/// model writes itself), else it grows by the new rows.
+struct OwnCache {
+  Value past;
+  unsigned result;
+  bool fixed;
+};
+
 /// `x` when `v` is Transpose(x, 0, 2, 1, 3).
 Value fromBshd(Value v) {
   auto t = v.getDefiningOp<OnnxTransposeOp>();
@@ -154,7 +163,7 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
       return failure();
     // The model's own cache IO where no recognised attention owns it: a past
     // input and the present output computed from it.
-    SmallVector<std::pair<Value, unsigned>> ownCaches = ownCacheIO(f, layers);
+    SmallVector<OwnCache> ownCaches = ownCacheIO(f, layers);
     // A kept attention must read its earlier keys from such a past input
     // (a stateless one would see only the new tokens at each step).
     for (auto [a, why] : kept) {
@@ -166,7 +175,7 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
         if (!seen.insert(w).second)
           continue;
         if (isa<BlockArgument>(w)) {
-          fromOwn = llvm::any_of(ownCaches, [&](auto &own) { return own.first == w; });
+          fromOwn = llvm::any_of(ownCaches, [&](const OwnCache &own) { return own.past == w; });
           continue;
         }
         for (Value o : w.getDefiningOp()->getOperands())
@@ -206,13 +215,20 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
       }
     }
 
-    // The model's own caches: [B, H, max-seq, D] like llmc's, named after
-    // the past input.
+    // The model's own caches: [B, H, max-seq, D] like llmc's (a static one
+    // of a fixed length keeps it), named after the past input.
     SmallVector<Value> ownCacheArgs;
-    for (auto [past, result] : ownCaches) {
+    for (const OwnCache &own : ownCaches) {
+      Value past = own.past;
       Shape shape = *getShape(past.getType());
       shape[0] = (*tokenShape)[0];
-      shape[2] = Dim::fixed(maxSeq);
+      if (!own.fixed || !shape[2].isStatic())
+        shape[2] = Dim::fixed(maxSeq);
+      if (shape[2].size != maxSeq && !layers.empty())
+        return f.emitError("llmc-insert-kv-cache: the model's own static cache '")
+               << nameOfArg(f, cast<BlockArgument>(past).getArgNumber()) << "' holds "
+               << shape[2].size << " positions and llmc's caches " << maxSeq
+               << ": compile with a capacity (--max-seq) of " << shape[2].size;
       unsigned idx = f.getNumArguments();
       std::string name = "cache.io." + nameOfArg(f, cast<BlockArgument>(past).getArgNumber()).str();
       (void)f.insertArgument(
@@ -228,8 +244,12 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
       for (auto [past, cache] : {std::pair{l.pastK, cachesK[i]}, std::pair{l.pastV, cachesV[i]}})
         if (past && isa<BlockArgument>(past))
           pastToCache[past] = {cache, false};
-    for (auto [i, own] : llvm::enumerate(ownCaches))
-      pastToCache[own.first] = {ownCacheArgs[i], false};
+    for (auto [i, own] : llvm::enumerate(ownCaches)) {
+      if (own.fixed) // the whole cache, as the model reads it
+        own.past.replaceAllUsesWith(ownCacheArgs[i]);
+      else
+        pastToCache[own.past] = {ownCacheArgs[i], false};
+    }
 
     // Sizes and bound inputs.
     auto sizeOf = [&](Value x, int64_t d) {
@@ -266,7 +286,8 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
       MaybeShape ms = getShape(arg.getType());
       bool sameAsTokens = ms && ms->size() == 2 && (*ms)[1].name &&
                           (*ms)[1].name == (*tokenShape)[1].name;
-      bool anyPast = !ownCaches.empty() || (!layers.empty() && layers[0].pastK);
+      bool anyPast = llvm::any_of(ownCaches, [](const OwnCache &o) { return !o.fixed; }) ||
+                     (!layers.empty() && layers[0].pastK);
       Value keys = anyPast && !sameAsTokens ? total : seq;
       Value shape = createOp<OnnxConcatOp>(b, loc, {vec1(batch), vec1(keys)}, {concat0});
       Type element = getElementTypeOrSelf(arg.getType());
@@ -278,6 +299,37 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
                       .getResult();
       arg.replaceAllUsesWith(createOp<OnnxExpandOp>(b, loc, {one, shape}));
     }
+
+    // A static cache the model keeps writes at indices and counts valid keys
+    // from inputs of its own: those that feed TensorScatter's write indices
+    // and Attention's nonpad_kv_seqlen take the roles the raise gives them
+    // when it recognises the attention; so do inputs named like those
+    // operands (an attention written out reads its valid length in ops
+    // that say nothing of it).
+    if (llvm::any_of(ownCaches, [](const OwnCache &o) { return o.fixed; }))
+      for (unsigned i = 0; i < startIndex; ++i) {
+        Value arg = f.getArgument(i);
+        if (f.getArgAttr(i, "llm.role") || !getElementTypeOrSelf(arg.getType()).isInteger())
+          continue;
+        std::string lower = nameOfArg(f, i).lower();
+        if (StringRef(lower).contains("write_ind"))
+          f.setArgAttr(i, "llm.role", b.getStringAttr("write_indices"));
+        else if (StringRef(lower).contains("nonpad") || StringRef(lower).contains("kv_seqlen"))
+          f.setArgAttr(i, "llm.role", b.getStringAttr("kv_valid_length"));
+        for (Operation *user : arg.getUsers()) {
+          Operation *reader = user;
+          if (shortName(user) == "onnx.cast" && user->getResult(0).hasOneUse())
+            reader = *user->getResult(0).getUsers().begin();
+          Value through = reader == user ? arg : user->getResult(0);
+          StringRef n = shortName(reader);
+          if (n == "onnx.tensor_scatter" && reader->getNumOperands() > 2 &&
+              reader->getOperand(2) == through)
+            f.setArgAttr(i, "llm.role", b.getStringAttr("write_indices"));
+          else if (n == "onnx.attention" && reader->getNumOperands() > 6 &&
+                   reader->getOperand(6) == through)
+            f.setArgAttr(i, "llm.role", b.getStringAttr("kv_valid_length"));
+        }
+      }
 
     // Inputs llmc-raise-transformer gave a role (a static-cache export's
     // write indices and valid key lengths): every sequence writes at
@@ -329,7 +381,16 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
     SmallVector<std::pair<Value, std::string>> ownResults;
     for (auto [i, own] : llvm::enumerate(ownCaches)) {
       OpBuilder rb(ret);
-      Value present = ret.getOperand(own.second);
+      Value present = ret.getOperand(own.result);
+      std::string name =
+          "cache.io." + nameOfArg(f, cast<BlockArgument>(own.past).getArgNumber()).str();
+      if (own.fixed) { // the whole cache, written back
+        ownResults.push_back(
+            {createOp<CacheUpdateOp>(rb, loc, {ownCacheArgs[i], present,
+                                               i64Constant(rb, loc, {0}, true)}),
+             name});
+        continue;
+      }
       Value rows = createOp<OnnxSliceOp>(
           rb, loc,
           {present, vec1b(rb, start), vec1b(rb, total), i64Constant(rb, loc, {2}),
@@ -338,10 +399,9 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
           rb, loc, {rows, sizeOfB(rb, present, 2), total},
           {rb.getNamedAttr("message", rb.getStringAttr(
                                           "the model's present output '" +
-                                          resultName(f, own.second) +
+                                          resultName(f, own.result) +
                                           "' must hold the past and the new rows (start_pos + S)"))});
-      ownResults.push_back({createOp<CacheUpdateOp>(rb, loc, {ownCacheArgs[i], rows, start}),
-                            "cache.io." + nameOfArg(f, cast<BlockArgument>(own.first).getArgNumber()).str()});
+      ownResults.push_back({createOp<CacheUpdateOp>(rb, loc, {ownCacheArgs[i], rows, start}), name});
     }
 
     // Results: the logits, then the caches.
@@ -439,12 +499,13 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
 
   /// The model's own cache IO that no recognised attention owns: pairs of a
   /// past input ([B, H, P, D], float) and the present result computed from
-  /// it ([B, H, P + S, D], same type): the nearest past input. A result as
+  /// it ([B, H, P + S, D], or the past's own shape for a static cache the
+  /// model writes itself; same element type): the nearest past input. A result as
   /// near to several (keys and values meet in an attention op) takes the
   /// one whose name is most like its own (the longest common prefix plus suffix, e.g.
   /// past_key_values.0.key / present.0.key, kv.0.key.in / kv.0.key.out);
   /// a tie pairs nothing.
-  static SmallVector<std::pair<Value, unsigned>> ownCacheIO(func::FuncOp f,
+  static SmallVector<OwnCache> ownCacheIO(func::FuncOp f,
                                                              ArrayRef<CachedLayer> layers) {
     // The float inputs the recognised layers' pasts come from (the past
     // input itself, or a static cache a slice of which is the past).
@@ -480,7 +541,7 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
         ++q;
       return p + q;
     };
-    SmallVector<std::pair<Value, unsigned>> pairs;
+    SmallVector<OwnCache> pairs;
     llvm::DenseSet<Value> taken;
     for (unsigned r = 0; r < ret.getNumOperands(); ++r) {
       Value out = ret.getOperand(r);
@@ -526,8 +587,12 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
           tie = true;
         }
       }
-      if (!ownedByLayer && best && !tie && taken.insert(best).second)
-        pairs.push_back({best, r});
+      if (ownedByLayer || !best || tie || !taken.insert(best).second)
+        continue;
+      // Fixed: the same length as the past, a number or a named size.
+      Dim pastLen = (*getShape(best.getType()))[2], outLen = (*getShape(ot))[2];
+      bool fixed = pastLen == outLen && (pastLen.isStatic() || pastLen.name);
+      pairs.push_back({best, r, fixed});
     }
     return pairs;
   }

@@ -230,8 +230,13 @@ def InsertKvCachePass : Pass<"llmc-insert-kv-cache", "::mlir::ModuleOp"> {
     input's name>`, read as the rows before start_pos, and the present
     output paired with it (the nearest result computed from it; names break
     ties) must be the past and the new rows, start_pos + S long (an
-    llm.assert_equal), whose new rows are written back at start_pos. The
-    unrecognised operations then run through the reference kernels. An
+    llm.assert_equal), whose new rows are written back at start_pos. A
+    static cache the model writes itself (the present has the past's
+    length: TensorScatter) keeps that length and is read and written back
+    whole; the inputs feeding its write indices and valid lengths (found by
+    dataflow, or named like ONNX's write_indices / nonpad_kv_seqlen) take
+    those roles. The unrecognised operations then run through the reference
+    kernels. An
     attention kept without such a past (nothing to keep between steps), an
     input no rule binds, or an unknown role is an error naming it.
 

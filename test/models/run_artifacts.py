@@ -2,7 +2,8 @@
 """For test/models/models.test: runs `llmc run --ids <prompt> --max-new-tokens
 32 --format ids` on every artifact `llmc verify --compiled --artifacts DIR`
 kept, with the compiled KV-cache capacity and with `--capacity` of exactly
-prompt + 32 positions, and compares the printed ids with the fixture's
+prompt + 32 positions (an artifact whose capacity is fixed must refuse it),
+and compares the printed ids with the fixture's
 "greedy" tokens (onnxruntime's). Exits non-zero naming the first mismatch."""
 import json
 import os
@@ -26,14 +27,26 @@ def fixtures(roots):
 
 def main():
     artifacts, roots = sys.argv[1], sys.argv[2:]
-    checked = 0
+    checked = fixed = 0
     for fx in fixtures(roots):
         if "greedy" not in fx:
             continue
         art = os.path.join(artifacts, fx["name"] + ".llmc")
+        with open(os.path.join(art, "manifest.json")) as f:
+            flexible = json.load(f)["memory"]["kv_cache_capacity_flexible"]
         # At the compiled capacity, and with a cache of exactly the positions
-        # the run needs (--capacity: the session allocates less).
-        for capacity in (0, len(fx["prompt"]) + len(fx["greedy"])):
+        # the run needs (--capacity: the session allocates less) where the
+        # artifact takes one (not a static cache the model keeps itself:
+        # there, the clear refusal is checked).
+        needed = len(fx["prompt"]) + len(fx["greedy"])
+        if not flexible:
+            out = subprocess.run(["llmc", "run", art, "--ids", "1", "--capacity", str(needed)],
+                                 capture_output=True, text=True)
+            if out.returncode == 0 or "takes only its compiled" not in out.stderr:
+                sys.exit("%s: a fixed-capacity artifact took --capacity %d: %s" %
+                         (fx["name"], needed, out.stderr.strip()))
+            fixed += 1
+        for capacity in (0, needed) if flexible else (0,):
             out = subprocess.run(["llmc", "run", art, "--ids", ",".join(map(str, fx["prompt"])),
                                   "--max-new-tokens", str(len(fx["greedy"])), "--format", "ids",
                                   "--ignore-eos", "--capacity", str(capacity)],
@@ -47,7 +60,8 @@ def main():
                          (fx["name"], capacity, got, fx["greedy"]))
         checked += 1
     print("%d artifacts: llmc run printed onnxruntime's greedy tokens for every one, "
-          "at the compiled capacity and at the one the run needs" % checked)
+          "at the compiled capacity and at the one the run needs (%d of fixed capacity: "
+          "refused it)" % (checked, fixed))
 
 
 if __name__ == "__main__":

@@ -270,7 +270,7 @@ bool readsCapacityAtRunTime(Value v) {
       auto fused = dyn_cast<FusedOp>(yield->getParentOp());
       if (!fused || !readsCapacityAtRunTime(fused->getResult(use.getOperandNumber())))
         return false;
-    } else if (!isa<DecodeAttentionPartialOp, FlashAttentionOp, CachedAttentionOp,
+    } else if (!isa<DecodeAttentionPartialOp, FlashAttentionOp, CachedAttentionOp, CacheReadOp,
                     func::ReturnOp>(user)) {
       return false;
     }
