@@ -500,13 +500,12 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
   /// The model's own cache IO that no recognised attention owns: pairs of a
   /// past input ([B, H, P, D], float) and the present result computed from
   /// it ([B, H, P + S, D], or the past's own shape for a static cache the
-  /// model writes itself; same element type): the nearest past input. A result as
-  /// near to several (keys and values meet in an attention op) takes the
-  /// one whose name is most like its own (the longest common prefix plus suffix, e.g.
-  /// past_key_values.0.key / present.0.key, kv.0.key.in / kv.0.key.out);
-  /// a tie pairs nothing.
-  static SmallVector<OwnCache> ownCacheIO(func::FuncOp f,
-                                                             ArrayRef<CachedLayer> layers) {
+  /// model writes itself; same element type): the nearest past input. A
+  /// result as near to several (keys and values meet in an attention op)
+  /// takes the one whose name is most like its own (the longest common
+  /// prefix plus suffix: past_key_values.0.key / present.0.key,
+  /// kv.0.key.in / kv.0.key.out); a tie pairs nothing.
+  static SmallVector<OwnCache> ownCacheIO(func::FuncOp f, ArrayRef<CachedLayer> layers) {
     // The float inputs the recognised layers' pasts come from (the past
     // input itself, or a static cache a slice of which is the past).
     llvm::DenseSet<Value> owned;
@@ -550,9 +549,8 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
         continue;
       // The nearest past inputs it is computed from (breadth first: the
       // concat or scatter that makes a present reads its own past first;
-      // earlier layers' pasts lie further back).
-      // A result nearest to an input a recognised layer owns (a static
-      // cache's present) is llmc's business.
+      // earlier layers' pasts lie further back). A result nearest to an
+      // input a recognised layer owns (a static cache's present) is llmc's.
       SmallVector<BlockArgument> from;
       SmallVector<Value> level{out};
       llvm::DenseSet<Value> seen{out};
