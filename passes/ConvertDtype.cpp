@@ -52,8 +52,11 @@ struct ConvertDtypePass : mlir::llmc::impl::ConvertDtypePassBase<ConvertDtypePas
       castBack.push_back(getElementTypeOrSelf(ret.getOperand(i).getType()).isF32() &&
                          !(name && name.getValue().starts_with("cache.")));
     }
+    // What llmc-insert-kv-cache marks llm.keep_f32 (the token history of
+    // the stateless fallback: ids in f32) keeps its type.
     for (BlockArgument a : body.getArguments())
-      a.setType(convertType(a.getType()));
+      if (!f.getArgAttr(a.getArgNumber(), "llm.keep_f32"))
+        a.setType(convertType(a.getType()));
     SmallVector<Operation *> ops;
     f.walk([&](Operation *op) { ops.push_back(op); });
     for (Operation *op : ops) {
@@ -79,6 +82,8 @@ struct ConvertDtypePass : mlir::llmc::impl::ConvertDtypePassBase<ConvertDtypePas
         c.erase();
         continue;
       }
+      if (op->hasAttr("llm.keep_f32"))
+        continue;
       if (op->getName().getStringRef() == "llm.onnx.cast")
         if (auto to = op->getAttrOfType<IntegerAttr>("to"); to && to.getInt() == 1)
           op->setAttr("to", IntegerAttr::get(to.getType(), code));

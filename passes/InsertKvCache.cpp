@@ -125,6 +125,10 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
     MaybeShape tokenShape = getShape(tokens.getType());
     if (!tokenShape || tokenShape->size() != 2)
       return f.emitError("llmc-insert-kv-cache: input_ids must be [batch, sequence]");
+    // The model's own reads of the tokens (a stateless fallback rebinds them).
+    SmallVector<OpOperand *> tokenUses;
+    for (OpOperand &use : tokens.getUses())
+      tokenUses.push_back(&use);
 
     // The attentions, with their keys and values.
     SmallVector<CachedLayer> layers;
@@ -164,9 +168,14 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
     // The model's own cache IO where no recognised attention owns it: a past
     // input and the present output computed from it.
     SmallVector<OwnCache> ownCaches = ownCacheIO(f, layers);
-    // A kept attention must read its earlier keys from such a past input
-    // (a stateless one would see only the new tokens at each step).
-    for (auto [a, why] : kept) {
+    // Nothing to keep between steps (a stateless export whose attention was
+    // not recognised): the fallback keeps the tokens instead, in a cache of
+    // their ids (f32, exact to 2^24), and every step runs the model over
+    // all of them, returning the logits of the new ones.
+    bool history = layers.empty() && ownCaches.empty();
+    // A kept attention must otherwise read its earlier keys from a past
+    // input of the model's own cache IO.
+    for (auto [a, why] : history ? decltype(kept)() : kept) {
       bool fromOwn = false;
       SmallVector<Value> work{a.getK()};
       llvm::DenseSet<Value> seen;
@@ -186,9 +195,6 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
                << why << ") and reads no past input of the model's own cache IO";
     }
 
-    if (layers.empty() && ownCaches.empty())
-      return f.emitError("llmc-insert-kv-cache: no attention to give a cache, and no past "
-                         "input / present output pair of the model's own to keep");
     // New inputs: start_pos and the caches, at the end.
     OpBuilder b = OpBuilder::atBlockBegin(&body);
     MLIRContext *ctx = f.getContext();
@@ -213,6 +219,19 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
                                loc);
         (isKey ? cachesK : cachesV).push_back(f.getArgument(idx));
       }
+    }
+
+    // The token history: [B, 1, max-seq, 1] ids, kept f32 whatever the dtype.
+    Value historyArg;
+    if (history) {
+      unsigned idx = f.getNumArguments();
+      Shape shape{(*tokenShape)[0], Dim::fixed(1), Dim::fixed(maxSeq), Dim::fixed(1)};
+      (void)f.insertArgument(
+          idx, makeTensorType(shape, b.getF32Type()),
+          b.getDictionaryAttr({b.getNamedAttr("llm.name", b.getStringAttr("cache.tokens")),
+                               b.getNamedAttr("llm.keep_f32", b.getUnitAttr())}),
+          loc);
+      historyArg = f.getArgument(idx);
     }
 
     // The model's own caches: [B, H, max-seq, D] like llmc's (a static one
@@ -262,15 +281,34 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
     Value batch = sizeOf(tokens, 0), seq = sizeOf(tokens, 1);
     Value total = createOp<OnnxAddOp>(b, loc, {start, seq});
     auto concat0 = b.getNamedAttr("axis", b.getI64IntegerAttr(0));
+    // The stateless fallback: the new ids into the history at start_pos,
+    // the model reads all start_pos + S of them (positions from 0).
+    Value historyResult, posStart = start, posCount = seq;
+    if (history) {
+      auto keep = b.getNamedAttr("llm.keep_f32", b.getUnitAttr());
+      Value axes = i64Constant(b, loc, {1, 3});
+      Value rows = createOp<OnnxCastOp>(
+          b, loc, {createOp<OnnxUnsqueezeOp>(b, loc, {tokens, axes})},
+          {b.getNamedAttr("to", b.getI64IntegerAttr(1)), keep});
+      historyResult = createOp<CacheUpdateOp>(b, loc, {historyArg, rows, start}, {keep});
+      Value all = createOp<CacheReadOp>(b, loc, {historyResult, total}, {keep});
+      Type element = getElementTypeOrSelf(tokens.getType());
+      Value ids = createOp<OnnxCastOp>(
+          b, loc, {createOp<OnnxSqueezeOp>(b, loc, {all, axes}, {keep})},
+          {b.getNamedAttr("to", b.getI64IntegerAttr(element.isInteger(32) ? 6 : 7))});
+      for (OpOperand *use : tokenUses)
+        use->set(ids);
+      posStart = i64Constant(b, loc, {0}, true), posCount = total;
+    }
     if (positionsArg >= 0) {
       Value arg = f.getArgument(unsigned(positionsArg));
       // start_pos + range(S): static once S is (a range from start_pos
       // would not be).
       Value steps = createOp<OnnxRangeOp>(
-          b, loc, {i64Constant(b, loc, {0}, true), seq, i64Constant(b, loc, {1}, true)});
+          b, loc, {i64Constant(b, loc, {0}, true), posCount, i64Constant(b, loc, {1}, true)});
       Value row = createOp<OnnxUnsqueezeOp>(
-          b, loc, {createOp<OnnxAddOp>(b, loc, {steps, start}), i64Constant(b, loc, {0})});
-      Value shape = createOp<OnnxConcatOp>(b, loc, {vec1(batch), vec1(seq)}, {concat0});
+          b, loc, {createOp<OnnxAddOp>(b, loc, {steps, posStart}), i64Constant(b, loc, {0})});
+      Value shape = createOp<OnnxConcatOp>(b, loc, {vec1(batch), vec1(posCount)}, {concat0});
       Value positions = createOp<OnnxExpandOp>(b, loc, {row, shape});
       Type element = getElementTypeOrSelf(arg.getType());
       if (!element.isInteger(64))
@@ -288,7 +326,7 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
                           (*ms)[1].name == (*tokenShape)[1].name;
       bool anyPast = llvm::any_of(ownCaches, [](const OwnCache &o) { return !o.fixed; }) ||
                      (!layers.empty() && layers[0].pastK);
-      Value keys = anyPast && !sameAsTokens ? total : seq;
+      Value keys = history || (anyPast && !sameAsTokens) ? total : seq;
       Value shape = createOp<OnnxConcatOp>(b, loc, {vec1(batch), vec1(keys)}, {concat0});
       Type element = getElementTypeOrSelf(arg.getType());
       Value one = b.create<ConstantOp>(
@@ -409,7 +447,15 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
     for (unsigned i = 0; i < ret.getNumOperands(); ++i)
       if (auto n = f.getResultAttrOfType<StringAttr>(i, "llm.name"); n && n.getValue() == "logits")
         logitsIndex = int(i);
-    SmallVector<Value> results{ret.getOperand(unsigned(logitsIndex))};
+    Value logits = ret.getOperand(unsigned(logitsIndex));
+    if (history) { // the new tokens' rows
+      OpBuilder rb(ret);
+      logits = createOp<OnnxSliceOp>(rb, loc,
+                                     {logits, vec1b(rb, start), vec1b(rb, total),
+                                      i64Constant(rb, loc, {1}), i64Constant(rb, loc, {1})});
+      ownResults.push_back({historyResult, "cache.tokens"});
+    }
+    SmallVector<Value> results{logits};
     SmallVector<Attribute> resultAttrs{
         b.getDictionaryAttr(b.getNamedAttr("llm.name", b.getStringAttr("logits")))};
     for (auto [i, c] : llvm::enumerate(newCaches)) {

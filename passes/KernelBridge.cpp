@@ -52,6 +52,10 @@ llvm::Expected<cpu::Tensor> mlir::llmc::constantTensor(ElementsAttr attr) {
 llvm::Expected<cpu::Attributes> mlir::llmc::kernelParams(DictionaryAttr dict) {
   cpu::Attributes out;
   for (NamedAttribute na : dict) {
+    // Discardable annotations of llmc's passes (llm.keep_f32) are not the
+    // operation's attributes (the C++ emitter leaves them out too).
+    if (na.getName().getValue().starts_with("llm."))
+      continue;
     cpu::Attribute a;
     Attribute v = na.getValue();
     if (auto b = dyn_cast<BoolAttr>(v)) {

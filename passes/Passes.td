@@ -236,9 +236,13 @@ def InsertKvCachePass : Pass<"llmc-insert-kv-cache", "::mlir::ModuleOp"> {
     whole; the inputs feeding its write indices and valid lengths (found by
     dataflow, or named like ONNX's write_indices / nonpad_kv_seqlen) take
     those roles. The unrecognised operations then run through the reference
-    kernels. An
-    attention kept without such a past (nothing to keep between steps), an
-    input no rule binds, or an unknown role is an error naming it.
+    kernels. A model with neither (a stateless export whose attention was
+    not recognised) keeps the token ids instead, `cache.tokens` [B, 1,
+    max-seq, 1] f32 (llm.keep_f32: no dtype conversion touches it), and
+    runs over all of them at every step, returning the new tokens' logits.
+    Beside recognised attentions, an attention kept without such a past
+    (nothing to keep between steps), an input no rule binds, or an unknown
+    role is an error naming it.
 
     Before (one layer of an optimum export, after the raise):
 

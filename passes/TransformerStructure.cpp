@@ -185,6 +185,14 @@ std::vector<std::string> mlir::llmc::ownCacheInputs(ModuleOp module) {
   return names;
 }
 
+bool mlir::llmc::keepsTokenHistory(ModuleOp module) {
+  for (auto f : module.getOps<func::FuncOp>())
+    for (unsigned i = 0; i < f.getNumArguments(); ++i)
+      if (auto n = f.getArgAttrOfType<StringAttr>(i, "llm.name"); n && n.getValue() == "cache.tokens")
+        return true;
+  return false;
+}
+
 TransformerStructure mlir::llmc::describeTransformer(func::FuncOp func) {
   TransformerStructure out;
   std::vector<Event> events;

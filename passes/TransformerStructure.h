@@ -44,6 +44,11 @@ TransformerStructure describeTransformer(func::FuncOp func);
 /// cache: the fallback), by name, from any entry point of `module`.
 std::vector<std::string> ownCacheInputs(ModuleOp module);
 
+/// After llmc-insert-kv-cache: whether the entry points keep the token ids
+/// and run the model over all of them at every step (the fallback for a
+/// stateless export whose attention no pattern recognised).
+bool keepsTokenHistory(ModuleOp module);
+
 } // namespace mlir::llmc
 
 #endif // LLMC_PASSES_TRANSFORMERSTRUCTURE_H

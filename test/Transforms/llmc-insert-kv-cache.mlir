@@ -53,16 +53,43 @@ func.func @main(%ids: tensor<?x?xi64, #llm.dims<"b", "s">> {llm.name = "input_id
 
 // -----
 
-// Negative: attention that is not causal cannot run over llmc's cache, and
-// without a past input of its own there is no cache IO to keep.
-func.func @main(%ids: tensor<1x?xi64> {llm.name = "input_ids"}, %k: tensor<1x?x2x4xf32> {llm.name = "keys"}) -> tensor<1x?x2x4xf32> {
+// The stateless fallback: an attention that cannot run over llmc's cache
+// (not causal) in a model with no cache IO of its own: the entry points keep
+// the token ids ([B, 1, max-seq, 1], f32, llm.keep_f32 so no dtype
+// conversion touches them), run the model over all of them (positions from
+// 0) and return the new tokens' rows.
+// CHECK-LABEL: func.func @prefill
+// CHECK-SAME: %arg2: tensor<1x1x32x1xf32> {llm.keep_f32, llm.name = "cache.tokens"}
+// CHECK: %[[ROWS:.+]] = llm.onnx.cast %{{.+}} {llm.keep_f32, to = 1 : i64}
+// CHECK: %[[HIST:.+]] = llm.cache_update %arg2, %[[ROWS]], %arg1 {llm.keep_f32}
+// CHECK: %[[ALL:.+]] = llm.cache_read %[[HIST]], %{{.+}} {llm.keep_f32}
+// CHECK: llm.attention
+// CHECK-SAME: -> tensor<1x?x2x4xf32>
+// CHECK: %[[NEW:.+]] = llm.onnx.slice
+// CHECK: return %[[NEW]], %[[HIST]]
+func.func @main(%ids: tensor<1x?xi64> {llm.name = "input_ids"}) -> tensor<1x?x2x4xf32> {
   %table = llm.constant dense<0.5> : tensor<10x8xf32>
   %x = llm.embedding %table, %ids : (tensor<10x8xf32>, tensor<1x?xi64>) -> tensor<1x?x8xf32>
   %shape = llm.constant dense<[0, 0, 2, 4]> : tensor<4xi64>
   %q = llm.onnx.reshape %x, %shape : (tensor<1x?x8xf32>, tensor<4xi64>) -> tensor<1x?x2x4xf32>
   %none = llm.none
-  // expected-error @+1 {{llmc-insert-kv-cache: this attention cannot use llmc's cache (not causal) and reads no past input of the model's own cache IO}}
   %o = llm.attention %q, %q, %q, %none {num_heads = 2 : i64, num_kv_heads = 2 : i64, scale = 0.5 : f32} : (tensor<1x?x2x4xf32>, tensor<1x?x2x4xf32>, tensor<1x?x2x4xf32>, none) -> tensor<1x?x2x4xf32>
+  return %o : tensor<1x?x2x4xf32>
+}
+
+// -----
+
+// Negative: beside an attention llmc's cache serves, a non-causal one with
+// no past input of its own has nothing to keep between steps.
+func.func @main(%ids: tensor<1x?xi64> {llm.name = "input_ids"}) -> tensor<1x?x2x4xf32> {
+  %table = llm.constant dense<0.5> : tensor<10x8xf32>
+  %x = llm.embedding %table, %ids : (tensor<10x8xf32>, tensor<1x?xi64>) -> tensor<1x?x8xf32>
+  %shape = llm.constant dense<[0, 0, 2, 4]> : tensor<4xi64>
+  %q = llm.onnx.reshape %x, %shape : (tensor<1x?x8xf32>, tensor<4xi64>) -> tensor<1x?x2x4xf32>
+  %none = llm.none
+  %c = llm.attention %q, %q, %q, %none {num_heads = 2 : i64, num_kv_heads = 2 : i64, scale = 0.5 : f32, causal = true} : (tensor<1x?x2x4xf32>, tensor<1x?x2x4xf32>, tensor<1x?x2x4xf32>, none) -> tensor<1x?x2x4xf32>
+  // expected-error @+1 {{llmc-insert-kv-cache: this attention cannot use llmc's cache (not causal) and reads no past input of the model's own cache IO}}
+  %o = llm.attention %c, %c, %c, %none {num_heads = 2 : i64, num_kv_heads = 2 : i64, scale = 0.5 : f32} : (tensor<1x?x2x4xf32>, tensor<1x?x2x4xf32>, tensor<1x?x2x4xf32>, none) -> tensor<1x?x2x4xf32>
   return %o : tensor<1x?x2x4xf32>
 }
 

@@ -357,6 +357,8 @@ llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const Compil
   // What did not take the fast path, said once, whatever the log level.
   std::vector<std::string> own = ownCacheInputs(**module);
   architecture["own_cache_io"] = llvm::json::Array(own);
+  bool history = keepsTokenHistory(**module);
+  architecture["token_history"] = history;
   if (log && !unrecognized.empty())
     llvm::WithColor::warning(*log, "llmc")
         << unrecognized.size()
@@ -366,6 +368,10 @@ llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const Compil
     llvm::WithColor::warning(*log, "llmc")
         << "no recognised attention reads " << llvm::join(own, ", ")
         << ": the model keeps its own past/present IO for them\n";
+  if (log && history)
+    llvm::WithColor::warning(*log, "llmc")
+        << "no recognised attention and no cache inputs/outputs of the model's own: every "
+           "step runs the model over all the tokens so far\n";
   llvm::json::Object memory, perEntry;
   for (auto f : (*module)->getOps<func::FuncOp>()) {
     auto plan = f->getAttrOfType<DictionaryAttr>("llm.memory_plan");

@@ -629,6 +629,7 @@ int runCheck() {
     int64_t kernels = -1, arena = -1, kvCache = -1, weights = -1;
     std::string error;
     std::vector<std::string> ownCaches; // the fallback's (llmc-insert-kv-cache)
+    bool tokenHistory = false;          // the stateless fallback's
   } decode;
   if (structure && raiseError.empty()) {
     auto ctx = makeContext();
@@ -654,6 +655,7 @@ int runCheck() {
         decode.error = "the pipeline failed";
     } else if (auto step = (*module)->lookupSymbol<func::FuncOp>("decode_b1")) {
       decode.ownCaches = ownCacheInputs(**module);
+      decode.tokenHistory = keepsTokenHistory(**module);
       if (auto k = step->getAttrOfType<IntegerAttr>("llm.kernels"))
         decode.kernels = k.getInt();
       if (auto plan = step->getAttrOfType<DictionaryAttr>("llm.memory_plan")) {
@@ -759,6 +761,7 @@ int runCheck() {
       for (const std::string &n : decode.ownCaches)
         own.push_back(n);
       root["own_cache_io"] = std::move(own);
+      root["token_history"] = decode.tokenHistory;
     } else {
       root["structure"] = nullptr;
       root["layers"] = nullptr;
@@ -833,6 +836,11 @@ int runCheck() {
             "buffers like llmc's cache) and runs the unrecognised operations above through "
             "the reference kernels: "
          << llvm::join(decode.ownCaches, ", ") << "\n";
+    if (decode.tokenHistory)
+      os << "fallback:     no recognised attention and no cache inputs/outputs of the model's "
+            "own, so the compiled model keeps the token ids and runs the model over all of "
+            "them at every step (the unrecognised operations above through the reference "
+            "kernels)\n";
   }
   os << "status:       " << (ok ? "ok" : "NOT SUPPORTED") << "\n";
   return ok ? 0 : 1;
