@@ -597,6 +597,20 @@ llmc_status generateRows(llmc_session *session, const int32_t *prompts, size_t p
                     ") tokens per sequence");
   if (p.num_stop_tokens > 0 && !p.stop_tokens)
     return fail(LLMC_ERROR_INVALID_ARGUMENT, "stop_tokens is null");
+  std::vector<std::string> stopStrings;
+  if (p.num_stop_strings > 0) {
+    if (!p.stop_strings)
+      return fail(LLMC_ERROR_INVALID_ARGUMENT, "stop_strings is null");
+    if (!session->model->tokenizer)
+      return fail(LLMC_ERROR_INVALID_ARGUMENT,
+                  "stop strings need the artifact's tokenizer (compile with --tokenizer)");
+    for (size_t i = 0; i < p.num_stop_strings; ++i) {
+      if (!p.stop_strings[i] || !*p.stop_strings[i])
+        return fail(LLMC_ERROR_INVALID_ARGUMENT,
+                    "stop_strings[" + std::to_string(i) + "] is null or empty");
+      stopStrings.emplace_back(p.stop_strings[i]);
+    }
+  }
   llmc::SamplerOptions so;
   so.temperature = p.temperature, so.topK = p.top_k, so.topP = p.top_p, so.minP = p.min_p;
   so.repetitionPenalty = p.repetition_penalty;
@@ -613,6 +627,22 @@ llmc_status generateRows(llmc_session *session, const int32_t *prompts, size_t p
   std::vector<std::vector<int32_t>> history(static_cast<size_t>(b));
   for (int64_t r = 0; r < b; ++r)
     history[size_t(r)].assign(prompts + r * int64_t(promptLen), prompts + (r + 1) * int64_t(promptLen));
+  // Where each sequence's text was last searched for a stop string.
+  std::vector<size_t> searched(static_cast<size_t>(b), 0);
+  auto completesStopString = [&](int64_t r) {
+    if (stopStrings.empty())
+      return false;
+    const std::vector<int32_t> &h = history[size_t(r)];
+    std::string text = session->model->tokenizer->decode(
+        std::vector<int32_t>(h.begin() + int64_t(promptLen), h.end()));
+    for (const std::string &s : stopStrings) {
+      size_t from = searched[size_t(r)] >= s.size() ? searched[size_t(r)] - s.size() + 1 : 0;
+      if (text.find(s, from) != std::string::npos)
+        return true;
+    }
+    searched[size_t(r)] = text.size();
+    return false;
+  };
   auto start = Clock::now();
   session->length = 0;
   if (llmc_status st = append(session, prompts, promptLen, nullptr, logits.data()); st != LLMC_OK)
@@ -636,7 +666,8 @@ llmc_status generateRows(llmc_session *session, const int32_t *prompts, size_t p
       if (counts)
         counts[r] = produced + 1;
       bool stop = std::find(p.stop_tokens, p.stop_tokens + p.num_stop_tokens, token) !=
-                  p.stop_tokens + p.num_stop_tokens;
+                      p.stop_tokens + p.num_stop_tokens ||
+                  completesStopString(r);
       if (callback && b == 1 && callback(token, user) != 0)
         stop = true;
       if (stop || produced + 1 == size_t(p.max_new_tokens))

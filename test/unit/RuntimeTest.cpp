@@ -231,6 +231,8 @@ TEST(RuntimeApi, GenerateParamsDefaults) {
   EXPECT_EQ(p.top_p, 1);
   EXPECT_EQ(p.repetition_penalty, 1);
   EXPECT_EQ(p.num_stop_tokens, 0u);
+  EXPECT_EQ(p.num_stop_strings, 0u);
+  EXPECT_EQ(p.stop_strings, nullptr);
 }
 
 } // namespace

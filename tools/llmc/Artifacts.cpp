@@ -109,6 +109,10 @@ cl::opt<uint64_t> runSeed("seed", cl::desc("Sampling seed"), cl::init(0), cl::su
                           cl::cat(cat()));
 cl::opt<std::string> runStop("stop-ids", cl::desc("Stop after any of these token ids"),
                              cl::value_desc("2,3"), cl::sub(runCmd), cl::cat(cat()));
+cl::list<std::string> runStopText(
+    "stop", cl::desc("Stop once the generated text contains this string (repeatable); the text "
+                     "printed ends before it (needs the artifact's tokenizer)"),
+    cl::value_desc("text"), cl::sub(runCmd), cl::cat(cat()));
 cl::opt<std::string> runFormat("format",
                                cl::desc("ids: the generated ids on one line, comma-separated; "
                                         "text: their text (default: text for --prompt, ids for "
@@ -478,7 +482,16 @@ struct Stream {
   bool text = false;
   std::vector<int32_t> ids;
   size_t printed = 0; // bytes of text already out
+  size_t holdBack = 0; // bytes a stop string could still claim (its length - 1)
 };
+
+/// `text` up to the first occurrence of any --stop string.
+llvm::StringRef beforeStop(llvm::StringRef text) {
+  size_t cut = text.size();
+  for (const std::string &s : runStopText)
+    cut = std::min(cut, text.find(s));
+  return text.take_front(cut);
+}
 
 int streamToken(int32_t token, void *user) {
   auto *st = static_cast<Stream *>(user);
@@ -496,8 +509,10 @@ int streamToken(int32_t token, void *user) {
     buf.resize(len + 1);
   buf.resize(len);
   // Hold back a trailing replacement character: the next token may
-  // complete the sequence.
-  size_t upto = buf.size();
+  // complete the sequence; and what a stop string may yet turn out to hold.
+  size_t upto = beforeStop(buf).size();
+  if (upto == buf.size())
+    upto = buf.size() > st->holdBack ? buf.size() - st->holdBack : 0;
   if (upto >= 3 && buf.compare(upto - 3, 3, "\xef\xbf\xbd") == 0)
     upto -= 3;
   if (upto > st->printed) {
@@ -520,7 +535,16 @@ std::string detokenize(llmc_model *model, const std::vector<int32_t> &ids) {
 }
 
 /// The sampling and stop parameters `llmc run` was given.
-llmc_generate_params generateParams(const std::vector<int32_t> &stop) {
+/// The --stop strings as the C API takes them.
+std::vector<const char *> stopStrings() {
+  std::vector<const char *> out;
+  for (const std::string &s : runStopText)
+    out.push_back(s.c_str());
+  return out;
+}
+
+llmc_generate_params generateParams(const std::vector<int32_t> &stop,
+                                    const std::vector<const char *> &stopText) {
   llmc_generate_params p;
   llmc_generate_params_init(&p);
   p.max_new_tokens = runMaxNew;
@@ -532,6 +556,8 @@ llmc_generate_params generateParams(const std::vector<int32_t> &stop) {
   p.seed = runSeed;
   p.stop_tokens = stop.data();
   p.num_stop_tokens = stop.size();
+  p.stop_strings = stopText.data();
+  p.num_stop_strings = stopText.size();
   return p;
 }
 
@@ -563,7 +589,8 @@ static int runBatch(llmc_model *model, const std::vector<int32_t> &stop) {
   if (llmc_session_create(model, &so, &session) != LLMC_OK)
     return fail(llmc_last_error());
   auto freeSession = llvm::make_scope_exit([&] { llmc_session_free(session); });
-  llmc_generate_params p = generateParams(stop);
+  std::vector<const char *> stopText = stopStrings();
+  llmc_generate_params p = generateParams(stop, stopText);
   size_t capacity = size_t(std::max(runMaxNew.getValue(), 1));
   std::vector<int32_t> out(rows.size() * capacity);
   std::vector<size_t> counts(rows.size());
@@ -640,27 +667,31 @@ int mlir::llmc::runRun() {
   if (llmc_session_create(model, &so, &session) != LLMC_OK)
     return fail(llmc_last_error());
   auto freeSession = llvm::make_scope_exit([&] { llmc_session_free(session); });
-  llmc_generate_params p = generateParams(stop);
+  std::vector<const char *> stopText = stopStrings();
+  llmc_generate_params p = generateParams(stop, stopText);
   std::vector<int32_t> out(size_t(std::max(runMaxNew.getValue(), 1)));
   size_t count = 0;
   llmc_generate_stats stats;
   Stream st;
   st.model = model;
   st.text = format == "text";
+  for (const std::string &s : runStopText)
+    st.holdBack = std::max(st.holdBack, s.size() - 1);
   if (llmc_generate(session, prompt.data(), prompt.size(), &p, runStream ? streamToken : nullptr,
                     &st, out.data(), out.size(), &count, &stats) != LLMC_OK)
     return fail(llmc_last_error());
   out.resize(count);
   if (!runStream) {
     if (format == "text")
-      llvm::outs() << detokenize(model, out);
+      llvm::outs() << beforeStop(detokenize(model, out));
     else
       for (size_t i = 0; i < out.size(); ++i)
         llvm::outs() << (i ? "," : "") << out[i];
   } else if (st.text) {
     std::string all = detokenize(model, out);
-    if (all.size() > st.printed)
-      llvm::outs() << llvm::StringRef(all).drop_front(st.printed);
+    llvm::StringRef shown = beforeStop(all);
+    if (shown.size() > st.printed)
+      llvm::outs() << shown.drop_front(st.printed);
   }
   llvm::outs() << "\n";
   llvm::outs().flush();

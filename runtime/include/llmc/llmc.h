@@ -171,6 +171,13 @@ typedef struct llmc_generate_params {
   uint64_t seed;              /* the sampler's seed; the same seed gives the same tokens */
   const int32_t *stop_tokens; /* generation ends after producing one of these */
   size_t num_stop_tokens;
+  /* Generation ends after the token whose text (the decoding of the tokens
+   * generated so far, by the artifact's tokenizer) first contains one of
+   * these UTF-8 strings; that token is the last one returned (its text may
+   * run past the stop string: cut the decoded text at the string's first
+   * occurrence). Needs the artifact's tokenizer; each string non-empty. */
+  const char *const *stop_strings;
+  size_t num_stop_strings;
 } llmc_generate_params;
 
 /* Fills `params` with the defaults above. */
