@@ -54,7 +54,8 @@ private:
 
 struct GenerateOptions {
   llmc_generate_params params;
-  std::vector<int32_t> stopTokens; // added to params
+  std::vector<int32_t> stopTokens;      // added to params
+  std::vector<std::string> stopStrings; // added to params (needs the artifact's tokenizer)
   GenerateOptions() { llmc_generate_params_init(&params); }
 };
 
@@ -80,6 +81,11 @@ public:
     stop.insert(stop.end(), p.stop_tokens, p.stop_tokens + p.num_stop_tokens);
     p.stop_tokens = stop.data();
     p.num_stop_tokens = stop.size();
+    std::vector<const char *> stopText(p.stop_strings, p.stop_strings + p.num_stop_strings);
+    for (const std::string &s : options.stopStrings)
+      stopText.push_back(s.c_str());
+    p.stop_strings = stopText.data();
+    p.num_stop_strings = stopText.size();
     std::vector<int32_t> out(size_t(p.max_new_tokens > 0 ? p.max_new_tokens : 1));
     size_t count = 0;
     auto trampoline = [](int32_t token, void *user) {
