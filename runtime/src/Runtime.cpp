@@ -523,6 +523,17 @@ llmc_status llmc_session_reset(llmc_session *session) {
   return ok();
 }
 
+llmc_status llmc_session_rollback(llmc_session *session, int64_t length) {
+  if (!session)
+    return fail(LLMC_ERROR_INVALID_ARGUMENT, "the session is null");
+  if (length < 0 || length > session->length)
+    return fail(LLMC_ERROR_INVALID_ARGUMENT,
+                "cannot roll back to " + std::to_string(length) + " tokens: the session holds " +
+                    std::to_string(session->length));
+  session->length = length;
+  return ok();
+}
+
 int64_t llmc_session_length(const llmc_session *session) { return session ? session->length : 0; }
 
 int64_t llmc_session_capacity(const llmc_session *session) {

@@ -213,6 +213,7 @@ TEST(RuntimeApi, NullArgumentsAreStatusesNotCrashes) {
   EXPECT_EQ(llmc_session_create(nullptr, nullptr, &session), LLMC_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(llmc_session_append(nullptr, nullptr, 0, nullptr), LLMC_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(llmc_session_reset(nullptr), LLMC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(llmc_session_rollback(nullptr, 0), LLMC_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(llmc_generate(nullptr, nullptr, 0, nullptr, nullptr, nullptr, nullptr, 0, nullptr,
                           nullptr),
             LLMC_ERROR_INVALID_ARGUMENT);

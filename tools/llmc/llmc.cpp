@@ -399,6 +399,36 @@ FixtureReport verifyCompiledFixture(const ModelFixture &f) {
     return out;
   };
   report = verifyFixtureSteps(f, step, /*newRowsOnly=*/true);
+  if (!report.error.empty() || !report.passed())
+    return report;
+  // The replay again from a reset, but with three other tokens appended
+  // after the prompt and rolled back (llmc_session_rollback): their cache
+  // rows are then overwritten, and every step must still give onnxruntime's
+  // logits.
+  bool rolled = false;
+  FixtureStepper afterRollback =
+      [&](llvm::ArrayRef<int64_t> tokens) -> llvm::Expected<::llmc::cpu::Tensor> {
+    if (!rolled)
+      llmc_session_reset(session);
+    auto logits = step(tokens);
+    if (!rolled && logits) {
+      rolled = true;
+      int64_t keep = llmc_session_length(session);
+      std::vector<int32_t> other(3, int32_t((tokens[0] + 1) % vocab));
+      std::vector<float> scratch(static_cast<size_t>(vocab));
+      if (llmc_session_append(session, other.data(), other.size(), scratch.data()) != LLMC_OK ||
+          llmc_session_rollback(session, keep) != LLMC_OK)
+        return llvm::createStringError(llmc_last_error());
+    }
+    return logits;
+  };
+  FixtureReport again = verifyFixtureSteps(f, afterRollback, /*newRowsOnly=*/true);
+  if (!again.error.empty() || !again.passed()) {
+    report.error = "after a rollback: " + (again.error.empty()
+                                               ? std::string("the logits differ from onnxruntime's")
+                                               : again.error);
+    return report;
+  }
   // Free-running greedy tokens are onnxruntime's exactly only in f32: at
   // lower precision a near tie may go the other way and the runs part.
   if (!report.error.empty() || f.greedy.empty() || verifyDtype != "f32")

@@ -131,6 +131,12 @@ void llmc_session_free(llmc_session *session);
 /* Forgets every cached token. */
 llmc_status llmc_session_reset(llmc_session *session);
 
+/* Keeps the first `length` cached tokens (0 <= length <= llmc_session_length)
+ * and forgets the rest: the next tokens appended overwrite their cache rows,
+ * so rejecting a speculative draft costs nothing more. Every sequence of a
+ * batched session moves back alike. */
+llmc_status llmc_session_rollback(llmc_session *session, int64_t length);
+
 /* KV-cache positions per sequence this session holds. */
 int64_t llmc_session_capacity(const llmc_session *session);
 
