@@ -638,20 +638,23 @@ llmc_status generateRows(llmc_session *session, const int32_t *prompts, size_t p
   std::vector<std::vector<int32_t>> history(static_cast<size_t>(b));
   for (int64_t r = 0; r < b; ++r)
     history[size_t(r)].assign(prompts + r * int64_t(promptLen), prompts + (r + 1) * int64_t(promptLen));
-  // Where each sequence's text was last searched for a stop string.
-  std::vector<size_t> searched(static_cast<size_t>(b), 0);
+  // A stop string completed by the newest token lies in the text of the
+  // last `window` tokens (each adds at least a byte; a few more tokens keep
+  // the decoder's start-of-text rules away from it), so each step decodes
+  // only those: no quadratic cost over a long generation.
+  size_t window = 0;
+  for (const std::string &s : stopStrings)
+    window = std::max(window, s.size() + 4);
   auto completesStopString = [&](int64_t r) {
     if (stopStrings.empty())
       return false;
     const std::vector<int32_t> &h = history[size_t(r)];
+    size_t generated = h.size() - promptLen, from = h.size() - std::min(generated, window);
     std::string text = session->model->tokenizer->decode(
-        std::vector<int32_t>(h.begin() + int64_t(promptLen), h.end()));
-    for (const std::string &s : stopStrings) {
-      size_t from = searched[size_t(r)] >= s.size() ? searched[size_t(r)] - s.size() + 1 : 0;
-      if (text.find(s, from) != std::string::npos)
+        std::vector<int32_t>(h.begin() + int64_t(from), h.end()));
+    for (const std::string &s : stopStrings)
+      if (text.find(s) != std::string::npos)
         return true;
-    }
-    searched[size_t(r)] = text.size();
     return false;
   };
   auto start = Clock::now();
