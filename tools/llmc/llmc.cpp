@@ -423,6 +423,13 @@ FixtureReport verifyCompiledFixture(const ModelFixture &f) {
     return logits;
   };
   FixtureReport again = verifyFixtureSteps(f, afterRollback, /*newRowsOnly=*/true);
+  // Moving forward, or below zero, is the caller's mistake: a status, no change.
+  int64_t held = llmc_session_length(session);
+  if (again.error.empty() &&
+      (llmc_session_rollback(session, held + 1) != LLMC_ERROR_INVALID_ARGUMENT ||
+       llmc_session_rollback(session, -1) != LLMC_ERROR_INVALID_ARGUMENT ||
+       llmc_session_length(session) != held))
+    again.error = "llmc_session_rollback took a length outside 0 .. the session's";
   if (!again.error.empty() || !again.passed()) {
     report.error = "after a rollback: " + (again.error.empty()
                                                ? std::string("the logits differ from onnxruntime's")
