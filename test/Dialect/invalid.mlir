@@ -1017,6 +1017,51 @@ func.func @linear(%x: tensor<4x16xf32>, %w: tensor<32x8xf32>) {
 
 // -----
 
+func.func @quantized_linear_bits(%x: tensor<4x64xf32>, %q: tensor<8x2x24xui8>, %s: tensor<8x2xf32>) {
+  %none = llm.none
+  // expected-error @+1 {{bits must be 4 or 8, got 6}}
+  %0 = llm.quantized_linear %x, %q, %s, %none, %none {bits = 6 : i64, group_size = 32 : i64} : (tensor<4x64xf32>, tensor<8x2x24xui8>, tensor<8x2xf32>, none, none) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @quantized_linear_groups(%x: tensor<4x64xf32>, %q: tensor<8x3x16xui8>, %s: tensor<8x3xf32>) {
+  %none = llm.none
+  // expected-error @+1 {{weight has 3 groups of 32 but K = 64 needs 2}}
+  %0 = llm.quantized_linear %x, %q, %s, %none, %none {bits = 4 : i64, group_size = 32 : i64} : (tensor<4x64xf32>, tensor<8x3x16xui8>, tensor<8x3xf32>, none, none) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @quantized_linear_blob(%x: tensor<4x64xf32>, %q: tensor<8x2x32xui8>, %s: tensor<8x2xf32>) {
+  %none = llm.none
+  // expected-error @+1 {{weight must be [N, G, 16] for 4-bit groups of 32}}
+  %0 = llm.quantized_linear %x, %q, %s, %none, %none {bits = 4 : i64, group_size = 32 : i64} : (tensor<4x64xf32>, tensor<8x2x32xui8>, tensor<8x2xf32>, none, none) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @quantized_linear_zero_points(%x: tensor<4x64xf32>, %q: tensor<8x2x16xui8>, %s: tensor<8x2xf32>, %zp: tensor<8x2xf32>) {
+  %none = llm.none
+  // expected-error @+1 {{zero_points must be ui8}}
+  %0 = llm.quantized_linear %x, %q, %s, %zp, %none {bits = 4 : i64, group_size = 32 : i64} : (tensor<4x64xf32>, tensor<8x2x16xui8>, tensor<8x2xf32>, tensor<8x2xf32>, none) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @quantized_linear_scales(%x: tensor<4x64xf32>, %q: tensor<8x2x16xui8>, %s: tensor<8x1xf32>) {
+  %none = llm.none
+  // expected-error @+1 {{scales 'tensor<8x1xf32>' does not match weight}}
+  %0 = llm.quantized_linear %x, %q, %s, %none, %none {bits = 4 : i64, group_size = 32 : i64} : (tensor<4x64xf32>, tensor<8x2x16xui8>, tensor<8x1xf32>, none, none) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
 func.func @gelu(%x: tensor<4xi32>) {
   // expected-error @+1 {{operand #0 must be tensor of floating-point values}}
   %0 = llm.gelu %x : (tensor<4xi32>) -> tensor<4xi32>

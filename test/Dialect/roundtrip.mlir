@@ -336,6 +336,18 @@ func.func @transformer(%table: tensor<256x64xf16>, %ids: tensor<1x?xi64>, %x: te
   return
 }
 
+// CHECK-LABEL: func.func @quantized_linear
+func.func @quantized_linear(%x: tensor<1x?x64xf16>, %q4: tensor<96x2x16xui8>, %s: tensor<96x2xf32>,
+                            %zp: tensor<96x2xui8>, %b: tensor<96xf16>, %q8: tensor<96x1x64xui8>,
+                            %s8: tensor<96x1xf16>) {
+  %none = llm.none
+  // CHECK: llm.quantized_linear %{{.*}} {bits = 4 : i64, group_size = 32 : i64, int8_activations = true}
+  %0 = llm.quantized_linear %x, %q4, %s, %zp, %b {bits = 4 : i64, group_size = 32 : i64, int8_activations = true} : (tensor<1x?x64xf16>, tensor<96x2x16xui8>, tensor<96x2xf32>, tensor<96x2xui8>, tensor<96xf16>) -> tensor<1x?x96xf16>
+  // CHECK: llm.quantized_linear %{{.*}} {bits = 8 : i64, group_size = 64 : i64}
+  %1 = llm.quantized_linear %x, %q8, %s8, %none, %none {bits = 8 : i64, group_size = 64 : i64} : (tensor<1x?x64xf16>, tensor<96x1x64xui8>, tensor<96x1xf16>, none, none) -> tensor<1x?x96xf16>
+  return
+}
+
 // CHECK-LABEL: func.func @kv_cache
 func.func @kv_cache(%cache: tensor<1x2x64x16xf16>, %new: tensor<1x2x?x16xf16>, %q: tensor<1x?x4x16xf16>, %pos: tensor<i64>) -> (tensor<1x2x?x16xf16>, tensor<1x?x4x16xf16>) {
   // CHECK: llm.cache_update %arg0, %arg1, %arg3 : (tensor<1x2x64x16xf16>, tensor<1x2x?x16xf16>, tensor<i64>) -> tensor<1x2x64x16xf16>

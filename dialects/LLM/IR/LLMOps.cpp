@@ -1933,6 +1933,61 @@ LogicalResult LinearOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   return success();
 }
 
+LogicalResult QuantizedLinearOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                                  Adaptor adaptor,
+                                                  SmallVectorImpl<Type> &types) {
+  if (failed(requireRank(loc, adaptor.getWeight(), 3, "weight")))
+    return failure();
+  MaybeShape x = shapeOf(adaptor.getX()), w = shapeOf(adaptor.getWeight());
+  if (x && x->empty())
+    return emitInferenceError(loc, "x must have rank >= 1");
+  if (x)
+    x->back() = w ? (*w)[0] : Dim::dynamic();
+  types.push_back(makeTensorType(x, elementOf(adaptor.getX())));
+  return success();
+}
+
+LogicalResult QuantizedLinearOp::verify() {
+  int64_t bits = getBits(), gs = getGroupSize();
+  if (bits != 4 && bits != 8)
+    return emitOpError("bits must be 4 or 8, got ") << bits;
+  if (gs < 1 || gs > kMaxDimSize || (gs * bits) % 8 != 0)
+    return emitOpError("group_size must be positive and fill whole bytes, got ") << gs;
+  std::optional<int64_t> n = staticDim(getWeight(), 0), groups = staticDim(getWeight(), 1),
+                         blob = staticDim(getWeight(), 2);
+  if (blob && *blob != gs * bits / 8)
+    return emitOpError("weight must be [N, G, ") << gs * bits / 8 << "] for " << bits
+                                                 << "-bit groups of " << gs << ", got "
+                                                 << getWeight().getType();
+  std::optional<int64_t> k = staticDim(getX(), rankOf(getX()) - 1);
+  if (k && groups && *groups != (*k + gs - 1) / gs)
+    return emitOpError("weight has ") << *groups << " groups of " << gs << " but K = " << *k
+                                      << " needs " << (*k + gs - 1) / gs;
+  auto sameAsGroups = [&](Value v, StringRef what) -> LogicalResult {
+    if (rankOf(v) != 2)
+      return emitOpError(what) << " must be [N, G], got " << v.getType();
+    std::optional<int64_t> sn = staticDim(v, 0), sg = staticDim(v, 1);
+    if ((sn && n && *sn != *n) || (sg && groups && *sg != *groups))
+      return emitOpError(what) << " " << v.getType() << " does not match weight "
+                               << getWeight().getType();
+    return success();
+  };
+  if (failed(sameAsGroups(getScales(), "scales")))
+    return failure();
+  if (!isNone(getZeroPoints())) {
+    if (!elementOf(getZeroPoints()).isUnsignedInteger(8))
+      return emitOpError("zero_points must be ui8, got ") << getZeroPoints().getType();
+    if (failed(sameAsGroups(getZeroPoints(), "zero_points")))
+      return failure();
+  }
+  if (!isNone(getBias())) {
+    std::optional<int64_t> b = vectorLength(getBias());
+    if (rankOf(getBias()) != 1 || (b && n && *b != *n))
+      return emitOpError("bias must be [N], got ") << getBias().getType();
+  }
+  return success();
+}
+
 LogicalResult SwigluOp::verify() {
   if (failed(verifyCompatibleShape(getGate().getType(), getUp().getType())) ||
       elementOf(getGate()) != elementOf(getUp()))

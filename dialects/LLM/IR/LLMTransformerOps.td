@@ -127,6 +127,33 @@ def LLM_LinearOp : LLM_InferredOp<"linear"> {
   let results = (outs LLM_FloatTensor:$output);
 }
 
+def LLM_QuantizedLinearOp : LLM_InferredOp<"quantized_linear"> {
+  let summary = "x dequant(W)^T (+ b), W stored as 4- or 8-bit integers";
+  let description = [{
+    `x` is [..., K]; `weight` (ui8) is [N, G, group_size * bits / 8] with
+    G = ceil(K / group_size): the quantized values q of row n, group g, in
+    order along K, low bits first (two per byte for 4 bits, the layout of
+    com.microsoft MatMulNBits); values past K are ignored. `scales` [N, G]
+    (any float type); `zero_points` [N, G] (ui8, one value per byte) or none
+    (then 2^(bits-1): symmetric). W[n, k] = (q[n, k] - zp[n, g]) * scales[n, g]
+    with g = k / group_size. The result is [..., N] of x's element type,
+    accumulated in f32. With `int8_activations` a kernel may round x to int8
+    in blocks of 32 values (a scale per block) and use integer dot products;
+    without it x is used as it is.
+
+    ```mlir
+    %y = llm.quantized_linear %x, %q, %s, %none, %none {bits = 4, group_size = 32}
+        : (tensor<1x?x4096xf16>, tensor<11008x128x16xui8>, tensor<11008x128xf32>, none, none) -> tensor<1x?x11008xf16>
+    ```
+  }];
+  let arguments = (ins LLM_FloatTensor:$x, TensorOf<[UI8]>:$weight, LLM_FloatTensor:$scales,
+                   LLM_OptTensor:$zero_points, LLM_OptFloatTensor:$bias,
+                   LLM_I64Attr:$bits, LLM_I64Attr:$group_size,
+                   DefaultValuedAttr<BoolAttr, "false">:$int8_activations);
+  let results = (outs LLM_FloatTensor:$output);
+  let hasVerifier = 1;
+}
+
 def LLM_GeluOp : LLM_InferredOp<"gelu"> {
   let summary = "GELU activation (erf or tanh approximation)";
   let arguments = (ins LLM_FloatTensor:$x,

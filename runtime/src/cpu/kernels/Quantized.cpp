@@ -19,6 +19,47 @@ namespace {
 // com.microsoft MatMulNBits
 //===----------------------------------------------------------------------===//
 
+/// Weights of `bits` (2, 4 or 8) packed along K, low bits first, in blocks
+/// of `bs` values per row ([N, blocks, bs * bits / 8] bytes), dequantized to
+/// w [N, K] f32: (q - zero(n, block)) * scales[n * blocks + block].
+template <typename Zero>
+void dequantizeBlocks(const uint8_t *q, int64_t N, int64_t K, int64_t bs, int64_t bits,
+                      const float *scales, Zero zero, float *w) {
+  int64_t blocks = (K + bs - 1) / bs, blob = bs * bits / 8, perByte = 8 / bits;
+  int64_t mask = (1 << bits) - 1;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      float scale = scales[n * blocks + blk], z = zero(n, blk);
+      const uint8_t *row = q + (n * blocks + blk) * blob;
+      for (int64_t i = 0; i < bs && blk * bs + i < K; ++i) {
+        int64_t v = (row[i / perByte] >> ((i % perByte) * bits)) & mask;
+        w[n * K + blk * bs + i] = (float(v) - z) * scale;
+      }
+    }
+}
+
+/// Y = A W^T (+ bias) for the dequantized w [N, K]; Y is A.shape[:-1] + [N]
+/// of A's type.
+Status linearOverDequantized(KernelCall &call, const Tensor &A, const std::vector<float> &w,
+                             int64_t N, int64_t K, const Tensor *bias) {
+  int64_t rows = A.numel() / K;
+  std::vector<float> a, y(size_t(rows * N));
+  LLMC_RETURN_IF_ERROR(toF32(call, A, a));
+  gemmF32(*call.pool, rows, N, K, a.data(), K, 1, w.data(), 1, K, y.data(), N);
+  if (bias) {
+    if (bias->numel() != N)
+      return call.fail("bias must have N entries");
+    std::vector<float> bv;
+    LLMC_RETURN_IF_ERROR(toF32(call, *bias, bv));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t n = 0; n < N; ++n)
+        y[size_t(r * N + n)] += bv[size_t(n)];
+  }
+  Shape out = A.shape();
+  out.back() = N;
+  return fromF32(A.dtype(), out, y, call.outputs[0]);
+}
+
 Status matMulNBitsKernel(KernelCall &call) {
   const Tensor &A = *call.input(0), &B = *call.input(1), &scales = *call.input(2);
   const Tensor *zp = call.input(3), *bias = call.input(5);
@@ -38,12 +79,7 @@ Status matMulNBitsKernel(KernelCall &call) {
     return call.fail("scales must hold N * k_blocks values");
   std::vector<float> sc;
   LLMC_RETURN_IF_ERROR(toF32(call, scales, sc));
-  const uint8_t *pb = static_cast<const uint8_t *>(B.raw());
-  int64_t perByte = 8 / bits, mask = (1 << bits) - 1;
-  auto packedAt = [&](const uint8_t *row, int64_t i) {
-    return int64_t((row[i / perByte] >> ((i % perByte) * bits)) & mask);
-  };
-  int64_t zpRow = (blocks * bits + 7) / 8;
+  int64_t zpRow = (blocks * bits + 7) / 8, perByte = 8 / bits, mask = (1 << bits) - 1;
   std::vector<float> zpF;
   bool zpPacked = zp && storageSize(zp->dtype()) == 1 && !isFloat(zp->dtype());
   if (zp) {
@@ -52,35 +88,52 @@ Status matMulNBitsKernel(KernelCall &call) {
     if (!zpPacked)
       LLMC_RETURN_IF_ERROR(toF32(call, *zp, zpF));
   }
-  // Dequantized W [N, K] in f32, then Y = A W^T.
+  const uint8_t *zpBytes = zpPacked ? static_cast<const uint8_t *>(zp->raw()) : nullptr;
+  auto zero = [&](int64_t n, int64_t blk) {
+    if (!zp)
+      return float(int64_t(1) << (bits - 1));
+    if (!zpPacked)
+      return zpF[size_t(n * blocks + blk)];
+    const uint8_t *row = zpBytes + n * zpRow;
+    return float((row[blk / perByte] >> ((blk % perByte) * bits)) & mask);
+  };
   std::vector<float> w(size_t(N * K));
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t blk = 0; blk < blocks; ++blk) {
-      float scale = sc[size_t(n * blocks + blk)];
-      float zero = float(int64_t(1) << (bits - 1));
-      if (zp)
-        zero = zpPacked ? float(packedAt(static_cast<const uint8_t *>(zp->raw()) + n * zpRow, blk))
-                        : zpF[size_t(n * blocks + blk)];
-      const uint8_t *row = pb + (n * blocks + blk) * blob;
-      for (int64_t i = 0; i < bs && blk * bs + i < K; ++i)
-        w[size_t(n * K + blk * bs + i)] = (float(packedAt(row, i)) - zero) * scale;
-    }
-  int64_t rows = A.numel() / K;
-  std::vector<float> a, y(size_t(rows * N));
-  LLMC_RETURN_IF_ERROR(toF32(call, A, a));
-  gemmF32(*call.pool, rows, N, K, a.data(), K, 1, w.data(), 1, K, y.data(), N);
-  if (bias) {
-    if (bias->numel() != N)
-      return call.fail("bias must have N entries");
-    std::vector<float> bv;
-    LLMC_RETURN_IF_ERROR(toF32(call, *bias, bv));
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t n = 0; n < N; ++n)
-        y[size_t(r * N + n)] += bv[size_t(n)];
-  }
-  Shape out = A.shape();
-  out.back() = N;
-  return fromF32(A.dtype(), out, y, call.outputs[0]);
+  dequantizeBlocks(static_cast<const uint8_t *>(B.raw()), N, K, bs, bits, sc.data(), zero,
+                   w.data());
+  return linearOverDequantized(call, A, w, N, K, bias);
+}
+
+//===----------------------------------------------------------------------===//
+// llm.quantized_linear
+//===----------------------------------------------------------------------===//
+
+/// The reference of every quantized linear layer: exact dequantization of
+/// the weights, then the f32 product (int8_activations is a permission for
+/// the fast kernels, not a requirement).
+Status quantizedLinearKernel(KernelCall &call) {
+  const Tensor &x = *call.input(0), &q = *call.input(1), &scales = *call.input(2);
+  const Tensor *zp = call.input(3), *bias = call.input(4);
+  int64_t bits = call.attrs->getInt("bits", 0), gs = call.attrs->getInt("group_size", 0);
+  if ((bits != 4 && bits != 8) || gs < 1 || (gs * bits) % 8 != 0)
+    return call.fail("bits must be 4 or 8 and group_size fill whole bytes");
+  if (q.rank() != 3 || q.dtype() != DType::UInt8 || q.dim(2) != gs * bits / 8 || x.rank() < 1)
+    return call.fail("weight must be uint8 [N, G, group_size * bits / 8], got " + q.describe());
+  int64_t N = q.dim(0), G = q.dim(1), K = x.dim(x.rank() - 1);
+  if (G != (K + gs - 1) / gs)
+    return call.fail("weight " + q.describe() + " does not cover K = " + std::to_string(K));
+  if (scales.rank() != 2 || scales.dim(0) != N || scales.dim(1) != G)
+    return call.fail("scales must be [N, G], got " + scales.describe());
+  if (zp && (zp->dtype() != DType::UInt8 || zp->rank() != 2 || zp->dim(0) != N || zp->dim(1) != G))
+    return call.fail("zero_points must be uint8 [N, G], got " + zp->describe());
+  std::vector<float> sc;
+  LLMC_RETURN_IF_ERROR(toF32(call, scales, sc));
+  const uint8_t *z = zp ? static_cast<const uint8_t *>(zp->raw()) : nullptr;
+  float symmetric = float(int64_t(1) << (bits - 1));
+  std::vector<float> w(size_t(N * K));
+  dequantizeBlocks(static_cast<const uint8_t *>(q.raw()), N, K, gs, bits, sc.data(),
+                   [&](int64_t n, int64_t g) { return z ? float(z[n * G + g]) : symmetric; },
+                   w.data());
+  return linearOverDequantized(call, x, w, N, K, bias);
 }
 
 //===----------------------------------------------------------------------===//
@@ -186,6 +239,7 @@ Status gatherBlockQuantizedKernel(KernelCall &call) {
 void addQuantizedKernels(KernelTable &table) {
   table.add("ms.gather_block_quantized", gatherBlockQuantizedKernel);
   table.add("ms.matmul_nbits", matMulNBitsKernel);
+  table.add("quantized_linear", quantizedLinearKernel);
 }
 
 } // namespace llmc::cpu
