@@ -18,6 +18,7 @@
 #include "runtime/src/model/kernels/Decode.h"
 #include "runtime/src/model/kernels/Gemv.h"
 #include "runtime/src/model/kernels/Packed.h"
+#include "runtime/src/model/kernels/Quant.h"
 #include "runtime/src/model/kernels/Pointwise.h"
 
 #include <algorithm>
@@ -593,6 +594,65 @@ inline Status packedLinear(const Context &ctx, const char *opName, const Tensor 
   return Status::ok();
 }
 
+
+/// llm.quantized_linear over the weights as stored (see kernels/Quant.h):
+/// q uint8 [N, G, group_size * bits / 8], scales f32 [N, G], zp uint8
+/// [N, G] or null. With int8Activations (and groups of a multiple of 32) x
+/// is rounded to int8 per block of 32 and multiplied with integer dot
+/// products; otherwise the weights are dequantized and x used as it is.
+inline Status quantizedLinear(const Context &ctx, const char *opName, const Tensor &x,
+                              const Tensor &q, const Tensor &scales, const Tensor *zp,
+                              int64_t bits, int64_t groupSize, bool int8Activations,
+                              const Tensor *bias, const Tensor *residual, Tensor &out) {
+  Context::Timer timer(ctx, "linear");
+  kernels::QuantShape shape;
+  shape.bits = bits, shape.groupSize = groupSize;
+  shape.n = q.rank() == 3 ? q.dim(0) : -1, shape.groups = q.rank() == 3 ? q.dim(1) : -1;
+  shape.k = x.rank() >= 1 ? x.dim(x.rank() - 1) : -1;
+  DType type = x.dtype();
+  bool floatX = type == DType::Float || type == DType::Float16 || type == DType::BFloat16;
+  if (!floatX || (bits != 4 && bits != 8) || groupSize < 1 || q.dtype() != DType::UInt8 ||
+      shape.n < 0 || q.dim(2) != groupSize * bits / 8 || shape.k <= 0 ||
+      shape.groups != (shape.k + groupSize - 1) / groupSize || scales.dtype() != DType::Float ||
+      scales.numel() != shape.n * shape.groups ||
+      (zp && (zp->dtype() != DType::UInt8 || zp->numel() != shape.n * shape.groups)) ||
+      (bias && (bias->dtype() != type || bias->numel() != shape.n)))
+    return Status::error(std::string(opName) + ": x " + x.describe() + " does not fit the " +
+                         std::to_string(bits) + "-bit weight " + q.describe() + " in groups of " +
+                         std::to_string(groupSize) + " (scales " + scales.describe() + ")");
+  int64_t m = x.numel() / shape.k;
+  Shape outShape = x.shape();
+  outShape.back() = shape.n;
+  if (residual && (residual->dtype() != type || residual->shape() != outShape))
+    return Status::error(std::string(opName) + ": the residual " + residual->describe() +
+                         " does not match the output");
+  LLMC_TRY(Tensor::allocate(type, outShape, out));
+  std::vector<float> xs, bs, rs, ys;
+  const float *px = asF32(x, xs);
+  const float *pb = bias ? asF32(*bias, bs) : nullptr;
+  const float *pr = residual ? asF32(*residual, rs) : nullptr;
+  float *py = f32Target(out, ys);
+  const uint8_t *pq = q.data<uint8_t>(), *pz = zp ? zp->data<uint8_t>() : nullptr;
+  const float *ps = scales.data<float>();
+  // Blocks of 16 weight rows; a contiguous range of them per thread.
+  int64_t blocks = (shape.n + 15) / 16, threads = int64_t(ctx.pool->size());
+  int64_t grain = std::max<int64_t>(1, (blocks + threads - 1) / threads);
+  if (int8Activations && groupSize % kernels::kQuantBlock == 0) {
+    kernels::QuantActivations xa;
+    kernels::prepareActivations(px, m, shape, zp != nullptr, xa);
+    ctx.pool->parallelFor(blocks, grain, [&](int64_t b0, int64_t b1) {
+      kernels::quantizedRowsInt8(xa, shape, pq, ps, pz, pb, pr, py, b0 * 16,
+                                 std::min(shape.n, b1 * 16));
+    });
+  } else {
+    ctx.pool->parallelFor(blocks, grain, [&](int64_t b0, int64_t b1) {
+      kernels::quantizedRowsF32(px, m, shape, pq, ps, pz, pb, pr, py, b0 * 16,
+                                std::min(shape.n, b1 * 16));
+    });
+  }
+  finishF32(out, ys);
+  return Status::ok();
+}
 
 inline Status flashAttention(const Context &ctx, const KernelEntry *reference,
                              const char *opName, std::initializer_list<const Tensor *> inputs,

@@ -1,0 +1,191 @@
+//===- QuantKernelsTest.cpp - the quantized linear kernels (Quant.h) ------===//
+//
+// Built like ModelKernelsTest (plain x86-64, AVX2, AVX-512, and AVX-512 with
+// VNNI), each program checking the code paths its -march selects against
+// float64 references over random 4- and 8-bit weights, with and without
+// zero points, group sizes that pad K and odd row counts:
+//
+// - the f32-activation kernel against sum_k (q - zp) * scale * x in float64;
+// - the int8-activation kernel against the same sum over x rounded as the
+//   kernel documents it (per block of 32, scale max|x| / 127, nearest even),
+//   tightly, and against the exact sum within the bound that rounding
+//   allows (sum_k |w_k| * scale_block(k) / 2).
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/src/model/kernels/Quant.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+using namespace llmc::model::kernels;
+
+namespace {
+
+bool cpuHasTheTarget() {
+#if defined(__AVX512F__)
+  bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+#if defined(__AVX512VNNI__)
+  ok = ok && __builtin_cpu_supports("avx512vnni");
+#endif
+  return ok;
+#elif defined(__AVX2__)
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+         __builtin_cpu_supports("f16c");
+#else
+  return true;
+#endif
+}
+
+struct Case {
+  int64_t M, N, K, groupSize, bits;
+  bool zeroPoints, bias, residual;
+};
+
+struct Weights {
+  QuantShape shape;
+  std::vector<uint8_t> q, zp;
+  std::vector<float> scales;
+  double w(int64_t n, int64_t k) const {
+    int64_t g = k / shape.groupSize, i = k % shape.groupSize;
+    const uint8_t *row = q.data() + n * shape.rowBytes() + g * shape.groupSize * shape.bits / 8;
+    int64_t v = shape.bits == 8 ? row[i] : (row[i / 2] >> ((i % 2) * 4)) & 15;
+    double z = zp.empty() ? double(int64_t(1) << (shape.bits - 1)) : double(zp[n * shape.groups + g]);
+    return (double(v) - z) * double(scales[n * shape.groups + g]);
+  }
+};
+
+Weights randomWeights(const Case &c, std::mt19937 &rng) {
+  Weights w;
+  w.shape = {c.N, c.K, (c.K + c.groupSize - 1) / c.groupSize, c.groupSize, c.bits};
+  std::uniform_int_distribution<int> byte(0, 255), level(0, (1 << c.bits) - 1);
+  std::uniform_real_distribution<float> scale(-0.05f, 0.05f);
+  w.q.resize(size_t(c.N * w.shape.rowBytes()));
+  for (uint8_t &b : w.q) // every byte random: padding past K included
+    b = uint8_t(byte(rng));
+  w.scales.resize(size_t(c.N * w.shape.groups));
+  for (float &s : w.scales)
+    s = scale(rng);
+  if (c.zeroPoints) {
+    w.zp.resize(w.scales.size());
+    for (uint8_t &z : w.zp)
+      z = uint8_t(level(rng));
+  }
+  return w;
+}
+
+/// x as the int8 kernel rounds it (Quant.h, prepareActivations).
+std::vector<double> roundedActivations(const std::vector<float> &x, int64_t M, int64_t K,
+                                       std::vector<double> &blockScale) {
+  std::vector<double> out(x.size());
+  blockScale.assign(size_t(M * ((K + 31) / 32)), 0);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t b = 0; b * 32 < K; ++b) {
+      int64_t k0 = b * 32, k1 = std::min(K, k0 + 32);
+      float amax = 0;
+      for (int64_t k = k0; k < k1; ++k)
+        amax = std::max(amax, std::fabs(x[m * K + k]));
+      float d = amax / 127.f, inv = d > 0 ? 1.f / d : 0.f;
+      blockScale[m * ((K + 31) / 32) + b] = d;
+      for (int64_t k = k0; k < k1; ++k)
+        out[m * K + k] = double(std::nearbyint(x[m * K + k] * inv)) * double(d);
+    }
+  return out;
+}
+
+void check(const Case &c, uint32_t seed) {
+  SCOPED_TRACE(::testing::Message() << "M=" << c.M << " N=" << c.N << " K=" << c.K
+                                    << " group=" << c.groupSize << " bits=" << c.bits
+                                    << " zp=" << c.zeroPoints);
+  std::mt19937 rng(seed);
+  Weights w = randomWeights(c, rng);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::vector<float> x(size_t(c.M * c.K)), bias(size_t(c.N)), residual(size_t(c.M * c.N));
+  for (float &v : x)
+    v = normal(rng);
+  x[0] = 25.f; // an outlier in the first block
+  for (float &v : bias)
+    v = normal(rng);
+  for (float &v : residual)
+    v = normal(rng);
+  const float *pb = c.bias ? bias.data() : nullptr, *pr = c.residual ? residual.data() : nullptr;
+  const uint8_t *pz = w.zp.empty() ? nullptr : w.zp.data();
+  std::vector<double> blockScale;
+  std::vector<double> xr = roundedActivations(x, c.M, c.K, blockScale);
+
+  std::vector<float> yf(size_t(c.M * c.N), -1.f), yi(size_t(c.M * c.N), -1.f);
+  // Two ranges of rows, as two threads would split them.
+  int64_t split = c.N / 2;
+  quantizedRowsF32(x.data(), c.M, w.shape, w.q.data(), w.scales.data(), pz, pb, pr, yf.data(), 0,
+                   split);
+  quantizedRowsF32(x.data(), c.M, w.shape, w.q.data(), w.scales.data(), pz, pb, pr, yf.data(),
+                   split, c.N);
+  bool intPath = c.groupSize % kQuantBlock == 0;
+  if (intPath) {
+    QuantActivations xa;
+    prepareActivations(x.data(), c.M, w.shape, pz != nullptr, xa);
+    quantizedRowsInt8(xa, w.shape, w.q.data(), w.scales.data(), pz, pb, pr, yi.data(), 0, split);
+    quantizedRowsInt8(xa, w.shape, w.q.data(), w.scales.data(), pz, pb, pr, yi.data(), split, c.N);
+  }
+  int64_t blocks = (c.K + 31) / 32;
+  for (int64_t m = 0; m < c.M; ++m)
+    for (int64_t n = 0; n < c.N; ++n) {
+      double exact = 0, rounded = 0, magnitude = 0, bound = 0;
+      for (int64_t k = 0; k < c.K; ++k) {
+        double wk = w.w(n, k);
+        exact += wk * x[m * c.K + k];
+        rounded += wk * xr[m * c.K + k];
+        magnitude += std::fabs(wk * x[m * c.K + k]);
+        bound += std::fabs(wk) * blockScale[m * blocks + k / 32] / 2;
+      }
+      double epilogue = (pb ? pb[n] : 0.0) + (pr ? pr[m * c.N + n] : 0.0);
+      double tol = 1e-5 * (magnitude + std::fabs(epilogue)) + 1e-6;
+      ASSERT_NEAR(yf[m * c.N + n], exact + epilogue, tol) << "f32 path, m=" << m << " n=" << n;
+      if (intPath) {
+        ASSERT_NEAR(yi[m * c.N + n], rounded + epilogue, tol) << "int8 path, m=" << m << " n=" << n;
+        ASSERT_NEAR(yi[m * c.N + n], exact + epilogue, bound * 1.0001 + tol)
+            << "int8 path beyond its rounding bound, m=" << m << " n=" << n;
+      }
+    }
+}
+
+TEST(QuantKernels, FourBitMatchesFloat64) {
+  if (!cpuHasTheTarget())
+    GTEST_SKIP() << "this CPU lacks the instructions this build of the test uses";
+  uint32_t seed = 1;
+  for (int64_t K : {32, 64, 96, 160, 1056})
+    for (int64_t group : {16, 32, 64, 128})
+      for (bool zp : {false, true})
+        for (int64_t M : {1, 3, 13})
+          check({M, 37, K, group, 4, zp, M == 3, M != 1}, seed++);
+}
+
+TEST(QuantKernels, EightBitMatchesFloat64) {
+  if (!cpuHasTheTarget())
+    GTEST_SKIP() << "this CPU lacks the instructions this build of the test uses";
+  uint32_t seed = 100;
+  for (int64_t K : {32, 96, 160, 1056})
+    for (int64_t group : {int64_t(32), int64_t(128), K}) // K: one group per output channel
+      for (bool zp : {false, true})
+        for (int64_t M : {1, 2, 9})
+          check({M, 21, K, group, 8, zp, M == 2, M == 9}, seed++);
+}
+
+TEST(QuantKernels, ZeroActivationsGiveTheEpilogue) {
+  // A block of zeros has scale 0: no division by zero, no NaN.
+  Case c{2, 8, 64, 32, 4, true, true, true};
+  std::mt19937 rng(3);
+  Weights w = randomWeights(c, rng);
+  std::vector<float> x(size_t(c.M * c.K), 0.f), bias(8, 1.5f), residual(16, 0.25f), y(16);
+  QuantActivations xa;
+  prepareActivations(x.data(), c.M, w.shape, true, xa);
+  quantizedRowsInt8(xa, w.shape, w.q.data(), w.scales.data(), w.zp.data(), bias.data(),
+                    residual.data(), y.data(), 0, c.N);
+  for (float v : y)
+    EXPECT_EQ(v, 1.75f);
+}
+
+} // namespace
