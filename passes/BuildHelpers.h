@@ -5,6 +5,7 @@
 #include "dialects/LLM/IR/LLMOps.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 
 namespace mlir::llmc {
 
@@ -29,6 +30,17 @@ inline Value i64Constant(OpBuilder &b, Location loc, ArrayRef<int64_t> values,
   auto type = scalar ? RankedTensorType::get({}, b.getI64Type())
                      : RankedTensorType::get({int64_t(values.size())}, b.getI64Type());
   return b.create<ConstantOp>(loc, DenseElementsAttr::get(type, values)).getResult();
+}
+
+/// A constant of `type` holding `bytes` (its elements as stored) in a
+/// resource blob named `key` (64-byte aligned).
+inline Value blobConstant(OpBuilder &b, Location loc, RankedTensorType type,
+                          ArrayRef<char> bytes, StringRef key) {
+  return b
+      .create<ConstantOp>(loc, DenseResourceElementsAttr::get(
+                                   type, key,
+                                   HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, 64)))
+      .getResult();
 }
 
 /// An llm op with inferred result types, default-valued attributes stored

@@ -63,6 +63,11 @@ struct ConvertDtypePass : mlir::llmc::impl::ConvertDtypePassBase<ConvertDtypePas
       if (auto c = dyn_cast<ConstantOp>(op)) {
         if (!getElementTypeOrSelf(c.getType()).isF32())
           continue;
+        // The scales of quantized weights stay f32 (the kernels read f32).
+        if (!c->use_empty() && llvm::all_of(c->getUses(), [](OpOperand &u) {
+              return isa<QuantizedLinearOp>(u.getOwner()) && u.getOperandNumber() == 2;
+            }))
+          continue;
         auto t = constantTensor(c.getValue());
         if (!t) {
           c.emitError("llmc-convert-dtype: ") << llvm::toString(t.takeError());

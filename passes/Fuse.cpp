@@ -85,91 +85,105 @@ struct FusePass : mlir::llmc::impl::FusePassBase<FusePass> {
     return std::move(*t);
   }
 
+  /// Linear layers (float or quantized) whose operands other than x are
+  /// constants (or none) with their output features as dimension 0: those
+  /// of one x, one kind and the same attributes become one layer over the
+  /// operands stacked along dimension 0, and slices of its result.
   void mergeProjections(func::FuncOp f) {
-    llvm::MapVector<Value, SmallVector<LinearOp>> byInput;
-    f.walk([&](LinearOp l) {
-      auto w = l.getWeight().getDefiningOp<ConstantOp>();
-      if (w && (isNone(l.getBias()) || l.getBias().getDefiningOp<ConstantOp>()))
-        byInput[l.getX()].push_back(l);
+    llvm::MapVector<std::pair<Value, Attribute>, SmallVector<Operation *>> byInput;
+    f.walk([&](Operation *op) {
+      if (!isa<LinearOp, QuantizedLinearOp>(op))
+        return;
+      for (Value v : op->getOperands().drop_front())
+        if (!isNone(v) && !v.getDefiningOp<ConstantOp>())
+          return;
+      Attribute key = StringAttr::get(f.getContext(), op->getName().getStringRef());
+      key = ArrayAttr::get(f.getContext(), {key, op->getAttrDictionary()});
+      byInput[{op->getOperand(0), key}].push_back(op);
     });
-    for (auto &[x, group] : byInput) {
+    for (auto &[key, group] : byInput) {
       if (group.size() < 2)
         continue;
-      auto first = cast<RankedTensorType>(group[0].getWeight().getType());
-      bool alike = llvm::all_of(group, [&](LinearOp l) {
-        auto t = cast<RankedTensorType>(l.getWeight().getType());
-        return t.getElementType() == first.getElementType() &&
-               t.getDimSize(1) == first.getDimSize(1) &&
-               isNone(l.getBias()) == isNone(group[0].getBias());
+      Operation *head = group[0];
+      // Every operand but x: none in all, or constants that differ only in
+      // dimension 0 (the layer's output features).
+      bool alike = llvm::all_of(group, [&](Operation *op) {
+        for (unsigned i = 1; i < op->getNumOperands(); ++i) {
+          Value a = head->getOperand(i), v = op->getOperand(i);
+          if (isNone(a) != isNone(v))
+            return false;
+          if (isNone(a))
+            continue;
+          auto ta = cast<RankedTensorType>(a.getType()), tv = cast<RankedTensorType>(v.getType());
+          if (ta.getElementType() != tv.getElementType() || ta.getRank() != tv.getRank() ||
+              ta.getShape().drop_front() != tv.getShape().drop_front())
+            return false;
+        }
+        return true;
       });
       if (!alike)
         continue;
-      // Stack the weights (and biases) in the group's order.
-      std::vector<char> weights, biases;
+      // Stack each operand in the group's order.
+      unsigned operands = head->getNumOperands();
+      std::vector<std::vector<char>> stacked(operands);
       SmallVector<int64_t> rows;
       bool ok = true;
-      for (LinearOp l : group) {
-        std::optional<cpu::Tensor> w = constantOf(l.getWeight());
-        if (!w) {
-          ok = false;
-          break;
-        }
-        const char *p = static_cast<const char *>(w->raw());
-        weights.insert(weights.end(), p, p + w->bytes());
-        rows.push_back(w->dim(0));
-        if (!isNone(l.getBias())) {
-          std::optional<cpu::Tensor> bias = constantOf(l.getBias());
-          if (!bias) {
+      for (Operation *op : group) {
+        rows.push_back(cast<RankedTensorType>(op->getOperand(1).getType()).getDimSize(0));
+        for (unsigned i = 1; i < operands && ok; ++i) {
+          if (isNone(op->getOperand(i)))
+            continue;
+          std::optional<cpu::Tensor> t = constantOf(op->getOperand(i));
+          if (!t) {
             ok = false;
             break;
           }
-          const char *q = static_cast<const char *>(bias->raw());
-          biases.insert(biases.end(), q, q + bias->bytes());
+          const char *p = static_cast<const char *>(t->raw());
+          stacked[i].insert(stacked[i].end(), p, p + t->bytes());
         }
       }
       if (!ok)
         continue;
       // Before the first member (x and constants dominate it).
-      Operation *firstOp = group[0];
-      for (LinearOp l : group)
-        if (l->isBeforeInBlock(firstOp))
-          firstOp = l;
+      Operation *firstOp = head;
+      for (Operation *op : group)
+        if (op->isBeforeInBlock(firstOp))
+          firstOp = op;
       OpBuilder b(firstOp);
       Location loc = firstOp->getLoc();
       int64_t total = 0;
       for (int64_t r : rows)
         total += r;
-      auto wType = RankedTensorType::get({total, first.getDimSize(1)}, first.getElementType());
-      Value w = b.create<ConstantOp>(
-                     loc, DenseResourceElementsAttr::get(
-                              wType, "merged_weight",
-                              HeapAsmResourceBlob::allocateAndCopyWithAlign(weights, 64)))
-                    .getResult();
-      Value bias = b.create<NoneOp>(loc).getResult();
-      if (!biases.empty()) {
-        auto bType = RankedTensorType::get({total}, first.getElementType());
-        bias = b.create<ConstantOp>(
-                    loc, DenseResourceElementsAttr::get(
-                             bType, "merged_bias",
-                             HeapAsmResourceBlob::allocateAndCopyWithAlign(biases, 64)))
-                   .getResult();
+      SmallVector<Value> merged{key.first};
+      for (unsigned i = 1; i < operands; ++i) {
+        Value a = head->getOperand(i);
+        if (isNone(a)) {
+          merged.push_back(a);
+          continue;
+        }
+        auto t = cast<RankedTensorType>(a.getType());
+        SmallVector<int64_t> shape(t.getShape());
+        shape[0] = total;
+        merged.push_back(blobConstant(b, loc, RankedTensorType::get(shape, t.getElementType()),
+                                      stacked[i], i == 1 ? "merged_weight" : "merged_operand"));
       }
-      Value merged = b.create<LinearOp>(loc, ValueRange{x, w, bias}, ArrayRef<NamedAttribute>{})
-                         .getResult();
+      Value result = isa<LinearOp>(head)
+                         ? createOp<LinearOp>(b, loc, merged, head->getAttrs())
+                         : createOp<QuantizedLinearOp>(b, loc, merged, head->getAttrs());
       int64_t offset = 0;
-      for (auto [l, r] : llvm::zip(group, rows)) {
+      for (auto [op, r] : llvm::zip(group, rows)) {
         Value part = b.create<OnnxSliceOp>(
                           loc,
-                          ValueRange{merged, i64Constant(b, loc, {offset}),
+                          ValueRange{result, i64Constant(b, loc, {offset}),
                                      i64Constant(b, loc, {offset + r}), i64Constant(b, loc, {-1}),
                                      i64Constant(b, loc, {1})},
                           ArrayRef<NamedAttribute>{})
                          .getResult();
         offset += r;
-        l.getResult().replaceAllUsesWith(part);
+        op->getResult(0).replaceAllUsesWith(part);
       }
-      for (LinearOp l : group) // (after: the builder inserts before one of them)
-        l.erase();
+      for (Operation *op : group) // (after: the builder inserts before one of them)
+        op->erase();
     }
   }
 
@@ -292,11 +306,14 @@ struct FusePass : mlir::llmc::impl::FusePassBase<FusePass> {
 
   /// A projection and the residual add that reads it.
   void fuseLinearResidual(func::FuncOp f) {
-    SmallVector<LinearOp> linears;
-    f.walk([&](LinearOp l) { linears.push_back(l); });
-    for (LinearOp l : linears) {
-      if (!l->getParentOfType<FusedOp>() && l.getResult().hasOneUse()) {
-        Operation *user = *l.getResult().getUsers().begin();
+    SmallVector<Operation *> linears;
+    f.walk([&](Operation *op) {
+      if (isa<LinearOp, QuantizedLinearOp>(op))
+        linears.push_back(op);
+    });
+    for (Operation *l : linears) {
+      if (!l->getParentOfType<FusedOp>() && l->getResult(0).hasOneUse()) {
+        Operation *user = *l->getResult(0).getUsers().begin();
         SmallVector<Operation *> ops{l};
         // Through views (the attention output's head merge comes before).
         if (shortName(user) == "onnx.add" && user->getParentOp() == l->getParentOp() &&
@@ -326,7 +343,7 @@ struct FusePass : mlir::llmc::impl::FusePassBase<FusePass> {
             if (seen.contains(user) || user->getBlock() != norm->getBlock())
               continue;
             StringRef n = shortName(user);
-            bool fusable = isa<LinearOp, RopeOp, SwigluOp, GeluOp, SiluOp, ReluOp, CacheUpdateOp>(user) ||
+            bool fusable = isa<LinearOp, QuantizedLinearOp, RopeOp, SwigluOp, GeluOp, SiluOp, ReluOp, CacheUpdateOp>(user) ||
                            n == "onnx.slice" || n == "onnx.split" || n == "onnx.transpose" ||
                            n == "onnx.cast" ||
                            isView(user) ||

@@ -20,6 +20,7 @@
 #include "passes/BuildHelpers.h"
 #include "passes/KernelBridge.h"
 #include "passes/Passes.h"
+#include "passes/RaiseQuantized.h"
 #include "passes/SymbolicShapes.h"
 #include "runtime/src/cpu/Numeric.h"
 
@@ -860,6 +861,7 @@ struct RaiseTransformerPass
   /// MatMul/Gemm by a constant [K, N] weight -> linear with W^T; then a
   /// bias Add of a constant [N].
   void raiseLinears(func::FuncOp func) {
+    OpBuilder b0(func.getContext());
     SmallVector<Operation *> ops;
     func.walk([&](Operation *op) {
       if (isLlmOp(op, "onnx.matmul") || isLlmOp(op, "onnx.gemm"))
@@ -893,19 +895,23 @@ struct RaiseTransformerPass
       Value y = create<LinearOp>(b, op->getLoc(), {x, weight, bias ? bias : none(b, op->getLoc())});
       op->getResult(0).replaceAllUsesWith(y);
     }
+    raiseMatMulNBits(func, [&] { return none(b0, func.getLoc()); });
     // Bias Adds.
     SmallVector<Operation *> adds = opsNamed(func, "onnx.add");
     for (Operation *add : adds)
       for (int side = 0; side < 2; ++side) {
-        auto lin = add->getOperand(side).getDefiningOp<LinearOp>();
+        Operation *lin = add->getOperand(side).getDefiningOp();
         Value bias = add->getOperand(1 - side);
-        if (!lin || !lin->getResult(0).hasOneUse() || !isNone(lin.getBias()) ||
+        if (!lin || !isa<LinearOp, QuantizedLinearOp>(lin) || !lin->getResult(0).hasOneUse() ||
+            !isNone(lin->getOperands().back()) ||
             !isVectorConstant(bias, lastDim(lin->getResult(0))) ||
-            getElementTypeOrSelf(bias.getType()) != getElementTypeOrSelf(lin.getType()))
+            getElementTypeOrSelf(bias.getType()) != getElementTypeOrSelf(lin->getResult(0).getType()))
           continue;
+        // The same operation with the bias as its last operand.
         OpBuilder b(add);
-        Value y = create<LinearOp>(b, lin->getLoc(), {lin.getX(), lin.getWeight(), bias});
-        add->getResult(0).replaceAllUsesWith(y);
+        Operation *y = b.clone(*lin);
+        y->setOperand(y->getNumOperands() - 1, bias);
+        add->getResult(0).replaceAllUsesWith(y->getResult(0));
         break;
       }
   }

@@ -61,7 +61,7 @@ bool isProjectionBias(Operation *op) {
     Operation *d = op->getOperand(side).getDefiningOp();
     auto c = op->getOperand(1 - side).getDefiningOp<ConstantOp>();
     auto type = c ? dyn_cast<RankedTensorType>(c.getType()) : RankedTensorType();
-    if (d && (isa<LinearOp>(d) || shortName(d) == "ms.matmul_nbits") && type &&
+    if (d && (isa<LinearOp, QuantizedLinearOp>(d) || shortName(d) == "ms.matmul_nbits") && type &&
         type.getRank() == 1)
       return true;
   }
@@ -223,7 +223,7 @@ TransformerStructure mlir::llmc::describeTransformer(func::FuncOp func) {
       events.push_back({Event::Attention, describeAttention(a)});
     } else if (isa<SwigluOp, GeluOp, SiluOp, ReluOp>(op)) {
       events.push_back({Event::Mlp, describeActivation(op)});
-    } else if (isa<LinearOp>(op) || n == "ms.matmul_nbits") {
+    } else if (isa<LinearOp, QuantizedLinearOp>(op) || n == "ms.matmul_nbits") {
       if (returned.contains(op))
         lmHead = true;
     } else if (isa<RopeOp>(op) || isGlue(op) || isResidualOrScale(op) || isGate(op) ||

@@ -25,3 +25,20 @@ func.func @step(%t: tensor<1x1xi64> {llm.name = "tokens"}, %k: tensor<1x2x8x4xf3
 func.func @ints(%x: tensor<3xi64>) -> tensor<3xi64> {
   return %x : tensor<3xi64>
 }
+
+// -----
+
+// The scales of a quantized linear layer stay f32 (the kernels read f32);
+// its input, bias and result convert; the weight bytes are untouched.
+// CHECK-LABEL: func.func @quantized
+// CHECK-DAG: llm.constant dense<5.000000e-01> : tensor<2x1xf32>
+// CHECK-DAG: llm.constant dense_resource<converted> : tensor<2xf16>
+// CHECK: llm.quantized_linear {{.*}} : (tensor<1x32xf16>, tensor<2x1x16xui8>, tensor<2x1xf32>, none, tensor<2xf16>) -> tensor<1x2xf16>
+func.func @quantized(%x: tensor<1x32xf32> {llm.name = "cache.k.0"}) -> (tensor<1x2xf32> {llm.name = "logits"}) {
+  %none = llm.none
+  %q = llm.constant dense<7> : tensor<2x1x16xui8>
+  %s = llm.constant dense<0.5> : tensor<2x1xf32>
+  %b = llm.constant dense<1.0> : tensor<2xf32>
+  %y = llm.quantized_linear %x, %q, %s, %none, %b {bits = 4 : i64, group_size = 32 : i64} : (tensor<1x32xf32>, tensor<2x1x16xui8>, tensor<2x1xf32>, none, tensor<2xf32>) -> tensor<1x2xf32>
+  return %y : tensor<1x2xf32>
+}

@@ -68,3 +68,54 @@ func.func @chain(%x: tensor<8xf32>, %y: tensor<8xf32>) -> (tensor<8xf32>, tensor
   %n = llm.onnx.neg %t : (tensor<8xf32>) -> tensor<8xf32>
   return %n, %m : tensor<8xf32>, tensor<8xf32>
 }
+
+// -----
+
+// Quantized projections of one input with the same scheme merge like float
+// ones: weights, scales and zero points stacked along N (rows 1, 2 then 3;
+// weight bytes 0x11.. 0x22.. 0x33..), inside the norm's kernel; the
+// residual add after the output projection joins its kernel.
+// CHECK-LABEL: func.func @quantized_layer
+// CHECK-SAME: llm.kernels = 2
+// CHECK: llm.fused "norm_linear"
+// CHECK: llm.quantized_linear %{{.+}} {bits = 4 : i64, group_size = 32 : i64} : (tensor<1x4x32xf32>, tensor<3x1x16xui8>, tensor<3x1xf32>, tensor<3x1xui8>, none) -> tensor<1x4x3xf32>
+// CHECK-COUNT-2: llm.onnx.slice
+// CHECK: llm.fused "linear_residual"
+// CHECK: llm.quantized_linear
+// CHECK: llm.onnx.add
+// CHECK: merged_weight: "0x4000000011111111111111111111111111111111222222222222222222222222222222223333333333333333333333333333333
+func.func @quantized_layer(%x: tensor<1x4x32xf32>) -> (tensor<1x4x32xf32>, tensor<1x4x1xf32>) {
+  %w = llm.constant dense<1.0> : tensor<32xf32>
+  %qa = llm.constant dense<[[[17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17]], [[34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34]]]> : tensor<2x1x16xui8>
+  %qb = llm.constant dense<51> : tensor<1x1x16xui8>
+  %sa = llm.constant dense<0.5> : tensor<2x1xf32>
+  %sb = llm.constant dense<0.25> : tensor<1x1xf32>
+  %za = llm.constant dense<8> : tensor<2x1xui8>
+  %zb = llm.constant dense<7> : tensor<1x1xui8>
+  %qo = llm.constant dense<1> : tensor<32x1x2xui8>
+  %so = llm.constant dense<1.0> : tensor<32x1xf32>
+  %none = llm.none
+  %n = llm.rms_norm %x, %w : (tensor<1x4x32xf32>, tensor<32xf32>) -> tensor<1x4x32xf32>
+  %a = llm.quantized_linear %n, %qa, %sa, %za, %none {bits = 4 : i64, group_size = 32 : i64} : (tensor<1x4x32xf32>, tensor<2x1x16xui8>, tensor<2x1xf32>, tensor<2x1xui8>, none) -> tensor<1x4x2xf32>
+  %b = llm.quantized_linear %n, %qb, %sb, %zb, %none {bits = 4 : i64, group_size = 32 : i64} : (tensor<1x4x32xf32>, tensor<1x1x16xui8>, tensor<1x1xf32>, tensor<1x1xui8>, none) -> tensor<1x4x1xf32>
+  %o = llm.quantized_linear %a, %qo, %so, %none, %none {bits = 8 : i64, group_size = 2 : i64} : (tensor<1x4x2xf32>, tensor<32x1x2xui8>, tensor<32x1xf32>, none, none) -> tensor<1x4x32xf32>
+  %r = llm.onnx.add %o, %x : (tensor<1x4x32xf32>, tensor<1x4x32xf32>) -> tensor<1x4x32xf32>
+  return %r, %b : tensor<1x4x32xf32>, tensor<1x4x1xf32>
+}
+
+// -----
+
+// Negative: different group sizes do not merge.
+// CHECK-LABEL: func.func @quantized_unlike
+// CHECK-COUNT-2: llm.quantized_linear
+// CHECK-NOT: merged_weight
+func.func @quantized_unlike(%x: tensor<1x64xf32>) -> (tensor<1x1xf32>, tensor<1x1xf32>) {
+  %none = llm.none
+  %qa = llm.constant dense<1> : tensor<1x2x16xui8>
+  %qb = llm.constant dense<1> : tensor<1x1x32xui8>
+  %sa = llm.constant dense<0.5> : tensor<1x2xf32>
+  %sb = llm.constant dense<0.5> : tensor<1x1xf32>
+  %a = llm.quantized_linear %x, %qa, %sa, %none, %none {bits = 4 : i64, group_size = 32 : i64} : (tensor<1x64xf32>, tensor<1x2x16xui8>, tensor<1x2xf32>, none, none) -> tensor<1x1xf32>
+  %b = llm.quantized_linear %x, %qb, %sb, %none, %none {bits = 4 : i64, group_size = 64 : i64} : (tensor<1x64xf32>, tensor<1x1x32xui8>, tensor<1x1xf32>, none, none) -> tensor<1x1xf32>
+  return %a, %b : tensor<1x1xf32>, tensor<1x1xf32>
+}

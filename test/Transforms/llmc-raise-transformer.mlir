@@ -783,3 +783,63 @@ func.func @relu6_kept(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
   %y = llm.onnx.clip %x, %lo, %hi : (tensor<2x8xf32>, tensor<f32>, tensor<f32>) -> tensor<2x8xf32>
   return %y : tensor<2x8xf32>
 }
+
+// -----
+
+// com.microsoft MatMulNBits over constant 4-bit weights becomes
+// llm.quantized_linear: the weight bytes kept as they are, the packed zero
+// points (two 4-bit values per byte, 3 blocks -> 2 bytes per row: 0x21 0x04
+// is 1, 2, 4; 0x65 0x06 is 5, 6, 6) unpacked
+// to one per byte, flat scales reshaped to [N, blocks]; a bias Add after it
+// becomes its bias. accuracy_level 4 allows int8 activations.
+// CHECK-LABEL: func.func @matmul_nbits
+// CHECK-NOT: llm.ms.matmul_nbits
+// CHECK: %[[Z:.+]] = llm.constant dense_resource<quantized_zero_points> : tensor<2x3xui8>
+// CHECK: llm.quantized_linear %arg0, %{{.+}}, %{{.+}}, %[[Z]], %{{.+}} {bits = 4 : i64, group_size = 16 : i64, int8_activations = true} : (tensor<1x?x48xf32>, tensor<2x3x8xui8>, tensor<2x3xf32>, tensor<2x3xui8>, tensor<2xf32>) -> tensor<1x?x2xf32>
+// CHECK-NOT: llm.onnx.add
+// CHECK: quantized_zero_points: "0x40000000010204050606"
+func.func @matmul_nbits(%x: tensor<1x?x48xf32>) -> tensor<1x?x2xf32> {
+  %none = llm.none
+  %b = llm.constant dense<7> : tensor<2x3x8xui8>
+  %s = llm.constant dense<0.5> : tensor<6xf32>
+  %zp = llm.constant dense<[[33, 4], [101, 6]]> : tensor<2x2xui8>
+  %bias = llm.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %y = llm.ms.matmul_nbits %x, %b, %s, %zp, %none, %none {K = 48 : i64, N = 2 : i64, bits = 4 : i64, block_size = 16 : i64, accuracy_level = 4 : i64} : (tensor<1x?x48xf32>, tensor<2x3x8xui8>, tensor<6xf32>, tensor<2x2xui8>, none, none) -> tensor<1x?x2xf32>
+  %z = llm.onnx.add %y, %bias : (tensor<1x?x2xf32>, tensor<2xf32>) -> tensor<1x?x2xf32>
+  return %z : tensor<1x?x2xf32>
+}
+
+// -----
+
+// 8-bit weights without zero points (128 implied) and a g_idx that says
+// what the blocks say: raised; accuracy_level below 4 keeps f32 activations.
+// CHECK-LABEL: func.func @matmul_nbits_8bit
+// CHECK: llm.quantized_linear %arg0, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} {bits = 8 : i64, group_size = 16 : i64} : (tensor<2x32xf16>, tensor<3x2x16xui8>, tensor<3x2xf16>, none, none) -> tensor<2x3xf16>
+func.func @matmul_nbits_8bit(%x: tensor<2x32xf16>) -> tensor<2x3xf16> {
+  %none = llm.none
+  %b = llm.constant dense<200> : tensor<3x2x16xui8>
+  %s = llm.constant dense<0.25> : tensor<3x2xf16>
+  %g = llm.constant dense<[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]> : tensor<32xi32>
+  %y = llm.ms.matmul_nbits %x, %b, %s, %none, %g, %none {K = 32 : i64, N = 3 : i64, bits = 8 : i64, block_size = 16 : i64, accuracy_level = 1 : i64} : (tensor<2x32xf16>, tensor<3x2x16xui8>, tensor<3x2xf16>, none, tensor<32xi32>, none) -> tensor<2x3xf16>
+  return %y : tensor<2x3xf16>
+}
+
+// -----
+
+// Negative: 2-bit weights, a g_idx that reorders K, and weights that are
+// not constants stay MatMulNBits (its reference kernel runs them).
+// CHECK-LABEL: func.func @matmul_nbits_kept
+// CHECK-NOT: llm.quantized_linear
+// CHECK-COUNT-3: llm.ms.matmul_nbits
+// CHECK-NOT: llm.quantized_linear
+func.func @matmul_nbits_kept(%x: tensor<1x32xf32>, %bq: tensor<2x2x8xui8>) -> (tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>) {
+  %none = llm.none
+  %b2 = llm.constant dense<1> : tensor<2x2x4xui8>
+  %s = llm.constant dense<0.5> : tensor<2x2xf32>
+  %b = llm.constant dense<1> : tensor<2x2x8xui8>
+  %g = llm.constant dense<[1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]> : tensor<32xi64>
+  %y0 = llm.ms.matmul_nbits %x, %b2, %s, %none, %none, %none {K = 32 : i64, N = 2 : i64, bits = 2 : i64, block_size = 16 : i64} : (tensor<1x32xf32>, tensor<2x2x4xui8>, tensor<2x2xf32>, none, none, none) -> tensor<1x2xf32>
+  %y1 = llm.ms.matmul_nbits %x, %b, %s, %none, %g, %none {K = 32 : i64, N = 2 : i64, bits = 4 : i64, block_size = 16 : i64} : (tensor<1x32xf32>, tensor<2x2x8xui8>, tensor<2x2xf32>, none, tensor<32xi64>, none) -> tensor<1x2xf32>
+  %y2 = llm.ms.matmul_nbits %x, %bq, %s, %none, %none, %none {K = 32 : i64, N = 2 : i64, bits = 4 : i64, block_size = 16 : i64} : (tensor<1x32xf32>, tensor<2x2x8xui8>, tensor<2x2xf32>, none, none, none) -> tensor<1x2xf32>
+  return %y0, %y1, %y2 : tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>
+}

@@ -293,11 +293,17 @@ private:
   llvm::Error emitFunction(func::FuncOp f);
   llvm::Error emitBlock(Block &block, CpuModel::Entry &stats, int depth);
   llvm::Error emitOp(Operation *op, CpuModel::Entry &stats, int depth);
+  /// The statement of a quantized linear layer (x and the residual given as
+  /// C++ expressions, the result named v).
+  llvm::Error emitQuantizedLinear(QuantizedLinearOp op, const std::string &x, const std::string &v,
+                                  const std::string &residual, CpuModel::Entry &stats, int depth);
   /// `name` says what the constant is (in the manifest's weights table).
   llvm::Expected<int> weightIndex(ElementsAttr attr, llvm::StringRef name);
   /// The weight [N, K] of a linear layer, stored in the kernels' column
   /// panels (runtime/src/model/kernels/Packed.h) as [panels, K, 16].
   llvm::Expected<int> packedWeightIndex(ElementsAttr attr, llvm::StringRef name);
+  /// A float constant stored as f32 (f16/bf16 widened exactly).
+  llvm::Expected<int> f32WeightIndex(ElementsAttr attr, llvm::StringRef name);
   /// Where `bytes` lie in weights.bin (equal bytes are stored once, under
   /// the first `name` that stored them).
   size_t storeBlob(llvm::StringRef bytes, llvm::StringRef name);
@@ -339,7 +345,7 @@ private:
   std::string body;    // the entry functions
   std::string init;    // Model::init's statements
   llvm::DenseMap<Value, std::string> names;
-  llvm::DenseMap<Attribute, int> weights, packedWeights;
+  llvm::DenseMap<Attribute, int> weights, packedWeights, f32Weights;
   std::vector<ConstantOp> lazyConstants;
   llvm::Error deferredError = llvm::Error::success();
   llvm::DenseSet<Operation *> folded; // emitted as part of an earlier statement
@@ -403,6 +409,74 @@ llvm::Expected<int> Emitter::packedWeightIndex(ElementsAttr attr, llvm::StringRe
               .str();
   packedWeights[attr] = index;
   return index;
+}
+
+llvm::Expected<int> Emitter::f32WeightIndex(ElementsAttr attr, llvm::StringRef name) {
+  auto t = constantTensor(attr);
+  if (!t)
+    return t.takeError();
+  if (t->dtype() == cpu::DType::Float)
+    return weightIndex(attr, name);
+  if (auto it = f32Weights.find(attr); it != f32Weights.end())
+    return it->second;
+  std::vector<float> values(size_t(t->numel()));
+  for (int64_t i = 0; i < t->numel(); ++i) {
+    uint16_t bits = t->data<uint16_t>()[i];
+    if (t->dtype() == cpu::DType::Float16)
+      values[size_t(i)] = cpu::halfToFloat(bits);
+    else if (t->dtype() == cpu::DType::BFloat16)
+      values[size_t(i)] = cpu::bf16ToFloat(bits);
+    else
+      return makeError("expected a float constant, got " + t->describe());
+  }
+  size_t offset = storeBlob(
+      llvm::StringRef(reinterpret_cast<const char *>(values.data()), values.size() * 4), name);
+  int index = numWeights++;
+  init += llvm::formatv("  w[{0}] = weight(DType::Float, {1}, {2}); // widened to f32\n", index,
+                        shapeExpr(t->shape()), offset)
+              .str();
+  f32Weights[attr] = index;
+  return index;
+}
+
+llvm::Error Emitter::emitQuantizedLinear(QuantizedLinearOp op, const std::string &x,
+                                         const std::string &v, const std::string &residual,
+                                         CpuModel::Entry &stats, int depth) {
+  std::string in = indent(depth);
+  auto constant = [&](Value value) -> ElementsAttr {
+    auto c = isNone(value) ? ConstantOp() : outside(value).getDefiningOp<ConstantOp>();
+    return c ? dyn_cast<ElementsAttr>(c.getValue()) : ElementsAttr();
+  };
+  ElementsAttr q = constant(op.getWeight()), scales = constant(op.getScales()),
+               zp = constant(op.getZeroPoints());
+  if (!q || !scales || (!isNone(op.getZeroPoints()) && !zp))
+    return makeError(nodeName(op) + ": the quantized weight, scales and zero points must be "
+                                    "constants");
+  auto qi = weightIndex(q, nodeName(op) + " weight");
+  if (!qi)
+    return qi.takeError();
+  auto si = f32WeightIndex(scales, nodeName(op) + " scales");
+  if (!si)
+    return si.takeError();
+  std::string zpRef = "nullptr";
+  if (zp) {
+    auto zi = weightIndex(zp, nodeName(op) + " zero points");
+    if (!zi)
+      return zi.takeError();
+    zpRef = llvm::formatv("&m.w[{0}]", *zi).str();
+  }
+  body += llvm::formatv("{0}Tensor {1}; // quantized_linear int{2} g{3}{4} -> {5}\n", in, v,
+                        op.getBits(), op.getGroupSize(), residual != "nullptr" ? " + residual" : "",
+                        describeType(op.getType()))
+              .str();
+  body += llvm::formatv("{0}LLMC_TRY(quantizedLinear(m, {1}, {2}, m.w[{3}], m.w[{4}], {5}, {6}, "
+                        "{7}, {8}, {9}, {10}, {11}));\n",
+                        in, quote(nodeName(op)), x, *qi, *si, zpRef, op.getBits(),
+                        op.getGroupSize(), op.getInt8Activations() ? "true" : "false",
+                        operandPtr(op.getBias()), residual, v)
+              .str();
+  stats.kernelCalls += depth == 1;
+  return llvm::Error::success();
 }
 
 int Emitter::kernelIndex(llvm::StringRef name) {
@@ -659,39 +733,42 @@ llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
     ++stats.fusedRegions;
     return llvm::Error::success();
   }
-  if (auto lin = dyn_cast<LinearOp>(op)) {
+  if (isa<LinearOp, QuantizedLinearOp>(op)) {
     // y = x W^T (+ b), and a following residual add of a value that is
     // already computed folded into its epilogue (computed in f32, rounded
     // once).
-    auto x = operandRef(op, lin.getX());
+    auto x = operandRef(op, op->getOperand(0));
     if (!x)
       return x.takeError();
+    Value result = op->getResult(0);
     Operation *add = nullptr;
     Value residual;
-    Type element = getElementTypeOrSelf(lin.getType());
-    if (lin->hasOneUse() && (element.isF32() || element.isF16() || element.isBF16())) {
-      Operation *user = *lin->getUsers().begin();
+    Type element = getElementTypeOrSelf(result.getType());
+    if (result.hasOneUse() && (element.isF32() || element.isF16() || element.isBF16())) {
+      Operation *user = *result.getUsers().begin();
       if (shortName(user) == "onnx.add" && user->getBlock() == op->getBlock() &&
-          user->getResult(0).getType() == lin.getType()) {
-        Value other = user->getOperand(0) == lin.getResult() ? user->getOperand(1)
-                                                              : user->getOperand(0);
+          user->getResult(0).getType() == result.getType()) {
+        Value other = user->getOperand(0) == result ? user->getOperand(1) : user->getOperand(0);
         bool before = isa<BlockArgument>(other) ? cast<BlockArgument>(other).getOwner() ==
                                                        op->getBlock()
                                                  : other.getDefiningOp()->getBlock() ==
                                                            op->getBlock() &&
                                                        other.getDefiningOp()->isBeforeInBlock(op);
-        if (other.getType() == lin.getType() && before && names.count(other)) {
+        if (other.getType() == result.getType() && before && names.count(other)) {
           add = user;
           residual = other;
         }
       }
     }
     std::string v = newName();
-    names[lin.getResult()] = v;
+    names[result] = v;
     if (add) {
       names[add->getResult(0)] = v;
       folded.insert(add);
     }
+    if (auto ql = dyn_cast<QuantizedLinearOp>(op))
+      return emitQuantizedLinear(ql, *x, v, add ? operandPtr(residual) : "nullptr", stats, depth);
+    auto lin = cast<LinearOp>(op);
     // A constant f32/f16/bf16 weight with x, bias and result of its type:
     // the packed kernel over weights stored in its panels.
     auto wType = dyn_cast<RankedTensorType>(lin.getWeight().getType());

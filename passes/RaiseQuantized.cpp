@@ -1,0 +1,138 @@
+//===- RaiseQuantized.cpp - pre-quantized linear layers -> llm.quantized_linear
+//
+// Part of llmc-raise-transformer: com.microsoft MatMulNBits over constant
+// 4- or 8-bit weights becomes llm.quantized_linear. The packed weights are
+// kept byte for byte (the two layouts are the same); only the scales and
+// zero points are reshaped, the zero points unpacked to one per byte.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/RaiseQuantized.h"
+
+#include "passes/BuildHelpers.h"
+#include "passes/KernelBridge.h"
+
+#include "dialects/LLM/IR/LLMOps.h"
+#include "runtime/src/cpu/Numeric.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+using namespace mlir;
+using namespace mlir::llmc;
+namespace cpu = ::llmc::cpu;
+
+namespace {
+
+std::optional<cpu::Tensor> constantOf(Value v) {
+  auto c = v ? v.getDefiningOp<ConstantOp>() : ConstantOp();
+  if (!c)
+    return std::nullopt;
+  auto t = constantTensor(c.getValue());
+  if (!t) {
+    llvm::consumeError(t.takeError());
+    return std::nullopt;
+  }
+  return std::move(*t);
+}
+
+/// g_idx that says what the blocks say already (g_idx[k] = k / bs).
+bool isTrivialGroupIndex(Value gIdx, int64_t K, int64_t bs) {
+  std::optional<cpu::Tensor> t = constantOf(gIdx);
+  if (!t || t->numel() != K || (t->dtype() != cpu::DType::Int32 && t->dtype() != cpu::DType::Int64))
+    return false;
+  for (int64_t k = 0; k < K; ++k) {
+    int64_t g = t->dtype() == cpu::DType::Int64 ? t->data<int64_t>()[k]
+                                                : int64_t(t->data<int32_t>()[k]);
+    if (g != k / bs)
+      return false;
+  }
+  return true;
+}
+
+/// The zero points as one ui8 per (row, block), or nothing when they are
+/// not integers in [0, 2^bits) (then the op stays as it is).
+std::optional<std::vector<uint8_t>> unpackZeroPoints(const cpu::Tensor &zp, int64_t N,
+                                                     int64_t blocks, int64_t bits) {
+  std::vector<uint8_t> out(size_t(N * blocks));
+  int64_t limit = int64_t(1) << bits;
+  if (zp.dtype() == cpu::DType::UInt8 || zp.dtype() == cpu::DType::Int8) {
+    int64_t perByte = 8 / bits, row = (blocks * bits + 7) / 8;
+    if (zp.numel() != N * row)
+      return std::nullopt;
+    const uint8_t *p = static_cast<const uint8_t *>(zp.raw());
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t b = 0; b < blocks; ++b)
+        out[size_t(n * blocks + b)] =
+            uint8_t((p[n * row + b / perByte] >> ((b % perByte) * bits)) & (limit - 1));
+    return out;
+  }
+  if (zp.numel() != N * blocks)
+    return std::nullopt;
+  for (int64_t i = 0; i < N * blocks; ++i) {
+    float v;
+    if (zp.dtype() == cpu::DType::Float)
+      v = zp.data<float>()[i];
+    else if (zp.dtype() == cpu::DType::Float16)
+      v = cpu::halfToFloat(zp.data<uint16_t>()[i]);
+    else if (zp.dtype() == cpu::DType::BFloat16)
+      v = cpu::bf16ToFloat(zp.data<uint16_t>()[i]);
+    else
+      return std::nullopt;
+    if (!(v >= 0 && v < float(limit)) || v != float(int64_t(v)))
+      return std::nullopt;
+    out[size_t(i)] = uint8_t(v);
+  }
+  return out;
+}
+
+} // namespace
+
+void mlir::llmc::raiseMatMulNBits(func::FuncOp func, llvm::function_ref<Value()> none) {
+  SmallVector<MsMatMulNBitsOp> ops;
+  func.walk([&](MsMatMulNBitsOp op) { ops.push_back(op); });
+  for (MsMatMulNBitsOp op : ops) {
+    int64_t K = op.getK(), N = op.getN(), bits = op.getBits(), bs = op.getBlockSize();
+    if ((bits != 4 && bits != 8) || op.getWeightPrepacked() != 0)
+      continue;
+    auto xType = dyn_cast<RankedTensorType>(op.getA().getType());
+    if (!xType || xType.getRank() < 1 ||
+        (!xType.isDynamicDim(xType.getRank() - 1) && xType.getShape().back() != K))
+      continue;
+    if (!isNone(op.getGIdx()) && !isTrivialGroupIndex(op.getGIdx(), K, bs))
+      continue;
+    int64_t blocks = (K + bs - 1) / bs, blob = bs * bits / 8;
+    std::optional<cpu::Tensor> q = constantOf(op.getB()), scales = constantOf(op.getScales());
+    if (!q || !scales || q->numel() != N * blocks * blob || scales->numel() != N * blocks)
+      continue;
+    std::optional<std::vector<uint8_t>> zp;
+    if (!isNone(op.getZeroPoints())) {
+      std::optional<cpu::Tensor> z = constantOf(op.getZeroPoints());
+      if (!z || !(zp = unpackZeroPoints(*z, N, blocks, bits)))
+        continue;
+    }
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    auto u8 = IntegerType::get(b.getContext(), 8, IntegerType::Unsigned);
+    Value weight = blobConstant(
+        b, loc, RankedTensorType::get({N, blocks, blob}, u8),
+        ArrayRef<char>(static_cast<const char *>(q->raw()), q->bytes()), "quantized_weight");
+    Value scaleValue =
+        blobConstant(b, loc, RankedTensorType::get({N, blocks}, getElementTypeOrSelf(op.getScales().getType())),
+                     ArrayRef<char>(static_cast<const char *>(scales->raw()), scales->bytes()),
+                     "quantized_scales");
+    Value zeroValue = none();
+    if (zp)
+      zeroValue = blobConstant(b, loc, RankedTensorType::get({N, blocks}, u8),
+                               ArrayRef<char>(reinterpret_cast<const char *>(zp->data()), zp->size()),
+                               "quantized_zero_points");
+    Value bias = isNone(op.getBias()) ? none() : op.getBias();
+    // accuracy_level 4 lets onnxruntime compute with int8 activations; the
+    // lower levels ask for float ones.
+    bool int8Acts = op.getAccuracyLevel() >= 4;
+    Value y = createOp<QuantizedLinearOp>(
+        b, loc, {op.getA(), weight, scaleValue, zeroValue, bias},
+        {b.getNamedAttr("bits", b.getI64IntegerAttr(bits)),
+         b.getNamedAttr("group_size", b.getI64IntegerAttr(bs)),
+         b.getNamedAttr("int8_activations", b.getBoolAttr(int8Acts))});
+    op.getResult().replaceAllUsesWith(y);
+  }
+}
