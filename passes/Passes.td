@@ -300,6 +300,48 @@ def BucketShapesPass : Pass<"llmc-bucket-shapes", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::llmc::LLMDialect", "::mlir::func::FuncDialect"];
 }
 
+def QuantizeWeightsPass : Pass<"llmc-quantize-weights", "::mlir::func::FuncOp"> {
+  let summary = "Weight-only int8/int4 quantization of linear layers";
+  let description = [{
+    Every `llm.linear` whose weight is a constant [N, K] of f32, f16 or bf16
+    becomes `llm.quantized_linear` with the weight rounded to nearest:
+
+    - `bits=8`: symmetric, per output channel (`group-size=0`, one group of
+      K) or per group;
+    - `bits=4`: per group of `group-size` values along K (32, 64, 128, ...),
+      symmetric, or with `asymmetric` a zero point per group.
+
+    Symmetric groups use the whole signed range: the value of largest
+    magnitude m maps to -2^(bits-1), scale = m / -2^(bits-1), values
+    clamp(round(w / scale), -2^(bits-1), 2^(bits-1) - 1), stored with
+    2^(bits-1) added (unsigned). Asymmetric groups span [min(w, 0),
+    max(w, 0)]: scale = (max - min) / (2^bits - 1), zero point =
+    round(-min / scale). Rounding is to nearest even; scales stay f32.
+
+    `skip` lists layers kept in float: `lm_head` (the projection that makes
+    the logits) or any substring of a layer's location (its ONNX name).
+    `int8-activations` lets the kernels round x to int8 per block of 32 for
+    integer dot products. A group size that does not divide K is an error.
+    Runs after `llmc-bucket-shapes`, before `llmc-convert-dtype` (so the
+    weights are quantized from their f32 values) and `llmc-fuse` (which
+    merges quantized projections as it merges float ones).
+
+    Before: `%y = llm.linear %x, %w, %none : (tensor<1x1x64xf32>, tensor<32x64xf32>, none) -> tensor<1x1x32xf32>`;
+    after (bits=4 group-size=32): `%y = llm.quantized_linear %x, %q, %s, %none, %none {bits = 4, group_size = 32, int8_activations = true} : (tensor<1x1x64xf32>, tensor<32x2x16xui8>, tensor<32x2xf32>, none, none) -> tensor<1x1x32xf32>`.
+  }];
+  let options = [
+    Option<"bits", "bits", "int64_t", "4", "4 or 8">,
+    Option<"groupSize", "group-size", "int64_t", "32",
+           "Values per scale along K (0: one group per output channel)">,
+    Option<"asymmetric", "asymmetric", "bool", "false", "A zero point per group">,
+    Option<"int8Activations", "int8-activations", "bool", "true",
+           "Let kernels round activations to int8 per block of 32">,
+    ListOption<"skip", "skip", "std::string",
+               "Layers kept in float: lm_head, or substrings of their locations">
+  ];
+  let dependentDialects = ["::mlir::llmc::LLMDialect"];
+}
+
 def ConvertDtypePass : Pass<"llmc-convert-dtype", "::mlir::func::FuncOp"> {
   let summary = "Run a function's f32 computation in f16 or bf16";
   let description = [{

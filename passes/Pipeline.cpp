@@ -20,6 +20,19 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
   Option<std::string> dtype{*this, "dtype",
                             llvm::cl::desc("Compute and weight type: f32, f16 or bf16"),
                             llvm::cl::init("f32")};
+  Option<int64_t> quantBits{*this, "quant-bits",
+                            llvm::cl::desc("Weight bits: 0 (float), 8 or 4"),
+                            llvm::cl::init(0)};
+  Option<int64_t> quantGroup{*this, "quant-group",
+                             llvm::cl::desc("Values per scale (0: per output channel)"),
+                             llvm::cl::init(32)};
+  Option<bool> quantAsym{*this, "quant-asym", llvm::cl::desc("Zero points per group"),
+                         llvm::cl::init(false)};
+  Option<bool> quantInt8Acts{*this, "quant-int8-activations",
+                             llvm::cl::desc("Integer dot products over int8 activations"),
+                             llvm::cl::init(true)};
+  ListOption<std::string> quantSkip{*this, "quant-skip",
+                                    llvm::cl::desc("Layers kept in float (lm_head, names)")};
 };
 
 void buildPipeline(OpPassManager &pm, const PipelineOptions &o) {
@@ -35,6 +48,15 @@ void buildPipeline(OpPassManager &pm, const PipelineOptions &o) {
   buckets.prefillBuckets = o.prefillBuckets;
   pm.addPass(createBucketShapesPass(buckets));
   pm.addNestedPass<func::FuncOp>(createCanonicalizePass());
+  if (o.quantBits != 0) {
+    QuantizeWeightsPassOptions quant;
+    quant.bits = o.quantBits;
+    quant.groupSize = o.quantGroup;
+    quant.asymmetric = o.quantAsym;
+    quant.int8Activations = o.quantInt8Acts;
+    quant.skip = o.quantSkip;
+    pm.addNestedPass<func::FuncOp>(createQuantizeWeightsPass(quant));
+  }
   ConvertDtypePassOptions convert;
   convert.dtype = o.dtype;
   pm.addNestedPass<func::FuncOp>(createConvertDtypePass(convert));
@@ -50,8 +72,8 @@ void mlir::llmc::registerLLMCPipeline() {
     PassPipelineRegistration<PipelineOptions>(
         "llmc-pipeline",
         "The transformer passes in order: canonicalize, raise, KV cache, buckets, "
-        "canonicalize, dtype, flash attention, fusion, memory plan (--max-seq, --batch, "
-        "--prefill-buckets, --dtype)",
+        "canonicalize, weight quantization (when asked), dtype, flash attention, fusion, "
+        "memory plan (--max-seq, --batch, --prefill-buckets, --dtype, --quant-*)",
         buildPipeline);
     return true;
   }();

@@ -82,6 +82,21 @@ cl::opt<std::string> compileTokenizer(
     "tokenizer",
     cl::desc("tokenizer.json to put in the artifact (default: the one beside the model)"),
     cl::value_desc("file"), cl::sub(compileCmd), cl::cat(cat()));
+cl::opt<std::string> compileQuant(
+    "quant",
+    cl::desc("Weight-only quantization of the linear layers: int8 (per output channel) or "
+             "int4 (groups of 32), each with :g<N> for groups of N values along K and :asym for "
+             "zero points, e.g. int4:g128:asym"),
+    cl::value_desc("scheme"), cl::init(""), cl::sub(compileCmd), cl::cat(cat()));
+cl::list<std::string> compileQuantSkip(
+    "quant-skip",
+    cl::desc("Layers --quant keeps in float: lm_head, or substrings of layer (ONNX node) names"),
+    cl::CommaSeparated, cl::value_desc("lm_head,..."), cl::sub(compileCmd), cl::cat(cat()));
+cl::opt<std::string> compileQuantActs(
+    "quant-activations",
+    cl::desc("int8 (default): the quantized kernels round activations to int8 per block of 32 "
+             "for integer dot products; f32: they dequantize the weights and keep x as it is"),
+    cl::init("int8"), cl::sub(compileCmd), cl::cat(cat()));
 cl::opt<std::string> compileCxx("cxx", cl::desc("Host C++ compiler (default $CXX, else c++)"),
                                 cl::init(""), cl::sub(compileCmd), cl::cat(cat()));
 
@@ -305,6 +320,21 @@ llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const Compil
                                             : "";
   if (march.empty())
     return error("--cpu must be avx2, avx512 or native");
+  std::optional<QuantSpec> quant;
+  if (!req.quant.empty()) {
+    auto q = parseQuantSpec(req.quant);
+    if (!q)
+      return q.takeError();
+    quant = *q;
+  } else if (!req.quantSkip.empty()) {
+    return error("--quant-skip needs --quant");
+  }
+  if (req.quantActivations != "int8" && req.quantActivations != "f32")
+    return error("--quant-activations must be int8 or f32");
+  for (const std::string &s : req.quantSkip)
+    if (s.empty() || s.find_first_of("{} ,'\"") != std::string::npos)
+      return error("--quant-skip names must be non-empty, without spaces, commas, braces or "
+                   "quotes: '" + s + "'");
   std::vector<int64_t> batch = req.batch, buckets = req.buckets;
   if (batch.empty())
     batch = {1};
@@ -354,7 +384,16 @@ llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const Compil
   }
   std::string pipeline = "llmc-pipeline{max-seq=" + std::to_string(req.maxSeq) +
                          " batch=" + joinInts(batch) + " prefill-buckets=" + joinInts(buckets) +
-                         " dtype=" + req.dtype + "}";
+                         " dtype=" + req.dtype;
+  if (quant) {
+    pipeline += " quant-bits=" + std::to_string(quant->bits) +
+                " quant-group=" + std::to_string(quant->group) +
+                " quant-asym=" + (quant->asymmetric ? "1" : "0") +
+                " quant-int8-activations=" + (req.quantActivations == "int8" ? "1" : "0");
+    if (!req.quantSkip.empty())
+      pipeline += " quant-skip=" + llvm::join(req.quantSkip, ",");
+  }
+  pipeline += "}";
   stage("KV cache, buckets, flash attention, fusion, memory plan");
   if (llvm::Error e = runPipeline(ctx, **module, pipeline))
     return error("compiling " + req.input + ": " + llvm::toString(std::move(e)));
@@ -406,6 +445,10 @@ llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const Compil
                                     {"prefill_buckets", llvm::json::Array(buckets)},
                                     {"dtype", req.dtype},
                                     {"cpu", req.cpu}};
+  if (quant)
+    info.options["quant"] = llvm::json::Object{{"scheme", req.quant},
+                                               {"skip", llvm::json::Array(req.quantSkip)},
+                                               {"activations", req.quantActivations}};
   info.architecture = std::move(architecture);
   info.memory = std::move(memory);
   info.cpu = march;
@@ -423,6 +466,35 @@ llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const Compil
   return cpuModel;
 }
 
+llvm::Expected<QuantSpec> mlir::llmc::parseQuantSpec(llvm::StringRef spec) {
+  auto error = [&](const llvm::Twine &why) {
+    return llvm::createStringError("--quant " + spec.str() + ": " + why.str() +
+                                   " (expected int8 or int4, then :g<N> and/or :asym)");
+  };
+  llvm::SmallVector<llvm::StringRef> parts;
+  spec.split(parts, ':');
+  QuantSpec q;
+  if (parts[0] == "int8")
+    q.bits = 8, q.group = 0;
+  else if (parts[0] == "int4")
+    q.bits = 4, q.group = 32;
+  else
+    return error("unknown scheme '" + parts[0] + "'");
+  for (llvm::StringRef p : llvm::ArrayRef(parts).drop_front()) {
+    if (p == "asym") {
+      q.asymmetric = true;
+    } else if (p.consume_front("g")) {
+      int64_t g = 0;
+      if (p.getAsInteger(10, g) || g < 2 || g > (int64_t(1) << 20) || g % 2 != 0)
+        return error("the group size must be an even number in [2, 1048576]");
+      q.group = g;
+    } else {
+      return error("unknown modifier '" + p + "'");
+    }
+  }
+  return q;
+}
+
 int mlir::llmc::runCompile(MLIRContext &ctx) {
   if (!compileEmit.empty() && compileEmit != "source")
     return fail("--emit takes 'source'");
@@ -438,6 +510,9 @@ int mlir::llmc::runCompile(MLIRContext &ctx) {
   req.cxx = compileCxx;
   req.emitSource = compileEmit == "source";
   req.tokenizer = compileTokenizer;
+  req.quant = compileQuant;
+  req.quantSkip.assign(compileQuantSkip.begin(), compileQuantSkip.end());
+  req.quantActivations = compileQuantActs;
   auto cpuModel = compileModel(ctx, req, &llvm::errs());
   if (!cpuModel)
     return fail(llvm::toString(cpuModel.takeError()));

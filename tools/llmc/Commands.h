@@ -34,7 +34,18 @@ struct CompileRequest {
   std::string cxx;          // empty: $CXX, else c++
   bool emitSource = false;
   std::string tokenizer; // tokenizer.json (empty: the one beside the model, if any)
+  std::string quant;     // "", int8[:gN][:asym], int4[:gN][:asym]
+  std::vector<std::string> quantSkip; // lm_head, or substrings of layer names
+  std::string quantActivations = "int8"; // int8 or f32
 };
+
+/// A --quant spec: int8 (per output channel) or int4 (groups of 32) with
+/// optional ":g<N>" (group size) and ":asym" (zero points).
+struct QuantSpec {
+  int64_t bits = 0, group = 0;
+  bool asymmetric = false;
+};
+llvm::Expected<QuantSpec> parseQuantSpec(llvm::StringRef spec);
 
 /// Compiles `req.input` into the artifact `req.output`; progress lines go
 /// to `log` when given.
