@@ -123,7 +123,7 @@ void check(const Case &c, uint32_t seed) {
                    split);
   quantizedRowsF32(x.data(), c.M, w.shape, w.q.data(), w.scales.data(), pz, pb, pr, yf.data(),
                    split, c.N);
-  bool intPath = c.groupSize % kQuantBlock == 0;
+  bool intPath = quantizedInt8Supported(w.shape);
   if (intPath) {
     QuantActivations xa;
     prepareActivations(x.data(), c.M, w.shape, pz != nullptr, xa);
@@ -156,8 +156,8 @@ TEST(QuantKernels, FourBitMatchesFloat64) {
   if (!cpuHasTheTarget())
     GTEST_SKIP() << "this CPU lacks the instructions this build of the test uses";
   uint32_t seed = 1;
-  for (int64_t K : {32, 64, 96, 160, 1056})
-    for (int64_t group : {16, 32, 64, 128})
+  for (int64_t K : {32, 64, 96, 160, 1056, 1024})
+    for (int64_t group : {int64_t(16), int64_t(32), int64_t(64), int64_t(128), K})
       for (bool zp : {false, true})
         for (int64_t M : {1, 3, 13})
           check({M, 37, K, group, 4, zp, M == 3, M != 1}, seed++);
@@ -167,7 +167,7 @@ TEST(QuantKernels, EightBitMatchesFloat64) {
   if (!cpuHasTheTarget())
     GTEST_SKIP() << "this CPU lacks the instructions this build of the test uses";
   uint32_t seed = 100;
-  for (int64_t K : {32, 96, 160, 1056})
+  for (int64_t K : {32, 96, 160, 192, 1024, 1056})
     for (int64_t group : {int64_t(32), int64_t(128), K}) // K: one group per output channel
       for (bool zp : {false, true})
         for (int64_t M : {1, 2, 9})

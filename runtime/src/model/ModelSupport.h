@@ -637,8 +637,12 @@ inline Status quantizedLinear(const Context &ctx, const char *opName, const Tens
   // Blocks of 16 weight rows; a contiguous range of them per thread.
   int64_t blocks = (shape.n + 15) / 16, threads = int64_t(ctx.pool->size());
   int64_t grain = std::max<int64_t>(1, (blocks + threads - 1) / threads);
-  if (int8Activations && groupSize % kernels::kQuantBlock == 0) {
-    kernels::QuantActivations xa;
+  if (int8Activations && kernels::quantizedInt8Supported(shape)) {
+    // Per calling thread, kept between calls so its buffers keep their
+    // capacity; the workers read this thread's through the reference (a
+    // thread_local named in the lambda would be each worker's own).
+    thread_local kernels::QuantActivations perThread;
+    kernels::QuantActivations &xa = perThread;
     kernels::prepareActivations(px, m, shape, zp != nullptr, xa);
     ctx.pool->parallelFor(blocks, grain, [&](int64_t b0, int64_t b1) {
       kernels::quantizedRowsInt8(xa, shape, pq, ps, pz, pb, pr, py, b0 * 16,

@@ -55,29 +55,50 @@ struct QuantShape {
   int64_t paddedK() const { return groups * groupSize; }
 };
 
-/// Activation values one step of the int8 kernel reads.
 #if defined(__AVX512BW__) && defined(__AVX512VL__)
-constexpr int64_t kQuantStep = 64;
+#define LLMC_QUANT_AVX512 1
 #elif defined(__AVX2__)
-constexpr int64_t kQuantStep = 32;
-#else
-constexpr int64_t kQuantStep = 32;
+#define LLMC_QUANT_AVX2 1
 #endif
+
 constexpr int64_t kQuantBlock = 32; // activation values per int8 scale
 constexpr int64_t kQuantRows = 4;   // weight rows per pass over x
 
+/// Activation values one step of the int8 kernel reads for `bits`-bit
+/// weights (AVX-512: 64 bytes of weights, four blocks of 32 at 4 bits, two
+/// at 8; otherwise one block), and the 32-bit lanes of its accumulator.
+constexpr int64_t quantStep(int64_t bits) {
+#if defined(LLMC_QUANT_AVX512)
+  return bits == 4 ? 128 : 64;
+#else
+  return (void)bits, 32;
+#endif
+}
+#if defined(LLMC_QUANT_AVX512)
+constexpr int64_t kQuantLanes = 16;
+#else
+constexpr int64_t kQuantLanes = 8;
+#endif
+
+/// The accumulator lane that position p of a step feeds: four consecutive
+/// positions per lane, the lanes starting over every 4 x lanes positions
+/// (AVX-512 at 4 bits: the low and the high nibbles of a byte both feed one
+/// lane).
+inline int64_t stepLane(int64_t p) { return (p % (4 * kQuantLanes)) / 4; }
+
 /// The K offset, within its step, of the activation at position p of the
-/// step: where the kernel's nibble split puts each weight value. 8-bit
-/// weights (and plain C++) keep the natural order.
+/// step: where the kernel's nibble split puts each weight value (byte i of
+/// a block holds k = 2i low, 2i + 1 high). 8-bit weights (and plain C++)
+/// keep the natural order.
 inline int64_t stepOrder(int64_t p, int64_t bits) {
   if (bits != 4)
     return p;
-#if defined(__AVX512BW__) && defined(__AVX512VL__)
-  // [block A even k, block B even k, A odd k, B odd k], 16 each.
-  int64_t quarter = p / 16, r = p % 16;
-  return (quarter & 1) * 32 + 2 * r + (quarter >> 1);
-#elif defined(__AVX2__)
-  return p < 16 ? 2 * p : 2 * (p - 16) + 1; // [even k, odd k]
+#if defined(LLMC_QUANT_AVX512)
+  // 64 bytes = 4 blocks: [even k of blocks 0-3 | odd k of blocks 0-3].
+  int64_t half = p / 64, i = p % 64;
+  return 32 * (i / 16) + 2 * (i % 16) + half;
+#elif defined(LLMC_QUANT_AVX2)
+  return p < 16 ? 2 * p : 2 * (p - 16) + 1; // [even k, odd k] of one block
 #else
   return p;
 #endif
@@ -85,26 +106,34 @@ inline int64_t stepOrder(int64_t p, int64_t bits) {
 
 /// The rows of x as the int8 kernel reads them.
 struct QuantActivations {
-  int64_t rows = 0, paddedK = 0; // paddedK: a multiple of kQuantStep
-  std::vector<int8_t> q;         // [rows, paddedK], each step in stepOrder
-  std::vector<float> scale;      // [rows, paddedK / 4]: the scale of each 4-value lane
-  std::vector<int32_t> init;     // [rows, paddedK / 4]: -zp x (lane sum), or -(lane sum)
+  int64_t rows = 0, paddedK = 0, step = 0; // paddedK: a multiple of step
+  std::vector<int8_t> q;       // [rows, paddedK], each step in stepOrder
+  std::vector<float> scale;    // [rows, steps, kQuantLanes]: each lane's block scale
+  std::vector<int32_t> init;   // [rows, steps, kQuantLanes]: -zp x (lane sum), or -(lane sum)
+  std::vector<float> blockScale; // scratch
+  std::vector<int8_t> natural;   // scratch
 };
 
 /// Rounds x [M, K] to int8 per block of 32 values (scale = max |x| / 127,
-/// round to nearest even) for weights of `shape`; zero points: when the
-/// weights carry their own (then init holds -(lane sum), which the kernel
-/// multiplies by each group's zero point).
+/// round to nearest even) for weights of `shape`; with the weights' own
+/// zero points init holds -(lane sum), which the kernel multiplies by each
+/// group's zero point, else -2^(bits-1) x (lane sum).
 inline void prepareActivations(const float *x, int64_t M, const QuantShape &shape,
                                bool ownZeroPoints, QuantActivations &out) {
-  int64_t K = shape.k, Kp = (shape.paddedK() + kQuantStep - 1) / kQuantStep * kQuantStep;
-  out.rows = M, out.paddedK = Kp;
-  out.q.assign(size_t(M * Kp), 0);
-  out.scale.assign(size_t(M * Kp / 4), 0.f);
-  out.init.assign(size_t(M * Kp / 4), 0);
-  std::vector<float> blockScale(static_cast<size_t>(Kp / kQuantBlock));
-  std::vector<int8_t> natural(static_cast<size_t>(Kp));
-  int64_t zp = int64_t(1) << (shape.bits - 1);
+  const int64_t K = shape.k, step = quantStep(shape.bits);
+  const int64_t Kp = (shape.paddedK() + step - 1) / step * step, steps = Kp / step;
+  out.rows = M, out.paddedK = Kp, out.step = step;
+  out.q.assign(static_cast<size_t>(M * Kp), 0);
+  out.scale.assign(static_cast<size_t>(M * steps * kQuantLanes), 0.f);
+  out.init.assign(static_cast<size_t>(M * steps * kQuantLanes), 0);
+  std::vector<float> &blockScale = out.blockScale;
+  std::vector<int8_t> &natural = out.natural;
+  blockScale.resize(static_cast<size_t>(Kp / kQuantBlock));
+  natural.resize(static_cast<size_t>(Kp));
+  int64_t order[128], lane[128]; // quantStep(bits) <= 128
+  for (int64_t p = 0; p < step; ++p)
+    order[p] = stepOrder(p, shape.bits), lane[p] = stepLane(p);
+  const int32_t zp = int32_t(1) << (shape.bits - 1);
   for (int64_t m = 0; m < M; ++m) {
     const float *xm = x + m * K;
     for (int64_t b = 0; b < Kp / kQuantBlock; ++b) {
@@ -119,119 +148,194 @@ inline void prepareActivations(const float *x, int64_t M, const QuantShape &shap
             k < k1 ? int8_t(std::max(-127.f, std::min(127.f, std::nearbyint(xm[k] * inv)))) : 0;
     }
     int8_t *qm = out.q.data() + m * Kp;
-    for (int64_t s = 0; s < Kp; s += kQuantStep)
-      for (int64_t p = 0; p < kQuantStep; ++p)
-        qm[s + p] = natural[size_t(s + stepOrder(p, shape.bits))];
-    for (int64_t l = 0; l < Kp / 4; ++l) {
-      int64_t s = l * 4 / kQuantStep * kQuantStep, k = s + stepOrder(l * 4 % kQuantStep, shape.bits);
-      out.scale[size_t(m * Kp / 4 + l)] = blockScale[size_t(k / kQuantBlock)];
-      int32_t sum = qm[4 * l] + qm[4 * l + 1] + qm[4 * l + 2] + qm[4 * l + 3];
-      out.init[size_t(m * Kp / 4 + l)] = ownZeroPoints ? -sum : -int32_t(zp) * sum;
+    for (int64_t s = 0; s < steps; ++s) {
+      float *scale = out.scale.data() + (m * steps + s) * kQuantLanes;
+      int32_t *init = out.init.data() + (m * steps + s) * kQuantLanes;
+      const int8_t *nat = natural.data() + s * step;
+      const int32_t weight = ownZeroPoints ? 1 : zp;
+      for (int64_t p = 0; p < step; ++p) {
+        int8_t v = nat[order[p]];
+        qm[s * step + p] = v;
+        init[lane[p]] -= weight * int32_t(v);
+      }
+      for (int64_t l = 0; l < kQuantLanes; ++l) // a lane's values share a block
+        scale[l] = blockScale[size_t((s * step + order[4 * l]) / kQuantBlock)];
     }
   }
 }
 
+/// Whether quantizedRowsInt8 takes weights of `shape`: groups of whole
+/// blocks of 32 that a step's blocks either share or split evenly.
+inline bool quantizedInt8Supported(const QuantShape &shape) {
+  if (shape.groupSize % kQuantBlock != 0)
+    return false;
+  int64_t perGroup = shape.groupSize / kQuantBlock, perStep = quantStep(shape.bits) / kQuantBlock;
+  return perGroup % perStep == 0 || perStep % perGroup == 0;
+}
+
 namespace detail {
 
-/// The weight bytes of step s of a row (kQuantStep values), unpacked to one
-/// u8 per value in stepOrder; `avail` bytes remain in the row from there.
-#if defined(__AVX512BW__) && defined(__AVX512VL__)
-using QVec = __m512i;
-inline QVec loadWeights(const uint8_t *p, int64_t avail, int64_t bits) {
-  if (bits == 4) {
-    __m256i b = avail >= 32 ? _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p))
-                            : _mm256_maskz_loadu_epi8(__mmask32((uint64_t(1) << avail) - 1), p);
-    __m256i m4 = _mm256_set1_epi8(0x0f);
-    __m256i lo = _mm256_and_si256(b, m4), hi = _mm256_and_si256(_mm256_srli_epi16(b, 4), m4);
-    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-  }
-  return avail >= 64 ? _mm512_loadu_si512(p)
-                     : _mm512_maskz_loadu_epi8(__mmask64((uint64_t(1) << avail) - 1), p);
-}
+#if defined(LLMC_QUANT_AVX512)
 /// acc + the dot products of four u8 weights by four s8 activations per
-/// 32-bit lane. Without VNNI the 16-bit pair sums saturate beyond 32767, so
-/// 8-bit weights go as two nibble halves (15 x 127 x 2 < 32767).
-inline __m512i dotLanes(__m512i acc, __m512i w, const int8_t *x, int64_t bits) {
-  __m512i xv = _mm512_loadu_si512(x);
+/// 32-bit lane. Without VNNI the 16-bit pair sums of vpmaddubsw saturate
+/// beyond 32767: 4-bit weights stay below (15 x 127 x 2), 8-bit ones go
+/// as two nibble halves.
+inline __m512i dotLanes(__m512i acc, __m512i w, __m512i x, int64_t bits) {
 #if defined(__AVX512VNNI__)
   (void)bits;
-  return _mm512_dpbusd_epi32(acc, w, xv);
+  return _mm512_dpbusd_epi32(acc, w, x);
 #else
-  __m512i ones = _mm512_set1_epi16(1);
+  const __m512i ones = _mm512_set1_epi16(1);
   if (bits == 4)
-    return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(w, xv), ones));
-  __m512i m4 = _mm512_set1_epi8(0x0f);
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(w, x), ones));
+  const __m512i m4 = _mm512_set1_epi8(0x0f);
   __m512i lo = _mm512_and_si512(w, m4), hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), m4);
-  __m512i dl = _mm512_madd_epi16(_mm512_maddubs_epi16(lo, xv), ones);
-  __m512i dh = _mm512_madd_epi16(_mm512_maddubs_epi16(hi, xv), ones);
+  __m512i dl = _mm512_madd_epi16(_mm512_maddubs_epi16(lo, x), ones);
+  __m512i dh = _mm512_madd_epi16(_mm512_maddubs_epi16(hi, x), ones);
   return _mm512_add_epi32(acc, _mm512_add_epi32(dl, _mm512_slli_epi32(dh, 4)));
 #endif
+}
+
+/// R rows of W from row n for one row of x: 64 bytes of weights per step
+/// (128 values at 4 bits: low nibbles by the step's first 64 activations,
+/// high by the next; 64 at 8 bits), one FMA per step and row by the lanes'
+/// weight scale x activation scale. `Bcast`: the step's blocks share a
+/// group (a broadcast scale); otherwise each of its perGroup-sized pieces
+/// has its own (a permute of consecutive scales).
+/// Each lane's group, counted from the step's first (its block / blocks
+/// per group), when a step's blocks have groups of their own.
+inline __m512i laneGroups(int64_t perStep, int64_t perGroup) {
+  alignas(64) int32_t offsets[16];
+  for (int l = 0; l < 16; ++l)
+    offsets[l] = perStep % perGroup == 0 ? int32_t(l / (kQuantLanes / perStep) / perGroup) : 0;
+  return _mm512_load_si512(offsets);
+}
+
+template <int R, bool Bcast>
+void int8Rows(const QuantActivations &xa, int64_t m, const QuantShape &shape, const uint8_t *q,
+              const float *scales, const uint8_t *zp, int64_t n, __m512i idx,
+              float (&dots)[kQuantRows]) {
+  const int64_t bits = shape.bits, G = shape.groups, rowBytes = shape.rowBytes();
+  const int64_t step = xa.step, steps = xa.paddedK / step;
+  const int64_t perStep = step / kQuantBlock, perGroup = shape.groupSize / kQuantBlock;
+  const int8_t *xq = xa.q.data() + m * xa.paddedK;
+  const float *xs = xa.scale.data() + m * steps * kQuantLanes;
+  const int32_t *xi = xa.init.data() + m * steps * kQuantLanes;
+  const int64_t groupsPerStep = Bcast ? 1 : perStep / perGroup;
+  const __m512i m4 = _mm512_set1_epi8(0x0f);
+  __m512 acc[R];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+    acc[r] = _mm512_setzero_ps();
+  int64_t g = 0, blocksInGroup = 0; // the step's first group, and its blocks before the step
+  for (int64_t s = 0; s < steps; ++s) {
+    const __m512 xscale = _mm512_loadu_ps(xs + s * 16);
+    const __m512i init = _mm512_loadu_si512(xi + s * 16);
+    const __m512i x0 = _mm512_loadu_si512(xq + s * step);
+    const __m512i x1 = bits == 4 ? _mm512_loadu_si512(xq + s * step + 64) : x0;
+    const int64_t avail = rowBytes - s * 64, gl = std::min(g, G - 1);
+    const __mmask64 wmask = avail >= 64 ? ~__mmask64(0) : (__mmask64(1) << avail) - 1;
+    const __mmask16 smask = __mmask16((1u << std::min(groupsPerStep, G - gl)) - 1);
+    // Unrolled, so the accumulators stay in registers.
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const uint8_t *wp = q + (n + r) * rowBytes + s * 64;
+      // The R rows are one contiguous block, read a step of each row at a
+      // time; the hardware prefetchers alone leave that latency-bound (as
+      // in Gemv.h), so each step asks for its line of the next block.
+      prefetchLine(wp + kQuantRows * rowBytes);
+      __m512i b = avail >= 64 ? _mm512_loadu_si512(wp) : _mm512_maskz_loadu_epi8(wmask, wp);
+      const float *sc = scales + (n + r) * G + gl;
+      __m512 ws = Bcast ? _mm512_set1_ps(*sc)
+                        : _mm512_permutexvar_ps(idx, _mm512_maskz_loadu_ps(smask, sc));
+      __m512i start = init;
+      if (zp) {
+        const uint8_t *z = zp + (n + r) * G + gl;
+        __m512i zv = Bcast ? _mm512_set1_epi32(*z)
+                           : _mm512_permutexvar_epi32(
+                                 idx, _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(smask, z)));
+        start = _mm512_mullo_epi32(zv, init);
+      }
+      __m512i dp;
+      if (bits == 4) {
+        dp = dotLanes(start, _mm512_and_si512(b, m4), x0, 4);
+        dp = dotLanes(dp, _mm512_and_si512(_mm512_srli_epi16(b, 4), m4), x1, 4);
+      } else {
+        dp = dotLanes(start, b, x0, 8);
+      }
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dp), _mm512_mul_ps(ws, xscale), acc[r]);
+    }
+    if (Bcast) {
+      if ((blocksInGroup += perStep) == perGroup)
+        blocksInGroup = 0, ++g;
+    } else {
+      g += groupsPerStep;
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+    dots[r] = _mm512_reduce_add_ps(acc[r]);
 }
 #endif
 
 } // namespace detail
 
 /// Rows [n0, n1) of y [M, N] for every row of the prepared x: the int8
-/// activation kernel. Needs shape.groupSize % 32 == 0. scales f32 [N, G];
-/// zp uint8 [N, G] or null.
+/// activation kernel (quantizedInt8Supported(shape) must hold). scales f32
+/// [N, G]; zp uint8 [N, G] or null.
 inline void quantizedRowsInt8(const QuantActivations &xa, const QuantShape &shape,
                               const uint8_t *q, const float *scales, const uint8_t *zp,
                               const float *bias, const float *residual, float *y, int64_t n0,
                               int64_t n1) {
-  const int64_t M = xa.rows, Kp = xa.paddedK, N = shape.n, G = shape.groups;
-  const int64_t bits = shape.bits, rowBytes = shape.rowBytes();
-  const int64_t steps = Kp / kQuantStep, stepBytes = kQuantStep * bits / 8;
-  const int64_t blocksPerGroup = shape.groupSize / kQuantBlock;
+  const int64_t M = xa.rows, N = shape.n, G = shape.groups;
+#if defined(LLMC_QUANT_AVX512)
+  const int64_t perStep = xa.step / kQuantBlock, perGroup = shape.groupSize / kQuantBlock;
+  const bool bcast = perGroup % perStep == 0;
+  const __m512i idx = detail::laneGroups(perStep, perGroup);
+#endif
   for (int64_t nb = n0; nb < n1; nb += kQuantRows) {
     const int64_t rows = std::min<int64_t>(kQuantRows, n1 - nb);
     for (int64_t m = 0; m < M; ++m) {
-      const int8_t *xq = xa.q.data() + m * Kp;
-      const float *xs = xa.scale.data() + m * Kp / 4;
-      const int32_t *xi = xa.init.data() + m * Kp / 4;
       float dots[kQuantRows] = {};
-#if defined(__AVX512BW__) && defined(__AVX512VL__)
-      // Lanes 4-7 and 12-15 (int4) or 8-15 (int8) read the step's second
-      // block of 32.
-      const __mmask16 second = bits == 4 ? 0xF0F0 : 0xFF00;
-      __m512 acc[kQuantRows];
-      for (int64_t r = 0; r < kQuantRows; ++r)
-        acc[r] = _mm512_setzero_ps();
-      for (int64_t s = 0; s < steps; ++s) {
-        __m512 xscale = _mm512_loadu_ps(xs + s * 16);
-        __m512i init = _mm512_loadu_si512(xi + s * 16);
-        int64_t gA = std::min(G - 1, 2 * s / blocksPerGroup);
-        int64_t gB = std::min(G - 1, (2 * s + 1) / blocksPerGroup);
+#if defined(LLMC_QUANT_AVX512)
+      if (rows == kQuantRows) {
+        if (bcast)
+          detail::int8Rows<kQuantRows, true>(xa, m, shape, q, scales, zp, nb, idx, dots);
+        else
+          detail::int8Rows<kQuantRows, false>(xa, m, shape, q, scales, zp, nb, idx, dots);
+      } else {
         for (int64_t r = 0; r < rows; ++r) {
-          int64_t n = nb + r;
-          const uint8_t *wp = q + n * rowBytes + s * stepBytes;
-          __m512i w = detail::loadWeights(wp, rowBytes - s * stepBytes, bits);
-          __m512i start = init;
-          if (zp) {
-            __m512i z = _mm512_mask_blend_epi32(second, _mm512_set1_epi32(zp[n * G + gA]),
-                                                _mm512_set1_epi32(zp[n * G + gB]));
-            start = _mm512_mullo_epi32(z, init);
-          }
-          __m512i dp = detail::dotLanes(start, w, xq + s * kQuantStep, bits);
-          const float *sc = scales + n * G;
-          __m512 ws = gA == gB ? _mm512_set1_ps(sc[gA])
-                               : _mm512_mask_blend_ps(second, _mm512_set1_ps(sc[gA]),
-                                                      _mm512_set1_ps(sc[gB]));
-          acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dp), _mm512_mul_ps(ws, xscale), acc[r]);
+          float one[kQuantRows] = {};
+          if (bcast)
+            detail::int8Rows<1, true>(xa, m, shape, q, scales, zp, nb + r, idx, one);
+          else
+            detail::int8Rows<1, false>(xa, m, shape, q, scales, zp, nb + r, idx, one);
+          dots[r] = one[0];
         }
       }
-      for (int64_t r = 0; r < rows; ++r)
-        dots[r] = _mm512_reduce_add_ps(acc[r]);
 #else
       // One block of 32 per step: the lanes of a step share both scales.
-      for (int64_t s = 0; s < steps; ++s) {
-        int64_t g = std::min(G - 1, s / blocksPerGroup);
+      const int64_t bits = shape.bits, rowBytes = shape.rowBytes();
+      const int64_t steps = xa.paddedK / kQuantBlock, stepBytes = kQuantBlock * bits / 8;
+      const int64_t perGroup = shape.groupSize / kQuantBlock;
+      const int8_t *xq = xa.q.data() + m * xa.paddedK;
+      const float *xs = xa.scale.data() + m * steps * kQuantLanes;
+      const int32_t *xi = xa.init.data() + m * steps * kQuantLanes;
+#if defined(LLMC_QUANT_AVX2)
+      __m256 acc[kQuantRows];
+      for (auto &a : acc)
+        a = _mm256_setzero_ps();
+#endif
+      for (int64_t s = 0, g = 0, inGroup = 0; s < steps; ++s) {
+        const int64_t gl = std::min(g, G - 1), avail = rowBytes - s * stepBytes;
         for (int64_t r = 0; r < rows; ++r) {
           int64_t n = nb + r;
           const uint8_t *wp = q + n * rowBytes + s * stepBytes;
-          int64_t avail = rowBytes - s * stepBytes;
-          int32_t z = zp ? int32_t(zp[n * G + g]) : 1;
-          int32_t dot = 0;
-#if defined(__AVX2__)
+          int32_t z = zp ? int32_t(zp[n * G + gl]) : 1;
+          float scale = scales[n * G + gl] * xs[s * kQuantLanes];
+#if defined(LLMC_QUANT_AVX2)
+          if ((s * stepBytes) % 64 == 0) // a new line: its place in the next block of rows
+            prefetchLine(wp + kQuantRows * rowBytes);
           alignas(32) uint8_t tail[32] = {};
           const uint8_t *bytes = wp;
           if (avail < stepBytes) // the row's last bytes, zero-padded
@@ -244,9 +348,10 @@ inline void quantizedRowsInt8(const QuantActivations &xa, const QuantShape &shap
           } else {
             w = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(bytes));
           }
-          __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xq + s * kQuantStep));
-          __m256i init = _mm256_mullo_epi32(_mm256_set1_epi32(z),
-                                            _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xi + s * 8)));
+          __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xq + s * kQuantBlock));
+          __m256i init = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xi + s * kQuantLanes));
+          if (zp)
+            init = _mm256_mullo_epi32(_mm256_set1_epi32(z), init);
           __m256i ones = _mm256_set1_epi16(1), dp;
           if (bits == 4) {
             dp = _mm256_add_epi32(init, _mm256_madd_epi16(_mm256_maddubs_epi16(w, xv), ones));
@@ -257,24 +362,31 @@ inline void quantizedRowsInt8(const QuantActivations &xa, const QuantShape &shap
             __m256i dh = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, xv), ones);
             dp = _mm256_add_epi32(init, _mm256_add_epi32(dl, _mm256_slli_epi32(dh, 4)));
           }
-          __m128i h = _mm_add_epi32(_mm256_castsi256_si128(dp), _mm256_extracti128_si256(dp, 1));
-          h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4e));
-          h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xb1));
-          dot = _mm_cvtsi128_si32(h);
+          acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dp), _mm256_set1_ps(scale), acc[r]);
 #else
-          for (int64_t p = 0; p < kQuantStep; ++p) {
-            int64_t i = s * kQuantStep + p; // natural order
+          int32_t dot = 0;
+          for (int64_t p = 0; p < kQuantBlock; ++p) {
             int32_t v = 0;
             if (p * bits / 8 < avail)
               v = bits == 4 ? (wp[p / 2] >> ((p % 2) * 4)) & 15 : wp[p];
-            dot += v * int32_t(xq[i]);
+            dot += v * int32_t(xq[s * kQuantBlock + p]);
           }
-          for (int64_t l = 0; l < kQuantStep / 4; ++l)
-            dot += z * xi[s * kQuantStep / 4 + l];
+          for (int64_t l = 0; l < kQuantLanes; ++l)
+            dot += z * xi[s * kQuantLanes + l];
+          dots[r] += float(dot) * scale;
 #endif
-          dots[r] += float(dot) * (scales[n * G + g] * xs[s * kQuantStep / 4]);
         }
+        if (++inGroup == perGroup)
+          inGroup = 0, ++g;
       }
+#if defined(LLMC_QUANT_AVX2)
+      for (int64_t r = 0; r < rows; ++r) {
+        __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc[r]), _mm256_extractf128_ps(acc[r], 1));
+        h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+        h = _mm_add_ss(h, _mm_movehdup_ps(h));
+        dots[r] = _mm_cvtss_f32(h);
+      }
+#endif
 #endif
       for (int64_t r = 0; r < rows; ++r)
         y[m * N + nb + r] = linearEpilogue(dots[r], bias, residual, m, nb + r, N);
