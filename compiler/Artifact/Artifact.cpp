@@ -260,6 +260,29 @@ llvm::Error mlir::llmc::writeArtifact(const CpuModel &model, const ArtifactInfo 
                                        {"bytes", end - begin},
                                        {"xxh64", llvm::utohexstr(digest, /*LowerCase=*/true, 16)}});
   }
+  // Quantized linear layers: each one's scheme, and the bytes they save.
+  llvm::json::Object quantization;
+  if (!model.quantized.empty()) {
+    llvm::json::Array layers;
+    int64_t stored = 0, asFloat = 0;
+    for (const CpuModel::QuantizedTensor &t : model.quantized) {
+      layers.push_back(llvm::json::Object{{"name", t.name},
+                                          {"shape", llvm::json::Array{t.rows, t.cols}},
+                                          {"bits", t.bits},
+                                          {"group_size", t.groupSize},
+                                          {"zero_points", t.zeroPoints},
+                                          {"int8_activations", t.int8Activations},
+                                          {"bytes", t.bytes},
+                                          {"float_bytes", t.floatBytes}});
+      stored += t.bytes, asFloat += t.floatBytes;
+    }
+    quantization = llvm::json::Object{{"layers", std::move(layers)},
+                                      {"bytes", stored},
+                                      {"float_bytes", asFloat},
+                                      {"saved_bytes", asFloat - stored}};
+    if (!info.quantEval.empty())
+      quantization["eval"] = llvm::json::Object(info.quantEval);
+  }
   llvm::json::Object memory = llvm::json::Object(info.memory);
   memory["kv_cache_bytes_per_sequence"] = cacheBytesPerSequence;
   // Whether a session may ask for fewer positions (llmc_session_options).
@@ -282,6 +305,7 @@ llvm::Error mlir::llmc::writeArtifact(const CpuModel &model, const ArtifactInfo 
                                      {"alignment", 64},
                                      {"sha256", model.weightsSha256},
                                      {"table", std::move(table)}}},
+      {"quantization", std::move(quantization)},
       {"library", llvm::json::Object{{"file", "libmodel.so"}, {"sha256", *libSha}}},
       {"tokenizer", std::move(tokenizer)},
       {"stop_tokens", llvm::json::Array(info.stopTokens)},

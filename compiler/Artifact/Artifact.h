@@ -40,6 +40,7 @@ struct ArtifactInfo {
   std::string tokenizerJson;        // tokenizer.json's bytes (empty: none)
   llvm::json::Object tokenizerInfo; // what the manifest says of it
   std::vector<int64_t> stopTokens;  // default end-of-sequence ids
+  llvm::json::Object quantEval;     // the accuracy gate's report (empty: none ran)
 };
 
 /// Writes `model` as the artifact folder `outDir`. Progress lines go to

@@ -81,7 +81,8 @@ struct ExecFunction {
   llvm::Error build(func::FuncOp func);
   llvm::Error checkInput(const ValueSignature &sig, const cpu::Tensor &t,
                          std::map<std::string, std::pair<int64_t, std::string>> &symbols) const;
-  llvm::Expected<std::vector<NamedTensor>> run(llvm::ArrayRef<NamedTensor> inputs) const;
+  llvm::Expected<std::vector<NamedTensor>> run(llvm::ArrayRef<NamedTensor> inputs,
+                                               const Executor::Observer *observer = nullptr) const;
 };
 
 struct Executor::Impl {
@@ -375,7 +376,16 @@ Executor::run(llvm::StringRef function, llvm::ArrayRef<NamedTensor> inputs) cons
 }
 
 llvm::Expected<std::vector<NamedTensor>>
-ExecFunction::run(llvm::ArrayRef<NamedTensor> inputs) const {
+Executor::run(llvm::StringRef function, llvm::ArrayRef<NamedTensor> inputs,
+              const Observer &observer) const {
+  const ExecFunction *f = impl->find(function);
+  if (!f)
+    return makeError("the program has no function '" + function.str() + "'");
+  return f->run(inputs, &observer);
+}
+
+llvm::Expected<std::vector<NamedTensor>>
+ExecFunction::run(llvm::ArrayRef<NamedTensor> inputs, const Executor::Observer *observer) const {
   const ExecFunction &m = *this;
   std::vector<cpu::Tensor> slots(size_t(m.numSlots));
   for (auto &[s, t] : m.constants)
@@ -428,8 +438,11 @@ ExecFunction::run(llvm::ArrayRef<NamedTensor> inputs) const {
                     (t.defined() ? t.describe() : std::string("missing")) +
                     " but the compiler inferred " + want.describe() +
                     " (an llmc bug: please report it)");
-      slots[size_t(step.results[r])] = std::move(call.outputs[r]);
     }
+    if (observer)
+      (*observer)(step.kernel->name, step.name, call.inputs, call.outputs);
+    for (size_t r = 0; r < step.results.size(); ++r)
+      slots[size_t(step.results[r])] = std::move(call.outputs[r]);
     for (int s : m.releaseAfter[i])
       slots[size_t(s)] = cpu::Tensor();
   }

@@ -16,6 +16,7 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -76,6 +77,18 @@ public:
   /// Runs the named function.
   llvm::Expected<std::vector<NamedTensor>> run(llvm::StringRef function,
                                                llvm::ArrayRef<NamedTensor> inputs) const;
+
+  /// Sees every kernel launch of a run after it ran: the kernel ("linear",
+  /// "quantized_linear", ...), the operation's node name, its inputs (null
+  /// for an absent operand; constants included) and its results. The
+  /// tensors are valid during the call only.
+  using Observer = std::function<void(llvm::StringRef kernel, llvm::StringRef node,
+                                      llvm::ArrayRef<const ::llmc::cpu::Tensor *> inputs,
+                                      llvm::ArrayRef<::llmc::cpu::Tensor> results)>;
+  /// Runs the named function, telling `observer` of each launch.
+  llvm::Expected<std::vector<NamedTensor>> run(llvm::StringRef function,
+                                               llvm::ArrayRef<NamedTensor> inputs,
+                                               const Observer &observer) const;
 
   /// Number of kernel launches per run.
   size_t numKernels() const;

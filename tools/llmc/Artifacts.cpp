@@ -9,6 +9,7 @@
 
 #include "compiler/Artifact/Artifact.h"
 #include "compiler/Codegen/CPU/EmitCpp.h"
+#include "compiler/Executor/QuantEval.h"
 #include "llmc/llmc.h"
 #include "runtime/src/Tokenizer.h"
 #include "runtime/src/support/Json.h"
@@ -35,6 +36,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <map>
 #include <chrono>
 #include <thread>
 
@@ -97,6 +99,28 @@ cl::opt<std::string> compileQuantActs(
     cl::desc("int8 (default): the quantized kernels round activations to int8 per block of 32 "
              "for integer dot products; f32: they dequantize the weights and keep x as it is"),
     cl::init("int8"), cl::sub(compileCmd), cl::cat(cat()));
+cl::opt<std::string> compileEval(
+    "eval",
+    cl::desc("With --quant: run the quantized and the float model on these token ids (commas "
+             "or spaces, one sequence per line) and report top-1 agreement, KL divergence, "
+             "perplexity and each layer's error (also in the manifest)"),
+    cl::value_desc("file"), cl::init(""), cl::sub(compileCmd), cl::cat(cat()));
+cl::opt<std::string> compileEvalText(
+    "eval-text", cl::desc("As --eval, on a text file tokenized by the model's tokenizer"),
+    cl::value_desc("file"), cl::init(""), cl::sub(compileCmd), cl::cat(cat()));
+cl::opt<int64_t> compileEvalLen("eval-seq-len",
+                                cl::desc("Tokens per evaluated sequence (longer ones are cut; "
+                                         "default 128)"),
+                                cl::init(128), cl::sub(compileCmd), cl::cat(cat()));
+cl::opt<int64_t> compileEvalMax("eval-max-sequences",
+                                cl::desc("Sequences evaluated at most (default 32)"),
+                                cl::init(32), cl::sub(compileCmd), cl::cat(cat()));
+cl::opt<double> compileMaxKl(
+    "max-kl",
+    cl::desc("With --eval/--eval-text: fail (no artifact) when the mean KL divergence of the "
+             "quantized model's next-token distributions from the float model's exceeds this "
+             "(nats)"),
+    cl::init(-1), cl::sub(compileCmd), cl::cat(cat()));
 cl::opt<std::string> compileCxx("cxx", cl::desc("Host C++ compiler (default $CXX, else c++)"),
                                 cl::init(""), cl::sub(compileCmd), cl::cat(cat()));
 
@@ -289,6 +313,72 @@ llvm::Error findTokenizer(const CompileRequest &req, const CpuModel &model, Arti
 
 } // namespace
 
+namespace {
+
+/// The accuracy gate: the float and the quantized pipeline (one prefill
+/// bucket of --eval-seq-len) run by the reference executor on the
+/// evaluation sequences.
+llvm::Expected<QuantEvalReport> evaluateQuant(const CompileRequest &req, const ArtifactInfo &info,
+                                              const QuantSpec &quant) {
+  std::vector<std::vector<int64_t>> sequences;
+  std::string file = req.evalIds.empty() ? req.evalText : req.evalIds;
+  auto buf = llvm::MemoryBuffer::getFile(file);
+  if (!buf)
+    return llvm::createStringError("cannot read " + file + ": " + buf.getError().message());
+  if (!req.evalIds.empty()) {
+    auto ids = parseEvalIds((*buf)->getBuffer());
+    if (!ids)
+      return llvm::createStringError(file + ": " + llvm::toString(ids.takeError()));
+    sequences = std::move(*ids);
+  } else {
+    if (info.tokenizerJson.empty())
+      return llvm::createStringError("--eval-text needs the model's tokenizer.json (beside the "
+                                     "model, or --tokenizer)");
+    ::llmc::Tokenizer tok;
+    std::string error;
+    if (!tok.load(info.tokenizerJson, error))
+      return llvm::createStringError(error);
+    std::vector<int32_t> ids = tok.encode((*buf)->getBuffer().str(), /*addSpecial=*/false);
+    sequences.emplace_back(ids.begin(), ids.end());
+  }
+  sequences = cutSequences(sequences, req.evalSeqLen, req.evalMaxSequences);
+  if (sequences.empty())
+    return llvm::createStringError(file + " holds no sequence of 2 or more tokens");
+  std::string base = "llmc-pipeline{max-seq=" + std::to_string(req.maxSeq) +
+                     " batch=1 prefill-buckets=" + std::to_string(req.evalSeqLen) +
+                     " dtype=" + req.dtype;
+  std::string quantized = base + " quant-bits=" + std::to_string(quant.bits) +
+                          " quant-group=" + std::to_string(quant.group) +
+                          " quant-asym=" + (quant.asymmetric ? "1" : "0") +
+                          " quant-int8-activations=" +
+                          (req.quantActivations == "int8" ? "1" : "0");
+  if (!req.quantSkip.empty())
+    quantized += " quant-skip=" + llvm::join(req.quantSkip, ",");
+  return evaluateQuantization(req.input, base + "}", quantized + "}", sequences);
+}
+
+void printQuantEval(llvm::raw_ostream &os, const QuantEvalReport &r, llvm::StringRef scheme) {
+  os << llvm::formatv("  accuracy of --quant {0} against the float model ({1} sequences, {2} "
+                      "positions):\n",
+                      scheme, r.sequences, r.positions);
+  os << llvm::formatv("    top-1 agreement {0:f2}%, KL divergence mean {1:e2} max {2:e2} nats\n",
+                      100 * r.top1Agreement, r.meanKl, r.maxKl);
+  os << llvm::formatv("    perplexity {0:f3} (float) -> {1:f3} (quantized), {2:+f2}%\n",
+                      r.floatPerplexity, r.quantPerplexity,
+                      r.floatPerplexity > 0
+                          ? 100 * (r.quantPerplexity / r.floatPerplexity - 1)
+                          : 0.0);
+  std::vector<QuantEvalReport::Layer> worst = r.layers;
+  std::stable_sort(worst.begin(), worst.end(), [](const auto &a, const auto &b) {
+    return a.relativeError > b.relativeError;
+  });
+  os << "    relative error each layer adds (worst first; all in the manifest):\n";
+  for (size_t i = 0; i < std::min<size_t>(5, worst.size()); ++i)
+    os << llvm::formatv("      {0:e2}  {1}\n", worst[i].relativeError, worst[i].name);
+}
+
+} // namespace
+
 llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const CompileRequest &req,
                                                    llvm::raw_ostream *log) {
   using Clock = std::chrono::steady_clock;
@@ -331,6 +421,16 @@ llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const Compil
   }
   if (req.quantActivations != "int8" && req.quantActivations != "f32")
     return error("--quant-activations must be int8 or f32");
+  bool evaluate = !req.evalIds.empty() || !req.evalText.empty();
+  if (evaluate && !quant)
+    return error("--eval and --eval-text need --quant (they compare the quantized model with "
+                 "the float one)");
+  if (!req.evalIds.empty() && !req.evalText.empty())
+    return error("give --eval or --eval-text, not both");
+  if (req.maxKl >= 0 && !evaluate)
+    return error("--max-kl needs --eval or --eval-text");
+  if (evaluate && (req.evalSeqLen < 2 || req.evalSeqLen > req.maxSeq || req.evalMaxSequences < 1))
+    return error("--eval-seq-len must be in [2, --max-seq] and --eval-max-sequences positive");
   for (const std::string &s : req.quantSkip)
     if (s.empty() || s.find_first_of("{} ,'\"") != std::string::npos)
       return error("--quant-skip names must be non-empty, without spaces, commas, braces or "
@@ -456,6 +556,20 @@ llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const Compil
   info.emitSource = req.emitSource;
   if (llvm::Error e = findTokenizer(req, *cpuModel, info, log))
     return std::move(e);
+  if (evaluate) {
+    stage("evaluating the quantization (float and quantized model, reference executor)");
+    auto report = evaluateQuant(req, info, *quant);
+    if (!report)
+      return error("--eval: " + llvm::toString(report.takeError()));
+    if (log)
+      printQuantEval(*log, *report, req.quant);
+    info.quantEval = report->toJson();
+    if (req.maxKl >= 0 && report->meanKl > req.maxKl)
+      return error(llvm::formatv("the quantized model's mean KL divergence {0:e2} exceeds "
+                                 "--max-kl {1:e2}: no artifact written",
+                                 report->meanKl, req.maxKl)
+                       .str());
+  }
   stage("building " + req.output + " (libmodel.so with the host C++ compiler)");
   if (llvm::Error e = writeArtifact(*cpuModel, info, req.output, tty ? nullptr : log)) {
     if (tty)
@@ -513,6 +627,11 @@ int mlir::llmc::runCompile(MLIRContext &ctx) {
   req.quant = compileQuant;
   req.quantSkip.assign(compileQuantSkip.begin(), compileQuantSkip.end());
   req.quantActivations = compileQuantActs;
+  req.evalIds = compileEval;
+  req.evalText = compileEvalText;
+  req.evalSeqLen = compileEvalLen;
+  req.evalMaxSequences = compileEvalMax;
+  req.maxKl = compileMaxKl;
   auto cpuModel = compileModel(ctx, req, &llvm::errs());
   if (!cpuModel)
     return fail(llvm::toString(cpuModel.takeError()));
@@ -872,6 +991,33 @@ int mlir::llmc::runInspect() {
     os << "decode step:  " << num(arch, "decode_kernels_per_step") << " kernels (fusion plan)\n";
   os << "vocab:        " << num(m, "vocab") << "\n";
   os << "weights:      " << num(w, "bytes") << " bytes, " << num(w, "tensors") << " tensors\n";
+  if (const llvm::json::Object *quant = m->getObject("quantization")) {
+    // One line per scheme, then the total against float weights.
+    std::map<std::string, int64_t> schemes;
+    int64_t layers = 0;
+    if (const llvm::json::Array *ls = quant->getArray("layers"))
+      for (const llvm::json::Value &v : *ls) {
+        const llvm::json::Object *l = v.getAsObject();
+        if (!l)
+          continue;
+        std::string scheme = llvm::formatv("int{0} {1}{2}, {3} activations", num(l, "bits"),
+                                           llvm::formatv("groups of {0}", num(l, "group_size")).str(),
+                                           l->getBoolean("zero_points").value_or(false)
+                                               ? " with zero points" : " symmetric",
+                                           l->getBoolean("int8_activations").value_or(false)
+                                               ? "int8" : "f32")
+                                 .str();
+        ++schemes[scheme], ++layers;
+      }
+    double mib = 1024.0 * 1024.0, stored = double(num(quant, "bytes")),
+           asFloat = double(num(quant, "float_bytes"));
+    os << llvm::formatv("quantized:    {0} linear layers, {1:f2} MiB instead of {2:f2} MiB as "
+                        "float (saves {3:f2} MiB, {4:f0}%)\n",
+                        layers, stored / mib, asFloat / mib, (asFloat - stored) / mib,
+                        asFloat > 0 ? 100.0 * (asFloat - stored) / asFloat : 0.0);
+    for (const auto &[scheme, count] : schemes)
+      os << "              " << count << " x " << scheme << "\n";
+  }
   bool flexible = mem && mem->getBoolean("kv_cache_capacity_flexible").value_or(false);
   os << "KV cache:     " << num(mem, "kv_cache_bytes_per_sequence")
      << " bytes per sequence at the compiled capacity"

@@ -37,6 +37,11 @@ struct CompileRequest {
   std::string quant;     // "", int8[:gN][:asym], int4[:gN][:asym]
   std::vector<std::string> quantSkip; // lm_head, or substrings of layer names
   std::string quantActivations = "int8"; // int8 or f32
+  // The accuracy gate (with quant): token ids (one sequence per line) or
+  // text, cut into pieces of evalSeqLen tokens, at most evalMaxSequences.
+  std::string evalIds, evalText;
+  int64_t evalSeqLen = 128, evalMaxSequences = 32;
+  double maxKl = -1; // fail when the mean KL divergence exceeds it (< 0: no gate)
 };
 
 /// A --quant spec: int8 (per output channel) or int4 (groups of 32) with

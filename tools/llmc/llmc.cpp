@@ -17,6 +17,7 @@
 #include "compiler/Executor/Conformance.h"
 #include "compiler/Executor/DecodeLoop.h"
 #include "compiler/Executor/Executor.h"
+#include "dialects/LLM/IR/LLMOps.h"
 #include "passes/Passes.h"
 #include "passes/TransformerStructure.h"
 #include "python-free-frontend/ModelSummary.h"
@@ -46,6 +47,7 @@
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <map>
 #include <string>
 
 using namespace mlir;
@@ -646,6 +648,7 @@ int runCheck() {
   // tensor, attribute and shape the compiler will rely on.
   std::string importError, raiseError;
   std::optional<TransformerStructure> structure;
+  std::map<std::string, int64_t> quantizedSchemes;
   if (!blocking) {
     auto ctx = makeContext();
     auto module = importOnnxModel(*ctx, **model);
@@ -667,6 +670,14 @@ int runCheck() {
           raiseError = "the transformer passes failed";
       } else if (auto main = (*module)->lookupSymbol<func::FuncOp>("main")) {
         structure = describeTransformer(main);
+        // Pre-quantized layers (MatMulNBits) the raise kept quantized.
+        main.walk([&](QuantizedLinearOp q) {
+          ++quantizedSchemes[llvm::formatv("int{0}, groups of {1}, {2}", q.getBits(),
+                                           q.getGroupSize(),
+                                           isNone(q.getZeroPoints()) ? "symmetric"
+                                                                     : "zero points")
+                                 .str()];
+        });
       }
     }
   }
@@ -786,6 +797,10 @@ int runCheck() {
         return a;
       };
       root["structure"] = structure->summary();
+      llvm::json::Object quantized;
+      for (const auto &[scheme, count] : quantizedSchemes)
+        quantized[scheme] = count;
+      root["quantized_layers"] = std::move(quantized);
       root["prologue"] = strings(structure->prologue);
       llvm::json::Array layers;
       for (const auto &layer : structure->layers)
@@ -871,6 +886,9 @@ int runCheck() {
       for (const auto &u : structure->unrecognized)
         os << "  " << u.op << (u.node.empty() ? "" : " (" + u.node + ")") << "\n";
     }
+    for (const auto &[scheme, count] : quantizedSchemes)
+      os << "quantized:    " << count << " linear layers " << scheme
+         << " (weights kept as stored)\n";
     if (decode.error.empty() && decode.kernels >= 0)
       os << "decode step:  " << decode.kernels << " kernels, arena " << humanBytes(decode.arena)
          << ", KV cache " << humanBytes(decode.kvCache) << " (batch 1, " << kCheckCapacity

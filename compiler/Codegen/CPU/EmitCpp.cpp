@@ -29,6 +29,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <map>
+#include <set>
 
 using namespace mlir;
 using namespace mlir::llmc;
@@ -346,6 +347,7 @@ private:
   std::string init;    // Model::init's statements
   llvm::DenseMap<Value, std::string> names;
   llvm::DenseMap<Attribute, int> weights, packedWeights, f32Weights;
+  std::set<std::string> recordedQuantized; // the layers of CpuModel::quantized
   std::vector<ConstantOp> lazyConstants;
   llvm::Error deferredError = llvm::Error::success();
   llvm::DenseSet<Operation *> folded; // emitted as part of an earlier statement
@@ -464,6 +466,19 @@ llvm::Error Emitter::emitQuantizedLinear(QuantizedLinearOp op, const std::string
     if (!zi)
       return zi.takeError();
     zpRef = llvm::formatv("&m.w[{0}]", *zi).str();
+  }
+  // Each entry point has its own (equal) constants: one record per layer.
+  if (recordedQuantized.insert(nodeName(op) + " " + describeType(op.getWeight().getType())).second) {
+    auto qType = cast<RankedTensorType>(op.getWeight().getType());
+    CpuModel::QuantizedTensor t;
+    t.name = nodeName(op);
+    t.rows = qType.getDimSize(0);
+    t.cols = cast<RankedTensorType>(op.getX().getType()).getShape().back();
+    t.bits = op.getBits(), t.groupSize = op.getGroupSize();
+    t.zeroPoints = bool(zp), t.int8Activations = op.getInt8Activations();
+    t.bytes = bytesOf(op.getWeight().getType()) + t.rows * qType.getDimSize(1) * (4 + (zp ? 1 : 0));
+    t.floatBytes = t.rows * t.cols * int64_t(getElementTypeOrSelf(op.getType()).getIntOrFloatBitWidth() / 8);
+    model.quantized.push_back(t);
   }
   body += llvm::formatv("{0}Tensor {1}; // quantized_linear int{2} g{3}{4} -> {5}\n", in, v,
                         op.getBits(), op.getGroupSize(), residual != "nullptr" ? " + residual" : "",

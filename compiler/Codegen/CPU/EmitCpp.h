@@ -45,9 +45,19 @@ struct CpuModel {
     std::string name;
     int64_t offset = 0, bytes = 0;
   };
+  // A quantized linear layer's weight (once, whatever entries use it).
+  struct QuantizedTensor {
+    std::string name;             // the layer
+    int64_t rows = 0, cols = 0;   // N, K
+    int64_t bits = 0, groupSize = 0;
+    bool zeroPoints = false, int8Activations = false;
+    int64_t bytes = 0;            // stored: values, scales and zero points
+    int64_t floatBytes = 0;       // the same weight at the layer's float type
+  };
   std::string source;         // model.cpp
   std::vector<char> weights;  // weights.bin
   std::vector<Blob> blobs;    // in offset order
+  std::vector<QuantizedTensor> quantized;
   std::string weightsSha256;  // hex
   std::vector<Entry> entries;
   std::vector<Cache> caches;
