@@ -5,7 +5,8 @@
 // float64 references over random 4- and 8-bit weights, with and without
 // zero points, group sizes that pad K and odd row counts:
 //
-// - the f32-activation kernel against sum_k (q - zp) * scale * x in float64;
+// - the f32-activation kernels (the group-at-a-time one and prefill's
+//   dequantized panels) against sum_k (q - zp) * scale * x in float64;
 // - the int8-activation kernel against the same sum over x rounded as the
 //   kernel documents it (per block of 32, scale max|x| / 127, nearest even),
 //   tightly, and against the exact sum within the bound that rounding
@@ -123,6 +124,11 @@ void check(const Case &c, uint32_t seed) {
                    split);
   quantizedRowsF32(x.data(), c.M, w.shape, w.q.data(), w.scales.data(), pz, pb, pr, yf.data(),
                    split, c.N);
+  std::vector<float> yp(size_t(c.M * c.N), -1.f);
+  quantizedRowsPanels(x.data(), c.M, w.shape, w.q.data(), w.scales.data(), pz, pb, pr, yp.data(),
+                      0, split);
+  quantizedRowsPanels(x.data(), c.M, w.shape, w.q.data(), w.scales.data(), pz, pb, pr, yp.data(),
+                      split, c.N);
   bool intPath = quantizedInt8Supported(w.shape);
   if (intPath) {
     QuantActivations xa;
@@ -144,6 +150,7 @@ void check(const Case &c, uint32_t seed) {
       double epilogue = (pb ? pb[n] : 0.0) + (pr ? pr[m * c.N + n] : 0.0);
       double tol = 1e-5 * (magnitude + std::fabs(epilogue)) + 1e-6;
       ASSERT_NEAR(yf[m * c.N + n], exact + epilogue, tol) << "f32 path, m=" << m << " n=" << n;
+      ASSERT_NEAR(yp[m * c.N + n], exact + epilogue, tol) << "panel path, m=" << m << " n=" << n;
       if (intPath) {
         ASSERT_NEAR(yi[m * c.N + n], rounded + epilogue, tol) << "int8 path, m=" << m << " n=" << n;
         ASSERT_NEAR(yi[m * c.N + n], exact + epilogue, bound * 1.0001 + tol)
@@ -159,7 +166,7 @@ TEST(QuantKernels, FourBitMatchesFloat64) {
   for (int64_t K : {32, 64, 96, 160, 1056, 1024})
     for (int64_t group : {int64_t(16), int64_t(32), int64_t(64), int64_t(128), K})
       for (bool zp : {false, true})
-        for (int64_t M : {1, 3, 13})
+        for (int64_t M : {1, 3, 13, 29})
           check({M, 37, K, group, 4, zp, M == 3, M != 1}, seed++);
 }
 

@@ -38,6 +38,7 @@
 #ifndef LLMC_RUNTIME_MODEL_KERNELS_QUANT_H
 #define LLMC_RUNTIME_MODEL_KERNELS_QUANT_H
 
+#include "runtime/src/model/kernels/Packed.h"
 #include "runtime/src/model/kernels/Vec.h"
 
 #include <algorithm>
@@ -241,9 +242,12 @@ void int8Rows(const QuantActivations &xa, int64_t m, const QuantShape &shape, co
     for (int r = 0; r < R; ++r) {
       const uint8_t *wp = q + (n + r) * rowBytes + s * 64;
       // The R rows are one contiguous block, read a step of each row at a
-      // time; the hardware prefetchers alone leave that latency-bound (as
-      // in Gemv.h), so each step asks for its line of the next block.
-      prefetchLine(wp + kQuantRows * rowBytes);
+      // time; the hardware prefetchers alone leave that latency-bound, so
+      // each step asks for its line two blocks ahead, into L2: on the
+      // development VM that took 125M-Llama-shaped int8 layers from 20 to
+      // 30-40 GB/s on two cores (an L1 prefetch one block ahead: 20; none:
+      // 15), int4 from 26 to 28-37.
+      prefetchLineL2(wp + 2 * kQuantRows * rowBytes);
       __m512i b = avail >= 64 ? _mm512_loadu_si512(wp) : _mm512_maskz_loadu_epi8(wmask, wp);
       const float *sc = scales + (n + r) * G + gl;
       __m512 ws = Bcast ? _mm512_set1_ps(*sc)
@@ -334,8 +338,8 @@ inline void quantizedRowsInt8(const QuantActivations &xa, const QuantShape &shap
           int32_t z = zp ? int32_t(zp[n * G + gl]) : 1;
           float scale = scales[n * G + gl] * xs[s * kQuantLanes];
 #if defined(LLMC_QUANT_AVX2)
-          if ((s * stepBytes) % 64 == 0) // a new line: its place in the next block of rows
-            prefetchLine(wp + kQuantRows * rowBytes);
+          if ((s * stepBytes) % 64 == 0) // a new line: its place two blocks of rows ahead
+            prefetchLineL2(wp + 2 * kQuantRows * rowBytes);
           alignas(32) uint8_t tail[32] = {};
           const uint8_t *bytes = wp;
           if (avail < stepBytes) // the row's last bytes, zero-padded
@@ -390,6 +394,52 @@ inline void quantizedRowsInt8(const QuantActivations &xa, const QuantShape &shap
 #endif
       for (int64_t r = 0; r < rows; ++r)
         y[m * N + nb + r] = linearEpilogue(dots[r], bias, residual, m, nb + r, N);
+    }
+  }
+}
+
+/// Rows [n0, n1) of y [M, N] for many rows of x (prefill), x used as it is
+/// (f32): kTilePanels x 16 weight rows at a time are dequantized ((q - zp)
+/// * scale, exactly as the reference does) into the column panels of
+/// Packed.h, [K][16] each, in a buffer that stays in L2, and multiplied by
+/// every row of x with its register-tiled kernel; the dequantization costs
+/// one pass over the weights per call, shared by all rows of x.
+inline void quantizedRowsPanels(const float *x, int64_t M, const QuantShape &shape,
+                                const uint8_t *q, const float *scales, const uint8_t *zp,
+                                const float *bias, const float *residual, float *y, int64_t n0,
+                                int64_t n1) {
+  const int64_t K = shape.k, N = shape.n, G = shape.groups, gs = shape.groupSize;
+  const int64_t bits = shape.bits, rowBytes = shape.rowBytes();
+  const float symmetric = float(int64_t(1) << (bits - 1));
+  const int64_t width = kTilePanels * kPanel;
+  std::vector<float> panels(static_cast<size_t>(kTilePanels * K * kPanel));
+  float tile[kTileRows][kTilePanels * kPanel];
+  for (int64_t nb = n0; nb < n1; nb += width) {
+    const int64_t rows = std::min(width, n1 - nb);
+    const int64_t count = (rows + kPanel - 1) / kPanel; // panels in this tile
+    std::fill(panels.begin(), panels.end(), 0.f);
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t n = nb + r, p = r / kPanel, j = r % kPanel;
+      const uint8_t *wr = q + n * rowBytes;
+      float *dst = panels.data() + p * K * kPanel + j;
+      for (int64_t g = 0; g < G; ++g) {
+        const float z = zp ? float(zp[n * G + g]) : symmetric, sc = scales[n * G + g];
+        const int64_t k0 = g * gs, k1 = std::min(K, k0 + gs);
+        for (int64_t k = k0; k < k1; ++k) {
+          int64_t v = bits == 4 ? (wr[k / 2] >> ((k % 2) * 4)) & 15 : wr[k];
+          dst[k * kPanel] = (float(v) - z) * sc;
+        }
+      }
+    }
+    for (int64_t m = 0; m < M; m += kTileRows) {
+      int mr = int(std::min<int64_t>(kTileRows, M - m));
+      if (count == kTilePanels)
+        panelTileRows<kTilePanels>(mr, x + m * K, K, panels.data(), tile);
+      else
+        panelTileRows<1>(mr, x + m * K, K, panels.data(), tile);
+      for (int i = 0; i < mr; ++i)
+        for (int64_t c = 0; c < rows; ++c)
+          y[(m + i) * N + nb + c] = linearEpilogue(tile[i][c], bias, residual, m + i, nb + c, N);
     }
   }
 }
