@@ -72,19 +72,6 @@ struct FusePass : mlir::llmc::impl::FusePassBase<FusePass> {
   // Projections sharing an input
   //===--------------------------------------------------------------------===//
 
-  /// The bytes of a constant, or nothing.
-  static std::optional<cpu::Tensor> constantOf(Value v) {
-    auto c = v.getDefiningOp<ConstantOp>();
-    if (!c)
-      return std::nullopt;
-    auto t = constantTensor(c.getValue());
-    if (!t) {
-      llvm::consumeError(t.takeError());
-      return std::nullopt;
-    }
-    return std::move(*t);
-  }
-
   /// Linear layers (float or quantized) whose operands other than x are
   /// constants (or none) with their output features as dimension 0: those
   /// of one x, one kind and the same attributes become one layer over the

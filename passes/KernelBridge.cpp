@@ -3,6 +3,7 @@
 
 #include "compiler/Executor/Error.h"
 #include "dialects/LLM/IR/LLMDialect.h"
+#include "dialects/LLM/IR/LLMOps.h"
 #include "dialects/LLM/IR/ShapeInference.h"
 
 #include "mlir/IR/DialectResourceBlobManager.h"
@@ -47,6 +48,18 @@ llvm::Expected<cpu::Tensor> mlir::llmc::constantTensor(ElementsAttr attr) {
   for (int64_t i = 0; i < t.numel(); ++i)
     std::memcpy(dst + size_t(i) * es, one.data(), es);
   return t;
+}
+
+std::optional<cpu::Tensor> mlir::llmc::constantOf(Value v) {
+  auto c = v ? v.getDefiningOp<ConstantOp>() : ConstantOp();
+  if (!c)
+    return std::nullopt;
+  auto t = constantTensor(c.getValue());
+  if (!t) {
+    llvm::consumeError(t.takeError());
+    return std::nullopt;
+  }
+  return std::move(*t);
 }
 
 llvm::Expected<cpu::Attributes> mlir::llmc::kernelParams(DictionaryAttr dict) {

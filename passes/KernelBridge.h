@@ -17,10 +17,16 @@
 #include "mlir/IR/Operation.h"
 #include "llvm/Support/Error.h"
 
+#include <optional>
+
 namespace mlir::llmc {
 
 /// A runtime tensor viewing (or, for splats and i1, holding) a constant.
 llvm::Expected<::llmc::cpu::Tensor> constantTensor(ElementsAttr attr);
+
+/// The tensor of a value defined by llm.constant (a view, as
+/// constantTensor), or nothing for any other value or an unreadable one.
+std::optional<::llmc::cpu::Tensor> constantOf(Value v);
 
 /// Kernel parameters from an op's attributes.
 llvm::Expected<::llmc::cpu::Attributes> kernelParams(DictionaryAttr dict);

@@ -22,18 +22,6 @@ namespace cpu = ::llmc::cpu;
 
 namespace {
 
-std::optional<cpu::Tensor> constantOf(Value v) {
-  auto c = v ? v.getDefiningOp<ConstantOp>() : ConstantOp();
-  if (!c)
-    return std::nullopt;
-  auto t = constantTensor(c.getValue());
-  if (!t) {
-    llvm::consumeError(t.takeError());
-    return std::nullopt;
-  }
-  return std::move(*t);
-}
-
 /// g_idx that says what the blocks say already (g_idx[k] = k / bs).
 bool isTrivialGroupIndex(Value gIdx, int64_t K, int64_t bs) {
   std::optional<cpu::Tensor> t = constantOf(gIdx);

@@ -13,6 +13,8 @@
 #include "runtime/src/model/kernels/Packed.h"
 #include "runtime/src/model/kernels/Pointwise.h"
 
+#include "test/unit/TargetCpu.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -26,23 +28,6 @@ namespace cpu = llmc::cpu;
 
 namespace {
 
-bool cpuHasTheTarget() {
-#if defined(__AVX512F__)
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-#elif defined(__AVX2__)
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-         __builtin_cpu_supports("f16c");
-#else
-  return true;
-#endif
-}
-
-#define REQUIRE_TARGET()                                                                           \
-  do {                                                                                             \
-    if (!cpuHasTheTarget())                                                                        \
-      GTEST_SKIP() << "this CPU lacks the instructions this build of the test uses";              \
-  } while (0)
 
 uint32_t bitsOf(float f) {
   uint32_t u;

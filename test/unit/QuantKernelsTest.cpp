@@ -15,6 +15,8 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/src/model/kernels/Quant.h"
 
+#include "test/unit/TargetCpu.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -25,21 +27,6 @@ using namespace llmc::model::kernels;
 
 namespace {
 
-bool cpuHasTheTarget() {
-#if defined(__AVX512F__)
-  bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-#if defined(__AVX512VNNI__)
-  ok = ok && __builtin_cpu_supports("avx512vnni");
-#endif
-  return ok;
-#elif defined(__AVX2__)
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-         __builtin_cpu_supports("f16c");
-#else
-  return true;
-#endif
-}
 
 struct Case {
   int64_t M, N, K, groupSize, bits;
@@ -160,8 +147,7 @@ void check(const Case &c, uint32_t seed) {
 }
 
 TEST(QuantKernels, FourBitMatchesFloat64) {
-  if (!cpuHasTheTarget())
-    GTEST_SKIP() << "this CPU lacks the instructions this build of the test uses";
+  REQUIRE_TARGET();
   uint32_t seed = 1;
   for (int64_t K : {32, 64, 96, 160, 1056, 1024})
     for (int64_t group : {int64_t(16), int64_t(32), int64_t(64), int64_t(128), K})
@@ -171,8 +157,7 @@ TEST(QuantKernels, FourBitMatchesFloat64) {
 }
 
 TEST(QuantKernels, EightBitMatchesFloat64) {
-  if (!cpuHasTheTarget())
-    GTEST_SKIP() << "this CPU lacks the instructions this build of the test uses";
+  REQUIRE_TARGET();
   uint32_t seed = 100;
   for (int64_t K : {32, 96, 160, 192, 1024, 1056})
     for (int64_t group : {int64_t(32), int64_t(128), K}) // K: one group per output channel
@@ -182,6 +167,7 @@ TEST(QuantKernels, EightBitMatchesFloat64) {
 }
 
 TEST(QuantKernels, ZeroActivationsGiveTheEpilogue) {
+  REQUIRE_TARGET();
   // A block of zeros has scale 0: no division by zero, no NaN.
   Case c{2, 8, 64, 32, 4, true, true, true};
   std::mt19937 rng(3);

@@ -303,6 +303,34 @@ inline void finishF32(Tensor &out, const std::vector<float> &scratch) {
     kernels::fromF32(scratch.data(), out.mutableData<kernels::Bf16>(), out.numel());
 }
 
+/// A linear layer's operands and result in f32 for its kernel: x, bias and
+/// residual as f32 (views, or converted copies for f16/bf16), y where the
+/// kernel writes (out itself when f32); finish() rounds y into out. start()
+/// checks the residual against the [..., n] result and allocates out.
+struct LinearF32 {
+  std::vector<float> xs, bs, rs, ys;
+  const float *x = nullptr, *bias = nullptr, *residual = nullptr;
+  float *y = nullptr;
+  int64_t rows = 0; // of x
+
+  Status start(const char *opName, const Tensor &xIn, int64_t n, const Tensor *biasIn,
+               const Tensor *residualIn, Tensor &out) {
+    Shape shape = xIn.shape();
+    rows = xIn.numel() / shape.back();
+    shape.back() = n;
+    if (residualIn && (residualIn->dtype() != xIn.dtype() || residualIn->shape() != shape))
+      return Status::error(std::string(opName) + ": the residual " + residualIn->describe() +
+                           " does not match the output");
+    LLMC_TRY(Tensor::allocate(xIn.dtype(), shape, out));
+    x = asF32(xIn, xs);
+    bias = biasIn ? asF32(*biasIn, bs) : nullptr;
+    residual = residualIn ? asF32(*residualIn, rs) : nullptr;
+    y = f32Target(out, ys);
+    return Status::ok();
+  }
+  void finish(Tensor &out) const { finishF32(out, ys); }
+};
+
 inline Status linear(const Context &ctx, const KernelEntry *reference, const char *opName,
                      const Tensor &x, const Tensor &w, const Tensor *bias, const Tensor *residual,
                      Tensor &out) {
@@ -562,18 +590,11 @@ inline Status packedLinear(const Context &ctx, const char *opName, const Tensor 
                          (bias ? bias->describe() : std::string("none")) +
                          " do not fit the packed weight " + packed.describe() + " of " +
                          std::to_string(n) + " columns");
-  int64_t m = x.numel() / k;
-  Shape shape = x.shape();
-  shape.back() = n;
-  if (residual && (residual->dtype() != type || residual->shape() != shape))
-    return Status::error(std::string(opName) + ": the residual " + residual->describe() +
-                         " does not match the output");
-  LLMC_TRY(Tensor::allocate(type, shape, out));
-  std::vector<float> xs, bs, rs, ys;
-  const float *px = asF32(x, xs);
-  const float *pb = bias ? asF32(*bias, bs) : nullptr;
-  const float *pr = residual ? asF32(*residual, rs) : nullptr;
-  float *py = f32Target(out, ys);
+  LinearF32 f;
+  LLMC_TRY(f.start(opName, x, n, bias, residual, out));
+  const int64_t m = f.rows;
+  const float *px = f.x, *pb = f.bias, *pr = f.residual;
+  float *py = f.y;
   // Units of a register tile's panels; a contiguous range of them per thread.
   int64_t panels = packed.dim(0);
   int64_t units = (panels + kernels::kTilePanels - 1) / kernels::kTilePanels;
@@ -590,7 +611,7 @@ inline Status packedLinear(const Context &ctx, const char *opName, const Tensor 
   if (!known)
     return Status::error(std::string(opName) + ": packed weights of " +
                          cpu::dtypeName(type) + " are not supported");
-  finishF32(out, ys);
+  f.finish(out);
   return Status::ok();
 }
 
@@ -620,18 +641,11 @@ inline Status quantizedLinear(const Context &ctx, const char *opName, const Tens
     return Status::error(std::string(opName) + ": x " + x.describe() + " does not fit the " +
                          std::to_string(bits) + "-bit weight " + q.describe() + " in groups of " +
                          std::to_string(groupSize) + " (scales " + scales.describe() + ")");
-  int64_t m = x.numel() / shape.k;
-  Shape outShape = x.shape();
-  outShape.back() = shape.n;
-  if (residual && (residual->dtype() != type || residual->shape() != outShape))
-    return Status::error(std::string(opName) + ": the residual " + residual->describe() +
-                         " does not match the output");
-  LLMC_TRY(Tensor::allocate(type, outShape, out));
-  std::vector<float> xs, bs, rs, ys;
-  const float *px = asF32(x, xs);
-  const float *pb = bias ? asF32(*bias, bs) : nullptr;
-  const float *pr = residual ? asF32(*residual, rs) : nullptr;
-  float *py = f32Target(out, ys);
+  LinearF32 f;
+  LLMC_TRY(f.start(opName, x, shape.n, bias, residual, out));
+  const int64_t m = f.rows;
+  const float *px = f.x, *pb = f.bias, *pr = f.residual;
+  float *py = f.y;
   const uint8_t *pq = q.data<uint8_t>(), *pz = zp ? zp->data<uint8_t>() : nullptr;
   const float *ps = scales.data<float>();
   // Blocks of 16 weight rows; a contiguous range of them per thread.
@@ -675,7 +689,7 @@ inline Status quantizedLinear(const Context &ctx, const char *opName, const Tens
                                 std::min(shape.n, b1 * 16));
     });
   }
-  finishF32(out, ys);
+  f.finish(out);
   return Status::ok();
 }
 
