@@ -74,6 +74,65 @@ std::optional<std::vector<uint8_t>> unpackZeroPoints(const cpu::Tensor &zp, int6
 
 } // namespace
 
+/// The constant under views (Reshape, Squeeze, ...: the same bytes).
+std::optional<cpu::Tensor> constantUnderViews(Value v) {
+  while (Operation *d = v.getDefiningOp()) {
+    if (!isView(d))
+      break;
+    v = d->getOperand(0);
+  }
+  return constantOf(v);
+}
+
+void mlir::llmc::raiseGatherBlockQuantized(func::FuncOp func, llvm::function_ref<Value()> none) {
+  SmallVector<MsGatherBlockQuantizedOp> ops;
+  func.walk([&](MsGatherBlockQuantizedOp op) { ops.push_back(op); });
+  for (MsGatherBlockQuantizedOp op : ops) {
+    int64_t bits = op.getBits(), bs = op.getBlockSize();
+    std::optional<cpu::Tensor> data = constantUnderViews(op.getData());
+    std::optional<cpu::Tensor> scales = constantUnderViews(op.getScales());
+    // uint8 data packed along a [vocab, hidden] table, gathered by row,
+    // quantized along the row (int4/uint4 element types stay as they are).
+    // (The table's shape is the one its views give it; the bytes are the constant's.)
+    auto dataType = dyn_cast<RankedTensorType>(op.getData().getType());
+    if (!data || !scales || !dataType || !dataType.hasStaticShape() || dataType.getRank() != 2 ||
+        data->dtype() != cpu::DType::UInt8 || data->numel() != dataType.getNumElements() ||
+        (bits != 4 && bits != 8) || op.getGatherAxis() != 0 ||
+        (op.getQuantizeAxis() != 1 && op.getQuantizeAxis() != -1))
+      continue;
+    int64_t V = dataType.getDimSize(0), H = dataType.getDimSize(1) * (8 / bits);
+    if (bs <= 0 || H % bs != 0 || scales->numel() != V * (H / bs))
+      continue;
+    int64_t G = H / bs;
+    std::optional<std::vector<uint8_t>> zp;
+    if (!isNone(op.getZeroPoints())) {
+      std::optional<cpu::Tensor> z = constantUnderViews(op.getZeroPoints());
+      if (!z || z->dtype() != cpu::DType::UInt8 || !(zp = unpackZeroPoints(*z, V, G, bits)))
+        continue;
+    }
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    auto u8 = IntegerType::get(b.getContext(), 8, IntegerType::Unsigned);
+    Value table = blobConstant(
+        b, loc, RankedTensorType::get({V, G, bs * bits / 8}, u8),
+        ArrayRef<char>(static_cast<const char *>(data->raw()), data->bytes()), "quantized_table");
+    Value scaleValue = blobConstant(
+        b, loc, RankedTensorType::get({V, G}, getElementTypeOrSelf(op.getScales().getType())),
+        ArrayRef<char>(static_cast<const char *>(scales->raw()), scales->bytes()),
+        "quantized_scales");
+    Value zeroValue = none();
+    if (zp)
+      zeroValue = blobConstant(b, loc, RankedTensorType::get({V, G}, u8),
+                               ArrayRef<char>(reinterpret_cast<const char *>(zp->data()), zp->size()),
+                               "quantized_zero_points");
+    Value y = createOp<QuantizedEmbeddingOp>(
+        b, loc, {table, scaleValue, zeroValue, op.getIndices()},
+        {b.getNamedAttr("bits", b.getI64IntegerAttr(bits)),
+         b.getNamedAttr("group_size", b.getI64IntegerAttr(bs))});
+    op.getResult().replaceAllUsesWith(y);
+  }
+}
+
 void mlir::llmc::raiseMatMulNBits(func::FuncOp func, llvm::function_ref<Value()> none) {
   SmallVector<MsMatMulNBitsOp> ops;
   func.walk([&](MsMatMulNBitsOp op) { ops.push_back(op); });

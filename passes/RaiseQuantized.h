@@ -12,6 +12,11 @@ namespace mlir::llmc {
 /// byte for byte. `none` gives the function's llm.none value.
 void raiseMatMulNBits(func::FuncOp func, llvm::function_ref<Value()> none);
 
+/// com.microsoft GatherBlockQuantized of a constant uint8-packed [vocab,
+/// hidden] table gathered by row and quantized along it (4 or 8 bits, zero
+/// points packed or none) -> llm.quantized_embedding, bytes kept as stored.
+void raiseGatherBlockQuantized(func::FuncOp func, llvm::function_ref<Value()> none);
+
 } // namespace mlir::llmc
 
 #endif // LLMC_PASSES_RAISEQUANTIZED_H

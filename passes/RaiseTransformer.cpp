@@ -896,6 +896,7 @@ struct RaiseTransformerPass
       op->getResult(0).replaceAllUsesWith(y);
     }
     raiseMatMulNBits(func, [&] { return none(b0, func.getLoc()); });
+    raiseGatherBlockQuantized(func, [&] { return none(b0, func.getLoc()); });
     // Bias Adds.
     SmallVector<Operation *> adds = opsNamed(func, "onnx.add");
     for (Operation *add : adds)

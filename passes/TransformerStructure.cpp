@@ -215,8 +215,13 @@ TransformerStructure mlir::llmc::describeTransformer(func::FuncOp func) {
     if (op == func.getOperation() || isa<func::ReturnOp>(op))
       return;
     StringRef n = shortName(op);
-    if (isa<EmbeddingOp>(op) || n == "ms.gather_block_quantized") {
-      events.push_back({Event::Embedding, n == "embedding" ? "embedding" : "embedding(int4)"});
+    if (isa<EmbeddingOp, QuantizedEmbeddingOp>(op) || n == "ms.gather_block_quantized") {
+      std::string what = "embedding";
+      if (auto q = dyn_cast<QuantizedEmbeddingOp>(op))
+        what += "(int" + std::to_string(q.getBits()) + ")";
+      else if (n != "embedding")
+        what += "(int4)";
+      events.push_back({Event::Embedding, what});
     } else if (isa<RmsNormOp, LayerNormOp>(op)) {
       events.push_back({Event::Norm, n.str()});
     } else if (auto a = dyn_cast<AttentionOp>(op)) {

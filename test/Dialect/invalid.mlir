@@ -1062,6 +1062,24 @@ func.func @quantized_linear_scales(%x: tensor<4x64xf32>, %q: tensor<8x2x16xui8>,
 
 // -----
 
+func.func @quantized_embedding_table(%q: tensor<256x2x32xui8>, %s: tensor<256x2xf32>, %ids: tensor<4xi64>) {
+  %none = llm.none
+  // expected-error @+1 {{table must be [vocab, G, 16]}}
+  %0 = llm.quantized_embedding %q, %s, %none, %ids {bits = 4 : i64, group_size = 32 : i64} : (tensor<256x2x32xui8>, tensor<256x2xf32>, none, tensor<4xi64>) -> tensor<4x64xf32>
+  return
+}
+
+// -----
+
+func.func @quantized_embedding_scales(%q: tensor<256x2x16xui8>, %s: tensor<128x2xf32>, %ids: tensor<4xi64>) {
+  %none = llm.none
+  // expected-error @+1 {{scales 'tensor<128x2xf32>' does not match table}}
+  %0 = llm.quantized_embedding %q, %s, %none, %ids {bits = 4 : i64, group_size = 32 : i64} : (tensor<256x2x16xui8>, tensor<128x2xf32>, none, tensor<4xi64>) -> tensor<4x64xf32>
+  return
+}
+
+// -----
+
 func.func @gelu(%x: tensor<4xi32>) {
   // expected-error @+1 {{operand #0 must be tensor of floating-point values}}
   %0 = llm.gelu %x : (tensor<4xi32>) -> tensor<4xi32>

@@ -348,6 +348,14 @@ func.func @quantized_linear(%x: tensor<1x?x64xf16>, %q4: tensor<96x2x16xui8>, %s
   return
 }
 
+// CHECK-LABEL: func.func @quantized_embedding
+func.func @quantized_embedding(%q: tensor<256x2x16xui8>, %s: tensor<256x2xf16>, %zp: tensor<256x2xui8>, %ids: tensor<1x?xi64>) {
+  %none = llm.none
+  // CHECK: llm.quantized_embedding %{{.*}} {bits = 4 : i64, group_size = 32 : i64} : (tensor<256x2x16xui8>, tensor<256x2xf16>, tensor<256x2xui8>, tensor<1x?xi64>) -> tensor<1x?x64xf16>
+  %0 = llm.quantized_embedding %q, %s, %zp, %ids {bits = 4 : i64, group_size = 32 : i64} : (tensor<256x2x16xui8>, tensor<256x2xf16>, tensor<256x2xui8>, tensor<1x?xi64>) -> tensor<1x?x64xf16>
+  return
+}
+
 // CHECK-LABEL: func.func @kv_cache
 func.func @kv_cache(%cache: tensor<1x2x64x16xf16>, %new: tensor<1x2x?x16xf16>, %q: tensor<1x?x4x16xf16>, %pos: tensor<i64>) -> (tensor<1x2x?x16xf16>, tensor<1x?x4x16xf16>) {
   // CHECK: llm.cache_update %arg0, %arg1, %arg3 : (tensor<1x2x64x16xf16>, tensor<1x2x?x16xf16>, tensor<i64>) -> tensor<1x2x64x16xf16>

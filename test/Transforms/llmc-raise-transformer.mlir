@@ -843,3 +843,37 @@ func.func @matmul_nbits_kept(%x: tensor<1x32xf32>, %bq: tensor<2x2x8xui8>) -> (t
   %y2 = llm.ms.matmul_nbits %x, %bq, %s, %none, %none, %none {K = 32 : i64, N = 2 : i64, bits = 4 : i64, block_size = 16 : i64} : (tensor<1x32xf32>, tensor<2x2x8xui8>, tensor<2x2xf32>, none, none, none) -> tensor<1x2xf32>
   return %y0, %y1, %y2 : tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>
 }
+
+// -----
+
+// com.microsoft GatherBlockQuantized of a uint8-packed [vocab, hidden]
+// table (here a Reshape of the [vocab, 1, 16] weight of a tied lm_head, as
+// onnxruntime-genai writes it), gathered by row: llm.quantized_embedding
+// over the same bytes as [vocab, groups, 16], scales [vocab, groups].
+// CHECK-LABEL: func.func @gather_block_quantized
+// CHECK-NOT: llm.ms.gather_block_quantized
+// CHECK: %[[T:.+]] = llm.constant dense_resource<quantized_table> : tensor<8x1x16xui8>
+// CHECK: llm.quantized_embedding %[[T]], %{{.+}}, %{{.+}}, %arg0 {bits = 4 : i64, group_size = 32 : i64} : (tensor<8x1x16xui8>, tensor<8x1xf32>, none, tensor<1x?xi64>) -> tensor<1x?x32xf32>
+func.func @gather_block_quantized(%ids: tensor<1x?xi64>) -> tensor<1x?x32xf32> {
+  %none = llm.none
+  %q = llm.constant dense<7> : tensor<8x1x16xui8>
+  %shape = llm.constant dense<[8, 16]> : tensor<2xi64>
+  %data = llm.onnx.reshape %q, %shape : (tensor<8x1x16xui8>, tensor<2xi64>) -> tensor<8x16xui8>
+  %s = llm.constant dense<0.5> : tensor<8x1xf32>
+  %y = llm.ms.gather_block_quantized %data, %ids, %s, %none {bits = 4 : i64, block_size = 32 : i64, gather_axis = 0 : i64, quantize_axis = 1 : i64} : (tensor<8x16xui8>, tensor<1x?xi64>, tensor<8x1xf32>, none) -> tensor<1x?x32xf32>
+  return %y : tensor<1x?x32xf32>
+}
+
+// -----
+
+// Negative: a table quantized along the other axis stays as it is.
+// CHECK-LABEL: func.func @gather_block_quantized_axis0
+// CHECK: llm.ms.gather_block_quantized
+// CHECK-NOT: llm.quantized_embedding
+func.func @gather_block_quantized_axis0(%ids: tensor<2xi64>) -> tensor<2x32xf32> {
+  %none = llm.none
+  %data = llm.constant dense<7> : tensor<64x16xui8>
+  %s = llm.constant dense<0.5> : tensor<2x32xf32>
+  %y = llm.ms.gather_block_quantized %data, %ids, %s, %none {bits = 4 : i64, block_size = 32 : i64, gather_axis = 0 : i64, quantize_axis = 0 : i64} : (tensor<64x16xui8>, tensor<2xi64>, tensor<2x32xf32>, none) -> tensor<2x32xf32>
+  return %y : tensor<2x32xf32>
+}

@@ -155,9 +155,14 @@ int64_t weightBytesRead(func::FuncOp f) {
       auto c = v.getDefiningOp<ConstantOp>();
       if (!c)
         continue;
-      if (isa<EmbeddingOp>(op) && use.getOperandNumber() == 0) {
+      // An embedding reads the rows its ids name (a quantized one: of its
+      // values, scales and zero points).
+      bool gathered = (isa<EmbeddingOp>(op) && use.getOperandNumber() == 0) ||
+                      (isa<QuantizedEmbeddingOp>(op) && use.getOperandNumber() < 3);
+      if (gathered) {
         auto table = dyn_cast<RankedTensorType>(c.getType());
-        auto ids = dyn_cast<RankedTensorType>(op->getOperand(1).getType());
+        auto ids = dyn_cast<RankedTensorType>(
+            op->getOperand(isa<EmbeddingOp>(op) ? 1 : 3).getType());
         if (table && ids && table.hasStaticShape() && ids.hasStaticShape() && table.getDimSize(0))
           total += ids.getNumElements() * (bytesOf(table) / table.getDimSize(0));
         continue;

@@ -1810,6 +1810,52 @@ LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
   return success();
 }
 
+LogicalResult QuantizedEmbeddingOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                                     Adaptor adaptor,
+                                                     SmallVectorImpl<Type> &types) {
+  if (failed(requireRank(loc, adaptor.getTable(), 3, "table")))
+    return failure();
+  MaybeShape ids = shapeOf(adaptor.getIds());
+  std::optional<int64_t> groups = staticDim(adaptor.getTable(), 1);
+  int64_t gs = adaptor.getGroupSize();
+  if (ids)
+    ids->push_back(groups && gs > 0 ? Dim::fixed(*groups * gs) : Dim::dynamic());
+  types.push_back(makeTensorType(ids, elementOf(adaptor.getScales())));
+  return success();
+}
+
+LogicalResult QuantizedEmbeddingOp::verify() {
+  int64_t bits = getBits(), gs = getGroupSize();
+  if (bits != 4 && bits != 8)
+    return emitOpError("bits must be 4 or 8, got ") << bits;
+  if (gs < 1 || gs > kMaxDimSize || (gs * bits) % 8 != 0)
+    return emitOpError("group_size must be positive and fill whole bytes, got ") << gs;
+  std::optional<int64_t> blob = staticDim(getTable(), 2);
+  if (blob && *blob != gs * bits / 8)
+    return emitOpError("table must be [vocab, G, ") << gs * bits / 8 << "], got "
+                                                    << getTable().getType();
+  auto likeGroups = [&](Value v, StringRef what) -> LogicalResult {
+    if (rankOf(v) != 2)
+      return emitOpError(what) << " must be [vocab, G], got " << v.getType();
+    for (int64_t d = 0; d < 2; ++d) {
+      std::optional<int64_t> a = staticDim(v, d), b = staticDim(getTable(), d);
+      if (a && b && *a != *b)
+        return emitOpError(what) << " " << v.getType() << " does not match table "
+                                 << getTable().getType();
+    }
+    return success();
+  };
+  if (failed(likeGroups(getScales(), "scales")))
+    return failure();
+  if (!isNone(getZeroPoints())) {
+    if (!elementOf(getZeroPoints()).isUnsignedInteger(8))
+      return emitOpError("zero_points must be ui8, got ") << getZeroPoints().getType();
+    if (failed(likeGroups(getZeroPoints(), "zero_points")))
+      return failure();
+  }
+  return success();
+}
+
 namespace {
 LogicalResult verifyLastDimVector(Operation *op, Value x, Value w, StringRef name) {
   if (isNone(w))

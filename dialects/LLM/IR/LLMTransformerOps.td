@@ -23,6 +23,29 @@ def LLM_EmbeddingOp : LLM_InferredOp<"embedding"> {
   let results = (outs LLM_FloatTensor:$output);
 }
 
+def LLM_QuantizedEmbeddingOp : LLM_InferredOp<"quantized_embedding"> {
+  let summary = "token embedding lookup in a table of 4- or 8-bit values";
+  let description = [{
+    `table` (ui8) is [vocab, G, group_size * bits / 8]: row v's hidden
+    values in order, two per byte at 4 bits (low nibble first), the layout
+    of llm.quantized_linear's weight; `scales` [vocab, G] (its element type
+    is the result's); `zero_points` [vocab, G] (ui8) or none
+    (2^(bits-1)). The result is ids.shape + [G * group_size]:
+    (q - zp) * scale of the rows the ids name; only those rows are read. An
+    id outside [0, vocab) is an error at run time.
+
+    ```mlir
+    %h = llm.quantized_embedding %q, %s, %none, %ids {bits = 4, group_size = 32}
+        : (tensor<32000x128x16xui8>, tensor<32000x128xf16>, none, tensor<1x?xi64>) -> tensor<1x?x4096xf16>
+    ```
+  }];
+  let arguments = (ins TensorOf<[UI8]>:$table, LLM_FloatTensor:$scales,
+                   LLM_OptTensor:$zero_points, LLM_IndexTensor:$ids,
+                   LLM_I64Attr:$bits, LLM_I64Attr:$group_size);
+  let results = (outs LLM_FloatTensor:$output);
+  let hasVerifier = 1;
+}
+
 def LLM_RmsNormOp : LLM_InferredOp<"rms_norm"> {
   let summary = "RMS normalisation over the last dimension";
   let description = [{

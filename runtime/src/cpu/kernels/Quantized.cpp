@@ -234,9 +234,53 @@ Status gatherBlockQuantizedKernel(KernelCall &call) {
   return fromF32(scales.dtype(), outShape, out, call.outputs[0]);
 }
 
+//===----------------------------------------------------------------------===//
+// llm.quantized_embedding
+//===----------------------------------------------------------------------===//
+
+/// The rows the ids name of a table in quantized_linear's layout,
+/// dequantized exactly, in the scales' type.
+Status quantizedEmbeddingKernel(KernelCall &call) {
+  const Tensor &q = *call.input(0), &scales = *call.input(1), &ids = *call.input(3);
+  const Tensor *zp = call.input(2);
+  int64_t bits = call.attrs->getInt("bits", 0), gs = call.attrs->getInt("group_size", 0);
+  if ((bits != 4 && bits != 8) || gs < 1 || (gs * bits) % 8 != 0)
+    return call.fail("bits must be 4 or 8 and group_size fill whole bytes");
+  if (q.rank() != 3 || q.dtype() != DType::UInt8 || q.dim(2) != gs * bits / 8)
+    return call.fail("table must be uint8 [vocab, G, group_size * bits / 8], got " + q.describe());
+  int64_t V = q.dim(0), G = q.dim(1), H = G * gs;
+  if (scales.rank() != 2 || scales.dim(0) != V || scales.dim(1) != G)
+    return call.fail("scales must be [vocab, G], got " + scales.describe());
+  if (zp && (zp->dtype() != DType::UInt8 || zp->rank() != 2 || zp->dim(0) != V || zp->dim(1) != G))
+    return call.fail("zero_points must be uint8 [vocab, G], got " + zp->describe());
+  if (ids.dtype() != DType::Int64 && ids.dtype() != DType::Int32)
+    return call.fail("ids must be int32 or int64");
+  std::vector<float> sc;
+  LLMC_RETURN_IF_ERROR(toF32(call, scales, sc));
+  const uint8_t *z = zp ? static_cast<const uint8_t *>(zp->raw()) : nullptr;
+  float symmetric = float(int64_t(1) << (bits - 1));
+  int64_t n = ids.numel();
+  std::vector<float> out(size_t(n * H));
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t v = ids.dtype() == DType::Int64 ? ids.data<int64_t>()[i]
+                                            : int64_t(ids.data<int32_t>()[i]);
+    if (v < 0 || v >= V)
+      return call.fail("id " + std::to_string(v) + " is outside the vocabulary [0, " +
+                       std::to_string(V) + ")");
+    dequantizeBlocks(static_cast<const uint8_t *>(q.raw()) + v * G * gs * bits / 8, 1, H, gs,
+                     bits, sc.data() + v * G,
+                     [&](int64_t, int64_t g) { return z ? float(z[v * G + g]) : symmetric; },
+                     out.data() + i * H);
+  }
+  Shape shape = ids.shape();
+  shape.push_back(H);
+  return fromF32(scales.dtype(), shape, out, call.outputs[0]);
+}
+
 } // namespace
 
 void addQuantizedKernels(KernelTable &table) {
+  table.add("quantized_embedding", quantizedEmbeddingKernel);
   table.add("ms.gather_block_quantized", gatherBlockQuantizedKernel);
   table.add("ms.matmul_nbits", matMulNBitsKernel);
   table.add("quantized_linear", quantizedLinearKernel);
