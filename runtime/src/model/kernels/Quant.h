@@ -282,6 +282,75 @@ void int8Rows(const QuantActivations &xa, int64_t m, const QuantShape &shape, co
 }
 #endif
 
+#if defined(LLMC_QUANT_AVX2)
+/// R rows of W from row n for one row of x, one block of 32 values per step:
+/// unpacked to u8 in stepOrder, vpmaddubsw + vpmaddwd against the block's
+/// s8 activations (8-bit weights as two nibble halves: the 16-bit pair sums
+/// would saturate), the accumulator started at -zp x (lane sums), one FMA
+/// by the block's two scales. Unrolled so the accumulators stay in
+/// registers; x's loads are shared by the rows.
+template <int R>
+void int8RowsAvx2(const QuantActivations &xa, int64_t m, const QuantShape &shape,
+                  const uint8_t *q, const float *scales, const uint8_t *zp, int64_t n,
+                  float (&dots)[kQuantRows]) {
+  const int64_t bits = shape.bits, G = shape.groups, rowBytes = shape.rowBytes();
+  const int64_t steps = xa.paddedK / kQuantBlock, stepBytes = kQuantBlock * bits / 8;
+  const int64_t perGroup = shape.groupSize / kQuantBlock;
+  const int8_t *xq = xa.q.data() + m * xa.paddedK;
+  const float *xs = xa.scale.data() + m * steps * kQuantLanes;
+  const int32_t *xi = xa.init.data() + m * steps * kQuantLanes;
+  const __m256i ones = _mm256_set1_epi16(1), m4 = _mm256_set1_epi8(0x0f);
+  const __m128i m4x = _mm_set1_epi8(0x0f);
+  __m256 acc[R];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+    acc[r] = _mm256_setzero_ps();
+  for (int64_t s = 0, g = 0, inGroup = 0; s < steps; ++s) {
+    const int64_t gl = std::min(g, G - 1), avail = rowBytes - s * stepBytes;
+    const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xq + s * kQuantBlock));
+    const __m256i init =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xi + s * kQuantLanes));
+    const float xscale = xs[s * kQuantLanes];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const uint8_t *wp = q + (n + r) * rowBytes + s * stepBytes;
+      if ((s * stepBytes) % 64 == 0) // a new line: its place two blocks of rows ahead
+        prefetchLineL2(wp + 2 * kQuantRows * rowBytes);
+      alignas(32) uint8_t tail[32] = {};
+      const uint8_t *bytes = wp;
+      if (avail < stepBytes) // the row's last bytes, zero-padded
+        bytes = static_cast<const uint8_t *>(std::memcpy(tail, wp, size_t(avail)));
+      __m256i start = init;
+      if (zp)
+        start = _mm256_mullo_epi32(_mm256_set1_epi32(zp[(n + r) * G + gl]), init);
+      __m256i dp;
+      if (bits == 4) {
+        __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(bytes));
+        __m256i w = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m4x), _mm_and_si128(b, m4x));
+        dp = _mm256_add_epi32(start, _mm256_madd_epi16(_mm256_maddubs_epi16(w, xv), ones));
+      } else {
+        __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(bytes));
+        __m256i lo = _mm256_and_si256(w, m4), hi = _mm256_and_si256(_mm256_srli_epi16(w, 4), m4);
+        __m256i dl = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, xv), ones);
+        __m256i dh = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, xv), ones);
+        dp = _mm256_add_epi32(start, _mm256_add_epi32(dl, _mm256_slli_epi32(dh, 4)));
+      }
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dp),
+                               _mm256_set1_ps(scales[(n + r) * G + gl] * xscale), acc[r]);
+    }
+    if (++inGroup == perGroup)
+      inGroup = 0, ++g;
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc[r]), _mm256_extractf128_ps(acc[r], 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_add_ss(h, _mm_movehdup_ps(h));
+    dots[r] = _mm_cvtss_f32(h);
+  }
+}
+#endif
+
 } // namespace detail
 
 /// Rows [n0, n1) of y [M, N] for every row of the prepared x: the int8
@@ -291,7 +360,7 @@ inline void quantizedRowsInt8(const QuantActivations &xa, const QuantShape &shap
                               const uint8_t *q, const float *scales, const uint8_t *zp,
                               const float *bias, const float *residual, float *y, int64_t n0,
                               int64_t n1) {
-  const int64_t M = xa.rows, N = shape.n, G = shape.groups;
+  const int64_t M = xa.rows, N = shape.n;
 #if defined(LLMC_QUANT_AVX512)
   const int64_t perStep = xa.step / kQuantBlock, perGroup = shape.groupSize / kQuantBlock;
   const bool bcast = perGroup % perStep == 0;
@@ -317,57 +386,31 @@ inline void quantizedRowsInt8(const QuantActivations &xa, const QuantShape &shap
           dots[r] = one[0];
         }
       }
+#elif defined(LLMC_QUANT_AVX2)
+      if (rows == kQuantRows) {
+        detail::int8RowsAvx2<kQuantRows>(xa, m, shape, q, scales, zp, nb, dots);
+      } else {
+        for (int64_t r = 0; r < rows; ++r) {
+          float one[kQuantRows] = {};
+          detail::int8RowsAvx2<1>(xa, m, shape, q, scales, zp, nb + r, one);
+          dots[r] = one[0];
+        }
+      }
 #else
-      // One block of 32 per step: the lanes of a step share both scales.
-      const int64_t bits = shape.bits, rowBytes = shape.rowBytes();
+      // Plain C++: one block of 32 per step, the arithmetic of the vector
+      // kernels.
+      const int64_t G = shape.groups, bits = shape.bits, rowBytes = shape.rowBytes();
       const int64_t steps = xa.paddedK / kQuantBlock, stepBytes = kQuantBlock * bits / 8;
       const int64_t perGroup = shape.groupSize / kQuantBlock;
       const int8_t *xq = xa.q.data() + m * xa.paddedK;
       const float *xs = xa.scale.data() + m * steps * kQuantLanes;
       const int32_t *xi = xa.init.data() + m * steps * kQuantLanes;
-#if defined(LLMC_QUANT_AVX2)
-      __m256 acc[kQuantRows];
-      for (auto &a : acc)
-        a = _mm256_setzero_ps();
-#endif
       for (int64_t s = 0, g = 0, inGroup = 0; s < steps; ++s) {
         const int64_t gl = std::min(g, G - 1), avail = rowBytes - s * stepBytes;
         for (int64_t r = 0; r < rows; ++r) {
           int64_t n = nb + r;
           const uint8_t *wp = q + n * rowBytes + s * stepBytes;
           int32_t z = zp ? int32_t(zp[n * G + gl]) : 1;
-          float scale = scales[n * G + gl] * xs[s * kQuantLanes];
-#if defined(LLMC_QUANT_AVX2)
-          if ((s * stepBytes) % 64 == 0) // a new line: its place two blocks of rows ahead
-            prefetchLineL2(wp + 2 * kQuantRows * rowBytes);
-          alignas(32) uint8_t tail[32] = {};
-          const uint8_t *bytes = wp;
-          if (avail < stepBytes) // the row's last bytes, zero-padded
-            bytes = static_cast<const uint8_t *>(std::memcpy(tail, wp, size_t(avail)));
-          __m256i w;
-          if (bits == 4) {
-            __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(bytes));
-            __m128i m4 = _mm_set1_epi8(0x0f);
-            w = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m4), _mm_and_si128(b, m4));
-          } else {
-            w = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(bytes));
-          }
-          __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xq + s * kQuantBlock));
-          __m256i init = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xi + s * kQuantLanes));
-          if (zp)
-            init = _mm256_mullo_epi32(_mm256_set1_epi32(z), init);
-          __m256i ones = _mm256_set1_epi16(1), dp;
-          if (bits == 4) {
-            dp = _mm256_add_epi32(init, _mm256_madd_epi16(_mm256_maddubs_epi16(w, xv), ones));
-          } else {
-            __m256i m4 = _mm256_set1_epi8(0x0f);
-            __m256i lo = _mm256_and_si256(w, m4), hi = _mm256_and_si256(_mm256_srli_epi16(w, 4), m4);
-            __m256i dl = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, xv), ones);
-            __m256i dh = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, xv), ones);
-            dp = _mm256_add_epi32(init, _mm256_add_epi32(dl, _mm256_slli_epi32(dh, 4)));
-          }
-          acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dp), _mm256_set1_ps(scale), acc[r]);
-#else
           int32_t dot = 0;
           for (int64_t p = 0; p < kQuantBlock; ++p) {
             int32_t v = 0;
@@ -377,20 +420,11 @@ inline void quantizedRowsInt8(const QuantActivations &xa, const QuantShape &shap
           }
           for (int64_t l = 0; l < kQuantLanes; ++l)
             dot += z * xi[s * kQuantLanes + l];
-          dots[r] += float(dot) * scale;
-#endif
+          dots[r] += float(dot) * (scales[n * G + gl] * xs[s * kQuantLanes]);
         }
         if (++inGroup == perGroup)
           inGroup = 0, ++g;
       }
-#if defined(LLMC_QUANT_AVX2)
-      for (int64_t r = 0; r < rows; ++r) {
-        __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc[r]), _mm256_extractf128_ps(acc[r], 1));
-        h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-        h = _mm_add_ss(h, _mm_movehdup_ps(h));
-        dots[r] = _mm_cvtss_f32(h);
-      }
-#endif
 #endif
       for (int64_t r = 0; r < rows; ++r)
         y[m * N + nb + r] = linearEpilogue(dots[r], bias, residual, m, nb + r, N);
