@@ -45,6 +45,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 namespace llmc::model::kernels {
@@ -55,6 +56,38 @@ struct QuantShape {
   int64_t rowBytes() const { return groups * groupSize * bits / 8; }
   int64_t paddedK() const { return groups * groupSize; }
 };
+
+/// Value i (along K) of a row of stored values (bits 4 or 8).
+template <int Bits> inline int64_t storedValue(const uint8_t *row, int64_t i) {
+  if constexpr (Bits == 4)
+    return (row[i / 2] >> ((i % 2) * 4)) & 15;
+  else
+    return row[i];
+}
+
+/// Values [k0, k1) of weight row n dequantized, (q - zp) * scale in f32 as
+/// the reference kernel computes them, to dst[(k - k0) * stride].
+template <int Bits>
+void dequantizeRange(const QuantShape &shape, const uint8_t *q, const float *scales,
+                     const uint8_t *zp, int64_t n, int64_t k0, int64_t k1, float *dst,
+                     int64_t stride) {
+  const uint8_t *row = q + n * shape.rowBytes();
+  const int64_t G = shape.groups, gs = shape.groupSize;
+  const float symmetric = float(int64_t(1) << (Bits - 1));
+  for (int64_t g = k0 / gs; g * gs < k1; ++g) {
+    const float z = zp ? float(zp[n * G + g]) : symmetric, sc = scales[n * G + g];
+    for (int64_t k = std::max(k0, g * gs), e = std::min(k1, (g + 1) * gs); k < e; ++k)
+      dst[(k - k0) * stride] = (float(storedValue<Bits>(row, k)) - z) * sc;
+  }
+}
+inline void dequantizeRange(const QuantShape &shape, const uint8_t *q, const float *scales,
+                            const uint8_t *zp, int64_t n, int64_t k0, int64_t k1, float *dst,
+                            int64_t stride) {
+  if (shape.bits == 4)
+    dequantizeRange<4>(shape, q, scales, zp, n, k0, k1, dst, stride);
+  else
+    dequantizeRange<8>(shape, q, scales, zp, n, k0, k1, dst, stride);
+}
 
 #if defined(__AVX512BW__) && defined(__AVX512VL__)
 #define LLMC_QUANT_AVX512 1
@@ -113,6 +146,11 @@ struct QuantActivations {
   std::vector<int32_t> init;   // [rows, steps, kQuantLanes]: -zp x (lane sum), or -(lane sum)
   std::vector<float> blockScale; // scratch
   std::vector<int8_t> natural;   // scratch
+
+  int64_t steps() const { return paddedK / step; }
+  const int8_t *qRow(int64_t m) const { return q.data() + m * paddedK; }
+  const float *scaleRow(int64_t m) const { return scale.data() + m * steps() * kQuantLanes; }
+  const int32_t *initRow(int64_t m) const { return init.data() + m * steps() * kQuantLanes; }
 };
 
 /// Rounds x [M, K] to int8 per block of 32 values (scale = max |x| / 127,
@@ -219,9 +257,9 @@ void int8Rows(const QuantActivations &xa, int64_t m, const QuantShape &shape, co
   const int64_t bits = shape.bits, G = shape.groups, rowBytes = shape.rowBytes();
   const int64_t step = xa.step, steps = xa.paddedK / step;
   const int64_t perStep = step / kQuantBlock, perGroup = shape.groupSize / kQuantBlock;
-  const int8_t *xq = xa.q.data() + m * xa.paddedK;
-  const float *xs = xa.scale.data() + m * steps * kQuantLanes;
-  const int32_t *xi = xa.init.data() + m * steps * kQuantLanes;
+  const int8_t *xq = xa.qRow(m);
+  const float *xs = xa.scaleRow(m);
+  const int32_t *xi = xa.initRow(m);
   const int64_t groupsPerStep = Bcast ? 1 : perStep / perGroup;
   const __m512i m4 = _mm512_set1_epi8(0x0f);
   __m512 acc[R];
@@ -296,9 +334,9 @@ void int8RowsAvx2(const QuantActivations &xa, int64_t m, const QuantShape &shape
   const int64_t bits = shape.bits, G = shape.groups, rowBytes = shape.rowBytes();
   const int64_t steps = xa.paddedK / kQuantBlock, stepBytes = kQuantBlock * bits / 8;
   const int64_t perGroup = shape.groupSize / kQuantBlock;
-  const int8_t *xq = xa.q.data() + m * xa.paddedK;
-  const float *xs = xa.scale.data() + m * steps * kQuantLanes;
-  const int32_t *xi = xa.init.data() + m * steps * kQuantLanes;
+  const int8_t *xq = xa.qRow(m);
+  const float *xs = xa.scaleRow(m);
+  const int32_t *xi = xa.initRow(m);
   const __m256i ones = _mm256_set1_epi16(1), m4 = _mm256_set1_epi8(0x0f);
   const __m128i m4x = _mm_set1_epi8(0x0f);
   __m256 acc[R];
@@ -351,6 +389,21 @@ void int8RowsAvx2(const QuantActivations &xa, int64_t m, const QuantShape &shape
 }
 #endif
 
+/// kernel(R, n, dots) for a block of `rows` weight rows from nb: with R =
+/// kQuantRows when the block is full, else once per row with R = 1.
+template <typename F>
+void forRowBlock(int64_t rows, int64_t nb, float (&dots)[kQuantRows], F &&kernel) {
+  if (rows == kQuantRows) {
+    kernel(std::integral_constant<int, kQuantRows>(), nb, dots);
+    return;
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    float one[kQuantRows] = {};
+    kernel(std::integral_constant<int, 1>(), nb + r, one);
+    dots[r] = one[0];
+  }
+}
+
 } // namespace detail
 
 /// Rows [n0, n1) of y [M, N] for every row of the prepared x: the int8
@@ -371,40 +424,25 @@ inline void quantizedRowsInt8(const QuantActivations &xa, const QuantShape &shap
     for (int64_t m = 0; m < M; ++m) {
       float dots[kQuantRows] = {};
 #if defined(LLMC_QUANT_AVX512)
-      if (rows == kQuantRows) {
+      detail::forRowBlock(rows, nb, dots, [&](auto R, int64_t n, float(&out)[kQuantRows]) {
         if (bcast)
-          detail::int8Rows<kQuantRows, true>(xa, m, shape, q, scales, zp, nb, idx, dots);
+          detail::int8Rows<decltype(R)::value, true>(xa, m, shape, q, scales, zp, n, idx, out);
         else
-          detail::int8Rows<kQuantRows, false>(xa, m, shape, q, scales, zp, nb, idx, dots);
-      } else {
-        for (int64_t r = 0; r < rows; ++r) {
-          float one[kQuantRows] = {};
-          if (bcast)
-            detail::int8Rows<1, true>(xa, m, shape, q, scales, zp, nb + r, idx, one);
-          else
-            detail::int8Rows<1, false>(xa, m, shape, q, scales, zp, nb + r, idx, one);
-          dots[r] = one[0];
-        }
-      }
+          detail::int8Rows<decltype(R)::value, false>(xa, m, shape, q, scales, zp, n, idx, out);
+      });
 #elif defined(LLMC_QUANT_AVX2)
-      if (rows == kQuantRows) {
-        detail::int8RowsAvx2<kQuantRows>(xa, m, shape, q, scales, zp, nb, dots);
-      } else {
-        for (int64_t r = 0; r < rows; ++r) {
-          float one[kQuantRows] = {};
-          detail::int8RowsAvx2<1>(xa, m, shape, q, scales, zp, nb + r, one);
-          dots[r] = one[0];
-        }
-      }
+      detail::forRowBlock(rows, nb, dots, [&](auto R, int64_t n, float(&out)[kQuantRows]) {
+        detail::int8RowsAvx2<decltype(R)::value>(xa, m, shape, q, scales, zp, n, out);
+      });
 #else
       // Plain C++: one block of 32 per step, the arithmetic of the vector
       // kernels.
       const int64_t G = shape.groups, bits = shape.bits, rowBytes = shape.rowBytes();
       const int64_t steps = xa.paddedK / kQuantBlock, stepBytes = kQuantBlock * bits / 8;
       const int64_t perGroup = shape.groupSize / kQuantBlock;
-      const int8_t *xq = xa.q.data() + m * xa.paddedK;
-      const float *xs = xa.scale.data() + m * steps * kQuantLanes;
-      const int32_t *xi = xa.init.data() + m * steps * kQuantLanes;
+      const int8_t *xq = xa.qRow(m);
+      const float *xs = xa.scaleRow(m);
+      const int32_t *xi = xa.initRow(m);
       for (int64_t s = 0, g = 0, inGroup = 0; s < steps; ++s) {
         const int64_t gl = std::min(g, G - 1), avail = rowBytes - s * stepBytes;
         for (int64_t r = 0; r < rows; ++r) {
@@ -415,7 +453,7 @@ inline void quantizedRowsInt8(const QuantActivations &xa, const QuantShape &shap
           for (int64_t p = 0; p < kQuantBlock; ++p) {
             int32_t v = 0;
             if (p * bits / 8 < avail)
-              v = bits == 4 ? (wp[p / 2] >> ((p % 2) * 4)) & 15 : wp[p];
+              v = int32_t(bits == 4 ? storedValue<4>(wp, p) : storedValue<8>(wp, p));
             dot += v * int32_t(xq[s * kQuantBlock + p]);
           }
           for (int64_t l = 0; l < kQuantLanes; ++l)
@@ -442,29 +480,18 @@ inline void quantizedRowsPanels(const float *x, int64_t M, const QuantShape &sha
                                 const uint8_t *q, const float *scales, const uint8_t *zp,
                                 const float *bias, const float *residual, float *y, int64_t n0,
                                 int64_t n1) {
-  const int64_t K = shape.k, N = shape.n, G = shape.groups, gs = shape.groupSize;
-  const int64_t bits = shape.bits, rowBytes = shape.rowBytes();
-  const float symmetric = float(int64_t(1) << (bits - 1));
+  const int64_t K = shape.k, N = shape.n;
   const int64_t width = kTilePanels * kPanel;
   std::vector<float> panels(static_cast<size_t>(kTilePanels * K * kPanel));
   float tile[kTileRows][kTilePanels * kPanel];
   for (int64_t nb = n0; nb < n1; nb += width) {
     const int64_t rows = std::min(width, n1 - nb);
     const int64_t count = (rows + kPanel - 1) / kPanel; // panels in this tile
-    std::fill(panels.begin(), panels.end(), 0.f);
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t n = nb + r, p = r / kPanel, j = r % kPanel;
-      const uint8_t *wr = q + n * rowBytes;
-      float *dst = panels.data() + p * K * kPanel + j;
-      for (int64_t g = 0; g < G; ++g) {
-        const float z = zp ? float(zp[n * G + g]) : symmetric, sc = scales[n * G + g];
-        const int64_t k0 = g * gs, k1 = std::min(K, k0 + gs);
-        for (int64_t k = k0; k < k1; ++k) {
-          int64_t v = bits == 4 ? (wr[k / 2] >> ((k % 2) * 4)) & 15 : wr[k];
-          dst[k * kPanel] = (float(v) - z) * sc;
-        }
-      }
-    }
+    if (rows < width) // a partial tile: its missing columns are zeros
+      std::fill(panels.begin(), panels.end(), 0.f);
+    for (int64_t r = 0; r < rows; ++r)
+      dequantizeRange(shape, q, scales, zp, nb + r, 0, K,
+                      panels.data() + (r / kPanel) * K * kPanel + r % kPanel, kPanel);
     for (int64_t m = 0; m < M; m += kTileRows) {
       int mr = int(std::min<int64_t>(kTileRows, M - m));
       if (count == kTilePanels)
@@ -485,26 +512,14 @@ inline void quantizedRowsF32(const float *x, int64_t M, const QuantShape &shape,
                              const float *residual, float *y, int64_t n0, int64_t n1) {
   constexpr int L = VecF::kLanes;
   const int64_t K = shape.k, N = shape.n, G = shape.groups, gs = shape.groupSize;
-  const int64_t bits = shape.bits, rowBytes = shape.rowBytes();
-  const float symmetric = float(int64_t(1) << (bits - 1));
-  std::vector<float> w(size_t(kQuantRows * gs + L));
+  std::vector<float> w(size_t(kQuantRows * gs + L)), dots(size_t(kQuantRows * M));
   for (int64_t nb = n0; nb < n1; nb += kQuantRows) {
     const int64_t rows = std::min<int64_t>(kQuantRows, n1 - nb);
-    std::vector<float> dots(size_t(rows * M), 0.f);
+    std::fill(dots.begin(), dots.end(), 0.f);
     for (int64_t g = 0; g < G; ++g) {
       int64_t k0 = g * gs, len = std::min(gs, K - k0);
-      for (int64_t r = 0; r < rows; ++r) {
-        int64_t n = nb + r;
-        const uint8_t *wp = q + n * rowBytes + g * gs * bits / 8;
-        float z = zp ? float(zp[n * G + g]) : symmetric, s = scales[n * G + g];
-        float *wr = w.data() + r * gs;
-        if (bits == 4)
-          for (int64_t i = 0; i < len; ++i)
-            wr[i] = (float((wp[i / 2] >> ((i % 2) * 4)) & 15) - z) * s;
-        else
-          for (int64_t i = 0; i < len; ++i)
-            wr[i] = (float(wp[i]) - z) * s;
-      }
+      for (int64_t r = 0; r < rows; ++r)
+        dequantizeRange(shape, q, scales, zp, nb + r, k0, k0 + len, w.data() + r * gs, 1);
       const int64_t lv = len / L * L;
       for (int64_t m = 0; m < M; ++m) {
         const float *xm = x + m * K + k0;
