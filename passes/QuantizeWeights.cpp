@@ -10,7 +10,6 @@
 #include "passes/Passes.h"
 
 #include "dialects/LLM/IR/LLMOps.h"
-#include "runtime/src/cpu/Numeric.h"
 
 #include "llvm/ADT/SetVector.h"
 
@@ -165,9 +164,7 @@ struct QuantizeWeightsPass : mlir::llmc::impl::QuantizeWeightsPassBase<QuantizeW
       }
       std::vector<float> w(size_t(N * K));
       for (int64_t i = 0; i < N * K; ++i)
-        w[size_t(i)] = element.isF32()   ? t->data<float>()[i]
-                       : element.isF16() ? cpu::halfToFloat(t->data<uint16_t>()[i])
-                                         : cpu::bf16ToFloat(t->data<uint16_t>()[i]);
+        w[size_t(i)] = float(cpu::floatElement(*t, i));
       Quantized qz = quantize(w, N, K, bits, gs, asymmetric);
       OpBuilder b(l);
       Location loc = l.getLoc();

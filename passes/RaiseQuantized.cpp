@@ -12,7 +12,6 @@
 #include "passes/KernelBridge.h"
 
 #include "dialects/LLM/IR/LLMOps.h"
-#include "runtime/src/cpu/Numeric.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -55,17 +54,11 @@ std::optional<std::vector<uint8_t>> unpackZeroPoints(const cpu::Tensor &zp, int6
   }
   if (zp.numel() != N * blocks)
     return std::nullopt;
+  if (!cpu::isFloat(zp.dtype()))
+    return std::nullopt;
   for (int64_t i = 0; i < N * blocks; ++i) {
-    float v;
-    if (zp.dtype() == cpu::DType::Float)
-      v = zp.data<float>()[i];
-    else if (zp.dtype() == cpu::DType::Float16)
-      v = cpu::halfToFloat(zp.data<uint16_t>()[i]);
-    else if (zp.dtype() == cpu::DType::BFloat16)
-      v = cpu::bf16ToFloat(zp.data<uint16_t>()[i]);
-    else
-      return std::nullopt;
-    if (!(v >= 0 && v < float(limit)) || v != float(int64_t(v)))
+    double v = cpu::floatElement(zp, i);
+    if (!(v >= 0 && v < double(limit)) || v != double(int64_t(v)))
       return std::nullopt;
     out[size_t(i)] = uint8_t(v);
   }

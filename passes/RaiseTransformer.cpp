@@ -530,17 +530,11 @@ std::optional<cpu::Tensor> evaluateSlice(ArrayRef<Operation *> ops, Value positi
 
 /// Elementwise floats of a tensor as doubles (f32/f16/bf16/f64).
 std::optional<std::vector<double>> floatsOf(const cpu::Tensor &t) {
-  auto d = cpu::DType(t.dtype());
+  if (!cpu::isFloat(t.dtype()))
+    return std::nullopt;
   std::vector<double> out(size_t(t.numel()));
-  for (size_t i = 0; i < out.size(); ++i) {
-    switch (d) {
-    case cpu::DType::Float: out[i] = t.data<float>()[i]; break;
-    case cpu::DType::Double: out[i] = t.data<double>()[i]; break;
-    case cpu::DType::Float16: out[i] = cpu::halfToFloat(t.data<cpu::Half>()[i].bits); break;
-    case cpu::DType::BFloat16: out[i] = cpu::bf16ToFloat(t.data<cpu::BFloat16>()[i].bits); break;
-    default: return std::nullopt;
-    }
-  }
+  for (size_t i = 0; i < out.size(); ++i)
+    out[i] = cpu::floatElement(t, int64_t(i));
   return out;
 }
 

@@ -17,28 +17,6 @@ using namespace mlir;
 using namespace mlir::llmc;
 namespace cpu = ::llmc::cpu;
 
-/// Exact for every type here; integers are compared separately.
-double mlir::llmc::floatElement(const cpu::Tensor &t, int64_t i) {
-  const void *p = t.raw();
-  switch (t.dtype()) {
-  case cpu::DType::Float: return static_cast<const float *>(p)[i];
-  case cpu::DType::Double: return static_cast<const double *>(p)[i];
-  case cpu::DType::Float16: return cpu::halfToFloat(static_cast<const uint16_t *>(p)[i]);
-  case cpu::DType::BFloat16: return cpu::bf16ToFloat(static_cast<const uint16_t *>(p)[i]);
-  case cpu::DType::Float8E4M3FN:
-    return cpu::float8ToFloat(static_cast<const uint8_t *>(p)[i], cpu::Float8Kind::E4M3FN);
-  case cpu::DType::Float8E4M3FNUZ:
-    return cpu::float8ToFloat(static_cast<const uint8_t *>(p)[i], cpu::Float8Kind::E4M3FNUZ);
-  case cpu::DType::Float8E5M2:
-    return cpu::float8ToFloat(static_cast<const uint8_t *>(p)[i], cpu::Float8Kind::E5M2);
-  case cpu::DType::Float8E5M2FNUZ:
-    return cpu::float8ToFloat(static_cast<const uint8_t *>(p)[i], cpu::Float8Kind::E5M2FNUZ);
-  case cpu::DType::Float4E2M1: return cpu::float4ToFloat(static_cast<const uint8_t *>(p)[i]);
-  case cpu::DType::Float8E8M0: return cpu::float8E8M0ToFloat(static_cast<const uint8_t *>(p)[i]);
-  default: return 0;
-  }
-}
-
 namespace {
 
 bool isFloatLike(cpu::DType t) {

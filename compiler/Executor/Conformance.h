@@ -44,9 +44,8 @@ struct Tolerance {
   double scaleRel = 0;
 };
 
-/// Element `i` of a floating-point tensor (any width) as a double; 0 for
-/// other element types.
-double floatElement(const ::llmc::cpu::Tensor &t, int64_t i);
+/// (floatElement, once here, is ::llmc::cpu::floatElement: runtime/src/cpu/Tensor.h.)
+using ::llmc::cpu::floatElement;
 
 /// Compares `actual` with `expected` under `tol`.
 Comparison compareTensors(const ::llmc::cpu::Tensor &actual, const ::llmc::cpu::Tensor &expected,

@@ -369,10 +369,7 @@ Executor::run(llvm::ArrayRef<NamedTensor> inputs) const {
 
 llvm::Expected<std::vector<NamedTensor>>
 Executor::run(llvm::StringRef function, llvm::ArrayRef<NamedTensor> inputs) const {
-  const ExecFunction *f = impl->find(function);
-  if (!f)
-    return makeError("the program has no function '" + function + "'");
-  return f->run(inputs);
+  return run(function, inputs, Observer());
 }
 
 llvm::Expected<std::vector<NamedTensor>>
@@ -381,7 +378,7 @@ Executor::run(llvm::StringRef function, llvm::ArrayRef<NamedTensor> inputs,
   const ExecFunction *f = impl->find(function);
   if (!f)
     return makeError("the program has no function '" + function.str() + "'");
-  return f->run(inputs, &observer);
+  return f->run(inputs, observer ? &observer : nullptr);
 }
 
 llvm::Expected<std::vector<NamedTensor>>

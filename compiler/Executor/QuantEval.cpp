@@ -4,7 +4,6 @@
 #include "compiler/Executor/Error.h"
 #include "compiler/Executor/Executor.h"
 #include "runtime/src/cpu/Kernel.h"
-#include "runtime/src/cpu/Numeric.h"
 #include "runtime/src/cpu/ThreadPool.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -23,21 +22,8 @@ namespace {
 /// A float tensor's elements as doubles.
 std::vector<double> valuesOf(const cpu::Tensor &t) {
   std::vector<double> out(size_t(t.numel()));
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    switch (t.dtype()) {
-    case cpu::DType::Float:
-      out[size_t(i)] = t.data<float>()[i];
-      break;
-    case cpu::DType::Float16:
-      out[size_t(i)] = cpu::halfToFloat(t.data<uint16_t>()[i]);
-      break;
-    case cpu::DType::BFloat16:
-      out[size_t(i)] = cpu::bf16ToFloat(t.data<uint16_t>()[i]);
-      break;
-    default:
-      out[size_t(i)] = 0;
-    }
-  }
+  for (int64_t i = 0; i < t.numel(); ++i)
+    out[size_t(i)] = cpu::floatElement(t, i);
   return out;
 }
 

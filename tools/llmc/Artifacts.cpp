@@ -315,6 +315,18 @@ llvm::Error findTokenizer(const CompileRequest &req, const CpuModel &model, Arti
 
 namespace {
 
+/// llmc-pipeline's options for --quant, --quant-skip and
+/// --quant-activations (" quant-bits=4 ...").
+std::string quantOptions(const CompileRequest &req, const QuantSpec &quant) {
+  std::string o = " quant-bits=" + std::to_string(quant.bits) +
+                  " quant-group=" + std::to_string(quant.group) +
+                  " quant-asym=" + (quant.asymmetric ? "1" : "0") +
+                  " quant-int8-activations=" + (req.quantActivations == "int8" ? "1" : "0");
+  if (!req.quantSkip.empty())
+    o += " quant-skip=" + llvm::join(req.quantSkip, ",");
+  return o;
+}
+
 /// The accuracy gate: the float and the quantized pipeline (one prefill
 /// bucket of --eval-seq-len) run by the reference executor on the
 /// evaluation sequences.
@@ -347,14 +359,8 @@ llvm::Expected<QuantEvalReport> evaluateQuant(const CompileRequest &req, const A
   std::string base = "llmc-pipeline{max-seq=" + std::to_string(req.maxSeq) +
                      " batch=1 prefill-buckets=" + std::to_string(req.evalSeqLen) +
                      " dtype=" + req.dtype;
-  std::string quantized = base + " quant-bits=" + std::to_string(quant.bits) +
-                          " quant-group=" + std::to_string(quant.group) +
-                          " quant-asym=" + (quant.asymmetric ? "1" : "0") +
-                          " quant-int8-activations=" +
-                          (req.quantActivations == "int8" ? "1" : "0");
-  if (!req.quantSkip.empty())
-    quantized += " quant-skip=" + llvm::join(req.quantSkip, ",");
-  return evaluateQuantization(req.input, base + "}", quantized + "}", sequences);
+  return evaluateQuantization(req.input, base + "}", base + quantOptions(req, quant) + "}",
+                              sequences);
 }
 
 void printQuantEval(llvm::raw_ostream &os, const QuantEvalReport &r, llvm::StringRef scheme) {
@@ -485,14 +491,8 @@ llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const Compil
   std::string pipeline = "llmc-pipeline{max-seq=" + std::to_string(req.maxSeq) +
                          " batch=" + joinInts(batch) + " prefill-buckets=" + joinInts(buckets) +
                          " dtype=" + req.dtype;
-  if (quant) {
-    pipeline += " quant-bits=" + std::to_string(quant->bits) +
-                " quant-group=" + std::to_string(quant->group) +
-                " quant-asym=" + (quant->asymmetric ? "1" : "0") +
-                " quant-int8-activations=" + (req.quantActivations == "int8" ? "1" : "0");
-    if (!req.quantSkip.empty())
-      pipeline += " quant-skip=" + llvm::join(req.quantSkip, ",");
-  }
+  if (quant)
+    pipeline += quantOptions(req, *quant);
   pipeline += "}";
   stage("KV cache, buckets, flash attention, fusion, memory plan");
   if (llvm::Error e = runPipeline(ctx, **module, pipeline))

@@ -426,16 +426,11 @@ llvm::Expected<int> Emitter::f32WeightIndex(ElementsAttr attr, llvm::StringRef n
     return weightIndex(attr, name);
   if (auto it = f32Weights.find(attr); it != f32Weights.end())
     return it->second;
+  if (!cpu::isFloat(t->dtype()) || t->dtype() == cpu::DType::Double)
+    return makeError("expected an f16/bf16 constant, got " + t->describe());
   std::vector<float> values(size_t(t->numel()));
-  for (int64_t i = 0; i < t->numel(); ++i) {
-    uint16_t bits = t->data<uint16_t>()[i];
-    if (t->dtype() == cpu::DType::Float16)
-      values[size_t(i)] = cpu::halfToFloat(bits);
-    else if (t->dtype() == cpu::DType::BFloat16)
-      values[size_t(i)] = cpu::bf16ToFloat(bits);
-    else
-      return makeError("expected a float constant, got " + t->describe());
-  }
+  for (int64_t i = 0; i < t->numel(); ++i)
+    values[size_t(i)] = float(cpu::floatElement(*t, i)); // exact: f16/bf16 fit in f32
   size_t offset = storeBlob(
       llvm::StringRef(reinterpret_cast<const char *>(values.data()), values.size() * 4), name);
   int index = numWeights++;

@@ -1810,6 +1810,43 @@ LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
   return success();
 }
 
+namespace {
+/// The storage of llm.quantized_linear and llm.quantized_embedding: `values`
+/// (ui8) [rows, G, group_size * bits / 8] of 4- or 8-bit values, `scales`
+/// and optional ui8 `zeroPoints` [rows, G].
+LogicalResult verifyQuantizedStorage(Operation *op, Value values, StringRef name,
+                                     StringRef rows, Value scales, Value zeroPoints,
+                                     int64_t bits, int64_t gs) {
+  if (bits != 4 && bits != 8)
+    return op->emitOpError("bits must be 4 or 8, got ") << bits;
+  if (gs < 1 || gs > kMaxDimSize || (gs * bits) % 8 != 0)
+    return op->emitOpError("group_size must be positive and fill whole bytes, got ") << gs;
+  std::optional<int64_t> blob = staticDim(values, 2);
+  if (blob && *blob != gs * bits / 8)
+    return op->emitOpError() << name << " must be [" << rows << ", G, " << gs * bits / 8
+                             << "] for " << bits << "-bit groups of " << gs << ", got "
+                             << values.getType();
+  auto likeGroups = [&](Value v, StringRef what) -> LogicalResult {
+    if (rankOf(v) != 2)
+      return op->emitOpError() << what << " must be [" << rows << ", G], got " << v.getType();
+    for (int64_t d = 0; d < 2; ++d) {
+      std::optional<int64_t> a = staticDim(v, d), b = staticDim(values, d);
+      if (a && b && *a != *b)
+        return op->emitOpError() << what << " " << v.getType() << " does not match " << name
+                                 << " " << values.getType();
+    }
+    return success();
+  };
+  if (failed(likeGroups(scales, "scales")))
+    return failure();
+  if (isNone(zeroPoints))
+    return success();
+  if (!elementOf(zeroPoints).isUnsignedInteger(8))
+    return op->emitOpError("zero_points must be ui8, got ") << zeroPoints.getType();
+  return likeGroups(zeroPoints, "zero_points");
+}
+} // namespace
+
 LogicalResult QuantizedEmbeddingOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                                      Adaptor adaptor,
                                                      SmallVectorImpl<Type> &types) {
@@ -1825,35 +1862,8 @@ LogicalResult QuantizedEmbeddingOp::inferReturnTypes(MLIRContext *, std::optiona
 }
 
 LogicalResult QuantizedEmbeddingOp::verify() {
-  int64_t bits = getBits(), gs = getGroupSize();
-  if (bits != 4 && bits != 8)
-    return emitOpError("bits must be 4 or 8, got ") << bits;
-  if (gs < 1 || gs > kMaxDimSize || (gs * bits) % 8 != 0)
-    return emitOpError("group_size must be positive and fill whole bytes, got ") << gs;
-  std::optional<int64_t> blob = staticDim(getTable(), 2);
-  if (blob && *blob != gs * bits / 8)
-    return emitOpError("table must be [vocab, G, ") << gs * bits / 8 << "], got "
-                                                    << getTable().getType();
-  auto likeGroups = [&](Value v, StringRef what) -> LogicalResult {
-    if (rankOf(v) != 2)
-      return emitOpError(what) << " must be [vocab, G], got " << v.getType();
-    for (int64_t d = 0; d < 2; ++d) {
-      std::optional<int64_t> a = staticDim(v, d), b = staticDim(getTable(), d);
-      if (a && b && *a != *b)
-        return emitOpError(what) << " " << v.getType() << " does not match table "
-                                 << getTable().getType();
-    }
-    return success();
-  };
-  if (failed(likeGroups(getScales(), "scales")))
-    return failure();
-  if (!isNone(getZeroPoints())) {
-    if (!elementOf(getZeroPoints()).isUnsignedInteger(8))
-      return emitOpError("zero_points must be ui8, got ") << getZeroPoints().getType();
-    if (failed(likeGroups(getZeroPoints(), "zero_points")))
-      return failure();
-  }
-  return success();
+  return verifyQuantizedStorage(*this, getTable(), "table", "vocab", getScales(), getZeroPoints(),
+                                getBits(), getGroupSize());
 }
 
 namespace {
@@ -1994,38 +2004,15 @@ LogicalResult QuantizedLinearOp::inferReturnTypes(MLIRContext *, std::optional<L
 }
 
 LogicalResult QuantizedLinearOp::verify() {
-  int64_t bits = getBits(), gs = getGroupSize();
-  if (bits != 4 && bits != 8)
-    return emitOpError("bits must be 4 or 8, got ") << bits;
-  if (gs < 1 || gs > kMaxDimSize || (gs * bits) % 8 != 0)
-    return emitOpError("group_size must be positive and fill whole bytes, got ") << gs;
-  std::optional<int64_t> n = staticDim(getWeight(), 0), groups = staticDim(getWeight(), 1),
-                         blob = staticDim(getWeight(), 2);
-  if (blob && *blob != gs * bits / 8)
-    return emitOpError("weight must be [N, G, ") << gs * bits / 8 << "] for " << bits
-                                                 << "-bit groups of " << gs << ", got "
-                                                 << getWeight().getType();
+  if (failed(verifyQuantizedStorage(*this, getWeight(), "weight", "N", getScales(),
+                                    getZeroPoints(), getBits(), getGroupSize())))
+    return failure();
+  int64_t gs = getGroupSize();
+  std::optional<int64_t> n = staticDim(getWeight(), 0), groups = staticDim(getWeight(), 1);
   std::optional<int64_t> k = staticDim(getX(), rankOf(getX()) - 1);
   if (k && groups && *groups != (*k + gs - 1) / gs)
     return emitOpError("weight has ") << *groups << " groups of " << gs << " but K = " << *k
                                       << " needs " << (*k + gs - 1) / gs;
-  auto sameAsGroups = [&](Value v, StringRef what) -> LogicalResult {
-    if (rankOf(v) != 2)
-      return emitOpError(what) << " must be [N, G], got " << v.getType();
-    std::optional<int64_t> sn = staticDim(v, 0), sg = staticDim(v, 1);
-    if ((sn && n && *sn != *n) || (sg && groups && *sg != *groups))
-      return emitOpError(what) << " " << v.getType() << " does not match weight "
-                               << getWeight().getType();
-    return success();
-  };
-  if (failed(sameAsGroups(getScales(), "scales")))
-    return failure();
-  if (!isNone(getZeroPoints())) {
-    if (!elementOf(getZeroPoints()).isUnsignedInteger(8))
-      return emitOpError("zero_points must be ui8, got ") << getZeroPoints().getType();
-    if (failed(sameAsGroups(getZeroPoints(), "zero_points")))
-      return failure();
-  }
   if (!isNone(getBias())) {
     std::optional<int64_t> b = vectorLength(getBias());
     if (rankOf(getBias()) != 1 || (b && n && *b != *n))

@@ -1,5 +1,6 @@
 //===- Tensor.cpp - dense tensors of the CPU runtime ----------------------===//
 #include "runtime/src/cpu/Tensor.h"
+#include "runtime/src/cpu/Numeric.h"
 
 #include <atomic>
 #include <cstdlib>
@@ -137,5 +138,26 @@ Status Tensor::slice(int64_t offset, Shape newShape, Tensor &out) const {
 }
 
 std::string Tensor::describe() const { return std::string(dtypeName(type)) + shapeString(dims); }
+
+double floatElement(const Tensor &t, int64_t i) {
+  const void *p = t.raw();
+  switch (t.dtype()) {
+  case DType::Float: return static_cast<const float *>(p)[i];
+  case DType::Double: return static_cast<const double *>(p)[i];
+  case DType::Float16: return halfToFloat(static_cast<const uint16_t *>(p)[i]);
+  case DType::BFloat16: return bf16ToFloat(static_cast<const uint16_t *>(p)[i]);
+  case DType::Float8E4M3FN:
+    return float8ToFloat(static_cast<const uint8_t *>(p)[i], Float8Kind::E4M3FN);
+  case DType::Float8E4M3FNUZ:
+    return float8ToFloat(static_cast<const uint8_t *>(p)[i], Float8Kind::E4M3FNUZ);
+  case DType::Float8E5M2:
+    return float8ToFloat(static_cast<const uint8_t *>(p)[i], Float8Kind::E5M2);
+  case DType::Float8E5M2FNUZ:
+    return float8ToFloat(static_cast<const uint8_t *>(p)[i], Float8Kind::E5M2FNUZ);
+  case DType::Float4E2M1: return float4ToFloat(static_cast<const uint8_t *>(p)[i]);
+  case DType::Float8E8M0: return float8E8M0ToFloat(static_cast<const uint8_t *>(p)[i]);
+  default: return 0;
+  }
+}
 
 } // namespace llmc::cpu

@@ -32,6 +32,11 @@ bool isFloat(DType type);   // f16, bf16, f32, f64 (not the float8 types)
 bool isInteger(DType type); // signed and unsigned integers, not bool
 bool isSigned(DType type);
 
+class Tensor;
+/// Element `i` of a floating-point tensor (any width, the float8/float4
+/// types included) as a double, exactly; 0 for other element types.
+double floatElement(const Tensor &t, int64_t i);
+
 /// Product of dims, or -1 when it overflows int64.
 int64_t numElements(const Shape &shape);
 std::string shapeString(const Shape &shape);
