@@ -28,7 +28,7 @@ std::vector<double> valuesOf(const cpu::Tensor &t) {
 }
 
 /// log-softmax of one row.
-void logSoftmax(const float *row, int64_t n, std::vector<double> &out) {
+void logSoftmax(const double *row, int64_t n, std::vector<double> &out) {
   out.resize(size_t(n));
   double peak = -INFINITY;
   for (int64_t i = 0; i < n; ++i)
@@ -247,17 +247,18 @@ mlir::llmc::evaluateQuantization(llvm::StringRef modelPath, llvm::StringRef floa
     if (layerError)
       return std::move(layerError);
     const cpu::Tensor &lf = (*fout)[0].tensor, &lq = (*qout)[0].tensor;
-    if (lf.rank() != 3 || lq.rank() != 3 || lf.dtype() != cpu::DType::Float ||
-        lq.dtype() != cpu::DType::Float || lf.dim(2) != lq.dim(2))
+    if (lf.rank() != 3 || lq.rank() != 3 || !cpu::isFloat(lf.dtype()) ||
+        !cpu::isFloat(lq.dtype()) || lf.dim(2) != lq.dim(2))
       return makeError("unexpected logits " + lf.describe() + " and " + lq.describe());
+    const std::vector<double> logitsF = valuesOf(lf), logitsQ = valuesOf(lq); // any float type
     int64_t vocab = lf.dim(2);
     for (int64_t t : seq)
       if (t >= vocab)
         return makeError("token id " + std::to_string(t) + " is not below the vocabulary size " +
                          std::to_string(vocab));
     for (int64_t i = 0; i < n; ++i) {
-      logSoftmax(lf.data<float>() + i * vocab, vocab, lpF);
-      logSoftmax(lq.data<float>() + i * vocab, vocab, lpQ);
+      logSoftmax(logitsF.data() + i * vocab, vocab, lpF);
+      logSoftmax(logitsQ.data() + i * vocab, vocab, lpQ);
       double kl = 0;
       int64_t topF = 0, topQ = 0;
       for (int64_t v = 0; v < vocab; ++v) {

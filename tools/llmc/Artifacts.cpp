@@ -110,8 +110,8 @@ cl::opt<std::string> compileEvalText(
     cl::value_desc("file"), cl::init(""), cl::sub(compileCmd), cl::cat(cat()));
 cl::opt<int64_t> compileEvalLen("eval-seq-len",
                                 cl::desc("Tokens per evaluated sequence (longer ones are cut; "
-                                         "default 128)"),
-                                cl::init(128), cl::sub(compileCmd), cl::cat(cat()));
+                                         "default 128, or --max-seq when that is less)"),
+                                cl::init(0), cl::sub(compileCmd), cl::cat(cat()));
 cl::opt<int64_t> compileEvalMax("eval-max-sequences",
                                 cl::desc("Sequences evaluated at most (default 32)"),
                                 cl::init(32), cl::sub(compileCmd), cl::cat(cat()));
@@ -353,11 +353,12 @@ llvm::Expected<QuantEvalReport> evaluateQuant(const CompileRequest &req, const A
     std::vector<int32_t> ids = tok.encode((*buf)->getBuffer().str(), /*addSpecial=*/false);
     sequences.emplace_back(ids.begin(), ids.end());
   }
-  sequences = cutSequences(sequences, req.evalSeqLen, req.evalMaxSequences);
+  const int64_t length = req.evalSeqLen ? req.evalSeqLen : std::min<int64_t>(128, req.maxSeq);
+  sequences = cutSequences(sequences, length, req.evalMaxSequences);
   if (sequences.empty())
     return llvm::createStringError(file + " holds no sequence of 2 or more tokens");
   std::string base = "llmc-pipeline{max-seq=" + std::to_string(req.maxSeq) +
-                     " batch=1 prefill-buckets=" + std::to_string(req.evalSeqLen) +
+                     " batch=1 prefill-buckets=" + std::to_string(length) +
                      " dtype=" + req.dtype;
   return evaluateQuantization(req.input, base + "}", base + quantOptions(req, quant) + "}",
                               sequences);
@@ -435,7 +436,8 @@ llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const Compil
     return error("give --eval or --eval-text, not both");
   if (req.maxKl >= 0 && !evaluate)
     return error("--max-kl needs --eval or --eval-text");
-  if (evaluate && (req.evalSeqLen < 2 || req.evalSeqLen > req.maxSeq || req.evalMaxSequences < 1))
+  if (evaluate && ((req.evalSeqLen != 0 && (req.evalSeqLen < 2 || req.evalSeqLen > req.maxSeq)) ||
+                   req.evalMaxSequences < 1))
     return error("--eval-seq-len must be in [2, --max-seq] and --eval-max-sequences positive");
   for (const std::string &s : req.quantSkip)
     if (s.empty() || s.find_first_of("{} ,'\"") != std::string::npos)

@@ -38,9 +38,10 @@ struct CompileRequest {
   std::vector<std::string> quantSkip; // lm_head, or substrings of layer names
   std::string quantActivations = "int8"; // int8 or f32
   // The accuracy gate (with quant): token ids (one sequence per line) or
-  // text, cut into pieces of evalSeqLen tokens, at most evalMaxSequences.
+  // text, cut into pieces of evalSeqLen tokens (0: 128, or maxSeq when less),
+  // at most evalMaxSequences.
   std::string evalIds, evalText;
-  int64_t evalSeqLen = 128, evalMaxSequences = 32;
+  int64_t evalSeqLen = 0, evalMaxSequences = 32;
   double maxKl = -1; // fail when the mean KL divergence exceeds it (< 0: no gate)
 };
 
