@@ -1,0 +1,435 @@
+//===- CudaEmu.h - the CUDA execution model on the host, for kernel tests ----===//
+//
+// llmc's CUDA kernels (runtime/src/model/cuda) build for a GPU with nvcc and
+// for the host with a plain C++ compiler against this header, so CI, which
+// has no GPU, runs the same kernel source (in the spirit of Triton's
+// interpreter mode and Numba's CUDA simulator). Kernels reach it only
+// through runtime/src/model/cuda/Cuda.h, never directly.
+//
+// What is emulated
+//   - A launch runs its blocks one after another. Each thread of a block is a
+//     fiber (ucontext) with its own stack; threadIdx/blockIdx/blockDim/
+//     gridDim read the running fiber's values.
+//   - __syncthreads() parks the fiber until every thread of the block is
+//     parked there; __syncwarp, the shuffles and the votes park it until
+//     every lane of their mask is parked at a warp exchange with the same
+//     mask, then each lane reads the values the others offered. Lanes are
+//     the linear thread index (x + y Dx + z Dx Dy) modulo 32, as on the GPU.
+//   - Shared memory (LLMC_SHARED, by declaration site) and dynamic shared
+//     memory are per block, filled with a byte pattern (0xcd) at the start
+//     of each block so that a kernel reading what it never wrote is seen.
+//   - Atomics are real atomics (blocks may later run on several host
+//     threads).
+//
+// What is checked (the launch returns an error naming it, where the GPU
+// would give undefined behaviour or a launch failure): a barrier that some
+// threads of the block left by returning, threads waiting at different
+// barriers (deadlock), a warp exchange whose mask names a lane that does not
+// exist or has exited, block and grid sizes past the GPU's limits, shared
+// memory past 48 KiB per block without the dynamic-size opt-in (and past
+// 227 KiB with it, the H100's limit).
+//
+// Not emulated: concurrency between blocks and inside a warp (no data race
+// is found; compute-sanitizer's racecheck on a GPU does that), memory
+// spaces (device pointers are host pointers), streams (work runs when it
+// is issued), timing.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_RUNTIME_CUDAEMU_CUDAEMU_H
+#define LLMC_RUNTIME_CUDAEMU_CUDAEMU_H
+
+#include <ucontext.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdio>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <sys/mman.h>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+struct uint3 {
+  unsigned x = 0, y = 0, z = 0;
+};
+
+struct dim3 {
+  unsigned x = 1, y = 1, z = 1;
+  constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+
+namespace llmc::cudaemu {
+
+/// The limits a launch is checked against (those of sm_80 .. sm_90).
+inline constexpr unsigned kMaxThreadsPerBlock = 1024;
+inline constexpr unsigned kMaxBlockDimZ = 64;
+inline constexpr unsigned kMaxGridDimYZ = 65535;
+inline constexpr size_t kDefaultSharedBytes = 48 * 1024;
+inline constexpr size_t kOptInSharedBytes = 227 * 1024;
+inline constexpr size_t kFiberStackBytes = 256 * 1024;
+
+struct Fiber {
+  enum class State { Ready, AtBlockBarrier, AtWarpExchange, Done };
+  ucontext_t context;
+  void *stack = nullptr;
+  uint3 threadIdx;
+  unsigned lane = 0, warp = 0;
+  State state = State::Ready;
+  unsigned exchangeMask = 0;  // the lanes of the exchange it waits at
+  uint64_t offered = 0;       // the value it offers there
+  uint64_t seen[32] = {};     // what each lane offered, once released
+};
+
+struct Block {
+  std::vector<Fiber> *fibers = nullptr;
+  ucontext_t scheduler;
+  uint3 blockIdx;
+  dim3 blockDim, gridDim;
+  unsigned threads = 0;
+  const std::function<void()> *body = nullptr;
+  // Shared memory: one slot per declaration site, and the dynamic part.
+  std::vector<std::pair<const void *, std::unique_ptr<std::max_align_t[]>>> sharedVars;
+  size_t staticSharedBytes = 0;
+  std::vector<unsigned char> *dynamicShared = nullptr;
+  size_t sharedLimit = kDefaultSharedBytes;
+  std::string error;
+};
+
+inline thread_local Block *tlsBlock = nullptr;
+inline thread_local Fiber *tlsFiber = nullptr;
+
+inline Fiber &currentFiber() { return *tlsFiber; }
+inline Block &currentBlock() { return *tlsBlock; }
+
+/// Returns to the scheduler; the caller set its state first.
+inline void park() { swapcontext(&tlsFiber->context, &tlsBlock->scheduler); }
+
+/// Marks the block failed (the first error is kept) and parks the fiber
+/// for good: the scheduler stops the block.
+inline void fail(std::string message) {
+  if (tlsBlock->error.empty())
+    tlsBlock->error = std::move(message);
+  park();
+}
+
+inline void syncthreads() {
+  tlsFiber->state = Fiber::State::AtBlockBarrier;
+  park();
+}
+
+/// One warp exchange: offers `value`, waits for the lanes of `mask`, and
+/// returns with tlsFiber->seen holding every lane's offer.
+inline void warpExchange(unsigned mask, uint64_t value) {
+  Fiber &f = *tlsFiber;
+  if (!(mask >> f.lane & 1u)) {
+    char hex[16];
+    std::snprintf(hex, sizeof hex, "%x", mask);
+    fail("warp exchange by lane " + std::to_string(f.lane) + " of warp " + std::to_string(f.warp) +
+         " with a mask (0x" + hex + ") that does not name it");
+  }
+  f.exchangeMask = mask;
+  f.offered = value;
+  f.state = Fiber::State::AtWarpExchange;
+  park();
+}
+
+template <class T> uint64_t toBits(T v) {
+  static_assert(sizeof(T) <= 8, "a warp exchange moves at most 8 bytes");
+  uint64_t bits = 0;
+  std::memcpy(&bits, &v, sizeof(T));
+  return bits;
+}
+
+template <class T> T fromBits(uint64_t bits) {
+  T v;
+  std::memcpy(&v, &bits, sizeof(T));
+  return v;
+}
+
+/// Storage for a __shared__ variable declared at `site`, the same for every
+/// thread of the running block.
+template <class T> T &sharedVariable(const void *site) {
+  Block &b = *tlsBlock;
+  for (auto &[key, storage] : b.sharedVars)
+    if (key == site)
+      return *reinterpret_cast<T *>(storage.get());
+  static_assert(alignof(T) <= alignof(std::max_align_t), "shared variables are 16-byte aligned");
+  size_t units = (sizeof(T) + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t);
+  std::unique_ptr<std::max_align_t[]> storage(new std::max_align_t[units]);
+  std::memset(storage.get(), 0xcd, sizeof(T));
+  b.staticSharedBytes += sizeof(T);
+  if (b.staticSharedBytes + b.dynamicShared->size() > b.sharedLimit)
+    fail("shared memory of " + std::to_string(b.staticSharedBytes + b.dynamicShared->size()) +
+         " bytes exceeds the block's " + std::to_string(b.sharedLimit));
+  b.sharedVars.emplace_back(site, std::move(storage));
+  return *reinterpret_cast<T *>(b.sharedVars.back().second.get());
+}
+
+inline unsigned char *dynamicShared() { return tlsBlock->dynamicShared->data(); }
+
+/// A fiber's body: the kernel, then back to the scheduler for good.
+inline void fiberMain() {
+  (*tlsBlock->body)();
+  tlsFiber->state = Fiber::State::Done;
+  // uc_link returns to the scheduler.
+}
+
+/// Fiber stacks, kept per host thread and reused across launches.
+struct StackPool {
+  std::vector<void *> stacks;
+  ~StackPool() {
+    for (void *s : stacks)
+      munmap(s, kFiberStackBytes);
+  }
+  bool reserve(size_t n) {
+    while (stacks.size() < n) {
+      void *s = mmap(nullptr, kFiberStackBytes, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (s == MAP_FAILED)
+        return false;
+      stacks.push_back(s);
+    }
+    return true;
+  }
+};
+
+inline std::string coords(uint3 v) {
+  return "(" + std::to_string(v.x) + ", " + std::to_string(v.y) + ", " + std::to_string(v.z) + ")";
+}
+
+/// Releases what can be released after every ready fiber ran until it
+/// parked. Returns false when the block can go no further (error set).
+inline bool releaseBarriers(Block &b) {
+  std::vector<Fiber> &fs = *b.fibers;
+  size_t done = 0, atBarrier = 0, atExchange = 0;
+  for (Fiber &f : fs) {
+    done += f.state == Fiber::State::Done;
+    atBarrier += f.state == Fiber::State::AtBlockBarrier;
+    atExchange += f.state == Fiber::State::AtWarpExchange;
+  }
+  bool released = false;
+  // Warp exchanges: a lane is released with the others of its mask when
+  // all of them wait with the same mask.
+  if (atExchange) {
+    for (size_t w = 0; w * 32 < fs.size(); ++w) {
+      size_t base = w * 32, lanes = std::min<size_t>(32, fs.size() - base);
+      for (size_t l = 0; l < lanes; ++l) {
+        Fiber &f = fs[base + l];
+        if (f.state != Fiber::State::AtWarpExchange)
+          continue;
+        unsigned mask = f.exchangeMask;
+        bool complete = true;
+        for (unsigned m = 0; m < 32 && complete; ++m) {
+          if (!(mask >> m & 1u))
+            continue;
+          if (m >= lanes) {
+            b.error = "warp exchange mask names lane " + std::to_string(m) + " of warp " +
+                      std::to_string(w) + ", which has " + std::to_string(lanes) + " threads";
+            return false;
+          }
+          Fiber &o = fs[base + m];
+          if (o.state == Fiber::State::Done) {
+            b.error = "warp exchange waits for lane " + std::to_string(m) + " of warp " +
+                      std::to_string(w) + ", which has exited";
+            return false;
+          }
+          complete = o.state == Fiber::State::AtWarpExchange && o.exchangeMask == mask;
+        }
+        if (!complete)
+          continue;
+        uint64_t values[32] = {};
+        for (unsigned m = 0; m < 32; ++m)
+          if (mask >> m & 1u)
+            values[m] = fs[base + m].offered;
+        for (unsigned m = 0; m < 32; ++m)
+          if (mask >> m & 1u) {
+            std::memcpy(fs[base + m].seen, values, sizeof values);
+            fs[base + m].state = Fiber::State::Ready;
+          }
+        released = true;
+      }
+    }
+  }
+  if (released)
+    return true;
+  if (atBarrier && atBarrier + done == fs.size()) {
+    if (done) {
+      b.error = "__syncthreads() reached by " +
+                std::to_string(atBarrier) + " of " + std::to_string(fs.size()) +
+                " threads; the others have exited";
+      return false;
+    }
+    for (Fiber &f : fs)
+      f.state = Fiber::State::Ready;
+    return true;
+  }
+  if (done == fs.size())
+    return true;
+  b.error = "deadlock: " + std::to_string(atBarrier) +
+            " threads at __syncthreads(), " + std::to_string(atExchange) +
+            " at warp exchanges that cannot complete, " + std::to_string(done) + " exited";
+  return false;
+}
+
+/// Runs one block to completion; returns false with b.error set on failure.
+inline bool runBlock(Block &b, StackPool &pool) {
+  std::vector<Fiber> &fs = *b.fibers;
+  if (!pool.reserve(fs.size())) {
+    b.error = "cannot allocate fiber stacks";
+    return false;
+  }
+  b.sharedVars.clear();
+  b.staticSharedBytes = 0;
+  if (!b.dynamicShared->empty())
+    std::memset(b.dynamicShared->data(), 0xcd, b.dynamicShared->size());
+  for (size_t i = 0; i < fs.size(); ++i) {
+    Fiber &f = fs[i];
+    f.state = Fiber::State::Ready;
+    f.threadIdx = {unsigned(i % b.blockDim.x), unsigned(i / b.blockDim.x % b.blockDim.y),
+                   unsigned(i / (size_t(b.blockDim.x) * b.blockDim.y))};
+    f.lane = unsigned(i % 32);
+    f.warp = unsigned(i / 32);
+    getcontext(&f.context);
+    f.context.uc_stack.ss_sp = pool.stacks[i];
+    f.context.uc_stack.ss_size = kFiberStackBytes;
+    f.context.uc_link = &b.scheduler;
+    makecontext(&f.context, fiberMain, 0);
+  }
+  tlsBlock = &b;
+  while (true) {
+    for (Fiber &f : fs) {
+      if (f.state != Fiber::State::Ready)
+        continue;
+      tlsFiber = &f;
+      swapcontext(&b.scheduler, &f.context);
+      tlsFiber = nullptr;
+      if (!b.error.empty())
+        return false;
+    }
+    if (!releaseBarriers(b))
+      return false;
+    bool allDone = true;
+    for (Fiber &f : fs)
+      allDone &= f.state == Fiber::State::Done;
+    if (allDone)
+      return true;
+  }
+}
+
+/// The largest dynamic shared memory a kernel was allowed (per kernel).
+inline std::vector<std::pair<const void *, size_t>> &dynamicSharedOptIns() {
+  static std::vector<std::pair<const void *, size_t>> optIns;
+  return optIns;
+}
+
+inline void setMaxDynamicShared(const void *kernel, size_t bytes) {
+  for (auto &[k, b] : dynamicSharedOptIns())
+    if (k == kernel) {
+      b = bytes;
+      return;
+    }
+  dynamicSharedOptIns().emplace_back(kernel, bytes);
+}
+
+/// Runs `body` as a grid. Returns an empty string or what went wrong.
+inline std::string runGrid(const void *kernel, dim3 grid, dim3 block, size_t dynamicBytes,
+                           const std::function<void()> &body) {
+  size_t threads = size_t(block.x) * block.y * block.z;
+  if (threads == 0 || threads > kMaxThreadsPerBlock || block.z > kMaxBlockDimZ)
+    return "invalid block (" + std::to_string(block.x) + ", " + std::to_string(block.y) + ", " +
+           std::to_string(block.z) + "): 1 to 1024 threads, z at most 64";
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.y > kMaxGridDimYZ ||
+      grid.z > kMaxGridDimYZ || grid.x > 0x7fffffffu)
+    return "invalid grid (" + std::to_string(grid.x) + ", " + std::to_string(grid.y) + ", " +
+           std::to_string(grid.z) + ")";
+  size_t limit = kDefaultSharedBytes;
+  for (auto &[k, b] : dynamicSharedOptIns())
+    if (k == kernel)
+      limit = std::max(limit, std::min(b, kOptInSharedBytes));
+  if (dynamicBytes > limit)
+    return "dynamic shared memory of " + std::to_string(dynamicBytes) +
+           " bytes exceeds the kernel's limit of " + std::to_string(limit);
+  static thread_local StackPool pool;
+  std::vector<Fiber> fibers(threads);
+  std::vector<unsigned char> dynamic(dynamicBytes);
+  Block b;
+  b.fibers = &fibers;
+  b.blockDim = block;
+  b.gridDim = grid;
+  b.threads = unsigned(threads);
+  b.body = &body;
+  b.dynamicShared = &dynamic;
+  b.sharedLimit = limit;
+  Block *outer = tlsBlock;
+  for (unsigned z = 0; z < grid.z; ++z)
+    for (unsigned y = 0; y < grid.y; ++y)
+      for (unsigned x = 0; x < grid.x; ++x) {
+        b.blockIdx = {x, y, z};
+        b.error.clear();
+        if (!runBlock(b, pool)) {
+          tlsBlock = outer;
+          return "block " + coords(b.blockIdx) + ": " + b.error;
+        }
+      }
+  tlsBlock = outer;
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Warp intrinsics
+//===----------------------------------------------------------------------===//
+
+template <class T> T shfl(unsigned mask, T v, int srcLane, int width) {
+  warpExchange(mask, toBits(v));
+  Fiber &f = *tlsFiber;
+  unsigned base = f.lane & ~unsigned(width - 1);
+  unsigned src = base + (unsigned(srcLane) & unsigned(width - 1));
+  return fromBits<T>(f.seen[src]);
+}
+
+template <class T> T shflXor(unsigned mask, T v, int laneMask, int width) {
+  warpExchange(mask, toBits(v));
+  Fiber &f = *tlsFiber;
+  unsigned base = f.lane & ~unsigned(width - 1);
+  unsigned src = f.lane ^ unsigned(laneMask);
+  // A source past the end of the lane's segment of `width` gives the lane
+  // its own value (an earlier segment's lane is read: PTX shfl.bfly).
+  if (src >= base + unsigned(width))
+    return v;
+  return fromBits<T>(f.seen[src]);
+}
+
+template <class T> T shflDown(unsigned mask, T v, unsigned delta, int width) {
+  warpExchange(mask, toBits(v));
+  Fiber &f = *tlsFiber;
+  unsigned inSegment = f.lane & unsigned(width - 1);
+  if (inSegment + delta >= unsigned(width))
+    return v;
+  return fromBits<T>(f.seen[f.lane + delta]);
+}
+
+template <class T> T shflUp(unsigned mask, T v, unsigned delta, int width) {
+  warpExchange(mask, toBits(v));
+  Fiber &f = *tlsFiber;
+  unsigned inSegment = f.lane & unsigned(width - 1);
+  if (inSegment < delta)
+    return v;
+  return fromBits<T>(f.seen[f.lane - delta]);
+}
+
+inline unsigned ballot(unsigned mask, int predicate) {
+  warpExchange(mask, predicate ? 1 : 0);
+  unsigned bits = 0;
+  for (unsigned m = 0; m < 32; ++m)
+    if ((mask >> m & 1u) && tlsFiber->seen[m])
+      bits |= 1u << m;
+  return bits;
+}
+
+} // namespace llmc::cudaemu
+
+#endif // LLMC_RUNTIME_CUDAEMU_CUDAEMU_H

@@ -1,0 +1,374 @@
+//===- Attention.h - attention over the static KV cache: split-KV decode and
+//                   flash prefill --------------------------------------===//
+//
+// Shapes and layouts (T: the cache's type, f32, f16 or bf16)
+//   kCache, vCache  [B, Hkv, C, D] / [B, Hkv, C, Dv], row-major; query head
+//                   h reads kv head h / (Hq / Hkv) (MHA, GQA, MQA)
+//   pos             int64 on the device: the first new token's position, so
+//                   a captured CUDA graph replays with each step's value
+//   decode  q       [B, Hq, D] (one token per sequence, at *pos; keys 0 ..
+//                   *pos). partial [B, splits, Hq, Dv] f32 and lse [B,
+//                   splits, Hq] f32: llm.decode_attention_partial (keys cut
+//                   into splits chunks of ceil((*pos + 1) / splits), each
+//                   chunk's softmax-normalised values and log-sum-exp, -inf
+//                   and zeros for an empty chunk); attentionCombine merges
+//                   them into out [B, Hq, Dv] (llm.attention_combine).
+//   prefill q       [B, S, Hq, D] at positions *pos .. *pos + S - 1 over
+//                   keys 0 .. *pos + S - 1; out [B, S, Hq, Dv]
+//                   (llm.flash_attention).
+//   Scores are scale * q.k, then softcap * tanh(s / softcap) when softcap >
+//   0; `causal` drops keys after the query, `window` > 0 keys at or before
+//   position - window. A query with no key left gives zeros.
+//
+// Tiling
+//   Keys and values move through shared memory in tiles of kAttnKeys rows
+//   (16-byte coalesced loads; rows padded by 16 bytes so the 16-byte reads of
+//   eight lanes in a quarter-warp hit distinct banks). Online softmax in f32:
+//   a running maximum, sum and value accumulator per query; no more than
+//   kAttnKeys scores per query exist at once (never the [S, S] matrix).
+//   Decode: a block per (kv head, split, batch) serves the G = Hq / Hkv
+//   query heads that share the kv head, so each cache row is read once for
+//   all of them; scores are computed thread per (head, key), the softmax
+//   and the value sum warp per head (lane per key, lane per value channel).
+//   Prefill: a block per (kAttnQueries queries, head, batch), each warp four
+//   queries, lane per key for the scores, lane per channel for the values;
+//   tiles wholly outside the causal range or the window are skipped.
+//   D * sizeof(T) and Dv * sizeof(T) are multiples of 16.
+//
+//   This is the SIMT form (every architecture); tensor-core tiles (mma.sync
+//   / wgmma) for prefill come with the GPU benchmark. No __launch_bounds__:
+//   with it ptxas spilled a few bytes in the f32 instances.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_RUNTIME_MODEL_CUDA_ATTENTION_H
+#define LLMC_RUNTIME_MODEL_CUDA_ATTENTION_H
+
+#include "runtime/src/model/cuda/Common.h"
+
+namespace llmc::cuda {
+
+constexpr int kAttnKeys = 32;    // keys per tile (one per lane)
+constexpr int kAttnThreads = 128; // 4 warps
+constexpr int kAttnWarps = kAttnThreads / 32;
+constexpr int kAttnQueries = 16; // prefill queries per block
+constexpr int kAttnQueriesPerWarp = kAttnQueries / kAttnWarps;
+
+/// Elements of T per padded shared-memory row of n elements.
+template <class T> LLMC_HOST_DEVICE int paddedRow(int n) { return n + int(16 / sizeof(T)); }
+
+/// softcap * tanh(s / softcap), tanh as 1 - 2 / (e^2x + 1): within a few
+/// ulps of the scores' scale, and without tanhf's slow path, whose call
+/// made ptxas spill in the attention kernels.
+LLMC_DEVICE float capScore(float s, float softcap) {
+  if (softcap <= 0.0f)
+    return s;
+  return softcap * (1.0f - 2.0f / (expf(2.0f * s / softcap) + 1.0f));
+}
+
+/// Copies rows [row0, row0 + rows) of a [.., C, n] cache slice into a padded
+/// shared tile with 16-byte vectors, all threads of the block.
+template <class T>
+LLMC_DEVICE void loadTile(T *tile, const T *src, int row0, int rows, int n) {
+  constexpr int kVec = int(16 / sizeof(T));
+  int vecs = n / kVec, stride = paddedRow<T>(n);
+  for (int i = int(threadIdx.x); i < rows * vecs; i += int(blockDim.x)) {
+    int r = i / vecs, v = i % vecs;
+    *reinterpret_cast<uint4 *>(tile + r * stride + v * kVec) =
+        *reinterpret_cast<const uint4 *>(src + size_t(row0 + r) * size_t(n) + size_t(v) * kVec);
+  }
+}
+
+/// q (floats, in shared memory) . row of a padded tile, over D.
+template <class T, int D> LLMC_DEVICE float dotRow(const float *q, const T *row) {
+  constexpr int kVec = int(16 / sizeof(T));
+  float s = 0.0f;
+  LLMC_UNROLL
+  for (int v = 0; v < D / kVec; ++v) {
+    float k[kVec];
+    loadFloats(row + v * kVec, k);
+    LLMC_UNROLL
+    for (int i = 0; i < kVec; ++i)
+      s = fmaf(q[v * kVec + i], k[i], s);
+  }
+  return s;
+}
+
+/// acc[c] += sum over the tile's rows j of p_j * v[j][lane + 32 c], with p_j
+/// the probability lane j holds (one key per lane): the value half of the
+/// online softmax, lane per value channel.
+template <class T, int Dv>
+LLMC_DEVICE void addWeightedValues(float (&acc)[(Dv + 31) / 32], float p, const T *vt, int rows) {
+  unsigned lane = threadIdx.x % 32;
+  for (int j = 0; j < rows; ++j) {
+    float pj = __shfl_sync(kFullMask, p, j);
+    const T *vrow = vt + j * paddedRow<T>(Dv);
+    LLMC_UNROLL
+    for (int c = 0; c < (Dv + 31) / 32; ++c) {
+      int d = int(lane) + 32 * c;
+      if (d < Dv)
+        acc[c] = fmaf(pj, toFloat(vrow[d]), acc[c]);
+    }
+  }
+}
+
+/// The first key a query at `qpos` may see (the window).
+LLMC_DEVICE int firstKey(long long qpos, int window) {
+  return window > 0 && qpos - window + 1 > 0 ? int(qpos - window + 1) : 0;
+}
+
+/// Floats before the tiles in the decode kernel's shared memory (a whole
+/// number of 16-byte vectors, so the tiles start aligned).
+template <int D, int Dv> LLMC_HOST_DEVICE int decodeFloats(int g) {
+  return (g * (D + Dv + kAttnKeys + 2) + 3) / 4 * 4;
+}
+
+template <class T, int D, int Dv>
+size_t decodeSharedBytes(int g) {
+  return sizeof(float) * size_t(decodeFloats<D, Dv>(g)) +
+         sizeof(T) * size_t(kAttnKeys) * size_t(paddedRow<T>(D) + paddedRow<T>(Dv));
+}
+
+template <class T, int D, int Dv>
+LLMC_GLOBAL void
+    decodeAttentionKernel(const T *q, const T *kCache, const T *vCache, const int64_t *pos,
+                          float *partial, float *lse, int hq, int hkv, int capacity, int window,
+                          float scale, float softcap) {
+  constexpr int kOut = (Dv + 31) / 32; // value channels per lane
+  int g = hq / hkv;
+  int kvh = int(blockIdx.x), split = int(blockIdx.y), b = int(blockIdx.z);
+  int splits = int(gridDim.y);
+  unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  // Shared memory: q [G][D], o [G][Dv], scores [G][keys], m [G], l [G] as
+  // floats, then the key and value tiles.
+  LLMC_DYNAMIC_SHARED(float, smem);
+  float *qs = smem, *os = qs + g * D, *sc = os + g * Dv, *ms = sc + g * kAttnKeys, *ls = ms + g;
+  T *kt = reinterpret_cast<T *>(smem + decodeFloats<D, Dv>(g));
+  T *vt = kt + kAttnKeys * paddedRow<T>(D);
+
+  long long p0 = *pos;
+  int n = int(p0 + 1);
+  int chunk = (n + splits - 1) / splits;
+  int start = split * chunk, end = start + chunk < n ? start + chunk : n;
+  int lo = firstKey(p0, window);
+  if (start < lo)
+    start = lo;
+
+  int h0 = kvh * g;
+  for (int i = int(threadIdx.x); i < g * D; i += int(blockDim.x))
+    qs[i] = toFloat(q[(size_t(b) * size_t(hq) + size_t(h0)) * D + size_t(i)]) * scale;
+  for (int i = int(threadIdx.x); i < g * Dv; i += int(blockDim.x))
+    os[i] = 0.0f;
+  for (int i = int(threadIdx.x); i < g; i += int(blockDim.x)) {
+    ms[i] = -INFINITY;
+    ls[i] = 0.0f;
+  }
+  const T *kBase = kCache + (size_t(b) * size_t(hkv) + size_t(kvh)) * size_t(capacity) * D;
+  const T *vBase = vCache + (size_t(b) * size_t(hkv) + size_t(kvh)) * size_t(capacity) * Dv;
+
+  for (int t = start; t < end; t += kAttnKeys) {
+    int rows = end - t < kAttnKeys ? end - t : kAttnKeys;
+    __syncthreads(); // the previous tile is consumed (and q, o are set)
+    loadTile(kt, kBase, t, rows, D);
+    loadTile(vt, vBase, t, rows, Dv);
+    __syncthreads();
+    for (int i = int(threadIdx.x); i < g * kAttnKeys; i += int(blockDim.x)) {
+      int hi = i / kAttnKeys, j = i % kAttnKeys;
+      sc[i] = j < rows ? capScore(dotRow<T, D>(qs + hi * D, kt + j * paddedRow<T>(D)), softcap)
+                       : -INFINITY;
+    }
+    __syncthreads();
+    for (int hi = int(warp); hi < g; hi += kAttnWarps) {
+      float s = sc[hi * kAttnKeys + int(lane)];
+      float mOld = ms[hi];
+      float mNew = fmaxf(mOld, warpMax(s));
+      float p = s == -INFINITY ? 0.0f : expf(s - mNew);
+      float alpha = mOld == -INFINITY ? 0.0f : expf(mOld - mNew);
+      float sum = warpSum(p);
+      float acc[kOut];
+      LLMC_UNROLL
+      for (int c = 0; c < kOut; ++c) {
+        int d = int(lane) + 32 * c;
+        acc[c] = d < Dv ? os[hi * Dv + d] * alpha : 0.0f;
+      }
+      addWeightedValues<T, Dv>(acc, p, vt, rows);
+      LLMC_UNROLL
+      for (int c = 0; c < kOut; ++c) {
+        int d = int(lane) + 32 * c;
+        if (d < Dv)
+          os[hi * Dv + d] = acc[c];
+      }
+      if (lane == 0) {
+        ms[hi] = mNew;
+        ls[hi] = ls[hi] * alpha + sum;
+      }
+    }
+  }
+  __syncthreads();
+  for (int hi = int(warp); hi < g; hi += kAttnWarps) {
+    float l = ls[hi];
+    size_t row = (size_t(b) * size_t(splits) + size_t(split)) * size_t(hq) + size_t(h0 + hi);
+    for (int d = int(lane); d < Dv; d += 32)
+      partial[row * Dv + size_t(d)] = l > 0.0f ? os[hi * Dv + d] / l : 0.0f;
+    if (lane == 0)
+      lse[row] = l > 0.0f ? ms[hi] + logf(l) : -INFINITY;
+  }
+}
+
+/// out[b, h, :] = sum_s exp(lse_s - L) partial_s, L = log sum_s exp(lse_s);
+/// a block per (head, batch), a thread per channel.
+template <class Y>
+LLMC_GLOBAL void attentionCombineKernel(const float *partial, const float *lse, Y *out, int splits,
+                                        int hq, int dv) {
+  int h = int(blockIdx.x), b = int(blockIdx.y);
+  float m = -INFINITY;
+  for (int s = 0; s < splits; ++s)
+    m = fmaxf(m, lse[(size_t(b) * size_t(splits) + size_t(s)) * size_t(hq) + size_t(h)]);
+  for (int d = int(threadIdx.x); d < dv; d += int(blockDim.x)) {
+    float num = 0.0f, den = 0.0f;
+    if (m != -INFINITY)
+      for (int s = 0; s < splits; ++s) {
+        size_t row = (size_t(b) * size_t(splits) + size_t(s)) * size_t(hq) + size_t(h);
+        float w = lse[row] == -INFINITY ? 0.0f : expf(lse[row] - m);
+        num = fmaf(w, partial[row * size_t(dv) + size_t(d)], num);
+        den += w;
+      }
+    out[(size_t(b) * size_t(hq) + size_t(h)) * size_t(dv) + size_t(d)] =
+        fromFloat<Y>(den > 0.0f ? num / den : 0.0f);
+  }
+}
+
+template <class T, int D, int Dv, class Y>
+std::string decodeAttention(const T *q, const T *kCache, const T *vCache, const int64_t *pos,
+                            float *partial, float *lse, Y *out, int b, int hq, int hkv,
+                            int capacity, int splits, int window, float scale, float softcap,
+                            Stream stream) {
+  static_assert(D * sizeof(T) % 16 == 0 && Dv * sizeof(T) % 16 == 0, "16-byte rows");
+  if (b < 1 || hq < 1 || hkv < 1 || hq % hkv || capacity < 1 || splits < 1)
+    return "decode attention: invalid arguments";
+  size_t bytes = decodeSharedBytes<T, D, Dv>(hq / hkv);
+  if (bytes > 48 * 1024) {
+    std::string e = setMaxDynamicShared(decodeAttentionKernel<T, D, Dv>, bytes);
+    if (!e.empty())
+      return e;
+  }
+  std::string e = launch(decodeAttentionKernel<T, D, Dv>, dim3(unsigned(hkv), unsigned(splits),
+                                                               unsigned(b)),
+                         dim3(kAttnThreads), bytes, stream, q, kCache, vCache, pos, partial, lse,
+                         hq, hkv, capacity, window, scale, softcap);
+  if (!e.empty())
+    return e;
+  return launch(attentionCombineKernel<Y>, dim3(unsigned(hq), unsigned(b)), dim3(Dv < 128 ? 32 : 128),
+                0, stream, partial, lse, out, splits, hq, Dv);
+}
+
+template <class T, int D, int Dv> size_t prefillSharedBytes() {
+  return sizeof(float) * size_t(kAttnQueries) * D +
+         sizeof(T) * size_t(kAttnKeys) * size_t(paddedRow<T>(D) + paddedRow<T>(Dv));
+}
+
+template <class T, int D, int Dv, class Y>
+LLMC_GLOBAL void
+    flashAttentionKernel(const T *q, const T *kCache, const T *vCache, const int64_t *pos, Y *out,
+                         int s, int hq, int hkv, int capacity, bool causal, int window, float scale,
+                         float softcap) {
+  constexpr int kOut = (Dv + 31) / 32; // value channels per lane
+  int q0 = int(blockIdx.x) * kAttnQueries, h = int(blockIdx.y), b = int(blockIdx.z);
+  int kvh = h / (hq / hkv);
+  unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  LLMC_DYNAMIC_SHARED(float, smem);
+  float *qs = smem;
+  T *kt = reinterpret_cast<T *>(qs + kAttnQueries * D);
+  T *vt = kt + kAttnKeys * paddedRow<T>(D);
+
+  long long p0 = *pos;
+  int queries = s - q0 < kAttnQueries ? s - q0 : kAttnQueries;
+  for (int i = int(threadIdx.x); i < kAttnQueries * D; i += int(blockDim.x)) {
+    int qi = i / D, d = i % D;
+    qs[i] = qi < queries
+                ? toFloat(q[((size_t(b) * size_t(s) + size_t(q0 + qi)) * size_t(hq) + size_t(h)) *
+                                D +
+                            size_t(d)]) *
+                      scale
+                : 0.0f;
+  }
+  long long firstPos = p0 + q0, lastPos = p0 + q0 + queries - 1;
+  int kStart = firstKey(firstPos, window);
+  int kEnd = causal ? int(lastPos + 1) : int(p0 + s);
+
+  float m[kAttnQueriesPerWarp], l[kAttnQueriesPerWarp], o[kAttnQueriesPerWarp][kOut];
+  LLMC_UNROLL
+  for (int w = 0; w < kAttnQueriesPerWarp; ++w) {
+    m[w] = -INFINITY;
+    l[w] = 0.0f;
+    LLMC_UNROLL
+    for (int c = 0; c < kOut; ++c)
+      o[w][c] = 0.0f;
+  }
+  const T *kBase = kCache + (size_t(b) * size_t(hkv) + size_t(kvh)) * size_t(capacity) * D;
+  const T *vBase = vCache + (size_t(b) * size_t(hkv) + size_t(kvh)) * size_t(capacity) * Dv;
+
+  for (int t = kStart - kStart % kAttnKeys; t < kEnd; t += kAttnKeys) {
+    int rows = kEnd - t < kAttnKeys ? kEnd - t : kAttnKeys;
+    __syncthreads();
+    loadTile(kt, kBase, t, rows, D);
+    loadTile(vt, vBase, t, rows, Dv);
+    __syncthreads();
+    LLMC_UNROLL
+    for (int w = 0; w < kAttnQueriesPerWarp; ++w) {
+      int qi = int(warp) * kAttnQueriesPerWarp + w;
+      if (qi >= queries)
+        break; // warp-uniform
+      long long qpos = p0 + q0 + qi;
+      int key = t + int(lane);
+      bool valid = int(lane) < rows && key >= firstKey(qpos, window) && (!causal || key <= qpos);
+      float sc = valid ? capScore(dotRow<T, D>(qs + qi * D, kt + int(lane) * paddedRow<T>(D)),
+                                  softcap)
+                       : -INFINITY;
+      float mNew = fmaxf(m[w], warpMax(sc));
+      float p = sc == -INFINITY ? 0.0f : expf(sc - mNew);
+      float alpha = m[w] == -INFINITY ? 0.0f : expf(m[w] - mNew);
+      l[w] = l[w] * alpha + warpSum(p);
+      m[w] = mNew;
+      LLMC_UNROLL
+      for (int c = 0; c < kOut; ++c)
+        o[w][c] *= alpha;
+      addWeightedValues<T, Dv>(o[w], p, vt, rows);
+    }
+  }
+  LLMC_UNROLL
+  for (int w = 0; w < kAttnQueriesPerWarp; ++w) {
+    int qi = int(warp) * kAttnQueriesPerWarp + w;
+    if (qi >= queries)
+      break;
+    Y *dst = out + ((size_t(b) * size_t(s) + size_t(q0 + qi)) * size_t(hq) + size_t(h)) * Dv;
+    LLMC_UNROLL
+    for (int c = 0; c < kOut; ++c) {
+      int d = int(lane) + 32 * c;
+      if (d < Dv)
+        dst[d] = fromFloat<Y>(l[w] > 0.0f ? o[w][c] / l[w] : 0.0f);
+    }
+  }
+}
+
+template <class T, int D, int Dv, class Y>
+std::string flashAttention(const T *q, const T *kCache, const T *vCache, const int64_t *pos, Y *out,
+                           int b, int s, int hq, int hkv, int capacity, bool causal, int window,
+                           float scale, float softcap, Stream stream) {
+  static_assert(D * sizeof(T) % 16 == 0 && Dv * sizeof(T) % 16 == 0, "16-byte rows");
+  if (b < 1 || s < 1 || hq < 1 || hkv < 1 || hq % hkv || capacity < 1)
+    return "flash attention: invalid arguments";
+  size_t bytes = prefillSharedBytes<T, D, Dv>();
+  if (bytes > 48 * 1024) {
+    std::string e = setMaxDynamicShared(flashAttentionKernel<T, D, Dv, Y>, bytes);
+    if (!e.empty())
+      return e;
+  }
+  return launch(flashAttentionKernel<T, D, Dv, Y>,
+                dim3(ceilDiv(s, kAttnQueries), unsigned(hq), unsigned(b)), dim3(kAttnThreads),
+                bytes, stream, q, kCache, vCache, pos, out, s, hq, hkv, capacity, causal, window,
+                scale, softcap);
+}
+
+} // namespace llmc::cuda
+
+#endif // LLMC_RUNTIME_MODEL_CUDA_ATTENTION_H

@@ -1,0 +1,109 @@
+//===- Common.h - reductions and helpers shared by the CUDA kernels -------===//
+//
+// Warp and block reductions (every thread gets the result), loads of a run
+// of N elements as floats (16-byte vector loads where the run is a whole
+// number of them), and the device error word: a kernel that finds bad data
+// (a token id past the vocabulary, a position past the tables) records a
+// code there with the first offending index instead of reading out of
+// bounds, and the host reports it after the step.
+//
+// Blocks are one-dimensional in every llmc kernel; blockDim.x is a multiple
+// of 32 and at most 1024.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_RUNTIME_MODEL_CUDA_COMMON_H
+#define LLMC_RUNTIME_MODEL_CUDA_COMMON_H
+
+#include "runtime/src/model/cuda/Cuda.h"
+
+namespace llmc::cuda {
+
+constexpr unsigned kFullMask = 0xffffffffu;
+
+LLMC_DEVICE float warpSum(float v) {
+  LLMC_UNROLL
+  for (int o = 16; o > 0; o >>= 1)
+    v += __shfl_xor_sync(kFullMask, v, o);
+  return v;
+}
+
+LLMC_DEVICE float warpMax(float v) {
+  LLMC_UNROLL
+  for (int o = 16; o > 0; o >>= 1)
+    v = fmaxf(v, __shfl_xor_sync(kFullMask, v, o));
+  return v;
+}
+
+/// The sum over the block, in every thread. `scratch` is 32 floats of
+/// shared memory that no other thread uses meanwhile; it is free again when
+/// this returns.
+LLMC_DEVICE float blockSum(float v, float *scratch) {
+  unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  v = warpSum(v);
+  if (lane == 0)
+    scratch[warp] = v;
+  __syncthreads();
+  v = lane < warps ? scratch[lane] : 0.0f;
+  v = warpSum(v);
+  __syncthreads();
+  return v;
+}
+
+/// Loads p[0 .. N) as floats: 16-byte loads when N elements are a whole
+/// number of them (p then 16-byte aligned), element loads otherwise.
+template <int N, class T> LLMC_DEVICE void loadRun(const T *p, float (&out)[N]) {
+  constexpr int kPerVector = int(16 / sizeof(T));
+  if constexpr (N % kPerVector == 0) {
+    LLMC_UNROLL
+    for (int v = 0; v < N / kPerVector; ++v) {
+      float part[kPerVector];
+      loadFloats(p + v * kPerVector, part);
+      LLMC_UNROLL
+      for (int i = 0; i < kPerVector; ++i)
+        out[v * kPerVector + i] = part[i];
+    }
+  } else {
+    LLMC_UNROLL
+    for (int i = 0; i < N; ++i)
+      out[i] = toFloat(p[i]);
+  }
+}
+
+/// Error codes of the device error word (0: none). The word holds
+/// code << 32 | index for the first error recorded.
+enum DeviceError : unsigned long long {
+  kTokenOutOfRange = 1,
+  kPositionOutOfRange = 2,
+  kCacheOverflow = 3,
+};
+
+LLMC_DEVICE void recordError(unsigned long long *word, DeviceError code, long long index) {
+  if (word)
+    atomicCAS(word, 0ull, (static_cast<unsigned long long>(code) << 32) |
+                              (static_cast<unsigned long long>(index) & 0xffffffffull));
+}
+
+/// What a device error word says, for a message ("" when it is 0).
+inline std::string describeDeviceError(unsigned long long word) {
+  if (!word)
+    return {};
+  unsigned long long index = word & 0xffffffffull;
+  switch (word >> 32) {
+  case kTokenOutOfRange:
+    return "token id at index " + std::to_string(index) + " is outside the vocabulary";
+  case kPositionOutOfRange:
+    return "position at index " + std::to_string(index) + " is outside the rotary tables";
+  case kCacheOverflow:
+    return "cache write past its capacity (position " + std::to_string(index) + ")";
+  default:
+    return "device error " + std::to_string(word >> 32);
+  }
+}
+
+LLMC_HOST_DEVICE unsigned ceilDiv(unsigned long long a, unsigned long long b) {
+  return unsigned((a + b - 1) / b);
+}
+
+} // namespace llmc::cuda
+
+#endif // LLMC_RUNTIME_MODEL_CUDA_COMMON_H

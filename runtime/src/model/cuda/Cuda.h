@@ -1,0 +1,278 @@
+//===- Cuda.h - the one header llmc's CUDA kernels build against ----------===//
+//
+// The same kernel source builds two ways:
+//   - with nvcc (__CUDACC__): the real CUDA runtime, half and bfloat16 from
+//     cuda_fp16.h / cuda_bf16.h, launches with <<<...>>>;
+//   - with a host C++ compiler: runtime/src/cudaemu/CudaEmu.h, which runs
+//     each block's threads as fibers with CUDA's barriers, warp exchanges,
+//     shared memory and atomics, so CI tests the kernels without a GPU.
+//
+// Kernel code writes CUDA as usual (threadIdx, __syncthreads, __shfl_*_sync,
+// atomicAdd, ...) plus these spellings, which differ between the two:
+//   LLMC_GLOBAL / LLMC_DEVICE / LLMC_HOST_DEVICE   __global__ / __device__ ...
+//   LLMC_SHARED(Type, name)        a __shared__ variable (Type may be an
+//                                  array typedef), declared unconditionally
+//   LLMC_DYNAMIC_SHARED(Type, name) Type *name over the dynamic shared memory
+//   LLMC_UNROLL                    #pragma unroll
+//   llmc::cuda::half, bfloat16     storage types; toFloat(x), fromFloat<T>(f)
+//                                  (round to nearest even on both)
+//   loadFloats(p, out)             16 aligned bytes of T at p as floats
+// and the host side calls llmc::cuda::launch / deviceAlloc / copyToDevice /
+// copyToHost / synchronize, which return an empty string or the error.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_RUNTIME_MODEL_CUDA_CUDA_H
+#define LLMC_RUNTIME_MODEL_CUDA_CUDA_H
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+namespace llmc::cuda {
+/// Lets a macro take an array type: Id<float[32]> name declares an array.
+template <class T> using Id = T;
+} // namespace llmc::cuda
+
+#if defined(__CUDACC__)
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#define LLMC_CUDA_EMULATED 0
+#define LLMC_GLOBAL __global__
+#define LLMC_DEVICE __device__ __forceinline__
+#define LLMC_HOST_DEVICE __host__ __device__ __forceinline__
+#define LLMC_SHARED(Type, name) __shared__ ::llmc::cuda::Id<Type> name
+#define LLMC_DYNAMIC_SHARED(Type, name)                                                           \
+  extern __shared__ __align__(16) unsigned char llmc_dynamic_shared_[];                           \
+  Type *name = reinterpret_cast<Type *>(llmc_dynamic_shared_)
+#define LLMC_UNROLL _Pragma("unroll")
+#define LLMC_LAUNCH_BOUNDS(n) __launch_bounds__(n)
+
+namespace llmc::cuda {
+
+using half = __half;
+using bfloat16 = __nv_bfloat16;
+using Stream = cudaStream_t;
+
+LLMC_HOST_DEVICE float toFloat(float x) { return x; }
+LLMC_HOST_DEVICE float toFloat(half x) { return __half2float(x); }
+LLMC_HOST_DEVICE float toFloat(bfloat16 x) { return __bfloat162float(x); }
+
+template <class T> LLMC_HOST_DEVICE T fromFloat(float x);
+template <> LLMC_HOST_DEVICE float fromFloat<float>(float x) { return x; }
+template <> LLMC_HOST_DEVICE half fromFloat<half>(float x) { return __float2half_rn(x); }
+template <> LLMC_HOST_DEVICE bfloat16 fromFloat<bfloat16>(float x) { return __float2bfloat16_rn(x); }
+
+LLMC_DEVICE void loadFloats(const float *p, float (&out)[4]) {
+  float4 v = *reinterpret_cast<const float4 *>(p);
+  out[0] = v.x, out[1] = v.y, out[2] = v.z, out[3] = v.w;
+}
+LLMC_DEVICE void loadFloats(const half *p, float (&out)[8]) {
+  uint4 raw = *reinterpret_cast<const uint4 *>(p);
+  const __half2 *h = reinterpret_cast<const __half2 *>(&raw);
+  LLMC_UNROLL
+  for (int i = 0; i < 4; ++i) {
+    float2 f = __half22float2(h[i]);
+    out[2 * i] = f.x, out[2 * i + 1] = f.y;
+  }
+}
+LLMC_DEVICE void loadFloats(const bfloat16 *p, float (&out)[8]) {
+  uint4 raw = *reinterpret_cast<const uint4 *>(p);
+  const unsigned words[4] = {raw.x, raw.y, raw.z, raw.w};
+  LLMC_UNROLL
+  for (int i = 0; i < 4; ++i) {
+    out[2 * i] = __uint_as_float(words[i] << 16);
+    out[2 * i + 1] = __uint_as_float(words[i] & 0xffff0000u);
+  }
+}
+
+inline std::string errorOf(cudaError_t e) {
+  return e == cudaSuccess ? std::string() : std::string(cudaGetErrorName(e)) + ": " +
+                                                cudaGetErrorString(e);
+}
+
+template <class... P, class... A>
+std::string launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t sharedBytes, Stream stream,
+                   A &&...args) {
+  kernel<<<grid, block, sharedBytes, stream>>>(std::forward<A>(args)...);
+  return errorOf(cudaGetLastError());
+}
+
+template <class... P> std::string setMaxDynamicShared(void (*kernel)(P...), size_t bytes) {
+  return errorOf(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+}
+
+inline std::string deviceAlloc(void **out, size_t bytes) { return errorOf(cudaMalloc(out, bytes)); }
+inline std::string deviceFree(void *p) { return errorOf(cudaFree(p)); }
+inline std::string copyToDevice(void *dst, const void *src, size_t bytes) {
+  return errorOf(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+}
+inline std::string copyToHost(void *dst, const void *src, size_t bytes) {
+  return errorOf(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
+}
+inline std::string synchronize() { return errorOf(cudaDeviceSynchronize()); }
+
+} // namespace llmc::cuda
+
+#else // the host emulation
+
+#include "runtime/src/cpu/Numeric.h"
+#include "runtime/src/cudaemu/CudaEmu.h"
+
+#include <cstdlib>
+#include <tuple>
+#include <type_traits>
+
+#define LLMC_CUDA_EMULATED 1
+#define LLMC_GLOBAL
+#define LLMC_DEVICE inline
+#define LLMC_HOST_DEVICE inline
+#define LLMC_SHARED(Type, name)                                                                    \
+  static const char llmc_shared_site_##name = 0;                                                  \
+  ::llmc::cuda::Id<Type> &name =                                                                   \
+      ::llmc::cudaemu::sharedVariable<::llmc::cuda::Id<Type>>(&llmc_shared_site_##name)
+#define LLMC_DYNAMIC_SHARED(Type, name)                                                           \
+  Type *name = reinterpret_cast<Type *>(::llmc::cudaemu::dynamicShared())
+#define LLMC_UNROLL
+#define LLMC_LAUNCH_BOUNDS(n)
+
+#define threadIdx (::llmc::cudaemu::tlsFiber->threadIdx)
+#define blockIdx (::llmc::cudaemu::tlsBlock->blockIdx)
+#define blockDim (::llmc::cudaemu::tlsBlock->blockDim)
+#define gridDim (::llmc::cudaemu::tlsBlock->gridDim)
+inline constexpr int warpSize = 32;
+
+struct alignas(8) float2 {
+  float x, y;
+};
+struct alignas(16) float4 {
+  float x, y, z, w;
+};
+struct alignas(16) uint4 {
+  unsigned x, y, z, w;
+};
+
+inline void __syncthreads() { ::llmc::cudaemu::syncthreads(); }
+inline void __syncwarp(unsigned mask = 0xffffffffu) { ::llmc::cudaemu::warpExchange(mask, 0); }
+template <class T> T __shfl_sync(unsigned mask, T v, int srcLane, int width = 32) {
+  return ::llmc::cudaemu::shfl(mask, v, srcLane, width);
+}
+template <class T> T __shfl_xor_sync(unsigned mask, T v, int laneMask, int width = 32) {
+  return ::llmc::cudaemu::shflXor(mask, v, laneMask, width);
+}
+template <class T> T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32) {
+  return ::llmc::cudaemu::shflDown(mask, v, delta, width);
+}
+template <class T> T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = 32) {
+  return ::llmc::cudaemu::shflUp(mask, v, delta, width);
+}
+inline unsigned __ballot_sync(unsigned mask, int predicate) {
+  return ::llmc::cudaemu::ballot(mask, predicate);
+}
+inline int __any_sync(unsigned mask, int predicate) { return __ballot_sync(mask, predicate) != 0; }
+inline int __all_sync(unsigned mask, int predicate) {
+  return __ballot_sync(mask, predicate) == mask;
+}
+
+// Atomics through GCC's generic builtins (any trivially copyable type).
+template <class T> T atomicCAS(T *address, T compare, T value) {
+  __atomic_compare_exchange(address, &compare, &value, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+  return compare;
+}
+template <class T, class F> T atomicUpdate(T *address, F update) {
+  T old;
+  __atomic_load(address, &old, __ATOMIC_SEQ_CST);
+  T next = update(old);
+  while (!__atomic_compare_exchange(address, &old, &next, true, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_SEQ_CST))
+    next = update(old);
+  return old;
+}
+template <class T> T atomicAdd(T *address, T value) {
+  return atomicUpdate(address, [&](T old) { return T(old + value); });
+}
+template <class T> T atomicMax(T *address, T value) {
+  return atomicUpdate(address, [&](T old) { return old < value ? value : old; });
+}
+template <class T> T atomicMin(T *address, T value) {
+  return atomicUpdate(address, [&](T old) { return value < old ? value : old; });
+}
+template <class T> T atomicExch(T *address, T value) {
+  return atomicUpdate(address, [&](T) { return value; });
+}
+
+inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+inline float __expf(float x) { return std::exp(x); }
+inline float __fdividef(float x, float y) { return x / y; }
+
+namespace llmc::cuda {
+
+/// IEEE half and bfloat16 as their bits; arithmetic goes through float.
+struct half {
+  uint16_t bits;
+};
+struct bfloat16 {
+  uint16_t bits;
+};
+using Stream = void *;
+
+inline float toFloat(float x) { return x; }
+inline float toFloat(half x) { return ::llmc::cpu::halfToFloat(x.bits); }
+inline float toFloat(bfloat16 x) { return ::llmc::cpu::bf16ToFloat(x.bits); }
+
+template <class T> T fromFloat(float x);
+template <> inline float fromFloat<float>(float x) { return x; }
+template <> inline half fromFloat<half>(float x) { return {::llmc::cpu::floatToHalf(x)}; }
+template <> inline bfloat16 fromFloat<bfloat16>(float x) { return {::llmc::cpu::floatToBf16(x)}; }
+
+template <class T, int N> inline void loadFloats(const T *p, float (&out)[N]) {
+  static_assert(sizeof(T) * N == 16, "16 bytes");
+  // The GPU faults on a misaligned vector load; so does the emulation.
+  if (reinterpret_cast<uintptr_t>(p) % 16 != 0)
+    ::llmc::cudaemu::fail("misaligned 16-byte load");
+  for (int i = 0; i < N; ++i)
+    out[i] = toFloat(p[i]);
+}
+
+template <class... P, class... A>
+std::string launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t sharedBytes, Stream,
+                   A &&...args) {
+  std::tuple<std::decay_t<P>...> params(std::forward<A>(args)...);
+  std::function<void()> body = [&] { std::apply(kernel, params); };
+  return ::llmc::cudaemu::runGrid(reinterpret_cast<const void *>(kernel), grid, block,
+                                  sharedBytes, body);
+}
+
+template <class... P> std::string setMaxDynamicShared(void (*kernel)(P...), size_t bytes) {
+  ::llmc::cudaemu::setMaxDynamicShared(reinterpret_cast<const void *>(kernel), bytes);
+  return {};
+}
+
+inline std::string deviceAlloc(void **out, size_t bytes) {
+  *out = std::aligned_alloc(256, (bytes + 255) / 256 * 256 + (bytes == 0 ? 256 : 0));
+  return *out ? std::string() : "out of memory allocating " + std::to_string(bytes) + " bytes";
+}
+inline std::string deviceFree(void *p) {
+  std::free(p);
+  return {};
+}
+inline std::string copyToDevice(void *dst, const void *src, size_t bytes) {
+  std::memcpy(dst, src, bytes);
+  return {};
+}
+inline std::string copyToHost(void *dst, const void *src, size_t bytes) {
+  std::memcpy(dst, src, bytes);
+  return {};
+}
+inline std::string synchronize() { return {}; }
+
+} // namespace llmc::cuda
+
+#endif
+
+#endif // LLMC_RUNTIME_MODEL_CUDA_CUDA_H

@@ -1,0 +1,187 @@
+//===- Gemv.h - decode linear layers: y = x W^T (+ bias) (+ residual) -----===//
+//
+// Shapes and layouts
+//   x         [M, K] of X, row-major (M <= kMaxRows: the decode batch)
+//   w         [N, K] of W (f32, f16, bf16), row-major: llm.linear's weight
+//   bias      [N] of W or null; residual [M, N] of Y or null (added last)
+//   y         [M, N] of Y
+//   partial   [splits, M, N] f32 workspace when splits > 1
+//
+// Tiling
+//   One warp per output column n (a row of W), kWarps warps per block:
+//   grid = (ceil(N / kWarps), splits). Each lane reads W in 16-byte vectors
+//   (8 halves or 4 floats), lanes side by side so a warp reads 512
+//   contiguous bytes per step, kUnroll steps issued before any is used so
+//   that enough bytes are in flight to saturate HBM; x is read through L1
+//   (every warp of the block reads the same rows). Sums in f32, reduced
+//   across the warp with shuffles. K that is not a multiple of the vector
+//   width is read element by element. w, x and y are 16-byte aligned.
+//
+//   Split-K (splits > 1, for layers with few columns): split s covers
+//   K-chunks [s * per, (s + 1) * per) and writes its sums to `partial`;
+//   gemvCombine adds the splits in order (deterministic, no atomics), then
+//   the bias and residual.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_RUNTIME_MODEL_CUDA_GEMV_H
+#define LLMC_RUNTIME_MODEL_CUDA_GEMV_H
+
+#include "runtime/src/model/cuda/Common.h"
+
+namespace llmc::cuda {
+
+constexpr int kGemvWarps = 8;
+constexpr int kGemvUnroll = 4;
+constexpr int kGemvMaxRows = 8;
+
+// (No __launch_bounds__: with it ptxas trades registers for occupancy and
+// spills at M = 8; without it M = 8 takes 80 registers and 3 blocks fit an
+// SM, which keeps enough loads in flight.)
+template <class W, class X, class Y, int M>
+LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *residual, Y *y, float *partial,
+               int n, int k) {
+  constexpr int kVec = int(16 / sizeof(W));
+  unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  int col = int(blockIdx.x) * kGemvWarps + int(warp);
+  if (col >= n)
+    return; // the whole warp leaves together; no block barrier follows
+  int splits = int(gridDim.y), split = int(blockIdx.y);
+  // Whole vectors per row; none when rows are not 16-byte aligned (K not a
+  // multiple of the vector width): then the scalar tail does everything.
+  int chunks = k % kVec == 0 ? k / kVec : 0;
+  int perSplit = (chunks + splits - 1) / splits;
+  int c0 = split * perSplit, c1 = c0 + perSplit < chunks ? c0 + perSplit : chunks;
+  const W *row = w + static_cast<size_t>(col) * size_t(k);
+
+  float acc[M];
+  LLMC_UNROLL
+  for (int m = 0; m < M; ++m)
+    acc[m] = 0.0f;
+
+  int c = c0 + int(lane);
+  // kUnroll vectors per lane in flight, then their products.
+  for (; c + (kGemvUnroll - 1) * 32 < c1; c += kGemvUnroll * 32) {
+    float wv[kGemvUnroll][kVec];
+    LLMC_UNROLL
+    for (int u = 0; u < kGemvUnroll; ++u)
+      loadFloats(row + size_t(c + u * 32) * kVec, wv[u]);
+    LLMC_UNROLL
+    for (int u = 0; u < kGemvUnroll; ++u) {
+      LLMC_UNROLL
+      for (int m = 0; m < M; ++m) {
+        float xv[kVec];
+        loadRun<kVec>(x + size_t(m) * size_t(k) + size_t(c + u * 32) * kVec, xv);
+        LLMC_UNROLL
+        for (int i = 0; i < kVec; ++i)
+          acc[m] = fmaf(wv[u][i], xv[i], acc[m]);
+      }
+    }
+  }
+  for (; c < c1; c += 32) {
+    float wv[kVec];
+    loadFloats(row + size_t(c) * kVec, wv);
+    LLMC_UNROLL
+    for (int m = 0; m < M; ++m) {
+      float xv[kVec];
+      loadRun<kVec>(x + size_t(m) * size_t(k) + size_t(c) * kVec, xv);
+      LLMC_UNROLL
+      for (int i = 0; i < kVec; ++i)
+        acc[m] = fmaf(wv[i], xv[i], acc[m]);
+    }
+  }
+  // The scalar tail past the last whole vector, in the last split.
+  if (split == splits - 1)
+    for (int e = chunks * kVec + int(lane); e < k; e += 32)
+      LLMC_UNROLL
+      for (int m = 0; m < M; ++m)
+        acc[m] = fmaf(toFloat(row[e]), toFloat(x[size_t(m) * size_t(k) + size_t(e)]), acc[m]);
+
+  LLMC_UNROLL
+  for (int m = 0; m < M; ++m)
+    acc[m] = warpSum(acc[m]);
+  if (lane != 0)
+    return;
+  if (splits > 1) {
+    LLMC_UNROLL
+    for (int m = 0; m < M; ++m)
+      partial[(size_t(split) * M + size_t(m)) * size_t(n) + size_t(col)] = acc[m];
+    return;
+  }
+  float b = bias ? toFloat(bias[col]) : 0.0f;
+  LLMC_UNROLL
+  for (int m = 0; m < M; ++m) {
+    float v = acc[m] + b;
+    if (residual)
+      v += toFloat(residual[size_t(m) * size_t(n) + size_t(col)]);
+    y[size_t(m) * size_t(n) + size_t(col)] = fromFloat<Y>(v);
+  }
+}
+
+/// y[m, n] = sum over splits of partial (in split order) + bias + residual.
+template <class W, class Y>
+LLMC_GLOBAL void gemvCombine(const float *partial, const W *bias, const Y *residual, Y *y,
+                             int splits, int rows, int n) {
+  size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= size_t(rows) * size_t(n))
+    return;
+  int col = int(i % size_t(n));
+  float v = 0.0f;
+  for (int s = 0; s < splits; ++s)
+    v += partial[size_t(s) * size_t(rows) * size_t(n) + i];
+  if (bias)
+    v += toFloat(bias[col]);
+  if (residual)
+    v += toFloat(residual[i]);
+  y[i] = fromFloat<Y>(v);
+}
+
+/// The split count for a layer of n columns and k inputs on a device of
+/// `sms` multiprocessors: enough blocks for two waves, each split keeping
+/// at least 8 vectors per lane.
+inline int gemvSplits(int n, int k, int sizeofW, int sms) {
+  int blocks = (n + kGemvWarps - 1) / kGemvWarps;
+  int vectors = k / (16 / sizeofW);
+  int splits = 1;
+  while (blocks * splits < 2 * sms && vectors / (splits * 2) >= 8 * 32)
+    splits *= 2;
+  return splits;
+}
+
+/// Launches y = x W^T (+ bias) (+ residual) for M rows (1 .. kGemvMaxRows).
+/// `partial` must hold splits * M * N floats when splits > 1.
+template <class W, class X, class Y>
+std::string gemv(const X *x, const W *w, const W *bias, const Y *residual, Y *y, float *partial,
+                 int m, int n, int k, int splits, Stream stream) {
+  if (m < 1 || m > kGemvMaxRows || n < 1 || k < 1 || splits < 1 || (splits > 1 && !partial))
+    return "gemv: invalid arguments";
+  if (k % int(16 / sizeof(W)) != 0 && splits > 1)
+    return "gemv: split-K needs K a multiple of the vector width";
+  dim3 grid(ceilDiv(n, kGemvWarps), unsigned(splits));
+  dim3 block(kGemvWarps * 32);
+  std::string e;
+  switch (m) {
+#define LLMC_GEMV_CASE(R)                                                                          \
+  case R:                                                                                          \
+    e = launch(gemvKernel<W, X, Y, R>, grid, block, 0, stream, x, w, bias, residual, y, partial, n, \
+               k);                                                                                 \
+    break;
+    LLMC_GEMV_CASE(1)
+    LLMC_GEMV_CASE(2)
+    LLMC_GEMV_CASE(3)
+    LLMC_GEMV_CASE(4)
+    LLMC_GEMV_CASE(5)
+    LLMC_GEMV_CASE(6)
+    LLMC_GEMV_CASE(7)
+    LLMC_GEMV_CASE(8)
+#undef LLMC_GEMV_CASE
+  }
+  if (!e.empty() || splits == 1)
+    return e;
+  size_t total = size_t(m) * size_t(n);
+  return launch(gemvCombine<W, Y>, dim3(ceilDiv(total, 256)), dim3(256), 0, stream, partial, bias,
+                residual, y, splits, m, n);
+}
+
+} // namespace llmc::cuda
+
+#endif // LLMC_RUNTIME_MODEL_CUDA_GEMV_H

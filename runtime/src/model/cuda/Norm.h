@@ -1,0 +1,60 @@
+//===- Norm.h - RMS normalisation, optionally after a residual add --------===//
+//
+// Shapes and layouts
+//   x, residual, sum, y   [rows, H], row-major (residual and sum may be null)
+//   weight                [H]
+//   h = x (+ residual); sum = h when given (the residual stream for the next
+//   layer); y = h / sqrt(mean(h^2) + eps) * (weight + offset), f32 inside.
+//
+// Tiling
+//   One block per row, kNormThreads threads striding over H; the sum of
+//   squares is a block reduction. h is read a second time for the output
+//   (from L1/L2: a row is at most a few KiB). y may alias x or sum.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_RUNTIME_MODEL_CUDA_NORM_H
+#define LLMC_RUNTIME_MODEL_CUDA_NORM_H
+
+#include "runtime/src/model/cuda/Common.h"
+
+namespace llmc::cuda {
+
+constexpr int kNormThreads = 256;
+
+template <class X, class Wt, class Y>
+LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kNormThreads)
+    rmsNormKernel(const X *x, const X *residual, X *sum, const Wt *weight, Y *y, int h, float eps,
+                  float offset) {
+  LLMC_SHARED(float[32], scratch);
+  size_t base = size_t(blockIdx.x) * size_t(h);
+  float squares = 0.0f;
+  for (int i = int(threadIdx.x); i < h; i += int(blockDim.x)) {
+    float v = toFloat(x[base + size_t(i)]);
+    if (residual)
+      v += toFloat(residual[base + size_t(i)]);
+    squares = fmaf(v, v, squares);
+  }
+  float total = blockSum(squares, scratch);
+  float inv = rsqrtf(total / float(h) + eps);
+  for (int i = int(threadIdx.x); i < h; i += int(blockDim.x)) {
+    float v = toFloat(x[base + size_t(i)]);
+    if (residual)
+      v += toFloat(residual[base + size_t(i)]);
+    if (sum)
+      sum[base + size_t(i)] = fromFloat<X>(v);
+    y[base + size_t(i)] = fromFloat<Y>(v * inv * (toFloat(weight[i]) + offset));
+  }
+}
+
+template <class X, class Wt, class Y>
+std::string rmsNorm(const X *x, const X *residual, X *sum, const Wt *weight, Y *y, int rows, int h,
+                    float eps, float offset, Stream stream) {
+  if (rows < 1 || h < 1)
+    return "rms_norm: invalid arguments";
+  return launch(rmsNormKernel<X, Wt, Y>, dim3(unsigned(rows)), dim3(kNormThreads), 0, stream, x,
+                residual, sum, weight, y, h, eps, offset);
+}
+
+} // namespace llmc::cuda
+
+#endif // LLMC_RUNTIME_MODEL_CUDA_NORM_H

@@ -1,0 +1,141 @@
+//===- Rope.h - rotary position embedding, embedding gather, cache writes -===//
+//
+// rope       x, y [B, S, N, D] (y may be x): the first R channels of each
+//            head rotated by cos/sin [P, R/2] at the token's position, pairs
+//            (i, i + R/2), or (2i, 2i + 1) when interleaved; channels R .. D
+//            copied. positions int64 [B, S], or [1, S] shared by the batch
+//            (positionsPerBatch = 0). One thread per (token, head, pair).
+//            A position outside [0, P) records kPositionOutOfRange.
+// embedding  table [V, H], ids int64 [n]: out [n, H]; one block per id,
+//            16-byte copies when H allows. An id outside [0, V) records
+//            kTokenOutOfRange and writes zeros.
+// cacheWrite cache [B, Hkv, C, D]; update element (b, h, s, d) at
+//            update[b * sb + s * ss + h * sh + d] (so [B, S, Hkv, D]
+//            projections are read in place); rows *pos .. *pos + S - 1.
+//            *pos lives on the device, so a captured graph replays with
+//            each step's position. A write past C records kCacheOverflow.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_RUNTIME_MODEL_CUDA_ROPE_H
+#define LLMC_RUNTIME_MODEL_CUDA_ROPE_H
+
+#include "runtime/src/model/cuda/Common.h"
+
+namespace llmc::cuda {
+
+template <class T, class C>
+LLMC_GLOBAL void ropeKernel(const T *x, T *y, const C *cosT, const C *sinT,
+                            const int64_t *positions, int positionsPerBatch, int b, int s, int n,
+                            int d, int r, int p, bool interleaved, unsigned long long *error) {
+  int half = r / 2, rest = d - r;
+  // Work items per head: the pairs, then the channels past R (copied).
+  int perHead = half + rest;
+  size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  size_t total = size_t(b) * size_t(s) * size_t(n) * size_t(perHead);
+  if (i >= total)
+    return;
+  int item = int(i % size_t(perHead));
+  size_t head = i / size_t(perHead); // (batch, token, head) flattened
+  size_t token = head / size_t(n);
+  size_t rowBase = head * size_t(d);
+  if (item >= half) {
+    int ch = r + (item - half);
+    y[rowBase + size_t(ch)] = x[rowBase + size_t(ch)];
+    return;
+  }
+  int bi = int(token / size_t(s)), si = int(token % size_t(s));
+  int64_t pos = positions[size_t(positionsPerBatch ? bi : 0) * size_t(s) + size_t(si)];
+  if (pos < 0 || pos >= p) {
+    recordError(error, kPositionOutOfRange, (long long)token);
+    return;
+  }
+  float c = toFloat(cosT[size_t(pos) * size_t(half) + size_t(item)]);
+  float sn = toFloat(sinT[size_t(pos) * size_t(half) + size_t(item)]);
+  size_t i1 = rowBase + size_t(interleaved ? 2 * item : item);
+  size_t i2 = rowBase + size_t(interleaved ? 2 * item + 1 : item + half);
+  float a = toFloat(x[i1]), bb = toFloat(x[i2]);
+  y[i1] = fromFloat<T>(a * c - bb * sn);
+  y[i2] = fromFloat<T>(bb * c + a * sn);
+}
+
+template <class T, class C>
+std::string rope(const T *x, T *y, const C *cosT, const C *sinT, const int64_t *positions,
+                 bool positionsPerBatch, int b, int s, int n, int d, int r, int p,
+                 bool interleaved, unsigned long long *error, Stream stream) {
+  if (r == 0)
+    r = d;
+  if (b < 1 || s < 1 || n < 1 || d < 1 || r % 2 || r > d || p < 1)
+    return "rope: invalid arguments";
+  size_t total = size_t(b) * size_t(s) * size_t(n) * size_t(r / 2 + d - r);
+  return launch(ropeKernel<T, C>, dim3(ceilDiv(total, 256)), dim3(256), 0, stream, x, y, cosT,
+                sinT, positions, positionsPerBatch ? 1 : 0, b, s, n, d, r, p, interleaved, error);
+}
+
+template <class T>
+LLMC_GLOBAL void embeddingKernel(const T *table, const int64_t *ids, T *out, int64_t vocab, int h,
+                                 unsigned long long *error) {
+  int64_t id = ids[blockIdx.x];
+  T *dst = out + size_t(blockIdx.x) * size_t(h);
+  bool valid = id >= 0 && id < vocab;
+  if (!valid && threadIdx.x == 0)
+    recordError(error, kTokenOutOfRange, (long long)blockIdx.x);
+  const T *src = table + size_t(valid ? id : 0) * size_t(h);
+  constexpr int kVec = int(16 / sizeof(T));
+  if (valid && h % kVec == 0) {
+    const uint4 *s4 = reinterpret_cast<const uint4 *>(src);
+    uint4 *d4 = reinterpret_cast<uint4 *>(dst);
+    for (int i = int(threadIdx.x); i < h / kVec; i += int(blockDim.x))
+      d4[i] = s4[i];
+    return;
+  }
+  for (int i = int(threadIdx.x); i < h; i += int(blockDim.x))
+    dst[i] = valid ? src[i] : fromFloat<T>(0.0f);
+}
+
+template <class T>
+std::string embedding(const T *table, const int64_t *ids, T *out, int n, int64_t vocab, int h,
+                      unsigned long long *error, Stream stream) {
+  if (n < 1 || h < 1 || vocab < 1)
+    return "embedding: invalid arguments";
+  return launch(embeddingKernel<T>, dim3(unsigned(n)), dim3(128), 0, stream, table, ids, out, vocab,
+                h, error);
+}
+
+template <class T, class U>
+LLMC_GLOBAL void cacheWriteKernel(T *cache, const U *update, const int64_t *pos, int b, int hkv,
+                                  int capacity, int s, int d, int64_t sb, int64_t ss, int64_t sh,
+                                  unsigned long long *error) {
+  size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  size_t total = size_t(b) * size_t(hkv) * size_t(s) * size_t(d);
+  if (i >= total)
+    return;
+  int di = int(i % size_t(d));
+  size_t rest = i / size_t(d);
+  int si = int(rest % size_t(s));
+  rest /= size_t(s);
+  int hi = int(rest % size_t(hkv));
+  int bi = int(rest / size_t(hkv));
+  int64_t row = *pos + si;
+  if (*pos < 0 || row >= capacity) {
+    recordError(error, kCacheOverflow, (long long)row);
+    return;
+  }
+  T v = fromFloat<T>(toFloat(update[bi * sb + si * ss + hi * sh + di]));
+  cache[((size_t(bi) * size_t(hkv) + size_t(hi)) * size_t(capacity) + size_t(row)) * size_t(d) +
+        size_t(di)] = v;
+}
+
+template <class T, class U>
+std::string cacheWrite(T *cache, const U *update, const int64_t *pos, int b, int hkv, int capacity,
+                       int s, int d, int64_t sb, int64_t ss, int64_t sh,
+                       unsigned long long *error, Stream stream) {
+  if (b < 1 || hkv < 1 || capacity < 1 || s < 1 || d < 1)
+    return "cache write: invalid arguments";
+  size_t total = size_t(b) * size_t(hkv) * size_t(s) * size_t(d);
+  return launch(cacheWriteKernel<T, U>, dim3(ceilDiv(total, 256)), dim3(256), 0, stream, cache,
+                update, pos, b, hkv, capacity, s, d, sb, ss, sh, error);
+}
+
+} // namespace llmc::cuda
+
+#endif // LLMC_RUNTIME_MODEL_CUDA_ROPE_H

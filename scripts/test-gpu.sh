@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# The GPU half of the tests, for a machine with an NVIDIA GPU and the CUDA
+# toolkit (CI has no GPU: it runs the same kernel sources on the host
+# emulation, and test/cuda/fatbin.sh). Run from anywhere; builds in build-gpu/.
+#
+#   1. the CUDA execution-model and kernel tests (test/unit/CudaEmuTest.cpp,
+#      CudaKernelsTest.cpp) built with nvcc for this GPU and run on it: the
+#      same assertions and float64 references as the emulated run, so the
+#      emulation and the hardware are held to the same results;
+#   2. compute-sanitizer memcheck and racecheck over them;
+#   3. the fatbin for every target architecture without register spills.
+#
+# GoogleTest is built from source: GTEST_SRC (default /usr/src/googletest,
+# from Debian's libgtest-dev; the device tool carries a copy in .gpu/).
+# Prints "N passed, N failed" at the end; exits non-zero on any failure.
+set -uo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build="$root/build-gpu"
+mkdir -p "$build"
+nvcc="${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"
+arch="${CUDA_ARCH:-native}"
+gtest="${GTEST_SRC:-}"
+if [ -z "$gtest" ]; then
+  for g in "$root/.gpu/googletest" /usr/src/googletest; do
+    [ -d "$g/googletest/src" ] && { gtest="$g"; break; }
+  done
+fi
+passed=0 failed=0
+step() { # name, command...
+  local name=$1; shift
+  echo "=== $name"
+  if "$@"; then passed=$((passed + 1)); echo "--- ok: $name"
+  else failed=$((failed + 1)); echo "--- FAILED: $name"; fi
+}
+
+nvidia-smi -L || { echo "test-gpu: no NVIDIA GPU visible (nvidia-smi)"; exit 1; }
+[ -x "$nvcc" ] || { echo "test-gpu: no nvcc (set NVCC)"; exit 1; }
+[ -n "$gtest" ] || { echo "test-gpu: no GoogleTest source (set GTEST_SRC)"; exit 1; }
+"$nvcc" --version | tail -1
+
+build_tests() {
+  local g="$gtest/googletest"
+  if [ ! -f "$build/libgtest.a" ]; then
+    g++ -std=c++17 -O2 -I"$g/include" -I"$g" -c "$g/src/gtest-all.cc" -o "$build/gtest-all.o" &&
+      g++ -std=c++17 -O2 -I"$g/include" -c "$g/src/gtest_main.cc" -o "$build/gtest_main.o" &&
+      ar rcs "$build/libgtest.a" "$build/gtest-all.o" "$build/gtest_main.o" || return 1
+  fi
+  local objects=()
+  for t in CudaEmuTest CudaKernelsTest; do
+    "$nvcc" -std=c++17 -O3 -lineinfo -diag-suppress 177 -arch="$arch" -x cu -I"$root" -I"$g/include" -c \
+      "$root/test/unit/$t.cpp" -o "$build/$t.o" || return 1
+    objects+=("$build/$t.o")
+  done
+  "$nvcc" -arch="$arch" "${objects[@]}" "$build/libgtest.a" -lpthread -o "$build/llmc-cuda-device"
+}
+
+step "build the kernel tests with nvcc (-arch=$arch)" build_tests
+if [ -x "$build/llmc-cuda-device" ]; then
+  step "kernel tests on the GPU" "$build/llmc-cuda-device"
+  if command -v compute-sanitizer >/dev/null || [ -x /usr/local/cuda/bin/compute-sanitizer ]; then
+    cs="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
+    step "compute-sanitizer memcheck" "$cs" --tool memcheck --error-exitcode 1 \
+      "$build/llmc-cuda-device"
+    step "compute-sanitizer racecheck (shared memory hazards)" "$cs" --tool racecheck \
+      --racecheck-report hazard --error-exitcode 1 "$build/llmc-cuda-device" \
+      --gtest_filter='Cuda*Attention*:CudaRmsNorm*:CudaArgmax*:CudaEmu.*'
+  else
+    echo "test-gpu: compute-sanitizer not found"; failed=$((failed + 1))
+  fi
+fi
+step "fatbin for sm_80/86/89/90 + PTX, no spills" "$root/test/cuda/fatbin.sh" "$nvcc" "$root" \
+  "$build/fatbin"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

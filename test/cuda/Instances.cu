@@ -1,0 +1,55 @@
+//===- Instances.cu - the CUDA kernels in the forms models use, for nvcc ---===//
+//
+// test/cuda/fatbin.sh builds this file into a fatbin for every architecture
+// llmc targets and fails if ptxas spills registers in any kernel. The
+// function is never called; naming each launcher makes nvcc build its
+// kernels: the decode and prefill kernels for f32, f16 and bf16 caches and
+// weights at the head sizes of the common model families.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/src/model/cuda/Attention.h"
+#include "runtime/src/model/cuda/Gemv.h"
+#include "runtime/src/model/cuda/Norm.h"
+#include "runtime/src/model/cuda/Rope.h"
+#include "runtime/src/model/cuda/Sampling.h"
+
+using namespace llmc::cuda;
+
+namespace {
+
+template <class T, int D> void attention() {
+  decodeAttention<T, D, D, float>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 1,
+                                  1, 1, 1, 1, 0, 1.0f, 0.0f, nullptr);
+  decodeAttention<T, D, D, T>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1,
+                              1, 1, 1, 0, 1.0f, 0.0f, nullptr);
+  flashAttention<T, D, D, T>(nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 1, 1, 1, true, 0,
+                             1.0f, 0.0f, nullptr);
+  flashAttention<T, D, D, float>(nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 1, 1, 1, true,
+                                 0, 1.0f, 0.0f, nullptr);
+}
+
+template <class T> void forType() {
+  gemv<T, float, float>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 1, 1, nullptr);
+  gemv<T, T, T>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 1, 1, nullptr);
+  rmsNorm<float, T, float>(nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 0, 0, nullptr);
+  rmsNorm<T, T, T>(nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 0, 0, nullptr);
+  rope<T, T>(nullptr, nullptr, nullptr, nullptr, nullptr, false, 1, 1, 1, 2, 0, 1, false, nullptr,
+             nullptr);
+  rope<float, T>(nullptr, nullptr, nullptr, nullptr, nullptr, false, 1, 1, 1, 2, 0, 1, false,
+                 nullptr, nullptr);
+  embedding<T>(nullptr, nullptr, nullptr, 1, 1, 1, nullptr, nullptr);
+  cacheWrite<T, T>(nullptr, nullptr, nullptr, 1, 1, 1, 1, 1, 0, 0, 0, nullptr, nullptr);
+  cacheWrite<T, float>(nullptr, nullptr, nullptr, 1, 1, 1, 1, 1, 0, 0, 0, nullptr, nullptr);
+  argmax<T>(nullptr, nullptr, 1, 1, nullptr);
+  attention<T, 64>();
+  attention<T, 128>();
+  attention<T, 256>();
+}
+
+} // namespace
+
+void llmcCudaInstances() {
+  forType<float>();
+  forType<half>();
+  forType<bfloat16>();
+}

@@ -1,0 +1,278 @@
+//===- CudaEmuTest.cpp - the CUDA execution model the kernels rely on -----===//
+//
+// Each test is a small kernel whose result follows from CUDA's rules alone
+// (thread and block indexing, barriers, shared memory per block, warp
+// shuffles and votes, atomics); the expected values are computed here from
+// those rules. Built against the host emulation in CI and with nvcc on a
+// GPU (scripts/test-gpu.sh), so the emulation is checked against the
+// hardware whenever one is lent. The last tests check that the emulation
+// reports what the GPU leaves undefined (emulation only).
+//
+//===----------------------------------------------------------------------===//
+#include "test/unit/CudaTestUtil.h"
+
+#include <numeric>
+
+using namespace llmc::cuda;
+using llmc::cuda::test::DeviceBuffer;
+
+namespace {
+
+LLMC_GLOBAL void writeIndices(unsigned *out) {
+  unsigned tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  unsigned bid = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  unsigned threads = blockDim.x * blockDim.y * blockDim.z;
+  atomicAdd(&out[bid * threads + tid], 1u + bid * 1000u + tid);
+}
+
+TEST(CudaEmu, EveryThreadOfEveryBlockRunsOnceWithItsIndices) {
+  dim3 grid(3, 2, 2), block(8, 4, 2);
+  size_t n = 12 * 64;
+  DeviceBuffer<unsigned> out(std::vector<unsigned>(n, 0));
+  ASSERT_EQ(launch(writeIndices, grid, block, 0, nullptr, out.get()), "");
+  std::vector<unsigned> got = out.download();
+  for (unsigned b = 0; b < 12; ++b)
+    for (unsigned t = 0; t < 64; ++t)
+      ASSERT_EQ(got[b * 64 + t], 1u + b * 1000u + t) << b << " " << t;
+}
+
+/// Each thread reads its neighbour's value after the barrier: correct only
+/// when every write happened before any read.
+LLMC_GLOBAL void rotateThroughShared(const int *in, int *out) {
+  LLMC_SHARED(int[256], buf);
+  unsigned t = threadIdx.x, n = blockDim.x;
+  buf[t] = in[blockIdx.x * n + t];
+  __syncthreads();
+  int v = buf[(t + 1) % n];
+  __syncthreads();
+  buf[t] = v * 2; // overwritten only after everyone read
+  __syncthreads();
+  out[blockIdx.x * n + t] = buf[(t + n - 1) % n];
+}
+
+TEST(CudaEmu, SyncthreadsOrdersSharedMemory) {
+  std::vector<int> in(4 * 256);
+  std::iota(in.begin(), in.end(), 7);
+  DeviceBuffer<int> din(in), dout(in.size());
+  ASSERT_EQ(launch(rotateThroughShared, dim3(4), dim3(256), 0, nullptr, din.get(), dout.get()), "");
+  std::vector<int> got = dout.download();
+  for (size_t i = 0; i < in.size(); ++i)
+    EXPECT_EQ(got[i], 2 * in[i]) << i;
+}
+
+/// Shared memory is per block: each block sums its own values.
+LLMC_GLOBAL void blockSums(const float *in, float *out) {
+  LLMC_SHARED(float[32], scratch);
+  float v = in[blockIdx.x * blockDim.x + threadIdx.x];
+  float s = blockSum(v, scratch);
+  if (threadIdx.x == 0)
+    out[blockIdx.x] = s;
+  // Every thread got the same total.
+  if (s != blockSum(v, scratch))
+    out[blockIdx.x] = -1;
+}
+
+TEST(CudaEmu, SharedMemoryIsPerBlock) {
+  std::vector<float> in(5 * 96);
+  for (size_t i = 0; i < in.size(); ++i)
+    in[i] = float(i % 96) + float(i / 96) * 1000;
+  DeviceBuffer<float> din(in), dout(5);
+  ASSERT_EQ(launch(blockSums, dim3(5), dim3(96), 0, nullptr, din.get(), dout.get()), "");
+  std::vector<float> got = dout.download();
+  for (int b = 0; b < 5; ++b)
+    EXPECT_EQ(got[size_t(b)], 96 * 95 / 2 + 96000.0f * float(b)) << b;
+}
+
+LLMC_GLOBAL void dynamicSharedReverse(const int *in, int *out) {
+  LLMC_DYNAMIC_SHARED(int, buf);
+  unsigned t = threadIdx.x, n = blockDim.x;
+  buf[t] = in[t];
+  __syncthreads();
+  out[t] = buf[n - 1 - t];
+}
+
+TEST(CudaEmu, DynamicSharedMemory) {
+  std::vector<int> in(128);
+  std::iota(in.begin(), in.end(), 0);
+  DeviceBuffer<int> din(in), dout(128);
+  ASSERT_EQ(launch(dynamicSharedReverse, dim3(1), dim3(128), 128 * sizeof(int), nullptr, din.get(),
+                   dout.get()),
+            "");
+  std::vector<int> got = dout.download();
+  for (int i = 0; i < 128; ++i)
+    EXPECT_EQ(got[size_t(i)], 127 - i);
+}
+
+/// out[t * 5 + k]: the five shuffles of lane value v = 100 + t.
+LLMC_GLOBAL void shuffles(int *out, int width) {
+  unsigned t = threadIdx.x;
+  int v = 100 + int(t);
+  out[t * 5 + 0] = __shfl_xor_sync(kFullMask, v, 9, width);
+  out[t * 5 + 1] = __shfl_down_sync(kFullMask, v, 3, width);
+  out[t * 5 + 2] = __shfl_up_sync(kFullMask, v, 2, width);
+  out[t * 5 + 3] = __shfl_sync(kFullMask, v, 9, width);
+  out[t * 5 + 4] = __shfl_sync(kFullMask, v, int(t) + 1, width);
+}
+
+TEST(CudaEmu, WarpShufflesFollowCudaRules) {
+  for (int width : {32, 16, 8}) {
+    DeviceBuffer<int> out(64 * 5);
+    ASSERT_EQ(launch(shuffles, dim3(1), dim3(64), 0, nullptr, out.get(), width), "");
+    std::vector<int> got = out.download();
+    for (int t = 0; t < 64; ++t) {
+      int lane = t % 32, warpBase = t - lane;
+      int seg = lane & ~(width - 1), in = lane & (width - 1);
+      auto at = [&](int l) { return 100 + warpBase + l; };
+      // xor past the segment's end gives the lane its own value; into an
+      // earlier segment it reads that lane (PTX shfl.bfly).
+      int x = lane ^ 9;
+      EXPECT_EQ(got[size_t(t * 5 + 0)], x < seg + width ? at(x) : at(lane)) << width << t;
+      EXPECT_EQ(got[size_t(t * 5 + 1)], in + 3 < width ? at(lane + 3) : at(lane)) << width << t;
+      EXPECT_EQ(got[size_t(t * 5 + 2)], in >= 2 ? at(lane - 2) : at(lane)) << width << t;
+      EXPECT_EQ(got[size_t(t * 5 + 3)], at(seg + 9 % width)) << width << t;
+      EXPECT_EQ(got[size_t(t * 5 + 4)], at(seg + (in + 1) % width)) << width << t;
+    }
+  }
+}
+
+LLMC_GLOBAL void votes(unsigned *out) {
+  unsigned t = threadIdx.x;
+  bool odd = t % 2, lane7 = t % 32 == 7;
+  out[t * 4 + 0] = __ballot_sync(kFullMask, odd);
+  out[t * 4 + 1] = __any_sync(kFullMask, lane7 && t >= 32);
+  out[t * 4 + 2] = __all_sync(kFullMask, t < 64);
+  // Half the warp votes among itself.
+  unsigned lower = 0x0000ffffu, upper = 0xffff0000u;
+  out[t * 4 + 3] = __ballot_sync(t % 32 < 16 ? lower : upper, t % 3 == 0);
+}
+
+TEST(CudaEmu, WarpVotes) {
+  DeviceBuffer<unsigned> out(96 * 4);
+  ASSERT_EQ(launch(votes, dim3(1), dim3(96), 0, nullptr, out.get()), "");
+  std::vector<unsigned> got = out.download();
+  for (unsigned t = 0; t < 96; ++t) {
+    unsigned warp = t / 32, lane = t % 32;
+    EXPECT_EQ(got[t * 4 + 0], 0xaaaaaaaau) << t;
+    EXPECT_EQ(got[t * 4 + 1], warp >= 1 ? 1u : 0u) << t;
+    EXPECT_EQ(got[t * 4 + 2], warp < 2 ? 1u : 0u) << t;
+    unsigned want = 0;
+    for (unsigned l = lane < 16 ? 0 : 16; l < (lane < 16 ? 16u : 32u); ++l)
+      if ((warp * 32 + l) % 3 == 0)
+        want |= 1u << l;
+    EXPECT_EQ(got[t * 4 + 3], want) << t;
+  }
+}
+
+LLMC_GLOBAL void atomics(int *counter, float *sum, unsigned long long *first, int *maximum) {
+  unsigned g = blockIdx.x * blockDim.x + threadIdx.x;
+  atomicAdd(counter, 1);
+  atomicAdd(sum, 0.5f);
+  atomicCAS(first, 0ull, 1ull + g); // only one thread wins
+  atomicMax(maximum, int(g * 7 % 1000));
+}
+
+TEST(CudaEmu, AtomicsAcrossBlocks) {
+  DeviceBuffer<int> counter(std::vector<int>{0}), maximum(std::vector<int>{-1});
+  DeviceBuffer<float> sum(std::vector<float>{0});
+  DeviceBuffer<unsigned long long> first(std::vector<unsigned long long>{0});
+  ASSERT_EQ(launch(atomics, dim3(6), dim3(64), 0, nullptr, counter.get(), sum.get(), first.get(),
+                   maximum.get()),
+            "");
+  EXPECT_EQ(counter.download()[0], 384);
+  EXPECT_EQ(sum.download()[0], 192.0f);
+  unsigned long long won = first.download()[0];
+  EXPECT_GE(won, 1u);
+  EXPECT_LE(won, 384u);
+  int want = 0;
+  for (int g = 0; g < 384; ++g)
+    want = std::max(want, g * 7 % 1000);
+  EXPECT_EQ(maximum.download()[0], want);
+}
+
+TEST(CudaEmu, HalfAndBfloat16RoundToNearestEven) {
+  // 1 + 2^-11 is a tie between 1 and 1 + 2^-10 in half: even is 1.
+  EXPECT_EQ(toFloat(fromFloat<half>(1.0f + 1.0f / 2048)), 1.0f);
+  EXPECT_EQ(toFloat(fromFloat<half>(1.0f + 3.0f / 2048)), 1.0f + 2.0f / 1024);
+  EXPECT_EQ(toFloat(fromFloat<bfloat16>(1.0f + 1.0f / 256)), 1.0f);
+  EXPECT_EQ(toFloat(fromFloat<bfloat16>(1.0f + 3.0f / 256)), 1.0f + 2.0f / 128);
+  EXPECT_EQ(toFloat(fromFloat<half>(70000.0f)), INFINITY);
+}
+
+#if LLMC_CUDA_EMULATED
+
+// What the GPU leaves undefined, the emulation reports.
+
+LLMC_GLOBAL void earlyExitBeforeBarrier(int *out) {
+  if (threadIdx.x >= 40)
+    return;
+  __syncthreads();
+  out[threadIdx.x] = 1;
+}
+
+LLMC_GLOBAL void deadlock(int *out) {
+  // Odd lanes wait at the barrier, even lanes at a shuffle that needs them.
+  if (threadIdx.x % 2)
+    __syncthreads();
+  else
+    out[0] = __shfl_sync(kFullMask, int(threadIdx.x), 0) + __shfl_xor_sync(kFullMask, 1, 1);
+}
+
+LLMC_GLOBAL void shuffleWithoutItsLane(int *out) {
+  out[threadIdx.x] = __shfl_sync(0x0000ffffu, 1, 0);
+}
+
+LLMC_GLOBAL void partialWarpFullMask(int *out) {
+  out[threadIdx.x] = __shfl_xor_sync(kFullMask, 1, 1);
+}
+
+LLMC_GLOBAL void tooMuchShared(int *out) {
+  LLMC_SHARED(float[16 * 1024], big);
+  big[threadIdx.x] = 1;
+  out[0] = int(big[0]);
+}
+
+TEST(CudaEmuChecks, BarrierAfterSomeThreadsExitedIsAnError) {
+  DeviceBuffer<int> out(64);
+  std::string e = launch(earlyExitBeforeBarrier, dim3(2), dim3(64), 0, nullptr, out.get());
+  EXPECT_NE(e.find("block (0, 0, 0): __syncthreads() reached by 40 of 64 threads"),
+            std::string::npos)
+      << e;
+}
+
+TEST(CudaEmuChecks, DeadlockIsAnError) {
+  DeviceBuffer<int> out(1);
+  std::string e = launch(deadlock, dim3(1), dim3(64), 0, nullptr, out.get());
+  EXPECT_NE(e.find("deadlock"), std::string::npos) << e;
+}
+
+TEST(CudaEmuChecks, WarpMasksAreChecked) {
+  DeviceBuffer<int> out(64);
+  std::string e = launch(shuffleWithoutItsLane, dim3(1), dim3(32), 0, nullptr, out.get());
+  EXPECT_NE(e.find("does not name it"), std::string::npos) << e;
+  e = launch(partialWarpFullMask, dim3(1), dim3(48), 0, nullptr, out.get());
+  EXPECT_NE(e.find("which has 16 threads"), std::string::npos) << e;
+}
+
+TEST(CudaEmuChecks, LaunchLimitsAreChecked) {
+  DeviceBuffer<int> out(1024);
+  EXPECT_NE(launch(dynamicSharedReverse, dim3(1), dim3(2048), 0, nullptr, out.get(), out.get()),
+            "");
+  EXPECT_NE(launch(dynamicSharedReverse, dim3(1, 70000), dim3(32), 0, nullptr, out.get(),
+                   out.get()),
+            "");
+  std::string e = launch(dynamicSharedReverse, dim3(1), dim3(32), 64 * 1024, nullptr, out.get(),
+                         out.get());
+  EXPECT_NE(e.find("exceeds the kernel's limit of 49152"), std::string::npos) << e;
+  EXPECT_EQ(setMaxDynamicShared(dynamicSharedReverse, 100 * 1024), "");
+  std::vector<int> in(32, 3);
+  DeviceBuffer<int> din(in);
+  EXPECT_EQ(launch(dynamicSharedReverse, dim3(1), dim3(32), 64 * 1024, nullptr, din.get(),
+                   out.get()),
+            "");
+  e = launch(tooMuchShared, dim3(1), dim3(32), 0, nullptr, out.get());
+  EXPECT_NE(e.find("shared memory of 65536 bytes exceeds"), std::string::npos) << e;
+}
+
+#endif
+
+} // namespace

@@ -1,0 +1,498 @@
+//===- CudaKernelsTest.cpp - the CUDA kernel templates against float64 ----===//
+//
+// Every kernel of runtime/src/model/cuda on small shapes that reach its
+// edges (tails past the vector width, split-K, GQA/MQA/MHA, empty split
+// chunks, windows, softcap, several query blocks, bad ids and positions),
+// compared with float64 references computed here from the stored values.
+// Tolerances: f32 results within 1e-5 of the output's scale (f32
+// accumulation), f16/bf16 results within one unit of their rounding more.
+// Built against the host emulation in CI and with nvcc on a GPU.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/src/model/cuda/Attention.h"
+#include "runtime/src/model/cuda/Gemv.h"
+#include "runtime/src/model/cuda/Norm.h"
+#include "runtime/src/model/cuda/Rope.h"
+#include "runtime/src/model/cuda/Sampling.h"
+
+#include "test/unit/CudaTestUtil.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace llmc::cuda;
+using namespace llmc::cuda::test;
+
+namespace {
+
+constexpr double kF32Tolerance = 1e-5;
+
+template <class T> double tolerance() { return kF32Tolerance + storageEpsilon<T>(); }
+
+//===----------------------------------------------------------------------===//
+// gemv
+//===----------------------------------------------------------------------===//
+
+template <class W, class X, class Y>
+void checkGemv(int m, int n, int k, int splits, bool withBias, bool withResidual, unsigned seed) {
+  SCOPED_TRACE("m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k) +
+               " splits=" + std::to_string(splits));
+  auto x = randomValues<X>(size_t(m) * size_t(k), 1.0f, seed);
+  auto w = randomValues<W>(size_t(n) * size_t(k), 1.0f, seed + 1);
+  auto bias = randomValues<W>(size_t(n), 1.0f, seed + 2);
+  auto residual = randomValues<Y>(size_t(m) * size_t(n), 4.0f, seed + 3);
+  DeviceBuffer<X> dx(x);
+  DeviceBuffer<W> dw(w), db(bias);
+  DeviceBuffer<Y> dr(residual), dy(size_t(m) * size_t(n));
+  DeviceBuffer<float> partial(size_t(splits) * size_t(m) * size_t(n));
+  ASSERT_EQ(gemv(dx.get(), dw.get(), withBias ? db.get() : nullptr,
+                 withResidual ? dr.get() : nullptr, dy.get(), partial.get(), m, n, k, splits,
+                 nullptr),
+            "");
+  auto xd = widen(x), wd = widen(w), bd = widen(bias), rd = widen(residual);
+  std::vector<double> want(size_t(m) * size_t(n));
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      double s = withBias ? bd[size_t(j)] : 0.0;
+      for (int e = 0; e < k; ++e)
+        s += wd[size_t(j) * size_t(k) + size_t(e)] * xd[size_t(i) * size_t(k) + size_t(e)];
+      if (withResidual)
+        s += rd[size_t(i) * size_t(n) + size_t(j)];
+      want[size_t(i) * size_t(n) + size_t(j)] = s;
+    }
+  EXPECT_LE(relativeError(dy.download(), want), tolerance<Y>());
+}
+
+TEST(CudaGemv, F32WeightsEveryRowCount) {
+  for (int m = 1; m <= kGemvMaxRows; ++m)
+    checkGemv<float, float, float>(m, 37, 264, 1, true, false, unsigned(m));
+}
+
+TEST(CudaGemv, HalfAndBfloat16Weights) {
+  checkGemv<half, float, float>(1, 45, 520, 1, false, false, 11);
+  checkGemv<half, float, float>(4, 45, 520, 1, true, true, 12);
+  checkGemv<bfloat16, float, float>(3, 19, 1032, 1, true, false, 13);
+  checkGemv<half, half, half>(2, 64, 512, 1, true, true, 14);
+  checkGemv<bfloat16, bfloat16, bfloat16>(1, 33, 256, 1, false, true, 15);
+}
+
+TEST(CudaGemv, KNotAMultipleOfTheVectorWidth) {
+  checkGemv<half, float, float>(2, 21, 100, 1, true, false, 21);
+  checkGemv<float, float, float>(1, 9, 7, 1, false, false, 22);
+  checkGemv<bfloat16, float, float>(5, 40, 1003, 1, true, true, 23);
+}
+
+TEST(CudaGemv, SplitK) {
+  checkGemv<half, float, float>(1, 16, 4096, 4, true, true, 31);
+  checkGemv<float, float, float>(3, 5, 2048, 3, true, false, 32);
+  checkGemv<bfloat16, float, bfloat16>(8, 24, 1024, 5, false, true, 33);
+  // More splits than vectors: the last splits are empty and add nothing.
+  checkGemv<half, float, float>(1, 8, 64, 16, true, false, 34);
+}
+
+TEST(CudaGemv, SplitCountFillsTheDevice) {
+  EXPECT_EQ(gemvSplits(4096, 4096, 2, 132), 1);
+  EXPECT_GT(gemvSplits(64, 8192, 2, 132), 1);
+  EXPECT_EQ(gemvSplits(64, 64, 2, 132), 1);
+}
+
+TEST(CudaGemv, RejectsBadArguments) {
+  EXPECT_NE((gemv<float, float, float>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 9, 4,
+                                       4, 1, nullptr)),
+            "");
+  EXPECT_NE((gemv<half, float, float>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 1, 4,
+                                      12, 2, nullptr)),
+            "");
+}
+
+//===----------------------------------------------------------------------===//
+// rms_norm
+//===----------------------------------------------------------------------===//
+
+template <class X, class Wt, class Y>
+void checkRmsNorm(int rows, int h, bool withResidual, float offset, unsigned seed) {
+  SCOPED_TRACE("rows=" + std::to_string(rows) + " h=" + std::to_string(h));
+  auto x = randomValues<X>(size_t(rows) * size_t(h), 2.0f, seed);
+  auto r = randomValues<X>(size_t(rows) * size_t(h), 2.0f, seed + 1);
+  auto w = randomValues<Wt>(size_t(h), 1.5f, seed + 2);
+  DeviceBuffer<X> dx(x), dr(r), dsum(x.size());
+  DeviceBuffer<Wt> dw(w);
+  DeviceBuffer<Y> dy(x.size());
+  float eps = 1e-5f;
+  ASSERT_EQ(rmsNorm(dx.get(), withResidual ? dr.get() : nullptr,
+                    withResidual ? dsum.get() : nullptr, dw.get(), dy.get(), rows, h, eps, offset,
+                    nullptr),
+            "");
+  auto xd = widen(x), rd = widen(r), wd = widen(w);
+  std::vector<double> want(x.size()), sums(x.size());
+  for (int i = 0; i < rows; ++i) {
+    double ss = 0;
+    for (int j = 0; j < h; ++j) {
+      size_t at = size_t(i) * size_t(h) + size_t(j);
+      // The norm is of the exact sum; only the stored sum is rounded to X.
+      sums[at] = xd[at] + (withResidual ? rd[at] : 0.0);
+      ss += sums[at] * sums[at];
+    }
+    double inv = 1.0 / std::sqrt(ss / h + eps);
+    for (int j = 0; j < h; ++j) {
+      size_t at = size_t(i) * size_t(h) + size_t(j);
+      want[at] = sums[at] * inv * (wd[size_t(j)] + offset);
+    }
+  }
+  EXPECT_LE(relativeError(dy.download(), want), tolerance<Y>());
+  if (withResidual) {
+    EXPECT_LE(relativeError(dsum.download(), sums), tolerance<X>());
+  }
+}
+
+TEST(CudaRmsNorm, Plain) {
+  checkRmsNorm<float, float, float>(3, 64, false, 0.0f, 1);
+  checkRmsNorm<float, half, float>(2, 1000, false, 0.0f, 2);
+  checkRmsNorm<half, half, half>(4, 768, false, 0.0f, 3);
+}
+
+TEST(CudaRmsNorm, WithResidualAndGemmaOffset) {
+  checkRmsNorm<float, float, float>(5, 300, true, 1.0f, 4);
+  checkRmsNorm<bfloat16, bfloat16, bfloat16>(2, 2048, true, 1.0f, 5);
+}
+
+//===----------------------------------------------------------------------===//
+// rope, embedding, cache writes
+//===----------------------------------------------------------------------===//
+
+template <class T>
+void checkRope(int b, int s, int n, int d, int r, bool interleaved, bool perBatch, bool inPlace) {
+  SCOPED_TRACE("d=" + std::to_string(d) + " r=" + std::to_string(r) +
+               (interleaved ? " interleaved" : "") + (perBatch ? " per-batch" : ""));
+  int p = 50, rot = r ? r : d, half = rot / 2;
+  auto x = randomValues<T>(size_t(b) * size_t(s) * size_t(n) * size_t(d), 1.0f, 3);
+  std::vector<float> cosT(size_t(p) * size_t(half)), sinT(cosT.size());
+  for (int pos = 0; pos < p; ++pos)
+    for (int i = 0; i < half; ++i) {
+      double angle = pos * std::pow(10000.0, -2.0 * i / rot);
+      cosT[size_t(pos * half + i)] = float(std::cos(angle));
+      sinT[size_t(pos * half + i)] = float(std::sin(angle));
+    }
+  std::vector<int64_t> positions(size_t(perBatch ? b : 1) * size_t(s));
+  for (size_t i = 0; i < positions.size(); ++i)
+    positions[i] = int64_t((i * 7 + 3) % size_t(p));
+  DeviceBuffer<T> dx(x), dy(x.size());
+  DeviceBuffer<float> dc(cosT), ds(sinT);
+  DeviceBuffer<int64_t> dp(positions);
+  DeviceBuffer<unsigned long long> err(std::vector<unsigned long long>{0});
+  T *out = inPlace ? dx.get() : dy.get();
+  ASSERT_EQ(rope(dx.get(), out, dc.get(), ds.get(), dp.get(), perBatch, b, s, n, d, r, p,
+                 interleaved, err.get(), nullptr),
+            "");
+  std::vector<double> want = widen(x);
+  for (int bi = 0; bi < b; ++bi)
+    for (int si = 0; si < s; ++si) {
+      int64_t pos = positions[size_t(perBatch ? bi : 0) * size_t(s) + size_t(si)];
+      for (int hi = 0; hi < n; ++hi) {
+        size_t base = ((size_t(bi) * size_t(s) + size_t(si)) * size_t(n) + size_t(hi)) * size_t(d);
+        for (int i = 0; i < half; ++i) {
+          size_t i1 = base + size_t(interleaved ? 2 * i : i);
+          size_t i2 = base + size_t(interleaved ? 2 * i + 1 : i + half);
+          double c = cosT[size_t(pos * half + i)], sn = sinT[size_t(pos * half + i)];
+          double a = toFloat(x[i1]), bb = toFloat(x[i2]);
+          want[i1] = a * c - bb * sn;
+          want[i2] = bb * c + a * sn;
+        }
+      }
+    }
+  std::vector<T> got = inPlace ? dx.download() : dy.download();
+  EXPECT_LE(relativeError(got, want), tolerance<T>());
+  EXPECT_EQ(err.download()[0], 0u);
+}
+
+TEST(CudaRope, HalfRotationAndInterleaved) {
+  checkRope<float>(2, 5, 3, 16, 0, false, true, false);
+  checkRope<float>(1, 7, 4, 32, 0, true, false, true);
+  checkRope<half>(2, 3, 2, 64, 0, false, false, true);
+  checkRope<bfloat16>(1, 4, 2, 64, 0, true, true, false);
+}
+
+TEST(CudaRope, PartialRotaryDimension) {
+  checkRope<float>(1, 6, 2, 32, 16, false, false, false);
+  checkRope<half>(2, 2, 3, 64, 32, true, true, true);
+}
+
+TEST(CudaRope, PositionOutsideTheTablesIsReported) {
+  std::vector<float> x(2 * 8, 1.0f), table(4 * 4, 0.5f);
+  std::vector<int64_t> positions = {1, 4}; // 4 is past the 4-row tables
+  DeviceBuffer<float> dx(x), dc(table), ds(table);
+  DeviceBuffer<int64_t> dp(positions);
+  DeviceBuffer<unsigned long long> err(std::vector<unsigned long long>{0});
+  ASSERT_EQ(rope(dx.get(), dx.get(), dc.get(), ds.get(), dp.get(), false, 1, 2, 1, 8, 0, 4, false,
+                 err.get(), nullptr),
+            "");
+  unsigned long long word = err.download()[0];
+  EXPECT_EQ(word >> 32, kPositionOutOfRange);
+  EXPECT_EQ(word & 0xffffffffu, 1u);
+  EXPECT_NE(describeDeviceError(word).find("position at index 1"), std::string::npos);
+}
+
+template <class T> void checkEmbedding(int h) {
+  int vocab = 11;
+  auto table = randomValues<T>(size_t(vocab) * size_t(h), 1.0f, 9);
+  std::vector<int64_t> ids = {3, 0, 10, 3, 7};
+  DeviceBuffer<T> dt(table), dout(ids.size() * size_t(h));
+  DeviceBuffer<int64_t> di(ids);
+  DeviceBuffer<unsigned long long> err(std::vector<unsigned long long>{0});
+  ASSERT_EQ(embedding(dt.get(), di.get(), dout.get(), int(ids.size()), vocab, h, err.get(), nullptr),
+            "");
+  std::vector<T> got = dout.download();
+  for (size_t i = 0; i < ids.size(); ++i)
+    for (int j = 0; j < h; ++j)
+      ASSERT_EQ(toFloat(got[i * size_t(h) + size_t(j)]),
+                toFloat(table[size_t(ids[i]) * size_t(h) + size_t(j)]));
+  EXPECT_EQ(err.download()[0], 0u);
+}
+
+TEST(CudaEmbedding, GathersRows) {
+  checkEmbedding<float>(64);
+  checkEmbedding<half>(72);
+  checkEmbedding<bfloat16>(13); // not a whole number of vectors
+}
+
+TEST(CudaEmbedding, IdOutsideTheVocabularyIsReportedAndZeroed) {
+  std::vector<float> table(4 * 8, 2.0f);
+  std::vector<int64_t> ids = {1, -1, 4};
+  DeviceBuffer<float> dt(table), dout(3 * 8);
+  DeviceBuffer<int64_t> di(ids);
+  DeviceBuffer<unsigned long long> err(std::vector<unsigned long long>{0});
+  ASSERT_EQ(embedding(dt.get(), di.get(), dout.get(), 3, 4, 8, err.get(), nullptr), "");
+  std::vector<float> got = dout.download();
+  for (int j = 0; j < 8; ++j) {
+    EXPECT_EQ(got[size_t(j)], 2.0f);
+    EXPECT_EQ(got[size_t(8 + j)], 0.0f);
+    EXPECT_EQ(got[size_t(16 + j)], 0.0f);
+  }
+  unsigned long long word = err.download()[0];
+  EXPECT_EQ(word >> 32, kTokenOutOfRange);
+  EXPECT_TRUE((word & 0xffffffffu) == 1u || (word & 0xffffffffu) == 2u);
+}
+
+TEST(CudaCacheWrite, WritesRowsAtTheDevicePositionFromAStridedUpdate) {
+  int b = 2, hkv = 3, cap = 10, s = 4, d = 8;
+  // The update as [B, S, Hkv, D] (a projection's layout), read in place.
+  auto update = randomValues<float>(size_t(b * s * hkv * d), 1.0f, 5);
+  std::vector<half> cache(size_t(b * hkv * cap * d), fromFloat<half>(-7.0f));
+  DeviceBuffer<half> dc(cache);
+  DeviceBuffer<float> du(update);
+  DeviceBuffer<int64_t> pos(std::vector<int64_t>{5});
+  DeviceBuffer<unsigned long long> err(std::vector<unsigned long long>{0});
+  ASSERT_EQ(cacheWrite(dc.get(), du.get(), pos.get(), b, hkv, cap, s, d, int64_t(s * hkv * d),
+                       int64_t(hkv * d), int64_t(d), err.get(), nullptr),
+            "");
+  std::vector<half> got = dc.download();
+  for (int bi = 0; bi < b; ++bi)
+    for (int hi = 0; hi < hkv; ++hi)
+      for (int row = 0; row < cap; ++row)
+        for (int di = 0; di < d; ++di) {
+          float v = toFloat(got[size_t(((bi * hkv + hi) * cap + row) * d + di)]);
+          float want = row >= 5 && row < 9
+                           ? toFloat(fromFloat<half>(update[size_t(((bi * s + row - 5) * hkv + hi) * d + di)]))
+                           : -7.0f;
+          ASSERT_EQ(v, want) << bi << " " << hi << " " << row << " " << di;
+        }
+  EXPECT_EQ(err.download()[0], 0u);
+  // Past the capacity: reported, nothing written out of bounds.
+  pos.upload({8});
+  ASSERT_EQ(cacheWrite(dc.get(), du.get(), pos.get(), b, hkv, cap, s, d, int64_t(s * hkv * d),
+                       int64_t(hkv * d), int64_t(d), err.get(), nullptr),
+            "");
+  EXPECT_EQ(err.download()[0] >> 32, kCacheOverflow);
+}
+
+//===----------------------------------------------------------------------===//
+// attention
+//===----------------------------------------------------------------------===//
+
+/// float64 attention of the query row q (Hq heads of D) at position qpos
+/// over cache rows [0, keys) with llm.cached_attention's rules.
+std::vector<double> attentionRow(const std::vector<double> &q, const std::vector<double> &k,
+                                 const std::vector<double> &v, int bi, int hq, int hkv, int cap,
+                                 int d, int dv, long long qpos, int keys, bool causal, int window,
+                                 double scale, double softcap) {
+  std::vector<double> out(size_t(hq) * size_t(dv), 0.0);
+  for (int h = 0; h < hq; ++h) {
+    int kvh = h / (hq / hkv);
+    std::vector<double> sc;
+    std::vector<int> idx;
+    for (int j = 0; j < keys; ++j) {
+      if (causal && j > qpos)
+        continue;
+      if (window > 0 && j <= qpos - window)
+        continue;
+      double s = 0;
+      for (int e = 0; e < d; ++e)
+        s += q[size_t(h * d + e)] * k[((size_t(bi) * size_t(hkv) + size_t(kvh)) * size_t(cap) + size_t(j)) * size_t(d) + size_t(e)];
+      s *= scale;
+      if (softcap > 0)
+        s = softcap * std::tanh(s / softcap);
+      sc.push_back(s);
+      idx.push_back(j);
+    }
+    if (sc.empty())
+      continue;
+    double m = *std::max_element(sc.begin(), sc.end()), sum = 0;
+    for (double &s : sc)
+      sum += (s = std::exp(s - m));
+    for (size_t t = 0; t < sc.size(); ++t)
+      for (int e = 0; e < dv; ++e)
+        out[size_t(h * dv + e)] += sc[t] / sum *
+            v[((size_t(bi) * size_t(hkv) + size_t(kvh)) * size_t(cap) + size_t(idx[t])) * size_t(dv) + size_t(e)];
+  }
+  return out;
+}
+
+template <class T, int D, int Dv>
+void checkDecode(int b, int hq, int hkv, int cap, long long pos, int splits, int window,
+                 float softcap) {
+  SCOPED_TRACE("hq=" + std::to_string(hq) + " hkv=" + std::to_string(hkv) + " pos=" +
+               std::to_string(pos) + " splits=" + std::to_string(splits) + " window=" +
+               std::to_string(window) + " softcap=" + std::to_string(softcap));
+  auto q = randomValues<T>(size_t(b * hq * D), 1.0f, 41);
+  auto k = randomValues<T>(size_t(b * hkv * cap * D), 1.0f, 42);
+  auto v = randomValues<T>(size_t(b * hkv * cap * Dv), 1.0f, 43);
+  DeviceBuffer<T> dq(q), dk(k), dv(v);
+  DeviceBuffer<int64_t> dpos(std::vector<int64_t>{pos});
+  DeviceBuffer<float> partial(size_t(b * splits * hq * Dv)), lse(size_t(b * splits * hq));
+  DeviceBuffer<float> out(size_t(b * hq * Dv));
+  float scale = 1.0f / std::sqrt(float(D)) * 2.0f; // sharper than usual
+  ASSERT_EQ((decodeAttention<T, D, Dv>(dq.get(), dk.get(), dv.get(), dpos.get(), partial.get(),
+                                       lse.get(), out.get(), b, hq, hkv, cap, splits, window, scale,
+                                       softcap, nullptr)),
+            "");
+  auto qd = widen(q), kd = widen(k), vd = widen(v);
+  std::vector<double> want;
+  for (int bi = 0; bi < b; ++bi) {
+    std::vector<double> qrow(qd.begin() + bi * hq * D, qd.begin() + (bi + 1) * hq * D);
+    auto row = attentionRow(qrow, kd, vd, bi, hq, hkv, cap, D, Dv, pos, int(pos + 1), true, window,
+                            scale, softcap);
+    want.insert(want.end(), row.begin(), row.end());
+  }
+  EXPECT_LE(relativeError(out.download(), want), kF32Tolerance);
+}
+
+TEST(CudaDecodeAttention, GqaMqaMhaOverSplits) {
+  checkDecode<half, 64, 64>(1, 8, 2, 96, 77, 1, 0, 0);
+  checkDecode<half, 64, 64>(2, 8, 2, 96, 77, 4, 0, 0);
+  checkDecode<float, 64, 64>(1, 8, 1, 40, 33, 3, 0, 0); // MQA: 8 heads on one
+  checkDecode<bfloat16, 64, 64>(1, 4, 4, 40, 20, 2, 0, 0); // MHA
+  checkDecode<half, 128, 128>(1, 10, 2, 70, 69, 5, 0, 0); // 5 heads per kv head
+}
+
+TEST(CudaDecodeAttention, EmptyChunksAndFirstToken) {
+  checkDecode<half, 64, 64>(1, 4, 2, 16, 0, 4, 0, 0); // one key, three empty splits
+  checkDecode<float, 32, 32>(1, 2, 1, 16, 2, 7, 0, 0);
+}
+
+TEST(CudaDecodeAttention, WindowAndSoftcap) {
+  checkDecode<half, 64, 64>(1, 8, 2, 96, 90, 4, 17, 0);     // whole splits outside the window
+  checkDecode<float, 64, 64>(1, 4, 2, 64, 50, 2, 0, 5.0f);  // Gemma-2's softcap form
+  checkDecode<bfloat16, 64, 64>(2, 4, 1, 64, 63, 3, 8, 30.0f);
+}
+
+TEST(CudaDecodeAttention, SmallHeads) {
+  checkDecode<float, 16, 16>(1, 4, 2, 24, 11, 2, 0, 0); // Dv < 32: lanes without a channel
+  checkDecode<half, 16, 16>(1, 2, 2, 24, 23, 1, 0, 0);
+}
+
+TEST(CudaDecodeAttention, LargeGroupsNeedTheSharedMemoryOptIn) {
+  // 32 query heads on one kv head of 128: 53 KiB of shared memory.
+  EXPECT_GT((decodeSharedBytes<half, 128, 128>(32)), size_t(48 * 1024));
+  checkDecode<half, 128, 128>(1, 32, 1, 40, 37, 2, 0, 0);
+}
+
+template <class T, int D, int Dv>
+void checkPrefill(int b, int s, int hq, int hkv, int cap, long long pos, bool causal, int window,
+                  float softcap) {
+  SCOPED_TRACE("s=" + std::to_string(s) + " hq=" + std::to_string(hq) + " hkv=" +
+               std::to_string(hkv) + " pos=" + std::to_string(pos) + (causal ? " causal" : "") +
+               " window=" + std::to_string(window) + " softcap=" + std::to_string(softcap));
+  auto q = randomValues<T>(size_t(b * s * hq * D), 1.0f, 51);
+  auto k = randomValues<T>(size_t(b * hkv * cap * D), 1.0f, 52);
+  auto v = randomValues<T>(size_t(b * hkv * cap * Dv), 1.0f, 53);
+  DeviceBuffer<T> dq(q), dk(k), dv(v);
+  DeviceBuffer<int64_t> dpos(std::vector<int64_t>{pos});
+  DeviceBuffer<float> out(size_t(b * s * hq * Dv));
+  float scale = 1.5f / std::sqrt(float(D));
+  ASSERT_EQ((flashAttention<T, D, Dv, float>(dq.get(), dk.get(), dv.get(), dpos.get(), out.get(),
+                                             b, s, hq, hkv, cap, causal, window, scale, softcap,
+                                             nullptr)),
+            "");
+  auto qd = widen(q), kd = widen(k), vd = widen(v);
+  std::vector<double> want;
+  for (int bi = 0; bi < b; ++bi)
+    for (int si = 0; si < s; ++si) {
+      std::vector<double> qrow(qd.begin() + (bi * s + si) * hq * D,
+                               qd.begin() + (bi * s + si + 1) * hq * D);
+      auto row = attentionRow(qrow, kd, vd, bi, hq, hkv, cap, D, Dv, pos + si, int(pos + s), causal,
+                              window, scale, softcap);
+      want.insert(want.end(), row.begin(), row.end());
+    }
+  EXPECT_LE(relativeError(out.download(), want), kF32Tolerance);
+}
+
+TEST(CudaFlashAttention, CausalPrefillFromTheStart) {
+  checkPrefill<half, 64, 64>(1, 40, 4, 2, 64, 0, true, 0, 0); // three query blocks
+  checkPrefill<float, 32, 32>(2, 5, 2, 1, 16, 0, true, 0, 0);
+  checkPrefill<bfloat16, 64, 64>(1, 17, 4, 4, 32, 0, true, 0, 0);
+}
+
+TEST(CudaFlashAttention, ChunkedPrefillAfterCachedTokens) {
+  checkPrefill<half, 64, 64>(1, 20, 4, 2, 64, 9, true, 0, 0);
+  checkPrefill<float, 128, 128>(1, 3, 2, 1, 80, 70, true, 0, 0);
+  checkPrefill<half, 16, 16>(1, 6, 2, 2, 16, 4, true, 0, 0);
+}
+
+TEST(CudaFlashAttention, WindowSoftcapAndNonCausal) {
+  checkPrefill<half, 64, 64>(1, 48, 4, 2, 64, 0, true, 13, 0);
+  checkPrefill<float, 64, 64>(1, 24, 2, 1, 48, 10, true, 0, 20.0f);
+  checkPrefill<half, 64, 64>(2, 9, 2, 2, 32, 3, false, 0, 0);
+}
+
+//===----------------------------------------------------------------------===//
+// sampling
+//===----------------------------------------------------------------------===//
+
+TEST(CudaArgmax, FirstOfTheLargest) {
+  int vocab = 3001;
+  std::vector<float> logits(4 * size_t(vocab));
+  auto r = randomValues<float>(logits.size(), 10.0f, 61);
+  logits = r;
+  logits[size_t(1000)] = 50;              // row 0: one maximum
+  logits[size_t(vocab + 17)] = 60;        // row 1: a tie, the first wins
+  logits[size_t(vocab + 2999)] = 60;
+  for (int i = 0; i < vocab; ++i)         // row 2: all -inf
+    logits[size_t(2 * vocab + i)] = -INFINITY;
+  logits[size_t(3 * vocab + 5)] = NAN;    // row 3: NaN is never chosen
+  logits[size_t(3 * vocab + 6)] = 70;
+  DeviceBuffer<float> dl(logits);
+  DeviceBuffer<int32_t> ids(4);
+  ASSERT_EQ(argmax(dl.get(), ids.get(), 4, vocab, nullptr), "");
+  std::vector<int32_t> got = ids.download();
+  EXPECT_EQ(got[0], 1000);
+  EXPECT_EQ(got[1], 17);
+  EXPECT_EQ(got[2], 0);
+  EXPECT_EQ(got[3], 6);
+}
+
+TEST(CudaArgmax, HalfLogits) {
+  auto logits = randomValues<half>(2 * 500, 4.0f, 62);
+  DeviceBuffer<half> dl(logits);
+  DeviceBuffer<int32_t> ids(2);
+  ASSERT_EQ(argmax(dl.get(), ids.get(), 2, 500, nullptr), "");
+  std::vector<int32_t> got = ids.download();
+  for (int r = 0; r < 2; ++r) {
+    int best = 0;
+    for (int i = 1; i < 500; ++i)
+      if (toFloat(logits[size_t(r * 500 + i)]) > toFloat(logits[size_t(r * 500 + best)]))
+        best = i;
+    EXPECT_EQ(got[size_t(r)], best);
+  }
+}
+
+} // namespace

@@ -1,0 +1,88 @@
+//===- CudaTestUtil.h - device buffers and references for the CUDA tests ---===//
+//
+// The CUDA kernel tests build twice from the same source: with the host
+// compiler against the emulation (CI) and with nvcc for a GPU
+// (scripts/test-gpu.sh). Buffers go through llmc::cuda's allocation and
+// copies, so the tests read the same either way.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_TEST_UNIT_CUDATESTUTIL_H
+#define LLMC_TEST_UNIT_CUDATESTUTIL_H
+
+#include "runtime/src/model/cuda/Common.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+namespace llmc::cuda::test {
+
+/// A device allocation of n T, filled from or read back into host vectors.
+template <class T> class DeviceBuffer {
+public:
+  explicit DeviceBuffer(size_t n) : n_(n) {
+    std::string e = deviceAlloc(reinterpret_cast<void **>(&p_), sizeof(T) * (n ? n : 1));
+    EXPECT_EQ(e, "");
+  }
+  explicit DeviceBuffer(const std::vector<T> &host) : DeviceBuffer(host.size()) { upload(host); }
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+  ~DeviceBuffer() { deviceFree(p_); }
+
+  void upload(const std::vector<T> &host) {
+    EXPECT_EQ(host.size(), n_);
+    EXPECT_EQ(copyToDevice(p_, host.data(), sizeof(T) * n_), "");
+  }
+  std::vector<T> download() const {
+    std::vector<T> host(n_);
+    EXPECT_EQ(synchronize(), "");
+    EXPECT_EQ(copyToHost(host.data(), p_, sizeof(T) * n_), "");
+    return host;
+  }
+  T *get() const { return p_; }
+
+private:
+  T *p_ = nullptr;
+  size_t n_;
+};
+
+/// n values of T drawn uniformly from [-scale, scale], rounded to T.
+template <class T> std::vector<T> randomValues(size_t n, float scale, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-scale, scale);
+  std::vector<T> v(n);
+  for (T &x : v)
+    x = fromFloat<T>(dist(rng));
+  return v;
+}
+
+/// The values as doubles (exact: every stored type widens exactly).
+template <class T> std::vector<double> widen(const std::vector<T> &v) {
+  std::vector<double> d(v.size());
+  for (size_t i = 0; i < v.size(); ++i)
+    d[i] = double(toFloat(v[i]));
+  return d;
+}
+
+/// The largest |got - want| over the largest |want| (or 1 if that is 0).
+template <class T> double relativeError(const std::vector<T> &got, const std::vector<double> &want) {
+  EXPECT_EQ(got.size(), want.size());
+  double scale = 0, err = 0;
+  for (double w : want)
+    scale = std::max(scale, std::fabs(w));
+  for (size_t i = 0; i < got.size() && i < want.size(); ++i)
+    err = std::max(err, std::fabs(double(toFloat(got[i])) - want[i]));
+  return err / (scale > 0 ? scale : 1);
+}
+
+/// The unit roundoff of T's storage: the tolerance of a result written as T.
+template <class T> double storageEpsilon() {
+  if (sizeof(T) == 4)
+    return 0;
+  return std::is_same_v<T, half> ? 1.0 / 2048 : 1.0 / 256;
+}
+
+} // namespace llmc::cuda::test
+
+#endif // LLMC_TEST_UNIT_CUDATESTUTIL_H
