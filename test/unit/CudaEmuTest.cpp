@@ -198,9 +198,73 @@ TEST(CudaEmu, HalfAndBfloat16RoundToNearestEven) {
   EXPECT_EQ(toFloat(fromFloat<half>(70000.0f)), INFINITY);
 }
 
+LLMC_GLOBAL void addAtPosition(const int64_t *pos, float *buf, float v) {
+  if (threadIdx.x == 0)
+    buf[*pos] += v;
+}
+
+/// A captured graph replays its copies and launches; what the host wrote
+/// into the pinned staging buffer before each launch is what the copy reads.
+TEST(CudaGraph, ReplaysWithTheValuesOfEachLaunch) {
+  Stream s = nullptr;
+  ASSERT_EQ(streamCreate(&s), "");
+  void *staging = nullptr;
+  ASSERT_EQ(hostAllocPinned(&staging, sizeof(int64_t)), "");
+  auto *hostPos = static_cast<int64_t *>(staging);
+  DeviceBuffer<int64_t> pos(std::vector<int64_t>{0});
+  DeviceBuffer<float> buf(std::vector<float>(8, 0.0f));
+  Graph g = nullptr;
+  ASSERT_EQ(captureBegin(s), "");
+  ASSERT_EQ(copyAsync(pos.get(), hostPos, sizeof(int64_t), s), "");
+  ASSERT_EQ(launch(addAtPosition, dim3(1), dim3(32), 0, s, pos.get(), buf.get(), 1.5f), "");
+  ASSERT_EQ(launch(addAtPosition, dim3(1), dim3(32), 0, s, pos.get(), buf.get(), 2.0f), "");
+  ASSERT_EQ(captureEnd(s, &g), "");
+  EXPECT_EQ(buf.download(), std::vector<float>(8, 0.0f)); // nothing ran while capturing
+  for (int64_t p : {3, 5, 3}) {
+    *hostPos = p;
+    ASSERT_EQ(graphLaunch(g, s), "");
+    ASSERT_EQ(streamSynchronize(s), "");
+  }
+  std::vector<float> got = buf.download();
+  EXPECT_EQ(got[3], 7.0f);
+  EXPECT_EQ(got[5], 3.5f);
+  EXPECT_EQ(got[0], 0.0f);
+  EXPECT_EQ(graphDestroy(g), "");
+  EXPECT_EQ(hostFreePinned(staging), "");
+  EXPECT_EQ(streamDestroy(s), "");
+}
+
+TEST(CudaDevice, ReportsWhatTheRuntimeChecks) {
+  DeviceInfo info;
+  ASSERT_EQ(deviceInfo(&info), "");
+  EXPECT_FALSE(info.name.empty());
+  EXPECT_GT(info.multiprocessors, 0);
+  EXPECT_GE(info.major, 7);
+  EXPECT_GT(info.totalBytes, size_t(0));
+  EXPECT_LE(info.freeBytes, info.totalBytes);
+}
+
 #if LLMC_CUDA_EMULATED
 
-// What the GPU leaves undefined, the emulation reports.
+// What the GPU leaves undefined or refuses, the emulation reports.
+
+TEST(CudaEmuChecks, NoAllocationOrSynchronisationWhileCapturing) {
+  Stream s = nullptr;
+  ASSERT_EQ(streamCreate(&s), "");
+  ASSERT_EQ(captureBegin(s), "");
+  void *p = nullptr;
+  EXPECT_NE(deviceAlloc(&p, 64).find("capturing"), std::string::npos);
+  EXPECT_NE(synchronize().find("capturing"), std::string::npos);
+  EXPECT_NE(streamSynchronize(s).find("capturing"), std::string::npos);
+  EXPECT_NE(captureBegin(s), "");
+  Graph g = nullptr;
+  ASSERT_EQ(captureEnd(s, &g), "");
+  EXPECT_EQ(deviceAlloc(&p, 64), "");
+  deviceFree(p);
+  EXPECT_NE(captureBegin(nullptr), ""); // the default stream cannot capture
+  graphDestroy(g);
+  streamDestroy(s);
+}
 
 LLMC_GLOBAL void earlyExitBeforeBarrier(int *out) {
   if (threadIdx.x >= 40)

@@ -29,10 +29,13 @@
 // memory past 48 KiB per block without the dynamic-size opt-in (and past
 // 227 KiB with it, the H100's limit).
 //
+// Streams run their work when it is issued; a capturing stream records it
+// into a graph that replays it (CUDA graphs), and refuses allocation and
+// synchronisation meanwhile, as CUDA does.
+//
 // Not emulated: concurrency between blocks and inside a warp (no data race
 // is found; compute-sanitizer's racecheck on a GPU does that), memory
-// spaces (device pointers are host pointers), streams (work runs when it
-// is issued), timing.
+// spaces (device pointers are host pointers), timing.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_RUNTIME_CUDAEMU_CUDAEMU_H
@@ -377,6 +380,38 @@ inline std::string runGrid(const void *kernel, dim3 grid, dim3 block, size_t dyn
       }
   tlsBlock = outer;
   return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Streams and graphs
+//===----------------------------------------------------------------------===//
+
+/// Work runs when it is issued, except on a stream that is capturing: then
+/// it is recorded (with its arguments by value, as CUDA's graph nodes hold
+/// them) and runs each time the graph is launched. Host memory a recorded
+/// copy reads is read at launch, as with CUDA.
+struct Stream {
+  bool capturing = false;
+  std::vector<std::function<std::string()>> recorded;
+};
+
+struct Graph {
+  std::vector<std::function<std::string()>> work;
+};
+
+/// Streams capturing now (allocation and synchronisation are refused
+/// meanwhile, as under CUDA's global capture mode).
+inline int &capturingStreams() {
+  static int n = 0;
+  return n;
+}
+
+inline std::string issue(Stream *s, std::function<std::string()> work) {
+  if (s && s->capturing) {
+    s->recorded.push_back(std::move(work));
+    return {};
+  }
+  return work();
 }
 
 //===----------------------------------------------------------------------===//

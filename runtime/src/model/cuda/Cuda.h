@@ -17,8 +17,9 @@
 //   llmc::cuda::half, bfloat16     storage types; toFloat(x), fromFloat<T>(f)
 //                                  (round to nearest even on both)
 //   loadFloats(p, out)             16 aligned bytes of T at p as floats
-// and the host side calls llmc::cuda::launch / deviceAlloc / copyToDevice /
-// copyToHost / synchronize, which return an empty string or the error.
+// and the host side calls llmc::cuda::launch, deviceAlloc, copies, streams,
+// graph capture (captureBegin / captureEnd / graphLaunch) and deviceInfo,
+// which return an empty string or the error.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_RUNTIME_MODEL_CUDA_CUDA_H
@@ -33,6 +34,13 @@
 namespace llmc::cuda {
 /// Lets a macro take an array type: Id<float[32]> name declares an array.
 template <class T> using Id = T;
+
+/// What the runtime checks before it uploads a model.
+struct DeviceInfo {
+  std::string name;
+  size_t totalBytes = 0, freeBytes = 0;
+  int multiprocessors = 0, major = 0, minor = 0;
+};
 } // namespace llmc::cuda
 
 #if defined(__CUDACC__)
@@ -117,6 +125,58 @@ inline std::string copyToHost(void *dst, const void *src, size_t bytes) {
 }
 inline std::string synchronize() { return errorOf(cudaDeviceSynchronize()); }
 
+inline std::string streamCreate(Stream *out) {
+  return errorOf(cudaStreamCreateWithFlags(out, cudaStreamNonBlocking));
+}
+inline std::string streamDestroy(Stream s) { return errorOf(cudaStreamDestroy(s)); }
+inline std::string streamSynchronize(Stream s) { return errorOf(cudaStreamSynchronize(s)); }
+inline std::string copyAsync(void *dst, const void *src, size_t bytes, Stream s) {
+  return errorOf(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s));
+}
+inline std::string memsetAsync(void *dst, int value, size_t bytes, Stream s) {
+  return errorOf(cudaMemsetAsync(dst, value, bytes, s));
+}
+inline std::string hostAllocPinned(void **out, size_t bytes) {
+  return errorOf(cudaMallocHost(out, bytes));
+}
+inline std::string hostFreePinned(void *p) { return errorOf(cudaFreeHost(p)); }
+
+using Graph = cudaGraphExec_t;
+inline std::string captureBegin(Stream s) {
+  return errorOf(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+}
+inline std::string captureEnd(Stream s, Graph *out) {
+  cudaGraph_t graph = nullptr;
+  std::string e = errorOf(cudaStreamEndCapture(s, &graph));
+  if (!e.empty())
+    return e;
+  e = errorOf(cudaGraphInstantiate(out, graph, 0));
+  cudaGraphDestroy(graph);
+  return e;
+}
+inline std::string graphLaunch(Graph g, Stream s) { return errorOf(cudaGraphLaunch(g, s)); }
+inline std::string graphDestroy(Graph g) { return errorOf(cudaGraphExecDestroy(g)); }
+
+inline std::string deviceInfo(DeviceInfo *out) {
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess)
+    return "no usable CUDA device (" + errorOf(e) + ")";
+  if (count == 0)
+    return "no CUDA device";
+  int device = 0;
+  cudaDeviceProp p;
+  if (std::string err = errorOf(cudaGetDevice(&device)); !err.empty())
+    return err;
+  if (std::string err = errorOf(cudaGetDeviceProperties(&p, device)); !err.empty())
+    return err;
+  out->name = p.name;
+  out->multiprocessors = p.multiProcessorCount;
+  out->major = p.major;
+  out->minor = p.minor;
+  return errorOf(cudaMemGetInfo(&out->freeBytes, &out->totalBytes));
+}
+
 } // namespace llmc::cuda
 
 #else // the host emulation
@@ -125,6 +185,7 @@ inline std::string synchronize() { return errorOf(cudaDeviceSynchronize()); }
 #include "runtime/src/cudaemu/CudaEmu.h"
 
 #include <cstdlib>
+#include <memory>
 #include <tuple>
 #include <type_traits>
 
@@ -219,7 +280,7 @@ struct half {
 struct bfloat16 {
   uint16_t bits;
 };
-using Stream = void *;
+using Stream = ::llmc::cudaemu::Stream *;
 
 inline float toFloat(float x) { return x; }
 inline float toFloat(half x) { return ::llmc::cpu::halfToFloat(x.bits); }
@@ -240,12 +301,14 @@ template <class T, int N> inline void loadFloats(const T *p, float (&out)[N]) {
 }
 
 template <class... P, class... A>
-std::string launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t sharedBytes, Stream,
+std::string launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t sharedBytes, Stream stream,
                    A &&...args) {
-  std::tuple<std::decay_t<P>...> params(std::forward<A>(args)...);
-  std::function<void()> body = [&] { std::apply(kernel, params); };
-  return ::llmc::cudaemu::runGrid(reinterpret_cast<const void *>(kernel), grid, block,
-                                  sharedBytes, body);
+  auto params = std::make_shared<std::tuple<std::decay_t<P>...>>(std::forward<A>(args)...);
+  return ::llmc::cudaemu::issue(stream, [=] {
+    std::function<void()> body = [&] { std::apply(kernel, *params); };
+    return ::llmc::cudaemu::runGrid(reinterpret_cast<const void *>(kernel), grid, block,
+                                    sharedBytes, body);
+  });
 }
 
 template <class... P> std::string setMaxDynamicShared(void (*kernel)(P...), size_t bytes) {
@@ -254,6 +317,8 @@ template <class... P> std::string setMaxDynamicShared(void (*kernel)(P...), size
 }
 
 inline std::string deviceAlloc(void **out, size_t bytes) {
+  if (::llmc::cudaemu::capturingStreams())
+    return "cudaErrorStreamCaptureUnsupported: allocation while a stream is capturing";
   *out = std::aligned_alloc(256, (bytes + 255) / 256 * 256 + (bytes == 0 ? 256 : 0));
   return *out ? std::string() : "out of memory allocating " + std::to_string(bytes) + " bytes";
 }
@@ -269,7 +334,79 @@ inline std::string copyToHost(void *dst, const void *src, size_t bytes) {
   std::memcpy(dst, src, bytes);
   return {};
 }
-inline std::string synchronize() { return {}; }
+inline std::string synchronize() {
+  if (::llmc::cudaemu::capturingStreams())
+    return "cudaErrorStreamCaptureUnsupported: synchronisation while a stream is capturing";
+  return {};
+}
+
+inline std::string streamCreate(Stream *out) {
+  *out = new ::llmc::cudaemu::Stream;
+  return {};
+}
+inline std::string streamDestroy(Stream s) {
+  delete s;
+  return {};
+}
+inline std::string streamSynchronize(Stream s) {
+  if (s && s->capturing)
+    return "cudaErrorStreamCaptureUnsupported: synchronising a capturing stream";
+  return {};
+}
+inline std::string copyAsync(void *dst, const void *src, size_t bytes, Stream s) {
+  return ::llmc::cudaemu::issue(s, [=] {
+    std::memcpy(dst, src, bytes);
+    return std::string();
+  });
+}
+inline std::string memsetAsync(void *dst, int value, size_t bytes, Stream s) {
+  return ::llmc::cudaemu::issue(s, [=] {
+    std::memset(dst, value, bytes);
+    return std::string();
+  });
+}
+inline std::string hostAllocPinned(void **out, size_t bytes) { return deviceAlloc(out, bytes); }
+inline std::string hostFreePinned(void *p) { return deviceFree(p); }
+
+using Graph = ::llmc::cudaemu::Graph *;
+inline std::string captureBegin(Stream s) {
+  if (!s)
+    return "cudaErrorStreamCaptureUnsupported: the default stream cannot capture";
+  if (s->capturing)
+    return "cudaErrorIllegalState: the stream is already capturing";
+  s->capturing = true;
+  s->recorded.clear();
+  ++::llmc::cudaemu::capturingStreams();
+  return {};
+}
+inline std::string captureEnd(Stream s, Graph *out) {
+  if (!s || !s->capturing)
+    return "cudaErrorIllegalState: the stream is not capturing";
+  s->capturing = false;
+  --::llmc::cudaemu::capturingStreams();
+  *out = new ::llmc::cudaemu::Graph{std::move(s->recorded)};
+  s->recorded.clear();
+  return {};
+}
+inline std::string graphLaunch(Graph g, Stream s) {
+  for (auto &work : g->work)
+    if (std::string e = ::llmc::cudaemu::issue(s, work); !e.empty())
+      return e;
+  return {};
+}
+inline std::string graphDestroy(Graph g) {
+  delete g;
+  return {};
+}
+
+inline std::string deviceInfo(DeviceInfo *out) {
+  out->name = "llmc host emulation";
+  out->multiprocessors = 4;
+  out->major = 9;
+  out->minor = 0;
+  out->totalBytes = out->freeBytes = size_t(1) << 40;
+  return {};
+}
 
 } // namespace llmc::cuda
 
