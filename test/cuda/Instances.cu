@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/src/model/cuda/Attention.h"
+#include "runtime/src/model/cuda/Gemm.h"
 #include "runtime/src/model/cuda/Gemv.h"
 #include "runtime/src/model/cuda/Norm.h"
 #include "runtime/src/model/cuda/Rope.h"
@@ -31,6 +32,10 @@ template <class T, int D> void attention() {
 template <class T> void forType() {
   gemv<T, float, float>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 1, 1, nullptr);
   gemv<T, T, T>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 1, 1, nullptr);
+  gemm<T, float, float>(nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 1, nullptr);
+  gemm<T, T, T>(nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 1, nullptr);
+  layerNorm<float, T, float>(nullptr, nullptr, nullptr, nullptr, 1, 1, 0, nullptr);
+  layerNorm<T, T, T>(nullptr, nullptr, nullptr, nullptr, 1, 1, 0, nullptr);
   rmsNorm<float, T, float>(nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 0, 0, nullptr);
   rmsNorm<T, T, T>(nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 0, 0, nullptr);
   rope<T, T>(nullptr, nullptr, nullptr, nullptr, nullptr, false, 1, 1, 1, 2, 0, 1, false, nullptr,

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/src/model/cuda/Attention.h"
+#include "runtime/src/model/cuda/Gemm.h"
 #include "runtime/src/model/cuda/Gemv.h"
 #include "runtime/src/model/cuda/Norm.h"
 #include "runtime/src/model/cuda/Rope.h"
@@ -33,8 +34,9 @@ template <class T> double tolerance() { return kF32Tolerance + storageEpsilon<T>
 // gemv
 //===----------------------------------------------------------------------===//
 
+/// gemv (splits >= 1) or, with splits = 0, gemm against float64.
 template <class W, class X, class Y>
-void checkGemv(int m, int n, int k, int splits, bool withBias, bool withResidual, unsigned seed) {
+void checkLinear(int m, int n, int k, int splits, bool withBias, bool withResidual, unsigned seed) {
   SCOPED_TRACE("m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k) +
                " splits=" + std::to_string(splits));
   auto x = randomValues<X>(size_t(m) * size_t(k), 1.0f, seed);
@@ -45,10 +47,15 @@ void checkGemv(int m, int n, int k, int splits, bool withBias, bool withResidual
   DeviceBuffer<W> dw(w), db(bias);
   DeviceBuffer<Y> dr(residual), dy(size_t(m) * size_t(n));
   DeviceBuffer<float> partial(size_t(splits) * size_t(m) * size_t(n));
-  ASSERT_EQ(gemv(dx.get(), dw.get(), withBias ? db.get() : nullptr,
-                 withResidual ? dr.get() : nullptr, dy.get(), partial.get(), m, n, k, splits,
-                 nullptr),
-            "");
+  if (splits > 0)
+    ASSERT_EQ(gemv(dx.get(), dw.get(), withBias ? db.get() : nullptr,
+                   withResidual ? dr.get() : nullptr, dy.get(), partial.get(), m, n, k, splits,
+                   nullptr),
+              "");
+  else
+    ASSERT_EQ(gemm(dx.get(), dw.get(), withBias ? db.get() : nullptr,
+                   withResidual ? dr.get() : nullptr, dy.get(), m, n, k, nullptr),
+              "");
   auto xd = widen(x), wd = widen(w), bd = widen(bias), rd = widen(residual);
   std::vector<double> want(size_t(m) * size_t(n));
   for (int i = 0; i < m; ++i)
@@ -65,29 +72,36 @@ void checkGemv(int m, int n, int k, int splits, bool withBias, bool withResidual
 
 TEST(CudaGemv, F32WeightsEveryRowCount) {
   for (int m = 1; m <= kGemvMaxRows; ++m)
-    checkGemv<float, float, float>(m, 37, 264, 1, true, false, unsigned(m));
+    checkLinear<float, float, float>(m, 37, 264, 1, true, false, unsigned(m));
 }
 
 TEST(CudaGemv, HalfAndBfloat16Weights) {
-  checkGemv<half, float, float>(1, 45, 520, 1, false, false, 11);
-  checkGemv<half, float, float>(4, 45, 520, 1, true, true, 12);
-  checkGemv<bfloat16, float, float>(3, 19, 1032, 1, true, false, 13);
-  checkGemv<half, half, half>(2, 64, 512, 1, true, true, 14);
-  checkGemv<bfloat16, bfloat16, bfloat16>(1, 33, 256, 1, false, true, 15);
+  checkLinear<half, float, float>(1, 45, 520, 1, false, false, 11);
+  checkLinear<half, float, float>(4, 45, 520, 1, true, true, 12);
+  checkLinear<bfloat16, float, float>(3, 19, 1032, 1, true, false, 13);
+  checkLinear<half, half, half>(2, 64, 512, 1, true, true, 14);
+  checkLinear<bfloat16, bfloat16, bfloat16>(1, 33, 256, 1, false, true, 15);
 }
 
 TEST(CudaGemv, KNotAMultipleOfTheVectorWidth) {
-  checkGemv<half, float, float>(2, 21, 100, 1, true, false, 21);
-  checkGemv<float, float, float>(1, 9, 7, 1, false, false, 22);
-  checkGemv<bfloat16, float, float>(5, 40, 1003, 1, true, true, 23);
+  checkLinear<half, float, float>(2, 21, 100, 1, true, false, 21);
+  checkLinear<float, float, float>(1, 9, 7, 1, false, false, 22);
+  checkLinear<bfloat16, float, float>(5, 40, 1003, 1, true, true, 23);
 }
 
 TEST(CudaGemv, SplitK) {
-  checkGemv<half, float, float>(1, 16, 4096, 4, true, true, 31);
-  checkGemv<float, float, float>(3, 5, 2048, 3, true, false, 32);
-  checkGemv<bfloat16, float, bfloat16>(8, 24, 1024, 5, false, true, 33);
+  checkLinear<half, float, float>(1, 16, 4096, 4, true, true, 31);
+  checkLinear<float, float, float>(3, 5, 2048, 3, true, false, 32);
+  checkLinear<bfloat16, float, bfloat16>(8, 24, 1024, 5, false, true, 33);
   // More splits than vectors: the last splits are empty and add nothing.
-  checkGemv<half, float, float>(1, 8, 64, 16, true, false, 34);
+  checkLinear<half, float, float>(1, 8, 64, 16, true, false, 34);
+}
+
+TEST(CudaGemm, TilesAndEdges) {
+  checkLinear<float, float, float>(64, 64, 16, 0, false, false, 41);   // one tile, one step
+  checkLinear<float, float, float>(100, 37, 70, 0, true, true, 42);    // partial tiles and steps
+  checkLinear<half, half, half>(17, 130, 64, 0, true, false, 43);
+  checkLinear<bfloat16, float, float>(65, 64, 33, 0, false, true, 44);
 }
 
 TEST(CudaGemv, SplitCountFillsTheDevice) {
@@ -149,6 +163,42 @@ TEST(CudaRmsNorm, Plain) {
   checkRmsNorm<float, float, float>(3, 64, false, 0.0f, 1);
   checkRmsNorm<float, half, float>(2, 1000, false, 0.0f, 2);
   checkRmsNorm<half, half, half>(4, 768, false, 0.0f, 3);
+}
+
+template <class X, class Wt, class Y> void checkLayerNorm(int rows, int h, bool withBias) {
+  SCOPED_TRACE("rows=" + std::to_string(rows) + " h=" + std::to_string(h));
+  auto x = randomValues<X>(size_t(rows) * size_t(h), 2.0f, 71);
+  auto w = randomValues<Wt>(size_t(h), 1.5f, 72);
+  auto b = randomValues<Wt>(size_t(h), 1.0f, 73);
+  for (size_t i = 0; i < x.size(); ++i) // an offset the mean must remove
+    x[i] = fromFloat<X>(toFloat(x[i]) + 3.0f);
+  DeviceBuffer<X> dx(x);
+  DeviceBuffer<Wt> dw(w), db(b);
+  DeviceBuffer<Y> dy(x.size());
+  ASSERT_EQ(layerNorm(dx.get(), dw.get(), withBias ? db.get() : nullptr, dy.get(), rows, h, 1e-5f,
+                      nullptr),
+            "");
+  auto xd = widen(x), wd = widen(w), bd = widen(b);
+  std::vector<double> want(x.size());
+  for (int r = 0; r < rows; ++r) {
+    double mean = 0, var = 0;
+    for (int j = 0; j < h; ++j)
+      mean += xd[size_t(r * h + j)];
+    mean /= h;
+    for (int j = 0; j < h; ++j)
+      var += (xd[size_t(r * h + j)] - mean) * (xd[size_t(r * h + j)] - mean);
+    var /= h;
+    for (int j = 0; j < h; ++j)
+      want[size_t(r * h + j)] = (xd[size_t(r * h + j)] - mean) / std::sqrt(var + 1e-5) *
+                                    wd[size_t(j)] + (withBias ? bd[size_t(j)] : 0.0);
+  }
+  EXPECT_LE(relativeError(dy.download(), want), tolerance<Y>());
+}
+
+TEST(CudaLayerNorm, WithAndWithoutBias) {
+  checkLayerNorm<float, float, float>(3, 64, true);
+  checkLayerNorm<float, float, float>(2, 1000, false);
+  checkLayerNorm<half, half, half>(4, 768, true);
 }
 
 TEST(CudaRmsNorm, WithResidualAndGemmaOffset) {

@@ -75,6 +75,7 @@ enum DeviceError : unsigned long long {
   kTokenOutOfRange = 1,
   kPositionOutOfRange = 2,
   kCacheOverflow = 3,
+  kAssertFailed = 4, // index: which llm.assert_equal (the model's message table)
 };
 
 LLMC_DEVICE void recordError(unsigned long long *word, DeviceError code, long long index) {
@@ -95,6 +96,8 @@ inline std::string describeDeviceError(unsigned long long word) {
     return "position at index " + std::to_string(index) + " is outside the rotary tables";
   case kCacheOverflow:
     return "cache write past its capacity (position " + std::to_string(index) + ")";
+  case kAssertFailed:
+    return "run-time check " + std::to_string(index) + " failed";
   default:
     return "device error " + std::to_string(word >> 32);
   }

@@ -1,14 +1,17 @@
-//===- Norm.h - RMS normalisation, optionally after a residual add --------===//
+//===- Norm.h - RMS and layer normalisation --------------------------------===//
 //
-// Shapes and layouts
+// Shapes and layouts (rmsNorm)
 //   x, residual, sum, y   [rows, H], row-major (residual and sum may be null)
 //   weight                [H]
 //   h = x (+ residual); sum = h when given (the residual stream for the next
 //   layer); y = h / sqrt(mean(h^2) + eps) * (weight + offset), f32 inside.
 //
+// layerNorm: y = (x - mean) / sqrt(var + eps) * weight (+ bias), the same
+// layouts without the residual.
+//
 // Tiling
-//   One block per row, kNormThreads threads striding over H; the sum of
-//   squares is a block reduction. h is read a second time for the output
+//   One block per row, kNormThreads threads striding over H; sums are block
+//   reductions (the variance a second pass over the row, around the mean). h is read a second time for the output
 //   (from L1/L2: a row is at most a few KiB). y may alias x or sum.
 //
 //===----------------------------------------------------------------------===//
@@ -53,6 +56,38 @@ std::string rmsNorm(const X *x, const X *residual, X *sum, const Wt *weight, Y *
     return "rms_norm: invalid arguments";
   return launch(rmsNormKernel<X, Wt, Y>, dim3(unsigned(rows)), dim3(kNormThreads), 0, stream, x,
                 residual, sum, weight, y, h, eps, offset);
+}
+
+template <class X, class Wt, class Y>
+LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kNormThreads)
+    layerNormKernel(const X *x, const Wt *weight, const Wt *bias, Y *y, int h, float eps) {
+  LLMC_SHARED(float[32], scratch);
+  size_t base = size_t(blockIdx.x) * size_t(h);
+  float sum = 0.0f;
+  for (int i = int(threadIdx.x); i < h; i += int(blockDim.x))
+    sum += toFloat(x[base + size_t(i)]);
+  float mean = blockSum(sum, scratch) / float(h);
+  float squares = 0.0f;
+  for (int i = int(threadIdx.x); i < h; i += int(blockDim.x)) {
+    float d = toFloat(x[base + size_t(i)]) - mean;
+    squares = fmaf(d, d, squares);
+  }
+  float inv = rsqrtf(blockSum(squares, scratch) / float(h) + eps);
+  for (int i = int(threadIdx.x); i < h; i += int(blockDim.x)) {
+    float v = (toFloat(x[base + size_t(i)]) - mean) * inv * toFloat(weight[i]);
+    if (bias)
+      v += toFloat(bias[i]);
+    y[base + size_t(i)] = fromFloat<Y>(v);
+  }
+}
+
+template <class X, class Wt, class Y>
+std::string layerNorm(const X *x, const Wt *weight, const Wt *bias, Y *y, int rows, int h,
+                      float eps, Stream stream) {
+  if (rows < 1 || h < 1)
+    return "layer_norm: invalid arguments";
+  return launch(layerNormKernel<X, Wt, Y>, dim3(unsigned(rows)), dim3(kNormThreads), 0, stream, x,
+                weight, bias, y, h, eps);
 }
 
 } // namespace llmc::cuda
