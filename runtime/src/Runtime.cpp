@@ -132,7 +132,11 @@ struct llmc_session {
   int64_t length = 0;
   int64_t capacity = 0; // positions per cache: the compiled one or less
 
+  bool deviceCaches = false; // cachePtrs came from the model's cache_alloc
+
   ~llmc_session() {
+    if (ctx && deviceCaches)
+      model->abi->cache_free(ctx, cachePtrs.data());
     if (ctx)
       model->abi->destroy(ctx);
   }
@@ -163,17 +167,31 @@ llmc_status loadModel(const std::string &path, const llmc_load_options *options,
   const json *target = man.get("target");
   std::string kind = target && target->get("kind") ? target->get("kind")->asString() : "";
   std::string march = target && target->get("march") ? target->get("march")->asString() : "";
-  if (kind != "cpu")
+  std::string device = options && options->device ? options->device : "";
+  if (kind != "cpu" && kind != "cuda")
     return fail(LLMC_ERROR_UNSUPPORTED, path + " is compiled for target '" + kind +
-                                            "'; this runtime runs cpu artifacts");
+                                            "'; this runtime runs cpu and cuda artifacts");
+  if (!device.empty() && device != "emulated" && device != kind)
+    return fail(LLMC_ERROR_INVALID_ARGUMENT, "unknown device '" + device +
+                                                 "' (the artifact's own: \"\", or \"emulated\")");
+  if (device == "emulated" && kind != "cuda")
+    return fail(LLMC_ERROR_INVALID_ARGUMENT,
+                "device 'emulated' runs cuda artifacts; " + path + " is compiled for " + kind);
   if (!hostSupports(march))
     return fail(LLMC_ERROR_UNSUPPORTED, path + " is compiled for -march=" + march +
                                             ", which this CPU does not support");
 
-  // libmodel.so: its hash, then its description.
-  const json *lib = man.get("library");
-  std::string libSha = lib && lib->get("sha256") ? lib->get("sha256")->asString() : "";
-  std::string libPath = path + "/libmodel.so";
+  // The library (libmodel.so, or the emulation's build of a cuda model):
+  // its hash, then its description.
+  bool emulated = device == "emulated";
+  const json *lib = man.get(emulated ? "emulated_library" : "library");
+  if (!lib || !lib->get("file"))
+    return fail(LLMC_ERROR_UNSUPPORTED,
+                path + (emulated ? " has no build for the CUDA emulation"
+                                 : " has no library for its target (compiled without nvcc: "
+                                   "run it with device \"emulated\", or compile it where nvcc is)"));
+  std::string libSha = lib->get("sha256") ? lib->get("sha256")->asString() : "";
+  std::string libPath = path + "/" + lib->get("file")->asString();
   std::string actual = llmc::sha256File(libPath, error);
   if (actual.empty())
     return fail(LLMC_ERROR_IO, error);
@@ -192,7 +210,11 @@ llmc_status loadModel(const std::string &path, const llmc_load_options *options,
     return fail(LLMC_ERROR_FORMAT, libPath + ": model ABI version " +
                                        std::to_string(m->abi ? m->abi->abi_version : 0) +
                                        ", this runtime speaks " +
-                                       std::to_string(LLMC_MODEL_ABI_VERSION));
+                                       std::to_string(LLMC_MODEL_ABI_VERSION) +
+                                       " (recompile the model)");
+  if (m->abi->buffers == LLMC_BUFFERS_DEVICE && (!m->abi->cache_alloc || !m->abi->cache_free))
+    return fail(LLMC_ERROR_FORMAT, libPath + " keeps its caches on a device but has no "
+                                             "cache_alloc/cache_free");
 
   // weights.bin
   const json *weights = man.get("weights");
@@ -503,13 +525,21 @@ llmc_status llmc_session_create(llmc_model *model, const llmc_session_options *o
   char err[1024] = "";
   if (m.abi->create(m.weights.data, m.weights.size, threads, &s->ctx, err, sizeof err) != 0)
     return fail(LLMC_ERROR_INTERNAL, err);
-  for (uint32_t i = 0; i < m.abi->num_caches; ++i) {
-    const llmc_model_cache &c = m.abi->caches[i];
-    int64_t elem = c.dtype == 1 ? 4 : 2;
-    s->caches.emplace_back(size_t(s->batch * c.heads * s->capacity * c.head_dim * elem), 0);
+  if (m.abi->buffers == LLMC_BUFFERS_DEVICE) {
+    s->cachePtrs.assign(m.abi->num_caches, nullptr);
+    if (m.abi->cache_alloc(s->ctx, s->batch, s->capacity, s->cachePtrs.data(), err, sizeof err) !=
+        0)
+      return fail(LLMC_ERROR_INTERNAL, err);
+    s->deviceCaches = true;
+  } else {
+    for (uint32_t i = 0; i < m.abi->num_caches; ++i) {
+      const llmc_model_cache &c = m.abi->caches[i];
+      int64_t elem = c.dtype == 1 ? 4 : 2;
+      s->caches.emplace_back(size_t(s->batch * c.heads * s->capacity * c.head_dim * elem), 0);
+    }
+    for (auto &c : s->caches)
+      s->cachePtrs.push_back(c.data());
   }
-  for (auto &c : s->caches)
-    s->cachePtrs.push_back(c.data());
   *out_session = s.release();
   return ok();
 }

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Codegen/CPU/EmitCpp.h"
+#include "compiler/Codegen/EmitCommon.h"
 
 #include "compiler/Executor/Error.h"
 #include "dialects/LLM/IR/LLMOps.h"
@@ -33,6 +34,7 @@
 
 using namespace mlir;
 using namespace mlir::llmc;
+using namespace mlir::llmc::codegen;
 namespace cpu = ::llmc::cpu;
 
 namespace {
@@ -68,226 +70,6 @@ std::string dtypeExpr(cpu::DType t) {
   return "DType(" + std::to_string(int(t)) + ")";
 }
 
-std::string shapeExpr(llvm::ArrayRef<int64_t> dims) {
-  return "{" + llvm::join(llvm::map_range(dims, [](int64_t d) { return std::to_string(d); }), ", ") +
-         "}";
-}
-
-/// "f32[1, 8, 256]" for comments.
-std::string describeType(Type type) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << getElementTypeOrSelf(type) << "[";
-  if (auto r = dyn_cast<RankedTensorType>(type))
-    llvm::interleave(r.getShape(), os,
-                     [&](int64_t d) { os << (ShapedType::isDynamic(d) ? "?" : std::to_string(d)); },
-                     ", ");
-  os << "]";
-  return s;
-}
-
-/// A C++ string literal.
-std::string quote(llvm::StringRef s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\')
-      out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
-
-std::string nodeName(Operation *op) {
-  std::string where = "operation";
-  if (auto n = dyn_cast<NameLoc>(op->getLoc()))
-    where = n.getName().str();
-  return where + " (" + shortName(op).str() + ")";
-}
-
-/// What an in-place chain of cache updates (through fused regions) started
-/// from: `v` itself when it is not such a chain.
-Value cacheSource(Value v) {
-  while (true) {
-    if (auto u = v.getDefiningOp<CacheUpdateOp>()) {
-      v = u.getCache();
-      continue;
-    }
-    if (auto fused = v.getDefiningOp<FusedOp>()) {
-      Value inner = cast<YieldOp>(fused.getRegion().front().getTerminator())
-                        ->getOperand(cast<OpResult>(v).getResultNumber());
-      Value start = cacheSource(inner);
-      auto arg = dyn_cast<BlockArgument>(start);
-      if (inner != start && arg && arg.getOwner() == &fused.getRegion().front()) {
-        v = fused->getOperand(arg.getArgNumber());
-        continue;
-      }
-    }
-    return v;
-  }
-}
-
-int64_t bytesOf(Type t) {
-  auto r = dyn_cast<RankedTensorType>(t);
-  if (!r || !r.hasStaticShape())
-    return 0;
-  unsigned bits = r.getElementType().isIntOrFloat() ? r.getElementType().getIntOrFloatBitWidth() : 8;
-  return (r.getNumElements() * int64_t(std::max(bits, 8u)) + 7) / 8;
-}
-
-/// The bytes of weights one call of `f` reads (see CpuModel::Entry).
-int64_t weightBytesRead(func::FuncOp f) {
-  llvm::DenseSet<Attribute> seen;
-  int64_t total = 0;
-  f.walk([&](Operation *op) {
-    for (OpOperand &use : op->getOpOperands()) {
-      Value v = use.get();
-      // Through fused regions to what they were given.
-      while (auto arg = dyn_cast<BlockArgument>(v)) {
-        auto fused = dyn_cast<FusedOp>(arg.getOwner()->getParentOp());
-        if (!fused)
-          break;
-        v = fused->getOperand(arg.getArgNumber());
-      }
-      auto c = v.getDefiningOp<ConstantOp>();
-      if (!c)
-        continue;
-      // An embedding reads the rows its ids name (a quantized one: of its
-      // values, scales and zero points).
-      bool gathered = (isa<EmbeddingOp>(op) && use.getOperandNumber() == 0) ||
-                      (isa<QuantizedEmbeddingOp>(op) && use.getOperandNumber() < 3);
-      if (gathered) {
-        auto table = dyn_cast<RankedTensorType>(c.getType());
-        auto ids = dyn_cast<RankedTensorType>(
-            op->getOperand(isa<EmbeddingOp>(op) ? 1 : 3).getType());
-        if (table && ids && table.hasStaticShape() && ids.hasStaticShape() && table.getDimSize(0))
-          total += ids.getNumElements() * (bytesOf(table) / table.getDimSize(0));
-        continue;
-      }
-      if (seen.insert(c.getValue()).second)
-        total += bytesOf(c.getType());
-    }
-  });
-  return total;
-}
-
-/// What a fused region's block argument stands for outside the region(s).
-Value outside(Value v) {
-  while (auto arg = dyn_cast<BlockArgument>(v)) {
-    auto fused = dyn_cast<FusedOp>(arg.getOwner()->getParentOp());
-    if (!fused)
-      return v;
-    v = fused->getOperand(arg.getArgNumber());
-  }
-  return v;
-}
-
-/// Whether `v`'s storage may change after it is computed: the caches
-/// (function arguments updated in place, and what cache updates return,
-/// also through fused regions) and the other arguments.
-bool mayChange(Value v) {
-  v = outside(v);
-  return isa<BlockArgument>(v) || v.getDefiningOp<CacheUpdateOp>() || cacheSource(v) != v;
-}
-
-/// An onnx.slice (static shapes, steps of 1) whose result is `count`
-/// segments of `len` elements of its input, segment c starting at element
-/// base + c * stride: one sliced axis, every axis after it whole. count 1 is
-/// one contiguous range (a view).
-struct SliceSegments {
-  int64_t base = 0, count = 1, stride = 0, len = 0;
-};
-
-std::optional<SliceSegments> sliceSegments(Operation *op) {
-  if (op->getNumOperands() < 3 || op->getNumOperands() > 5)
-    return std::nullopt;
-  auto in = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
-  auto out = dyn_cast<RankedTensorType>(op->getResult(0).getType());
-  if (!in || !out || !in.hasStaticShape() || !out.hasStaticShape() || in.getRank() != out.getRank())
-    return std::nullopt;
-  int64_t rank = in.getRank();
-  auto operand = [&](unsigned i) { return outside(op->getOperand(i)); };
-  auto starts = getConstantInts(operand(1));
-  auto ends = getConstantInts(operand(2));
-  std::optional<SmallVector<int64_t>> axes, steps;
-  if (op->getNumOperands() > 3 && !isa_and_nonnull<NoneOp>(operand(3).getDefiningOp()))
-    axes = getConstantInts(operand(3));
-  else
-    axes = llvm::to_vector(llvm::seq<int64_t>(0, starts ? int64_t(starts->size()) : 0));
-  if (op->getNumOperands() > 4 && !isa_and_nonnull<NoneOp>(operand(4).getDefiningOp()))
-    steps = getConstantInts(operand(4));
-  else
-    steps = SmallVector<int64_t>(starts ? starts->size() : 0, 1);
-  if (!starts || !ends || !axes || !steps || starts->size() != axes->size() ||
-      steps->size() != axes->size())
-    return std::nullopt;
-  SmallVector<int64_t> begin(rank, 0);
-  for (auto [s, a, st] : llvm::zip(*starts, *axes, *steps)) {
-    int64_t axis = a < 0 ? a + rank : a;
-    if (axis < 0 || axis >= rank || st != 1)
-      return std::nullopt;
-    int64_t d = in.getDimSize(axis);
-    begin[axis] = std::clamp<int64_t>(s < 0 ? s + d : s, 0, d);
-  }
-  // The sliced axis: the first whose extent changes (none: the whole input).
-  int64_t axis = 0;
-  while (axis < rank && out.getDimSize(axis) == in.getDimSize(axis))
-    ++axis;
-  for (int64_t a = 0; a < rank; ++a) {
-    int64_t d = in.getDimSize(a), o = out.getDimSize(a);
-    if (a == axis ? begin[a] + o > d : begin[a] != 0 || o != d)
-      return std::nullopt;
-  }
-  SliceSegments seg;
-  int64_t inner = 1;
-  for (int64_t a = axis + 1; a < rank; ++a)
-    inner *= in.getDimSize(a);
-  for (int64_t a = 0; a < axis; ++a)
-    seg.count *= in.getDimSize(a);
-  if (axis == rank) {
-    seg.len = in.getNumElements();
-    return seg;
-  }
-  seg.base = begin[axis] * inner;
-  seg.stride = in.getDimSize(axis) * inner;
-  seg.len = out.getDimSize(axis) * inner;
-  return seg;
-}
-
-/// Whether everything that reads the cache `v` takes its capacity from the
-/// tensor at run time: cache updates (whose result is the same cache), the
-/// attention kernels over the cache (decode partial, flash, cached), fused
-/// regions whose inner uses pass the same test, yields and returns. Any
-/// other reader (a view, a reference kernel of another op) has the compiled
-/// [B, H, capacity, D] shape built in.
-bool readsCapacityAtRunTime(Value v) {
-  for (OpOperand &use : v.getUses()) {
-    Operation *user = use.getOwner();
-    if (auto u = dyn_cast<CacheUpdateOp>(user)) {
-      if (use.get() != u.getCache() || !readsCapacityAtRunTime(u.getResult()))
-        return false;
-    } else if (auto fused = dyn_cast<FusedOp>(user)) {
-      if (!readsCapacityAtRunTime(fused.getRegion().front().getArgument(use.getOperandNumber())))
-        return false;
-    } else if (auto yield = dyn_cast<YieldOp>(user)) {
-      auto fused = dyn_cast<FusedOp>(yield->getParentOp());
-      if (!fused || !readsCapacityAtRunTime(fused->getResult(use.getOperandNumber())))
-        return false;
-    } else if (!isa<DecodeAttentionPartialOp, FlashAttentionOp, CachedAttentionOp, CacheReadOp,
-                    func::ReturnOp>(user)) {
-      return false;
-    }
-  }
-  return true;
-}
-
-bool isStatic(Type t) {
-  auto r = dyn_cast<RankedTensorType>(t);
-  return r && r.hasStaticShape();
-}
 
 class Emitter {
 public:
@@ -356,7 +138,7 @@ private:
   std::vector<ConstantOp> lazyConstants;
   llvm::Error deferredError = llvm::Error::success();
   llvm::DenseSet<Operation *> folded; // emitted as part of an earlier statement
-  llvm::DenseMap<uint64_t, SmallVector<size_t, 1>> blobsByHash; // weights.bin offsets
+  WeightsWriter weightsWriter{model};
   llvm::DenseMap<Attribute, int> attrs;
   std::map<std::string, int> kernels;
   int counter = 0, numWeights = 0, numAttrs = 0;
@@ -380,20 +162,7 @@ llvm::Expected<int> Emitter::weightIndex(ElementsAttr attr, llvm::StringRef name
 }
 
 size_t Emitter::storeBlob(llvm::StringRef bytes, llvm::StringRef name) {
-  // Equal bytes are stored once: every entry point's fusion makes its own
-  // merged QKV and gate/up weights, with the same contents.
-  uint64_t hash = llvm::xxh3_64bits(bytes);
-  for (size_t candidate : blobsByHash[hash])
-    if (model.weights.size() >= candidate + bytes.size() &&
-        llvm::StringRef(model.weights.data() + candidate, bytes.size()) == bytes)
-      return candidate;
-  size_t offset = (model.weights.size() + 63) / 64 * 64;
-  model.weights.resize(offset + bytes.size(), 0);
-  if (!bytes.empty())
-    std::memcpy(model.weights.data() + offset, bytes.data(), bytes.size());
-  blobsByHash[hash].push_back(offset);
-  model.blobs.push_back({name.str(), int64_t(offset), int64_t(bytes.size())});
-  return offset;
+  return weightsWriter.store(bytes, name);
 }
 
 llvm::Expected<int> Emitter::packedWeightIndex(ElementsAttr attr, llvm::StringRef name) {
@@ -880,57 +649,21 @@ llvm::Error Emitter::emitBlock(Block &block, CpuModel::Entry &stats, int depth) 
 
 llvm::Error Emitter::emitFunction(func::FuncOp f) {
   std::string fname = f.getSymName().str();
-  CpuModel::Entry entry;
-  entry.name = fname;
-  StringRef rest = f.getSymName();
-  if (rest.starts_with("decode_b")) {
-    entry.decode = true;
-  } else if (!rest.starts_with("prefill_b")) {
-    return makeError("function @" + fname +
-                     " is not an entry point (run llmc-insert-kv-cache and llmc-bucket-shapes: "
-                     "the CPU code generator compiles prefill_b<B>_s<S> and decode_b<B>)");
-  }
-  // Arguments: tokens, start_pos, then the caches.
-  auto argName = [&](unsigned i) {
-    auto n = f.getArgAttrOfType<StringAttr>(i, "llm.name");
-    return n ? n.getValue() : StringRef();
-  };
-  if (f.getNumArguments() < 2 || argName(0) != "tokens" || argName(1) != "start_pos")
-    return makeError("@" + fname + " must take (tokens, start_pos, caches...)");
-  auto tokens = dyn_cast<RankedTensorType>(f.getArgument(0).getType());
-  bool tokens32 = tokens && tokens.getElementType().isInteger(32);
-  if (!tokens || !tokens.hasStaticShape() || tokens.getRank() != 2 ||
-      !(tokens.getElementType().isInteger(64) || tokens32))
-    return makeError("@" + fname + ": tokens must be a static i64 or i32 [batch, seq] tensor");
-  entry.batch = tokens.getDimSize(0);
-  entry.seq = tokens.getDimSize(1);
+  llvm::Expected<EntrySignature> sig = entrySignature(f, /*allowI32Tokens=*/true);
+  if (!sig)
+    return sig.takeError();
+  CpuModel::Entry entry = sig->entry;
+  const std::vector<CpuModel::Cache> &caches = sig->caches;
+  bool tokens32 = sig->tokens32;
   names.clear();
   names[f.getArgument(0)] = "a.tokens";
   names[f.getArgument(1)] = "a.start";
-  std::vector<CpuModel::Cache> caches;
   for (unsigned i = 2; i < f.getNumArguments(); ++i) {
-    auto t = dyn_cast<RankedTensorType>(f.getArgument(i).getType());
-    if (!argName(i).starts_with("cache.") || !t || !t.hasStaticShape() || t.getRank() != 4 ||
-        t.getDimSize(0) != entry.batch)
-      return makeError("@" + fname + ": argument " + std::to_string(i) + " ('" + argName(i).str() +
-                       "') is not a [batch, heads, capacity, head_dim] cache");
-    caches.push_back({argName(i).str(), t.getDimSize(1), t.getDimSize(2), t.getDimSize(3),
-                      getOnnxCodeForElementType(t.getElementType())});
     names[f.getArgument(i)] = "a.caches[" + std::to_string(i - 2) + "]";
     anyCapacity = anyCapacity && readsCapacityAtRunTime(f.getArgument(i));
   }
-  if (model.entries.empty()) {
-    model.caches = caches;
-  } else {
-    bool same = caches.size() == model.caches.size();
-    for (size_t i = 0; same && i < caches.size(); ++i)
-      same = caches[i].name == model.caches[i].name && caches[i].heads == model.caches[i].heads &&
-             caches[i].capacity == model.caches[i].capacity &&
-             caches[i].headDim == model.caches[i].headDim &&
-             caches[i].dtype == model.caches[i].dtype;
-    if (!same)
-      return makeError("@" + fname + ": its caches differ from @" + model.entries[0].name + "'s");
-  }
+  if (llvm::Error e = takeCaches(model, caches, fname))
+    return e;
 
   body += llvm::formatv("// {0}: tokens i64[{1}, {2}], start_pos, {3} caches\n", fname, entry.batch,
                         entry.seq, caches.size())
@@ -974,7 +707,7 @@ llvm::Error Emitter::emitFunction(func::FuncOp f) {
     Value c = cacheSource(v);
     auto arg = dyn_cast<BlockArgument>(c);
     if (!n || !arg || arg.getOwner() != &block || arg.getArgNumber() < 2 ||
-        argName(arg.getArgNumber()) != n.getValue())
+        caches[arg.getArgNumber() - 2].name != n.getValue())
       return makeError("@" + fname + ": result " + std::to_string(i) +
                        " is neither the logits nor an in-place update of its cache");
   }
@@ -987,18 +720,7 @@ llvm::Error Emitter::emitFunction(func::FuncOp f) {
 }
 
 llvm::Expected<CpuModel> Emitter::run(llvm::StringRef version) {
-  SmallVector<func::FuncOp> funcs(module.getOps<func::FuncOp>());
-  // Prefill buckets in increasing size, then decode, each by batch.
-  llvm::stable_sort(funcs, [](func::FuncOp a, func::FuncOp b) {
-    auto key = [](func::FuncOp f) {
-      auto t = dyn_cast<RankedTensorType>(f.getArgument(0).getType());
-      bool decode = f.getSymName().starts_with("decode_");
-      int64_t b = t && t.hasStaticShape() ? t.getDimSize(0) : 0;
-      int64_t s = t && t.hasStaticShape() ? t.getDimSize(1) : 0;
-      return std::make_tuple(decode, b, s);
-    };
-    return key(a) < key(b);
-  });
+  SmallVector<func::FuncOp> funcs = entryFunctionsInOrder(module);
   if (funcs.empty())
     return makeError("the module has no functions");
   for (func::FuncOp f : funcs)
@@ -1008,19 +730,14 @@ llvm::Expected<CpuModel> Emitter::run(llvm::StringRef version) {
     return std::move(deferredError);
   if (llvm::none_of(model.entries, [](const CpuModel::Entry &e) { return e.decode; }))
     return makeError("the module has no decode entry point");
-  model.weights.resize((model.weights.size() + 63) / 64 * 64, 0);
   model.numWeights = numWeights;
-  std::array<uint8_t, 32> digest = llvm::SHA256::hash(llvm::ArrayRef<uint8_t>(
-      reinterpret_cast<const uint8_t *>(model.weights.data()), model.weights.size()));
-  model.weightsSha256 = llvm::toHex(digest, /*LowerCase=*/true);
+  finishWeights(model);
 
   std::string s;
   llvm::raw_string_ostream os(s);
   os << "// Generated by llmc " << version << " (llmc compile --target cpu). Do not edit.\n"
      << "//\n// Entry points (llmc_model_abi, runtime/include/llmc/model_abi.h):\n";
-  for (const CpuModel::Entry &e : model.entries)
-    os << "//   " << e.name << ": tokens i64[" << e.batch << ", " << e.seq << "], logits f32["
-       << e.batch << ", " << e.seq << ", " << model.vocab << "]\n";
+  writeEntryComment(os, model);
   os << "// Caches: " << model.caches.size() << " x [batch, " 
      << (model.caches.empty() ? 0 : model.caches[0].heads) << ", "
      << (model.caches.empty() ? 0 : model.caches[0].capacity) << ", "
@@ -1035,27 +752,9 @@ llvm::Expected<CpuModel> Emitter::run(llvm::StringRef version) {
      << "  Status init();\n\n";
   for (const CpuModel::Entry &e : model.entries)
     os << "  static Status " << e.name << "(Model &m, const Args &a);\n";
-  os << "\n  static constexpr uint32_t kNumEntries = " << model.entries.size() << ";\n"
-     << "  static inline const llmc_model_entry kEntries[] = {\n";
-  for (const CpuModel::Entry &e : model.entries)
-    os << "      {" << quote(e.name) << ", " << (e.decode ? "LLMC_ENTRY_DECODE" : "LLMC_ENTRY_PREFILL")
-       << ", " << e.batch << ", " << e.seq << "},\n";
-  os << "  };\n  using EntryFn = Status (*)(Model &, const Args &);\n"
-     << "  static inline const EntryFn kFns[] = {";
-  os << llvm::join(llvm::map_range(model.entries, [](const CpuModel::Entry &e) { return "&" + e.name; }),
-                   ", ")
-     << "};\n"
-     << "  static constexpr uint32_t kNumCaches = " << model.caches.size() << ";\n"
-     << "  static inline const llmc_model_cache kCaches[] = {\n";
-  for (const CpuModel::Cache &c : model.caches)
-    os << "      {" << quote(c.name) << ", " << c.heads << ", " << c.capacity << ", " << c.headDim
-       << ", " << c.dtype << "},\n";
-  if (model.caches.empty())
-    os << "      {\"\", 0, 0, 0, 0},\n";
-  os << "  };\n"
-     << "  static constexpr uint64_t kWeightsBytes = " << model.weights.size() << ";\n"
-     << "  static constexpr int64_t kVocab = " << model.vocab << ";\n"
-     << "  // Whether the caches' capacity may differ from the compiled one.\n"
+  os << "\n";
+  writeAbiTables(os, model, "Status");
+  os << "  // Whether the caches' capacity may differ from the compiled one.\n"
      << "  static constexpr int32_t kAnyCapacity = " << (anyCapacity ? 1 : 0) << ";\n"
      << "};\n\n"
      << "Status Model::init() {\n"
@@ -1070,7 +769,8 @@ llvm::Expected<CpuModel> Emitter::run(llvm::StringRef version) {
      << "                                     Model::kNumCaches, Model::kCaches, "
         "&Glue<Model>::create,\n"
      << "                                     &Glue<Model>::destroy, &Glue<Model>::run,\n"
-     << "                                     Model::kAnyCapacity, &Glue<Model>::runAtCapacity};\n"
+     << "                                     Model::kAnyCapacity, &Glue<Model>::runAtCapacity,\n"
+     << "                                     LLMC_BUFFERS_HOST, \"cpu\", nullptr, nullptr};\n"
      << "  return &abi;\n}\n";
   model.anyCapacity = anyCapacity;
   model.source = std::move(s);

@@ -54,6 +54,7 @@ struct CpuModel {
     int64_t bytes = 0;            // stored: values, scales and zero points
     int64_t floatBytes = 0;       // the same weight at the layer's float type
   };
+  std::string target = "cpu"; // or "cuda" (source is then model.cu)
   std::string source;         // model.cpp
   std::vector<char> weights;  // weights.bin
   std::vector<Blob> blobs;    // in offset order

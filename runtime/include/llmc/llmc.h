@@ -19,9 +19,9 @@
  * llmc_last_error() gives a message naming the problem (per thread, valid
  * until the thread's next llmc call). No call aborts on a caller's mistake.
  *
- * Ownership: objects are created by *_load/*_create and released by the
- * matching *_free (NULL is accepted). A session keeps its model alive; the
- * model may be freed while sessions remain.
+ * Ownership: objects are created by the *_load and *_create functions and
+ * released by the matching *_free (NULL is accepted). A session keeps its
+ * model alive; the model may be freed while sessions remain.
  *
  * Threads: a model may be shared by threads; a session is used by one
  * thread at a time. Each session runs its kernels on its own pool of
@@ -64,6 +64,11 @@ typedef struct llmc_load_options {
    * weights.table). By default every byte is checked at load, on all cores:
    * a damaged file is an LLMC_ERROR_FORMAT naming the tensor. */
   int32_t skip_weight_checksums;
+  /* What runs the model: NULL or "" for the artifact's own target (the CPU,
+   * or the GPU of a --target cuda artifact); "emulated" runs a --target
+   * cuda artifact on the host emulation of CUDA (libmodel-emulated.so:
+   * slow, for tests and machines without a GPU). */
+  const char *device;
 } llmc_load_options;
 
 /* Loads the artifact folder `path`: checks manifest.json (format version,

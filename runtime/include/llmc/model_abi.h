@@ -43,12 +43,19 @@
 extern "C" {
 #endif
 
-#define LLMC_MODEL_ABI_VERSION 2
+/* 3: buffers may live on a device (buffers, cache_alloc, cache_free). */
+#define LLMC_MODEL_ABI_VERSION 3
 /* The artifact folder's format (manifest.json's format_version). 2: the
  * manifest lists weights.bin's tensors with a checksum each (weights.table). */
 #define LLMC_ARTIFACT_FORMAT_VERSION 2
 
 typedef enum llmc_entry_kind { LLMC_ENTRY_PREFILL = 0, LLMC_ENTRY_DECODE = 1 } llmc_entry_kind;
+
+/* Where a model's caches live (llmc_model_abi.buffers). */
+typedef enum llmc_buffers {
+  LLMC_BUFFERS_HOST = 0,  /* host memory the caller allocates and zeroes */
+  LLMC_BUFFERS_DEVICE = 1 /* device memory from cache_alloc, released by cache_free */
+} llmc_buffers;
 
 typedef struct llmc_model_entry {
   const char *name; /* "prefill_b1_s64", "decode_b1" */
@@ -93,6 +100,18 @@ typedef struct llmc_model_abi {
   int (*run_at_capacity)(void *ctx, uint32_t entry, const int64_t *tokens, int64_t start_pos,
                          int64_t capacity, void *const *caches, float *logits, char *err,
                          size_t errlen);
+
+  /* llmc_buffers. With LLMC_BUFFERS_DEVICE the caches are device memory:
+   * cache_alloc makes num_caches zeroed buffers of [batch, heads, capacity,
+   * head_dim] for a context (written to out_caches), run takes them as
+   * they are and the caller never reads them; cache_free releases them
+   * (before the context is destroyed). tokens and logits stay host memory:
+   * run copies them. With LLMC_BUFFERS_HOST both functions are NULL. */
+  int32_t buffers;
+  const char *device; /* what the entries run on: "cpu", "cuda", "cuda-emulated" */
+  int (*cache_alloc)(void *ctx, int64_t batch, int64_t capacity, void **out_caches, char *err,
+                     size_t errlen);
+  void (*cache_free)(void *ctx, void *const *caches);
 } llmc_model_abi;
 
 /* The one symbol libmodel.so exports. */

@@ -1,0 +1,103 @@
+//===- EmitCommon.h - what the CPU and CUDA code generators share ----------===//
+//
+// Facts about the compiled entry points that both emitters read (where a
+// cache update chain starts, which slices are segments of their input, the
+// weights a call reads), the spelling helpers of the emitted source, and
+// weights.bin's writer (equal bytes stored once).
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_COMPILER_CODEGEN_EMITCOMMON_H
+#define LLMC_COMPILER_CODEGEN_EMITCOMMON_H
+
+#include "compiler/Codegen/CPU/EmitCpp.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Operation.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir::llmc::codegen {
+
+/// "{1, 8, 256}".
+std::string shapeExpr(llvm::ArrayRef<int64_t> dims);
+/// "f32[1, 8, 256]" for comments.
+std::string describeType(Type type);
+/// A C++ string literal.
+std::string quote(llvm::StringRef s);
+/// "node (op)" for messages.
+std::string nodeName(Operation *op);
+/// What an in-place chain of cache updates (through fused regions) started
+/// from: `v` itself when it is not such a chain.
+Value cacheSource(Value v);
+/// Bytes of a static tensor type (0 otherwise).
+int64_t bytesOf(Type t);
+/// The bytes of weights one call of `f` reads (every constant it uses, but
+/// only the rows an embedding gathers).
+int64_t weightBytesRead(func::FuncOp f);
+/// What a fused region's block argument stands for outside the region(s).
+Value outside(Value v);
+/// Whether `v`'s storage may change after it is computed (caches and the
+/// other arguments).
+bool mayChange(Value v);
+
+/// An onnx.slice (static shapes, steps of 1) whose result is `count`
+/// segments of `len` elements of its input, segment c starting at element
+/// base + c * stride: one sliced axis, every axis after it whole. count 1 is
+/// one contiguous range (a view).
+struct SliceSegments {
+  int64_t base = 0, count = 1, stride = 0, len = 0;
+};
+std::optional<SliceSegments> sliceSegments(Operation *op);
+
+/// Whether everything that reads the cache `v` takes its capacity from the
+/// tensor at run time (see model_abi.h's any_capacity).
+bool readsCapacityAtRunTime(Value v);
+bool isStatic(Type t);
+
+/// The module's functions in the order the artifact lists them: prefill
+/// buckets by batch and length, then decode by batch.
+llvm::SmallVector<func::FuncOp> entryFunctionsInOrder(ModuleOp module);
+
+/// An entry point's signature: (tokens [batch, seq], start_pos, caches...),
+/// every cache a static [batch, heads, capacity, head_dim].
+struct EntrySignature {
+  CpuModel::Entry entry; // name, decode, batch, seq
+  std::vector<CpuModel::Cache> caches;
+  bool tokens32 = false; // the model takes i32 ids
+};
+/// Reads `f`'s signature (i32 tokens are an error unless `allowI32Tokens`).
+llvm::Expected<EntrySignature> entrySignature(func::FuncOp f, bool allowI32Tokens);
+/// The first entry's caches become the model's; a later entry's must equal
+/// them.
+llvm::Error takeCaches(CpuModel &model, const std::vector<CpuModel::Cache> &caches,
+                       llvm::StringRef fname);
+/// The comment at the top of a generated file listing the entry points.
+void writeEntryComment(llvm::raw_ostream &os, const CpuModel &model);
+/// struct Model's tables for the ABI: kNumEntries, kEntries, kFns (entry
+/// functions returning `fnResult`), kNumCaches, kCaches, kWeightsBytes,
+/// kVocab.
+void writeAbiTables(llvm::raw_ostream &os, const CpuModel &model, llvm::StringRef fnResult);
+
+/// Pads weights.bin to 64 bytes and records its sha256.
+void finishWeights(CpuModel &model);
+
+/// weights.bin as it is written: blobs at 64-byte offsets, equal bytes
+/// stored once (every entry's fusion builds its own, equal, merged weights).
+class WeightsWriter {
+public:
+  explicit WeightsWriter(CpuModel &model) : model(model) {}
+  /// Where `bytes` lie in weights.bin (under the first `name` that stored them).
+  size_t store(llvm::StringRef bytes, llvm::StringRef name);
+
+private:
+  CpuModel &model;
+  llvm::DenseMap<uint64_t, llvm::SmallVector<size_t, 1>> byHash;
+};
+
+} // namespace mlir::llmc::codegen
+
+#endif // LLMC_COMPILER_CODEGEN_EMITCOMMON_H
