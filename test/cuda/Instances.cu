@@ -4,13 +4,15 @@
 // llmc targets and fails if ptxas spills registers in any kernel. The
 // function is never called; naming each launcher makes nvcc build its
 // kernels: the decode and prefill kernels for f32, f16 and bf16 caches and
-// weights at the head sizes of the common model families.
+// weights (and 4- and 8-bit weights at every chunk width) at the head sizes
+// of the common model families.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/src/model/cuda/Attention.h"
 #include "runtime/src/model/cuda/Gemm.h"
 #include "runtime/src/model/cuda/Gemv.h"
 #include "runtime/src/model/cuda/Norm.h"
+#include "runtime/src/model/cuda/QuantGemv.h"
 #include "runtime/src/model/cuda/Rope.h"
 #include "runtime/src/model/cuda/Sampling.h"
 
@@ -34,6 +36,18 @@ template <class T> void forType() {
   gemv<T, T, T>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 1, 1, nullptr);
   gemm<T, float, float>(nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 1, nullptr);
   gemm<T, T, T>(nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 1, nullptr);
+  qgemv<T, T, float, T, 4>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                           1, 1, 1, 32, 1, nullptr);
+  qgemv<T, T, float, T, 8>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                           1, 1, 1, 32, 1, nullptr);
+  qgemm<T, T, float, T, 4>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 1,
+                           32, nullptr);
+  qgemm<T, T, float, T, 8>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 1,
+                           32, nullptr);
+  quantEmbedding<float, T, 4>(nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 32, 1, nullptr,
+                              nullptr);
+  quantEmbedding<T, T, 4>(nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 32, 1, nullptr,
+                          nullptr);
   layerNorm<float, T, float>(nullptr, nullptr, nullptr, nullptr, 1, 1, 0, nullptr);
   layerNorm<T, T, T>(nullptr, nullptr, nullptr, nullptr, 1, 1, 0, nullptr);
   rmsNorm<float, T, float>(nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 0, 0, nullptr);

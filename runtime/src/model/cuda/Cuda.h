@@ -17,6 +17,8 @@
 //   llmc::cuda::half, bfloat16     storage types; toFloat(x), fromFloat<T>(f)
 //                                  (round to nearest even on both)
 //   loadFloats(p, out)             16 aligned bytes of T at p as floats
+//   loadWords<N>(p, out)           N (4, 8, 16) aligned bytes at p as N / 4
+//                                  little-endian 32-bit words
 // and the host side calls llmc::cuda::launch, deviceAlloc, copies, streams,
 // graph capture (captureBegin / captureEnd / graphLaunch) and deviceInfo,
 // which return an empty string or the error.
@@ -95,6 +97,19 @@ LLMC_DEVICE void loadFloats(const bfloat16 *p, float (&out)[8]) {
   for (int i = 0; i < 4; ++i) {
     out[2 * i] = __uint_as_float(words[i] << 16);
     out[2 * i + 1] = __uint_as_float(words[i] & 0xffff0000u);
+  }
+}
+
+template <int N> LLMC_DEVICE void loadWords(const uint8_t *p, unsigned (&out)[N / 4]) {
+  static_assert(N == 4 || N == 8 || N == 16, "4, 8 or 16 bytes");
+  if constexpr (N == 16) {
+    uint4 v = *reinterpret_cast<const uint4 *>(p);
+    out[0] = v.x, out[1] = v.y, out[2] = v.z, out[3] = v.w;
+  } else if constexpr (N == 8) {
+    uint2 v = *reinterpret_cast<const uint2 *>(p);
+    out[0] = v.x, out[1] = v.y;
+  } else {
+    out[0] = *reinterpret_cast<const unsigned *>(p);
   }
 }
 
@@ -298,6 +313,13 @@ template <class T, int N> inline void loadFloats(const T *p, float (&out)[N]) {
     ::llmc::cudaemu::fail("misaligned 16-byte load");
   for (int i = 0; i < N; ++i)
     out[i] = toFloat(p[i]);
+}
+
+template <int N> inline void loadWords(const uint8_t *p, unsigned (&out)[N / 4]) {
+  static_assert(N == 4 || N == 8 || N == 16, "4, 8 or 16 bytes");
+  if (reinterpret_cast<uintptr_t>(p) % N != 0)
+    ::llmc::cudaemu::fail("misaligned " + std::to_string(N) + "-byte load");
+  std::memcpy(out, p, N); // the hosts llmc builds for are little-endian, as GPUs are
 }
 
 template <class... P, class... A>

@@ -2,8 +2,11 @@
 //
 // Shapes and layouts
 //   a         [M, K] of X, row-major (M: the prefill's tokens)
-//   w         [N, K] of W, row-major (llm.linear's weight, as gemv reads it)
-//   bias      [N] of W or null; residual [M, N] of Y or null (added last)
+//   w         [N, K] of W, row-major (llm.linear's weight, as gemv reads it),
+//             read through a row reader: DenseRows here, QuantRows for
+//             4- and 8-bit weights (QuantGemv.h)
+//   bias      [N] of B (W's type for gemm) or null; residual [M, N] of Y
+//             or null (added last)
 //   c         [M, N] of Y
 //
 // Tiling
@@ -24,9 +27,18 @@ namespace llmc::cuda {
 
 constexpr int kGemmTile = 64, kGemmStep = 16, kGemmThreads = 256;
 
-template <class W, class X, class Y>
+/// A row-major float weight: W[n, k] as f32.
+template <class W> struct DenseRows {
+  const W *w;
+  int k;
+  LLMC_DEVICE float operator()(int n, int kk) const {
+    return toFloat(w[size_t(n) * size_t(k) + size_t(kk)]);
+  }
+};
+
+template <class R, class B, class X, class Y>
 LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kGemmThreads)
-    gemmKernel(const X *a, const W *w, const W *bias, const Y *residual, Y *c, int m, int n, int k) {
+    gemmKernel(const X *a, R w, const B *bias, const Y *residual, Y *c, int m, int n, int k) {
   LLMC_SHARED(float[kGemmStep][kGemmTile + 4], as);
   LLMC_SHARED(float[kGemmStep][kGemmTile + 4], ws);
   int tid = int(threadIdx.x), ty = tid / 16, tx = tid % 16;
@@ -37,7 +49,7 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kGemmThreads)
       int r = e / kGemmStep, kk = e % kGemmStep;
       bool inK = k0 + kk < k;
       as[kk][r] = inK && m0 + r < m ? toFloat(a[size_t(m0 + r) * size_t(k) + size_t(k0 + kk)]) : 0.0f;
-      ws[kk][r] = inK && n0 + r < n ? toFloat(w[size_t(n0 + r) * size_t(k) + size_t(k0 + kk)]) : 0.0f;
+      ws[kk][r] = inK && n0 + r < n ? w(n0 + r, k0 + kk) : 0.0f;
     }
     __syncthreads();
     LLMC_UNROLL
@@ -77,13 +89,20 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kGemmThreads)
   }
 }
 
+/// Launches C = A W^T (+ bias) (+ residual) over the row reader `w`.
+template <class R, class B, class X, class Y>
+std::string gemmRows(const X *a, R w, const B *bias, const Y *residual, Y *c, int m, int n, int k,
+                     Stream stream) {
+  if (m < 1 || n < 1 || k < 1)
+    return "gemm: invalid arguments";
+  return launch(gemmKernel<R, B, X, Y>, dim3(ceilDiv(n, kGemmTile), ceilDiv(m, kGemmTile)),
+                dim3(kGemmThreads), 0, stream, a, w, bias, residual, c, m, n, k);
+}
+
 template <class W, class X, class Y>
 std::string gemm(const X *a, const W *w, const W *bias, const Y *residual, Y *c, int m, int n, int k,
                  Stream stream) {
-  if (m < 1 || n < 1 || k < 1)
-    return "gemm: invalid arguments";
-  return launch(gemmKernel<W, X, Y>, dim3(ceilDiv(n, kGemmTile), ceilDiv(m, kGemmTile)),
-                dim3(kGemmThreads), 0, stream, a, w, bias, residual, c, m, n, k);
+  return gemmRows(a, DenseRows<W>{w, k}, bias, residual, c, m, n, k, stream);
 }
 
 } // namespace llmc::cuda

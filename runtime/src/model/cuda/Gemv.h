@@ -135,16 +135,20 @@ LLMC_GLOBAL void gemvCombine(const float *partial, const W *bias, const Y *resid
   y[i] = fromFloat<Y>(v);
 }
 
-/// The split count for a layer of n columns and k inputs on a device of
-/// `sms` multiprocessors: enough blocks for two waves, each split keeping
-/// at least 8 vectors per lane.
-inline int gemvSplits(int n, int k, int sizeofW, int sms) {
+/// The split count for a layer of n columns whose rows are `vectors` loads
+/// of a lane on a device of `sms` multiprocessors: enough blocks for two
+/// waves, each split keeping at least 8 loads per lane.
+inline int splitCount(int n, int vectors, int sms) {
   int blocks = (n + kGemvWarps - 1) / kGemvWarps;
-  int vectors = k / (16 / sizeofW);
   int splits = 1;
   while (blocks * splits < 2 * sms && vectors / (splits * 2) >= 8 * 32)
     splits *= 2;
   return splits;
+}
+
+/// The split count for gemv over n columns and k inputs.
+inline int gemvSplits(int n, int k, int sizeofW, int sms) {
+  return splitCount(n, k / (16 / sizeofW), sms);
 }
 
 /// Launches y = x W^T (+ bias) (+ residual) for M rows (1 .. kGemvMaxRows).

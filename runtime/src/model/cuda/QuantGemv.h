@@ -1,0 +1,257 @@
+//===- QuantGemv.h - linear layers over 4- and 8-bit weights --------------===//
+//
+// y = x dequant(W)^T (+ bias) (+ residual): llm.quantized_linear.
+//
+// Shapes and layouts (the op's, which is com.microsoft MatMulNBits'):
+//   x         [M, K] of X (f32, f16, bf16), row-major
+//   q         u8 [N, G, groupSize * BITS / 8], G = ceil(K / groupSize): row
+//             n's values in order along K, low bits first (two per byte at
+//             4 bits), so value k of row n is at bit k * BITS of the row;
+//             values past K are padding
+//   scales    [N, G] of S; zeros u8 [N, G] (one per byte) or null, meaning
+//             2^(BITS-1): W[n, k] = (q[n, k] - zero[n, g]) * scale[n, g],
+//             g = k / groupSize
+//   bias      [N] of B or null; residual [M, N] of Y or null (added last)
+//   partial   [splits, M, N] f32 workspace when splits > 1
+//
+// Decode (M <= kGemvMaxRows, qgemv): one warp per row of W as in Gemv.h,
+// each lane reading CHUNK bytes (16, else 8 or 4: the largest that divides
+// a group's bytes, so a chunk lies in one group) per step, lanes side by
+// side, kQuantUnroll chunks in flight. The chunk's values become floats as
+// the exact integers q - zero, multiplied with x (read through L1 as in
+// Gemv.h) into a per-chunk sum that one FMA scales into the row's f32
+// accumulator. K past the last whole chunk (or all of K when x's rows are
+// not 16-byte aligned) is read value by value. Split-K and the combine
+// kernel are Gemv.h's.
+//
+// Prefill (qgemm): Gemm.h's SIMT tiles with the weight tile dequantized as
+// it is staged in shared memory (QuantRows).
+//
+// quantEmbedding: llm.quantized_embedding, rows of a table in the same
+// layout ([vocab, G, groupSize * BITS / 8], scales and zeros [vocab, G])
+// gathered by i64 ids and dequantized, one block per id; an id outside
+// the vocabulary records kTokenOutOfRange and writes zeros.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_RUNTIME_MODEL_CUDA_QUANTGEMV_H
+#define LLMC_RUNTIME_MODEL_CUDA_QUANTGEMV_H
+
+#include "runtime/src/model/cuda/Gemm.h"
+#include "runtime/src/model/cuda/Gemv.h"
+
+namespace llmc::cuda {
+
+constexpr int kQuantUnroll = 2;
+
+/// Value `k` of a quantized row as the exact float q - zero.
+template <int BITS>
+LLMC_DEVICE float quantValue(const uint8_t *row, int k, int zero) {
+  int v = BITS == 8 ? int(row[k]) : int((row[k / 2] >> ((k % 2) * 4)) & 15);
+  return float(v - zero);
+}
+
+/// A row-major quantized weight as Gemm.h reads it: W[n, k] in f32.
+template <class S, int BITS> struct QuantRows {
+  const uint8_t *q;
+  const S *scales;
+  const uint8_t *zeros;
+  int groupSize, groups;
+  LLMC_DEVICE float operator()(int n, int k) const {
+    size_t g = size_t(n) * size_t(groups) + size_t(k / groupSize);
+    int zero = zeros ? int(zeros[g]) : 1 << (BITS - 1);
+    const uint8_t *row = q + size_t(n) * size_t(groups) * size_t(groupSize) * BITS / 8;
+    return quantValue<BITS>(row, k, zero) * toFloat(scales[g]);
+  }
+};
+
+template <class X, class Y, class S, class B, int BITS, int CHUNK, int M>
+LLMC_GLOBAL void qgemvKernel(const X *x, const uint8_t *q, const S *scales, const uint8_t *zeros,
+                             const B *bias, const Y *residual, Y *y, float *partial, int n, int k,
+                             int groupSize, int groups) {
+  constexpr int kWords = CHUNK / 4, kPerWord = 32 / BITS, kVals = kWords * kPerWord;
+  constexpr unsigned kMask = (1u << BITS) - 1u;
+  unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  int col = int(blockIdx.x) * kGemvWarps + int(warp);
+  if (col >= n)
+    return; // the whole warp leaves together; no block barrier follows
+  int splits = int(gridDim.y), split = int(blockIdx.y);
+  // Whole chunks inside K; none when x's rows are not 16-byte aligned.
+  int chunks = (size_t(k) * sizeof(X)) % 16 == 0 ? k / kVals : 0;
+  int perSplit = (chunks + splits - 1) / splits;
+  int c0 = split * perSplit, c1 = c0 + perSplit < chunks ? c0 + perSplit : chunks;
+  const uint8_t *row = q + size_t(col) * size_t(groups) * size_t(groupSize) * BITS / 8;
+  const S *rowScales = scales + size_t(col) * size_t(groups);
+  const uint8_t *rowZeros = zeros ? zeros + size_t(col) * size_t(groups) : nullptr;
+
+  float acc[M];
+  LLMC_UNROLL
+  for (int m = 0; m < M; ++m)
+    acc[m] = 0.0f;
+
+  int c = c0 + int(lane);
+  for (; c < c1; c += kQuantUnroll * 32) {
+    unsigned words[kQuantUnroll][kWords];
+    LLMC_UNROLL
+    for (int u = 0; u < kQuantUnroll; ++u)
+      if (c + u * 32 < c1)
+        loadWords<CHUNK>(row + size_t(c + u * 32) * CHUNK, words[u]);
+    LLMC_UNROLL
+    for (int u = 0; u < kQuantUnroll; ++u) {
+      int cu = c + u * 32;
+      if (cu >= c1)
+        break;
+      int g = cu * kVals / groupSize;
+      int zero = rowZeros ? int(rowZeros[g]) : 1 << (BITS - 1);
+      float scale = toFloat(rowScales[g]);
+      float wv[kVals];
+      LLMC_UNROLL
+      for (int i = 0; i < kVals; ++i)
+        wv[i] = float(int((words[u][i / kPerWord] >> ((i % kPerWord) * BITS)) & kMask) - zero);
+      LLMC_UNROLL
+      for (int m = 0; m < M; ++m) {
+        float xv[kVals];
+        loadRun<kVals>(x + size_t(m) * size_t(k) + size_t(cu) * kVals, xv);
+        float dot = 0.0f;
+        LLMC_UNROLL
+        for (int i = 0; i < kVals; ++i)
+          dot = fmaf(wv[i], xv[i], dot);
+        acc[m] = fmaf(scale, dot, acc[m]);
+      }
+    }
+  }
+  // The values past the last whole chunk, in the last split.
+  if (split == splits - 1)
+    for (int e = chunks * kVals + int(lane); e < k; e += 32) {
+      int g = e / groupSize;
+      float w = quantValue<BITS>(row, e, rowZeros ? int(rowZeros[g]) : 1 << (BITS - 1)) *
+                toFloat(rowScales[g]);
+      LLMC_UNROLL
+      for (int m = 0; m < M; ++m)
+        acc[m] = fmaf(w, toFloat(x[size_t(m) * size_t(k) + size_t(e)]), acc[m]);
+    }
+
+  LLMC_UNROLL
+  for (int m = 0; m < M; ++m)
+    acc[m] = warpSum(acc[m]);
+  if (lane != 0)
+    return;
+  if (splits > 1) {
+    LLMC_UNROLL
+    for (int m = 0; m < M; ++m)
+      partial[(size_t(split) * M + size_t(m)) * size_t(n) + size_t(col)] = acc[m];
+    return;
+  }
+  float b = bias ? toFloat(bias[col]) : 0.0f;
+  LLMC_UNROLL
+  for (int m = 0; m < M; ++m) {
+    float v = acc[m] + b;
+    if (residual)
+      v += toFloat(residual[size_t(m) * size_t(n) + size_t(col)]);
+    y[size_t(m) * size_t(n) + size_t(col)] = fromFloat<Y>(v);
+  }
+}
+
+/// The bytes qgemv reads per step of a lane: the largest of 16, 8 and 4
+/// that divides a group's bytes; 0 when none does (a group of fewer than 4
+/// bytes), which qgemv refuses.
+inline int quantChunkBytes(int bits, int groupSize) {
+  int groupBytes = groupSize * bits / 8;
+  for (int c : {16, 8, 4})
+    if (groupBytes % c == 0)
+      return c;
+  return 0;
+}
+
+/// The split count for qgemv (as gemvSplits, over chunks of the row).
+inline int qgemvSplits(int n, int k, int bits, int groupSize, int sms) {
+  int chunk = quantChunkBytes(bits, groupSize);
+  return chunk ? splitCount(n, k / (chunk * 8 / bits), sms) : 1;
+}
+
+/// Launches the decode kernel for M rows (1 .. kGemvMaxRows); `partial`
+/// must hold splits * M * N floats when splits > 1.
+template <class X, class Y, class S, class B, int BITS>
+std::string qgemv(const X *x, const uint8_t *q, const S *scales, const uint8_t *zeros, const B *bias,
+                  const Y *residual, Y *y, float *partial, int m, int n, int k, int groupSize,
+                  int splits, Stream stream) {
+  if (m < 1 || m > kGemvMaxRows || n < 1 || k < 1 || groupSize < 1 || splits < 1 ||
+      (splits > 1 && !partial))
+    return "qgemv: invalid arguments";
+  int chunk = quantChunkBytes(BITS, groupSize);
+  if (chunk == 0)
+    return "qgemv: a group of fewer than 4 bytes";
+  int groups = (k + groupSize - 1) / groupSize;
+  dim3 grid(ceilDiv(n, kGemvWarps), unsigned(splits));
+  dim3 block(kGemvWarps * 32);
+  std::string e;
+#define LLMC_QGEMV_CASE(R, C)                                                                      \
+  case R:                                                                                          \
+    e = launch(qgemvKernel<X, Y, S, B, BITS, C, R>, grid, block, 0, stream, x, q, scales, zeros,    \
+               bias, residual, y, partial, n, k, groupSize, groups);                               \
+    break;
+#define LLMC_QGEMV_ROWS(C)                                                                         \
+  switch (m) {                                                                                     \
+    LLMC_QGEMV_CASE(1, C)                                                                          \
+    LLMC_QGEMV_CASE(2, C)                                                                          \
+    LLMC_QGEMV_CASE(3, C)                                                                          \
+    LLMC_QGEMV_CASE(4, C)                                                                          \
+    LLMC_QGEMV_CASE(5, C)                                                                          \
+    LLMC_QGEMV_CASE(6, C)                                                                          \
+    LLMC_QGEMV_CASE(7, C)                                                                          \
+    LLMC_QGEMV_CASE(8, C)                                                                          \
+  }
+  if (chunk == 16) {
+    LLMC_QGEMV_ROWS(16)
+  } else if (chunk == 8) {
+    LLMC_QGEMV_ROWS(8)
+  } else {
+    LLMC_QGEMV_ROWS(4)
+  }
+#undef LLMC_QGEMV_ROWS
+#undef LLMC_QGEMV_CASE
+  if (!e.empty() || splits == 1)
+    return e;
+  size_t total = size_t(m) * size_t(n);
+  return launch(gemvCombine<B, Y>, dim3(ceilDiv(total, 256)), dim3(256), 0, stream, partial, bias,
+                residual, y, splits, m, n);
+}
+
+/// Launches the prefill kernel (any M).
+template <class X, class Y, class S, class B, int BITS>
+std::string qgemm(const X *a, const uint8_t *q, const S *scales, const uint8_t *zeros, const B *bias,
+                  const Y *residual, Y *c, int m, int n, int k, int groupSize, Stream stream) {
+  if (groupSize < 1)
+    return "qgemm: invalid arguments";
+  QuantRows<S, BITS> w{q, scales, zeros, groupSize, (k + groupSize - 1) / groupSize};
+  return gemmRows(a, w, bias, residual, c, m, n, k, stream);
+}
+
+template <class S, class Y, int BITS>
+LLMC_GLOBAL void quantEmbeddingKernel(const uint8_t *q, const S *scales, const uint8_t *zeros,
+                                      const int64_t *ids, Y *out, int64_t vocab, int groupSize,
+                                      int groups, unsigned long long *error) {
+  int64_t id = ids[blockIdx.x];
+  int h = groupSize * groups;
+  Y *dst = out + size_t(blockIdx.x) * size_t(h);
+  bool valid = id >= 0 && id < vocab;
+  if (!valid && threadIdx.x == 0)
+    recordError(error, kTokenOutOfRange, (long long)blockIdx.x);
+  QuantRows<S, BITS> rows{q, scales, zeros, groupSize, groups};
+  for (int i = int(threadIdx.x); i < h; i += int(blockDim.x))
+    dst[i] = fromFloat<Y>(valid ? rows(int(id), i) : 0.0f);
+}
+
+/// Launches the gather of n rows; out is [n, groups * groupSize].
+template <class S, class Y, int BITS>
+std::string quantEmbedding(const uint8_t *q, const S *scales, const uint8_t *zeros,
+                           const int64_t *ids, Y *out, int n, int64_t vocab, int groupSize,
+                           int groups, unsigned long long *error, Stream stream) {
+  if (n < 1 || vocab < 1 || groupSize < 1 || groups < 1)
+    return "quantEmbedding: invalid arguments";
+  return launch(quantEmbeddingKernel<S, Y, BITS>, dim3(unsigned(n)), dim3(128), 0, stream, q,
+                scales, zeros, ids, out, vocab, groupSize, groups, error);
+}
+
+} // namespace llmc::cuda
+
+#endif // LLMC_RUNTIME_MODEL_CUDA_QUANTGEMV_H

@@ -1,0 +1,210 @@
+//===- CudaQuantTest.cpp - the 4- and 8-bit linear kernels against float64 -===//
+//
+// qgemv (decode) and qgemm (prefill) of runtime/src/model/cuda/QuantGemv.h
+// on weights packed here in llm.quantized_linear's layout (MatMulNBits'),
+// against a float64 x dequant(W)^T computed from the same bytes: 4 and 8
+// bits, with and without zero points, groups of 16 to 128 (every chunk
+// width), K that ends inside a group, K whose rows of x are not 16-byte
+// aligned, f32/f16/bf16 activations and f32/f16 scales, bias, residual and
+// split-K. Built against the host emulation in CI and with nvcc on a GPU.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/src/model/cuda/QuantGemv.h"
+
+#include "test/unit/CudaTestUtil.h"
+
+using namespace llmc::cuda;
+using namespace llmc::cuda::test;
+
+namespace {
+
+/// A quantized weight in the op's layout, random values and scales.
+struct Packed {
+  int n, k, bits, groupSize, groups;
+  std::vector<uint8_t> q, zeros; // zeros empty: symmetric
+  std::vector<float> scales;
+
+  /// W[j, e] as the op defines it (the reference's weight).
+  double at(int j, int e) const {
+    int g = e / groupSize;
+    size_t rowBytes = size_t(groups) * size_t(groupSize) * size_t(bits) / 8;
+    const uint8_t *row = q.data() + size_t(j) * rowBytes;
+    int v = bits == 8 ? row[e] : (row[e / 2] >> ((e % 2) * 4)) & 15;
+    int zero = zeros.empty() ? 1 << (bits - 1) : zeros[size_t(j) * size_t(groups) + size_t(g)];
+    return double(v - zero) * double(scales[size_t(j) * size_t(groups) + size_t(g)]);
+  }
+};
+
+Packed pack(int n, int k, int bits, int groupSize, bool withZeros, unsigned seed) {
+  Packed p{n, k, bits, groupSize, (k + groupSize - 1) / groupSize, {}, {}, {}};
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> value(0, (1 << bits) - 1);
+  size_t bytes = size_t(n) * size_t(p.groups) * size_t(groupSize) * size_t(bits) / 8;
+  p.q.resize(bytes);
+  for (uint8_t &b : p.q)
+    b = uint8_t(bits == 8 ? value(rng) : value(rng) | (value(rng) << 4));
+  std::uniform_real_distribution<float> scale(0.001f, 0.02f);
+  p.scales.resize(size_t(n) * size_t(p.groups));
+  for (float &s : p.scales)
+    s = scale(rng);
+  if (withZeros) {
+    p.zeros.resize(p.scales.size());
+    for (uint8_t &z : p.zeros)
+      z = uint8_t(value(rng));
+  }
+  return p;
+}
+
+/// qgemv (splits >= 1) or, with splits = 0, qgemm against float64.
+template <class X, class Y, class S, int BITS>
+void checkQuant(int m, int n, int k, int groupSize, bool withZeros, int splits, bool withBias,
+                bool withResidual, unsigned seed) {
+  SCOPED_TRACE("bits=" + std::to_string(BITS) + " m=" + std::to_string(m) + " n=" +
+               std::to_string(n) + " k=" + std::to_string(k) + " group=" +
+               std::to_string(groupSize) + " zeros=" + std::to_string(withZeros) + " splits=" +
+               std::to_string(splits));
+  Packed p = pack(n, k, BITS, groupSize, withZeros, seed);
+  std::vector<S> scales(p.scales.size());
+  for (size_t i = 0; i < scales.size(); ++i) {
+    scales[i] = fromFloat<S>(p.scales[i]);
+    p.scales[i] = toFloat(scales[i]); // the reference reads the stored scale
+  }
+  auto x = randomValues<X>(size_t(m) * size_t(k), 1.0f, seed + 1);
+  auto bias = randomValues<float>(size_t(n), 1.0f, seed + 2);
+  auto residual = randomValues<Y>(size_t(m) * size_t(n), 4.0f, seed + 3);
+  DeviceBuffer<X> dx(x);
+  DeviceBuffer<uint8_t> dq(p.q), dz(withZeros ? p.zeros : std::vector<uint8_t>(1));
+  DeviceBuffer<S> ds(scales);
+  DeviceBuffer<float> db(bias), partial(size_t(splits) * size_t(m) * size_t(n));
+  DeviceBuffer<Y> dr(residual), dy(size_t(m) * size_t(n));
+  const uint8_t *zeros = withZeros ? dz.get() : nullptr;
+  const float *b = withBias ? db.get() : nullptr;
+  const Y *r = withResidual ? dr.get() : nullptr;
+  if (splits > 0)
+    ASSERT_EQ((qgemv<X, Y, S, float, BITS>(dx.get(), dq.get(), ds.get(), zeros, b, r, dy.get(),
+                                           partial.get(), m, n, k, groupSize, splits, nullptr)),
+              "");
+  else
+    ASSERT_EQ((qgemm<X, Y, S, float, BITS>(dx.get(), dq.get(), ds.get(), zeros, b, r, dy.get(), m,
+                                           n, k, groupSize, nullptr)),
+              "");
+  auto xd = widen(x), rd = widen(residual);
+  std::vector<double> want(size_t(m) * size_t(n));
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      double s = withBias ? double(bias[size_t(j)]) : 0.0;
+      for (int e = 0; e < k; ++e)
+        s += p.at(j, e) * xd[size_t(i) * size_t(k) + size_t(e)];
+      if (withResidual)
+        s += rd[size_t(i) * size_t(n) + size_t(j)];
+      want[size_t(i) * size_t(n) + size_t(j)] = s;
+    }
+  EXPECT_LE(relativeError(dy.download(), want), 1e-5 + storageEpsilon<Y>());
+}
+
+TEST(CudaQuantGemv, Int4EveryRowCount) {
+  for (int m = 1; m <= kGemvMaxRows; ++m)
+    checkQuant<float, float, float, 4>(m, 37, 256, 32, false, 1, true, false, unsigned(m));
+}
+
+TEST(CudaQuantGemv, Int8EveryRowCount) {
+  for (int m = 1; m <= kGemvMaxRows; ++m)
+    checkQuant<float, float, float, 8>(m, 21, 256, 64, true, 1, false, true, unsigned(20 + m));
+}
+
+TEST(CudaQuantGemv, GroupSizesAndChunkWidths) {
+  // int4: 16-value groups are 8 bytes (8-byte chunks), 32+ are 16-byte
+  // chunks; int8: 16-value groups are 16 bytes.
+  checkQuant<float, float, float, 4>(2, 24, 512, 16, true, 1, true, true, 31);
+  checkQuant<float, float, float, 4>(1, 24, 512, 128, false, 1, false, false, 32);
+  checkQuant<float, float, float, 8>(3, 24, 512, 16, false, 1, true, false, 33);
+  checkQuant<float, float, float, 8>(1, 24, 384, 128, true, 1, false, false, 34);
+  // 8-bit groups of 8 and 4-bit groups of 8: 8- and 4-byte chunks.
+  checkQuant<float, float, float, 8>(2, 9, 64, 8, true, 1, false, false, 35);
+  checkQuant<float, float, float, 4>(2, 9, 64, 8, true, 1, false, false, 36);
+}
+
+TEST(CudaQuantGemv, KEndingInsideAGroupAndUnalignedRows) {
+  // K = 100 with groups of 32: the last group is 4 values and padding.
+  checkQuant<float, float, float, 4>(3, 17, 100, 32, true, 1, true, false, 41);
+  checkQuant<half, half, half, 8>(2, 17, 100, 32, false, 1, false, true, 42);
+  // K = 99: rows of x are not 16-byte aligned; every value by the tail.
+  checkQuant<float, float, float, 4>(4, 11, 99, 32, true, 1, true, true, 43);
+  checkQuant<bfloat16, float, float, 8>(1, 11, 99, 64, false, 1, false, false, 44);
+}
+
+TEST(CudaQuantGemv, HalfAndBfloat16ActivationsAndScales) {
+  checkQuant<half, half, half, 4>(1, 64, 1024, 32, false, 1, true, true, 51);
+  checkQuant<bfloat16, bfloat16, float, 4>(2, 40, 512, 64, true, 1, false, true, 52);
+  checkQuant<half, float, half, 8>(1, 33, 256, 128, false, 1, true, false, 53);
+}
+
+TEST(CudaQuantGemv, SplitK) {
+  checkQuant<float, float, float, 4>(1, 16, 4096, 32, false, 4, true, true, 61);
+  checkQuant<half, half, float, 8>(3, 8, 2048, 128, true, 3, true, false, 62);
+  // More splits than chunks: the last splits are empty.
+  checkQuant<float, float, float, 4>(1, 8, 128, 32, false, 16, false, false, 63);
+}
+
+TEST(CudaQuantGemm, TilesAndEdges) {
+  checkQuant<float, float, float, 4>(64, 64, 64, 32, false, 0, false, false, 71);
+  checkQuant<float, float, float, 4>(100, 37, 100, 32, true, 0, true, true, 72);
+  checkQuant<half, half, half, 8>(17, 70, 128, 64, true, 0, true, false, 73);
+  checkQuant<bfloat16, float, float, 8>(65, 20, 99, 16, false, 0, false, true, 74);
+}
+
+template <class S, class Y, int BITS> void checkEmbedding(int groupSize, bool withZeros) {
+  SCOPED_TRACE("bits=" + std::to_string(BITS) + " group=" + std::to_string(groupSize));
+  const int vocab = 50, groups = 3, h = groups * groupSize;
+  Packed p = pack(vocab, h, BITS, groupSize, withZeros, unsigned(BITS * 100 + groupSize));
+  std::vector<S> scales(p.scales.size());
+  for (size_t i = 0; i < scales.size(); ++i) {
+    scales[i] = fromFloat<S>(p.scales[i]);
+    p.scales[i] = toFloat(scales[i]);
+  }
+  std::vector<int64_t> ids = {7, 0, 49, 7, 50, -1};
+  DeviceBuffer<uint8_t> dq(p.q), dz(withZeros ? p.zeros : std::vector<uint8_t>(1));
+  DeviceBuffer<S> ds(scales);
+  DeviceBuffer<int64_t> di(ids);
+  DeviceBuffer<Y> dy(ids.size() * size_t(h));
+  DeviceBuffer<unsigned long long> error(std::vector<unsigned long long>{0});
+  ASSERT_EQ((quantEmbedding<S, Y, BITS>(dq.get(), ds.get(), withZeros ? dz.get() : nullptr,
+                                        di.get(), dy.get(), int(ids.size()), vocab, groupSize,
+                                        groups, error.get(), nullptr)),
+            "");
+  std::vector<double> want(ids.size() * size_t(h), 0.0);
+  for (size_t r = 0; r < ids.size(); ++r)
+    if (ids[r] >= 0 && ids[r] < vocab)
+      for (int e = 0; e < h; ++e)
+        want[r * size_t(h) + size_t(e)] = p.at(int(ids[r]), e);
+  EXPECT_LE(relativeError(dy.download(), want), 1e-7 + storageEpsilon<Y>()); // one rounding
+  // A bad id (row 4: 50, past the vocabulary; row 5: -1) is reported
+  // (whichever block gets there first on a GPU).
+  unsigned long long word = error.download()[0];
+  EXPECT_EQ(word >> 32, static_cast<unsigned long long>(kTokenOutOfRange));
+  EXPECT_TRUE((word & 0xffffffffull) == 4 || (word & 0xffffffffull) == 5) << word;
+}
+
+TEST(CudaQuantEmbedding, GathersAndDequantizesRows) {
+  checkEmbedding<float, float, 4>(32, false);
+  checkEmbedding<float, float, 4>(16, true);
+  checkEmbedding<half, half, 8>(64, true);
+  checkEmbedding<float, bfloat16, 8>(32, false);
+}
+
+TEST(CudaQuantGemv, ChunkBytesAndBadArguments) {
+  EXPECT_EQ(quantChunkBytes(4, 32), 16);
+  EXPECT_EQ(quantChunkBytes(4, 16), 8);
+  EXPECT_EQ(quantChunkBytes(8, 4), 4);
+  EXPECT_EQ(quantChunkBytes(4, 4), 0);
+  EXPECT_NE((qgemv<float, float, float, float, 4>(nullptr, nullptr, nullptr, nullptr, nullptr,
+                                                  nullptr, nullptr, nullptr, 1, 4, 16, 4, 1,
+                                                  nullptr)),
+            "");
+  EXPECT_NE((qgemv<float, float, float, float, 4>(nullptr, nullptr, nullptr, nullptr, nullptr,
+                                                  nullptr, nullptr, nullptr, 9, 4, 64, 32, 1,
+                                                  nullptr)),
+            "");
+}
+
+} // namespace
