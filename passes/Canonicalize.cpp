@@ -7,6 +7,7 @@
 // elimination; type refinement.
 //
 //===----------------------------------------------------------------------===//
+#include "passes/BuildHelpers.h"
 #include "passes/KernelBridge.h"
 #include "passes/Passes.h"
 #include "passes/SymbolicShapes.h"
@@ -67,6 +68,7 @@ struct CanonicalizePass : mlir::llmc::impl::CanonicalizePassBase<CanonicalizePas
     for (int round = 0; round < 16; ++round) {
       bool changed = false;
       changed |= foldSymbolic(func);
+      changed |= foldOverExpandedScalars(func);
       changed |= foldConstants(func);
       changed |= removeNoOps(func);
       IRRewriter rewriter(&getContext());
@@ -80,6 +82,79 @@ struct CanonicalizePass : mlir::llmc::impl::CanonicalizePassBase<CanonicalizePas
       if (!changed)
         break;
     }
+  }
+
+  /// What is computed from a scalar expanded to a shape of run-time size
+  /// (the attention mask of ones a cached export gets, start_pos + S long)
+  /// without reading the expanded tensor: its Shape is the shape operand,
+  /// and a ReduceSum of an integer constant over it is the constant times
+  /// the summed sizes (genai's seqlens_k and total_sequence_length). The
+  /// expanded tensor then has no readers left and goes.
+  bool foldOverExpandedScalars(func::FuncOp func) {
+    bool changed = false;
+    SmallVector<Operation *> ops;
+    func.walk([&](Operation *op) { ops.push_back(op); });
+    for (Operation *op : ops) {
+      StringRef name = onnxName(op);
+      if ((name != "shape" && name != "reduce_sum") || op->getNumOperands() < 1)
+        continue;
+      Operation *expand = op->getOperand(0).getDefiningOp();
+      if (!expand || onnxName(expand) != "expand")
+        continue;
+      Value x = expand->getOperand(0), shape = expand->getOperand(1);
+      auto xt = dyn_cast<RankedTensorType>(x.getType());
+      if (!xt || xt.getRank() != 0)
+        continue;
+      OpBuilder b(op);
+      Location loc = op->getLoc();
+      if (name == "shape") {
+        auto s = cast<OnnxShapeOp>(op);
+        if (s.getStart() != 0 || s.getEnd() || shape.getType() != s.getResult().getType())
+          continue;
+        op->getResult(0).replaceAllUsesWith(shape);
+        changed = true;
+        continue;
+      }
+      // reduce_sum(expand(c, shape), axes): c * prod(shape[axes]) everywhere.
+      auto c = x.getDefiningOp<ConstantOp>();
+      auto yt = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+      std::optional<SmallVector<int64_t>> axes =
+          op->getNumOperands() > 1 ? constantInts(op->getOperand(1)) : std::nullopt;
+      auto st = dyn_cast<RankedTensorType>(shape.getType());
+      if (!c || !isa<IntegerType>(xt.getElementType()) || !yt || !yt.hasStaticShape() || !axes ||
+          axes->empty() || !st || !st.hasStaticShape())
+        continue;
+      int64_t rank = st.getDimSize(0);
+      Value count;
+      bool ok = true;
+      for (int64_t a : *axes) {
+        if (a < 0)
+          a += rank;
+        if (a < 0 || a >= rank) {
+          ok = false;
+          break;
+        }
+        Value size = createOp<OnnxGatherOp>(b, loc, {shape, i64Constant(b, loc, {a}, true)});
+        count = count ? createOp<OnnxMulOp>(b, loc, {count, size}) : size;
+      }
+      if (!ok)
+        continue;
+      Value value = count;
+      if (!xt.getElementType().isInteger(64))
+        value = createOp<OnnxCastOp>(b, loc, {value},
+                                     {b.getNamedAttr("to", b.getI64IntegerAttr(getOnnxCodeForElementType(
+                                                               xt.getElementType())))});
+      std::optional<SmallVector<int64_t>> cv = constantInts(x);
+      if (!cv || cv->size() != 1 || (*cv)[0] != 1)
+        value = createOp<OnnxMulOp>(b, loc, {x, value});
+      Value out = createOp<OnnxExpandOp>(b, loc, {value, i64Constant(b, loc, yt.getShape())});
+      auto ot = cast<RankedTensorType>(out.getType());
+      if (ot.getShape() != yt.getShape() || ot.getElementType() != yt.getElementType())
+        continue; // leaves unused operations for eraseDead
+      op->getResult(0).replaceAllUsesWith(out);
+      changed = true;
+    }
+    return changed;
   }
 
   /// Values the symbolic analysis knows completely become constants; Reshape,

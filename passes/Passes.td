@@ -61,6 +61,9 @@ def CanonicalizePass : Pass<"llmc-canonicalize", "::mlir::func::FuncOp"> {
     * an operation whose operands are all constants is evaluated with its own
       reference CPU kernel (so the folded value is what execution computes),
       when its results have at most 65536 elements;
+    * Shape of a scalar expanded to a computed shape is that shape; a
+      ReduceSum (static result) of an integer constant so expanded is the
+      constant times the summed sizes (a mask of ones is then not read);
     * Identity, casts to the same type, Expand by ones, Reshape to the same
       shape and inference-mode Dropout are removed;
     * common subexpressions are merged, dead operations erased, and result

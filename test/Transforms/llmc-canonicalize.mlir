@@ -162,3 +162,49 @@ func.func @empty_parts(%x: tensor<?x2x?x16xf32>, %e: tensor<?x2x?x0xf32>) -> ten
   %c = llm.onnx.concat %n, %e {axis = -1 : i64} : (tensor<?x2x?x16xf32>, tensor<?x2x?x0xf32>) -> tensor<?x2x?x16xf32>
   return %c : tensor<?x2x?x16xf32>
 }
+
+// -----
+
+// The attention mask of ones a cached export gets (start_pos + 1 keys) is
+// read only through its Shape and a ReduceSum (onnxruntime-genai's
+// total_sequence_length and seqlens_k): both become arithmetic on the shape
+// operand and the mask goes. A ReduceSum of a float splat stays.
+// CHECK-LABEL: func.func @mask_of_ones
+// CHECK: %[[SHAPE:.+]] = llm.onnx.concat
+// CHECK-NOT: llm.onnx.shape
+// CHECK: %[[KEYS:.+]] = llm.onnx.gather %[[SHAPE]], %{{.+}} : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+// CHECK-NOT: llm.onnx.shape
+// CHECK: %[[SUM:.+]] = llm.onnx.expand %[[KEYS]], %{{.+}} : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+// CHECK-NOT: llm.onnx.shape
+// CHECK-NOT: llm.onnx.reduce_sum {{.*}}(tensor<1x?xi64
+// CHECK: llm.onnx.reduce_sum {{.*}}(tensor<1x?xf32
+// CHECK: return %[[SHAPE]], %[[SUM]]
+func.func @mask_of_ones(%pos: tensor<i64>) -> (tensor<2xi64>, tensor<1xi64>, tensor<1xf32>) {
+  %one = llm.constant dense<1> : tensor<i64>
+  %onef = llm.constant dense<1.0> : tensor<f32>
+  %ax0 = llm.constant dense<0> : tensor<1xi64>
+  %b = llm.constant dense<1> : tensor<1xi64>
+  %total = llm.onnx.add %pos, %one : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %t1 = llm.onnx.unsqueeze %total, %ax0 : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %shape = llm.onnx.concat %b, %t1 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>) -> tensor<2xi64>
+  %mask = llm.onnx.expand %one, %shape : (tensor<i64>, tensor<2xi64>) -> tensor<1x?xi64>
+  %s = llm.onnx.shape %mask : (tensor<1x?xi64>) -> tensor<2xi64>
+  %sum = llm.onnx.reduce_sum %mask, %b {keepdims = 0 : i64} : (tensor<1x?xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %maskf = llm.onnx.expand %onef, %shape : (tensor<f32>, tensor<2xi64>) -> tensor<1x?xf32>
+  %sumf = llm.onnx.reduce_sum %maskf, %b {keepdims = 0 : i64} : (tensor<1x?xf32>, tensor<1xi64>) -> tensor<1xf32>
+  return %s, %sum, %sumf : tensor<2xi64>, tensor<1xi64>, tensor<1xf32>
+}
+
+// -----
+
+// Range(s, s + c, 1) over integers has c elements whatever s is (the
+// positions of the new tokens).
+// CHECK-LABEL: func.func @range_of_constant_length
+// CHECK: llm.onnx.range {{.*}} -> tensor<3xi64>
+func.func @range_of_constant_length(%s: tensor<i64>) -> tensor<?xi64> {
+  %c = llm.constant dense<3> : tensor<i64>
+  %d = llm.constant dense<1> : tensor<i64>
+  %l = llm.onnx.add %s, %c : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %r = llm.onnx.range %s, %l, %d : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  return %r : tensor<?xi64>
+}

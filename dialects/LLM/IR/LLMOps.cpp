@@ -1181,6 +1181,26 @@ LogicalResult OnnxRangeOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
     types.push_back(RankedTensorType::get({int64_t(std::max(0.0, n))}, elementType));
     return success();
   }
+  // Range(s, s + c, d) over integers with constants c and d has ceil(c / d)
+  // elements whatever s is (the positions of the new tokens: start_pos to
+  // start_pos + seq).
+  Operation *sum = adaptor.getLimit().getDefiningOp();
+  if (delta && delta->size() == 1 && (*delta)[0] != 0 && isa<IntegerType>(elementType) && sum &&
+      isa<OnnxAddOp>(sum)) {
+    Value start = adaptor.getStart(), a = sum->getOperand(0), b = sum->getOperand(1);
+    std::optional<SmallVector<double>> c;
+    if (a == start)
+      c = getConstantDoubles(b);
+    else if (b == start)
+      c = getConstantDoubles(a);
+    if (c && c->size() == 1) {
+      double n = std::ceil((*c)[0] / (*delta)[0]);
+      if (n <= double(kMaxDimSize)) {
+        types.push_back(RankedTensorType::get({int64_t(std::max(0.0, n))}, elementType));
+        return success();
+      }
+    }
+  }
   types.push_back(makeDynamicTensorType(1, elementType));
   return success();
 }
