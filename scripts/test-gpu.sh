@@ -4,11 +4,14 @@
 # emulation, and test/cuda/fatbin.sh). Run from anywhere; builds in build-gpu/.
 #
 #   1. the CUDA execution-model and kernel tests (test/unit/CudaEmuTest.cpp,
-#      CudaKernelsTest.cpp) built with nvcc for this GPU and run on it: the
+#      CudaKernelsTest.cpp, CudaQuantTest.cpp) built with nvcc for this GPU and run on it: the
 #      same assertions and float64 references as the emulated run, so the
 #      emulation and the hardware are held to the same results;
 #   2. compute-sanitizer memcheck and racecheck over them;
-#   3. the fatbin for every target architecture without register spills.
+#   3. the fatbin for every target architecture without register spills;
+#   4. every fixture scripts/prepare-gpu.sh compiled with --target cuda,
+#      generating on the GPU (greedy tokens against onnxruntime's), one of
+#      them under compute-sanitizer.
 #
 # GoogleTest is built from source: GTEST_SRC (default /usr/src/googletest,
 # from Debian's libgtest-dev; the device tool carries a copy in .gpu/).
@@ -46,7 +49,7 @@ build_tests() {
       ar rcs "$build/libgtest.a" "$build/gtest-all.o" "$build/gtest_main.o" || return 1
   fi
   local objects=()
-  for t in CudaEmuTest CudaKernelsTest; do
+  for t in CudaEmuTest CudaKernelsTest CudaQuantTest; do
     "$nvcc" -std=c++17 -O3 -lineinfo -diag-suppress 177 -arch="$arch" -x cu -I"$root" -I"$g/include" -c \
       "$root/test/unit/$t.cpp" -o "$build/$t.o" || return 1
     objects+=("$build/$t.o")
@@ -63,13 +66,37 @@ if [ -x "$build/llmc-cuda-device" ]; then
       "$build/llmc-cuda-device"
     step "compute-sanitizer racecheck (shared memory hazards)" "$cs" --tool racecheck \
       --racecheck-report hazard --error-exitcode 1 "$build/llmc-cuda-device" \
-      --gtest_filter='Cuda*Attention*:CudaRmsNorm*:CudaArgmax*:CudaEmu.*'
+      --gtest_filter='Cuda*Attention*:CudaRmsNorm*:CudaArgmax*:CudaGemm*:CudaQuantGemm*:CudaEmu.*'
   else
     echo "test-gpu: compute-sanitizer not found"; failed=$((failed + 1))
   fi
 fi
 step "fatbin for sm_80/86/89/90 + PTX, no spills" "$root/test/cuda/fatbin.sh" "$nvcc" "$root" \
   "$build/fatbin"
+
+# The fixtures compiled with --target cuda by scripts/prepare-gpu.sh: each
+# generates 32 greedy tokens on the GPU through the runtime's C API, to
+# equal onnxruntime's (f32) or the emulation's of the same artifact (f16,
+# bf16). One of them runs under compute-sanitizer too.
+generate_matches() { # artifact expect
+  local prompt want got
+  prompt=$(sed -n 1p "$2"); want=$(sed -n 2p "$2")
+  got=$("$root/.gpu/bin/llmc-generate" "$1" "$prompt" 32 2>/dev/null | head -1)
+  [ "$got" = "$want" ] || { echo "  got  $got"; echo "  want $want"; return 1; }
+}
+if [ -d "$root/.gpu/artifacts" ]; then
+  for a in "$root"/.gpu/artifacts/*.llmc; do
+    step "$(basename "$a" .llmc) on the GPU: greedy tokens" generate_matches "$a" "${a%.llmc}.expect"
+  done
+  if [ -n "${cs:-}" ] && [ -d "$root/.gpu/artifacts/llama-optimum-f32.llmc" ]; then
+    step "compute-sanitizer memcheck on llama-optimum" "$cs" --tool memcheck --error-exitcode 1 \
+      "$root/.gpu/bin/llmc-generate" "$root/.gpu/artifacts/llama-optimum-f32.llmc" 56,4,119 8
+    step "compute-sanitizer racecheck on llama-optimum" "$cs" --tool racecheck --error-exitcode 1 \
+      "$root/.gpu/bin/llmc-generate" "$root/.gpu/artifacts/llama-optimum-f32.llmc" 56,4,119 8
+  fi
+else
+  echo "test-gpu: no .gpu/artifacts (run scripts/prepare-gpu.sh where llmc builds)"; failed=$((failed + 1))
+fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

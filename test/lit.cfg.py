@@ -35,3 +35,14 @@ config.substitutions.append(("%{ids60}", ",".join(str(3 + i % 250) for i in rang
 # Models from other exporters live beside the checkout (../shared/models).
 if os.path.isdir(os.path.join(config.llmc_shared_dir, "models")):
     config.available_features.add("shared-models")
+
+# The CUDA compiler, for the tests that build a --target cuda artifact's GPU
+# library (CI has nvcc but no GPU; a fresh machine may have neither).
+import shutil
+if shutil.which("nvcc") or os.access("/usr/local/cuda/bin/nvcc", os.X_OK):
+    config.available_features.add("nvcc")
+# A GPU the CUDA runtime can use (never in CI).
+if shutil.which("nvidia-smi"):
+    import subprocess
+    if subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0:
+        config.available_features.add("gpu")

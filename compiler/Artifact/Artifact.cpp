@@ -112,6 +112,34 @@ llvm::Expected<Toolchain> toolchain(const ArtifactInfo &info) {
   return t;
 }
 
+/// Runs `args` (args[0] the program) in `dir` to build `output`.
+llvm::Error runBuild(const std::vector<std::string> &args, llvm::StringRef dir,
+                     llvm::StringRef output) {
+  llvm::SmallVector<llvm::StringRef> refs(args.begin(), args.end());
+  llvm::SmallString<256> errFile(dir);
+  llvm::sys::path::append(errFile, "compiler.log");
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(errFile),
+                                                llvm::StringRef(errFile)};
+  std::string errMsg;
+  // The compiler runs in the build folder so the paths it records are
+  // relative.
+  llvm::SmallString<256> cwd;
+  llvm::sys::fs::current_path(cwd);
+  if (std::error_code ec = llvm::sys::fs::set_current_path(dir))
+    return makeError("cannot enter " + dir.str() + ": " + ec.message());
+  int rc = llvm::sys::ExecuteAndWait(args[0], refs, std::nullopt, redirects, 0, 0, &errMsg);
+  (void)llvm::sys::fs::set_current_path(cwd);
+  if (rc != 0) {
+    std::string out;
+    if (auto buf = llvm::MemoryBuffer::getFile(errFile))
+      out = (*buf)->getBuffer().take_back(4000).str();
+    return makeError("building " + output.str() + " failed (" +
+                     (errMsg.empty() ? "exit " + std::to_string(rc) : errMsg) + "):\n" + out);
+  }
+  llvm::sys::fs::remove(errFile);
+  return llvm::Error::success();
+}
+
 llvm::Error buildLibrary(const ArtifactInfo &info, llvm::StringRef dir, llvm::raw_ostream *log) {
   auto tc = toolchain(info);
   if (!tc)
@@ -127,31 +155,60 @@ llvm::Error buildLibrary(const ArtifactInfo &info, llvm::StringRef dir, llvm::ra
   for (const std::string &l : tc->libs)
     args.push_back(l);
   args.insert(args.end(), {"-lpthread", "-Wl,--build-id=sha1"});
-  llvm::SmallVector<llvm::StringRef> refs(args.begin(), args.end());
-  llvm::SmallString<256> errFile(dir);
-  llvm::sys::path::append(errFile, "compiler.log");
-  std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(errFile),
-                                                llvm::StringRef(errFile)};
   if (log)
     *log << "  building libmodel.so with " << tc->cxx << " -march=" << info.cpu << "\n";
-  std::string errMsg;
-  // The compiler runs in the build folder so the paths it records are
-  // relative.
-  llvm::SmallString<256> cwd;
-  llvm::sys::fs::current_path(cwd);
-  if (std::error_code ec = llvm::sys::fs::set_current_path(dir))
-    return makeError("cannot enter " + dir.str() + ": " + ec.message());
-  int rc = llvm::sys::ExecuteAndWait(tc->cxx, refs, std::nullopt, redirects, 0, 0, &errMsg);
-  (void)llvm::sys::fs::set_current_path(cwd);
-  if (rc != 0) {
-    std::string output;
-    if (auto buf = llvm::MemoryBuffer::getFile(errFile))
-      output = (*buf)->getBuffer().take_back(4000).str();
-    return makeError("building libmodel.so failed (" + (errMsg.empty() ? "exit " + std::to_string(rc) : errMsg) +
-                     "):\n" + output);
+  return runBuild(args, dir, "libmodel.so");
+}
+
+/// The CUDA model's two builds: libmodel-emulated.so (host compiler, the
+/// emulation; header-only, so no support library), and libmodel.so (nvcc,
+/// SASS for info.cudaArchs and PTX for the last) when archs are given.
+llvm::Error buildCudaLibraries(const ArtifactInfo &info, llvm::StringRef dir,
+                               llvm::raw_ostream *log) {
+  auto tc = toolchain(info);
+  if (!tc)
+    return tc.takeError();
+  std::vector<std::string> args = {tc->cxx, "-std=c++17", "-O2", "-fPIC", "-shared",
+                                   "-fvisibility=hidden", "-ffile-prefix-map=" + dir.str() + "=.",
+                                   "-x", "c++"};
+  for (const std::string &i : tc->includes)
+    args.push_back("-I" + i);
+  args.insert(args.end(), {"model.cu", "-o", "libmodel-emulated.so", "-lpthread",
+                           "-Wl,--build-id=sha1"});
+  if (log)
+    *log << "  building libmodel-emulated.so (the CUDA emulation) with " << tc->cxx << "\n";
+  if (llvm::Error e = runBuild(args, dir, "libmodel-emulated.so"))
+    return e;
+  if (info.cudaArchs.empty())
+    return llvm::Error::success();
+  std::string nvcc = info.nvcc;
+  if (nvcc.empty())
+    if (const char *env = std::getenv("NVCC"))
+      nvcc = env;
+  if (nvcc.empty()) {
+    if (auto found = llvm::sys::findProgramByName("nvcc"))
+      nvcc = *found;
+    else if (llvm::sys::fs::can_execute("/usr/local/cuda/bin/nvcc"))
+      nvcc = "/usr/local/cuda/bin/nvcc";
   }
-  llvm::sys::fs::remove(errFile);
-  return llvm::Error::success();
+  if (nvcc.empty() || !llvm::sys::fs::can_execute(nvcc))
+    return makeError("no nvcc to build the GPU library (install the CUDA toolkit, set NVCC, or "
+                     "pass --cuda-arch none for an artifact that runs only on the emulation)");
+  std::vector<std::string> nv = {nvcc, "-std=c++17", "-O3", "-shared", "-x", "cu",
+                                 "-Xcompiler", "-fPIC,-fvisibility=hidden",
+                                 "-diag-suppress", "177"};
+  for (const std::string &arch : info.cudaArchs) {
+    std::string num = llvm::StringRef(arch).drop_front(3).str(); // sm_90 -> 90
+    nv.insert(nv.end(), {"-gencode", "arch=compute_" + num + ",code=sm_" + num});
+  }
+  std::string last = llvm::StringRef(info.cudaArchs.back()).drop_front(3).str();
+  nv.insert(nv.end(), {"-gencode", "arch=compute_" + last + ",code=compute_" + last});
+  for (const std::string &i : tc->includes)
+    nv.push_back("-I" + i);
+  nv.insert(nv.end(), {"model.cu", "-o", "libmodel.so", "-Xlinker", "--build-id=sha1"});
+  if (log)
+    *log << "  building libmodel.so with nvcc for " << llvm::join(info.cudaArchs, ", ") << "\n";
+  return runBuild(nv, dir, "libmodel.so");
 }
 
 } // namespace
@@ -193,9 +250,11 @@ llvm::Error mlir::llmc::writeArtifact(const CpuModel &model, const ArtifactInfo 
     return e;
   if (llvm::Error e = writeFile(path("model.h"), modelHeader(model, info)))
     return e;
-  if (llvm::Error e = writeFile(path("model.cpp"), model.source))
+  bool cuda = model.target == "cuda";
+  std::string sourceFile = cuda ? "model.cu" : "model.cpp";
+  if (llvm::Error e = writeFile(path(sourceFile), model.source))
     return e;
-  if (llvm::Error e = buildLibrary(info, tmp, log))
+  if (llvm::Error e = cuda ? buildCudaLibraries(info, tmp, log) : buildLibrary(info, tmp, log))
     return e;
   llvm::json::Value tokenizer = nullptr;
   if (!info.tokenizerJson.empty()) {
@@ -208,16 +267,25 @@ llvm::Error mlir::llmc::writeArtifact(const CpuModel &model, const ArtifactInfo 
     t["sha256"] = llvm::toHex(digest, /*LowerCase=*/true);
     tokenizer = std::move(t);
   }
-  auto libSha = sha256File(path("libmodel.so"));
-  if (!libSha)
-    return libSha.takeError();
+  // The libraries and their hashes (a cuda artifact without nvcc has only
+  // the emulation's build).
+  llvm::json::Value library = nullptr, emulatedLibrary = nullptr;
+  for (auto [file, out] : {std::pair<const char *, llvm::json::Value *>{"libmodel.so", &library},
+                           {"libmodel-emulated.so", &emulatedLibrary}}) {
+    if (!llvm::sys::fs::exists(path(file)))
+      continue;
+    auto sha = sha256File(path(file));
+    if (!sha)
+      return sha.takeError();
+    *out = llvm::json::Object{{"file", file}, {"sha256", *sha}};
+  }
   if (info.emitSource) {
     if (std::error_code ec = llvm::sys::fs::create_directory(path("src")))
       return makeError("cannot create src/: " + ec.message());
-    if (std::error_code ec = llvm::sys::fs::rename(path("model.cpp"), path("src/model.cpp")))
-      return makeError("cannot move model.cpp: " + ec.message());
+    if (std::error_code ec = llvm::sys::fs::rename(path(sourceFile), path("src/" + sourceFile)))
+      return makeError("cannot move " + sourceFile + ": " + ec.message());
   } else {
-    llvm::sys::fs::remove(path("model.cpp"));
+    llvm::sys::fs::remove(path(sourceFile));
   }
 
   // manifest.json
@@ -291,7 +359,11 @@ llvm::Error mlir::llmc::writeArtifact(const CpuModel &model, const ArtifactInfo 
       {"format_version", kArtifactFormatVersion},
       {"llmc_version", info.llmcVersion},
       {"abi_version", LLMC_MODEL_ABI_VERSION},
-      {"target", llvm::json::Object{{"kind", "cpu"}, {"arch", "x86-64"}, {"march", info.cpu}}},
+      {"target", cuda ? llvm::json::Object{{"kind", "cuda"},
+                                           {"arch", "x86-64"},
+                                           {"march", "x86-64"},
+                                           {"cuda_archs", llvm::json::Array(info.cudaArchs)}}
+                      : llvm::json::Object{{"kind", "cpu"}, {"arch", "x86-64"}, {"march", info.cpu}}},
       {"source", llvm::json::Object{{"file", info.sourceName}, {"sha256", info.sourceSha256}}},
       {"options", llvm::json::Object(info.options)},
       {"architecture", llvm::json::Object(info.architecture)},
@@ -306,7 +378,8 @@ llvm::Error mlir::llmc::writeArtifact(const CpuModel &model, const ArtifactInfo 
                                      {"sha256", model.weightsSha256},
                                      {"table", std::move(table)}}},
       {"quantization", std::move(quantization)},
-      {"library", llvm::json::Object{{"file", "libmodel.so"}, {"sha256", *libSha}}},
+      {"library", std::move(library)},
+      {"emulated_library", std::move(emulatedLibrary)},
       {"tokenizer", std::move(tokenizer)},
       {"stop_tokens", llvm::json::Array(info.stopTokens)},
   };

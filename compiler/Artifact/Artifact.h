@@ -1,12 +1,14 @@
 //===- Artifact.h - write a model.llmc folder -----------------------------===//
 //
 // The artifact (docs/artifact.md): manifest.json, weights.bin, libmodel.so
-// (the emitted C++ built with the host compiler), model.h and, with
-// --emit=source, src/model.cpp. It is written into a temporary folder beside
-// the destination and renamed into place only when complete, so a failed
-// compile leaves an existing artifact untouched. Nothing in it depends on
-// the time or the paths it was built from: the same model and options give
-// the same bytes.
+// (the emitted C++ built with the host compiler; for --target cuda the
+// emitted CUDA built by nvcc, and libmodel-emulated.so, the same source
+// built by the host compiler against the CUDA emulation), model.h and,
+// with --emit=source, src/model.cpp (or model.cu). It is written into a
+// temporary folder beside the destination and renamed into place only when
+// complete, so a failed compile leaves an existing artifact untouched.
+// Nothing in it depends on the time or the paths it was built from: the
+// same model and options give the same bytes.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_COMPILER_ARTIFACT_ARTIFACT_H
@@ -36,6 +38,10 @@ struct ArtifactInfo {
   llvm::json::Object memory;       // bytes: weights, kv_cache, activations per entry
   std::string cpu = "x86-64-v3";   // -march for the emitted code
   std::string cxx;                 // host compiler (empty: $CXX, else c++)
+  // --target cuda: the GPU architectures libmodel.so carries SASS for (PTX
+  // for the last too); empty: no GPU library, only the emulation's build.
+  std::vector<std::string> cudaArchs;
+  std::string nvcc;                // empty: $NVCC, nvcc on PATH, /usr/local/cuda/bin/nvcc
   bool emitSource = false;
   std::string tokenizerJson;        // tokenizer.json's bytes (empty: none)
   llvm::json::Object tokenizerInfo; // what the manifest says of it

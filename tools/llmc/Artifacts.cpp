@@ -9,6 +9,7 @@
 
 #include "compiler/Artifact/Artifact.h"
 #include "compiler/Codegen/CPU/EmitCpp.h"
+#include "compiler/Codegen/CUDA/EmitCuda.h"
 #include "compiler/Executor/QuantEval.h"
 #include "llmc/llmc.h"
 #include "runtime/src/Tokenizer.h"
@@ -58,8 +59,20 @@ cl::opt<std::string> compileInput(cl::Positional, cl::desc("<model.onnx>"), cl::
 cl::opt<std::string> compileOutput("o", cl::desc("The artifact folder to write"),
                                    cl::value_desc("out.llmc"), cl::Required, cl::sub(compileCmd),
                                    cl::cat(cat()));
-cl::opt<std::string> compileTarget("target", cl::desc("cpu (the default; cuda comes later)"),
-                                   cl::init("cpu"), cl::sub(compileCmd), cl::cat(cat()));
+cl::opt<std::string> compileTarget(
+    "target",
+    cl::desc("cpu (the default), or cuda: libmodel.so built by nvcc for NVIDIA GPUs, and "
+             "libmodel-emulated.so for the host emulation (llmc run --device emulated)"),
+    cl::init("cpu"), cl::sub(compileCmd), cl::cat(cat()));
+cl::opt<std::string> compileCudaArch(
+    "cuda-arch",
+    cl::desc("--target cuda: GPU architectures to build SASS for (PTX for the last), or none "
+             "(only the emulation's build; no nvcc needed)"),
+    cl::init("sm_80,sm_86,sm_89,sm_90"), cl::sub(compileCmd), cl::cat(cat()));
+cl::opt<std::string> compileNvcc("nvcc",
+                                 cl::desc("--target cuda: the CUDA compiler (default: $NVCC, "
+                                          "nvcc on PATH, /usr/local/cuda/bin/nvcc)"),
+                                 cl::sub(compileCmd), cl::cat(cat()));
 cl::opt<int64_t> compileMaxSeq("max-seq",
                                cl::desc("KV cache capacity: prompt plus generated tokens"),
                                cl::init(2048), cl::sub(compileCmd), cl::cat(cat()));
@@ -172,6 +185,10 @@ cl::opt<bool> runVerbose("v", cl::desc("Print timing to stderr"), cl::init(false
                          cl::sub(runCmd), cl::cat(cat()));
 
 // --- llmc inspect ------------------------------------------------------------
+cl::opt<std::string> runDevice("device",
+                               cl::desc("What runs a --target cuda artifact: its GPU (the "
+                                        "default), or 'emulated' (the host emulation of CUDA)"),
+                               cl::sub(runCmd), cl::cat(cat()));
 cl::SubCommand inspectCmd("inspect", "Describe a compiled artifact (its manifest)");
 cl::opt<std::string> inspectArtifact(cl::Positional, cl::desc("<model.llmc>"), cl::Required,
                                      cl::sub(inspectCmd), cl::cat(cat()));
@@ -189,6 +206,10 @@ cl::SubCommand benchCmd("bench",
                         "the decode's share of this machine's memory bandwidth");
 cl::opt<std::string> benchArtifact(cl::Positional, cl::desc("<model.llmc>"), cl::Required,
                                    cl::sub(benchCmd), cl::cat(cat()));
+cl::opt<std::string> benchDevice("device",
+                                 cl::desc("What runs a --target cuda artifact: its GPU (the "
+                                          "default), or 'emulated'"),
+                                 cl::sub(benchCmd), cl::cat(cat()));
 cl::opt<int> benchPrompt("prompt-len", cl::desc("Prompt tokens (default 64)"), cl::init(64),
                          cl::sub(benchCmd), cl::cat(cat()));
 cl::opt<int> benchGen("gen", cl::desc("Generated tokens (default 64)"), cl::init(64),
@@ -405,8 +426,22 @@ llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const Compil
     log->flush();
   };
   auto error = [](const llvm::Twine &m) { return llvm::createStringError(m.str()); };
-  if (req.target != "cpu")
-    return error("--target " + req.target + " is not supported yet (cpu is)");
+  if (req.target != "cpu" && req.target != "cuda")
+    return error("--target must be cpu or cuda, not '" + req.target + "'");
+  std::vector<std::string> cudaArchs;
+  if (req.target == "cuda" && req.cudaArch != "none") {
+    llvm::SmallVector<llvm::StringRef> parts;
+    llvm::StringRef(req.cudaArch).split(parts, ',', -1, false);
+    for (llvm::StringRef a : parts) {
+      unsigned n = 0;
+      if (!a.starts_with("sm_") || a.drop_front(3).getAsInteger(10, n) || n < 75 || n > 120)
+        return error("--cuda-arch takes sm_<N> (75 to 120) separated by commas, or none; not '" +
+                     a.str() + "'");
+      cudaArchs.push_back(a.str());
+    }
+    if (cudaArchs.empty())
+      return error("--cuda-arch lists no architecture (use none for the emulation only)");
+  }
   if (req.maxSeq <= 0 || req.maxSeq > (int64_t(1) << 24))
     return error("--max-seq must be in [1, 16777216]");
   if (req.dtype != "f32" && req.dtype != "f16" && req.dtype != "bf16")
@@ -532,8 +567,9 @@ llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const Compil
       architecture["decode_kernels_per_step"] = k.getInt();
   }
   memory["entries"] = std::move(perEntry);
-  stage("emitting C++");
-  auto cpuModel = emitCpuModel(**module, LLMC_VERSION);
+  stage(req.target == "cuda" ? "emitting CUDA C++" : "emitting C++");
+  auto cpuModel = req.target == "cuda" ? emitCudaModel(**module, LLMC_VERSION)
+                                       : emitCpuModel(**module, LLMC_VERSION);
   if (!cpuModel)
     return error("compiling " + req.input + ": " + llvm::toString(cpuModel.takeError()));
 
@@ -541,7 +577,7 @@ llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const Compil
   info.llmcVersion = LLMC_VERSION;
   info.sourceName = llvm::sys::path::filename(req.input).str();
   info.sourceSha256 = *sourceSha;
-  info.options = llvm::json::Object{{"target", "cpu"},
+  info.options = llvm::json::Object{{"target", req.target},
                                     {"max_seq", req.maxSeq},
                                     {"batch", llvm::json::Array(batch)},
                                     {"prefill_buckets", llvm::json::Array(buckets)},
@@ -555,6 +591,10 @@ llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const Compil
   info.memory = std::move(memory);
   info.cpu = march;
   info.cxx = req.cxx;
+  info.cudaArchs = cudaArchs;
+  info.nvcc = req.nvcc;
+  if (req.target == "cuda")
+    info.options["cuda_arch"] = req.cudaArch;
   info.emitSource = req.emitSource;
   if (llvm::Error e = findTokenizer(req, *cpuModel, info, log))
     return std::move(e);
@@ -572,7 +612,8 @@ llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const Compil
                                  report->meanKl, req.maxKl)
                        .str());
   }
-  stage("building " + req.output + " (libmodel.so with the host C++ compiler)");
+  stage("building " + req.output +
+        (req.target == "cuda" ? " (the CUDA libraries)" : " (libmodel.so with the host C++ compiler)"));
   if (llvm::Error e = writeArtifact(*cpuModel, info, req.output, tty ? nullptr : log)) {
     if (tty)
       *log << "\n";
@@ -618,6 +659,8 @@ int mlir::llmc::runCompile(MLIRContext &ctx) {
   req.input = compileInput;
   req.output = compileOutput;
   req.target = compileTarget;
+  req.cudaArch = compileCudaArch;
+  req.nvcc = compileNvcc;
   req.maxSeq = compileMaxSeq;
   req.batch.assign(compileBatch.begin(), compileBatch.end());
   req.buckets.assign(compileBuckets.begin(), compileBuckets.end());
@@ -827,7 +870,9 @@ int mlir::llmc::runRun() {
   if (runMaxNew < 0)
     return fail("--max-new-tokens must be >= 0");
   llmc_model *model = nullptr;
-  if (llmc_model_load(runArtifact.c_str(), nullptr, &model) != LLMC_OK)
+  llmc_load_options loadOptions{};
+  loadOptions.device = runDevice.c_str();
+  if (llmc_model_load(runArtifact.c_str(), &loadOptions, &model) != LLMC_OK)
     return fail(llmc_last_error());
   auto freeModel = llvm::make_scope_exit([&] { llmc_model_free(model); });
   if ((format == "text" || !runPrompt.empty()) && !llmc_model_has_tokenizer(model))
@@ -921,14 +966,21 @@ int verifyArtifact(llvm::StringRef dir, llvm::StringRef manifestText) {
     const ::llmc::json::Value *o = manifest.get(key);
     return o && o->get("sha256") ? o->get("sha256")->asString() : std::string();
   };
-  // libmodel.so and tokenizer.json (when there is one): their sha256.
-  for (auto [key, name] : {std::pair{"library", "libmodel.so"}, {"tokenizer", "tokenizer.json"}}) {
+  // The libraries and tokenizer.json (those there are): their sha256. A
+  // cuda artifact built without nvcc has only the emulation's library.
+  const ::llmc::json::Value *lib = manifest.get("library"),
+                            *emu = manifest.get("emulated_library");
+  auto isObject = [](const ::llmc::json::Value *o) {
+    return o && o->kind == ::llmc::json::Value::Object;
+  };
+  if (!isObject(lib) && !isObject(emu))
+    return fail(dir + "/manifest.json: no library");
+  for (auto [key, name] : {std::pair{"library", "libmodel.so"},
+                           {"emulated_library", "libmodel-emulated.so"},
+                           {"tokenizer", "tokenizer.json"}}) {
     const ::llmc::json::Value *o = manifest.get(key);
-    if (!o || o->kind != ::llmc::json::Value::Object) {
-      if (llvm::StringRef(key) == "library")
-        return fail(dir + "/manifest.json: no library");
+    if (!isObject(o))
       continue;
-    }
     auto sha = sha256File(file(name));
     if (!sha)
       return fail(llvm::toString(sha.takeError()));
@@ -1181,7 +1233,9 @@ int mlir::llmc::runBench() {
     return fail(manifestPath.str() + " has no decode_b1 entry with weight_bytes_read");
 
   llmc_model *model = nullptr;
-  if (llmc_model_load(benchArtifact.c_str(), nullptr, &model) != LLMC_OK)
+  llmc_load_options loadOptions{};
+  loadOptions.device = benchDevice.c_str();
+  if (llmc_model_load(benchArtifact.c_str(), &loadOptions, &model) != LLMC_OK)
     return fail(llmc_last_error());
   auto freeModel = llvm::make_scope_exit([&] { llmc_model_free(model); });
   llmc_model_info info;

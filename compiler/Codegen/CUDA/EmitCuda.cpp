@@ -1,0 +1,247 @@
+//===- EmitCuda.cpp - CUDA C++ from the compiled entry points --------------===//
+//
+// See EmitCuda.h. Each entry is emitted in program order into text whose
+// arena addresses are placeholders ("@@B<n>@@", a buffer); once the entry is
+// done, the buffers' lifetimes (first and last statement that touches them)
+// give them offsets (first fit, 256-byte aligned) and the placeholders are
+// replaced. Entries run one at a time per context, so they share one arena.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Codegen/CUDA/EmitCuda.h"
+#include "compiler/Codegen/CUDA/EmitCudaInternal.h"
+
+#include "compiler/Executor/Error.h"
+#include "dialects/LLM/IR/ShapeInference.h"
+#include "passes/BuildHelpers.h"
+#include "passes/KernelBridge.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::llmc;
+using namespace mlir::llmc::codegen;
+
+namespace mlir::llmc::cudagen {
+
+llvm::Error CudaEmitter::emitBlock(Block &block, CpuModel::Entry &stats) {
+  // Transposes that only feed cache updates are folded into the writes.
+  for (Operation &op : block.without_terminator())
+    if (auto u = dyn_cast<CacheUpdateOp>(&op)) {
+      Operation *t = u.getUpdate().getDefiningOp();
+      auto perm = t ? t->getAttrOfType<DenseI64ArrayAttr>("perm") : DenseI64ArrayAttr();
+      if (t && shortName(t) == "onnx.transpose" && t->getBlock() == &block && perm &&
+          perm.asArrayRef() == ArrayRef<int64_t>{0, 2, 1, 3} && t->getResult(0).hasOneUse()) {
+        folded.insert(t);
+        transposedUpdates[&op] = t->getOperand(0);
+      }
+    }
+  // Runs of element-wise operations over floats, each result read only by
+  // the next (of the same shape), become one kernel: the earlier ones are
+  // emitted inside the last.
+  for (Operation &op : block.without_terminator()) {
+    if (folded.contains(&op) || !floatPointwise(&op))
+      continue;
+    SmallVector<Operation *> chain = {&op};
+    Operation *cur = &op;
+    while (cur->getResult(0).hasOneUse()) {
+      Operation *user = *cur->getResult(0).getUsers().begin();
+      if (user->getBlock() != &block || !floatPointwise(user) ||
+          shapeOf(user->getResult(0)) != shapeOf(cur->getResult(0)) ||
+          (shortName(user) == "onnx.expand" && user->getOperand(0) != cur->getResult(0)))
+        break;
+      chain.push_back(user);
+      cur = user;
+    }
+    if (chain.size() < 2)
+      continue;
+    for (Operation *o : ArrayRef(chain).drop_back())
+      folded.insert(o);
+    chains[chain.back()] = chain;
+  }
+  for (Operation &op : block.without_terminator())
+    if (!folded.contains(&op))
+      if (llvm::Error e = emitOp(&op, stats))
+        return e;
+  return llvm::Error::success();
+}
+
+int64_t CudaEmitter::planArena(std::string &text) {
+  // First fit over the buffers in order of creation (their first use).
+  struct Placed {
+    int64_t offset, end;
+    int last;
+  };
+  std::vector<Placed> live;
+  int64_t top = 0;
+  for (Buffer &b : buffers) {
+    llvm::erase_if(live, [&](const Placed &p) { return p.last < b.first; });
+    llvm::sort(live, [](const Placed &x, const Placed &y) { return x.offset < y.offset; });
+    int64_t size = (b.bytes + 255) / 256 * 256, at = 0;
+    for (const Placed &p : live) {
+      if (p.offset - at >= size)
+        break;
+      at = std::max(at, p.end);
+    }
+    b.offset = at;
+    live.push_back({at, at + size, b.last});
+    top = std::max(top, at + size);
+  }
+  std::string out;
+  size_t pos = 0;
+  while (true) {
+    size_t open = text.find("@@B", pos);
+    if (open == std::string::npos)
+      break;
+    size_t close = text.find("@@", open + 3);
+    out += text.substr(pos, open - pos);
+    int id = std::stoi(text.substr(open + 3, close - open - 3));
+    out += std::to_string(buffers[size_t(id)].offset);
+    pos = close + 2;
+  }
+  out += text.substr(pos);
+  text = std::move(out);
+  return top;
+}
+
+llvm::Error CudaEmitter::emitFunction(func::FuncOp f) {
+  std::string fname = f.getSymName().str();
+  llvm::Expected<EntrySignature> sig = entrySignature(f, /*allowI32Tokens=*/false);
+  if (!sig)
+    return sig.takeError();
+  CpuModel::Entry entry = sig->entry;
+  maxTokens = std::max(maxTokens, entry.batch * entry.seq);
+  refs.clear();
+  buffers.clear();
+  step = 0;
+  body.clear();
+  refs[f.getArgument(0)] = Ref{Ref::Tokens};
+  refs[f.getArgument(1)] = Ref{Ref::Pos};
+  for (unsigned i = 2; i < f.getNumArguments(); ++i) {
+    Ref r;
+    r.kind = Ref::Cache;
+    r.cache = int(i - 2);
+    refs[f.getArgument(i)] = r;
+    if (!readsCapacityAtRunTime(f.getArgument(i)))
+      return makeError("@" + fname + ": cache '" + sig->caches[i - 2].name +
+                       "' is read by an operation other than the cache kernels (the CUDA "
+                       "target does not take the fallback's own cache IO yet)");
+  }
+  if (llvm::Error e = takeCaches(model, sig->caches, fname))
+    return e;
+
+  Block &block = f.getBody().front();
+  if (llvm::Error e = emitBlock(block, entry))
+    return e;
+  auto ret = cast<func::ReturnOp>(block.getTerminator());
+  bool haveLogits = false;
+  for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
+    auto n = f.getResultAttrOfType<StringAttr>(i, "llm.name");
+    Value v = ret.getOperand(i);
+    if (n && n.getValue() == "logits") {
+      auto t = dyn_cast<RankedTensorType>(v.getType());
+      if (!t || !t.hasStaticShape() || t.getRank() != 3 || t.getDimSize(0) != entry.batch ||
+          t.getDimSize(1) != entry.seq || !isFloatType(t))
+        return makeError("@" + fname + ": the logits must be a static float [batch, seq, vocab]");
+      if (model.vocab && model.vocab != t.getDimSize(2))
+        return makeError("@" + fname + ": the vocabulary differs between entry points");
+      model.vocab = t.getDimSize(2);
+      if (known(v)) {
+        body += "  // the logits, to the host as f32\n";
+        body += llvm::formatv("  LLMC_CUDA_TRY(m.storeLogits({0}, {1}, a.stream));\n", ptr(v),
+                              t.getNumElements())
+                    .str();
+        ++step;
+      }
+      haveLogits = true;
+      continue;
+    }
+    Value c = cacheSource(v);
+    auto arg = dyn_cast<BlockArgument>(c);
+    if (!n || !arg || arg.getOwner() != &block || arg.getArgNumber() < 2 ||
+        sig->caches[arg.getArgNumber() - 2].name != n.getValue())
+      return makeError("@" + fname + ": result " + std::to_string(i) +
+                       " is neither the logits nor an in-place update of its cache");
+  }
+  if (!haveLogits)
+    return makeError("@" + fname + " returns no logits");
+  int64_t arena = planArena(body);
+  arenaBytes = std::max(arenaBytes, arena);
+  std::string text;
+  text += llvm::formatv("// {0}: tokens i64[{1}, {2}], arena {3} bytes\n", fname, entry.batch,
+                        entry.seq, arena)
+              .str();
+  text += "std::string Model::" + fname + "(Model &m, const Args &a) {\n" + body +
+          "  return {};\n}\n\n";
+  entries += text;
+  entry.weightBytesRead = weightBytesRead(f);
+  model.entries.push_back(entry);
+  return llvm::Error::success();
+}
+
+llvm::Expected<CpuModel> CudaEmitter::run(llvm::StringRef version) {
+  SmallVector<func::FuncOp> funcs = entryFunctionsInOrder(module);
+  if (funcs.empty())
+    return makeError("the module has no functions");
+  for (func::FuncOp f : funcs)
+    if (llvm::Error e = emitFunction(f))
+      return std::move(e);
+  if (!missing.empty())
+    return makeError("the CUDA target has no kernel yet for " + std::to_string(missing.size()) +
+                     " operation(s): " + llvm::join(missing, "; "));
+  if (llvm::none_of(model.entries, [](const CpuModel::Entry &e) { return e.decode; }))
+    return makeError("the module has no decode entry point");
+  model.target = "cuda";
+  model.anyCapacity = true; // every kernel takes the capacity at run time
+  model.numWeights = int64_t(model.blobs.size());
+  finishWeights(model);
+
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "// Generated by llmc " << version << " (llmc compile --target cuda). Do not edit.\n"
+     << "//\n// Built by nvcc into libmodel.so and by the host compiler against the CUDA\n"
+     << "// emulation into libmodel-emulated.so. Entry points (model_abi.h):\n";
+  writeEntryComment(os, model);
+  os << "// Caches: " << model.caches.size() << " on the device; weights.bin "
+     << model.weights.size() << " bytes, sha256 " << model.weightsSha256 << "; arena "
+     << arenaBytes << " bytes\n\n"
+     << "#include \"runtime/src/model/cuda/DeviceModel.h\"\n\n"
+     << "namespace {\nusing namespace llmc::cuda;\nusing namespace llmc::cuda::model;\n\n"
+     << "// Kernels written from the model's element-wise operations.\n"
+     << kernels << "\n"
+     << "struct Model final : DeviceContext {\n";
+  for (const CpuModel::Entry &e : model.entries)
+    os << "  static std::string " << e.name << "(Model &m, const Args &a);\n";
+  os << "\n";
+  writeAbiTables(os, model, "std::string");
+  os << "  static constexpr uint64_t kArenaBytes = " << arenaBytes << ";\n"
+     << "  static constexpr int64_t kMaxTokens = " << maxTokens << ";\n"
+     << "  static constexpr size_t kNumAsserts = " << assertMessages.size() << ";\n"
+     << "  static inline const char *const kAssertMessages[] = {"
+     << (assertMessages.empty()
+             ? std::string("\"\"")
+             : llvm::join(llvm::map_range(assertMessages, [](const std::string &m) { return quote(m); }),
+                          ", "))
+     << "};\n"
+     << "};\n\n"
+     << entries << "} // namespace\n\n"
+     << "extern \"C\" __attribute__((visibility(\"default\"))) const llmc_model_abi *"
+        "llmc_model_abi_v1(void) {\n"
+     << "  static const llmc_model_abi abi = {\n"
+     << "      LLMC_MODEL_ABI_VERSION, " << quote(version) << ", " << quote(model.weightsSha256)
+     << ",\n"
+     << "      Model::kWeightsBytes, Model::kVocab, Model::kNumEntries, Model::kEntries,\n"
+     << "      Model::kNumCaches, Model::kCaches, &Glue<Model>::create, &Glue<Model>::destroy,\n"
+     << "      &Glue<Model>::run, 1, &Glue<Model>::runAtCapacity, LLMC_BUFFERS_DEVICE,\n"
+     << "      LLMC_CUDA_EMULATED ? \"cuda-emulated\" : \"cuda\", &Glue<Model>::cacheAlloc,\n"
+     << "      &Glue<Model>::cacheFree};\n"
+     << "  return &abi;\n}\n";
+  model.source = std::move(s);
+  return std::move(model);
+}
+
+} // namespace mlir::llmc::cudagen
+
+llvm::Expected<CpuModel> mlir::llmc::emitCudaModel(ModuleOp module, llvm::StringRef llmcVersion) {
+  return cudagen::CudaEmitter(module).run(llmcVersion);
+}

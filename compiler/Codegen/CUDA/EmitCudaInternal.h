@@ -1,0 +1,290 @@
+//===- EmitCudaInternal.h - The CUDA emitter's shared state --------*- C++ -*-===//
+//
+// Internal to compiler/Codegen/CUDA: the emitter class (EmitCuda.cpp drives
+// it over the entry points and plans the arena, Templates.cpp emits the
+// operations that call runtime/src/model/cuda's kernel templates,
+// GeneratedKernels.cpp writes kernels from element-wise operations and
+// copies) and the small helpers they share.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_COMPILER_CODEGEN_CUDA_EMITCUDAINTERNAL_H
+#define LLMC_COMPILER_CODEGEN_CUDA_EMITCUDAINTERNAL_H
+
+#include "compiler/Codegen/CPU/EmitCpp.h"
+#include "compiler/Codegen/EmitCommon.h"
+#include "dialects/LLM/IR/LLMOps.h"
+#include "passes/BuildHelpers.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace mlir::llmc::cudagen {
+
+using namespace mlir::llmc::codegen;
+
+
+
+/// Where a value lives.
+struct Ref {
+  enum Kind { None, Arena, Weight, Cache, Tokens, Pos } kind = None;
+  int buffer = -1;    // Arena
+  int64_t offset = 0; // bytes into the buffer or weights.bin
+  int cache = -1;     // Cache
+};
+
+/// The C++ storage type of an element type ("" when there is none).
+inline std::string cxxType(Type t) {
+  t = getElementTypeOrSelf(t);
+  if (t.isF32())
+    return "float";
+  if (t.isF16())
+    return "half";
+  if (t.isBF16())
+    return "bfloat16";
+  if (t.isInteger(64))
+    return "int64_t";
+  if (t.isInteger(32))
+    return "int32_t";
+  if (t.isInteger(8))
+    return t.isUnsignedInteger() ? "uint8_t" : "int8_t";
+  if (t.isInteger(1))
+    return "bool";
+  return "";
+}
+
+inline bool isFloatType(Type t) {
+  t = getElementTypeOrSelf(t);
+  return t.isF32() || t.isF16() || t.isBF16();
+}
+
+inline int64_t elemBytes(Type t) {
+  t = getElementTypeOrSelf(t);
+  return t.isInteger(1) ? 1 : int64_t(t.getIntOrFloatBitWidth() / 8);
+}
+
+inline ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
+
+inline int64_t numel(Value v) { return cast<RankedTensorType>(v.getType()).getNumElements(); }
+
+/// Row-major strides of a shape.
+inline SmallVector<int64_t> contiguousStrides(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> s(shape.size(), 1);
+  for (int64_t i = int64_t(shape.size()) - 2; i >= 0; --i)
+    s[size_t(i)] = s[size_t(i + 1)] * shape[size_t(i + 1)];
+  return s;
+}
+
+/// An input's strides over an iteration space of `out` (numpy broadcasting:
+/// missing leading and size-1 axes read stride 0).
+inline SmallVector<int64_t> broadcastStrides(ArrayRef<int64_t> in, ArrayRef<int64_t> out) {
+  SmallVector<int64_t> s(out.size(), 0), own = contiguousStrides(in);
+  size_t lead = out.size() - in.size();
+  for (size_t i = 0; i < in.size(); ++i)
+    s[lead + i] = in[i] == 1 && out[lead + i] != 1 ? 0 : own[i];
+  return s;
+}
+
+/// How an element-wise operation combines its inputs $0, $1 ("" when it is
+/// not one the generator knows).
+inline std::string pointwiseExpr(Operation *op) {
+  StringRef n = shortName(op);
+  if (n == "onnx.add")
+    return "$0 + $1";
+  if (n == "onnx.sub")
+    return "$0 - $1";
+  if (n == "onnx.mul")
+    return "$0 * $1";
+  if (n == "onnx.div")
+    return "$0 / $1";
+  if (n == "onnx.neg")
+    return "-$0";
+  if (n == "onnx.sqrt")
+    return "sqrtf($0)";
+  if (n == "onnx.tanh")
+    return "tanhf($0)";
+  if (n == "onnx.sigmoid")
+    return "1.0f / (1.0f + expf(-$0))";
+  if (n == "onnx.cast" || n == "onnx.expand" || n == "onnx.identity")
+    return "$0";
+  if (auto g = dyn_cast<GeluOp>(op))
+    return g.getApproximateTanh()
+               ? "0.5f * $0 * (1.0f + tanhf(0.7978845608028654f * ($0 + 0.044715f * $0 * $0 * $0)))"
+               : "0.5f * $0 * (1.0f + erff($0 * 0.7071067811865476f))";
+  if (isa<SiluOp>(op))
+    return "$0 / (1.0f + expf(-$0))";
+  if (auto r = dyn_cast<ReluOp>(op))
+    return r.getSquared() ? "($0 > 0.0f ? $0 * $0 : 0.0f)" : "($0 > 0.0f ? $0 : 0.0f)";
+  if (isa<SwigluOp>(op))
+    return "$0 / (1.0f + expf(-$0)) * $1";
+  return "";
+}
+
+/// `expr` with $0, $1 replaced by `args`.
+inline std::string substitute(llvm::StringRef expr, ArrayRef<std::string> args) {
+  std::string out;
+  for (size_t i = 0; i < expr.size(); ++i) {
+    if (expr[i] == '$' && i + 1 < expr.size() && expr[i + 1] >= '0' && expr[i + 1] <= '9') {
+      out += args[size_t(expr[i + 1] - '0')];
+      ++i;
+    } else {
+      out += expr[i];
+    }
+  }
+  return out;
+}
+
+/// The operands an element-wise operation reads (an expand reads only its
+/// input; its second operand is the shape).
+inline unsigned pointwiseArity(Operation *op) {
+  return shortName(op) == "onnx.expand" ? 1 : op->getNumOperands();
+}
+
+/// Whether an element-wise operation reads and writes floats only (what a
+/// run of them fused into one kernel may hold).
+inline bool floatPointwise(Operation *op) {
+  if (pointwiseExpr(op).empty() || op->getNumResults() != 1 || !isFloatType(op->getResult(0).getType()))
+    return false;
+  for (unsigned i = 0; i < pointwiseArity(op); ++i)
+    if (!isFloatType(op->getOperand(i).getType()))
+      return false;
+  return true;
+}
+
+/// One access of a generated kernel: a tensor read or written at
+/// base + sum_d index_d * strides_d over the iteration space.
+struct Access {
+  std::string type; // C++ element type
+  SmallVector<int64_t> strides;
+  int64_t base = 0;
+};
+
+class CudaEmitter {
+public:
+  explicit CudaEmitter(ModuleOp module) : module(module) {}
+  llvm::Expected<CpuModel> run(llvm::StringRef version);
+
+private:
+  struct Buffer {
+    int64_t bytes = 0;
+    int first = 0, last = 0;
+    int64_t offset = -1;
+  };
+
+  llvm::Error emitFunction(func::FuncOp f);
+  llvm::Error emitBlock(Block &block, CpuModel::Entry &stats);
+  llvm::Error emitOp(Operation *op, CpuModel::Entry &stats);
+  bool emitDecodeAttention(FusedOp fused, CpuModel::Entry &stats, llvm::Error &err);
+  /// An element-wise operation, or the run of them that ends at `last`,
+  /// as one generated kernel.
+  llvm::Error emitPointwise(Operation *last, CpuModel::Entry &stats);
+  /// onnx.gather (any axis, i32/i64 indices, negative ones counted from the
+  /// end) as a generated kernel; an index out of range records
+  /// kTokenOutOfRange and reads element 0.
+  llvm::Error emitGather(Operation *op, CpuModel::Entry &stats);
+  /// onnx.slice (a view when it is one segment of a value that does not
+  /// change), onnx.transpose, onnx.split and onnx.concat as copy kernels.
+  llvm::Error emitCopy(Operation *op, CpuModel::Entry &stats);
+  /// llm.linear and llm.quantized_linear: gemv / qgemv for decode-sized
+  /// rows (split-K when the columns are few), gemm / qgemm otherwise, with
+  /// a following residual add folded in.
+  llvm::Error emitLinear(Operation *op, CpuModel::Entry &stats);
+  /// llm.assert_equal: a kernel that records the first mismatch as
+  /// kAssertFailed with the message's index; the value passes through.
+  llvm::Error emitAssert(AssertEqualOp check, CpuModel::Entry &stats);
+  /// onnx.range of a static length: start + i * delta, read on the device.
+  llvm::Error emitRange(Operation *op, CpuModel::Entry &stats);
+  /// The name of the generated kernel with parameter list and body `k`
+  /// (written into `kernels` under the comment `what` the first time).
+  std::string kernel(llvm::StringRef what, const std::string &k) {
+    auto [it, inserted] = kernelNames.try_emplace(k, "g" + std::to_string(kernelNames.size()));
+    if (inserted)
+      kernels += "// " + what.str() + "\nLLMC_GLOBAL void " + it->second + k + "\n";
+    return it->second;
+  }
+  /// A generated kernel over `iteration` reading `inputs` and writing
+  /// `output` as `expr` of x0, x1, ...; returns the launch statement.
+  std::string generated(llvm::StringRef what, ArrayRef<int64_t> iteration,
+                        ArrayRef<std::pair<Access, std::string>> inputs, const Access &output,
+                        const std::string &outPtr, const std::string &expr);
+
+  /// A new arena buffer for `v` (its whole size), made at this statement.
+  Ref define(Value v) {
+    buffers.push_back({std::max<int64_t>(bytesOf(v.getType()), 1), step, step, -1});
+    Ref r;
+    r.kind = Ref::Arena;
+    r.buffer = int(buffers.size() - 1);
+    refs[v] = r;
+    return r;
+  }
+  /// The C++ pointer expression of `v` as T* ("nullptr" for none); marks
+  /// its buffer used at this statement.
+  std::string ptr(Value v, const std::string &type = "") {
+    if (!v || isNone(v))
+      return "nullptr";
+    auto it = refs.find(v);
+    if (it == refs.end())
+      return "/*missing*/nullptr";
+    const Ref &r = it->second;
+    std::string t = type.empty() ? cxxType(v.getType()) : type;
+    switch (r.kind) {
+    case Ref::Arena:
+      buffers[size_t(r.buffer)].last = std::max(buffers[size_t(r.buffer)].last, step);
+      return llvm::formatv("m.at<{0}>(@@B{1}@@ + {2})", t, r.buffer, r.offset).str();
+    case Ref::Weight:
+      return llvm::formatv("m.weight<{0}>({1})", t, r.offset).str();
+    case Ref::Cache:
+      return llvm::formatv("static_cast<{0} *>(a.caches[{1}])", t, r.cache).str();
+    case Ref::Tokens:
+      return "a.tokens";
+    case Ref::Pos:
+      return "a.pos";
+    case Ref::None:
+      break;
+    }
+    return "nullptr";
+  }
+  /// `v`'s storage: constants go into weights.bin when first read.
+  bool known(Value v) { return !v || isNone(v) || refs.count(v); }
+  llvm::Error placeConstant(ConstantOp c);
+  void statement(const std::string &text, const std::string &comment) {
+    body += "  // " + comment + "\n  LLMC_CUDA_TRY(" + text + ");\n";
+    ++step;
+  }
+  void unsupported(Operation *op, const std::string &why = "") {
+    missing.insert(shortName(op).str() + (why.empty() ? "" : " (" + why + ")") + " at " +
+                   nodeName(op));
+  }
+  /// Resolves the arena placeholders of `text` and returns the entry's
+  /// arena size.
+  int64_t planArena(std::string &text);
+
+  ModuleOp module;
+  CpuModel model;
+  WeightsWriter weightsWriter{model};
+  std::string body, kernels;
+  llvm::DenseMap<Value, Ref> refs;
+  std::vector<Buffer> buffers;
+  int step = 0;
+  llvm::DenseMap<Attribute, int64_t> constantOffsets;
+  std::map<std::string, std::string> kernelNames; // body -> name
+  llvm::DenseSet<Operation *> folded;
+  /// The last operation of a run of element-wise ones -> the run, in order.
+  llvm::DenseMap<Operation *, SmallVector<Operation *>> chains;
+  /// cache_update -> the [B, S, H, D] value its transposed update came from.
+  llvm::DenseMap<Operation *, Value> transposedUpdates;
+  std::set<std::string> missing;
+  std::vector<std::string> assertMessages; // llm.assert_equal's, by index
+  std::string entries; // the entry functions' text
+  int64_t arenaBytes = 0, maxTokens = 1;
+};
+
+} // namespace mlir::llmc::cudagen
+
+#endif // LLMC_COMPILER_CODEGEN_CUDA_EMITCUDAINTERNAL_H

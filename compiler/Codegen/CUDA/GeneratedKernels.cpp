@@ -1,0 +1,312 @@
+//===- GeneratedKernels.cpp - Kernels written from the operations -----------===//
+//
+// Kernels whose bodies the compiler writes: element-wise operations (runs
+// of them fused into one), broadcasts, casts, gathers, transposes, slices,
+// splits, concatenations and run-time asserts, with the static shapes and
+// strides built in. Identical bodies share one kernel.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Codegen/CUDA/EmitCudaInternal.h"
+
+#include "compiler/Executor/Error.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::llmc;
+using namespace mlir::llmc::codegen;
+using namespace mlir::llmc::cudagen;
+
+std::string CudaEmitter::generated(llvm::StringRef what, ArrayRef<int64_t> iteration,
+                                   ArrayRef<std::pair<Access, std::string>> inputs,
+                                   const Access &output, const std::string &outPtr,
+                                   const std::string &expr) {
+  int64_t total = 1;
+  for (int64_t d : iteration)
+    total *= d;
+  std::string k;
+  llvm::raw_string_ostream os(k);
+  os << "(";
+  for (size_t i = 0; i < inputs.size(); ++i)
+    os << "const " << inputs[i].first.type << " *__restrict__ in" << i << ", ";
+  os << output.type << " *__restrict__ out) {\n"
+     << "  size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;\n"
+     << "  if (i >= " << total << "u)\n    return;\n";
+  size_t rank = iteration.size();
+  if (rank > 0) {
+    os << "  size_t r = i;\n";
+    for (size_t d = rank; d-- > 0;) {
+      if (d == 0)
+        os << "  size_t i0 = r;\n";
+      else
+        os << "  size_t i" << d << " = r % " << iteration[d] << "u; r /= " << iteration[d]
+           << "u;\n";
+    }
+  }
+  auto index = [&](const Access &a) {
+    std::string s = std::to_string(a.base);
+    for (size_t d = 0; d < rank; ++d)
+      if (a.strides[d] != 0 && iteration[d] != 1)
+        s += " + i" + std::to_string(d) + " * " + std::to_string(a.strides[d]);
+    return s;
+  };
+  bool floatOut = output.type == "float" || output.type == "half" || output.type == "bfloat16";
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Access &a = inputs[i].first;
+    bool floatIn = a.type == "float" || a.type == "half" || a.type == "bfloat16";
+    if (floatIn)
+      os << "  float x" << i << " = toFloat(in" << i << "[" << index(a) << "]);\n";
+    else
+      os << "  " << (floatOut ? "float" : "int64_t") << " x" << i << " = " << (floatOut ? "float" : "int64_t")
+         << "(in" << i << "[" << index(a) << "]);\n";
+  }
+  os << "  out[" << index(output) << "] = ";
+  if (floatOut)
+    os << "fromFloat<" << output.type << ">(" << expr << ");\n}\n";
+  else
+    os << output.type << "(" << expr << ");\n}\n";
+  std::string name = kernel(what, k);
+  std::string args;
+  for (const auto &in : inputs)
+    args += in.second + ", ";
+  return llvm::formatv("launch({0}, dim3({1}), dim3(256), 0, a.stream, {2}{3})", name,
+                       (total + 255) / 256, args, outPtr)
+      .str();
+}
+
+llvm::Error CudaEmitter::emitPointwise(Operation *last, CpuModel::Entry &stats) {
+  SmallVector<Operation *> chain = chains.lookup(last);
+  if (chain.empty())
+    chain.push_back(last);
+  Value y = last->getResult(0);
+  std::string yt = cxxType(y.getType());
+  ArrayRef<int64_t> iteration = shapeOf(y);
+  llvm::DenseMap<Value, std::string> exprOf; // results inside the run
+  SmallVector<Value> externals;
+  llvm::DenseMap<Value, unsigned> externalIndex;
+  std::string what;
+  for (Operation *op : chain) {
+    SmallVector<std::string> args;
+    for (unsigned i = 0; i < pointwiseArity(op); ++i) {
+      Value v = op->getOperand(i);
+      if (auto it = exprOf.find(v); it != exprOf.end()) {
+        args.push_back("(" + it->second + ")");
+        continue;
+      }
+      std::string t = cxxType(v.getType());
+      if (t.empty() || t == "bool") {
+        unsupported(op, "operand type");
+        return llvm::Error::success();
+      }
+      if (!known(v))
+        return llvm::Error::success(); // reported where it comes from
+      auto [it, inserted] = externalIndex.try_emplace(v, unsigned(externals.size()));
+      if (inserted)
+        externals.push_back(v);
+      args.push_back("x" + std::to_string(it->second));
+    }
+    std::string e = substitute(pointwiseExpr(op), args);
+    // A result inside the run stored as f16/bf16 would be rounded: so is it here.
+    std::string rt = cxxType(op->getResult(0).getType());
+    if (op != last && (rt == "half" || rt == "bfloat16"))
+      e = "toFloat(fromFloat<" + rt + ">(" + e + "))";
+    exprOf[op->getResult(0)] = e;
+    what += (what.empty() ? "" : ", ") + shortName(op).str();
+  }
+  if (yt.empty() || yt == "bool") {
+    unsupported(last, "result type");
+    return llvm::Error::success();
+  }
+  define(y);
+  SmallVector<std::pair<Access, std::string>> ins;
+  for (Value v : externals)
+    ins.push_back({Access{cxxType(v.getType()), broadcastStrides(shapeOf(v), iteration), 0}, ptr(v)});
+  statement(generated(what, iteration, ins, Access{yt, contiguousStrides(iteration), 0}, ptr(y),
+                      exprOf[y]),
+            (chain.size() > 1 ? "fused " : "") + what + " -> " + describeType(y.getType()));
+  ++stats.kernelCalls;
+  return llvm::Error::success();
+}
+
+llvm::Error CudaEmitter::emitGather(Operation *op, CpuModel::Entry &stats) {
+  Value data = op->getOperand(0), indices = op->getOperand(1), y = op->getResult(0);
+  std::string dt = cxxType(data.getType()), it = cxxType(indices.getType());
+  if (dt.empty() || (it != "int64_t" && it != "int32_t")) {
+    unsupported(op, "data or index type");
+    return llvm::Error::success();
+  }
+  auto ds = shapeOf(data), is = shapeOf(indices), ys = shapeOf(y);
+  int64_t rank = int64_t(ds.size());
+  auto axisAttr = op->getAttrOfType<IntegerAttr>("axis");
+  int64_t axis = axisAttr ? axisAttr.getInt() : 0;
+  if (axis < 0)
+    axis += rank;
+  if (axis < 0 || axis >= rank) {
+    unsupported(op, "axis");
+    return llvm::Error::success();
+  }
+  SmallVector<int64_t> dstr = contiguousStrides(ds), istr = contiguousStrides(is);
+  int64_t total = 1;
+  for (int64_t d : ys)
+    total *= d;
+  // Output axes: data's before `axis`, the indices' axes, data's after it.
+  std::string k;
+  llvm::raw_string_ostream os(k);
+  os << "(const " << dt << " *__restrict__ data, const " << it
+     << " *__restrict__ indices, " << dt << " *__restrict__ out, unsigned long long *error) {\n"
+     << "  size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;\n"
+     << "  if (i >= " << total << "u)\n    return;\n  size_t r = i;\n";
+  for (size_t d = ys.size(); d-- > 0;)
+    os << "  size_t o" << d << " = r % " << ys[d] << "u; r /= " << ys[d] << "u;\n";
+  std::string idx = "0", dataIdx = "0";
+  for (size_t j = 0; j < is.size(); ++j)
+    idx += " + o" + std::to_string(size_t(axis) + j) + " * " + std::to_string(istr[j]);
+  for (int64_t d = 0; d < axis; ++d)
+    dataIdx += " + o" + std::to_string(d) + " * " + std::to_string(dstr[size_t(d)]);
+  for (int64_t d = axis + 1; d < rank; ++d)
+    dataIdx += " + o" + std::to_string(size_t(d - 1) + is.size()) + " * " +
+               std::to_string(dstr[size_t(d)]);
+  os << "  (void)r;\n  long long at = (long long)indices[" << idx << "];\n"
+     << "  if (at < 0)\n    at += " << ds[size_t(axis)] << ";\n"
+     << "  if (at < 0 || at >= " << ds[size_t(axis)] << ") {\n"
+     << "    recordError(error, kTokenOutOfRange, (long long)i);\n    at = 0;\n  }\n"
+     << "  out[i] = data[" << dataIdx << " + size_t(at) * " << dstr[size_t(axis)] << "];\n}\n";
+  std::string name = kernel("onnx.gather", k);
+  define(y);
+  statement(llvm::formatv("launch({0}, dim3({1}), dim3(256), 0, a.stream, {2}, {3}, {4}, m.error)",
+                          name, (total + 255) / 256, ptr(data), ptr(indices), ptr(y))
+                .str(),
+            "onnx.gather -> " + describeType(y.getType()));
+  ++stats.kernelCalls;
+  return llvm::Error::success();
+}
+
+
+llvm::Error CudaEmitter::emitCopy(Operation *op, CpuModel::Entry &stats) {
+  StringRef name = shortName(op);
+  if (name == "onnx.slice") {
+    std::optional<SliceSegments> seg = sliceSegments(op);
+    if (!seg) {
+      unsupported(op, "not a slice of whole segments");
+      return llvm::Error::success();
+    }
+    Value x = op->getOperand(0), y = op->getResult(0);
+    int64_t eb = elemBytes(x.getType());
+    if (seg->count == 1 && !mayChange(x)) {
+      Ref r = refs[x];
+      r.offset += seg->base * eb;
+      refs[y] = r;
+      ++stats.views;
+      return llvm::Error::success();
+    }
+    define(y);
+    std::string t = cxxType(x.getType());
+    statement(generated("slice", {seg->count, seg->len},
+                        {{Access{t, {seg->stride, 1}, seg->base}, ptr(x)}},
+                        Access{t, {seg->len, 1}, 0}, ptr(y), "x0"),
+              "onnx.slice -> " + describeType(y.getType()));
+    ++stats.kernelCalls;
+    return llvm::Error::success();
+  }
+  if (name == "onnx.transpose") {
+    if (folded.contains(op))
+      return llvm::Error::success();
+    Value x = op->getOperand(0), y = op->getResult(0);
+    auto perm = op->getAttrOfType<DenseI64ArrayAttr>("perm");
+    auto in = shapeOf(x);
+    SmallVector<int64_t> inStrides = contiguousStrides(in), strides;
+    for (size_t d = 0; d < in.size(); ++d)
+      strides.push_back(inStrides[size_t(perm ? perm[d] : int64_t(in.size() - 1 - d))]);
+    define(y);
+    std::string t = cxxType(x.getType());
+    statement(generated("transpose", shapeOf(y), {{Access{t, strides, 0}, ptr(x)}},
+                        Access{t, contiguousStrides(shapeOf(y)), 0}, ptr(y), "x0"),
+              "onnx.transpose -> " + describeType(y.getType()));
+    ++stats.kernelCalls;
+    return llvm::Error::success();
+  }
+  if (name == "onnx.split" || name == "onnx.concat") {
+    // Slices of the input along one axis (split), or the inputs written
+    // into slices of the output (concat): a copy kernel each.
+    bool split = name == "onnx.split";
+    auto axisAttr = op->getAttrOfType<IntegerAttr>("axis");
+    Value whole = split ? op->getOperand(0) : op->getResult(0);
+    auto wshape = shapeOf(whole);
+    int64_t rank = int64_t(wshape.size());
+    int64_t axis = axisAttr ? axisAttr.getInt() : 0;
+    if (axis < 0)
+      axis += rank;
+    SmallVector<int64_t> wstrides = contiguousStrides(wshape);
+    if (!split)
+      define(whole);
+    int64_t at = 0;
+    std::string t = cxxType(whole.getType());
+    auto parts = split ? ValueRange(op->getResults()) : ValueRange(op->getOperands());
+    for (Value part : parts) {
+      if (split)
+        define(part);
+      auto pshape = shapeOf(part);
+      Access wa{t, wstrides, at * wstrides[size_t(axis)]};
+      Access pa{t, contiguousStrides(pshape), 0};
+      std::string stmt = split ? generated("split", pshape, {{wa, ptr(whole)}}, pa, ptr(part), "x0")
+                               : generated("concat", pshape, {{pa, ptr(part)}}, wa, ptr(whole), "x0");
+      statement(stmt, std::string(name) + " -> " + describeType(part.getType()));
+      ++stats.kernelCalls;
+      at += pshape[size_t(axis)];
+    }
+    return llvm::Error::success();
+  }
+  unsupported(op);
+  return llvm::Error::success();
+}
+
+llvm::Error CudaEmitter::emitAssert(AssertEqualOp check, CpuModel::Entry &stats) {
+  // The value passes through; a kernel compares lhs and rhs (one of them
+  // may be a single element) and records the first mismatch.
+  Value lhs = check.getLhs(), rhs = check.getRhs();
+  std::string lt = cxxType(lhs.getType()), rt = cxxType(rhs.getType());
+  refs[check.getResult()] = refs[check.getValue()];
+  int64_t n = std::max(numel(lhs), numel(rhs));
+  size_t index = assertMessages.size();
+  assertMessages.push_back(check.getMessage().str());
+  std::string k = llvm::formatv("(const {0} *__restrict__ lhs, const {1} *__restrict__ rhs, "
+                                "unsigned long long *error) {{\n"
+                                "  size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;\n"
+                                "  if (i < {2}u && (long long)lhs[{3}] != (long long)rhs[{4}])\n"
+                                "    recordError(error, kAssertFailed, {5});\n}\n",
+                                lt, rt, n, numel(lhs) == 1 ? "0" : "i",
+                                numel(rhs) == 1 ? "0" : "i", index)
+                      .str();
+  std::string name = kernel("assert_equal", k);
+  statement(llvm::formatv("launch({0}, dim3({1}), dim3(256), 0, a.stream, {2}, {3}, m.error)",
+                          name, (n + 255) / 256, ptr(lhs), ptr(rhs))
+                .str(),
+            "assert_equal: " + check.getMessage().str());
+  ++stats.kernelCalls;
+  return llvm::Error::success();
+}
+
+llvm::Error CudaEmitter::emitRange(Operation *op, CpuModel::Entry &stats) {
+  Value start = op->getOperand(0), delta = op->getOperand(2), y = op->getResult(0);
+  std::string t = cxxType(y.getType());
+  if (t != "int64_t" && t != "int32_t" && t != "float") {
+    unsupported(op, "element type");
+    return llvm::Error::success();
+  }
+  int64_t n = numel(y);
+  std::string k = llvm::formatv("(const {0} *__restrict__ start, const {0} *__restrict__ delta, "
+                                "{0} *__restrict__ out) {{\n"
+                                "  size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;\n"
+                                "  if (i < {1}u)\n"
+                                "    out[i] = {0}(start[0] + {0}(i) * delta[0]);\n}\n",
+                                t, n)
+                      .str();
+  std::string name = kernel("onnx.range", k);
+  define(y);
+  statement(llvm::formatv("launch({0}, dim3({1}), dim3(256), 0, a.stream, {2}, {3}, {4})", name,
+                          std::max<int64_t>((n + 255) / 256, 1), ptr(start), ptr(delta), ptr(y))
+                .str(),
+            "onnx.range -> " + describeType(y.getType()));
+  ++stats.kernelCalls;
+  return llvm::Error::success();
+}

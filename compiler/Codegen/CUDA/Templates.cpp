@@ -1,0 +1,416 @@
+//===- Templates.cpp - Operations run by the kernel templates ---------------===//
+//
+// emitOp: what each operation becomes. The heavy ones call the templates of
+// runtime/src/model/cuda (gemv / gemm with bias and residual epilogues, RMS
+// and layer norm, rope, embedding, cache writes, decode and flash
+// attention); the rest go to GeneratedKernels.cpp.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Codegen/CUDA/EmitCudaInternal.h"
+
+#include "compiler/Codegen/CUDA/EmitCuda.h"
+#include "compiler/Executor/Error.h"
+#include "dialects/LLM/IR/ShapeInference.h"
+#include "passes/BuildHelpers.h"
+#include "passes/KernelBridge.h"
+#include "runtime/src/model/cuda/Gemv.h"
+#include "runtime/src/model/cuda/QuantGemv.h"
+
+using namespace mlir;
+using namespace mlir::llmc;
+using namespace mlir::llmc::codegen;
+using namespace mlir::llmc::cudagen;
+
+llvm::Error CudaEmitter::placeConstant(ConstantOp c) {
+  auto attr = dyn_cast<ElementsAttr>(c.getValue());
+  if (!attr)
+    return makeError(nodeName(c) + ": a constant that is not a tensor");
+  auto it = constantOffsets.find(attr);
+  int64_t offset;
+  if (it != constantOffsets.end()) {
+    offset = it->second;
+  } else {
+    auto t = constantTensor(attr);
+    if (!t)
+      return t.takeError();
+    offset = int64_t(weightsWriter.store(
+        llvm::StringRef(static_cast<const char *>(t->raw()), t->bytes()), nodeName(c)));
+    constantOffsets[attr] = offset;
+  }
+  Ref r;
+  r.kind = Ref::Weight;
+  r.offset = offset;
+  refs[c.getResult()] = r;
+  return llvm::Error::success();
+}
+
+bool CudaEmitter::emitDecodeAttention(FusedOp fused, CpuModel::Entry &stats, llvm::Error &err) {
+  Block &block = fused.getRegion().front();
+  auto ops = block.without_terminator();
+  auto partial = ops.empty() ? DecodeAttentionPartialOp()
+                             : dyn_cast<DecodeAttentionPartialOp>(&*ops.begin());
+  if (!partial || std::next(ops.begin()) == ops.end())
+    return false;
+  auto combine = dyn_cast<AttentionCombineOp>(&*std::next(ops.begin()));
+  if (!combine || combine->getOperand(0) != partial->getResult(0) ||
+      combine->getOperand(1) != partial->getResult(1))
+    return false;
+  Operation *castOp = std::next(ops.begin(), 2) != ops.end() ? &*std::next(ops.begin(), 2) : nullptr;
+  if (castOp && (shortName(castOp) != "onnx.cast" || castOp->getOperand(0) != combine.getResult() ||
+                 std::next(ops.begin(), 3) != ops.end()))
+    return false;
+  Value result = castOp ? Value(castOp->getResult(0)) : Value(combine.getResult());
+  auto yield = cast<YieldOp>(block.getTerminator());
+  if (yield->getNumOperands() != 1 || yield->getOperand(0) != result || fused->getNumResults() != 1)
+    return false;
+  SmallVector<Value> args;
+  for (Value a : partial->getOperands())
+    args.push_back(outside(a));
+  Value q = args[0], kc = args[1], vc = args[2], pos = args[3];
+  for (Value v : args)
+    if (!known(v)) {
+      err = makeError(nodeName(partial) + ": an operand has no value");
+      return true;
+    }
+  auto qs = shapeOf(q), ks = shapeOf(kc), vs = shapeOf(vc);
+  std::string t = cxxType(kc.getType());
+  if (cxxType(q.getType()) != t) {
+    unsupported(partial, "query and cache types differ");
+    return true;
+  }
+  int64_t splits = partial.getNumSplits(), b = qs[0], hq = partial.getNumHeads(),
+          hkv = partial.getNumKvHeads();
+  int64_t d = ks[3], dv = vs[3];
+  if ((d * elemBytes(kc.getType())) % 16 || (dv * elemBytes(kc.getType())) % 16) {
+    unsupported(partial, "head size not a whole number of 16-byte vectors");
+    return true;
+  }
+  // partial [B, splits, Hq, Dv] and lse [B, splits, Hq] f32 in the arena.
+  Ref pr = define(partial->getResult(0));
+  Ref lr = define(partial->getResult(1));
+  (void)pr, (void)lr;
+  Ref out = define(fused->getResult(0));
+  (void)out;
+  std::string y = cxxType(result.getType());
+  statement(llvm::formatv("decodeAttention<{0}, {1}, {2}, {3}>({4}, {5}, {6}, {7}, {8}, {9}, {10}, "
+                          "{11}, {12}, {13}, a.capacity, {14}, {15}, {16:e9}f, {17:e9}f, a.stream)",
+                          t, d, dv, y, ptr(q), ptr(kc), ptr(vc), ptr(pos),
+                          ptr(partial->getResult(0)), ptr(partial->getResult(1)),
+                          ptr(fused->getResult(0)), b, hq, hkv, splits, partial.getWindow(),
+                          partial.getScale().convertToFloat(),
+                          partial.getSoftcap().convertToFloat())
+                .str(),
+            "fused \"attention\" (decode, split-KV) -> " + describeType(result.getType()));
+  ++stats.fusedRegions;
+  ++stats.kernelCalls;
+  return true;
+}
+
+llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
+  StringRef name = shortName(op);
+  if (auto c = dyn_cast<ConstantOp>(op))
+    return placeConstant(c);
+  if (isa<NoneOp>(op))
+    return llvm::Error::success();
+  if (chains.count(op)) // the last of a run of element-wise operations
+    return emitPointwise(op, stats);
+  // An operation whose results nothing reads (and that writes nothing) is
+  // dead: the fallback's mask arithmetic the raised attention replaced.
+  if (op->getNumResults() && llvm::all_of(op->getResults(), [](Value r) { return r.use_empty(); }) &&
+      !isa<CacheUpdateOp, AssertEqualOp>(op))
+    return llvm::Error::success();
+  // An operand that has no value comes from an operation already reported:
+  // its results have none either, and nothing more is said.
+  for (Value v : op->getOperands())
+    if (!known(v) && !(isa<CacheUpdateOp>(op) && transposedUpdates.lookup(op) &&
+                       v == cast<CacheUpdateOp>(op).getUpdate()))
+      return llvm::Error::success();
+  for (Type t : op->getResultTypes())
+    if (!isStatic(t)) {
+      unsupported(op, "a result of run-time shape");
+      return llvm::Error::success();
+    }
+  // Views: the same storage.
+  if (isView(op) || name == "onnx.identity") {
+    refs[op->getResult(0)] = refs[op->getOperand(0)];
+    ++stats.views;
+    return llvm::Error::success();
+  }
+  if (auto fused = dyn_cast<FusedOp>(op)) {
+    if (fused.getKind() == "attention") {
+      llvm::Error err = llvm::Error::success();
+      if (emitDecodeAttention(fused, stats, err))
+        return err;
+    }
+    Block &block = fused.getRegion().front();
+    for (auto [arg, operand] : llvm::zip(block.getArguments(), fused->getOperands()))
+      if (refs.count(operand))
+        refs[arg] = refs[operand];
+    if (llvm::Error e = emitBlock(block, stats))
+      return e;
+    auto yield = cast<YieldOp>(block.getTerminator());
+    for (auto [r, v] : llvm::zip(fused->getResults(), yield->getOperands()))
+      if (refs.count(v))
+        refs[r] = refs[v];
+    ++stats.fusedRegions;
+    return llvm::Error::success();
+  }
+  if (name == "onnx.slice" || name == "onnx.transpose" || name == "onnx.split" ||
+      name == "onnx.concat")
+    return emitCopy(op, stats);
+  if (!pointwiseExpr(op).empty())
+    return emitPointwise(op, stats);
+  if (name == "onnx.gather")
+    return emitGather(op, stats);
+  if (name == "onnx.range")
+    return emitRange(op, stats);
+  if (auto check = dyn_cast<AssertEqualOp>(op))
+    return emitAssert(check, stats);
+  if (auto e = dyn_cast<EmbeddingOp>(op)) {
+    Value table = e.getTable(), ids = e.getIds(), y = e.getResult();
+    if (!getElementTypeOrSelf(ids.getType()).isInteger(64) ||
+        cxxType(table.getType()).empty()) {
+      unsupported(op, "ids must be i64");
+      return llvm::Error::success();
+    }
+    define(y);
+    auto ts = shapeOf(table);
+    statement(llvm::formatv("embedding<{0}>({1}, {2}, {3}, {4}, {5}, {6}, m.error, a.stream)",
+                            cxxType(table.getType()), ptr(table), ptr(ids), ptr(y), numel(ids),
+                            ts[0], ts[1])
+                  .str(),
+              "embedding -> " + describeType(y.getType()));
+    ++stats.kernelCalls;
+    return llvm::Error::success();
+  }
+  if (auto e = dyn_cast<QuantizedEmbeddingOp>(op)) {
+    Value q = e.getTable(), scales = e.getScales(), zeros = e.getZeroPoints(), ids = e.getIds(),
+          y = e.getResult();
+    int64_t bits = e.getBits();
+    if (!getElementTypeOrSelf(ids.getType()).isInteger(64) || (bits != 4 && bits != 8) ||
+        !isFloatType(scales.getType())) {
+      unsupported(op, "ids must be i64, bits 4 or 8");
+      return llvm::Error::success();
+    }
+    bool hasZeros = zeros && !isNone(zeros);
+    define(y);
+    auto ss = shapeOf(scales);
+    statement(llvm::formatv("quantEmbedding<{0}, {1}, {2}>({3}, {4}, {5}, {6}, {7}, {8}, {9}, "
+                            "{10}, {11}, m.error, a.stream)",
+                            cxxType(scales.getType()), cxxType(y.getType()), bits, ptr(q),
+                            ptr(scales), hasZeros ? ptr(zeros) : "nullptr", ptr(ids), ptr(y),
+                            numel(ids), ss[0], e.getGroupSize(), ss[1])
+                  .str(),
+              "quantized_embedding -> " + describeType(y.getType()));
+    ++stats.kernelCalls;
+    return llvm::Error::success();
+  }
+  if (auto n = dyn_cast<RmsNormOp>(op)) {
+    Value x = n.getX(), y = n.getResult();
+    int64_t h = shapeOf(x).back();
+    define(y);
+    statement(llvm::formatv("rmsNorm<{0}, {1}, {2}>({3}, nullptr, nullptr, {4}, {5}, {6}, {7}, "
+                            "{8:e9}f, {9:e9}f, a.stream)",
+                            cxxType(x.getType()), cxxType(n.getWeight().getType()),
+                            cxxType(y.getType()), ptr(x), ptr(n.getWeight()), ptr(y),
+                            numel(x) / h, h, n.getEpsilon().convertToFloat(),
+                            n.getWeightOffset().convertToFloat())
+                  .str(),
+              "rms_norm -> " + describeType(y.getType()));
+    ++stats.kernelCalls;
+    return llvm::Error::success();
+  }
+  if (auto n = dyn_cast<LayerNormOp>(op)) {
+    Value x = n.getX(), y = n.getResult();
+    int64_t h = shapeOf(x).back();
+    Value bias = n.getBias();
+    if (bias && !isNone(bias) && cxxType(bias.getType()) != cxxType(n.getWeight().getType())) {
+      unsupported(op, "bias and weight types differ");
+      return llvm::Error::success();
+    }
+    define(y);
+    statement(llvm::formatv("layerNorm<{0}, {1}, {2}>({3}, {4}, {5}, {6}, {7}, {8}, {9:e9}f, "
+                            "a.stream)",
+                            cxxType(x.getType()), cxxType(n.getWeight().getType()),
+                            cxxType(y.getType()), ptr(x), ptr(n.getWeight()),
+                            ptr(bias, cxxType(n.getWeight().getType())), ptr(y), numel(x) / h, h,
+                            n.getEpsilon().convertToFloat())
+                  .str(),
+              "layer_norm -> " + describeType(y.getType()));
+    ++stats.kernelCalls;
+    return llvm::Error::success();
+  }
+  if (isa<LinearOp, QuantizedLinearOp>(op))
+    return emitLinear(op, stats);
+  if (auto r = dyn_cast<RopeOp>(op)) {
+    Value x = r.getX(), y = r.getResult(), positions = r.getPositions();
+    auto xs = shapeOf(x), ps = shapeOf(positions);
+    if (xs.size() != 4 || !getElementTypeOrSelf(positions.getType()).isInteger(64) ||
+        shapeOf(r.getCos()).size() != 2) {
+      unsupported(op, "positions must be i64, x [B, S, N, D]");
+      return llvm::Error::success();
+    }
+    define(y);
+    bool perBatch = ps.size() == 2 && ps[0] == xs[0] && xs[0] > 1;
+    statement(llvm::formatv("rope<{0}, {1}>({2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, "
+                            "{12}, {13}, {14}, m.error, a.stream)",
+                            cxxType(x.getType()), cxxType(r.getCos().getType()), ptr(x), ptr(y),
+                            ptr(r.getCos()), ptr(r.getSin()), ptr(positions),
+                            perBatch ? "true" : "false", xs[0], xs[1], xs[2], xs[3],
+                            r.getRotaryDim(), shapeOf(r.getCos())[0],
+                            r.getInterleaved() ? "true" : "false")
+                  .str(),
+              "rope -> " + describeType(y.getType()));
+    ++stats.kernelCalls;
+    return llvm::Error::success();
+  }
+  if (auto u = dyn_cast<CacheUpdateOp>(op)) {
+    Value cache = u.getCache(), update = u.getUpdate();
+    const Ref &cr = refs[cache];
+    if (cr.kind != Ref::Cache) {
+      unsupported(op, "not the session's cache");
+      return llvm::Error::success();
+    }
+    auto cs = shapeOf(cache); // [B, H, C, D]
+    int64_t b = cs[0], h = cs[1], d = cs[3];
+    Value src = update;
+    int64_t s, sb, ss, sh;
+    if (Value from = transposedUpdates.lookup(op)) { // [B, S, H, D]
+      src = from;
+      s = shapeOf(from)[1];
+      sb = s * h * d, ss = h * d, sh = d;
+    } else { // [B, H, S, D]
+      s = shapeOf(update)[2];
+      sb = h * s * d, sh = s * d, ss = d;
+    }
+    refs[u.getResult()] = cr;
+    statement(llvm::formatv("cacheWrite<{0}, {1}>({2}, {3}, {4}, {5}, {6}, a.capacity, {7}, {8}, "
+                            "{9}, {10}, {11}, m.error, a.stream)",
+                            cxxType(cache.getType()), cxxType(src.getType()), ptr(cache), ptr(src),
+                            ptr(u.getPos()), b, h, s, d, sb, ss, sh)
+                  .str(),
+              "cache_update -> " + describeType(cache.getType()) + ", in place");
+    ++stats.cacheUpdates;
+    return llvm::Error::success();
+  }
+  if (auto fa = dyn_cast<FlashAttentionOp>(op)) {
+    Value q = fa.getQ(), kc = fa.getKCache(), vc = fa.getVCache(), y = fa.getResult();
+    auto qs = shapeOf(q);
+    int64_t d = shapeOf(kc)[3], dv = shapeOf(vc)[3];
+    std::string t = cxxType(kc.getType());
+    if (cxxType(q.getType()) != t || (d * elemBytes(kc.getType())) % 16 ||
+        (dv * elemBytes(kc.getType())) % 16) {
+      unsupported(op, "query/cache types or head size");
+      return llvm::Error::success();
+    }
+    define(y);
+    statement(llvm::formatv("flashAttention<{0}, {1}, {2}, {3}>({4}, {5}, {6}, {7}, {8}, {9}, "
+                            "{10}, {11}, {12}, a.capacity, {13}, {14}, {15:e9}f, {16:e9}f, "
+                            "a.stream)",
+                            t, d, dv, cxxType(y.getType()), ptr(q), ptr(kc), ptr(vc),
+                            ptr(fa.getPos()), ptr(y), qs[0], qs[1], fa.getNumHeads(),
+                            fa.getNumKvHeads(), fa.getCausal() ? "true" : "false", fa.getWindow(),
+                            fa.getScale().convertToFloat(), fa.getSoftcap().convertToFloat())
+                  .str(),
+              "flash_attention -> " + describeType(y.getType()));
+    ++stats.kernelCalls;
+    return llvm::Error::success();
+  }
+  unsupported(op);
+  return llvm::Error::success();
+}
+
+
+llvm::Error CudaEmitter::emitLinear(Operation *op, CpuModel::Entry &stats) {
+  auto quant = dyn_cast<QuantizedLinearOp>(op);
+  Value x = op->getOperand(0), y = op->getResult(0);
+  Value bias = quant ? quant.getBias() : cast<LinearOp>(op).getBias();
+  bool hasBias = bias && !isNone(bias);
+  // A following residual add of a value already computed is folded into
+  // the epilogue (as the CPU emitter does).
+  Operation *add = nullptr;
+  Value residual;
+  if (y.hasOneUse()) {
+    Operation *user = *y.getUsers().begin();
+    if (shortName(user) == "onnx.add" && user->getBlock() == op->getBlock() &&
+        user->getResult(0).getType() == y.getType()) {
+      Value other = user->getOperand(0) == y ? user->getOperand(1) : user->getOperand(0);
+      if (other.getType() == y.getType() && refs.count(other)) {
+        add = user;
+        residual = other;
+      }
+    }
+  }
+  std::string xt = cxxType(x.getType()), yt = cxxType(y.getType());
+  int64_t k = shapeOf(x).back(), rows = numel(x) / std::max<int64_t>(k, 1), n = shapeOf(y).back();
+  // The template arguments and operands after x of the two forms.
+  std::string targs, wargs, bt;
+  int64_t splits = 1;
+  if (quant) {
+    int64_t bits = quant.getBits(), group = quant.getGroupSize();
+    Value q = quant.getWeight(), scales = quant.getScales(), zeros = quant.getZeroPoints();
+    bool hasZeros = zeros && !isNone(zeros);
+    bt = hasBias ? cxxType(bias.getType()) : "float";
+    if ((bits != 4 && bits != 8) || !isFloatType(x.getType()) || !isFloatType(scales.getType()) ||
+        (hasZeros && !getElementTypeOrSelf(zeros.getType()).isUnsignedInteger(8)) ||
+        (hasBias && !isFloatType(bias.getType()))) {
+      unsupported(op, "bits, activation, scale, zero-point or bias types");
+      return llvm::Error::success();
+    }
+    if (::llmc::cuda::quantChunkBytes(int(bits), int(group)) == 0) {
+      unsupported(op, "groups of fewer than 4 bytes");
+      return llvm::Error::success();
+    }
+    targs = llvm::formatv("{0}, {1}, {2}, {3}, {4}", xt, yt, cxxType(scales.getType()), bt, bits);
+    wargs = ptr(q) + ", " + ptr(scales) + ", " + (hasZeros ? ptr(zeros) : "nullptr");
+    if (rows <= ::llmc::cuda::kGemvMaxRows)
+      splits = ::llmc::cuda::qgemvSplits(int(n), int(k), int(bits), int(group),
+                                         kCudaAssumedMultiprocessors);
+  } else {
+    Value w = cast<LinearOp>(op).getWeight();
+    std::string wt = cxxType(w.getType());
+    bt = wt;
+    if (!isFloatType(w.getType()) || !isFloatType(x.getType()) ||
+        (hasBias && cxxType(bias.getType()) != wt) || shapeOf(w).size() != 2) {
+      unsupported(op, "weight, input and bias types");
+      return llvm::Error::success();
+    }
+    targs = wt + ", " + xt + ", " + yt;
+    wargs = ptr(w);
+    int64_t eb = elemBytes(w.getType());
+    if (rows <= ::llmc::cuda::kGemvMaxRows && k % (16 / eb) == 0)
+      splits = ::llmc::cuda::gemvSplits(int(n), int(k), int(eb), kCudaAssumedMultiprocessors);
+  }
+  define(y);
+  if (add) {
+    refs[add->getResult(0)] = refs[y];
+    folded.insert(add);
+  }
+  std::string res = add ? ptr(residual) : "nullptr";
+  std::string b = hasBias ? ptr(bias, bt) : "nullptr";
+  std::string fn = quant ? "q" : "";
+  std::string sizes = llvm::formatv("{0}, {1}, {2}", rows, n, k).str() +
+                      (quant ? ", " + std::to_string(quant.getGroupSize()) : "");
+  if (rows <= ::llmc::cuda::kGemvMaxRows) {
+    std::string partial = "nullptr";
+    if (splits > 1) { // a workspace buffer of its own, live for this statement
+      buffers.push_back({splits * rows * n * 4, step, step, -1});
+      partial = llvm::formatv("m.at<float>(@@B{0}@@ + 0)", buffers.size() - 1).str();
+    }
+    fn += "gemv";
+    statement(llvm::formatv("{0}<{1}>({2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, a.stream)", fn,
+                            targs, ptr(x), wargs, b, res, ptr(y), partial, sizes, splits)
+                  .str(),
+              shortName(op).str() + (add ? " + residual" : "") + " (" + fn + ") -> " +
+                  describeType(y.getType()));
+  } else {
+    fn += "gemm";
+    statement(llvm::formatv("{0}<{1}>({2}, {3}, {4}, {5}, {6}, {7}, a.stream)", fn, targs,
+                            ptr(x), wargs, b, res, ptr(y), sizes)
+                  .str(),
+              shortName(op).str() + (add ? " + residual" : "") + " (" + fn + ") -> " +
+                  describeType(y.getType()));
+  }
+  ++stats.kernelCalls;
+  return llvm::Error::success();
+}

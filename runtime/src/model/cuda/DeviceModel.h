@@ -1,0 +1,371 @@
+//===- DeviceModel.h - what an emitted CUDA model links: context and glue ---===//
+//
+// `llmc compile --target cuda` writes model.cu: one host function per entry
+// point that enqueues the kernels of runtime/src/model/cuda on a stream,
+// with every intermediate at a fixed offset of one device arena. This header
+// turns such a model into libmodel.so's llmc_model_abi (model_abi.h) with
+// buffers on the device:
+//
+//   create    checks the device (none, driver too old, too little memory
+//             for the weights and the arena: clear errors), uploads
+//             weights.bin once per process and model (contexts of one
+//             model share the copy), allocates the arena, the device token
+//             and position buffers, the error word and pinned staging for
+//             what crosses to and from the host, and a stream;
+//   cache_alloc  the session's KV caches on the device (zeroed);
+//   run       copies the tokens and start position into pinned staging,
+//             then runs the entry: a decode entry is captured once as a CUDA
+//             graph per (caches, capacity) and replayed each step (the
+//             copies in and out are nodes of the graph, so one launch and
+//             one synchronisation per token); prefill entries are enqueued
+//             directly. The logits come back as f32 and the error word is
+//             checked after the step. Nothing is allocated while generating.
+//
+// Built by nvcc for a GPU, or by the host compiler against the emulation
+// (libmodel-emulated.so: `llmc run --device emulated`).
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_RUNTIME_MODEL_CUDA_DEVICEMODEL_H
+#define LLMC_RUNTIME_MODEL_CUDA_DEVICEMODEL_H
+
+#include "runtime/include/llmc/model_abi.h"
+#include "runtime/src/model/cuda/Attention.h"
+#include "runtime/src/model/cuda/Common.h"
+#include "runtime/src/model/cuda/Gemm.h"
+#include "runtime/src/model/cuda/Gemv.h"
+#include "runtime/src/model/cuda/Norm.h"
+#include "runtime/src/model/cuda/QuantGemv.h"
+#include "runtime/src/model/cuda/Rope.h"
+#include "runtime/src/model/cuda/Sampling.h"
+
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <vector>
+
+// (Variadic: template arguments carry commas.)
+#define LLMC_CUDA_TRY(...)                                                                         \
+  do {                                                                                             \
+    std::string llmc_error_ = (__VA_ARGS__);                                                       \
+    if (!llmc_error_.empty())                                                                      \
+      return llmc_error_;                                                                          \
+  } while (0)
+
+namespace llmc::cuda::model {
+
+/// What an entry function receives (device pointers, except the stream).
+struct Args {
+  const int64_t *tokens; // [batch, seq]
+  const int64_t *pos;    // the first token's position, a scalar
+  void *const *caches;   // the session's caches, [batch, heads, capacity, head_dim]
+  int64_t capacity;
+  Stream stream;
+};
+
+/// f32 logits from the model's type, for the copy to the host.
+template <class T> LLMC_GLOBAL void widenKernel(const T *in, float *out, size_t n) {
+  size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n)
+    out[i] = toFloat(in[i]);
+}
+
+/// The device copy of one model's weights, shared by its contexts.
+struct SharedWeights {
+  std::mutex mutex;
+  std::map<const void *, std::pair<void *, int>> copies; // host bytes -> (device, users)
+
+  static SharedWeights &get() {
+    static SharedWeights s;
+    return s;
+  }
+  std::string acquire(const void *host, size_t bytes, void **out) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = copies.find(host);
+    if (it != copies.end()) {
+      ++it->second.second;
+      *out = it->second.first;
+      return {};
+    }
+    void *d = nullptr;
+    LLMC_CUDA_TRY(deviceAlloc(&d, bytes ? bytes : 1));
+    if (std::string e = copyToDevice(d, host, bytes); !e.empty()) {
+      deviceFree(d);
+      return e;
+    }
+    copies[host] = {d, 1};
+    *out = d;
+    return {};
+  }
+  void release(const void *host) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = copies.find(host);
+    if (it != copies.end() && --it->second.second == 0) {
+      deviceFree(it->second.first);
+      copies.erase(it);
+    }
+  }
+};
+
+/// The state of one context (one session of the runtime).
+struct DeviceContext {
+  const void *hostWeights = nullptr;
+  unsigned char *weights = nullptr; // device copy of weights.bin
+  unsigned char *arena = nullptr;
+  int64_t *tokens = nullptr, *pos = nullptr;
+  float *logits = nullptr;              // f32 logits of the largest entry
+  unsigned long long *error = nullptr;  // the device error word
+  // Pinned staging: tokens, position, logits, error word.
+  int64_t *hostTokens = nullptr, *hostPos = nullptr;
+  float *hostLogits = nullptr;
+  unsigned long long *hostError = nullptr;
+  Stream stream = nullptr;
+  int multiprocessors = 0;
+  struct Captured {
+    uint32_t entry;
+    std::vector<void *> caches;
+    int64_t capacity;
+    Graph graph;
+  };
+  std::vector<Captured> graphs;
+
+  template <class T> T *weight(size_t offset) const {
+    return reinterpret_cast<T *>(weights + offset);
+  }
+  template <class T> T *at(size_t offset) const { return reinterpret_cast<T *>(arena + offset); }
+
+  /// Queues the copy of `n` values of the entry's logits into the pinned
+  /// f32 staging buffer.
+  template <class T> std::string storeLogits(const T *p, size_t n, Stream s) {
+    const float *f32 = reinterpret_cast<const float *>(p);
+    if constexpr (!std::is_same_v<T, float>) {
+      LLMC_CUDA_TRY(launch(widenKernel<T>, dim3(ceilDiv(n, 256)), dim3(256), 0, s, p, logits, n));
+      f32 = logits;
+    }
+    return copyAsync(hostLogits, f32, n * sizeof(float), s);
+  }
+};
+
+inline void writeError(char *err, size_t errlen, const std::string &message) {
+  if (err && errlen)
+    std::snprintf(err, errlen, "%s", message.c_str());
+}
+
+/// libmodel.so's functions for the emitted struct M (a DeviceContext with
+/// kEntries, kFns, kCaches, kWeightsBytes, kVocab, kArenaBytes, kMaxTokens,
+/// and kAssertMessages: what each llm.assert_equal says when it fails).
+template <class M> struct Glue {
+  static size_t maxLogits() {
+    size_t most = 0;
+    for (uint32_t i = 0; i < M::kNumEntries; ++i)
+      most = std::max(most, size_t(M::kEntries[i].batch * M::kEntries[i].seq * M::kVocab));
+    return most;
+  }
+
+  static std::string setUp(M &m, const void *weights, uint64_t bytes) {
+    if (bytes != M::kWeightsBytes)
+      return "weights.bin holds " + std::to_string(bytes) + " bytes; the model expects " +
+             std::to_string(M::kWeightsBytes);
+    DeviceInfo info;
+    LLMC_CUDA_TRY(deviceInfo(&info));
+    m.multiprocessors = info.multiprocessors;
+    size_t need = size_t(M::kWeightsBytes) + size_t(M::kArenaBytes) + maxLogits() * 4;
+    if (info.freeBytes < need)
+      return "too little device memory on " + info.name + ": the weights and activations need " +
+             std::to_string(need >> 20) + " MiB, " + std::to_string(info.freeBytes >> 20) +
+             " MiB are free";
+    void *p = nullptr;
+    LLMC_CUDA_TRY(SharedWeights::get().acquire(weights, bytes, &p));
+    m.hostWeights = weights;
+    m.weights = static_cast<unsigned char *>(p);
+    auto alloc = [](auto **out, size_t bytes) {
+      void *q = nullptr;
+      std::string e = deviceAlloc(&q, bytes ? bytes : 1);
+      *out = static_cast<std::remove_reference_t<decltype(**out)> *>(q);
+      return e;
+    };
+    auto pinned = [](auto **out, size_t bytes) {
+      void *q = nullptr;
+      std::string e = hostAllocPinned(&q, bytes ? bytes : 1);
+      *out = static_cast<std::remove_reference_t<decltype(**out)> *>(q);
+      return e;
+    };
+    LLMC_CUDA_TRY(alloc(&m.arena, size_t(M::kArenaBytes)));
+    LLMC_CUDA_TRY(alloc(&m.tokens, size_t(M::kMaxTokens) * 8));
+    LLMC_CUDA_TRY(alloc(&m.pos, 8));
+    LLMC_CUDA_TRY(alloc(&m.logits, maxLogits() * 4));
+    LLMC_CUDA_TRY(alloc(&m.error, 8));
+    LLMC_CUDA_TRY(pinned(&m.hostTokens, size_t(M::kMaxTokens) * 8));
+    LLMC_CUDA_TRY(pinned(&m.hostPos, 8));
+    LLMC_CUDA_TRY(pinned(&m.hostLogits, maxLogits() * 4));
+    LLMC_CUDA_TRY(pinned(&m.hostError, 8));
+    return streamCreate(&m.stream);
+  }
+
+  static int create(const void *weights, uint64_t bytes, int32_t threads, void **out, char *err,
+                    size_t errlen) {
+    (void)threads;
+    if (!out) {
+      writeError(err, errlen, "out_ctx is null");
+      return 1;
+    }
+    auto *m = new M();
+    if (std::string e = setUp(*m, weights, bytes); !e.empty()) {
+      destroy(m);
+      writeError(err, errlen, e);
+      return 1;
+    }
+    *out = m;
+    return 0;
+  }
+
+  static void destroy(void *ctx) {
+    auto *m = static_cast<M *>(ctx);
+    if (!m)
+      return;
+    for (auto &g : m->graphs)
+      graphDestroy(g.graph);
+    if (m->stream)
+      streamDestroy(m->stream);
+    for (void *p : {(void *)m->arena, (void *)m->tokens, (void *)m->pos, (void *)m->logits,
+                    (void *)m->error})
+      if (p)
+        deviceFree(p);
+    for (void *p : {(void *)m->hostTokens, (void *)m->hostPos, (void *)m->hostLogits,
+                    (void *)m->hostError})
+      if (p)
+        hostFreePinned(p);
+    if (m->weights)
+      SharedWeights::get().release(m->hostWeights);
+    delete m;
+  }
+
+  /// The step's work on the stream: copies in, the entry, copies out.
+  static std::string enqueue(M &m, uint32_t entry, void *const *caches, int64_t capacity) {
+    const llmc_model_entry &e = M::kEntries[entry];
+    size_t tokens = size_t(e.batch * e.seq);
+    Stream s = m.stream;
+    LLMC_CUDA_TRY(memsetAsync(m.error, 0, 8, s));
+    LLMC_CUDA_TRY(copyAsync(m.tokens, m.hostTokens, tokens * 8, s));
+    LLMC_CUDA_TRY(copyAsync(m.pos, m.hostPos, 8, s));
+    Args a{m.tokens, m.pos, caches, capacity, s};
+    LLMC_CUDA_TRY(M::kFns[entry](m, a));
+    return copyAsync(m.hostError, m.error, 8, s);
+  }
+
+  static std::string runEntry(M &m, uint32_t entry, const int64_t *tokens, int64_t start,
+                              int64_t capacity, void *const *caches, float *logits) {
+    if (entry >= M::kNumEntries)
+      return "entry " + std::to_string(entry) + " does not exist (the model has " +
+             std::to_string(M::kNumEntries) + ")";
+    const llmc_model_entry &e = M::kEntries[entry];
+    if (!tokens || !logits || (M::kNumCaches && !caches))
+      return "tokens, caches and logits must not be null";
+    if (capacity < 1 || capacity > M::kCaches[0].capacity)
+      return "capacity " + std::to_string(capacity) + " is outside 1 .. " +
+             std::to_string(M::kCaches[0].capacity);
+    if (start < 0 || start + e.seq > capacity)
+      return "positions " + std::to_string(start) + " .. " + std::to_string(start + e.seq - 1) +
+             " do not fit a cache of " + std::to_string(capacity);
+    for (int64_t i = 0; i < e.batch * e.seq; ++i)
+      if (tokens[i] < 0 || tokens[i] >= M::kVocab)
+        return "token id " + std::to_string(tokens[i]) + " is outside the vocabulary of " +
+               std::to_string(M::kVocab);
+    std::memcpy(m.hostTokens, tokens, size_t(e.batch * e.seq) * 8);
+    *m.hostPos = start;
+    if (e.kind == LLMC_ENTRY_DECODE) {
+      std::vector<void *> key(caches, caches + M::kNumCaches);
+      Graph graph = nullptr;
+      for (auto &g : m.graphs)
+        if (g.entry == entry && g.capacity == capacity && g.caches == key)
+          graph = g.graph;
+      if (!graph) {
+        LLMC_CUDA_TRY(captureBegin(m.stream));
+        std::string e = enqueue(m, entry, caches, capacity);
+        std::string end = captureEnd(m.stream, &graph);
+        LLMC_CUDA_TRY(e);
+        LLMC_CUDA_TRY(end);
+        m.graphs.push_back({entry, key, capacity, graph});
+      }
+      LLMC_CUDA_TRY(graphLaunch(graph, m.stream));
+    } else {
+      LLMC_CUDA_TRY(enqueue(m, entry, caches, capacity));
+    }
+    LLMC_CUDA_TRY(streamSynchronize(m.stream));
+    if (unsigned long long word = *m.hostError) {
+      size_t index = size_t(word & 0xffffffffull);
+      if (word >> 32 == kAssertFailed && index < M::kNumAsserts)
+        return M::kAssertMessages[index];
+      return describeDeviceError(word);
+    }
+    std::memcpy(logits, m.hostLogits, size_t(e.batch * e.seq * M::kVocab) * sizeof(float));
+    return {};
+  }
+
+  static int runAtCapacity(void *ctx, uint32_t entry, const int64_t *tokens, int64_t start,
+                           int64_t capacity, void *const *caches, float *logits, char *err,
+                           size_t errlen) {
+    if (!ctx) {
+      writeError(err, errlen, "the context is null");
+      return 1;
+    }
+    std::string e = runEntry(*static_cast<M *>(ctx), entry, tokens, start, capacity, caches, logits);
+    if (!e.empty()) {
+      writeError(err, errlen, e);
+      return 1;
+    }
+    return 0;
+  }
+
+  static int run(void *ctx, uint32_t entry, const int64_t *tokens, int64_t start,
+                 void *const *caches, float *logits, char *err, size_t errlen) {
+    return runAtCapacity(ctx, entry, tokens, start, M::kNumCaches ? M::kCaches[0].capacity : 1,
+                         caches, logits, err, errlen);
+  }
+
+  static int cacheAlloc(void *ctx, int64_t batch, int64_t capacity, void **out, char *err,
+                        size_t errlen) {
+    (void)ctx;
+    std::vector<void *> made;
+    std::string e;
+    for (uint32_t i = 0; i < M::kNumCaches && e.empty(); ++i) {
+      const llmc_model_cache &c = M::kCaches[i];
+      size_t bytes = size_t(batch * c.heads * capacity * c.head_dim) * (c.dtype == 1 ? 4 : 2);
+      void *p = nullptr;
+      e = deviceAlloc(&p, bytes);
+      if (e.empty()) {
+        made.push_back(p);
+        e = memsetAsync(p, 0, bytes, nullptr);
+      }
+    }
+    if (e.empty())
+      e = synchronize();
+    if (!e.empty()) {
+      for (void *p : made)
+        deviceFree(p);
+      writeError(err, errlen, "cannot allocate the KV cache on the device: " + e);
+      return 1;
+    }
+    for (size_t i = 0; i < made.size(); ++i)
+      out[i] = made[i];
+    return 0;
+  }
+
+  static void cacheFree(void *ctx, void *const *caches) {
+    auto *m = static_cast<M *>(ctx);
+    if (m) // graphs captured over these caches go with them
+      for (size_t i = 0; i < m->graphs.size();)
+        if (M::kNumCaches && m->graphs[i].caches[0] == caches[0]) {
+          graphDestroy(m->graphs[i].graph);
+          m->graphs.erase(m->graphs.begin() + long(i));
+        } else {
+          ++i;
+        }
+    for (uint32_t i = 0; i < M::kNumCaches; ++i)
+      deviceFree(caches[i]);
+  }
+};
+
+} // namespace llmc::cuda::model
+
+#endif // LLMC_RUNTIME_MODEL_CUDA_DEVICEMODEL_H
