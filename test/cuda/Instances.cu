@@ -59,7 +59,7 @@ template <class T> void forType() {
   embedding<T>(nullptr, nullptr, nullptr, 1, 1, 1, nullptr, nullptr);
   cacheWrite<T, T>(nullptr, nullptr, nullptr, 1, 1, 1, 1, 1, 0, 0, 0, nullptr, nullptr);
   cacheWrite<T, float>(nullptr, nullptr, nullptr, 1, 1, 1, 1, 1, 0, 0, 0, nullptr, nullptr);
-  argmax<T>(nullptr, nullptr, 1, 1, nullptr);
+  argmax<T>(nullptr, nullptr, 1, 1, 1, nullptr);
   attention<T, 64>();
   attention<T, 128>();
   attention<T, 256>();

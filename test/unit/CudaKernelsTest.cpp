@@ -18,6 +18,7 @@
 
 #include "test/unit/CudaTestUtil.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -522,7 +523,7 @@ TEST(CudaArgmax, FirstOfTheLargest) {
   logits[size_t(3 * vocab + 6)] = 70;
   DeviceBuffer<float> dl(logits);
   DeviceBuffer<int32_t> ids(4);
-  ASSERT_EQ(argmax(dl.get(), ids.get(), 4, vocab, nullptr), "");
+  ASSERT_EQ(argmax(dl.get(), ids.get(), 4, vocab, size_t(vocab), nullptr), "");
   std::vector<int32_t> got = ids.download();
   EXPECT_EQ(got[0], 1000);
   EXPECT_EQ(got[1], 17);
@@ -530,11 +531,27 @@ TEST(CudaArgmax, FirstOfTheLargest) {
   EXPECT_EQ(got[3], 6);
 }
 
+TEST(CudaArgmax, OnePositionOfEachSequence) {
+  // [B = 3, S = 4, V = 100]: position 2 of each sequence (what greedy
+  // decoding after a padded prefill bucket reads).
+  const int b = 3, s = 4, v = 100, row = 2;
+  auto logits = randomValues<float>(size_t(b * s * v), 4.0f, 63);
+  DeviceBuffer<float> dl(logits);
+  DeviceBuffer<int32_t> ids{size_t(b)};
+  ASSERT_EQ(argmax(dl.get() + row * v, ids.get(), b, v, size_t(s * v), nullptr), "");
+  std::vector<int32_t> got = ids.download();
+  for (int q = 0; q < b; ++q) {
+    const float *r = logits.data() + (q * s + row) * v;
+    EXPECT_EQ(got[size_t(q)], int(std::max_element(r, r + v) - r));
+  }
+  EXPECT_NE(argmax(dl.get(), ids.get(), b, v, size_t(v - 1), nullptr), "");
+}
+
 TEST(CudaArgmax, HalfLogits) {
   auto logits = randomValues<half>(2 * 500, 4.0f, 62);
   DeviceBuffer<half> dl(logits);
   DeviceBuffer<int32_t> ids(2);
-  ASSERT_EQ(argmax(dl.get(), ids.get(), 2, 500, nullptr), "");
+  ASSERT_EQ(argmax(dl.get(), ids.get(), 2, 500, 500, nullptr), "");
   std::vector<int32_t> got = ids.download();
   for (int r = 0; r < 2; ++r) {
     int best = 0;

@@ -770,7 +770,7 @@ llvm::Expected<CpuModel> Emitter::run(llvm::StringRef version) {
         "&Glue<Model>::create,\n"
      << "                                     &Glue<Model>::destroy, &Glue<Model>::run,\n"
      << "                                     Model::kAnyCapacity, &Glue<Model>::runAtCapacity,\n"
-     << "                                     LLMC_BUFFERS_HOST, \"cpu\", nullptr, nullptr};\n"
+     << "                                     LLMC_BUFFERS_HOST, \"cpu\", nullptr, nullptr, nullptr};\n"
      << "  return &abi;\n}\n";
   model.anyCapacity = anyCapacity;
   model.source = std::move(s);

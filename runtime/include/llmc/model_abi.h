@@ -43,7 +43,8 @@
 extern "C" {
 #endif
 
-/* 3: buffers may live on a device (buffers, cache_alloc, cache_free). */
+/* 3: buffers may live on a device (buffers, cache_alloc, cache_free), and
+ * a greedy step may return token ids only (run_greedy). */
 #define LLMC_MODEL_ABI_VERSION 3
 /* The artifact folder's format (manifest.json's format_version). 2: the
  * manifest lists weights.bin's tensors with a checksum each (weights.table). */
@@ -112,6 +113,14 @@ typedef struct llmc_model_abi {
   int (*cache_alloc)(void *ctx, int64_t batch, int64_t capacity, void **out_caches, char *err,
                      size_t errlen);
   void (*cache_free)(void *ctx, void *const *caches);
+
+  /* Optional (NULL when absent): run_at_capacity, but instead of the logits
+   * writes, per sequence, the first index of the largest logit of position
+   * `row` (0 <= row < the entry's seq) to out_ids [batch]. A device model
+   * then copies batch ids to the host instead of batch * seq * vocab floats. */
+  int (*run_greedy)(void *ctx, uint32_t entry, const int64_t *tokens, int64_t start_pos,
+                    int64_t capacity, void *const *caches, int64_t row, int64_t *out_ids,
+                    char *err, size_t errlen);
 } llmc_model_abi;
 
 /* The one symbol libmodel.so exports. */

@@ -20,6 +20,9 @@
 //             one synchronisation per token); prefill entries are enqueued
 //             directly. The logits come back as f32 and the error word is
 //             checked after the step. Nothing is allocated while generating.
+//   run_greedy  the same step, but only the argmax of one position of each
+//             sequence (the runtime's greedy rule) crosses to the host: a
+//             graph of its own per (caches, capacity, position).
 //
 // Built by nvcc for a GPU, or by the host compiler against the emulation
 // (libmodel-emulated.so: `llmc run --device emulated`).
@@ -114,17 +117,23 @@ struct DeviceContext {
   unsigned char *arena = nullptr;
   int64_t *tokens = nullptr, *pos = nullptr;
   float *logits = nullptr;              // f32 logits of the largest entry
+  int32_t *ids = nullptr;               // a greedy step's token ids [batch]
   unsigned long long *error = nullptr;  // the device error word
-  // Pinned staging: tokens, position, logits, error word.
+  // Pinned staging: tokens, position, logits, ids, error word.
   int64_t *hostTokens = nullptr, *hostPos = nullptr;
   float *hostLogits = nullptr;
+  int32_t *hostIds = nullptr;
   unsigned long long *hostError = nullptr;
+  // The step being enqueued: its [batch, seq] and, for a greedy step, the
+  // position whose argmax per sequence is all that crosses to the host
+  // (-1: the logits cross).
+  int64_t stepBatch = 1, stepSeq = 1, greedyRow = -1, vocab = 0;
   Stream stream = nullptr;
   int multiprocessors = 0;
   struct Captured {
     uint32_t entry;
     std::vector<void *> caches;
-    int64_t capacity;
+    int64_t capacity, greedyRow;
     Graph graph;
   };
   std::vector<Captured> graphs;
@@ -135,8 +144,14 @@ struct DeviceContext {
   template <class T> T *at(size_t offset) const { return reinterpret_cast<T *>(arena + offset); }
 
   /// Queues the copy of `n` values of the entry's logits into the pinned
-  /// f32 staging buffer.
+  /// f32 staging buffer; in a greedy step, the argmax of position
+  /// greedyRow of each sequence and the copy of those ids instead.
   template <class T> std::string storeLogits(const T *p, size_t n, Stream s) {
+    if (greedyRow >= 0) {
+      LLMC_CUDA_TRY(argmax(p + greedyRow * vocab, ids, int(stepBatch), int(vocab),
+                           size_t(stepSeq * vocab), s));
+      return copyAsync(hostIds, ids, size_t(stepBatch) * sizeof(int32_t), s);
+    }
     const float *f32 = reinterpret_cast<const float *>(p);
     if constexpr (!std::is_same_v<T, float>) {
       LLMC_CUDA_TRY(launch(widenKernel<T>, dim3(ceilDiv(n, 256)), dim3(256), 0, s, p, logits, n));
@@ -155,6 +170,13 @@ inline void writeError(char *err, size_t errlen, const std::string &message) {
 /// kEntries, kFns, kCaches, kWeightsBytes, kVocab, kArenaBytes, kMaxTokens,
 /// and kAssertMessages: what each llm.assert_equal says when it fails).
 template <class M> struct Glue {
+  static size_t maxBatch() {
+    size_t most = 1;
+    for (uint32_t i = 0; i < M::kNumEntries; ++i)
+      most = std::max(most, size_t(M::kEntries[i].batch));
+    return most;
+  }
+
   static size_t maxLogits() {
     size_t most = 0;
     for (uint32_t i = 0; i < M::kNumEntries; ++i)
@@ -194,6 +216,9 @@ template <class M> struct Glue {
     LLMC_CUDA_TRY(alloc(&m.tokens, size_t(M::kMaxTokens) * 8));
     LLMC_CUDA_TRY(alloc(&m.pos, 8));
     LLMC_CUDA_TRY(alloc(&m.logits, maxLogits() * 4));
+    LLMC_CUDA_TRY(alloc(&m.ids, maxBatch() * 4));
+    LLMC_CUDA_TRY(pinned(&m.hostIds, maxBatch() * 4));
+    m.vocab = M::kVocab;
     LLMC_CUDA_TRY(alloc(&m.error, 8));
     LLMC_CUDA_TRY(pinned(&m.hostTokens, size_t(M::kMaxTokens) * 8));
     LLMC_CUDA_TRY(pinned(&m.hostPos, 8));
@@ -228,11 +253,11 @@ template <class M> struct Glue {
     if (m->stream)
       streamDestroy(m->stream);
     for (void *p : {(void *)m->arena, (void *)m->tokens, (void *)m->pos, (void *)m->logits,
-                    (void *)m->error})
+                    (void *)m->ids, (void *)m->error})
       if (p)
         deviceFree(p);
     for (void *p : {(void *)m->hostTokens, (void *)m->hostPos, (void *)m->hostLogits,
-                    (void *)m->hostError})
+                    (void *)m->hostIds, (void *)m->hostError})
       if (p)
         hostFreePinned(p);
     if (m->weights)
@@ -253,14 +278,20 @@ template <class M> struct Glue {
     return copyAsync(m.hostError, m.error, 8, s);
   }
 
+  /// Runs an entry; its logits go to `logits`, or (greedyRow >= 0) the
+  /// argmax of that position of each sequence to `ids`.
   static std::string runEntry(M &m, uint32_t entry, const int64_t *tokens, int64_t start,
-                              int64_t capacity, void *const *caches, float *logits) {
+                              int64_t capacity, void *const *caches, float *logits,
+                              int64_t greedyRow, int64_t *ids) {
     if (entry >= M::kNumEntries)
       return "entry " + std::to_string(entry) + " does not exist (the model has " +
              std::to_string(M::kNumEntries) + ")";
     const llmc_model_entry &e = M::kEntries[entry];
-    if (!tokens || !logits || (M::kNumCaches && !caches))
-      return "tokens, caches and logits must not be null";
+    if (!tokens || (greedyRow < 0 ? !logits : !ids) || (M::kNumCaches && !caches))
+      return "tokens, caches and logits (or ids) must not be null";
+    if (greedyRow >= e.seq)
+      return "position " + std::to_string(greedyRow) + " is outside the entry's " +
+             std::to_string(e.seq) + " tokens";
     if (capacity < 1 || capacity > M::kCaches[0].capacity)
       return "capacity " + std::to_string(capacity) + " is outside 1 .. " +
              std::to_string(M::kCaches[0].capacity);
@@ -273,11 +304,13 @@ template <class M> struct Glue {
                std::to_string(M::kVocab);
     std::memcpy(m.hostTokens, tokens, size_t(e.batch * e.seq) * 8);
     *m.hostPos = start;
+    m.stepBatch = e.batch, m.stepSeq = e.seq, m.greedyRow = greedyRow;
     if (e.kind == LLMC_ENTRY_DECODE) {
       std::vector<void *> key(caches, caches + M::kNumCaches);
       Graph graph = nullptr;
       for (auto &g : m.graphs)
-        if (g.entry == entry && g.capacity == capacity && g.caches == key)
+        if (g.entry == entry && g.capacity == capacity && g.caches == key &&
+            g.greedyRow == greedyRow)
           graph = g.graph;
       if (!graph) {
         LLMC_CUDA_TRY(captureBegin(m.stream));
@@ -285,7 +318,7 @@ template <class M> struct Glue {
         std::string end = captureEnd(m.stream, &graph);
         LLMC_CUDA_TRY(e);
         LLMC_CUDA_TRY(end);
-        m.graphs.push_back({entry, key, capacity, graph});
+        m.graphs.push_back({entry, key, capacity, greedyRow, graph});
       }
       LLMC_CUDA_TRY(graphLaunch(graph, m.stream));
     } else {
@@ -298,7 +331,11 @@ template <class M> struct Glue {
         return M::kAssertMessages[index];
       return describeDeviceError(word);
     }
-    std::memcpy(logits, m.hostLogits, size_t(e.batch * e.seq * M::kVocab) * sizeof(float));
+    if (greedyRow >= 0)
+      for (int64_t b = 0; b < e.batch; ++b)
+        ids[b] = m.hostIds[b];
+    else
+      std::memcpy(logits, m.hostLogits, size_t(e.batch * e.seq * M::kVocab) * sizeof(float));
     return {};
   }
 
@@ -309,7 +346,28 @@ template <class M> struct Glue {
       writeError(err, errlen, "the context is null");
       return 1;
     }
-    std::string e = runEntry(*static_cast<M *>(ctx), entry, tokens, start, capacity, caches, logits);
+    std::string e =
+        runEntry(*static_cast<M *>(ctx), entry, tokens, start, capacity, caches, logits, -1, nullptr);
+    if (!e.empty()) {
+      writeError(err, errlen, e);
+      return 1;
+    }
+    return 0;
+  }
+
+  static int runGreedy(void *ctx, uint32_t entry, const int64_t *tokens, int64_t start,
+                       int64_t capacity, void *const *caches, int64_t row, int64_t *out_ids,
+                       char *err, size_t errlen) {
+    if (!ctx) {
+      writeError(err, errlen, "the context is null");
+      return 1;
+    }
+    if (row < 0) {
+      writeError(err, errlen, "the position must be >= 0");
+      return 1;
+    }
+    std::string e = runEntry(*static_cast<M *>(ctx), entry, tokens, start, capacity, caches,
+                             nullptr, row, out_ids);
     if (!e.empty()) {
       writeError(err, errlen, e);
       return 1;

@@ -1,6 +1,8 @@
 //===- Sampling.h - token choice on the device ----------------------------===//
 //
-// argmax   logits [rows, V] (f32, or the model's type), ids int32 [rows]:
+// argmax   logits: rows of V values (f32, or the model's type), row r at
+//          r * rowStride (rowStride >= V: e.g. one position of each
+//          sequence of [B, S, V] logits), ids int32 [rows]:
 //          the first index of the largest value (the runtime's greedy rule;
 //          NaN is never chosen unless the row holds nothing else, then 0).
 //          One block per row: each thread scans a strided share, then a
@@ -35,10 +37,10 @@ LLMC_DEVICE void warpArgmax(float &best, int &at) {
 
 template <class T>
 LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kArgmaxThreads)
-    argmaxKernel(const T *logits, int32_t *ids, int vocab) {
+    argmaxKernel(const T *logits, int32_t *ids, int vocab, size_t rowStride) {
   LLMC_SHARED(float[32], bestValue);
   LLMC_SHARED(int[32], bestIndex);
-  const T *row = logits + size_t(blockIdx.x) * size_t(vocab);
+  const T *row = logits + size_t(blockIdx.x) * rowStride;
   float best = -INFINITY;
   int at = vocab; // none yet
   for (int i = int(threadIdx.x); i < vocab; i += int(blockDim.x)) {
@@ -63,11 +65,12 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kArgmaxThreads)
 }
 
 template <class T>
-std::string argmax(const T *logits, int32_t *ids, int rows, int vocab, Stream stream) {
-  if (rows < 1 || vocab < 1)
+std::string argmax(const T *logits, int32_t *ids, int rows, int vocab, size_t rowStride,
+                   Stream stream) {
+  if (rows < 1 || vocab < 1 || rowStride < size_t(vocab))
     return "argmax: invalid arguments";
   return launch(argmaxKernel<T>, dim3(unsigned(rows)), dim3(kArgmaxThreads), 0, stream, logits, ids,
-                vocab);
+                vocab, rowStride);
 }
 
 } // namespace llmc::cuda

@@ -1,0 +1,97 @@
+/* The model ABI's run_greedy against run_at_capacity on one library: for
+ * each step of a prompt (a prefill bucket padded past the prompt, then
+ * decode steps) the id run_greedy returns must be the first largest logit
+ * of the same position that run_at_capacity returns, on two contexts fed
+ * the same tokens; a position outside the entry is an error.
+ *   greedy_abi LIBMODEL WEIGHTS_BIN PREFILL_ENTRY DECODE_ENTRY PROMPT_LEN STEPS
+ * Prints "greedy ids equal the logits' argmax over N steps" or fails. */
+#include "llmc/model_abi.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int fail(const char *what, const char *err) {
+  fprintf(stderr, "greedy_abi: %s%s%s\n", what, err ? ": " : "", err ? err : "");
+  return 1;
+}
+
+static int64_t argmaxRow(const float *row, int64_t vocab) {
+  int64_t best = 0;
+  for (int64_t i = 1; i < vocab; ++i)
+    if (row[i] > row[best])
+      best = i;
+  return best;
+}
+
+int main(int argc, char **argv) {
+  if (argc != 7)
+    return fail("usage: greedy_abi LIBMODEL WEIGHTS PREFILL DECODE PROMPT_LEN STEPS", NULL);
+  void *lib = dlopen(argv[1], RTLD_NOW);
+  if (!lib)
+    return fail("dlopen", dlerror());
+  const llmc_model_abi *(*get)(void) =
+      (const llmc_model_abi *(*)(void))dlsym(lib, "llmc_model_abi_v1");
+  const llmc_model_abi *abi = get ? get() : NULL;
+  if (!abi || !abi->run_greedy)
+    return fail("the library has no run_greedy", NULL);
+  int fd = open(argv[2], O_RDONLY);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0)
+    return fail("cannot open the weights", argv[2]);
+  void *weights = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (weights == MAP_FAILED)
+    return fail("cannot map the weights", argv[2]);
+  uint32_t prefill = (uint32_t)atoi(argv[3]), decode = (uint32_t)atoi(argv[4]);
+  int64_t promptLen = atoll(argv[5]), steps = atoll(argv[6]), vocab = abi->vocab;
+  int64_t seq = abi->entries[prefill].seq, capacity = abi->caches[0].capacity;
+  char err[1024] = "";
+  void *ctx[2], *caches[2][64];
+  for (int c = 0; c < 2; ++c) {
+    if (abi->create(weights, (uint64_t)st.st_size, 1, &ctx[c], err, sizeof err) != 0)
+      return fail("create", err);
+    if (abi->cache_alloc(ctx[c], 1, capacity, caches[c], err, sizeof err) != 0)
+      return fail("cache_alloc", err);
+  }
+  float *logits = malloc(sizeof(float) * (size_t)(seq * vocab));
+  int64_t tokens[4096] = {0}, id = 0;
+  for (int64_t i = 0; i < promptLen; ++i)
+    tokens[i] = (i * 37 + 11) % vocab;
+  /* The prompt through the prefill bucket (padded), then decode steps fed
+   * the greedy token. */
+  for (int64_t s = 0; s <= steps; ++s) {
+    uint32_t entry = s == 0 ? prefill : decode;
+    int64_t start = s == 0 ? 0 : promptLen + s - 1, row = s == 0 ? promptLen - 1 : 0;
+    const int64_t *in = s == 0 ? tokens : &id;
+    if (abi->run_at_capacity(ctx[0], entry, in, start, capacity, caches[0], logits, err,
+                             sizeof err) != 0)
+      return fail("run_at_capacity", err);
+    int64_t want = argmaxRow(logits + row * vocab, vocab), got = -1;
+    if (abi->run_greedy(ctx[1], entry, in, start, capacity, caches[1], row, &got, err,
+                        sizeof err) != 0)
+      return fail("run_greedy", err);
+    if (got != want) {
+      fprintf(stderr, "greedy_abi: step %lld: run_greedy %lld, argmax of the logits %lld\n",
+              (long long)s, (long long)got, (long long)want);
+      return 1;
+    }
+    id = got;
+  }
+  int64_t ignored;
+  if (abi->run_greedy(ctx[1], prefill, tokens, 0, capacity, caches[1], seq, &ignored, err,
+                      sizeof err) == 0)
+    return fail("a position past the entry was accepted", NULL);
+  printf("position outside: %s\n", err);
+  printf("greedy ids equal the logits' argmax over %lld steps\n", (long long)steps + 1);
+  for (int c = 0; c < 2; ++c) {
+    abi->cache_free(ctx[c], caches[c]);
+    abi->destroy(ctx[c]);
+  }
+  free(logits);
+  return 0;
+}
