@@ -302,9 +302,11 @@ llmc_status loadModel(const std::string &path, const llmc_load_options *options,
 /// Runs entry `entry` on `tokens` ([batch, n], row-major; each row padded
 /// to the entry's length) at the session's current length; logits of the n
 /// rows of each sequence go to `all` ([batch, n, vocab]) and/or the last
-/// row's to `last` ([batch, vocab]).
+/// row's to `last` ([batch, vocab]). With `lastIds` (and a model that has
+/// run_greedy) only the greedy token of each sequence's last row comes
+/// back, to `lastIds` ([batch]), and no logits.
 llmc_status runEntry(llmc_session *s, int entry, const int32_t *tokens, int64_t n, float *all,
-                     float *last) {
+                     float *last, int32_t *lastIds = nullptr) {
   const ModelData &m = *s->model;
   const llmc_model_entry &e = m.abi->entries[entry];
   int64_t b = s->batch, v = m.vocab;
@@ -312,9 +314,19 @@ llmc_status runEntry(llmc_session *s, int entry, const int32_t *tokens, int64_t 
   for (int64_t r = 0; r < b; ++r)
     for (int64_t i = 0; i < n; ++i)
       ids[size_t(r * e.seq + i)] = tokens[r * n + i];
+  char err[1024] = "";
+  if (lastIds && m.abi->run_greedy) {
+    std::vector<int64_t> chosen(size_t(b), 0);
+    if (m.abi->run_greedy(s->ctx, uint32_t(entry), ids.data(), s->length, s->capacity,
+                          s->cachePtrs.data(), n - 1, chosen.data(), err, sizeof err) != 0)
+      return fail(LLMC_ERROR_INTERNAL, err);
+    for (int64_t r = 0; r < b; ++r)
+      lastIds[r] = int32_t(chosen[size_t(r)]);
+    s->length += n;
+    return LLMC_OK;
+  }
   if (s->logits.size() < size_t(b * e.seq * v))
     s->logits.resize(size_t(b * e.seq * v));
-  char err[1024] = "";
   if (m.abi->run_at_capacity(s->ctx, uint32_t(entry), ids.data(), s->length, s->capacity,
                              s->cachePtrs.data(), s->logits.data(), err, sizeof err) != 0)
     return fail(LLMC_ERROR_INTERNAL, err);
@@ -329,9 +341,10 @@ llmc_status runEntry(llmc_session *s, int entry, const int32_t *tokens, int64_t 
   return LLMC_OK;
 }
 
-/// Appends tokens [batch, count] (row-major) to every sequence.
+/// Appends tokens [batch, count] (row-major) to every sequence; see
+/// runEntry for the logits and `lastIds`.
 llmc_status append(llmc_session *s, const int32_t *tokens, size_t count, float *allLogits,
-                   float *lastLogits) {
+                   float *lastLogits, int32_t *lastIds = nullptr) {
   if (!s)
     return fail(LLMC_ERROR_INVALID_ARGUMENT, "the session is null");
   if (count == 0 || !tokens)
@@ -378,7 +391,8 @@ llmc_status append(llmc_session *s, const int32_t *tokens, size_t count, float *
       all = chunkAll.data();
     }
     float *last = lastLogits && done + take == n ? lastLogits : nullptr;
-    if (llmc_status st = runEntry(s, entry, chunk.data(), take, all, last); st != LLMC_OK) {
+    int32_t *ids = lastIds && done + take == n ? lastIds : nullptr;
+    if (llmc_status st = runEntry(s, entry, chunk.data(), take, all, last, ids); st != LLMC_OK) {
       s->length = before;
       return st;
     }
@@ -604,11 +618,34 @@ void llmc_generate_params_init(llmc_generate_params *p) {
   p->min_p = 0;
   p->repetition_penalty = 1;
   p->seed = 0;
+  p->speculative = LLMC_SPECULATIVE_NONE;
+  p->draft_tokens = 4;
+  p->ngram_max = 3;
+  p->ngram_min = 1;
 }
 
 } // extern "C"
 
 namespace {
+
+/// Prompt lookup: up to `k` tokens that followed the latest earlier
+/// occurrence of the last n tokens of `text` (n from nmax down to nmin;
+/// the first size that occurs wins), or none.
+std::vector<int32_t> promptLookup(const std::vector<int32_t> &text, size_t k, size_t nmin,
+                                  size_t nmax) {
+  size_t len = text.size();
+  for (size_t n = std::min(nmax, len > 0 ? len - 1 : 0); n >= nmin && n > 0; --n) {
+    const int32_t *tail = text.data() + (len - n);
+    // Occurrences starting at i < len - n, latest first.
+    for (size_t i = len - n; i-- > 0;)
+      if (std::equal(tail, tail + n, text.data() + i)) {
+        size_t from = i + n, to = std::min(len, from + k);
+        if (from < to)
+          return std::vector<int32_t>(text.begin() + int64_t(from), text.begin() + int64_t(to));
+      }
+  }
+  return {};
+}
 
 /// Generation for every sequence of the session: prompts [batch,
 /// prompt_len], out [batch, out_capacity], counts [batch]. Each sequence
@@ -663,6 +700,19 @@ llmc_status generateRows(llmc_session *session, const int32_t *prompts, size_t p
     so.seed = p.seed + uint64_t(r);
     samplers.emplace_back(so);
   }
+  bool speculate = p.speculative != LLMC_SPECULATIVE_NONE;
+  if (p.speculative != LLMC_SPECULATIVE_NONE && p.speculative != LLMC_SPECULATIVE_PROMPT_LOOKUP)
+    return fail(LLMC_ERROR_INVALID_ARGUMENT,
+                "speculative must be LLMC_SPECULATIVE_NONE or LLMC_SPECULATIVE_PROMPT_LOOKUP");
+  if (speculate) {
+    if (b != 1)
+      return fail(LLMC_ERROR_UNSUPPORTED, "speculative decoding runs single-sequence sessions");
+    if (p.draft_tokens < 1 || p.draft_tokens > 64)
+      return fail(LLMC_ERROR_INVALID_ARGUMENT, "draft_tokens must be in 1 .. 64");
+    if (p.ngram_min < 1 || p.ngram_max < p.ngram_min || p.ngram_max > 64)
+      return fail(LLMC_ERROR_INVALID_ARGUMENT,
+                  "the n-gram sizes must satisfy 1 <= ngram_min <= ngram_max <= 64");
+  }
   const ModelData &m = *session->model;
   std::vector<float> logits(static_cast<size_t>(b * m.vocab));
   std::vector<std::vector<int32_t>> history(static_cast<size_t>(b));
@@ -687,14 +737,43 @@ llmc_status generateRows(llmc_session *session, const int32_t *prompts, size_t p
         return true;
     return false;
   };
+  // Greedy without a repetition penalty needs only the argmax of each
+  // step: a model that computes it where the logits are (run_greedy: a GPU
+  // model) sends back token ids instead of the logits.
+  bool deviceGreedy =
+      m.abi->run_greedy && p.temperature == 0 && p.repetition_penalty == 1 && !speculate;
+  std::vector<int32_t> greedy(static_cast<size_t>(b));
+  auto step = [&](const int32_t *tokens, size_t count) {
+    return deviceGreedy ? append(session, tokens, count, nullptr, nullptr, greedy.data())
+                        : append(session, tokens, count, nullptr, logits.data());
+  };
   auto start = Clock::now();
   session->length = 0;
-  if (llmc_status st = append(session, prompts, promptLen, nullptr, logits.data()); st != LLMC_OK)
+  if (llmc_status st = step(prompts, promptLen); st != LLMC_OK)
     return st;
   std::vector<bool> finished(static_cast<size_t>(b), false);
   std::vector<int32_t> next(static_cast<size_t>(b));
   size_t produced = 0;
   Clock::time_point first = start;
+  int64_t drafted = 0, accepted = 0, verifies = 0;
+  // Writes token `produced` of row r; returns whether the row is done.
+  auto emit = [&](int64_t r, int32_t token) {
+    out[size_t(r) * outCapacity + produced] = token;
+    history[size_t(r)].push_back(token);
+    if (counts)
+      counts[r] = produced + 1;
+    bool stop = std::find(p.stop_tokens, p.stop_tokens + p.num_stop_tokens, token) !=
+                    p.stop_tokens + p.num_stop_tokens ||
+                completesStopString(r);
+    if (callback && b == 1 && callback(token, user) != 0)
+      stop = true;
+    if (stop || produced + 1 == size_t(p.max_new_tokens))
+      finished[size_t(r)] = true;
+    return bool(finished[size_t(r)]);
+  };
+  std::vector<float> verified;
+  llmc::Sampler::Distribution target;
+  int32_t pending = -1; // a token speculative sampling chose on a rejection
   while (produced < size_t(p.max_new_tokens)) {
     bool all = true;
     for (int64_t r = 0; r < b; ++r) {
@@ -702,29 +781,73 @@ llmc_status generateRows(llmc_session *session, const int32_t *prompts, size_t p
         next[size_t(r)] = history[size_t(r)].back();
         continue;
       }
-      int32_t token = samplers[size_t(r)].sample(logits.data() + r * m.vocab, m.vocab,
-                                                 history[size_t(r)]);
+      int32_t token = pending >= 0 ? pending
+                      : deviceGreedy
+                          ? greedy[size_t(r)]
+                          : samplers[size_t(r)].sample(logits.data() + r * m.vocab, m.vocab,
+                                                       history[size_t(r)]);
+      pending = -1;
       next[size_t(r)] = token;
-      out[size_t(r) * outCapacity + produced] = token;
-      history[size_t(r)].push_back(token);
-      if (counts)
-        counts[r] = produced + 1;
-      bool stop = std::find(p.stop_tokens, p.stop_tokens + p.num_stop_tokens, token) !=
-                      p.stop_tokens + p.num_stop_tokens ||
-                  completesStopString(r);
-      if (callback && b == 1 && callback(token, user) != 0)
-        stop = true;
-      if (stop || produced + 1 == size_t(p.max_new_tokens))
-        finished[size_t(r)] = true;
-      all = all && finished[size_t(r)];
+      all = emit(r, token) && all;
     }
     ++produced;
     if (produced == 1)
       first = Clock::now();
     if (all || session->length + 1 > session->capacity)
       break;
-    if (llmc_status st = append(session, next.data(), 1, nullptr, logits.data()); st != LLMC_OK)
+    // Prompt lookup: the tokens that followed the latest earlier occurrence
+    // of the text's last n tokens, verified together with the new token.
+    std::vector<int32_t> draft;
+    if (speculate) {
+      size_t room = std::min<size_t>(size_t(p.max_new_tokens) - produced,
+                                     size_t(session->capacity - session->length - 1));
+      draft = promptLookup(history[0], std::min<size_t>(size_t(p.draft_tokens), room),
+                           size_t(p.ngram_min), size_t(p.ngram_max));
+    }
+    if (draft.empty()) {
+      if (llmc_status st = step(next.data(), 1); st != LLMC_OK)
+        return st;
+      continue;
+    }
+    std::vector<int32_t> chunk = {next[0]};
+    chunk.insert(chunk.end(), draft.begin(), draft.end());
+    int64_t before = session->length;
+    verified.resize(chunk.size() * size_t(m.vocab));
+    if (llmc_status st = append(session, chunk.data(), chunk.size(), verified.data(), nullptr);
+        st != LLMC_OK)
       return st;
+    ++verifies;
+    drafted += int64_t(draft.size());
+    // Draft token i stands if it is what the sampler chooses after the
+    // ones before it: greedy, the choice itself; sampling, with the
+    // probability p(token) the sampler gives it (the draft proposed it with
+    // certainty), and on a rejection the token comes from p without it,
+    // renormalised: each token then follows p exactly.
+    size_t kept = 0;
+    bool done = false;
+    llmc::Sampler &sampler = samplers[0];
+    while (kept < draft.size() && !done) {
+      const float *row = verified.data() + kept * size_t(m.vocab);
+      bool stands;
+      if (sampler.greedy()) {
+        stands = sampler.sample(row, m.vocab, history[0]) == draft[kept];
+      } else {
+        sampler.distribution(row, m.vocab, history[0], target);
+        stands = sampler.uniform() < target.probability(draft[kept]);
+        if (!stands)
+          pending = sampler.draw(target, draft[kept]);
+      }
+      if (!stands)
+        break;
+      done = emit(0, draft[kept]);
+      ++produced;
+      ++kept;
+    }
+    accepted += int64_t(kept);
+    std::copy_n(verified.data() + kept * size_t(m.vocab), size_t(m.vocab), logits.data());
+    session->length = before + 1 + int64_t(kept); // the rejected rows are written over later
+    if (done)
+      break;
   }
   auto end = Clock::now();
   if (stats) {
@@ -734,6 +857,9 @@ llmc_status generateRows(llmc_session *session, const int32_t *prompts, size_t p
     stats->generated_tokens = int64_t(produced) * b;
     stats->time_to_first_token_ms = produced ? ms(first - start) : 0;
     stats->total_ms = ms(end - start);
+    stats->draft_tokens = drafted;
+    stats->accepted_tokens = accepted;
+    stats->verify_steps = verifies;
     if (produced > 1) {
       stats->time_per_output_token_ms = ms(end - first) / double(produced - 1);
       stats->tokens_per_second = 1000.0 * double(b) / stats->time_per_output_token_ms;

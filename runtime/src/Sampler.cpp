@@ -53,7 +53,7 @@ double Sampler::uniform() {
   return double(result >> 11) * 0x1.0p-53;
 }
 
-int32_t Sampler::sample(const float *logits, int64_t vocab, const std::vector<int32_t> &history) {
+void Sampler::penalize(const float *logits, int64_t vocab, const std::vector<int32_t> &history) {
   work.assign(logits, logits + vocab);
   if (opts.repetitionPenalty != 1)
     for (int32_t t : history)
@@ -61,8 +61,11 @@ int32_t Sampler::sample(const float *logits, int64_t vocab, const std::vector<in
         float &l = work[size_t(t)];
         l = l > 0 ? l / opts.repetitionPenalty : l * opts.repetitionPenalty;
       }
-  if (opts.temperature == 0) // greedy: the first of the largest
-    return int32_t(std::max_element(work.begin(), work.end()) - work.begin());
+}
+
+void Sampler::distribution(const float *logits, int64_t vocab, const std::vector<int32_t> &history,
+                           Distribution &out) {
+  penalize(logits, vocab, history);
   order.resize(size_t(vocab));
   std::iota(order.begin(), order.end(), 0);
   // Most likely first; ties by id so the order is deterministic.
@@ -77,7 +80,8 @@ int32_t Sampler::sample(const float *logits, int64_t vocab, const std::vector<in
     std::sort(order.begin(), order.end(), better);
   }
   // Probabilities of the kept tokens at the temperature.
-  std::vector<double> p(keep);
+  std::vector<double> &p = out.weights;
+  p.resize(keep);
   double top = work[size_t(order[0])] / opts.temperature, sum = 0;
   for (size_t i = 0; i < keep; ++i)
     sum += p[i] = std::exp(double(work[size_t(order[i])]) / opts.temperature - top);
@@ -96,16 +100,46 @@ int32_t Sampler::sample(const float *logits, int64_t vocab, const std::vector<in
       ++n;
     keep = n;
   }
-  double total = 0;
+  p.resize(keep);
+  out.tokens.assign(order.begin(), order.begin() + long(keep));
+  out.total = 0;
   for (size_t i = 0; i < keep; ++i)
-    total += p[i];
+    out.total += p[i];
+}
+
+double Sampler::Distribution::probability(int32_t token) const {
+  for (size_t i = 0; i < tokens.size(); ++i)
+    if (tokens[i] == token)
+      return weights[i] / total;
+  return 0;
+}
+
+int32_t Sampler::draw(const Distribution &d, int32_t except) {
+  double total = d.total;
+  for (size_t i = 0; i < d.tokens.size(); ++i)
+    if (d.tokens[i] == except)
+      total -= d.weights[i];
   double r = uniform() * total;
-  for (size_t i = 0; i < keep; ++i) {
-    r -= p[i];
+  int32_t last = -1;
+  for (size_t i = 0; i < d.tokens.size(); ++i) {
+    if (d.tokens[i] == except)
+      continue;
+    last = d.tokens[i];
+    r -= d.weights[i];
     if (r < 0)
-      return order[i];
+      return d.tokens[i];
   }
-  return order[keep - 1];
+  // Rounding left a sliver (or everything was `except`: then that token).
+  return last >= 0 ? last : d.tokens[0];
+}
+
+int32_t Sampler::sample(const float *logits, int64_t vocab, const std::vector<int32_t> &history) {
+  if (opts.temperature == 0) { // greedy: the first of the largest
+    penalize(logits, vocab, history);
+    return int32_t(std::max_element(work.begin(), work.end()) - work.begin());
+  }
+  distribution(logits, vocab, history, dist);
+  return draw(dist);
 }
 
 } // namespace llmc

@@ -37,11 +37,33 @@ public:
   /// A uniform double in [0, 1).
   double uniform();
 
+  /// What a sampling (temperature > 0) draw chooses from: the kept tokens,
+  /// most likely first, and their weights (probabilities up to the factor
+  /// `total`).
+  struct Distribution {
+    std::vector<int32_t> tokens;
+    std::vector<double> weights;
+    double total = 0;
+    /// The probability of `token` (0 when it was cut).
+    double probability(int32_t token) const;
+  };
+  void distribution(const float *logits, int64_t vocab, const std::vector<int32_t> &history,
+                    Distribution &out);
+  /// A draw from `d`, leaving out `except` (-1: none) and renormalising:
+  /// the residual max(0, p - q) of speculative sampling when the draft q
+  /// proposed one token.
+  int32_t draw(const Distribution &d, int32_t except = -1);
+  bool greedy() const { return opts.temperature == 0; }
+
 private:
+  /// `work` = the logits with the repetition penalty applied.
+  void penalize(const float *logits, int64_t vocab, const std::vector<int32_t> &history);
+
   SamplerOptions opts;
   uint64_t state[4];
   std::vector<float> work;
   std::vector<int32_t> order;
+  Distribution dist;
 };
 
 } // namespace llmc

@@ -4,9 +4,13 @@
 kept, with the compiled KV-cache capacity and with `--capacity` of exactly
 prompt + 32 positions (an artifact whose capacity is fixed must refuse it),
 and compares the printed ids with the fixture's
-"greedy" tokens (onnxruntime's). Exits non-zero naming the first mismatch."""
+"greedy" tokens (onnxruntime's); and once more with `--speculative
+prompt-lookup` (drafts from the text so far, verified in one prefill pass,
+the rest rolled back), which must print the same tokens. Exits non-zero
+naming the first mismatch."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -27,7 +31,7 @@ def fixtures(roots):
 
 def main():
     artifacts, roots = sys.argv[1], sys.argv[2:]
-    checked = fixed = 0
+    checked = fixed = accepted = proposed = 0
     for fx in fixtures(roots):
         if "greedy" not in fx:
             continue
@@ -58,10 +62,25 @@ def main():
             if got != fx["greedy"]:
                 sys.exit("%s (capacity %d): llmc run printed %s, onnxruntime %s" %
                          (fx["name"], capacity, got, fx["greedy"]))
+        out = subprocess.run(["llmc", "run", art, "--ids", ",".join(map(str, fx["prompt"])),
+                              "--max-new-tokens", str(len(fx["greedy"])), "--format", "ids",
+                              "--ignore-eos", "--speculative", "prompt-lookup", "-v"],
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            sys.exit("%s: llmc run --speculative failed: %s" % (fx["name"], out.stderr.strip()))
+        got = [int(x) for x in out.stdout.strip().split(",")]
+        if got != fx["greedy"]:
+            sys.exit("%s: llmc run --speculative prompt-lookup printed %s, onnxruntime %s" %
+                     (fx["name"], got, fx["greedy"]))
+        m = re.search(r"(\d+) of (\d+) proposed tokens accepted", out.stderr)
+        if m:
+            accepted += int(m.group(1))
+            proposed += int(m.group(2))
         checked += 1
     print("%d artifacts: llmc run printed onnxruntime's greedy tokens for every one, "
           "at the compiled capacity and at the one the run needs (%d of fixed capacity: "
-          "refused it)" % (checked, fixed))
+          "refused it), and with --speculative prompt-lookup (%s of %d proposed tokens "
+          "accepted)" % (checked, fixed, "some" if accepted else "none", proposed))
 
 
 if __name__ == "__main__":

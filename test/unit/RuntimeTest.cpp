@@ -187,6 +187,52 @@ TEST(Sampler, TopPAndMinPCutTheTail) {
     EXPECT_LT(m.sample(logits.data(), 4, {}), 2);
 }
 
+TEST(Sampler, DistributionIsWhatSampleDrawsFrom) {
+  // distribution(): the kept tokens (top-k 3, most likely first) with the
+  // softmax at the temperature over them; sample() draws from it with the
+  // same generator steps as draw().
+  std::vector<float> logits = {1.0f, 0.0f, 0.5f, -1.0f, 0.25f};
+  llmc::SamplerOptions o;
+  o.temperature = 0.8f;
+  o.topK = 3;
+  o.seed = 7;
+  llmc::Sampler a(o), b(o);
+  llmc::Sampler::Distribution d;
+  b.distribution(logits.data(), 5, {}, d);
+  ASSERT_EQ(d.tokens, (std::vector<int32_t>{0, 2, 4}));
+  double z = 0;
+  for (int t : {0, 2, 4})
+    z += std::exp(logits[size_t(t)] / double(o.temperature));
+  for (int t : {0, 2, 4})
+    EXPECT_NEAR(d.probability(t), std::exp(logits[size_t(t)] / double(o.temperature)) / z, 1e-12);
+  EXPECT_EQ(d.probability(1), 0);
+  for (int i = 0; i < 100; ++i)
+    EXPECT_EQ(a.sample(logits.data(), 5, {}), b.draw(d));
+}
+
+TEST(Sampler, DrawLeavingATokenOutRenormalises) {
+  // The residual of speculative sampling: p without token 0 (p = 0.64,
+  // 0.24, 0.09, 0.03 at temperature 1), renormalised; 40000 draws within
+  // 5 standard errors, token 0 never.
+  std::vector<float> logits = {2.0f, 1.0f, 0.0f, -1.0f};
+  llmc::SamplerOptions o;
+  o.temperature = 1;
+  o.seed = 3;
+  llmc::Sampler s(o);
+  llmc::Sampler::Distribution d;
+  s.distribution(logits.data(), 4, {}, d);
+  const int n = 40000;
+  std::vector<int> count(4);
+  for (int i = 0; i < n; ++i)
+    ++count[size_t(s.draw(d, 0))];
+  EXPECT_EQ(count[0], 0);
+  double rest = 1 - d.probability(0);
+  for (int t = 1; t < 4; ++t) {
+    double q = d.probability(t) / rest, se = std::sqrt(q * (1 - q) / n);
+    EXPECT_NEAR(double(count[size_t(t)]) / n, q, 5 * se) << "token " << t;
+  }
+}
+
 TEST(Sampler, OptionsAreValidated) {
   std::string why;
   llmc::SamplerOptions o;

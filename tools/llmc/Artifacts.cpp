@@ -181,6 +181,17 @@ cl::opt<int64_t> runCapacity(
     "capacity",
     cl::desc("KV-cache positions per sequence (prompt + generated; 0: the compiled --max-seq)"),
     cl::init(0), cl::sub(runCmd), cl::cat(cat()));
+cl::opt<std::string> runSpeculative(
+    "speculative",
+    cl::desc("prompt-lookup: propose the tokens that followed the latest earlier occurrence of "
+             "the text's last n tokens and verify them in one pass (greedy output unchanged)"),
+    cl::init(""), cl::sub(runCmd), cl::cat(cat()));
+cl::opt<int> runDraftTokens("draft-tokens",
+                            cl::desc("--speculative: tokens proposed per step (default 4)"),
+                            cl::init(4), cl::sub(runCmd), cl::cat(cat()));
+cl::opt<int> runNgram("ngram", cl::desc("--speculative prompt-lookup: the longest n-gram matched "
+                                        "(default 3; down to 1)"),
+                      cl::init(3), cl::sub(runCmd), cl::cat(cat()));
 cl::opt<bool> runVerbose("v", cl::desc("Print timing to stderr"), cl::init(false),
                          cl::sub(runCmd), cl::cat(cat()));
 
@@ -797,6 +808,10 @@ llmc_generate_params generateParams(const std::vector<int32_t> &stop,
   p.num_stop_tokens = stop.size();
   p.stop_strings = stopText.data();
   p.num_stop_strings = stopText.size();
+  if (runSpeculative == "prompt-lookup")
+    p.speculative = LLMC_SPECULATIVE_PROMPT_LOOKUP;
+  p.draft_tokens = runDraftTokens;
+  p.ngram_max = runNgram;
   return p;
 }
 
@@ -869,6 +884,8 @@ int mlir::llmc::runRun() {
   }
   if (runMaxNew < 0)
     return fail("--max-new-tokens must be >= 0");
+  if (!runSpeculative.empty() && runSpeculative != "prompt-lookup")
+    return fail("--speculative takes prompt-lookup, not '" + runSpeculative + "'");
   llmc_model *model = nullptr;
   llmc_load_options loadOptions{};
   loadOptions.device = runDevice.c_str();
@@ -942,12 +959,20 @@ int mlir::llmc::runRun() {
                                   "holds {1} positions (llmc run --capacity, llmc compile "
                                   "--max-seq)\n",
                                   count, llmc_session_capacity(session));
-  if (runVerbose)
+  if (runVerbose) {
     llvm::errs() << llvm::formatv("prompt {0} tokens, generated {1}; time to first token {2:f2} "
                                   "ms, {3:f2} ms per token, {4:f1} tokens/s\n",
                                   stats.prompt_tokens, stats.generated_tokens,
                                   stats.time_to_first_token_ms, stats.time_per_output_token_ms,
                                   stats.tokens_per_second);
+    if (stats.verify_steps)
+      llvm::errs() << llvm::formatv(
+          "speculative: {0} verification passes, {1} of {2} proposed tokens accepted ({3:f1}%), "
+          "{4:f2} tokens per pass\n",
+          stats.verify_steps, stats.accepted_tokens, stats.draft_tokens,
+          100.0 * double(stats.accepted_tokens) / double(std::max<int64_t>(stats.draft_tokens, 1)),
+          double(stats.accepted_tokens + stats.verify_steps) / double(stats.verify_steps));
+  }
   return 0;
 }
 

@@ -189,7 +189,23 @@ typedef struct llmc_generate_params {
    * occurrence). Needs the artifact's tokenizer; each string non-empty. */
   const char *const *stop_strings;
   size_t num_stop_strings;
+  /* Speculative decoding: LLMC_SPECULATIVE_NONE (the default), or
+   * LLMC_SPECULATIVE_PROMPT_LOOKUP: each step proposes up to draft_tokens
+   * tokens that followed the latest earlier occurrence of the last n tokens
+   * (n from ngram_max down to ngram_min) in the prompt and the text so far,
+   * and verifies them in one pass (a prefill entry; compile small buckets,
+   * e.g. --prefill-buckets 4,8,16,..., for it to be cheap); the rejected
+   * rest is rolled back. Greedy output is plain decoding's, token for token;
+   * sampled output follows the same distribution (a draft token stands with
+   * the probability the sampler gives it, else the token is drawn from the
+   * rest). Single-sequence sessions only. */
+  int32_t speculative;
+  int32_t draft_tokens; /* default 4, at most 64 */
+  int32_t ngram_max;    /* default 3 */
+  int32_t ngram_min;    /* default 1 */
 } llmc_generate_params;
+
+enum { LLMC_SPECULATIVE_NONE = 0, LLMC_SPECULATIVE_PROMPT_LOOKUP = 1 };
 
 /* Fills `params` with the defaults above. */
 void llmc_generate_params_init(llmc_generate_params *params);
@@ -203,6 +219,9 @@ typedef struct llmc_generate_stats {
   double time_per_output_token_ms; /* mean over the tokens after the first */
   double tokens_per_second;        /* generated tokens after the first / their time */
   double total_ms;
+  /* Speculative decoding: tokens proposed, and of those accepted (the
+   * acceptance rate is their ratio), and verification passes. */
+  int64_t draft_tokens, accepted_tokens, verify_steps;
 } llmc_generate_stats;
 
 /* Resets the session, runs the prompt and generates up to
