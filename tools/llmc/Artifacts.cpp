@@ -82,6 +82,11 @@ cl::list<int64_t> compileBuckets(
     "prefill-buckets",
     cl::desc("Prompt lengths to compile prefill for (default 16,64,256,1024 up to --max-seq)"),
     cl::CommaSeparated, cl::sub(compileCmd), cl::cat(cat()));
+cl::list<int64_t> compileVerifyBuckets(
+    "verify-buckets",
+    cl::desc("Short prefill buckets for speculative decoding's verification passes (the new "
+             "token and its draft, e.g. 2,4,8), added to the prefill buckets"),
+    cl::CommaSeparated, cl::sub(compileCmd), cl::cat(cat()));
 cl::opt<std::string> compileDtype("dtype", cl::desc("f32 (default), f16 or bf16 compute"),
                                   cl::init("f32"), cl::sub(compileCmd), cl::cat(cat()));
 cl::opt<std::string> compileCpu("cpu",
@@ -498,9 +503,12 @@ llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const Compil
     for (int64_t b : {16, 64, 256, 1024})
       if (b <= req.maxSeq)
         buckets.push_back(b);
+  buckets.insert(buckets.end(), req.verifyBuckets.begin(), req.verifyBuckets.end());
   for (int64_t b : llvm::concat<int64_t>(batch, buckets))
     if (b <= 0)
-      return error("--batch and --prefill-buckets take positive sizes");
+      return error("--batch, --prefill-buckets and --verify-buckets take positive sizes");
+  llvm::sort(buckets);
+  buckets.erase(std::unique(buckets.begin(), buckets.end()), buckets.end());
   for (int64_t b : buckets)
     if (b > req.maxSeq)
       return error("prefill bucket " + std::to_string(b) + " exceeds --max-seq " +
@@ -675,6 +683,7 @@ int mlir::llmc::runCompile(MLIRContext &ctx) {
   req.maxSeq = compileMaxSeq;
   req.batch.assign(compileBatch.begin(), compileBatch.end());
   req.buckets.assign(compileBuckets.begin(), compileBuckets.end());
+  req.verifyBuckets.assign(compileVerifyBuckets.begin(), compileVerifyBuckets.end());
   req.dtype = compileDtype;
   req.cpu = compileCpu;
   req.cxx = compileCxx;
@@ -1070,7 +1079,8 @@ int mlir::llmc::runInspect() {
     os << "decode step:  " << num(arch, "decode_kernels_per_step") << " kernels (fusion plan)\n";
   os << "vocab:        " << num(m, "vocab") << "\n";
   os << "weights:      " << num(w, "bytes") << " bytes, " << num(w, "tensors") << " tensors\n";
-  if (const llvm::json::Object *quant = m->getObject("quantization")) {
+  const llvm::json::Object *quant = m->getObject("quantization");
+  if (quant && !quant->empty()) { // an unquantized model's is {}
     // One line per scheme, then the total against float weights.
     std::map<std::string, int64_t> schemes;
     int64_t layers = 0;

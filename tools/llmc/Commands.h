@@ -31,6 +31,7 @@ struct CompileRequest {
   std::string nvcc;                                  // empty: found as Artifact.h says
   int64_t maxSeq = 2048;
   std::vector<int64_t> batch, buckets; // empty: the defaults
+  std::vector<int64_t> verifyBuckets;  // added to the prefill buckets
   std::string dtype = "f32";
   std::string cpu = "avx2"; // avx2, avx512, native
   std::string cxx;          // empty: $CXX, else c++

@@ -193,8 +193,8 @@ typedef struct llmc_generate_params {
    * LLMC_SPECULATIVE_PROMPT_LOOKUP: each step proposes up to draft_tokens
    * tokens that followed the latest earlier occurrence of the last n tokens
    * (n from ngram_max down to ngram_min) in the prompt and the text so far,
-   * and verifies them in one pass (a prefill entry; compile small buckets,
-   * e.g. --prefill-buckets 4,8,16,..., for it to be cheap); the rejected
+   * and verifies them in one pass (a prefill entry; compile short buckets
+   * for it, llmc compile --verify-buckets 2,4,8); the rejected
    * rest is rolled back. Greedy output is plain decoding's, token for token;
    * sampled output follows the same distribution (a draft token stands with
    * the probability the sampler gives it, else the token is drawn from the
