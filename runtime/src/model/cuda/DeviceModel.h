@@ -12,7 +12,8 @@
 //             model share the copy), allocates the arena, the device token
 //             and position buffers, the error word and pinned staging for
 //             what crosses to and from the host, and a stream;
-//   cache_alloc  the session's KV caches on the device (zeroed);
+//   cache_alloc  the session's KV caches on the device: one allocation,
+//             zeroed;
 //   run       copies the tokens and start position into pinned staging,
 //             then runs the entry: a decode entry is captured once as a CUDA
 //             graph per (caches, capacity) and replayed each step (the
@@ -381,31 +382,37 @@ template <class M> struct Glue {
                          caches, logits, err, errlen);
   }
 
+  /// The session's caches as one device allocation (each cache at a
+  /// 256-byte aligned offset of it), zeroed.
   static int cacheAlloc(void *ctx, int64_t batch, int64_t capacity, void **out, char *err,
                         size_t errlen) {
     (void)ctx;
-    std::vector<void *> made;
-    std::string e;
-    for (uint32_t i = 0; i < M::kNumCaches && e.empty(); ++i) {
+    if (M::kNumCaches == 0)
+      return 0;
+    std::vector<size_t> offsets;
+    size_t total = 0;
+    for (uint32_t i = 0; i < M::kNumCaches; ++i) {
       const llmc_model_cache &c = M::kCaches[i];
-      size_t bytes = size_t(batch * c.heads * capacity * c.head_dim) * (c.dtype == 1 ? 4 : 2);
-      void *p = nullptr;
-      e = deviceAlloc(&p, bytes);
-      if (e.empty()) {
-        made.push_back(p);
-        e = memsetAsync(p, 0, bytes, nullptr);
-      }
+      offsets.push_back(total);
+      total += (size_t(batch * c.heads * capacity * c.head_dim) * (c.dtype == 1 ? 4 : 2) + 255) /
+               256 * 256;
     }
-    if (e.empty())
-      e = synchronize();
+    void *base = nullptr;
+    std::string e = deviceAlloc(&base, total);
+    if (e.empty()) {
+      e = memsetAsync(base, 0, total, nullptr);
+      if (e.empty())
+        e = synchronize();
+      if (!e.empty())
+        deviceFree(base);
+    }
     if (!e.empty()) {
-      for (void *p : made)
-        deviceFree(p);
-      writeError(err, errlen, "cannot allocate the KV cache on the device: " + e);
+      writeError(err, errlen, "cannot allocate the KV cache on the device (" +
+                                  std::to_string(total >> 20) + " MiB): " + e);
       return 1;
     }
-    for (size_t i = 0; i < made.size(); ++i)
-      out[i] = made[i];
+    for (uint32_t i = 0; i < M::kNumCaches; ++i)
+      out[i] = static_cast<unsigned char *>(base) + offsets[i];
     return 0;
   }
 
@@ -419,8 +426,8 @@ template <class M> struct Glue {
         } else {
           ++i;
         }
-    for (uint32_t i = 0; i < M::kNumCaches; ++i)
-      deviceFree(caches[i]);
+    if (M::kNumCaches) // one allocation, at the first cache
+      deviceFree(caches[0]);
   }
 };
 
