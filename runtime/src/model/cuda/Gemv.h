@@ -34,6 +34,33 @@ constexpr int kGemvWarps = 8;
 constexpr int kGemvUnroll = 4;
 constexpr int kGemvMaxRows = 8;
 
+/// The end of a warp's column `col` of a GEMV (gemv, qgemv): the lanes'
+/// sums of its M rows reduced across the warp, then lane 0 writes them to
+/// `partial` (split-K) or to y with the bias and residual added.
+template <int M, class B, class Y>
+LLMC_DEVICE void finishColumn(float (&acc)[M], unsigned lane, int split, int splits, int col,
+                              int n, const B *bias, const Y *residual, Y *y, float *partial) {
+  LLMC_UNROLL
+  for (int m = 0; m < M; ++m)
+    acc[m] = warpSum(acc[m]);
+  if (lane != 0)
+    return;
+  if (splits > 1) {
+    LLMC_UNROLL
+    for (int m = 0; m < M; ++m)
+      partial[(size_t(split) * M + size_t(m)) * size_t(n) + size_t(col)] = acc[m];
+    return;
+  }
+  float b = bias ? toFloat(bias[col]) : 0.0f;
+  LLMC_UNROLL
+  for (int m = 0; m < M; ++m) {
+    float v = acc[m] + b;
+    if (residual)
+      v += toFloat(residual[size_t(m) * size_t(n) + size_t(col)]);
+    y[size_t(m) * size_t(n) + size_t(col)] = fromFloat<Y>(v);
+  }
+}
+
 // (No __launch_bounds__: with it ptxas trades registers for occupancy and
 // spills at M = 8; without it M = 8 takes 80 registers and 3 blocks fit an
 // SM, which keeps enough loads in flight.)
@@ -96,25 +123,7 @@ LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *resi
       for (int m = 0; m < M; ++m)
         acc[m] = fmaf(toFloat(row[e]), toFloat(x[size_t(m) * size_t(k) + size_t(e)]), acc[m]);
 
-  LLMC_UNROLL
-  for (int m = 0; m < M; ++m)
-    acc[m] = warpSum(acc[m]);
-  if (lane != 0)
-    return;
-  if (splits > 1) {
-    LLMC_UNROLL
-    for (int m = 0; m < M; ++m)
-      partial[(size_t(split) * M + size_t(m)) * size_t(n) + size_t(col)] = acc[m];
-    return;
-  }
-  float b = bias ? toFloat(bias[col]) : 0.0f;
-  LLMC_UNROLL
-  for (int m = 0; m < M; ++m) {
-    float v = acc[m] + b;
-    if (residual)
-      v += toFloat(residual[size_t(m) * size_t(n) + size_t(col)]);
-    y[size_t(m) * size_t(n) + size_t(col)] = fromFloat<Y>(v);
-  }
+  finishColumn<M>(acc, lane, split, splits, col, n, bias, residual, y, partial);
 }
 
 /// y[m, n] = sum over splits of partial (in split order) + bias + residual.

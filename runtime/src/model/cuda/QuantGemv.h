@@ -130,25 +130,7 @@ LLMC_GLOBAL void qgemvKernel(const X *x, const uint8_t *q, const S *scales, cons
         acc[m] = fmaf(w, toFloat(x[size_t(m) * size_t(k) + size_t(e)]), acc[m]);
     }
 
-  LLMC_UNROLL
-  for (int m = 0; m < M; ++m)
-    acc[m] = warpSum(acc[m]);
-  if (lane != 0)
-    return;
-  if (splits > 1) {
-    LLMC_UNROLL
-    for (int m = 0; m < M; ++m)
-      partial[(size_t(split) * M + size_t(m)) * size_t(n) + size_t(col)] = acc[m];
-    return;
-  }
-  float b = bias ? toFloat(bias[col]) : 0.0f;
-  LLMC_UNROLL
-  for (int m = 0; m < M; ++m) {
-    float v = acc[m] + b;
-    if (residual)
-      v += toFloat(residual[size_t(m) * size_t(n) + size_t(col)]);
-    y[size_t(m) * size_t(n) + size_t(col)] = fromFloat<Y>(v);
-  }
+  finishColumn<M>(acc, lane, split, splits, col, n, bias, residual, y, partial);
 }
 
 /// The bytes qgemv reads per step of a lane: the largest of 16, 8 and 4
