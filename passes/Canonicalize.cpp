@@ -447,7 +447,7 @@ struct CanonicalizePass : mlir::llmc::impl::CanonicalizePassBase<CanonicalizePas
       for (auto [r, t] : llvm::zip(op->getResults(), *results)) {
         if (!t.defined() || t.numel() > kMaxFoldedElements)
           break;
-        auto type = RankedTensorType::get(t.shape(), getElementTypeOrSelf(r.getType()));
+        auto type = RankedTensorType::get(ArrayRef<int64_t>(t.shape().data(), t.shape().size()), getElementTypeOrSelf(r.getType()));
         ElementsAttr attr = denseFromTensor(t, type);
         if (!attr)
           break;

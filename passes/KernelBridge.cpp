@@ -137,7 +137,7 @@ mlir::llmc::evaluateOp(Operation *op, llvm::ArrayRef<const cpu::Tensor *> inputs
 
 ElementsAttr mlir::llmc::denseFromTensor(const cpu::Tensor &t, RankedTensorType type) {
   Type element = type.getElementType();
-  if (!type.hasStaticShape() || type.getShape() != ArrayRef<int64_t>(t.shape()) ||
+  if (!type.hasStaticShape() || type.getShape() != ArrayRef<int64_t>(t.shape().data(), t.shape().size()) ||
       !element.isIntOrFloat() ||
       cpu::DType(getOnnxCodeForElementType(element)) != t.dtype())
     return {};

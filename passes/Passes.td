@@ -441,7 +441,13 @@ def PlanMemoryPass : Pass<"llmc-plan-memory", "::mlir::func::FuncOp"> {
     with the weights); the function's cache inputs
     are the KV cache, and `llm.cache_update` writes in place (its result is
     its cache input's buffer); Reshape, Squeeze, Unsqueeze and Flatten are
-    views of their input; every other result is an activation. Activations
+    views of their input, and so are an identity and a slice of one
+    contiguous range where the code makes them views; a residual add that
+    the code folds into its linear layer is the layer's buffer; the values
+    inside `llm.fused` regions are planned where the region runs, and a
+    region's results are the values it yields (passes/StorageFacts.h: the
+    code generators ask the same questions); every other result is an
+    activation. Activations
     get offsets in one arena from their liveness (definition to last use,
     views extending their source; function results live to the end): the
     largest first, each at the lowest 64-byte-aligned offset free over its
@@ -457,7 +463,8 @@ def PlanMemoryPass : Pass<"llmc-plan-memory", "::mlir::func::FuncOp"> {
     capacity) would normalise a materialised attention score matrix: the
     pass reports it as an error, so a plan that exists shows there is none
     (attention runs inside llm.cached_attention, whose scores are never a
-    value).
+    value). The CPU code places every value with an offset there, and a
+    session allocates the largest entry's arena once.
   }];
   let dependentDialects = ["::mlir::llmc::LLMDialect"];
 }

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/BuildHelpers.h"
 #include "passes/Passes.h"
+#include "passes/StorageFacts.h"
 
 #include "dialects/LLM/IR/LLMOps.h"
 #include "dialects/LLM/IR/ShapeInference.h"
@@ -14,6 +15,7 @@
 #include "llvm/ADT/DenseMap.h"
 
 #include <algorithm>
+#include <functional>
 
 namespace mlir::llmc {
 #define GEN_PASS_DEF_PLANMEMORYPASS
@@ -29,25 +31,8 @@ constexpr int64_t kAlign = 64;
 
 int64_t alignUp(int64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
 
-/// Bytes of a tensor value, dynamic sizes bounded by `bound`; -1 when the
-/// element size is unknown.
 int64_t bytesOf(Type type, int64_t bound, bool &bounded) {
-  auto t = dyn_cast<RankedTensorType>(type);
-  if (!t)
-    return -1;
-  Type e = t.getElementType();
-  int64_t bits = e.isIntOrFloat() ? e.getIntOrFloatBitWidth() : 0;
-  if (bits == 0)
-    return -1;
-  int64_t n = 1;
-  for (int64_t d : t.getShape()) {
-    if (ShapedType::isDynamic(d)) {
-      bounded = true;
-      d = bound;
-    }
-    n *= d;
-  }
-  return (n * std::max<int64_t>(bits, 8) + 7) / 8;
+  return arenaBytesOf(type, bound, &bounded);
 }
 
 struct PlanMemoryPass : mlir::llmc::impl::PlanMemoryPassBase<PlanMemoryPass> {
@@ -66,7 +51,7 @@ struct PlanMemoryPass : mlir::llmc::impl::PlanMemoryPassBase<PlanMemoryPass> {
       if (name.getValue() == "tokens" && t.getRank() == 2 && !t.isDynamicDim(1))
         promptLength = t.getDimSize(1);
     }
-    int64_t bound = capacity > 0 ? capacity : 1;
+    int64_t bound = arenaBound(f);
     bool bounded = false;
 
     // Buffers: each value's root (a view's source, an in-place update's
@@ -88,76 +73,94 @@ struct PlanMemoryPass : mlir::llmc::impl::PlanMemoryPassBase<PlanMemoryPass> {
     };
     SmallVector<Buffer> buffers;
     llvm::DenseMap<Value, size_t> bufferOf;
-    for (Operation &op : body) {
-      index[&op] = position++;
-      if (auto c = dyn_cast<ConstantOp>(op)) {
-        weights += std::max<int64_t>(bytesOf(c.getType(), bound, bounded), 0);
-        root[c.getResult()] = c.getResult();
-        continue;
-      }
-      for (Value r : op.getResults()) {
-        if (isNone(r) || !isa<RankedTensorType>(r.getType())) {
-          root[r] = r;
-          continue;
-        }
-        if (isView(&op)) {
-          root[r] = root.lookup(op.getOperand(0));
-          continue;
-        }
-        if (isa<CacheUpdateOp>(op)) { // in place
-          root[r] = root.lookup(op.getOperand(0));
-          continue;
-        }
-        if (isa<AssertEqualOp>(op)) { // passes its value through
-          root[r] = root.lookup(op.getOperand(0));
-          continue;
-        }
-        if (auto fused = dyn_cast<FusedOp>(op)) { // a cache written inside: in place
+    // Positions in the order the code runs: a fused region's operations
+    // just before the region itself (the CPU code runs them in place; their
+    // values need memory as any other).
+    std::function<LogicalResult(Block &)> place = [&](Block &block) -> LogicalResult {
+      for (Operation &op : block) {
+        if (auto fused = dyn_cast<FusedOp>(op)) {
           Block &inner = fused.getBody().front();
-          Value yielded = cast<YieldOp>(inner.getTerminator()).getValues()[cast<OpResult>(r).getResultNumber()];
-          if (auto update = yielded.getDefiningOp<CacheUpdateOp>())
-            if (auto arg = dyn_cast<BlockArgument>(update.getCache());
-                arg && arg.getOwner() == &inner) {
-              root[r] = root.lookup(fused.getInputs()[arg.getArgNumber()]);
+          for (BlockArgument a : inner.getArguments())
+            root[a] = root.lookup(fused->getOperand(a.getArgNumber()));
+          if (failed(place(inner)))
+            return failure();
+          index[&op] = position++;
+          // A region's result is the value its yield names (a cache written
+          // inside: the cache, in place).
+          auto yield = cast<YieldOp>(inner.getTerminator());
+          for (auto [r, y] : llvm::zip(fused->getResults(), yield.getValues()))
+            root[r] = root.lookup(y);
+          continue;
+        }
+        index[&op] = position++;
+        if (auto c = dyn_cast<ConstantOp>(op)) {
+          weights += std::max<int64_t>(bytesOf(c.getType(), bound, bounded), 0);
+          root[c.getResult()] = c.getResult();
+          continue;
+        }
+        for (Value r : op.getResults()) {
+          if (isNone(r) || !isa<RankedTensorType>(r.getType())) {
+            root[r] = r;
+            continue;
+          }
+          if (isStorageView(&op) || isView(&op) || isa<CacheUpdateOp>(op) || // in place
+              isa<AssertEqualOp>(op)) { // passes its value through
+            root[r] = root.lookup(op.getOperand(0));
+            continue;
+          }
+          // A residual add the code folds into a linear layer: the layer's
+          // buffer.
+          if (shortName(&op) == "onnx.add") {
+            Operation *linear = nullptr;
+            for (Value o : op.getOperands())
+              if (Operation *d = o.getDefiningOp(); d && foldedResidualAdd(d) == &op)
+                linear = d;
+            if (linear) {
+              root[r] = root.lookup(linear->getResult(0));
               continue;
             }
+          }
+          int64_t b = bytesOf(r.getType(), bound, bounded);
+          if (b < 0) {
+            op.emitError("llmc-plan-memory: cannot size ") << r.getType();
+            return failure();
+          }
+          // Scores become a materialised matrix only to be normalised: a
+          // softmax over [.., S, keys] buffers is the sign of one.
+          auto t = cast<RankedTensorType>(r.getType());
+          bool normalises = op.getName().getStringRef() == "llm.onnx.softmax" ||
+                            op.getName().getStringRef() == "llm.onnx.log_softmax";
+          if (normalises && promptLength > 1 && t.getRank() >= 2 &&
+              t.getDimSize(t.getRank() - 2) == promptLength &&
+              (t.getDimSize(t.getRank() - 1) == promptLength ||
+               t.getDimSize(t.getRank() - 1) == capacity) &&
+              t.getDimSize(t.getRank() - 1) > 1) {
+            op.emitError("llmc-plan-memory: a ")
+                << t << " buffer (prompt length " << promptLength
+                << " by keys) remains: an attention score matrix must not be materialised";
+            return failure();
+          }
+          root[r] = r;
+          bufferOf[r] = buffers.size();
+          buffers.push_back({r, b, index[&op], index[&op]});
         }
-        int64_t b = bytesOf(r.getType(), bound, bounded);
-        if (b < 0) {
-          op.emitError("llmc-plan-memory: cannot size ") << r.getType();
-          return signalPassFailure();
-        }
-        // Scores become a materialised matrix only to be normalised: a
-        // softmax over [.., S, keys] buffers is the sign of one.
-        auto t = cast<RankedTensorType>(r.getType());
-        bool normalises = op.getName().getStringRef() == "llm.onnx.softmax" ||
-                          op.getName().getStringRef() == "llm.onnx.log_softmax";
-        if (normalises && promptLength > 1 && t.getRank() >= 2 &&
-            t.getDimSize(t.getRank() - 2) == promptLength &&
-            (t.getDimSize(t.getRank() - 1) == promptLength ||
-             t.getDimSize(t.getRank() - 1) == capacity) &&
-            t.getDimSize(t.getRank() - 1) > 1) {
-          op.emitError("llmc-plan-memory: a ")
-              << t << " buffer (prompt length " << promptLength
-              << " by keys) remains: an attention score matrix must not be materialised";
-          return signalPassFailure();
-        }
-        root[r] = r;
-        bufferOf[r] = buffers.size();
-        buffers.push_back({r, b, position - 1, position - 1});
       }
-    }
+      return success();
+    };
+    if (failed(place(body)))
+      return signalPassFailure();
     // Lifetimes: through every use of a value or of a view of it.
     int64_t end = position;
-    for (Operation &op : body)
-      for (Value o : op.getOperands()) {
+    f.walk([&](Operation *op) {
+      for (Value o : op->getOperands()) {
         Value r = root.lookup(o);
         auto it = bufferOf.find(r);
         if (it == bufferOf.end())
           continue;
-        int64_t at = isa<func::ReturnOp>(op) ? end : index[&op];
+        int64_t at = isa<func::ReturnOp>(op) ? end : index.lookup(op);
         buffers[it->second].last = std::max(buffers[it->second].last, at);
       }
+    });
     // Largest first, lowest free aligned offset over the interval.
     SmallVector<size_t> order;
     for (size_t i = 0; i < buffers.size(); ++i)
@@ -185,21 +188,22 @@ struct PlanMemoryPass : mlir::llmc::impl::PlanMemoryPassBase<PlanMemoryPass> {
       total += buf.bytes;
       placed.push_back(i);
     }
-    // Record it.
+    // Record it: the offset of each result with a buffer of its own (-1
+    // for the others).
     Builder b(f.getContext());
-    for (Operation &op : body) {
-      if (op.getNumResults() == 0 || isa<ConstantOp>(op))
-        continue;
+    f.walk([&](Operation *op) {
+      if (op->getNumResults() == 0 || isa<ConstantOp>(op))
+        return;
       SmallVector<int64_t> offsets;
       bool any = false;
-      for (Value r : op.getResults()) {
+      for (Value r : op->getResults()) {
         auto it = bufferOf.find(r);
         offsets.push_back(it == bufferOf.end() ? -1 : buffers[it->second].offset);
         any |= it != bufferOf.end();
       }
       if (any)
-        op.setAttr("llm.arena_offsets", b.getDenseI64ArrayAttr(offsets));
-    }
+        op->setAttr("llm.arena_offsets", b.getDenseI64ArrayAttr(offsets));
+    });
     f->setAttr("llm.memory_plan",
                b.getDictionaryAttr({b.getNamedAttr("activations", b.getI64IntegerAttr(total)),
                                     b.getNamedAttr("arena", b.getI64IntegerAttr(arena)),

@@ -352,6 +352,16 @@ llvm::Error mlir::llmc::writeArtifact(const CpuModel &model, const ArtifactInfo 
       quantization["eval"] = llvm::json::Object(info.quantEval);
   }
   llvm::json::Object memory = llvm::json::Object(info.memory);
+  // The arenas as the code allocates them: per entry, and per session (the
+  // largest: entries run one at a time).
+  int64_t sessionArena = 0;
+  llvm::json::Object *planned = memory.getObject("entries");
+  for (const CpuModel::Entry &e : model.entries) {
+    sessionArena = std::max(sessionArena, e.arenaBytes);
+    if (llvm::json::Object *o = planned ? planned->getObject(e.name) : nullptr)
+      (*o)["arena_bytes"] = e.arenaBytes;
+  }
+  memory["arena_bytes"] = sessionArena;
   memory["kv_cache_bytes_per_sequence"] = cacheBytesPerSequence;
   // Whether a session may ask for fewer positions (llmc_session_options).
   memory["kv_cache_capacity_flexible"] = model.anyCapacity;

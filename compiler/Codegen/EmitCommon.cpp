@@ -63,26 +63,6 @@ std::string nodeName(Operation *op) {
 
 /// What an in-place chain of cache updates (through fused regions) started
 /// from: `v` itself when it is not such a chain.
-Value cacheSource(Value v) {
-  while (true) {
-    if (auto u = v.getDefiningOp<CacheUpdateOp>()) {
-      v = u.getCache();
-      continue;
-    }
-    if (auto fused = v.getDefiningOp<FusedOp>()) {
-      Value inner = cast<YieldOp>(fused.getRegion().front().getTerminator())
-                        ->getOperand(cast<OpResult>(v).getResultNumber());
-      Value start = cacheSource(inner);
-      auto arg = dyn_cast<BlockArgument>(start);
-      if (inner != start && arg && arg.getOwner() == &fused.getRegion().front()) {
-        v = fused->getOperand(arg.getArgNumber());
-        continue;
-      }
-    }
-    return v;
-  }
-}
-
 int64_t bytesOf(Type t) {
   auto r = dyn_cast<RankedTensorType>(t);
   if (!r || !r.hasStaticShape())
@@ -125,85 +105,6 @@ int64_t weightBytesRead(func::FuncOp f) {
     }
   });
   return total;
-}
-
-/// What a fused region's block argument stands for outside the region(s).
-Value outside(Value v) {
-  while (auto arg = dyn_cast<BlockArgument>(v)) {
-    auto fused = dyn_cast<FusedOp>(arg.getOwner()->getParentOp());
-    if (!fused)
-      return v;
-    v = fused->getOperand(arg.getArgNumber());
-  }
-  return v;
-}
-
-/// Whether `v`'s storage may change after it is computed: the caches
-/// (function arguments updated in place, and what cache updates return,
-/// also through fused regions) and the other arguments.
-bool mayChange(Value v) {
-  v = outside(v);
-  return isa<BlockArgument>(v) || v.getDefiningOp<CacheUpdateOp>() || cacheSource(v) != v;
-}
-
-/// An onnx.slice (static shapes, steps of 1) whose result is `count`
-/// segments of `len` elements of its input, segment c starting at element
-/// base + c * stride: one sliced axis, every axis after it whole. count 1 is
-/// one contiguous range (a view).
-std::optional<SliceSegments> sliceSegments(Operation *op) {
-  if (op->getNumOperands() < 3 || op->getNumOperands() > 5)
-    return std::nullopt;
-  auto in = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
-  auto out = dyn_cast<RankedTensorType>(op->getResult(0).getType());
-  if (!in || !out || !in.hasStaticShape() || !out.hasStaticShape() || in.getRank() != out.getRank())
-    return std::nullopt;
-  int64_t rank = in.getRank();
-  auto operand = [&](unsigned i) { return outside(op->getOperand(i)); };
-  auto starts = getConstantInts(operand(1));
-  auto ends = getConstantInts(operand(2));
-  std::optional<SmallVector<int64_t>> axes, steps;
-  if (op->getNumOperands() > 3 && !isa_and_nonnull<NoneOp>(operand(3).getDefiningOp()))
-    axes = getConstantInts(operand(3));
-  else
-    axes = llvm::to_vector(llvm::seq<int64_t>(0, starts ? int64_t(starts->size()) : 0));
-  if (op->getNumOperands() > 4 && !isa_and_nonnull<NoneOp>(operand(4).getDefiningOp()))
-    steps = getConstantInts(operand(4));
-  else
-    steps = SmallVector<int64_t>(starts ? starts->size() : 0, 1);
-  if (!starts || !ends || !axes || !steps || starts->size() != axes->size() ||
-      steps->size() != axes->size())
-    return std::nullopt;
-  SmallVector<int64_t> begin(rank, 0);
-  for (auto [s, a, st] : llvm::zip(*starts, *axes, *steps)) {
-    int64_t axis = a < 0 ? a + rank : a;
-    if (axis < 0 || axis >= rank || st != 1)
-      return std::nullopt;
-    int64_t d = in.getDimSize(axis);
-    begin[axis] = std::clamp<int64_t>(s < 0 ? s + d : s, 0, d);
-  }
-  // The sliced axis: the first whose extent changes (none: the whole input).
-  int64_t axis = 0;
-  while (axis < rank && out.getDimSize(axis) == in.getDimSize(axis))
-    ++axis;
-  for (int64_t a = 0; a < rank; ++a) {
-    int64_t d = in.getDimSize(a), o = out.getDimSize(a);
-    if (a == axis ? begin[a] + o > d : begin[a] != 0 || o != d)
-      return std::nullopt;
-  }
-  SliceSegments seg;
-  int64_t inner = 1;
-  for (int64_t a = axis + 1; a < rank; ++a)
-    inner *= in.getDimSize(a);
-  for (int64_t a = 0; a < axis; ++a)
-    seg.count *= in.getDimSize(a);
-  if (axis == rank) {
-    seg.len = in.getNumElements();
-    return seg;
-  }
-  seg.base = begin[axis] * inner;
-  seg.stride = in.getDimSize(axis) * inner;
-  seg.len = out.getDimSize(axis) * inner;
-  return seg;
 }
 
 /// Whether everything that reads the cache `v` takes its capacity from the

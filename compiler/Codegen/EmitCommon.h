@@ -10,6 +10,7 @@
 #define LLMC_COMPILER_CODEGEN_EMITCOMMON_H
 
 #include "compiler/Codegen/CPU/EmitCpp.h"
+#include "passes/StorageFacts.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Operation.h"
@@ -30,28 +31,11 @@ std::string describeType(Type type);
 std::string quote(llvm::StringRef s);
 /// "node (op)" for messages.
 std::string nodeName(Operation *op);
-/// What an in-place chain of cache updates (through fused regions) started
-/// from: `v` itself when it is not such a chain.
-Value cacheSource(Value v);
 /// Bytes of a static tensor type (0 otherwise).
 int64_t bytesOf(Type t);
 /// The bytes of weights one call of `f` reads (every constant it uses, but
 /// only the rows an embedding gathers).
 int64_t weightBytesRead(func::FuncOp f);
-/// What a fused region's block argument stands for outside the region(s).
-Value outside(Value v);
-/// Whether `v`'s storage may change after it is computed (caches and the
-/// other arguments).
-bool mayChange(Value v);
-
-/// An onnx.slice (static shapes, steps of 1) whose result is `count`
-/// segments of `len` elements of its input, segment c starting at element
-/// base + c * stride: one sliced axis, every axis after it whole. count 1 is
-/// one contiguous range (a view).
-struct SliceSegments {
-  int64_t base = 0, count = 1, stride = 0, len = 0;
-};
-std::optional<SliceSegments> sliceSegments(Operation *op);
 
 /// Whether everything that reads the cache `v` takes its capacity from the
 /// tensor at run time (see model_abi.h's any_capacity).

@@ -437,7 +437,9 @@ ExecFunction::run(llvm::ArrayRef<NamedTensor> inputs, const Executor::Observer *
                     " (an llmc bug: please report it)");
     }
     if (observer)
-      (*observer)(step.kernel->name, step.name, call.inputs, call.outputs);
+      (*observer)(step.kernel->name, step.name,
+                  ArrayRef<const cpu::Tensor *>(call.inputs.data(), call.inputs.size()),
+                  ArrayRef<cpu::Tensor>(call.outputs.data(), call.outputs.size()));
     for (size_t r = 0; r < step.results.size(); ++r)
       slots[size_t(step.results[r])] = std::move(call.outputs[r]);
     for (int s : m.releaseAfter[i])

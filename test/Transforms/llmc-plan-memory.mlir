@@ -34,3 +34,44 @@ func.func @scores(%t: tensor<1x8xi64> {llm.name = "tokens"}, %q: tensor<1x2x8x4x
   %p = llm.onnx.softmax %s : (tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32>
   return %p : tensor<1x2x8x8xf32>
 }
+
+// -----
+
+// Values inside fused regions are planned where the region runs, and a
+// region's results are the values it yields. The slice of one contiguous
+// range is a view of the first linear's result (no buffer of its own),
+// which so lives until the second linear reads it; the residual add that
+// the code folds into the second linear is that linear's buffer (no offset
+// of its own), returned. Largest first: the [1, 4, 4] result at 0, the
+// [1, 2, 2] one at 64.
+// CHECK-LABEL: func.func @fused
+// CHECK-SAME: llm.memory_plan = {activations = 80 : i64, arena = 128 : i64,
+// CHECK: llm.linear %{{.+}} {llm.arena_offsets = array<i64: 0>}
+// CHECK-NEXT: llm.onnx.slice
+// CHECK-NOT: arena_offsets
+// CHECK-SAME: -> tensor<1x2x4xf32>
+// CHECK: llm.linear %{{.+}} {llm.arena_offsets = array<i64: 64>}
+// CHECK-NEXT: llm.onnx.add
+// CHECK-NOT: arena_offsets
+// CHECK-SAME: -> tensor<1x2x2xf32>
+func.func @fused(%x: tensor<1x4x2xf32> {llm.name = "tokens"}, %y: tensor<1x2x2xf32>) -> tensor<1x2x2xf32> {
+  %w = llm.constant dense<1.0> : tensor<4x2xf32>
+  %wo = llm.constant dense<1.0> : tensor<2x4xf32>
+  %none = llm.none
+  %s0 = llm.constant dense<0> : tensor<1xi64>
+  %s1 = llm.constant dense<2> : tensor<1xi64>
+  %ax = llm.constant dense<1> : tensor<1xi64>
+  %a = llm.fused "linear_slice"(%x, %w, %none, %s0, %s1, %ax) : (tensor<1x4x2xf32>, tensor<4x2xf32>, none, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x4xf32> {
+  ^bb0(%i: tensor<1x4x2xf32>, %iw: tensor<4x2xf32>, %in: none, %b: tensor<1xi64>, %e: tensor<1xi64>, %axis: tensor<1xi64>):
+    %l = llm.linear %i, %iw, %in : (tensor<1x4x2xf32>, tensor<4x2xf32>, none) -> tensor<1x4x4xf32>
+    %s = llm.onnx.slice %l, %b, %e, %axis, %in : (tensor<1x4x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, none) -> tensor<1x2x4xf32>
+    llm.yield %s : tensor<1x2x4xf32>
+  }
+  %r = llm.fused "linear_residual"(%a, %wo, %none, %y) : (tensor<1x2x4xf32>, tensor<2x4xf32>, none, tensor<1x2x2xf32>) -> tensor<1x2x2xf32> {
+  ^bb0(%i: tensor<1x2x4xf32>, %iw: tensor<2x4xf32>, %in: none, %res: tensor<1x2x2xf32>):
+    %l = llm.linear %i, %iw, %in : (tensor<1x2x4xf32>, tensor<2x4xf32>, none) -> tensor<1x2x2xf32>
+    %sum = llm.onnx.add %l, %res : (tensor<1x2x2xf32>, tensor<1x2x2xf32>) -> tensor<1x2x2xf32>
+    llm.yield %sum : tensor<1x2x2xf32>
+  }
+  return %r : tensor<1x2x2xf32>
+}

@@ -107,15 +107,18 @@ void check(const Case &c, uint32_t seed) {
   std::vector<float> yf(size_t(c.M * c.N), -1.f), yi(size_t(c.M * c.N), -1.f);
   // Two ranges of rows, as two threads would split them.
   int64_t split = c.N / 2;
+  // Scratch as a kernel gets it (kept from earlier calls): not zeroed.
+  std::vector<float> scratchF(size_t(quantizedF32Scratch(w.shape, c.M)), NAN);
   quantizedRowsF32(x.data(), c.M, w.shape, w.q.data(), w.scales.data(), pz, pb, pr, yf.data(), 0,
-                   split);
+                   split, scratchF.data());
   quantizedRowsF32(x.data(), c.M, w.shape, w.q.data(), w.scales.data(), pz, pb, pr, yf.data(),
-                   split, c.N);
+                   split, c.N, scratchF.data());
   std::vector<float> yp(size_t(c.M * c.N), -1.f);
+  std::vector<float> scratchP(size_t(quantizedPanelsScratch(w.shape)), NAN);
   quantizedRowsPanels(x.data(), c.M, w.shape, w.q.data(), w.scales.data(), pz, pb, pr, yp.data(),
-                      0, split);
+                      0, split, scratchP.data());
   quantizedRowsPanels(x.data(), c.M, w.shape, w.q.data(), w.scales.data(), pz, pb, pr, yp.data(),
-                      split, c.N);
+                      split, c.N, scratchP.data());
   bool intPath = quantizedInt8Supported(w.shape);
   if (intPath) {
     QuantActivations xa;

@@ -1108,6 +1108,9 @@ int mlir::llmc::runInspect() {
       os << "              " << count << " x " << scheme << "\n";
   }
   bool flexible = mem && mem->getBoolean("kv_cache_capacity_flexible").value_or(false);
+  os << "activations:  " << num(mem, "arena_bytes")
+     << " bytes per session (one arena, allocated with the session: the largest entry's; no "
+        "allocation while generating)\n";
   os << "KV cache:     " << num(mem, "kv_cache_bytes_per_sequence")
      << " bytes per sequence at the compiled capacity"
      << (flexible ? " (a session may choose fewer positions)\n"

@@ -128,6 +128,22 @@ private:
     return resolve(it->second);
   }
 
+  /// " = m.place(offset, bytes)" when the memory plan gave `r` a buffer of
+  /// its own in the arena (of its bytes with dynamic sizes bounded as the
+  /// plan bounds them: a larger run-time result is allocated instead), else
+  /// "".
+  std::string placed(Value r) {
+    auto res = dyn_cast<OpResult>(r);
+    auto offsets = res ? res.getOwner()->getAttrOfType<DenseI64ArrayAttr>("llm.arena_offsets")
+                       : DenseI64ArrayAttr();
+    if (!offsets || int64_t(res.getResultNumber()) >= offsets.size() ||
+        offsets[res.getResultNumber()] < 0)
+      return "";
+    return llvm::formatv(" = m.place({0}, {1})", offsets[res.getResultNumber()],
+                         arenaBytesOf(r.getType(), bound))
+        .str();
+  }
+
   ModuleOp module;
   CpuModel model;
   std::string body;    // the entry functions
@@ -142,6 +158,7 @@ private:
   llvm::DenseMap<Attribute, int> attrs;
   std::map<std::string, int> kernels;
   int counter = 0, numWeights = 0, numAttrs = 0;
+  int64_t bound = 1; // of dynamic sizes in the current entry's memory plan
   bool anyCapacity = true; // every cache passes readsCapacityAtRunTime
 };
 
@@ -155,7 +172,7 @@ llvm::Expected<int> Emitter::weightIndex(ElementsAttr attr, llvm::StringRef name
       storeBlob(llvm::StringRef(static_cast<const char *>(t->raw()), t->bytes()), name);
   int index = numWeights++;
   init += llvm::formatv("  w[{0}] = weight({1}, {2}, {3});\n", index, dtypeExpr(t->dtype()),
-                        shapeExpr(t->shape()), offset)
+                        shapeExpr(ArrayRef<int64_t>(t->shape().data(), t->shape().size())), offset)
               .str();
   weights[attr] = index;
   return index;
@@ -204,7 +221,7 @@ llvm::Expected<int> Emitter::f32WeightIndex(ElementsAttr attr, llvm::StringRef n
       llvm::StringRef(reinterpret_cast<const char *>(values.data()), values.size() * 4), name);
   int index = numWeights++;
   init += llvm::formatv("  w[{0}] = weight(DType::Float, {1}, {2}); // widened to f32\n", index,
-                        shapeExpr(t->shape()), offset)
+                        shapeExpr(ArrayRef<int64_t>(t->shape().data(), t->shape().size())), offset)
               .str();
   f32Weights[attr] = index;
   return index;
@@ -249,9 +266,9 @@ llvm::Error Emitter::emitQuantizedLinear(QuantizedLinearOp op, const std::string
     t.floatBytes = t.rows * t.cols * int64_t(getElementTypeOrSelf(op.getType()).getIntOrFloatBitWidth() / 8);
     model.quantized.push_back(t);
   }
-  body += llvm::formatv("{0}Tensor {1}; // quantized_linear int{2} g{3}{4} -> {5}\n", in, v,
+  body += llvm::formatv("{0}Tensor {1}{6}; // quantized_linear int{2} g{3}{4} -> {5}\n", in, v,
                         op.getBits(), op.getGroupSize(), residual != "nullptr" ? " + residual" : "",
-                        describeType(op.getType()))
+                        describeType(op.getType()), placed(op.getResult()))
               .str();
   body += llvm::formatv("{0}LLMC_TRY(quantizedLinear(m, {1}, {2}, m.w[{3}], m.w[{4}], {5}, {6}, "
                         "{7}, {8}, {9}, {10}, {11}));\n",
@@ -329,6 +346,7 @@ llvm::Expected<int> Emitter::attrIndex(Operation *op) {
 llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
   std::string in = indent(depth);
   StringRef name = shortName(op);
+
   if (auto c = dyn_cast<ConstantOp>(op)) {
     auto e = dyn_cast<ElementsAttr>(c.getValue());
     if (!e)
@@ -376,10 +394,11 @@ llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
                     .str();
         stats.views += depth == 1;
       } else {
-        body += llvm::formatv("{0}Tensor {1}; // onnx.slice -> {2}\n"
+        body += llvm::formatv("{0}Tensor {1}{9}; // onnx.slice -> {2}\n"
                               "{0}LLMC_TRY(sliceCopy({3}, {4}, {5}, {6}, {7}, {8}, {1}));\n",
                               in, v, describeType(op->getResult(0).getType()), *x, seg->base,
-                              seg->count, seg->stride, seg->len, shape)
+                              seg->count, seg->stride, seg->len, shape,
+                              placed(op->getResult(0)))
                     .str();
         stats.kernelCalls += depth == 1;
       }
@@ -443,24 +462,26 @@ llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
         if (!at)
           return at.takeError();
         std::string v = newName();
-        body += llvm::formatv("{0}Tensor {1}; // fused \"attention\" (decode) -> {2}\n"
+        body += llvm::formatv("{0}Tensor {1}{11}; // fused \"attention\" (decode) -> {2}\n"
                               "{0}LLMC_TRY(decodeAttention(m, m.k[{3}], m.k[{4}], {5}, {6}, {7}, "
                               "{8}, {9}, {10}, {1}));\n",
                               in, v, describeType(combine.getType()),
                               kernelIndex("decode_attention_partial"),
                               kernelIndex("attention_combine"), quote(nodeName(partial)), args[0],
                               args[1], args[2], args[3],
-                              *at < 0 ? std::string("nullptr") : llvm::formatv("&m.at[{0}]", *at).str())
+                              *at < 0 ? std::string("nullptr") : llvm::formatv("&m.at[{0}]", *at).str(),
+                              placed(combine.getResult()))
                     .str();
         if (castOp) {
           auto castAttrs = attrIndex(castOp);
           if (!castAttrs)
             return castAttrs.takeError();
           std::string c = newName();
-          body += llvm::formatv("{0}Tensor {1}; // onnx.cast -> {2}\n"
+          body += llvm::formatv("{0}Tensor {1}{7}; // onnx.cast -> {2}\n"
                                 "{0}LLMC_TRY(cast(m, m.k[{3}], {4}, {{&{5}}, &m.at[{6}], {{&{1}}));\n",
                                 in, c, describeType(castOp->getResult(0).getType()),
-                                kernelIndex("onnx.cast"), quote(nodeName(castOp)), v, *castAttrs)
+                                kernelIndex("onnx.cast"), quote(nodeName(castOp)), v, *castAttrs,
+                                placed(castOp->getResult(0)))
                       .str();
           v = c;
         }
@@ -483,11 +504,12 @@ llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
       return at.takeError();
     std::string v = newName();
     names[rope.getResult()] = v;
-    body += llvm::formatv("{0}Tensor {1}; // rope -> {2}\n"
+    body += llvm::formatv("{0}Tensor {1}{10}; // rope -> {2}\n"
                           "{0}LLMC_TRY(rope(m, m.k[{3}], {4}, {5}, {6}, {7}, {8}, {9}, {1}));\n",
                           in, v, describeType(rope.getType()), kernelIndex("rope"),
                           quote(nodeName(op)), args[0], args[1], args[2], args[3],
-                          *at < 0 ? std::string("nullptr") : llvm::formatv("&m.at[{0}]", *at).str())
+                          *at < 0 ? std::string("nullptr") : llvm::formatv("&m.at[{0}]", *at).str(),
+                          placed(rope.getResult()))
                 .str();
     stats.kernelCalls += depth == 1;
     return llvm::Error::success();
@@ -525,25 +547,9 @@ llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
     if (!x)
       return x.takeError();
     Value result = op->getResult(0);
-    Operation *add = nullptr;
     Value residual;
+    Operation *add = foldedResidualAdd(op, &residual);
     Type element = getElementTypeOrSelf(result.getType());
-    if (result.hasOneUse() && (element.isF32() || element.isF16() || element.isBF16())) {
-      Operation *user = *result.getUsers().begin();
-      if (shortName(user) == "onnx.add" && user->getBlock() == op->getBlock() &&
-          user->getResult(0).getType() == result.getType()) {
-        Value other = user->getOperand(0) == result ? user->getOperand(1) : user->getOperand(0);
-        bool before = isa<BlockArgument>(other) ? cast<BlockArgument>(other).getOwner() ==
-                                                       op->getBlock()
-                                                 : other.getDefiningOp()->getBlock() ==
-                                                           op->getBlock() &&
-                                                       other.getDefiningOp()->isBeforeInBlock(op);
-        if (other.getType() == result.getType() && before && names.count(other)) {
-          add = user;
-          residual = other;
-        }
-      }
-    }
     std::string v = newName();
     names[result] = v;
     if (add) {
@@ -571,8 +577,9 @@ llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
       auto packed = packedWeightIndex(wAttr, nodeName(wConst));
       if (!packed)
         return packed.takeError();
-      body += llvm::formatv("{0}Tensor {1}; // linear{2} -> {3}\n", in, v,
-                            add ? " + residual" : "", describeType(lin.getType()))
+      body += llvm::formatv("{0}Tensor {1}{4}; // linear{2} -> {3}\n", in, v,
+                            add ? " + residual" : "", describeType(lin.getType()),
+                            placed(result))
                   .str();
       body += llvm::formatv("{0}LLMC_TRY(packedLinear(m, {1}, {2}, m.w[{3}], {4}, {5}, {6}, {7}));\n",
                             in, quote(nodeName(op)), *x, *packed, wType.getDimSize(0),
@@ -585,8 +592,8 @@ llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
     auto w = operandRef(op, lin.getWeight());
     if (!w)
       return w.takeError();
-    body += llvm::formatv("{0}Tensor {1}; // linear{2} -> {3}\n", in, v, add ? " + residual" : "",
-                          describeType(lin.getType()))
+    body += llvm::formatv("{0}Tensor {1}{4}; // linear{2} -> {3}\n", in, v,
+                          add ? " + residual" : "", describeType(lin.getType()), placed(result))
                 .str();
     body += llvm::formatv("{0}LLMC_TRY(linear(m, m.k[{1}], {2}, {3}, {4}, {5}, {6}, {7}));\n", in,
                           kernelIndex("linear"), quote(nodeName(op)), *x, *w,
@@ -614,7 +621,7 @@ llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
     std::string v = newName();
     names[r] = v;
     outputs.push_back("&" + v);
-    decl += (decl.empty() ? "" : ", ") + v;
+    decl += (decl.empty() ? "" : ", ") + v + placed(r);
     if (r.use_empty() && r.getResultNumber() < 64)
       unwanted |= uint64_t(1) << r.getResultNumber();
   }
@@ -656,6 +663,7 @@ llvm::Error Emitter::emitFunction(func::FuncOp f) {
   const std::vector<CpuModel::Cache> &caches = sig->caches;
   bool tokens32 = sig->tokens32;
   names.clear();
+  bound = arenaBound(f);
   names[f.getArgument(0)] = "a.tokens";
   names[f.getArgument(1)] = "a.start";
   for (unsigned i = 2; i < f.getNumArguments(); ++i) {
@@ -670,7 +678,7 @@ llvm::Error Emitter::emitFunction(func::FuncOp f) {
               .str();
   body += llvm::formatv("Status Model::{0}(Model &m, const Args &a) {{\n", fname).str();
   if (tokens32) { // the model takes i32 ids; the interface is i64
-    body += "  Tensor tokens;\n  LLMC_TRY(narrowTokens(a.tokens, tokens));\n";
+    body += "  Tensor tokens;\n  LLMC_TRY(narrowTokens(m, a.tokens, tokens));\n";
     names[f.getArgument(0)] = "tokens";
   }
   Block &block = f.getBody().front();
@@ -715,6 +723,9 @@ llvm::Error Emitter::emitFunction(func::FuncOp f) {
     return makeError("@" + fname + " returns no logits");
   body += "  return Status::ok();\n}\n\n";
   entry.weightBytesRead = weightBytesRead(f);
+  if (auto plan = f->getAttrOfType<DictionaryAttr>("llm.memory_plan"))
+    if (auto arena = plan.getAs<IntegerAttr>("arena"))
+      entry.arenaBytes = arena.getInt();
   model.entries.push_back(entry);
   return llvm::Error::success();
 }
@@ -754,7 +765,16 @@ llvm::Expected<CpuModel> Emitter::run(llvm::StringRef version) {
     os << "  static Status " << e.name << "(Model &m, const Args &a);\n";
   os << "\n";
   writeAbiTables(os, model, "Status");
-  os << "  // Whether the caches' capacity may differ from the compiled one.\n"
+  int64_t arenaBytes = 0, maxTokens = 1;
+  for (const CpuModel::Entry &e : model.entries)
+    arenaBytes = std::max(arenaBytes, e.arenaBytes),
+    maxTokens = std::max(maxTokens, e.batch * e.seq);
+  os << "  // The memory plan's arena (the largest entry's: one runs at a time)\n"
+     << "  // and the most token ids an entry takes.\n"
+     << "  static constexpr uint64_t kArenaBytes = " << arenaBytes << ";\n"
+     << "  static constexpr int64_t kMaxTokens = " << maxTokens << ";\n"
+
+     << "  // Whether the caches' capacity may differ from the compiled one.\n"
      << "  static constexpr int32_t kAnyCapacity = " << (anyCapacity ? 1 : 0) << ";\n"
      << "};\n\n"
      << "Status Model::init() {\n"

@@ -33,6 +33,9 @@ struct CpuModel {
     // Bytes of weights one call reads: every weight it uses, but only the
     // rows an embedding gathers.
     int64_t weightBytesRead = 0;
+    // Bytes of its activations (the arena of its memory plan) as the
+    // runtime allocates them.
+    int64_t arenaBytes = 0;
   };
   struct Cache {
     std::string name;

@@ -167,6 +167,7 @@ llvm::Error CudaEmitter::emitFunction(func::FuncOp f) {
     return makeError("@" + fname + " returns no logits");
   int64_t arena = planArena(body);
   arenaBytes = std::max(arenaBytes, arena);
+  entry.arenaBytes = arena;
   std::string text;
   text += llvm::formatv("// {0}: tokens i64[{1}, {2}], arena {3} bytes\n", fname, entry.batch,
                         entry.seq, arena)

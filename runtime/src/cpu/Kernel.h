@@ -80,24 +80,29 @@ private:
 };
 
 /// What a kernel sees of one call. `inputs` follow the op's operands (null
-/// for a missing optional input); `outputs` has one default-constructed
-/// tensor per op result, which the kernel fills. `unwanted[r]` marks a result
-/// nothing reads: the kernel may leave it undefined (an optional output the
-/// model does not name, or one that is not defined for these attributes).
+/// for a missing optional input); `outputs` has one tensor per op result,
+/// which the kernel fills: default-constructed, or a place (Tensor::place)
+/// that Tensor::allocate then fills without allocating. `unwanted[r]` marks
+/// a result nothing reads: the kernel may leave it undefined (an optional
+/// output the model does not name, or one that is not defined for these
+/// attributes). Short lists are kept inline (no allocation per call).
 struct KernelCall {
-  std::vector<const Tensor *> inputs;
+  InlineVector<const Tensor *, 8> inputs;
   const Attributes *attrs = nullptr;
-  std::vector<Tensor> outputs;
-  std::vector<bool> unwanted;
+  InlineVector<Tensor, 4> outputs;
+  InlineVector<bool, 8> unwanted;
   ThreadPool *pool = nullptr;
-  std::string opName; // for messages
+  std::string opName;          // for messages
+  const char *label = nullptr; // used instead of opName when set
 
   const Tensor *input(size_t i) const { return i < inputs.size() ? inputs[i] : nullptr; }
   bool has(size_t i) const { return input(i) != nullptr; }
   /// Whether some reader needs result `r`.
   bool wants(size_t r) const { return r < outputs.size() && !(r < unwanted.size() && unwanted[r]); }
   /// Status::error("<opName>: <message>")
-  Status fail(const std::string &message) const { return Status::error(opName + ": " + message); }
+  Status fail(const std::string &message) const {
+    return Status::error((label ? std::string(label) : opName) + ": " + message);
+  }
 };
 
 using KernelFn = Status (*)(KernelCall &call);

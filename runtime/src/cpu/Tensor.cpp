@@ -85,6 +85,21 @@ std::string shapeString(const Shape &shape) {
 }
 
 Status Tensor::allocate(DType type, const Shape &shape, Tensor &out) {
+  return allocateInto(type, shape, out, /*zero=*/true);
+}
+
+Status Tensor::allocateUninitialized(DType type, const Shape &shape, Tensor &out) {
+  return allocateInto(type, shape, out, /*zero=*/false);
+}
+
+Tensor Tensor::place(void *data, size_t bytes) {
+  Tensor t;
+  t.base = data;
+  t.roomBytes = bytes;
+  return t;
+}
+
+Status Tensor::allocateInto(DType type, const Shape &shape, Tensor &out, bool zero) {
   size_t elementSize = storageSize(type);
   if (elementSize == 0)
     return Status::error(std::string("cannot allocate a tensor of type ") + dtypeName(type));
@@ -95,6 +110,16 @@ Status Tensor::allocate(DType type, const Shape &shape, Tensor &out) {
     return Status::error("a tensor of " + std::string(dtypeName(type)) + shapeString(shape) +
                          " exceeds the allocation limit of " +
                          std::to_string(allocationLimit()) + " bytes");
+  // A place with room: the tensor takes its memory.
+  if (out.roomBytes && !out.defined() && out.base && bytes <= out.roomBytes) {
+    if (zero)
+      std::memset(const_cast<void *>(out.base), 0, size_t(bytes));
+    out.type = type;
+    out.dims = shape;
+    out.count = n;
+    out.storage.reset();
+    return Status::ok();
+  }
   size_t rounded = (size_t(bytes) + 63) / 64 * 64;
   void *p = std::aligned_alloc(64, rounded ? rounded : 64);
   if (!p)
@@ -105,6 +130,7 @@ Status Tensor::allocate(DType type, const Shape &shape, Tensor &out) {
   out.count = n;
   out.storage = std::shared_ptr<const void>(p, [](const void *q) { std::free(const_cast<void *>(q)); });
   out.base = p;
+  out.roomBytes = 0;
   return Status::ok();
 }
 
@@ -122,6 +148,7 @@ Tensor Tensor::view(Shape newShape) const {
   Tensor t = *this;
   t.count = numElements(newShape);
   t.dims = std::move(newShape);
+  t.roomBytes = 0;
   return t;
 }
 
@@ -134,6 +161,7 @@ Status Tensor::slice(int64_t offset, Shape newShape, Tensor &out) const {
   out.count = n;
   out.dims = std::move(newShape);
   out.base = static_cast<const uint8_t *>(base) + size_t(offset) * storageSize(type);
+  out.roomBytes = 0;
   return Status::ok();
 }
 

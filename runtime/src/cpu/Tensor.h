@@ -9,6 +9,7 @@
 #ifndef LLMC_RUNTIME_CPU_TENSOR_H
 #define LLMC_RUNTIME_CPU_TENSOR_H
 
+#include "runtime/src/cpu/InlineVector.h"
 #include "runtime/src/cpu/Status.h"
 
 #include "dialects/LLM/IR/OnnxDataType.h"
@@ -22,7 +23,8 @@
 namespace llmc::cpu {
 
 using DType = mlir::llmc::OnnxDataType;
-using Shape = std::vector<int64_t>;
+/// Dimensions: up to 8 are kept inline (no allocation).
+using Shape = InlineVector<int64_t, 8>;
 
 /// Bytes of one stored element (sub-byte types are stored in a byte).
 size_t storageSize(DType type);
@@ -46,8 +48,17 @@ public:
   Tensor() = default;
 
   /// A new zero-filled tensor; fails on a shape whose byte size exceeds the
-  /// allocation limit (setAllocationLimit) rather than trying.
+  /// allocation limit (setAllocationLimit) rather than trying. When `out` is
+  /// a place (below) with room for it, the tensor takes that memory instead
+  /// of allocating.
   static Status allocate(DType type, const Shape &shape, Tensor &out);
+  /// allocate, but a tensor that takes its place's memory is not zeroed
+  /// (for kernels that write every element).
+  static Status allocateUninitialized(DType type, const Shape &shape, Tensor &out);
+  /// No tensor yet, but `bytes` of memory at `data` (owned elsewhere: the
+  /// arena of the compiled model) where the next allocate into it puts its
+  /// result.
+  static Tensor place(void *data, size_t bytes);
   /// A tensor over memory owned elsewhere (weights, caller buffers); `keep`
   /// keeps that memory alive for as long as the tensor or a view lives.
   static Tensor wrap(DType type, Shape shape, const void *data,
@@ -65,6 +76,8 @@ public:
   int64_t numel() const { return count; }
   size_t bytes() const { return size_t(count) * storageSize(type); }
   bool defined() const { return type != DType::Undefined; }
+  /// Bytes of the place this tensor was made in (Tensor::place), else 0.
+  size_t room() const { return roomBytes; }
 
   const void *raw() const { return base; }
   void *mutableRaw() const { return const_cast<void *>(base); }
@@ -75,11 +88,14 @@ public:
   std::string describe() const;
 
 private:
+  static Status allocateInto(DType type, const Shape &shape, Tensor &out, bool zero);
+
   DType type = DType::Undefined;
   Shape dims;
   int64_t count = 0;
   std::shared_ptr<const void> storage;
   const void *base = nullptr;
+  size_t roomBytes = 0; // bytes at base for allocate (a place)
 };
 
 /// Largest allocation (bytes) Tensor::allocate accepts; defaults to the

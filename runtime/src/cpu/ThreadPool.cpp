@@ -9,6 +9,10 @@ namespace llmc::cpu {
 
 namespace {
 
+// The pool whose worker the current thread is, and its index there.
+thread_local const ThreadPool *workerOf = nullptr;
+thread_local unsigned workerNumber = 0;
+
 // About 50-100 microseconds of spinning between jobs.
 constexpr int kSpins = 4000;
 
@@ -23,7 +27,20 @@ ThreadPool::ThreadPool(unsigned threads) {
   if (threads == 0)
     threads = std::max(1u, std::thread::hardware_concurrency());
   for (unsigned i = 1; i < threads; ++i)
-    workers.emplace_back([this] { workerLoop(); });
+    workers.emplace_back([this, i] {
+      workerOf = this; // (a first touch of TLS may allocate: done here)
+      workerNumber = i;
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        ++started;
+      }
+      done.notify_all();
+      workerLoop();
+    });
+  // Every worker is running before the pool is used, so nothing of a
+  // thread's start happens during a job.
+  std::unique_lock<std::mutex> lock(mutex);
+  done.wait(lock, [&] { return started == workers.size(); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -45,6 +62,8 @@ bool ThreadPool::insideJob() const {
       return true;
   return false;
 }
+
+unsigned ThreadPool::workerIndex() const { return workerOf == this ? workerNumber : 0; }
 
 ThreadPool &ThreadPool::global() {
   static ThreadPool pool;
@@ -84,8 +103,7 @@ void ThreadPool::workerLoop() {
   }
 }
 
-void ThreadPool::parallelFor(int64_t n, int64_t grain,
-                             const std::function<void(int64_t, int64_t)> &body) {
+void ThreadPool::parallelFor(int64_t n, int64_t grain, ChunkFn body) {
   if (n <= 0)
     return;
   grain = std::max<int64_t>(1, grain);

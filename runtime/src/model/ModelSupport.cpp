@@ -101,16 +101,31 @@ Status call(const Context &ctx, const KernelEntry *kernel, const char *opName,
   cpu::KernelCall c;
   c.inputs.assign(inputs.begin(), inputs.end());
   c.attrs = attrs ? attrs : &none;
-  c.outputs.resize(outputs.size());
+  // Each output starts as what the caller gives: a place in the arena, or
+  // nothing.
+  for (Tensor *out : outputs)
+    c.outputs.push_back(*out);
   c.unwanted.resize(outputs.size());
   for (size_t r = 0; r < outputs.size() && r < 64; ++r)
     c.unwanted[r] = (unwanted >> r) & 1;
   c.pool = ctx.pool.get();
-  c.opName = opName;
+  c.label = opName;
   LLMC_TRY(kernel->fn(c));
   size_t r = 0;
-  for (Tensor *out : outputs)
-    *out = std::move(c.outputs[r++]);
+  for (Tensor *out : outputs) {
+    Tensor &result = c.outputs[r++];
+    // A kernel that returns another tensor's storage (identity, dropout)
+    // where the plan placed its result: the plan may reuse that storage
+    // while the result lives, so the result moves to its place.
+    if (out->room() && result.defined() && result.raw() != out->raw() &&
+        result.bytes() <= out->room()) {
+      Tensor placed = *out;
+      LLMC_TRY(Tensor::allocateUninitialized(result.dtype(), result.shape(), placed));
+      std::memcpy(placed.mutableRaw(), result.raw(), result.bytes());
+      result = std::move(placed);
+    }
+    *out = std::move(result);
+  }
   return Status::ok();
 }
 
@@ -154,8 +169,9 @@ Status sliceCopy(const Tensor &x, int64_t base, int64_t count, int64_t stride, i
   return Status::ok();
 }
 
-Status narrowTokens(const Tensor &tokens, Tensor &out) {
-  LLMC_TRY(Tensor::allocate(DType::Int32, tokens.shape(), out));
+Status narrowTokens(const Context &ctx, const Tensor &tokens, Tensor &out) {
+  out = Tensor::place(ctx.tokenIds.get(), ctx.tokenIdsBytes);
+  LLMC_TRY(Tensor::allocateUninitialized(DType::Int32, tokens.shape(), out));
   const int64_t *src = tokens.data<int64_t>();
   int32_t *dst = out.mutableData<int32_t>();
   for (int64_t i = 0; i < tokens.numel(); ++i) {
@@ -219,7 +235,7 @@ int fail(const std::string &message, char *err, size_t errlen) {
 }
 
 Status initContext(Context &ctx, const void *weights, uint64_t bytes, uint64_t expectedBytes,
-                   int32_t threads) {
+                   int32_t threads, uint64_t arenaBytes, int64_t maxTokens) {
   if (bytes != expectedBytes)
     return Status::error("create: the weights are " + std::to_string(bytes) +
                          " bytes; this model needs " + std::to_string(expectedBytes));
@@ -232,6 +248,22 @@ Status initContext(Context &ctx, const void *weights, uint64_t bytes, uint64_t e
   ctx.weights = static_cast<const uint8_t *>(weights);
   ctx.weightsBytes = bytes;
   ctx.pool = std::make_unique<cpu::ThreadPool>(unsigned(threads));
+  // One zeroed allocation each, 64-byte aligned (at least 64 bytes, so
+  // their addresses are never null).
+  auto alloc = [](uint64_t n, std::unique_ptr<uint8_t, Context::Free> &out) {
+    uint64_t rounded = std::max<uint64_t>(64, (n + 63) / 64 * 64);
+    out.reset(static_cast<uint8_t *>(std::aligned_alloc(64, size_t(rounded))));
+    if (out)
+      std::memset(out.get(), 0, size_t(rounded));
+    return bool(out);
+  };
+  if (!alloc(arenaBytes, ctx.arena))
+    return Status::error("create: out of memory allocating the activation arena (" +
+                         std::to_string(arenaBytes) + " bytes)");
+  ctx.arenaBytes = arenaBytes;
+  ctx.tokenIdsBytes = uint64_t(std::max<int64_t>(maxTokens, 1)) * 4;
+  if (!alloc(ctx.tokenIdsBytes, ctx.tokenIds))
+    return Status::error("create: out of memory");
   if (const char *p = std::getenv("LLMC_PROFILE"); p && *p && std::string(p) != "0")
     ctx.profile = std::make_unique<std::map<std::string, Context::ProfileEntry>>();
   if (const char *p = std::getenv("LLMC_SPLIT_KV_MIN_KEYS")) {
@@ -259,8 +291,9 @@ Status makeArgs(const llmc_model_entry &entry, const llmc_model_cache *caches,
   if (start < 0)
     return Status::error("start_pos " + std::to_string(start) + " is negative");
   args.tokens = Tensor::wrap(DType::Int64, {entry.batch, entry.seq}, tokens);
-  auto startValue = std::make_shared<int64_t>(start);
-  args.start = Tensor::wrap(DType::Int64, {}, startValue.get(), startValue);
+  args.startValue = start;
+  args.start = Tensor::wrap(DType::Int64, {}, &args.startValue);
+  args.caches.clear(); // (keeps its capacity: no allocation after the first call)
   for (uint32_t i = 0; i < numCaches; ++i) {
     const llmc_model_cache &c = caches[i];
     if (!cacheBuffers[i])

@@ -15,6 +15,7 @@
 
 #include "llmc/model_abi.h"
 #include "runtime/src/cpu/Kernel.h"
+#include "runtime/src/cpu/Scratch.h"
 #include "runtime/src/model/kernels/Decode.h"
 #include "runtime/src/model/kernels/Gemv.h"
 #include "runtime/src/model/kernels/Packed.h"
@@ -42,9 +43,33 @@ using cpu::KernelEntry;
 using cpu::Shape;
 using cpu::Status;
 using cpu::Tensor;
+using cpu::threadScratch;
+using cpu::ScratchSlot;
+using cpu::kScratchX;
+using cpu::kScratchBias;
+using cpu::kScratchResidual;
+using cpu::kScratchOut;
+using cpu::kScratchAcc;
+using cpu::kScratchMax;
+using cpu::kScratchSum;
+using cpu::kScratchIndex;
+using cpu::kScratchChunk;
+using cpu::kScratchChunk2;
 
 /// Returns from the enclosing function when `expr` fails.
 #define LLMC_TRY(expr) LLMC_RETURN_IF_ERROR(expr)
+
+/// The arguments of one entry-point call, as tensors over the caller's
+/// buffers (kept in the context between calls, so a call allocates
+/// nothing).
+struct Args {
+  Tensor tokens;              // i64 [B, S]
+  Tensor start;               // i64 [] over startValue
+  int64_t startValue = 0;
+  std::vector<Tensor> caches; // [B, H, capacity, D]
+  float *logits = nullptr;    // [B, S, vocab]
+  Shape logitsShape;
+};
 
 /// One model instance: the weights it reads and the pool its kernels use.
 /// The emitted `Model` derives from it and adds its weight tensors,
@@ -83,16 +108,26 @@ public:
   Tensor weight(DType type, Shape shape, uint64_t offset) const {
     return Tensor::wrap(type, std::move(shape), weights + offset);
   }
-};
 
-/// The arguments of one entry-point call, as tensors over the caller's
-/// buffers.
-struct Args {
-  Tensor tokens;              // i64 [B, S]
-  Tensor start;               // i64 []
-  std::vector<Tensor> caches; // [B, H, capacity, D]
-  float *logits = nullptr;    // [B, S, vocab]
-  Shape logitsShape;
+  /// The activations of every entry point: the memory plan's arena
+  /// (llmc-plan-memory), allocated once when the context is made; entries
+  /// run one at a time, so they share it. Each planned value is placed at
+  /// its offset (place), and the kernels write their results there.
+  struct Free {
+    void operator()(uint8_t *p) const { std::free(p); }
+  };
+  std::unique_ptr<uint8_t, Free> arena;
+  uint64_t arenaBytes = 0;
+  /// Where a model that takes i32 token ids gets them (room for the
+  /// largest entry's batch x seq).
+  std::unique_ptr<uint8_t, Free> tokenIds;
+  uint64_t tokenIdsBytes = 0;
+  /// The arguments of the running call (one call at a time per context).
+  Args args;
+
+  Tensor place(uint64_t offset, uint64_t bytes) const {
+    return Tensor::place(arena.get() + offset, bytes);
+  }
 };
 
 Attribute intAttr(int64_t v);
@@ -178,7 +213,7 @@ Status sliceCopy(const Tensor &x, int64_t base, int64_t count, int64_t stride, i
                  Shape shape, Tensor &out);
 
 /// i64 token ids as the i32 a model takes (ids beyond i32 are an error).
-Status narrowTokens(const Tensor &tokens, Tensor &out);
+Status narrowTokens(const Context &ctx, const Tensor &tokens, Tensor &out);
 
 /// Writes the logits value into the caller's f32 buffer (converting from
 /// f16/bf16).
@@ -206,7 +241,7 @@ template <class M> struct Glue {
 int fail(const std::string &message, char *err, size_t errlen);
 /// Checks create()'s arguments and sets up the context.
 Status initContext(Context &ctx, const void *weights, uint64_t bytes, uint64_t expectedBytes,
-                   int32_t threads);
+                   int32_t threads, uint64_t arenaBytes, int64_t maxTokens);
 /// Checks run()'s arguments and wraps the buffers.
 Status makeArgs(const llmc_model_entry &entry, const llmc_model_cache *caches,
                 uint32_t numCaches, int64_t vocab, const int64_t *tokens, int64_t start,
@@ -220,7 +255,9 @@ int Glue<M>::create(const void *weights, uint64_t bytes, int32_t threads, void *
     return fail("create: out_ctx is null", err, errlen);
   *out = nullptr;
   std::unique_ptr<M> m(new M());
-  if (Status s = initContext(*m, weights, bytes, M::kWeightsBytes, threads); !s)
+  if (Status s = initContext(*m, weights, bytes, M::kWeightsBytes, threads, M::kArenaBytes,
+                             M::kMaxTokens);
+      !s)
     return fail(s.message(), err, errlen);
   if (Status s = m->init(); !s)
     return fail(s.message(), err, errlen);
@@ -239,7 +276,7 @@ int Glue<M>::runAtCapacity(void *ctx, uint32_t entry, const int64_t *tokens, int
                     std::to_string(M::kNumEntries) + ")",
                 err, errlen);
   const llmc_model_entry &e = M::kEntries[entry];
-  Args args;
+  Args &args = static_cast<M *>(ctx)->args;
   if (Status s = makeArgs(e, M::kCaches, M::kNumCaches, M::kVocab, tokens, start, capacity,
                           M::kAnyCapacity != 0, cacheBuffers, logits, args);
       !s)
@@ -264,43 +301,44 @@ template <typename F> bool withFloatType(DType type, F &&f) {
   return false;
 }
 
-/// Allocates `out` (`type`, `shape`) and calls body(tag) with a null
-/// pointer of its storage type (float, kernels::Half or kernels::Bf16), as
-/// withFloatType does; false (and nothing run) for another type or when the
-/// allocation fails, which the callers leave to the reference kernel.
+/// Allocates `out` (`type`, `shape`; not zeroed: the callers write every
+/// element) and calls body(tag) with a null pointer of its storage type
+/// (float, kernels::Half or kernels::Bf16), as withFloatType does; false
+/// (and nothing run) for another type or when the allocation fails, which
+/// the callers leave to the reference kernel.
 template <typename F> bool intoFloatTensor(DType type, const Shape &shape, Tensor &out, F &&body) {
   if (type != DType::Float && type != DType::Float16 && type != DType::BFloat16)
     return false;
-  if (!Tensor::allocate(type, shape, out))
+  if (!Tensor::allocateUninitialized(type, shape, out))
     return false;
   return withFloatType(type, body);
 }
 
-/// `t`'s elements as f32 (a view for f32, a converted copy for f16/bf16).
-inline const float *asF32(const Tensor &t, std::vector<float> &scratch) {
+/// `t`'s elements as f32 (a view for f32, a converted copy for f16/bf16 in
+/// the calling thread's scratch `slot`).
+inline const float *asF32(const Tensor &t, ScratchSlot slot) {
   if (t.dtype() == DType::Float)
     return t.data<float>();
-  scratch.resize(size_t(t.numel()));
+  float *scratch = threadScratch<float>(slot, t.numel());
   if (t.dtype() == DType::Float16)
-    kernels::toF32(t.data<kernels::Half>(), scratch.data(), t.numel());
+    kernels::toF32(t.data<kernels::Half>(), scratch, t.numel());
   else
-    kernels::toF32(t.data<kernels::Bf16>(), scratch.data(), t.numel());
-  return scratch.data();
+    kernels::toF32(t.data<kernels::Bf16>(), scratch, t.numel());
+  return scratch;
 }
 
-/// Where an f32 kernel writes `out`: out itself when f32, else `scratch`,
-/// which finishF32 then rounds into out.
-inline float *f32Target(Tensor &out, std::vector<float> &scratch) {
+/// Where an f32 kernel writes `out`: out itself when f32, else the calling
+/// thread's scratch `slot`, which finishF32 then rounds into out.
+inline float *f32Target(Tensor &out, ScratchSlot slot) {
   if (out.dtype() == DType::Float)
     return out.mutableData<float>();
-  scratch.resize(size_t(out.numel()));
-  return scratch.data();
+  return threadScratch<float>(slot, out.numel());
 }
-inline void finishF32(Tensor &out, const std::vector<float> &scratch) {
+inline void finishF32(Tensor &out, const float *y) {
   if (out.dtype() == DType::Float16)
-    kernels::fromF32(scratch.data(), out.mutableData<kernels::Half>(), out.numel());
+    kernels::fromF32(y, out.mutableData<kernels::Half>(), out.numel());
   else if (out.dtype() == DType::BFloat16)
-    kernels::fromF32(scratch.data(), out.mutableData<kernels::Bf16>(), out.numel());
+    kernels::fromF32(y, out.mutableData<kernels::Bf16>(), out.numel());
 }
 
 /// A linear layer's operands and result in f32 for its kernel: x, bias and
@@ -308,7 +346,6 @@ inline void finishF32(Tensor &out, const std::vector<float> &scratch) {
 /// kernel writes (out itself when f32); finish() rounds y into out. start()
 /// checks the residual against the [..., n] result and allocates out.
 struct LinearF32 {
-  std::vector<float> xs, bs, rs, ys;
   const float *x = nullptr, *bias = nullptr, *residual = nullptr;
   float *y = nullptr;
   int64_t rows = 0; // of x
@@ -321,14 +358,14 @@ struct LinearF32 {
     if (residualIn && (residualIn->dtype() != xIn.dtype() || residualIn->shape() != shape))
       return Status::error(std::string(opName) + ": the residual " + residualIn->describe() +
                            " does not match the output");
-    LLMC_TRY(Tensor::allocate(xIn.dtype(), shape, out));
-    x = asF32(xIn, xs);
-    bias = biasIn ? asF32(*biasIn, bs) : nullptr;
-    residual = residualIn ? asF32(*residualIn, rs) : nullptr;
-    y = f32Target(out, ys);
+    LLMC_TRY(Tensor::allocateUninitialized(xIn.dtype(), shape, out));
+    x = asF32(xIn, kScratchX);
+    bias = biasIn ? asF32(*biasIn, kScratchBias) : nullptr;
+    residual = residualIn ? asF32(*residualIn, kScratchResidual) : nullptr;
+    y = f32Target(out, kScratchOut);
     return Status::ok();
   }
-  void finish(Tensor &out) const { finishF32(out, ys); }
+  void finish(Tensor &out) const { finishF32(out, y); }
 };
 
 inline Status linear(const Context &ctx, const KernelEntry *reference, const char *opName,
@@ -349,12 +386,11 @@ inline Status linear(const Context &ctx, const KernelEntry *reference, const cha
     if (residual && residual->shape() != shape)
       return Status::error(std::string(opName) + ": the residual " + residual->describe() +
                            " does not match the output");
-    LLMC_TRY(Tensor::allocate(type, shape, out));
-    std::vector<float> xs, bs, rs, ys;
-    const float *px = asF32(x, xs);
-    const float *pb = bias ? asF32(*bias, bs) : nullptr;
-    const float *pr = residual ? asF32(*residual, rs) : nullptr;
-    float *py = f32Target(out, ys);
+    LLMC_TRY(Tensor::allocateUninitialized(type, shape, out));
+    const float *px = asF32(x, kScratchX);
+    const float *pb = bias ? asF32(*bias, kScratchBias) : nullptr;
+    const float *pr = residual ? asF32(*residual, kScratchResidual) : nullptr;
+    float *py = f32Target(out, kScratchOut);
     // Blocks of 16 rows; a contiguous range of them per thread.
     int64_t blocks = (n + 15) / 16, threads = int64_t(ctx.pool->size());
     int64_t grain = std::max<int64_t>(1, (blocks + threads - 1) / threads);
@@ -371,7 +407,7 @@ inline Status linear(const Context &ctx, const KernelEntry *reference, const cha
           kernels::gemmRows(px, m, k, w.data<T>(), pb, pr, py, n, n0, n1);
       });
     });
-    finishF32(out, ys);
+    finishF32(out, py);
     return Status::ok();
   }
   LLMC_TRY(call(ctx, reference, opName, {&x, &w, bias}, nullptr, {&out}));
@@ -397,24 +433,23 @@ inline Status rope(const Context &ctx, const KernelEntry *reference, const char 
               (pos.dim(0) == x.dim(0) || pos.dim(0) == 1) && pos.dim(1) == x.dim(1);
   if (fast) {
     int64_t rows = x.dim(0) * x.dim(1);
-    std::vector<int64_t> at(static_cast<size_t>(rows));
+    int64_t *at = threadScratch<int64_t>(kScratchIndex, rows);
     const int64_t *p = pos.data<int64_t>();
     for (int64_t r = 0; r < rows; ++r) {
-      at[size_t(r)] = pos.dim(0) == 1 ? p[r % x.dim(1)] : p[r];
-      if (at[size_t(r)] < 0 || at[size_t(r)] >= cosT.dim(0))
+      at[r] = pos.dim(0) == 1 ? p[r % x.dim(1)] : p[r];
+      if (at[r] < 0 || at[r] >= cosT.dim(0))
         fast = false; // the reference kernel reports it
     }
     if (fast) {
-      LLMC_TRY(Tensor::allocate(type, x.shape(), out));
-      std::vector<float> xs, ys;
-      const float *px = asF32(x, xs);
-      float *py = f32Target(out, ys);
+      LLMC_TRY(Tensor::allocateUninitialized(type, x.shape(), out));
+      const float *px = asF32(x, kScratchX);
+      float *py = f32Target(out, kScratchOut);
       withFloatType(type, [&](auto *tag) {
         using T = std::remove_const_t<std::remove_pointer_t<decltype(tag)>>;
         kernels::ropeRows(px, py, rows, x.dim(2), x.dim(3), rot, interleaved, cosT.data<T>(),
-                          sinT.data<T>(), at.data());
+                          sinT.data<T>(), at);
       });
-      finishF32(out, ys);
+      finishF32(out, py);
       return Status::ok();
     }
   }
@@ -443,9 +478,8 @@ inline Status decodeAttention(const Context &ctx, const KernelEntry *partialRef,
     float softcap = float(attrs->getFloat("softcap", 0.0));
     int64_t window = attrs->getInt("window", 0);
     // The combined result is f32 (as llm.attention_combine's is).
-    LLMC_TRY(Tensor::allocate(DType::Float, {b, 1, hq, dv}, out));
-    std::vector<float> qs;
-    const float *pq = asF32(q, qs);
+    LLMC_TRY(Tensor::allocateUninitialized(DType::Float, {b, 1, hq, dv}, out));
+    const float *pq = asF32(q, kScratchX);
     float *po = out.mutableData<float>();
     // Split-KV when the rows alone leave threads idle and the context is
     // long: `splits` ranges of at least ctx.splitKvMinKeys keys per row, in
@@ -457,31 +491,32 @@ inline Status decodeAttention(const Context &ctx, const KernelEntry *partialRef,
     withFloatType(type, [&](auto *tag) {
       using T = std::remove_const_t<std::remove_pointer_t<decltype(tag)>>;
       const T *pk = k.data<T>(), *pv = v.data<T>();
+      // (Sized for the whole cache, so it grows once, not per position.)
+      auto chunk = cpu::chunkScratch<float>(*ctx.pool, kScratchChunk, capacity + 2);
       if (splits == 1) {
         ctx.pool->parallelFor(rows, 1, [&](int64_t r0, int64_t r1) {
-          std::vector<float> scratch(static_cast<size_t>(p + 1));
+          float *scratch = chunk.get();
           for (int64_t r = r0; r < r1; ++r)
             kernels::decodeAttentionHeads(pq, pk, pv, po, r / hq, r % hq, r % hq + 1, hq, hkv, d,
-                                          dv, capacity, p, window, scale, softcap,
-                                          scratch.data());
+                                          dv, capacity, p, window, scale, softcap, scratch);
         });
         return;
       }
-      std::vector<float> acc(size_t(rows * splits * dv)), m(size_t(rows * splits)),
-          l(size_t(rows * splits));
+      float *acc = threadScratch<float>(kScratchAcc, rows * splits * dv);
+      float *m = threadScratch<float>(kScratchMax, rows * splits);
+      float *l = threadScratch<float>(kScratchSum, rows * splits);
       ctx.pool->parallelFor(rows * splits, 1, [&](int64_t u0, int64_t u1) {
-        std::vector<float> scratch(static_cast<size_t>(keys / splits + 2));
+        float *scratch = chunk.get();
         for (int64_t u = u0; u < u1; ++u) {
           int64_t r = u / splits;
           kernels::decodeAttentionSplit(pq, pk, pv, r / hq, r % hq, u % splits, splits, hq, hkv,
-                                        d, dv, capacity, p, window, scale, softcap,
-                                        scratch.data(), acc.data() + u * dv, m[size_t(u)],
-                                        l[size_t(u)]);
+                                        d, dv, capacity, p, window, scale, softcap, scratch,
+                                        acc + u * dv, m[u], l[u]);
         }
       });
       for (int64_t r = 0; r < rows; ++r)
-        kernels::combineSplits(acc.data() + r * splits * dv, m.data() + r * splits,
-                               l.data() + r * splits, splits, dv, po + r * dv);
+        kernels::combineSplits(acc + r * splits * dv, m + r * splits, l + r * splits, splits, dv,
+                               po + r * dv);
     });
     return Status::ok();
   }
@@ -508,10 +543,11 @@ inline Status rmsNorm(const Context &ctx, const KernelEntry *reference, const ch
       using T = std::remove_const_t<std::remove_pointer_t<decltype(tag)>>;
       const T *px = x->data<T>(), *ps = scale->data<T>();
       T *py = out->mutableData<T>();
+      auto chunk = cpu::chunkScratch<float>(*ctx.pool, kScratchChunk, n);
       ctx.pool->parallelFor(rows, std::max<int64_t>(1, 16384 / n), [&](int64_t r0, int64_t r1) {
-        std::vector<float> row(static_cast<size_t>(n));
+        float *row = chunk.get();
         for (int64_t r = r0; r < r1; ++r)
-          kernels::rmsNormRow(px + r * n, ps, offset, eps, py + r * n, n, row.data());
+          kernels::rmsNormRow(px + r * n, ps, offset, eps, py + r * n, n, row);
       });
     });
     if (done)
@@ -534,11 +570,12 @@ inline Status swiglu(const Context &ctx, const KernelEntry *reference, const cha
       const T *pg = g->data<T>(), *pu = u->data<T>();
       T *py = out->mutableData<T>();
       constexpr int64_t kChunk = 4096;
+      auto chunk = cpu::chunkScratch<float>(*ctx.pool, kScratchChunk, 2 * kChunk);
       ctx.pool->parallelFor((n + kChunk - 1) / kChunk, 1, [&](int64_t c0, int64_t c1) {
-        std::vector<float> gs(kChunk), us(kChunk);
+        float *gs = chunk.get(), *us = gs + kChunk;
         for (int64_t c = c0; c < c1; ++c) {
           int64_t i = c * kChunk, len = std::min(kChunk, n - i);
-          kernels::swiglu(pg + i, pu + i, py + i, len, gs.data(), us.data());
+          kernels::swiglu(pg + i, pu + i, py + i, len, gs, us);
         }
       });
     });
@@ -568,7 +605,10 @@ inline Status cast(const Context &ctx, const KernelEntry *reference, const char 
       else
         kernels::toF32(x->data<T>(), out->mutableData<float>(), x->numel());
     };
-    bool done = intoFloatTensor(target, x->shape(), *out, [](auto *) {}) &&
+    // (Both sides float, or nothing is allocated: the reference kernel
+    // then fills the output's place.)
+    bool done = (other == DType::Float16 || other == DType::BFloat16) &&
+                intoFloatTensor(target, x->shape(), *out, [](auto *) {}) &&
                 withFloatType(other, convert);
     if (done)
       return Status::ok();
@@ -668,9 +708,11 @@ inline Status quantizedLinear(const Context &ctx, const char *opName, const Tens
                     (kernels::kTilePanels * kernels::kPanel);
     int64_t tileGrain = std::max<int64_t>(1, (tiles + threads - 1) / threads);
     const int64_t width = kernels::kTilePanels * kernels::kPanel;
+    auto chunk = cpu::chunkScratch<float>(*ctx.pool, kScratchChunk,
+                                          kernels::quantizedPanelsScratch(shape));
     ctx.pool->parallelFor(tiles, tileGrain, [&](int64_t t0, int64_t t1) {
       kernels::quantizedRowsPanels(px, m, shape, pq, ps, pz, pb, pr, py, t0 * width,
-                                   std::min(shape.n, t1 * width));
+                                   std::min(shape.n, t1 * width), chunk.get());
     });
   } else if (int8) {
     // Per calling thread, kept between calls so its buffers keep their
@@ -684,9 +726,11 @@ inline Status quantizedLinear(const Context &ctx, const char *opName, const Tens
                                  std::min(shape.n, b1 * 16));
     });
   } else {
+    auto chunk = cpu::chunkScratch<float>(*ctx.pool, kScratchChunk,
+                                          kernels::quantizedF32Scratch(shape, m));
     ctx.pool->parallelFor(blocks, grain, [&](int64_t b0, int64_t b1) {
       kernels::quantizedRowsF32(px, m, shape, pq, ps, pz, pb, pr, py, b0 * 16,
-                                std::min(shape.n, b1 * 16));
+                                std::min(shape.n, b1 * 16), chunk.get());
     });
   }
   f.finish(out);
@@ -717,19 +761,20 @@ inline Status flashAttention(const Context &ctx, const KernelEntry *reference,
     float softcap = float(attrs->getFloat("softcap", 0.0));
     bool causal = attrs->getInt("causal", 1) != 0;
     int64_t window = attrs->getInt("window", 0);
-    std::vector<float> qs, os;
-    const float *pq = asF32(*q, qs);
+    const float *pq = asF32(*q, kScratchX);
     bool done = intoFloatTensor(q->dtype(), {b, s, hq, dv}, *out, [&](auto *tag) {
       using T = std::remove_const_t<std::remove_pointer_t<decltype(tag)>>;
-      float *po = f32Target(*out, os);
+      float *po = f32Target(*out, kScratchOut);
+      // (Sized for the whole cache: p + s <= capacity.)
+      auto chunk = cpu::chunkScratch<float>(*ctx.pool, kScratchChunk, capacity);
       // One head's rows per chunk: its keys stay in cache across them.
       ctx.pool->parallelFor(b * hq * s, s, [&](int64_t r0, int64_t r1) {
-        std::vector<float> scratch(static_cast<size_t>(p + s));
+        float *scratch = chunk.get();
         kernels::prefillAttentionRows(pq, k->data<T>(), v->data<T>(), po, s, hq, hkv, d, dv,
                                       capacity, p, causal, window, scale, softcap, r0, r1,
-                                      scratch.data());
+                                      scratch);
       });
-      finishF32(*out, os);
+      finishF32(*out, po);
     });
     if (done)
       return Status::ok();

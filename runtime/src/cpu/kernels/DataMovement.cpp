@@ -37,7 +37,7 @@ Status stridedCopy(KernelCall &call, const Tensor &in, const Shape &outShape,
 
 Status reshapeKernel(KernelCall &call) {
   const Tensor &data = *call.input(0);
-  std::vector<int64_t> spec;
+  Shape spec;
   LLMC_RETURN_IF_ERROR(readInts(call, *call.input(1), spec, "shape"));
   bool allowZero = call.attrs->getInt("allowzero", 0) != 0;
   Shape out(spec.size());
@@ -95,9 +95,9 @@ Status flattenKernel(KernelCall &call) {
 
 Status squeezeKernel(KernelCall &call) {
   const Tensor &x = *call.input(0);
-  std::vector<bool> drop(size_t(x.rank()), false);
+  InlineVector<bool, 8> drop(size_t(x.rank()), false);
   if (call.has(1)) {
-    std::vector<int64_t> axes;
+    Shape axes;
     LLMC_RETURN_IF_ERROR(readInts(call, *call.input(1), axes, "axes"));
     for (int64_t a : axes) {
       LLMC_RETURN_IF_ERROR(normalizeAxis(call, a, x.rank()));
@@ -119,10 +119,10 @@ Status squeezeKernel(KernelCall &call) {
 
 Status unsqueezeKernel(KernelCall &call) {
   const Tensor &x = *call.input(0);
-  std::vector<int64_t> axes;
+  Shape axes;
   LLMC_RETURN_IF_ERROR(readInts(call, *call.input(1), axes, "axes"));
   int64_t rank = x.rank() + int64_t(axes.size());
-  std::vector<bool> inserted(size_t(rank), false);
+  InlineVector<bool, 8> inserted(size_t(rank), false);
   for (int64_t a : axes) {
     LLMC_RETURN_IF_ERROR(normalizeAxis(call, a, rank));
     if (inserted[size_t(a)])
@@ -139,7 +139,7 @@ Status unsqueezeKernel(KernelCall &call) {
 
 Status transposeKernel(KernelCall &call) {
   const Tensor &x = *call.input(0);
-  std::vector<int64_t> perm;
+  Shape perm;
   if (const std::vector<int64_t> *p = call.attrs->getInts("perm"))
     perm = *p;
   else
@@ -200,7 +200,7 @@ Status splitKernel(KernelCall &call) {
   LLMC_RETURN_IF_ERROR(normalizeAxis(call, axis, x.rank()));
   size_t n = call.outputs.size();
   int64_t d = x.dim(axis);
-  std::vector<int64_t> sizes;
+  Shape sizes;
   if (call.has(1)) {
     LLMC_RETURN_IF_ERROR(readInts(call, *call.input(1), sizes, "split"));
     int64_t total = 0;
@@ -231,7 +231,7 @@ Status splitKernel(KernelCall &call) {
 
 Status sliceKernel(KernelCall &call) {
   const Tensor &x = *call.input(0);
-  std::vector<int64_t> starts, ends, axes, steps;
+  Shape starts, ends, axes, steps;
   LLMC_RETURN_IF_ERROR(readInts(call, *call.input(1), starts, "starts"));
   LLMC_RETURN_IF_ERROR(readInts(call, *call.input(2), ends, "ends"));
   if (call.has(3)) {
@@ -249,7 +249,7 @@ Status sliceKernel(KernelCall &call) {
     return call.fail("starts, ends, axes and steps differ in length");
   Shape outShape = x.shape(), inStrides = stridesOf(x.shape()), strides = inStrides;
   int64_t offset = 0;
-  std::vector<bool> seen(size_t(x.rank()), false);
+  InlineVector<bool, 8> seen(size_t(x.rank()), false);
   for (size_t i = 0; i < starts.size(); ++i) {
     int64_t a = axes[i];
     LLMC_RETURN_IF_ERROR(normalizeAxis(call, a, x.rank()));
@@ -286,7 +286,7 @@ Status sliceKernel(KernelCall &call) {
 
 Status expandKernel(KernelCall &call) {
   const Tensor &x = *call.input(0);
-  std::vector<int64_t> shape;
+  Shape shape;
   LLMC_RETURN_IF_ERROR(readInts(call, *call.input(1), shape, "shape"));
   for (int64_t d : shape)
     if (d < 0)
@@ -298,7 +298,7 @@ Status expandKernel(KernelCall &call) {
 
 Status tileKernel(KernelCall &call) {
   const Tensor &x = *call.input(0);
-  std::vector<int64_t> reps;
+  Shape reps;
   LLMC_RETURN_IF_ERROR(readInts(call, *call.input(1), reps, "repeats"));
   if (int64_t(reps.size()) != x.rank())
     return call.fail("repeats has " + std::to_string(reps.size()) + " entries for rank " +
@@ -358,7 +358,7 @@ Status sizeKernel(KernelCall &call) {
 }
 
 Status constantOfShapeKernel(KernelCall &call) {
-  std::vector<int64_t> shape;
+  Shape shape;
   LLMC_RETURN_IF_ERROR(readInts(call, *call.input(0), shape, "shape"));
   for (int64_t d : shape)
     if (d < 0)

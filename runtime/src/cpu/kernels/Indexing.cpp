@@ -51,7 +51,7 @@ Status gatherKernel(KernelCall &call) {
     outer *= data.dim(d);
   for (int64_t d = axis + 1; d < data.rank(); ++d)
     inner *= data.dim(d);
-  std::vector<int64_t> idx(size_t(indices.numel()));
+  Shape idx(size_t(indices.numel()));
   for (int64_t j = 0; j < indices.numel(); ++j) {
     idx[size_t(j)] = indexAt(indices, j);
     LLMC_RETURN_IF_ERROR(normalizeIndex(call, idx[size_t(j)], dim));
@@ -79,13 +79,10 @@ Status embeddingKernel(KernelCall &call) {
   if (table.rank() != 2)
     return call.fail("table must be [vocab, hidden], got " + table.describe());
   int64_t vocab = table.dim(0), hidden = table.dim(1);
-  std::vector<int64_t> rows(size_t(ids.numel()));
-  for (int64_t j = 0; j < ids.numel(); ++j) {
-    rows[size_t(j)] = indexAt(ids, j);
-    if (rows[size_t(j)] < 0 || rows[size_t(j)] >= vocab)
-      return call.fail("token id " + std::to_string(rows[size_t(j)]) +
-                       " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
-  }
+  for (int64_t j = 0; j < ids.numel(); ++j)
+    if (int64_t id = indexAt(ids, j); id < 0 || id >= vocab)
+      return call.fail("token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                       std::to_string(vocab) + ")");
   Shape out = ids.shape();
   out.push_back(hidden);
   Tensor &y = call.outputs[0];
@@ -93,8 +90,8 @@ Status embeddingKernel(KernelCall &call) {
   size_t row = size_t(hidden) * storageSize(table.dtype());
   const char *src = static_cast<const char *>(table.raw());
   char *dst = static_cast<char *>(y.mutableRaw());
-  for (size_t j = 0; j < rows.size(); ++j)
-    std::memcpy(dst + j * row, src + size_t(rows[j]) * row, row);
+  for (int64_t j = 0; j < ids.numel(); ++j)
+    std::memcpy(dst + size_t(j) * row, src + size_t(indexAt(ids, j)) * row, row);
   return Status::ok();
 }
 
@@ -341,7 +338,7 @@ Status topKKernel(KernelCall &call) {
     T *pv = values.mutableData<T>();
     int64_t *pi = indices.mutableData<int64_t>();
     int64_t dim = x.dim(axis);
-    std::vector<int64_t> order(static_cast<size_t>(dim));
+    Shape order(static_cast<size_t>(dim));
     forEachLane(x.shape(), axis, [&](int64_t base, int64_t stride, int64_t lane) {
       std::iota(order.begin(), order.end(), 0);
       auto value = [&](int64_t j) { return Num<T>::load(in[base + j * stride]); };

@@ -10,6 +10,7 @@
 
 #include "runtime/src/cpu/Kernel.h"
 #include "runtime/src/cpu/Numeric.h"
+#include "runtime/src/cpu/Scratch.h"
 
 #include <array>
 #include <cmath>
@@ -114,8 +115,8 @@ inline Status normalizeAxis(const KernelCall &call, int64_t &axis, int64_t rank,
 }
 
 /// The values of a 1-D (or scalar) integer input, e.g. a shape or axes.
-inline Status readInts(const KernelCall &call, const Tensor &t, std::vector<int64_t> &out,
-                       const char *what) {
+template <typename Ints>
+Status readInts(const KernelCall &call, const Tensor &t, Ints &out, const char *what) {
   out.clear();
   if (t.rank() > 1)
     return call.fail(std::string(what) + " must be 1-D, got " + t.describe());
@@ -133,7 +134,7 @@ inline Status readInts(const KernelCall &call, const Tensor &t, std::vector<int6
 /// One integer from a scalar (or single-element) input.
 inline Status readScalarInt(const KernelCall &call, const Tensor &t, int64_t &out,
                             const char *what) {
-  std::vector<int64_t> v;
+  Shape v;
   if (t.numel() != 1)
     return call.fail(std::string(what) + " must have one element, got " + t.describe());
   Tensor flat = t.view({1});
@@ -154,10 +155,10 @@ inline Shape stridesOf(const Shape &shape) {
 /// input, its element strides over the output dims (0 where broadcast).
 struct Broadcast {
   Shape out;
-  std::vector<Shape> strides;
+  InlineVector<Shape, 4> strides;
   int64_t count = 0;
 
-  static Status make(const KernelCall &call, const std::vector<const Shape *> &shapes,
+  static Status make(const KernelCall &call, const InlineVector<const Shape *, 4> &shapes,
                      Broadcast &b) {
     size_t rank = 0;
     for (const Shape *s : shapes)
@@ -191,7 +192,7 @@ struct Broadcast {
   template <size_t N, typename F> void forRange(int64_t begin, int64_t end, F &&f) const {
     size_t rank = out.size();
     std::array<int64_t, N> in{};
-    std::vector<int64_t> idx(rank, 0);
+    Shape idx(rank, 0);
     // Starting multi-index and input offsets for `begin`.
     int64_t rest = begin;
     for (int64_t d = int64_t(rank) - 1; d >= 0; --d) {
@@ -236,17 +237,23 @@ inline Status toF32([[maybe_unused]] const KernelCall &call, const Tensor &t,
   });
 }
 
-/// A new tensor of `type` and `shape` from f32 values.
-inline Status fromF32(DType type, const Shape &shape, const std::vector<float> &values,
-                      Tensor &out) {
-  LLMC_RETURN_IF_ERROR(Tensor::allocate(type, shape, out));
+/// A new tensor of `type` and `shape` from its f32 values.
+inline Status fromF32(DType type, const Shape &shape, const float *values, Tensor &out) {
+  LLMC_RETURN_IF_ERROR(Tensor::allocateUninitialized(type, shape, out));
   return visitFloat(type, [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
     T *p = out.mutableData<T>();
-    for (size_t i = 0; i < values.size(); ++i)
+    for (int64_t i = 0; i < out.numel(); ++i)
       p[i] = Num<T>::store(typename Num<T>::C(values[i]));
     return Status::ok();
   });
+}
+inline Status fromF32(DType type, const Shape &shape, const std::vector<float> &values,
+                      Tensor &out) {
+  if (int64_t(values.size()) != numElements(shape))
+    return Status::error("fromF32: " + std::to_string(values.size()) + " values for " +
+                         shapeString(shape));
+  return fromF32(type, shape, values.data(), out);
 }
 
 /// C[M,N] (row stride ldc) = A[M,K] * B[K,N] in f32; element (r, c) of A is

@@ -273,13 +273,13 @@ void gemmF32(ThreadPool &pool, int64_t m, int64_t n, int64_t k, MatrixView<TA> a
     }
   });
   // A as f32 rows (contiguous K).
-  std::vector<float> rowsA(size_t(m * k));
+  float *rowsA = threadScratch<float>(kScratchX, m * k);
   pool.parallelFor(m, 16, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r)
       for (int64_t kk = 0; kk < k; ++kk)
-        rowsA[size_t(r * k + kk)] = a.at(r, kk);
+        rowsA[r * k + kk] = a.at(r, kk);
   });
-  Packed packed{packedB.data(), rowsA.data(), m, n, k, panels, c, ldc};
+  Packed packed{packedB.data(), rowsA, m, n, k, panels, c, ldc};
   bool avx2 = haveAvx2();
   int64_t tileM = avx2 ? kTileMAvx2 : kTileMBase;
   int64_t tiles = (m + tileM - 1) / tileM * panels;
@@ -296,16 +296,16 @@ template <typename T>
 void gemmGeneric(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda, int64_t acs,
                  const T *b, int64_t ldb, int64_t bcs, T *c, int64_t ldc) {
   using Acc = std::conditional_t<std::is_integral_v<T>, std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>, double>;
-  std::vector<Acc> row(static_cast<size_t>(n));
+  Acc *row = threadScratch<Acc>(kScratchSum, n);
   for (int64_t i = 0; i < m; ++i) {
-    std::fill(row.begin(), row.end(), Acc(0));
+    std::fill(row, row + n, Acc(0));
     for (int64_t kk = 0; kk < k; ++kk) {
       Acc av = Acc(a[i * lda + kk * acs]);
       for (int64_t j = 0; j < n; ++j)
-        row[size_t(j)] += av * Acc(b[kk * ldb + j * bcs]);
+        row[j] += av * Acc(b[kk * ldb + j * bcs]);
     }
     for (int64_t j = 0; j < n; ++j)
-      c[i * ldc + j] = T(row[size_t(j)]);
+      c[i * ldc + j] = T(row[j]);
   }
 }
 
@@ -316,10 +316,10 @@ void matmulOne(ThreadPool &pool, int64_t m, int64_t n, int64_t k, const T *a, in
   if constexpr (std::is_same_v<T, float>) {
     gemmF32<float, float>(pool, m, n, k, {a, ars, acs}, {b, brs, bcs}, y, n);
   } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
-    std::vector<float> tmp(size_t(m * n));
-    gemmF32<T, T>(pool, m, n, k, {a, ars, acs}, {b, brs, bcs}, tmp.data(), n);
+    float *tmp = threadScratch<float>(kScratchOut, m * n);
+    gemmF32<T, T>(pool, m, n, k, {a, ars, acs}, {b, brs, bcs}, tmp, n);
     for (int64_t i = 0; i < m * n; ++i)
-      y[i] = Num<T>::store(tmp[size_t(i)]);
+      y[i] = Num<T>::store(tmp[i]);
   } else {
     gemmGeneric<T>(m, n, k, a, ars, acs, b, brs, bcs, y, n);
   }
@@ -352,14 +352,13 @@ Status linearKernel(KernelCall &call) {
             py[r * n + j] += bias->data<double>()[j];
       return Status::ok();
     }
-    std::vector<float> acc(size_t(m * n));
+    float *acc = threadScratch<float>(kScratchOut, m * n);
     if (m > 0 && n > 0)
-      gemmF32<T, T>(*call.pool, m, n, k, {x.data<T>(), k, 1}, {w.data<T>(), 1, k}, acc.data(),
-                    n);
+      gemmF32<T, T>(*call.pool, m, n, k, {x.data<T>(), k, 1}, {w.data<T>(), 1, k}, acc, n);
     if (bias)
       for (int64_t r = 0; r < m; ++r)
         for (int64_t j = 0; j < n; ++j)
-          acc[size_t(r * n + j)] += float(Num<T>::load(bias->data<T>()[j]));
+          acc[r * n + j] += float(Num<T>::load(bias->data<T>()[j]));
     return fromF32(x.dtype(), out, acc, call.outputs[0]);
   });
 }
@@ -542,7 +541,7 @@ Status einsumKernel(KernelCall &call) {
     using T = typename decltype(tag)::type;
     using Acc = std::conditional_t<std::is_integral_v<typename Num<T>::C>, int64_t, double>;
     LLMC_RETURN_IF_ERROR(Tensor::allocate(first.dtype(), outShape, y));
-    std::vector<int64_t> value(all.size(), 0);
+    Shape value(all.size(), 0);
     std::map<char, size_t> slot;
     for (size_t i = 0; i < all.size(); ++i)
       slot[all[i]] = i;

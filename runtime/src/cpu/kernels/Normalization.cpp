@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/src/cpu/kernels/Kernels.h"
 #include "runtime/src/cpu/kernels/KernelUtil.h"
+#include "runtime/src/cpu/Scratch.h"
 
 #include <algorithm>
 
@@ -105,8 +106,10 @@ Status normalize(KernelCall &call, NormRequest r) {
       return call.fail("skip " + r.skip->describe() + " does not broadcast to " + x.describe());
   }
   // Offsets of parameter elements for each column of the block.
-  std::vector<int64_t> scaleAt(size_t(cols), 0), biasAt(size_t(cols), 0);
+  int64_t *scaleAt = threadScratch<int64_t>(kScratchIndex, cols);
+  int64_t *biasAt = threadScratch<int64_t>(kScratchIndex2, cols);
   for (int64_t c = 0; c < cols; ++c) {
+    scaleAt[c] = biasAt[c] = 0;
     int64_t rest = c;
     for (int64_t d = int64_t(block.size()) - 1; d >= 0; --d) {
       int64_t i = block[size_t(d)] ? rest % block[size_t(d)] : 0;
@@ -133,8 +136,9 @@ Status normalize(KernelCall &call, NormRequest r) {
     const T *bi = r.bias ? r.bias->data<T>() : nullptr;
     T *out = r.y->mutableData<T>();
     T *sumOut = r.sum ? r.sum->mutableData<T>() : nullptr;
+    auto chunk = chunkScratch<double>(*call.pool, kScratchChunk, cols);
     call.pool->parallelFor(rows, 16, [&](int64_t r0, int64_t r1) {
-      std::vector<double> v(static_cast<size_t>(cols));
+      double *v = chunk.get();
       for (int64_t row = r0; row < r1; ++row) {
         int64_t base = row * cols;
         for (int64_t c = 0; c < cols; ++c) {
@@ -161,13 +165,13 @@ Status normalize(KernelCall &call, NormRequest r) {
         }
         double mean = 0;
         if (r.centre) {
-          for (double e : v)
-            mean += e;
+          for (int64_t c = 0; c < cols; ++c)
+            mean += v[c];
           mean /= double(cols);
         }
         double var = 0;
-        for (double e : v)
-          var += (e - mean) * (e - mean);
+        for (int64_t c = 0; c < cols; ++c)
+          var += (v[c] - mean) * (v[c] - mean);
         var /= double(cols);
         double inv = 1.0 / std::sqrt(var + r.epsilon);
         for (int64_t c = 0; c < cols; ++c) {

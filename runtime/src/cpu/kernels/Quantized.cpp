@@ -200,7 +200,7 @@ Status gatherBlockQuantizedKernel(KernelCall &call) {
   for (int64_t d = qa + 1; d < rank; ++d)
     qStride *= logical[size_t(d)];
   int64_t qSize = logical[size_t(qa)], qBlocks = scaleShape[size_t(qa)];
-  std::vector<int64_t> idx(size_t(indices.numel()));
+  Shape idx(size_t(indices.numel()));
   for (int64_t i = 0; i < indices.numel(); ++i) {
     int64_t v = indices.dtype() == DType::Int64 ? indices.data<int64_t>()[i]
                                                 : int64_t(indices.data<int32_t>()[i]);
@@ -255,22 +255,28 @@ Status quantizedEmbeddingKernel(KernelCall &call) {
     return call.fail("zero_points must be uint8 [vocab, G], got " + zp->describe());
   if (ids.dtype() != DType::Int64 && ids.dtype() != DType::Int32)
     return call.fail("ids must be int32 or int64");
-  std::vector<float> sc;
-  LLMC_RETURN_IF_ERROR(toF32(call, scales, sc));
+  if (scales.dtype() != DType::Float && scales.dtype() != DType::Float16 &&
+      scales.dtype() != DType::BFloat16)
+    return call.fail("scales must be f32, f16 or bf16, got " + scales.describe());
   const uint8_t *z = zp ? static_cast<const uint8_t *>(zp->raw()) : nullptr;
   float symmetric = float(int64_t(1) << (bits - 1));
   int64_t n = ids.numel();
-  std::vector<float> out(size_t(n * H));
+  // (Per-thread scratch kept between calls: a step allocates nothing.)
+  float *out = threadScratch<float>(kScratchOut, n * H);
+  float *rowScales = threadScratch<float>(kScratchSum, G);
   for (int64_t i = 0; i < n; ++i) {
     int64_t v = ids.dtype() == DType::Int64 ? ids.data<int64_t>()[i]
                                             : int64_t(ids.data<int32_t>()[i]);
     if (v < 0 || v >= V)
       return call.fail("id " + std::to_string(v) + " is outside the vocabulary [0, " +
                        std::to_string(V) + ")");
+    // The row's scales in f32 (only this row's are converted).
+    for (int64_t g = 0; g < G; ++g)
+      rowScales[g] = float(floatElement(scales, v * G + g));
     dequantizeBlocks(static_cast<const uint8_t *>(q.raw()) + v * G * gs * bits / 8, 1, H, gs,
-                     bits, sc.data() + v * G,
+                     bits, rowScales,
                      [&](int64_t, int64_t g) { return z ? float(z[v * G + g]) : symmetric; },
-                     out.data() + i * H);
+                     out + i * H);
   }
   Shape shape = ids.shape();
   shape.push_back(H);

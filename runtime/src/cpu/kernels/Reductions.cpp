@@ -19,14 +19,14 @@ template <ReduceKind K> Status reduceKernel(KernelCall &call) {
   const Tensor &x = *call.input(0);
   bool keep = call.attrs->getInt("keepdims", 1) != 0;
   bool noop = call.attrs->getInt("noop_with_empty_axes", 0) != 0;
-  std::vector<int64_t> axes;
+  Shape axes;
   if (call.has(1))
     LLMC_RETURN_IF_ERROR(readInts(call, *call.input(1), axes, "axes"));
   if (axes.empty() && noop) {
     call.outputs[0] = x;
     return Status::ok();
   }
-  std::vector<bool> reduced(size_t(x.rank()), axes.empty());
+  InlineVector<bool, 8> reduced(size_t(x.rank()), axes.empty());
   for (int64_t a : axes) {
     LLMC_RETURN_IF_ERROR(normalizeAxis(call, a, x.rank(), "reduction axis"));
     if (reduced[size_t(a)])
@@ -79,11 +79,12 @@ template <ReduceKind K> Status reduceKernel(KernelCall &call) {
       else
         identity = std::numeric_limits<double>::infinity();
     }
-    std::vector<Acc> acc(size_t(y.numel()), identity);
+    Acc *acc = threadScratch<Acc>(kScratchAcc, y.numel());
+    std::fill(acc, acc + y.numel(), identity);
     const T *in = x.data<T>();
     walk.forRange<1>(0, x.numel(), [&](int64_t i, const std::array<int64_t, 1> &o) {
       Acc v = Acc(Num<T>::load(in[i]));
-      Acc &a = acc[size_t(o[0])];
+      Acc &a = acc[o[0]];
       // Integers wrap around (in unsigned arithmetic: signed overflow is UB).
       auto add = [](Acc x, Acc y) -> Acc {
         if constexpr (std::is_integral_v<Acc>)

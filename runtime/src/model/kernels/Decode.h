@@ -38,13 +38,17 @@ template <typename T>
 void ropeRows(const float *x, float *y, int64_t rows, int64_t heads, int64_t d, int64_t rot,
               bool interleaved, const T *cosT, const T *sinT, const int64_t *positionOfRow) {
   int64_t half = rot / 2;
-  std::vector<float> cs(size_t(2 * half));
+  // A row's cos and sin, on the stack for head sizes up to 1024.
+  constexpr int64_t kOnStack = 1024;
+  float stack[kOnStack];
+  std::vector<float> heap(half > kOnStack / 2 ? size_t(2 * half) : 0);
+  float *cs = heap.empty() ? stack : heap.data();
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t i = 0; i < half; ++i) {
-      cs[size_t(i)] = toFloat(cosT[positionOfRow[r] * half + i]);
-      cs[size_t(half + i)] = toFloat(sinT[positionOfRow[r] * half + i]);
+      cs[i] = toFloat(cosT[positionOfRow[r] * half + i]);
+      cs[half + i] = toFloat(sinT[positionOfRow[r] * half + i]);
     }
-    const float *c = cs.data(), *s = cs.data() + half;
+    const float *c = cs, *s = cs + half;
     for (int64_t h = 0; h < heads; ++h) {
       const float *xi = x + (r * heads + h) * d;
       float *yi = y + (r * heads + h) * d;

@@ -476,28 +476,33 @@ inline void quantizedRowsInt8(const QuantActivations &xa, const QuantShape &shap
 /// Packed.h, [K][16] each, in a buffer that stays in L2, and multiplied by
 /// every row of x with its register-tiled kernel; the dequantization costs
 /// one pass over the weights per call, shared by all rows of x.
+/// `scratch` holds quantizedPanelsScratch(shape) floats.
+inline int64_t quantizedPanelsScratch(const QuantShape &shape) {
+  return kTilePanels * shape.k * kPanel;
+}
 inline void quantizedRowsPanels(const float *x, int64_t M, const QuantShape &shape,
                                 const uint8_t *q, const float *scales, const uint8_t *zp,
                                 const float *bias, const float *residual, float *y, int64_t n0,
-                                int64_t n1) {
+                                int64_t n1, float *scratch) {
   const int64_t K = shape.k, N = shape.n;
   const int64_t width = kTilePanels * kPanel;
-  std::vector<float> panels(static_cast<size_t>(kTilePanels * K * kPanel));
+  const int64_t panelsSize = quantizedPanelsScratch(shape);
+  float *panels = scratch;
   float tile[kTileRows][kTilePanels * kPanel];
   for (int64_t nb = n0; nb < n1; nb += width) {
     const int64_t rows = std::min(width, n1 - nb);
     const int64_t count = (rows + kPanel - 1) / kPanel; // panels in this tile
     if (rows < width) // a partial tile: its missing columns are zeros
-      std::fill(panels.begin(), panels.end(), 0.f);
+      std::fill(panels, panels + panelsSize, 0.f);
     for (int64_t r = 0; r < rows; ++r)
       dequantizeRange(shape, q, scales, zp, nb + r, 0, K,
-                      panels.data() + (r / kPanel) * K * kPanel + r % kPanel, kPanel);
+                      panels + (r / kPanel) * K * kPanel + r % kPanel, kPanel);
     for (int64_t m = 0; m < M; m += kTileRows) {
       int mr = int(std::min<int64_t>(kTileRows, M - m));
       if (count == kTilePanels)
-        panelTileRows<kTilePanels>(mr, x + m * K, K, panels.data(), tile);
+        panelTileRows<kTilePanels>(mr, x + m * K, K, panels, tile);
       else
-        panelTileRows<1>(mr, x + m * K, K, panels.data(), tile);
+        panelTileRows<1>(mr, x + m * K, K, panels, tile);
       for (int i = 0; i < mr; ++i)
         for (int64_t c = 0; c < rows; ++c)
           y[(m + i) * N + nb + c] = linearEpilogue(tile[i][c], bias, residual, m + i, nb + c, N);
@@ -507,24 +512,29 @@ inline void quantizedRowsPanels(const float *x, int64_t M, const QuantShape &sha
 
 /// Rows [n0, n1) of y [M, N] with x [M, K] used as it is (f32): the weights
 /// dequantized one group at a time, exactly as the reference does.
+/// (scratch holds quantizedF32Scratch(shape, M) floats.)
+inline int64_t quantizedF32Scratch(const QuantShape &shape, int64_t M) {
+  return kQuantRows * shape.groupSize + VecF::kLanes + kQuantRows * M;
+}
 inline void quantizedRowsF32(const float *x, int64_t M, const QuantShape &shape, const uint8_t *q,
                              const float *scales, const uint8_t *zp, const float *bias,
-                             const float *residual, float *y, int64_t n0, int64_t n1) {
+                             const float *residual, float *y, int64_t n0, int64_t n1,
+                             float *scratch) {
   constexpr int L = VecF::kLanes;
   const int64_t K = shape.k, N = shape.n, G = shape.groups, gs = shape.groupSize;
-  std::vector<float> w(size_t(kQuantRows * gs + L)), dots(size_t(kQuantRows * M));
+  float *w = scratch, *dots = scratch + kQuantRows * gs + L;
   for (int64_t nb = n0; nb < n1; nb += kQuantRows) {
     const int64_t rows = std::min<int64_t>(kQuantRows, n1 - nb);
-    std::fill(dots.begin(), dots.end(), 0.f);
+    std::fill(dots, dots + kQuantRows * M, 0.f);
     for (int64_t g = 0; g < G; ++g) {
       int64_t k0 = g * gs, len = std::min(gs, K - k0);
       for (int64_t r = 0; r < rows; ++r)
-        dequantizeRange(shape, q, scales, zp, nb + r, k0, k0 + len, w.data() + r * gs, 1);
+        dequantizeRange(shape, q, scales, zp, nb + r, k0, k0 + len, w + r * gs, 1);
       const int64_t lv = len / L * L;
       for (int64_t m = 0; m < M; ++m) {
         const float *xm = x + m * K + k0;
         for (int64_t r = 0; r < rows; ++r) {
-          const float *wr = w.data() + r * gs;
+          const float *wr = w + r * gs;
           VecF a = VecF::zero();
           for (int64_t i = 0; i < lv; i += L)
             a = VecF::fma(VecF::load(wr + i), VecF::load(xm + i), a);

@@ -1,0 +1,187 @@
+//===- StorageFacts.cpp - which values share storage in the compiled code -===//
+#include "passes/StorageFacts.h"
+
+#include "dialects/LLM/IR/LLMOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "dialects/LLM/IR/ShapeInference.h"
+#include "passes/BuildHelpers.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/Sequence.h"
+
+#include <algorithm>
+
+namespace mlir::llmc {
+
+Value cacheSource(Value v) {
+  while (true) {
+    if (auto u = v.getDefiningOp<CacheUpdateOp>()) {
+      v = u.getCache();
+      continue;
+    }
+    if (auto fused = v.getDefiningOp<FusedOp>()) {
+      Value inner = cast<YieldOp>(fused.getRegion().front().getTerminator())
+                        ->getOperand(cast<OpResult>(v).getResultNumber());
+      Value start = cacheSource(inner);
+      auto arg = dyn_cast<BlockArgument>(start);
+      if (inner != start && arg && arg.getOwner() == &fused.getRegion().front()) {
+        v = fused->getOperand(arg.getArgNumber());
+        continue;
+      }
+    }
+    return v;
+  }
+}
+
+/// What a fused region's block argument stands for outside the region(s).
+Value outside(Value v) {
+  while (auto arg = dyn_cast<BlockArgument>(v)) {
+    auto fused = dyn_cast<FusedOp>(arg.getOwner()->getParentOp());
+    if (!fused)
+      return v;
+    v = fused->getOperand(arg.getArgNumber());
+  }
+  return v;
+}
+
+/// Whether `v`'s storage may change after it is computed: the caches
+/// (function arguments updated in place, and what cache updates return,
+/// also through fused regions) and the other arguments.
+bool mayChange(Value v) {
+  v = outside(v);
+  return isa<BlockArgument>(v) || v.getDefiningOp<CacheUpdateOp>() || cacheSource(v) != v;
+}
+
+/// An onnx.slice (static shapes, steps of 1) whose result is `count`
+/// segments of `len` elements of its input, segment c starting at element
+/// base + c * stride: one sliced axis, every axis after it whole. count 1 is
+/// one contiguous range (a view).
+std::optional<SliceSegments> sliceSegments(Operation *op) {
+  if (op->getNumOperands() < 3 || op->getNumOperands() > 5)
+    return std::nullopt;
+  auto in = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+  auto out = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  if (!in || !out || !in.hasStaticShape() || !out.hasStaticShape() || in.getRank() != out.getRank())
+    return std::nullopt;
+  int64_t rank = in.getRank();
+  auto operand = [&](unsigned i) { return outside(op->getOperand(i)); };
+  auto starts = getConstantInts(operand(1));
+  auto ends = getConstantInts(operand(2));
+  std::optional<SmallVector<int64_t>> axes, steps;
+  if (op->getNumOperands() > 3 && !isa_and_nonnull<NoneOp>(operand(3).getDefiningOp()))
+    axes = getConstantInts(operand(3));
+  else
+    axes = llvm::to_vector(llvm::seq<int64_t>(0, starts ? int64_t(starts->size()) : 0));
+  if (op->getNumOperands() > 4 && !isa_and_nonnull<NoneOp>(operand(4).getDefiningOp()))
+    steps = getConstantInts(operand(4));
+  else
+    steps = SmallVector<int64_t>(starts ? starts->size() : 0, 1);
+  if (!starts || !ends || !axes || !steps || starts->size() != axes->size() ||
+      steps->size() != axes->size())
+    return std::nullopt;
+  SmallVector<int64_t> begin(rank, 0);
+  for (auto [s, a, st] : llvm::zip(*starts, *axes, *steps)) {
+    int64_t axis = a < 0 ? a + rank : a;
+    if (axis < 0 || axis >= rank || st != 1)
+      return std::nullopt;
+    int64_t d = in.getDimSize(axis);
+    begin[axis] = std::clamp<int64_t>(s < 0 ? s + d : s, 0, d);
+  }
+  // The sliced axis: the first whose extent changes (none: the whole input).
+  int64_t axis = 0;
+  while (axis < rank && out.getDimSize(axis) == in.getDimSize(axis))
+    ++axis;
+  for (int64_t a = 0; a < rank; ++a) {
+    int64_t d = in.getDimSize(a), o = out.getDimSize(a);
+    if (a == axis ? begin[a] + o > d : begin[a] != 0 || o != d)
+      return std::nullopt;
+  }
+  SliceSegments seg;
+  int64_t inner = 1;
+  for (int64_t a = axis + 1; a < rank; ++a)
+    inner *= in.getDimSize(a);
+  for (int64_t a = 0; a < axis; ++a)
+    seg.count *= in.getDimSize(a);
+  if (axis == rank) {
+    seg.len = in.getNumElements();
+    return seg;
+  }
+  seg.base = begin[axis] * inner;
+  seg.stride = in.getDimSize(axis) * inner;
+  seg.len = out.getDimSize(axis) * inner;
+  return seg;
+}
+
+bool isStorageView(Operation *op) {
+  if (op->getNumOperands() == 0 || op->getNumResults() != 1)
+    return false;
+  auto isStatic = [](Type t) {
+    auto r = dyn_cast<RankedTensorType>(t);
+    return r && r.hasStaticShape();
+  };
+  if ((isView(op) || shortName(op) == "onnx.identity") && isStatic(op->getOperand(0).getType()) &&
+      isStatic(op->getResult(0).getType()))
+    return true;
+  if (shortName(op) != "onnx.slice")
+    return false;
+  std::optional<SliceSegments> seg = sliceSegments(op);
+  return seg && seg->count == 1 && !mayChange(op->getOperand(0));
+}
+
+Operation *foldedResidualAdd(Operation *linear, Value *residual) {
+  if (!isa<LinearOp, QuantizedLinearOp>(linear))
+    return nullptr;
+  Value result = linear->getResult(0);
+  Type element = getElementTypeOrSelf(result.getType());
+  if (!result.hasOneUse() || !(element.isF32() || element.isF16() || element.isBF16()))
+    return nullptr;
+  Operation *user = *result.getUsers().begin();
+  if (shortName(user) != "onnx.add" || user->getBlock() != linear->getBlock() ||
+      user->getResult(0).getType() != result.getType())
+    return nullptr;
+  Value other = user->getOperand(0) == result ? user->getOperand(1) : user->getOperand(0);
+  bool before = isa<BlockArgument>(other)
+                    ? cast<BlockArgument>(other).getOwner() == linear->getBlock()
+                    : other.getDefiningOp()->getBlock() == linear->getBlock() &&
+                          other.getDefiningOp()->isBeforeInBlock(linear);
+  if (other.getType() != result.getType() || !before)
+    return nullptr;
+  if (residual)
+    *residual = other;
+  return user;
+}
+
+int64_t arenaBytesOf(Type type, int64_t bound, bool *bounded) {
+  auto t = dyn_cast<RankedTensorType>(type);
+  if (!t)
+    return -1;
+  Type e = t.getElementType();
+  int64_t bits = e.isIntOrFloat() ? e.getIntOrFloatBitWidth() : 0;
+  if (bits == 0)
+    return -1;
+  int64_t n = 1;
+  for (int64_t d : t.getShape()) {
+    if (ShapedType::isDynamic(d)) {
+      if (bounded)
+        *bounded = true;
+      d = bound;
+    }
+    n *= d;
+  }
+  return (n * std::max<int64_t>(bits, 8) + 7) / 8;
+}
+
+int64_t arenaBound(Operation *op) {
+  auto f = dyn_cast<func::FuncOp>(op);
+  int64_t capacity = 0;
+  for (unsigned i = 0; f && i < f.getNumArguments(); ++i) {
+    auto name = f.getArgAttrOfType<StringAttr>(i, "llm.name");
+    auto t = dyn_cast<RankedTensorType>(f.getArgument(i).getType());
+    if (name && t && name.getValue().starts_with("cache.") && t.getRank() == 4 &&
+        !t.isDynamicDim(2))
+      capacity = std::max(capacity, t.getDimSize(2));
+  }
+  return capacity > 0 ? capacity : 1;
+}
+
+} // namespace mlir::llmc
