@@ -298,6 +298,7 @@ llvm::Error mlir::llmc::writeArtifact(const CpuModel &model, const ArtifactInfo 
         {"seq", e.seq},
         {"weight_bytes_read", e.weightBytesRead},
         {"code", llvm::json::Object{{"kernel_calls", e.kernelCalls},
+                                    {"logits_rows", e.logitsRows},
                                     {"fused_regions", e.fusedRegions},
                                     {"views", e.views},
                                     {"cache_updates", e.cacheUpdates}}}});

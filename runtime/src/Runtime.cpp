@@ -327,15 +327,27 @@ llmc_status runEntry(llmc_session *s, int entry, const int32_t *tokens, int64_t 
   }
   if (s->logits.size() < size_t(b * e.seq * v))
     s->logits.resize(size_t(b * e.seq * v));
-  if (m.abi->run_at_capacity(s->ctx, uint32_t(entry), ids.data(), s->length, s->capacity,
-                             s->cachePtrs.data(), s->logits.data(), err, sizeof err) != 0)
+  // Only the rows asked for: all n, else the last (a chunk whose logits
+  // nobody reads asks for the last too: rows >= 1). The padding after n
+  // never.
+  int64_t row0 = 0, rows = e.seq;
+  if (m.abi->run_rows)
+    row0 = all ? 0 : n - 1, rows = all ? n : 1;
+  int rc = m.abi->run_rows
+               ? m.abi->run_rows(s->ctx, uint32_t(entry), ids.data(), s->length, s->capacity,
+                                 s->cachePtrs.data(), row0, rows, s->logits.data(), err,
+                                 sizeof err)
+               : m.abi->run_at_capacity(s->ctx, uint32_t(entry), ids.data(), s->length,
+                                        s->capacity, s->cachePtrs.data(), s->logits.data(), err,
+                                        sizeof err);
+  if (rc != 0)
     return fail(LLMC_ERROR_INTERNAL, err);
   for (int64_t r = 0; r < b; ++r) {
-    const float *rows = s->logits.data() + r * e.seq * v;
+    const float *got = s->logits.data() + r * rows * v; // positions row0 ..
     if (all)
-      std::memcpy(all + r * n * v, rows, size_t(n * v) * sizeof(float));
+      std::memcpy(all + r * n * v, got - row0 * v, size_t(n * v) * sizeof(float));
     if (last)
-      std::memcpy(last + r * v, rows + (n - 1) * v, size_t(v) * sizeof(float));
+      std::memcpy(last + r * v, got + (n - 1 - row0) * v, size_t(v) * sizeof(float));
   }
   s->length += n;
   return LLMC_OK;

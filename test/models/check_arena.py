@@ -6,7 +6,10 @@
   entries run one at a time); the per-entry numbers are the manifest's;
 - ALLOC_COUNT (test/e2e/Inputs/alloc_count.c) then checks that creating a
   context allocates exactly the session's arena, and that after one warm-up
-  round no prefill or decode call allocates anything, on 1 and on 2 threads.
+  round no prefill or decode call allocates anything, on 1 and on 2 threads;
+- and it counts the artifacts whose every entry computes the logits of only
+  the positions asked for (the manifest's code.logits_rows), listing the
+  others.
 
 Exits non-zero naming the first failure."""
 import json
@@ -19,6 +22,7 @@ import sys
 def main():
     harness, artifacts = sys.argv[1], sys.argv[2]
     checked = calls = 0
+    rowsEverywhere, others = 0, []
     for name in sorted(os.listdir(artifacts)):
         art = os.path.join(artifacts, name)
         manifest_path = os.path.join(art, "manifest.json")
@@ -51,8 +55,14 @@ def main():
                 sys.exit("%s (%d threads): no calls checked: %s" % (name, threads, run.stdout))
             calls += int(m.group(1))
         checked += 1
+        if all(e["code"]["logits_rows"] for e in manifest["entries"]):
+            rowsEverywhere += 1
+        else:
+            others.append(name)
     print("%d artifacts: each context allocates the arena llmc inspect shows, and %d prefill "
           "and decode calls after warm-up allocated nothing" % (checked, calls))
+    print("%d compute only the asked positions' logits; not: %s" %
+          (rowsEverywhere, ", ".join(others) or "none"))
 
 
 if __name__ == "__main__":

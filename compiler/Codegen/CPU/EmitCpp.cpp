@@ -71,6 +71,94 @@ std::string dtypeExpr(cpu::DType t) {
 }
 
 
+/// The operations at the end of an entry that make the logits from the
+/// hidden state position by position (the final norm, lm_head, a softcap, a
+/// cast): with them known, an entry computes the logits of only the
+/// positions its caller asks for (model ABI run_rows), a bucket's padding
+/// and a prompt's earlier positions skipped.
+struct LogitsTail {
+  Value input;                      // the hidden state [B, S, H] they read
+  llvm::DenseSet<Operation *> ops;  // top-level operations of the entry
+};
+
+/// Whether `op` treats each row (position) of its [B, S, ...] operand
+/// `row` on its own, every other operand being a constant (a linear layer's
+/// weights; else of at most one dimension: a norm's weight, a bias, a
+/// scalar): norms and linear layers over the last dimension, casts,
+/// element-wise operations.
+bool rowWise(Operation *op, Value row, int64_t batch, int64_t seq) {
+  auto rowShaped = [&](Value v) {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    return t && t.hasStaticShape() && t.getRank() == 3 && t.getDimSize(0) == batch &&
+           t.getDimSize(1) == seq;
+  };
+  if (op->getNumResults() != 1 || !rowShaped(row) || !rowShaped(op->getResult(0)))
+    return false;
+  if (auto fused = dyn_cast<FusedOp>(op)) {
+    Block &inner = fused.getRegion().front();
+    Value at; // the region's row value
+    for (auto [arg, operand] : llvm::zip(inner.getArguments(), fused->getOperands()))
+      if (operand == row)
+        at = arg;
+    auto yield = cast<YieldOp>(inner.getTerminator());
+    for (Operation &o : inner.without_terminator()) {
+      if (o.getNumOperands() == 0 || o.getOperand(0) != at || !rowWise(&o, at, batch, seq))
+        return false;
+      at = o.getResult(0);
+    }
+    return yield->getNumOperands() == 1 && yield->getOperand(0) == at;
+  }
+  StringRef name = shortName(op);
+  bool elementwise = name == "onnx.cast" || name == "onnx.tanh" || name == "onnx.mul" ||
+                     name == "onnx.div" || name == "onnx.add" || name == "onnx.sub" ||
+                     name == "onnx.neg";
+  if (!isa<RmsNormOp, LayerNormOp, LinearOp, QuantizedLinearOp>(op) && !elementwise)
+    return false;
+  if (op->getOperand(0) != row)
+    return false;
+  // A linear layer's weights are any constants; the other operations'
+  // constants must not vary along the positions.
+  bool linear = isa<LinearOp, QuantizedLinearOp>(op);
+  for (Value o : llvm::drop_begin(op->getOperands())) {
+    if (isNone(o))
+      continue;
+    auto c = outside(o).getDefiningOp<ConstantOp>();
+    auto t = dyn_cast<RankedTensorType>(o.getType());
+    if (!c || !t || (!linear && t.getRank() > 1))
+      return false;
+  }
+  return true;
+}
+
+bool containsLinear(Operation *op) {
+  bool found = false;
+  op->walk([&](Operation *o) { found |= isa<LinearOp, QuantizedLinearOp>(o); });
+  return found;
+}
+
+/// The tail that makes `logits` (returned by the entry whose body is
+/// `block`), or nothing when the logits do not end in one with a linear
+/// layer.
+std::optional<LogitsTail> logitsTail(Block &block, Value logits, int64_t batch, int64_t seq) {
+  LogitsTail tail;
+  bool linear = false;
+  Value v = logits;
+  while (true) {
+    Operation *d = v.getDefiningOp();
+    if (!d || d->getBlock() != &block || d->getNumOperands() == 0 ||
+        !rowWise(d, d->getOperand(0), batch, seq) || (v != logits && !v.hasOneUse()))
+      break;
+    tail.ops.insert(d);
+    linear |= containsLinear(d);
+    tail.input = d->getOperand(0);
+    v = tail.input;
+  }
+  // The hidden state is read by the tail alone (it gets another name there).
+  if (!linear || !tail.input || !tail.input.hasOneUse())
+    return std::nullopt;
+  return tail;
+}
+
 class Emitter {
 public:
   explicit Emitter(ModuleOp module) : module(module) {}
@@ -159,6 +247,8 @@ private:
   std::map<std::string, int> kernels;
   int counter = 0, numWeights = 0, numAttrs = 0;
   int64_t bound = 1; // of dynamic sizes in the current entry's memory plan
+  std::optional<LogitsTail> tail; // of the current entry
+  int64_t rowsBytes = 0;          // the largest hidden state a tail reads
   bool anyCapacity = true; // every cache passes readsCapacityAtRunTime
 };
 
@@ -346,7 +436,19 @@ llvm::Expected<int> Emitter::attrIndex(Operation *op) {
 llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
   std::string in = indent(depth);
   StringRef name = shortName(op);
-
+  // The logits' tail runs on the rows the caller asks for (a.row0, a.rows).
+  if (tail && depth == 1 && op->getNumOperands() && op->getOperand(0) == tail->input) {
+    auto h = operandRef(op, tail->input);
+    if (!h)
+      return h.takeError();
+    std::string v = newName();
+    body += llvm::formatv("{0}Tensor {1}; // the rows of {2} whose logits the caller asks for\n"
+                          "{0}LLMC_TRY(selectRows(m, a, {2}, {1}));\n",
+                          in, v, *h)
+                .str();
+    names[tail->input] = v;
+    rowsBytes = std::max(rowsBytes, bytesOf(tail->input.getType()));
+  }
   if (auto c = dyn_cast<ConstantOp>(op)) {
     auto e = dyn_cast<ElementsAttr>(c.getValue());
     if (!e)
@@ -682,6 +784,11 @@ llvm::Error Emitter::emitFunction(func::FuncOp f) {
     names[f.getArgument(0)] = "tokens";
   }
   Block &block = f.getBody().front();
+  tail.reset();
+  for (unsigned i = 0; i < f.getNumResults(); ++i)
+    if (auto n = f.getResultAttrOfType<StringAttr>(i, "llm.name"); n && n.getValue() == "logits")
+      tail = logitsTail(block, block.getTerminator()->getOperand(i), entry.batch, entry.seq);
+  entry.logitsRows = tail.has_value();
   if (llvm::Error e = emitBlock(block, entry, 1))
     return e;
   // Results: the logits, then each cache (which must be the caller's
@@ -773,7 +880,9 @@ llvm::Expected<CpuModel> Emitter::run(llvm::StringRef version) {
      << "  // and the most token ids an entry takes.\n"
      << "  static constexpr uint64_t kArenaBytes = " << arenaBytes << ";\n"
      << "  static constexpr int64_t kMaxTokens = " << maxTokens << ";\n"
-
+     << "  // The largest hidden state whose rows an entry gathers for its logits\n"
+     << "  // (selectRows, with batch > 1).\n"
+     << "  static constexpr uint64_t kRowsBytes = " << rowsBytes << ";\n"
      << "  // Whether the caches' capacity may differ from the compiled one.\n"
      << "  static constexpr int32_t kAnyCapacity = " << (anyCapacity ? 1 : 0) << ";\n"
      << "};\n\n"
@@ -790,7 +899,8 @@ llvm::Expected<CpuModel> Emitter::run(llvm::StringRef version) {
         "&Glue<Model>::create,\n"
      << "                                     &Glue<Model>::destroy, &Glue<Model>::run,\n"
      << "                                     Model::kAnyCapacity, &Glue<Model>::runAtCapacity,\n"
-     << "                                     LLMC_BUFFERS_HOST, \"cpu\", nullptr, nullptr, nullptr};\n"
+     << "                                     LLMC_BUFFERS_HOST, \"cpu\", nullptr, nullptr, nullptr,\n"
+     << "                                     &Glue<Model>::runRows};\n"
      << "  return &abi;\n}\n";
   model.anyCapacity = anyCapacity;
   model.source = std::move(s);

@@ -36,6 +36,10 @@ struct CpuModel {
     // Bytes of its activations (the arena of its memory plan) as the
     // runtime allocates them.
     int64_t arenaBytes = 0;
+    // Its final norm and lm_head run on only the positions whose logits the
+    // caller asks for (model ABI run_rows); else every position's logits
+    // are computed and the asked rows copied.
+    bool logitsRows = false;
   };
   struct Cache {
     std::string name;

@@ -44,8 +44,9 @@ extern "C" {
 #endif
 
 /* 3: buffers may live on a device (buffers, cache_alloc, cache_free), and
- * a greedy step may return token ids only (run_greedy). */
-#define LLMC_MODEL_ABI_VERSION 3
+ * a greedy step may return token ids only (run_greedy). 4: a step may
+ * compute the logits of only some positions (run_rows). */
+#define LLMC_MODEL_ABI_VERSION 4
 /* The artifact folder's format (manifest.json's format_version). 2: the
  * manifest lists weights.bin's tensors with a checksum each (weights.table). */
 #define LLMC_ARTIFACT_FORMAT_VERSION 2
@@ -121,6 +122,16 @@ typedef struct llmc_model_abi {
   int (*run_greedy)(void *ctx, uint32_t entry, const int64_t *tokens, int64_t start_pos,
                     int64_t capacity, void *const *caches, int64_t row, int64_t *out_ids,
                     char *err, size_t errlen);
+
+  /* Optional (NULL when absent): run_at_capacity, but the logits of only
+   * positions [row0, row0 + rows) of each sequence (1 <= rows, row0 + rows
+   * <= the entry's seq), written to logits [batch, rows, vocab]. A prompt's
+   * earlier positions and a bucket's padding then cost no final norm and
+   * lm_head (where the compiler found them: the manifest's
+   * entries[].code.logits_rows; else the asked rows are copied). */
+  int (*run_rows)(void *ctx, uint32_t entry, const int64_t *tokens, int64_t start_pos,
+                  int64_t capacity, void *const *caches, int64_t row0, int64_t rows,
+                  float *logits, char *err, size_t errlen);
 } llmc_model_abi;
 
 /* The one symbol libmodel.so exports. */

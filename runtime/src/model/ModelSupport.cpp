@@ -204,25 +204,53 @@ Status addInPlace(Tensor &out, const Tensor &addend, const char *opName) {
 }
 
 Status storeLogits(const Tensor &value, const Args &args) {
-  if (value.shape() != args.logitsShape)
+  // The asked rows (an entry that selected them), or all of the entry's.
+  const Shape &want = args.logitsShape;
+  bool selected = value.shape() == want;
+  bool all = value.rank() == 3 && value.dim(0) == want[0] && value.dim(1) == args.seq &&
+             value.dim(2) == want[2];
+  if (!selected && !all)
     return Status::error("the logits are " + value.describe() + ", the entry promises " +
-                         Tensor::wrap(DType::Float, args.logitsShape, nullptr).describe());
-  int64_t n = value.numel();
-  switch (value.dtype()) {
-  case DType::Float:
-    std::memcpy(args.logits, value.raw(), size_t(n) * sizeof(float));
-    return Status::ok();
-  case DType::Float16:
-  case DType::BFloat16: {
-    const uint16_t *src = value.data<uint16_t>();
-    for (int64_t i = 0; i < n; ++i)
-      args.logits[i] = value.dtype() == DType::Float16 ? cpu::halfToFloat(src[i])
-                                                       : cpu::bf16ToFloat(src[i]);
-    return Status::ok();
-  }
-  default:
+                         Tensor::wrap(DType::Float, want, nullptr).describe());
+  if (value.dtype() != DType::Float && value.dtype() != DType::Float16 &&
+      value.dtype() != DType::BFloat16)
     return Status::error("the logits are " + value.describe() + ", not a float type");
+  int64_t vocab = want[2], n = args.rows * vocab;
+  for (int64_t b = 0; b < want[0]; ++b) {
+    int64_t from = (b * value.dim(1) + (selected ? 0 : args.row0)) * vocab;
+    float *dst = args.logits + b * n;
+    if (value.dtype() == DType::Float) {
+      std::memcpy(dst, value.data<float>() + from, size_t(n) * sizeof(float));
+      continue;
+    }
+    const uint16_t *src = value.data<uint16_t>() + from;
+    for (int64_t i = 0; i < n; ++i)
+      dst[i] = value.dtype() == DType::Float16 ? cpu::halfToFloat(src[i])
+                                               : cpu::bf16ToFloat(src[i]);
   }
+  return Status::ok();
+}
+
+Status selectRows(const Context &ctx, const Args &args, const Tensor &h, Tensor &out) {
+  if (h.rank() != 3 || h.dim(1) != args.seq)
+    return Status::error("the hidden state " + h.describe() + " is not [batch, " +
+                         std::to_string(args.seq) + ", hidden]");
+  int64_t b = h.dim(0), width = h.dim(2);
+  if (args.row0 == 0 && args.rows == args.seq) {
+    out = h;
+    return Status::ok();
+  }
+  if (b == 1)
+    return h.slice(args.row0 * width, {1, args.rows, width}, out);
+  out = Tensor::place(ctx.rowsBuffer.get(), ctx.rowsBufferBytes);
+  LLMC_TRY(Tensor::allocateUninitialized(h.dtype(), {b, args.rows, width}, out));
+  size_t row = size_t(args.rows * width) * cpu::storageSize(h.dtype());
+  for (int64_t s = 0; s < b; ++s)
+    std::memcpy(static_cast<char *>(out.mutableRaw()) + size_t(s) * row,
+                static_cast<const char *>(h.raw()) +
+                    size_t((s * args.seq + args.row0) * width) * cpu::storageSize(h.dtype()),
+                row);
+  return Status::ok();
 }
 
 int fail(const std::string &message, char *err, size_t errlen) {
@@ -235,7 +263,7 @@ int fail(const std::string &message, char *err, size_t errlen) {
 }
 
 Status initContext(Context &ctx, const void *weights, uint64_t bytes, uint64_t expectedBytes,
-                   int32_t threads, uint64_t arenaBytes, int64_t maxTokens) {
+                   int32_t threads, uint64_t arenaBytes, int64_t maxTokens, uint64_t rowsBytes) {
   if (bytes != expectedBytes)
     return Status::error("create: the weights are " + std::to_string(bytes) +
                          " bytes; this model needs " + std::to_string(expectedBytes));
@@ -264,6 +292,9 @@ Status initContext(Context &ctx, const void *weights, uint64_t bytes, uint64_t e
   ctx.tokenIdsBytes = uint64_t(std::max<int64_t>(maxTokens, 1)) * 4;
   if (!alloc(ctx.tokenIdsBytes, ctx.tokenIds))
     return Status::error("create: out of memory");
+  ctx.rowsBufferBytes = rowsBytes;
+  if (!alloc(rowsBytes, ctx.rowsBuffer))
+    return Status::error("create: out of memory");
   if (const char *p = std::getenv("LLMC_PROFILE"); p && *p && std::string(p) != "0")
     ctx.profile = std::make_unique<std::map<std::string, Context::ProfileEntry>>();
   if (const char *p = std::getenv("LLMC_SPLIT_KV_MIN_KEYS")) {
@@ -280,8 +311,8 @@ Status initContext(Context &ctx, const void *weights, uint64_t bytes, uint64_t e
 
 Status makeArgs(const llmc_model_entry &entry, const llmc_model_cache *caches,
                 uint32_t numCaches, int64_t vocab, const int64_t *tokens, int64_t start,
-                int64_t capacity, bool anyCapacity, void *const *cacheBuffers, float *logits,
-                Args &args) {
+                int64_t capacity, bool anyCapacity, void *const *cacheBuffers, int64_t row0,
+                int64_t rows, float *logits, Args &args) {
   if (!tokens)
     return Status::error("tokens is null");
   if (!logits)
@@ -310,8 +341,15 @@ Status makeArgs(const llmc_model_entry &entry, const llmc_model_cache *caches,
     args.caches.push_back(Tensor::wrap(DType(c.dtype), {entry.batch, c.heads, capacity, c.head_dim},
                                        cacheBuffers[i]));
   }
+  if (rows < 0)
+    row0 = 0, rows = entry.seq;
+  if (row0 < 0 || rows < 1 || row0 > entry.seq - rows)
+    return Status::error("the rows [" + std::to_string(row0) + ", " + std::to_string(row0 + rows) +
+                         ") of logits asked for do not lie in the entry's " +
+                         std::to_string(entry.seq) + " positions");
+  args.seq = entry.seq, args.row0 = row0, args.rows = rows;
   args.logits = logits;
-  args.logitsShape = {entry.batch, entry.seq, vocab};
+  args.logitsShape = {entry.batch, rows, vocab};
   return Status::ok();
 }
 

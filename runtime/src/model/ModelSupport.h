@@ -67,8 +67,11 @@ struct Args {
   Tensor start;               // i64 [] over startValue
   int64_t startValue = 0;
   std::vector<Tensor> caches; // [B, H, capacity, D]
-  float *logits = nullptr;    // [B, S, vocab]
+  float *logits = nullptr;    // [B, rows, vocab]
   Shape logitsShape;
+  // The positions whose logits the caller asks for: [row0, row0 + rows) of
+  // the entry's seq.
+  int64_t seq = 0, row0 = 0, rows = 0;
 };
 
 /// One model instance: the weights it reads and the pool its kernels use.
@@ -122,6 +125,10 @@ public:
   /// largest entry's batch x seq).
   std::unique_ptr<uint8_t, Free> tokenIds;
   uint64_t tokenIdsBytes = 0;
+  /// Where selectRows gathers the rows of a batch > 1 (the largest hidden
+  /// state an entry's logits tail reads).
+  std::unique_ptr<uint8_t, Free> rowsBuffer;
+  uint64_t rowsBufferBytes = 0;
   /// The arguments of the running call (one call at a time per context).
   Args args;
 
@@ -216,8 +223,14 @@ Status sliceCopy(const Tensor &x, int64_t base, int64_t count, int64_t stride, i
 Status narrowTokens(const Context &ctx, const Tensor &tokens, Tensor &out);
 
 /// Writes the logits value into the caller's f32 buffer (converting from
-/// f16/bf16).
+/// f16/bf16): all of it when it holds the asked rows (an entry that selected
+/// them), else the asked rows of every sequence.
 Status storeLogits(const Tensor &value, const Args &args);
+
+/// The rows [args.row0, args.row0 + args.rows) of each sequence of the
+/// hidden state h [B, S, H]: h itself when they are all of them, a view of
+/// them for one sequence, else a copy in the context's rows buffer.
+Status selectRows(const Context &ctx, const Args &args, const Tensor &h, Tensor &out);
 
 /// The llmc_model_abi functions for an emitted model class M, which
 /// provides (static members) kEntries/kNumEntries, kCaches/kNumCaches,
@@ -234,19 +247,25 @@ template <class M> struct Glue {
   }
   static int runAtCapacity(void *ctx, uint32_t entry, const int64_t *tokens, int64_t start,
                            int64_t capacity, void *const *caches, float *logits, char *err,
-                           size_t errlen);
+                           size_t errlen) {
+    return runRows(ctx, entry, tokens, start, capacity, caches, 0, -1, logits, err, errlen);
+  }
+  /// rows -1: all of them.
+  static int runRows(void *ctx, uint32_t entry, const int64_t *tokens, int64_t start,
+                     int64_t capacity, void *const *caches, int64_t row0, int64_t rows,
+                     float *logits, char *err, size_t errlen);
 };
 
 /// Copies `message` into err[0 .. errlen) and returns 1.
 int fail(const std::string &message, char *err, size_t errlen);
 /// Checks create()'s arguments and sets up the context.
 Status initContext(Context &ctx, const void *weights, uint64_t bytes, uint64_t expectedBytes,
-                   int32_t threads, uint64_t arenaBytes, int64_t maxTokens);
+                   int32_t threads, uint64_t arenaBytes, int64_t maxTokens, uint64_t rowsBytes);
 /// Checks run()'s arguments and wraps the buffers.
 Status makeArgs(const llmc_model_entry &entry, const llmc_model_cache *caches,
                 uint32_t numCaches, int64_t vocab, const int64_t *tokens, int64_t start,
-                int64_t capacity, bool anyCapacity, void *const *cacheBuffers, float *logits,
-                Args &args);
+                int64_t capacity, bool anyCapacity, void *const *cacheBuffers, int64_t row0,
+                int64_t rows, float *logits, Args &args);
 
 template <class M>
 int Glue<M>::create(const void *weights, uint64_t bytes, int32_t threads, void **out, char *err,
@@ -256,7 +275,7 @@ int Glue<M>::create(const void *weights, uint64_t bytes, int32_t threads, void *
   *out = nullptr;
   std::unique_ptr<M> m(new M());
   if (Status s = initContext(*m, weights, bytes, M::kWeightsBytes, threads, M::kArenaBytes,
-                             M::kMaxTokens);
+                             M::kMaxTokens, M::kRowsBytes);
       !s)
     return fail(s.message(), err, errlen);
   if (Status s = m->init(); !s)
@@ -266,9 +285,9 @@ int Glue<M>::create(const void *weights, uint64_t bytes, int32_t threads, void *
 }
 
 template <class M>
-int Glue<M>::runAtCapacity(void *ctx, uint32_t entry, const int64_t *tokens, int64_t start,
-                           int64_t capacity, void *const *cacheBuffers, float *logits, char *err,
-                           size_t errlen) {
+int Glue<M>::runRows(void *ctx, uint32_t entry, const int64_t *tokens, int64_t start,
+                     int64_t capacity, void *const *cacheBuffers, int64_t row0, int64_t rows,
+                     float *logits, char *err, size_t errlen) {
   if (!ctx)
     return fail("run: the context is null", err, errlen);
   if (entry >= M::kNumEntries)
@@ -278,7 +297,7 @@ int Glue<M>::runAtCapacity(void *ctx, uint32_t entry, const int64_t *tokens, int
   const llmc_model_entry &e = M::kEntries[entry];
   Args &args = static_cast<M *>(ctx)->args;
   if (Status s = makeArgs(e, M::kCaches, M::kNumCaches, M::kVocab, tokens, start, capacity,
-                          M::kAnyCapacity != 0, cacheBuffers, logits, args);
+                          M::kAnyCapacity != 0, cacheBuffers, row0, rows, logits, args);
       !s)
     return fail(std::string(e.name) + ": " + s.message(), err, errlen);
   if (Status s = M::kFns[entry](*static_cast<M *>(ctx), args); !s)

@@ -6,20 +6,13 @@
  *   greedy_abi LIBMODEL WEIGHTS_BIN PREFILL_ENTRY DECODE_ENTRY PROMPT_LEN STEPS
  * Prints "greedy ids equal the logits' argmax over N steps" or fails. */
 #include "llmc/model_abi.h"
+#include "load_model.h"
 
-#include <dlfcn.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-static int fail(const char *what, const char *err) {
-  fprintf(stderr, "greedy_abi: %s%s%s\n", what, err ? ": " : "", err ? err : "");
-  return 1;
-}
+static int fail(const char *what, const char *err) { return loadFail("greedy_abi", what, err); }
 
 static int64_t argmaxRow(const float *row, int64_t vocab) {
   int64_t best = 0;
@@ -32,28 +25,19 @@ static int64_t argmaxRow(const float *row, int64_t vocab) {
 int main(int argc, char **argv) {
   if (argc != 7)
     return fail("usage: greedy_abi LIBMODEL WEIGHTS PREFILL DECODE PROMPT_LEN STEPS", NULL);
-  void *lib = dlopen(argv[1], RTLD_NOW);
-  if (!lib)
-    return fail("dlopen", dlerror());
-  const llmc_model_abi *(*get)(void) =
-      (const llmc_model_abi *(*)(void))dlsym(lib, "llmc_model_abi_v1");
-  const llmc_model_abi *abi = get ? get() : NULL;
-  if (!abi || !abi->run_greedy)
+  LoadedModel lm = {0};
+  if (loadModel("greedy_abi", argv[1], argv[2], &lm) != 0)
+    return 1;
+  const llmc_model_abi *abi = lm.abi;
+  if (!abi->run_greedy)
     return fail("the library has no run_greedy", NULL);
-  int fd = open(argv[2], O_RDONLY);
-  struct stat st;
-  if (fd < 0 || fstat(fd, &st) != 0)
-    return fail("cannot open the weights", argv[2]);
-  void *weights = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-  if (weights == MAP_FAILED)
-    return fail("cannot map the weights", argv[2]);
   uint32_t prefill = (uint32_t)atoi(argv[3]), decode = (uint32_t)atoi(argv[4]);
   int64_t promptLen = atoll(argv[5]), steps = atoll(argv[6]), vocab = abi->vocab;
   int64_t seq = abi->entries[prefill].seq, capacity = abi->caches[0].capacity;
   char err[1024] = "";
   void *ctx[2], *caches[2][64];
   for (int c = 0; c < 2; ++c) {
-    if (abi->create(weights, (uint64_t)st.st_size, 1, &ctx[c], err, sizeof err) != 0)
+    if (abi->create(lm.weights, lm.bytes, 1, &ctx[c], err, sizeof err) != 0)
       return fail("create", err);
     if (abi->cache_alloc(ctx[c], 1, capacity, caches[c], err, sizeof err) != 0)
       return fail("cache_alloc", err);
