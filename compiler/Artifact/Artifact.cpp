@@ -297,6 +297,8 @@ llvm::Error mlir::llmc::writeArtifact(const CpuModel &model, const ArtifactInfo 
         {"batch", e.batch},
         {"seq", e.seq},
         {"weight_bytes_read", e.weightBytesRead},
+        {"linear_flops", e.linearFlops},
+        {"logits_flops_per_row", e.logitsFlopsPerRow},
         {"code", llvm::json::Object{{"kernel_calls", e.kernelCalls},
                                     {"logits_rows", e.logitsRows},
                                     {"fused_regions", e.fusedRegions},

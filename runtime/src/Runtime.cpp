@@ -549,8 +549,16 @@ llmc_status llmc_session_create(llmc_model *model, const llmc_session_options *o
   if (options && options->capacity < 0)
     return fail(LLMC_ERROR_INVALID_ARGUMENT, "capacity must be >= 0 (0: the compiled one)");
   char err[1024] = "";
+  if (options && (options->num_cpus < 0 || (options->num_cpus > 0 && !options->cpus)))
+    return fail(LLMC_ERROR_INVALID_ARGUMENT, "cpus must list num_cpus >= 0 CPU numbers");
+  if (options && options->num_cpus > 0 && !m.abi->set_affinity)
+    return fail(LLMC_ERROR_INVALID_ARGUMENT,
+                std::string("this model runs on ") + m.abi->device + ": it has no threads to pin");
   if (m.abi->create(m.weights.data, m.weights.size, threads, &s->ctx, err, sizeof err) != 0)
     return fail(LLMC_ERROR_INTERNAL, err);
+  if (options && options->num_cpus > 0 &&
+      m.abi->set_affinity(s->ctx, options->cpus, options->num_cpus, err, sizeof err) != 0)
+    return fail(LLMC_ERROR_INVALID_ARGUMENT, err);
   if (m.abi->buffers == LLMC_BUFFERS_DEVICE) {
     s->cachePtrs.assign(m.abi->num_caches, nullptr);
     if (m.abi->cache_alloc(s->ctx, s->batch, s->capacity, s->cachePtrs.data(), err, sizeof err) !=

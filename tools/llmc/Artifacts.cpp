@@ -182,6 +182,10 @@ cl::opt<bool> runStream("stream", cl::desc("Print each token as it is generated"
                         cl::init(false), cl::sub(runCmd), cl::cat(cat()));
 cl::opt<int> runThreads("threads", cl::desc("Threads (0: one per hardware thread)"),
                         cl::init(0), cl::sub(runCmd), cl::cat(cat()));
+cl::opt<std::string> runCpus("cpus",
+                            cl::desc("Pin the worker threads to these CPUs (comma-separated; "
+                                     "worker i to the i-th, modulo)"),
+                            cl::sub(runCmd), cl::cat(cat()));
 cl::opt<int64_t> runCapacity(
     "capacity",
     cl::desc("KV-cache positions per sequence (prompt + generated; 0: the compiled --max-seq)"),
@@ -234,6 +238,10 @@ cl::opt<int> benchRuns("runs", cl::desc("Runs; the median is reported (default 3
                        cl::init(3), cl::sub(benchCmd), cl::cat(cat()));
 cl::opt<int> benchThreads("threads", cl::desc("Threads (0: one per hardware thread)"),
                           cl::init(0), cl::sub(benchCmd), cl::cat(cat()));
+cl::opt<std::string> benchCpus("cpus",
+                              cl::desc("Pin the worker threads to these CPUs (comma-separated; "
+                                       "worker i to the i-th, modulo)"),
+                              cl::sub(benchCmd), cl::cat(cat()));
 cl::opt<bool> benchJson("json", cl::desc("Print the results as JSON"), cl::init(false),
                         cl::sub(benchCmd), cl::cat(cat()));
 
@@ -734,6 +742,25 @@ llvm::Expected<std::vector<int32_t>> parseIds(llvm::StringRef text, llvm::String
   return ids;
 }
 
+/// --cpus into the session options (`cpus` keeps the numbers).
+llvm::Error takeCpus(llvm::StringRef text, std::vector<int32_t> &cpus, llmc_session_options &so) {
+  if (text.empty())
+    return llvm::Error::success();
+  llvm::SmallVector<llvm::StringRef> parts;
+  text.split(parts, ',', -1, false);
+  for (llvm::StringRef p : parts) {
+    int32_t v;
+    if (p.trim().getAsInteger(10, v) || v < 0)
+      return llvm::createStringError("--cpus: '" + p.str() + "' is not a CPU number");
+    cpus.push_back(v);
+  }
+  if (cpus.empty())
+    return llvm::createStringError("--cpus lists no CPU");
+  so.cpus = cpus.data();
+  so.num_cpus = int32_t(cpus.size());
+  return llvm::Error::success();
+}
+
 /// What --stream prints as tokens come: ids, or the text they add (held
 /// back while it ends inside a UTF-8 sequence).
 struct Stream {
@@ -847,7 +874,10 @@ static int runBatch(llmc_model *model, const std::vector<int32_t> &stop) {
     return fail("--ids is empty");
   if (runStream || (!runFormat.empty() && runFormat != "ids"))
     return fail("a batch (--ids with ';') prints ids, without --stream");
-  llmc_session_options so{runThreads, int32_t(rows.size()), runCapacity};
+  llmc_session_options so{runThreads, int32_t(rows.size()), runCapacity, nullptr, 0};
+  std::vector<int32_t> cpus;
+  if (llvm::Error e = takeCpus(runCpus, cpus, so))
+    return fail(llvm::toString(std::move(e)));
   llmc_session *session = nullptr;
   if (llmc_session_create(model, &so, &session) != LLMC_OK)
     return fail(llmc_last_error());
@@ -929,7 +959,10 @@ int mlir::llmc::runRun() {
     stop.resize(count);
     (void)llmc_model_stop_tokens(model, stop.data(), stop.size(), &count);
   }
-  llmc_session_options so{runThreads, 1, runCapacity};
+  llmc_session_options so{runThreads, 1, runCapacity, nullptr, 0};
+  std::vector<int32_t> cpus;
+  if (llvm::Error e = takeCpus(runCpus, cpus, so))
+    return fail(llvm::toString(std::move(e)));
   llmc_session *session = nullptr;
   if (llmc_session_create(model, &so, &session) != LLMC_OK)
     return fail(llmc_last_error());
@@ -1205,6 +1238,69 @@ uint64_t sumScalar(const uint64_t *p, size_t b, size_t e) {
   return a0 + a1 + a2 + a3;
 }
 
+/// Fused multiply-adds on 12 independent vectors (enough in flight for two
+/// FMA units of 4-cycle latency), `iterations` times: 12 x 8 x 2 FLOPs each
+/// with AVX2, 12 x 16 x 2 with AVX-512. Returns a value that depends on
+/// every result, so nothing is optimised away.
+__attribute__((target("avx2,fma"))) float fmaAvx2(int64_t iterations, float seed) {
+  __m256 a[12], m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
+  for (int i = 0; i < 12; ++i)
+    a[i] = _mm256_set1_ps(seed + float(i));
+  for (int64_t it = 0; it < iterations; ++it)
+    for (int i = 0; i < 12; ++i)
+      a[i] = _mm256_fmadd_ps(a[i], m, c);
+  __m256 s = a[0];
+  for (int i = 1; i < 12; ++i)
+    s = _mm256_add_ps(s, a[i]);
+  float lanes[8];
+  _mm256_storeu_ps(lanes, s);
+  return lanes[0] + lanes[7];
+}
+__attribute__((target("avx512f"))) float fmaAvx512(int64_t iterations, float seed) {
+  __m512 a[12], m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
+  for (int i = 0; i < 12; ++i)
+    a[i] = _mm512_set1_ps(seed + float(i));
+  for (int64_t it = 0; it < iterations; ++it)
+    for (int i = 0; i < 12; ++i)
+      a[i] = _mm512_fmadd_ps(a[i], m, c);
+  __m512 s = a[0];
+  for (int i = 1; i < 12; ++i)
+    s = _mm512_add_ps(s, a[i]);
+  float lanes[16];
+  _mm512_storeu_ps(lanes, s);
+  return lanes[0] + lanes[15];
+}
+
+/// This machine's peak f32 FMA rate (FLOP/s) with `threads` threads, in
+/// the widest vectors of the artifact's code (`avx512` for x86-64-v4): the
+/// best of three timed passes of every thread running fmaAvx2/fmaAvx512.
+/// 0 without AVX2 and FMA.
+double measurePeakFlops(unsigned threads, bool avx512) {
+  avx512 = avx512 && __builtin_cpu_supports("avx512f");
+  if (!avx512 && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")))
+    return 0;
+  const int64_t iterations = 4 << 20;
+  const double perThread = double(iterations) * 12 * (avx512 ? 16 : 8) * 2;
+  std::vector<float> sinks(threads);
+  double best = 0;
+  for (int pass = 0; pass < 3; ++pass) {
+    auto start = std::chrono::steady_clock::now();
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        sinks[t] = avx512 ? fmaAvx512(iterations, float(t)) : fmaAvx2(iterations, float(t));
+      });
+    for (std::thread &t : pool)
+      t.join();
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    best = std::max(best, perThread * threads / s);
+  }
+  volatile float sink = 0;
+  for (float v : sinks)
+    sink = sink + v;
+  return best;
+}
+
 /// Read bandwidth of this machine (bytes/s) with `threads` threads over a
 /// buffer of `bytes` (the decode step's working set, so caches help both
 /// alike): the best of two passes of each read pattern (with AVX2 loads, and
@@ -1262,11 +1358,29 @@ int mlir::llmc::runBench() {
     return fail(manifestPath.str() + ": not a JSON object");
   const llvm::json::Object &m = *manifest->getAsObject();
   int64_t decodeWeightBytes = -1;
+  // The prefill bucket the prompt runs through (the smallest of batch 1
+  // that takes it whole) and its linear layers' FLOPs, for the prefill's
+  // share of the peak FMA rate (CPU artifacts).
+  int64_t prefillSeq = 0, prefillFlops = 0;
   if (const llvm::json::Array *entries = m.getArray("entries"))
-    for (const llvm::json::Value &v : *entries)
-      if (const llvm::json::Object *e = v.getAsObject();
-          e && e->getString("name") == llvm::StringRef("decode_b1"))
+    for (const llvm::json::Value &v : *entries) {
+      const llvm::json::Object *e = v.getAsObject();
+      if (!e)
+        continue;
+      if (e->getString("name") == llvm::StringRef("decode_b1"))
         decodeWeightBytes = e->getInteger("weight_bytes_read").value_or(-1);
+      int64_t seq = e->getInteger("seq").value_or(0);
+      if (e->getString("kind") == llvm::StringRef("prefill") &&
+          e->getInteger("batch").value_or(0) == 1 && seq >= benchPrompt &&
+          (!prefillSeq || seq < prefillSeq) && e->getInteger("linear_flops"))
+        prefillSeq = seq,
+        prefillFlops = *e->getInteger("linear_flops") +
+                       e->getInteger("logits_flops_per_row").value_or(0);
+    }
+  const llvm::json::Object *target = m.getObject("target");
+  bool cpuTarget = target && target->getString("kind") == llvm::StringRef("cpu");
+  bool wide = target && (target->getString("march") == llvm::StringRef("x86-64-v4") ||
+                         target->getString("march") == llvm::StringRef("native"));
   if (decodeWeightBytes < 0)
     return fail(manifestPath.str() + " has no decode_b1 entry with weight_bytes_read");
 
@@ -1281,7 +1395,10 @@ int mlir::llmc::runBench() {
   if (benchPrompt + benchGen > info.capacity)
     return fail("--prompt-len + --gen exceed the artifact's capacity " +
                 std::to_string(info.capacity));
-  llmc_session_options so{benchThreads};
+  llmc_session_options so{benchThreads, 0, 0, nullptr, 0};
+  std::vector<int32_t> cpus;
+  if (llvm::Error e = takeCpus(benchCpus, cpus, so))
+    return fail(llvm::toString(std::move(e)));
   llmc_session *session = nullptr;
   if (llmc_session_create(model, &so, &session) != LLMC_OK)
     return fail(llmc_last_error());
@@ -1326,6 +1443,8 @@ int mlir::llmc::runBench() {
   bandwidth = std::max(bandwidth, measureReadBandwidth(threads, probe));
   double tpotMs = median(tpot);
   double achieved = bytesPerToken / (tpotMs / 1e3);
+  double peak = cpuTarget && prefillFlops ? measurePeakFlops(threads, wide) : 0;
+  double prefillRate = prefillFlops / (median(ttft) / 1e3);
   if (benchJson) {
     llvm::json::Object o{{"artifact", benchArtifact.getValue()},
                          {"threads", int64_t(threads)},
@@ -1340,6 +1459,12 @@ int mlir::llmc::runBench() {
                          {"decode_bandwidth_gbs", achieved / 1e9},
                          {"machine_read_bandwidth_gbs", bandwidth / 1e9},
                          {"bandwidth_fraction", achieved / bandwidth}};
+    if (peak > 0) {
+      o["prefill_linear_gflop"] = double(prefillFlops) / 1e9;
+      o["prefill_gflops"] = prefillRate / 1e9;
+      o["machine_peak_fma_gflops"] = peak / 1e9;
+      o["prefill_fma_fraction"] = prefillRate / peak;
+    }
     llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(o))) << "\n";
     return 0;
   }
@@ -1354,5 +1479,11 @@ int mlir::llmc::runBench() {
                       "GB/s this machine reads a buffer of that size at\n",
                       bytesPerToken / 1e6, achieved / 1e9, bandwidth / 1e9,
                       100 * achieved / bandwidth);
+  if (peak > 0)
+    os << llvm::formatv("prefill computes    {0:f2} GFLOP in its linear layers (bucket {1}): "
+                        "{2:f1} GFLOP/s over the whole step, {4:f0}% of the {3:f1} GFLOP/s this "
+                        "machine's f32 FMAs peak at ({5})\n",
+                        double(prefillFlops) / 1e9, prefillSeq, prefillRate / 1e9, peak / 1e9,
+                        100 * prefillRate / peak, wide ? "AVX-512" : "AVX2");
   return 0;
 }

@@ -830,6 +830,24 @@ llvm::Error Emitter::emitFunction(func::FuncOp f) {
     return makeError("@" + fname + " returns no logits");
   body += "  return Status::ok();\n}\n\n";
   entry.weightBytesRead = weightBytesRead(f);
+  // The linear layers' FLOPs (llmc bench reports prefill against the
+  // machine's peak FMA rate with them).
+  f.walk([&](Operation *op) {
+    if (!isa<LinearOp, QuantizedLinearOp>(op))
+      return;
+    auto x = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+    auto y = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+    if (!x || !y || !x.hasStaticShape() || !y.hasStaticShape() || x.getRank() < 1)
+      return;
+    int64_t k = x.getShape().back(), n = y.getShape().back(), m = k ? x.getNumElements() / k : 0;
+    Operation *top = op;
+    while (top->getParentOp() != f.getOperation())
+      top = top->getParentOp();
+    if (tail && tail->ops.contains(top))
+      entry.logitsFlopsPerRow += 2 * n * k;
+    else
+      entry.linearFlops += 2 * m * n * k;
+  });
   if (auto plan = f->getAttrOfType<DictionaryAttr>("llm.memory_plan"))
     if (auto arena = plan.getAs<IntegerAttr>("arena"))
       entry.arenaBytes = arena.getInt();
@@ -900,7 +918,7 @@ llvm::Expected<CpuModel> Emitter::run(llvm::StringRef version) {
      << "                                     &Glue<Model>::destroy, &Glue<Model>::run,\n"
      << "                                     Model::kAnyCapacity, &Glue<Model>::runAtCapacity,\n"
      << "                                     LLMC_BUFFERS_HOST, \"cpu\", nullptr, nullptr, nullptr,\n"
-     << "                                     &Glue<Model>::runRows};\n"
+     << "                                     &Glue<Model>::runRows, &Glue<Model>::setAffinity};\n"
      << "  return &abi;\n}\n";
   model.anyCapacity = anyCapacity;
   model.source = std::move(s);

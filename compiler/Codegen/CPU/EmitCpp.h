@@ -40,6 +40,10 @@ struct CpuModel {
     // caller asks for (model ABI run_rows); else every position's logits
     // are computed and the asked rows copied.
     bool logitsRows = false;
+    // Floating-point operations of its linear layers (2 x M x N x K each): of
+    // those outside the logits' tail at the entry's rows, and of the tail's
+    // per row asked for (0 without a tail: lm_head is then in the first).
+    int64_t linearFlops = 0, logitsFlopsPerRow = 0;
   };
   struct Cache {
     std::string name;

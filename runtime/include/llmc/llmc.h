@@ -127,6 +127,11 @@ typedef struct llmc_session_options {
   int64_t capacity; /* KV-cache positions per sequence (prompt + generated): 0 for the
                        compiled one (llmc_model_info.capacity), or fewer to allocate less
                        when the model allows it (llmc_model_info.any_capacity) */
+  const int32_t *cpus; /* NULL, or num_cpus CPU numbers: the session's worker threads are
+                          pinned, worker i to cpus[i % num_cpus] (the calling thread, which
+                          runs a share of every step, stays where it is: pin it yourself to
+                          cpus[0] for a full pinning) */
+  int32_t num_cpus;
 } llmc_session_options;
 
 llmc_status llmc_session_create(llmc_model *model, const llmc_session_options *options,

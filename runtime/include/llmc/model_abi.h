@@ -45,8 +45,9 @@ extern "C" {
 
 /* 3: buffers may live on a device (buffers, cache_alloc, cache_free), and
  * a greedy step may return token ids only (run_greedy). 4: a step may
- * compute the logits of only some positions (run_rows). */
-#define LLMC_MODEL_ABI_VERSION 4
+ * compute the logits of only some positions (run_rows). 5: a context's
+ * threads may be pinned to CPUs (set_affinity). */
+#define LLMC_MODEL_ABI_VERSION 5
 /* The artifact folder's format (manifest.json's format_version). 2: the
  * manifest lists weights.bin's tensors with a checksum each (weights.table). */
 #define LLMC_ARTIFACT_FORMAT_VERSION 2
@@ -132,6 +133,11 @@ typedef struct llmc_model_abi {
   int (*run_rows)(void *ctx, uint32_t entry, const int64_t *tokens, int64_t start_pos,
                   int64_t capacity, void *const *caches, int64_t row0, int64_t rows,
                   float *logits, char *err, size_t errlen);
+
+  /* Optional (NULL when absent): pins the context's worker threads to CPUs:
+   * worker i (1 .. threads - 1) to cpus[i % count]; the thread that calls
+   * run (the application's) is left where it is. */
+  int (*set_affinity)(void *ctx, const int32_t *cpus, int32_t count, char *err, size_t errlen);
 } llmc_model_abi;
 
 /* The one symbol libmodel.so exports. */

@@ -3,6 +3,10 @@
 
 #include <algorithm>
 
+#include <cerrno>
+#include <pthread.h>
+#include <sched.h>
+
 
 
 namespace llmc::cpu {
@@ -61,6 +65,25 @@ bool ThreadPool::insideJob() const {
     if (w.get_id() == self)
       return true;
   return false;
+}
+
+std::string ThreadPool::pin(const int32_t *cpus, int32_t count) {
+  if (!cpus || count < 1)
+    return "no CPUs given";
+  for (int32_t i = 0; i < count; ++i)
+    if (cpus[i] < 0 || cpus[i] >= CPU_SETSIZE)
+      return "CPU " + std::to_string(cpus[i]) + " is not a CPU number (0 .. " +
+             std::to_string(CPU_SETSIZE - 1) + ")";
+  for (size_t w = 0; w < workers.size(); ++w) {
+    int32_t cpu = cpus[(w + 1) % size_t(count)];
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (int rc = pthread_setaffinity_np(workers[w].native_handle(), sizeof set, &set); rc != 0)
+      return "cannot pin a thread to CPU " + std::to_string(cpu) +
+             (rc == EINVAL ? " (not one this process may run on)" : "");
+  }
+  return "";
 }
 
 unsigned ThreadPool::workerIndex() const { return workerOf == this ? workerNumber : 0; }

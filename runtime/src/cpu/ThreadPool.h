@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -48,6 +49,9 @@ public:
   ThreadPool &operator=(const ThreadPool &) = delete;
 
   unsigned size() const { return unsigned(workers.size()) + 1; }
+  /// Pins worker i (1 .. size() - 1) to cpus[i % count] (Linux CPU
+  /// numbers); "" or what was refused.
+  std::string pin(const int32_t *cpus, int32_t count);
   /// 1 .. size() - 1 on this pool's workers, 0 on any other thread (the
   /// caller of parallelFor).
   unsigned workerIndex() const;

@@ -250,6 +250,8 @@ template <class M> struct Glue {
                            size_t errlen) {
     return runRows(ctx, entry, tokens, start, capacity, caches, 0, -1, logits, err, errlen);
   }
+  static int setAffinity(void *ctx, const int32_t *cpus, int32_t count, char *err,
+                         size_t errlen);
   /// rows -1: all of them.
   static int runRows(void *ctx, uint32_t entry, const int64_t *tokens, int64_t start,
                      int64_t capacity, void *const *caches, int64_t row0, int64_t rows,
@@ -266,6 +268,15 @@ Status makeArgs(const llmc_model_entry &entry, const llmc_model_cache *caches,
                 uint32_t numCaches, int64_t vocab, const int64_t *tokens, int64_t start,
                 int64_t capacity, bool anyCapacity, void *const *cacheBuffers, int64_t row0,
                 int64_t rows, float *logits, Args &args);
+
+template <class M>
+int Glue<M>::setAffinity(void *ctx, const int32_t *cpus, int32_t count, char *err,
+                         size_t errlen) {
+  if (!ctx)
+    return fail("set_affinity: the context is null", err, errlen);
+  std::string refused = static_cast<M *>(ctx)->pool->pin(cpus, count);
+  return refused.empty() ? 0 : fail("set_affinity: " + refused, err, errlen);
+}
 
 template <class M>
 int Glue<M>::create(const void *weights, uint64_t bytes, int32_t threads, void **out, char *err,
