@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <set>
@@ -120,19 +121,23 @@ TEST(ThreadPool, PinsWorkersToTheCpusGiven) {
   ASSERT_GE(cpu, 0);
   ThreadPool pool(2);
   ASSERT_EQ(pool.pin(&cpu, 1), "");
-  // The worker's own mask, read inside a job it runs.
+  // The worker's own mask, read inside a job it runs: of the job's two
+  // chunks the caller takes one and waits (at most 10 s) until the worker
+  // has run the other, so the worker runs one however loaded the machine.
   std::atomic<bool> checked{false}, pinned{true};
-  for (int tries = 0; tries < 10000 && !checked; ++tries) {
-    pool.parallelFor(64, 1, [&](int64_t, int64_t) {
-      if (pool.workerIndex() != 1)
-        return;
-      cpu_set_t set;
-      CPU_ZERO(&set);
-      pthread_getaffinity_np(pthread_self(), sizeof set, &set);
-      pinned = CPU_COUNT(&set) == 1 && CPU_ISSET(cpu, &set);
-      checked = true;
-    });
-  }
+  pool.parallelFor(2, 1, [&](int64_t, int64_t) {
+    if (pool.workerIndex() != 1) {
+      auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (!checked && std::chrono::steady_clock::now() < until)
+        std::this_thread::yield();
+      return;
+    }
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    pthread_getaffinity_np(pthread_self(), sizeof set, &set);
+    pinned = CPU_COUNT(&set) == 1 && CPU_ISSET(cpu, &set);
+    checked = true;
+  });
   ASSERT_TRUE(checked) << "the worker took no chunk";
   EXPECT_TRUE(pinned);
   // Numbers that are not CPUs are refused, naming them.
