@@ -31,10 +31,6 @@ constexpr int64_t kAlign = 64;
 
 int64_t alignUp(int64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
 
-int64_t bytesOf(Type type, int64_t bound, bool &bounded) {
-  return arenaBytesOf(type, bound, &bounded);
-}
-
 struct PlanMemoryPass : mlir::llmc::impl::PlanMemoryPassBase<PlanMemoryPass> {
   void runOnOperation() override {
     func::FuncOp f = getOperation();
@@ -62,7 +58,7 @@ struct PlanMemoryPass : mlir::llmc::impl::PlanMemoryPassBase<PlanMemoryPass> {
     for (BlockArgument a : body.getArguments()) {
       auto name = f.getArgAttrOfType<StringAttr>(a.getArgNumber(), "llm.name");
       if (name && name.getValue().starts_with("cache.")) {
-        int64_t b = bytesOf(a.getType(), bound, bounded);
+        int64_t b = arenaBytesOf(a.getType(), bound, &bounded);
         kvCache += std::max<int64_t>(b, 0);
       }
       root[a] = a;
@@ -94,7 +90,7 @@ struct PlanMemoryPass : mlir::llmc::impl::PlanMemoryPassBase<PlanMemoryPass> {
         }
         index[&op] = position++;
         if (auto c = dyn_cast<ConstantOp>(op)) {
-          weights += std::max<int64_t>(bytesOf(c.getType(), bound, bounded), 0);
+          weights += std::max<int64_t>(arenaBytesOf(c.getType(), bound, &bounded), 0);
           root[c.getResult()] = c.getResult();
           continue;
         }
@@ -120,7 +116,7 @@ struct PlanMemoryPass : mlir::llmc::impl::PlanMemoryPassBase<PlanMemoryPass> {
               continue;
             }
           }
-          int64_t b = bytesOf(r.getType(), bound, bounded);
+          int64_t b = arenaBytesOf(r.getType(), bound, &bounded);
           if (b < 0) {
             op.emitError("llmc-plan-memory: cannot size ") << r.getType();
             return failure();

@@ -344,8 +344,8 @@ llmc_status runEntry(llmc_session *s, int entry, const int32_t *tokens, int64_t 
     return fail(LLMC_ERROR_INTERNAL, err);
   for (int64_t r = 0; r < b; ++r) {
     const float *got = s->logits.data() + r * rows * v; // positions row0 ..
-    if (all)
-      std::memcpy(all + r * n * v, got - row0 * v, size_t(n * v) * sizeof(float));
+    if (all) // (then row0 is 0)
+      std::memcpy(all + r * n * v, got, size_t(n * v) * sizeof(float));
     if (last)
       std::memcpy(last + r * v, got + (n - 1 - row0) * v, size_t(v) * sizeof(float));
   }
