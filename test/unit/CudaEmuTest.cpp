@@ -12,6 +12,7 @@
 #include "test/unit/CudaTestUtil.h"
 
 #include <numeric>
+#include <thread>
 
 using namespace llmc::cuda;
 using llmc::cuda::test::DeviceBuffer;
@@ -335,6 +336,55 @@ TEST(CudaEmuChecks, LaunchLimitsAreChecked) {
             "");
   e = launch(tooMuchShared, dim3(1), dim3(32), 0, nullptr, out.get());
   EXPECT_NE(e.find("shared memory of 65536 bytes exceeds"), std::string::npos) << e;
+}
+
+/// Two host threads launching at once (two sessions of a model on two
+/// threads): each block's fibers see their own indices and barriers.
+TEST(CudaEmu, LaunchesFromSeveralHostThreads) {
+  dim3 grid(4, 3), block(32, 4);
+  size_t n = 12 * 128;
+  std::vector<std::string> errors(2);
+  std::vector<std::vector<unsigned>> got(2);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t)
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 20 && errors[t].empty(); ++round) {
+        DeviceBuffer<unsigned> out(std::vector<unsigned>(n, 0));
+        errors[t] = launch(writeIndices, grid, block, 0, nullptr, out.get());
+        got[t] = out.download();
+      }
+    });
+  for (std::thread &t : threads)
+    t.join();
+  for (int t = 0; t < 2; ++t) {
+    ASSERT_EQ(errors[t], "");
+    for (unsigned b = 0; b < 12; ++b)
+      for (unsigned i = 0; i < 128; ++i)
+        ASSERT_EQ(got[t][b * 128 + i], 1u + b * 1000u + i) << t << " " << b << " " << i;
+  }
+}
+
+LLMC_GLOBAL void writePastTheEnd(float *out, int n) { out[n + int(threadIdx.x)] = 1.0f; }
+
+LLMC_GLOBAL void recurseDeeply(int *out) {
+  volatile char frame[1024];
+  frame[0] = char(threadIdx.x);
+  if (out[0] == 0) { // it is: recurse until the stack runs out
+    recurseDeeply(out);
+    out[1] = frame[0];
+  }
+}
+
+/// Device memory ends at an inaccessible page, and a fiber's stack at a
+/// guard page: running past either faults at the access, as on the GPU
+/// (an illegal address), instead of corrupting what lies beyond.
+TEST(CudaEmuChecks, OverrunsFault) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  DeviceBuffer<float> small(64); // 256 bytes: the next byte is past the mapping
+  EXPECT_DEATH(launch(writePastTheEnd, dim3(1), dim3(1), 0, nullptr, small.get(), 64), "");
+  EXPECT_EQ(launch(writePastTheEnd, dim3(1), dim3(1), 0, nullptr, small.get(), 63), "");
+  DeviceBuffer<int> zero(std::vector<int>(2, 0));
+  EXPECT_DEATH(launch(recurseDeeply, dim3(1), dim3(1), 0, nullptr, zero.get()), "");
 }
 
 #endif

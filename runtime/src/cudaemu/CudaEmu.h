@@ -9,7 +9,12 @@
 // What is emulated
 //   - A launch runs its blocks one after another. Each thread of a block is a
 //     fiber (ucontext) with its own stack; threadIdx/blockIdx/blockDim/
-//     gridDim read the running fiber's values.
+//     gridDim read the running fiber's values. The running fiber is found
+//     from the stack pointer (stacks are aligned to their size, its Fiber
+//     pointer at the bottom), not from thread-local storage: a dlopen'ed
+//     model library's TLS goes through __tls_get_addr, which once returned
+//     a null address to a kernel fiber (a crash in about one CI run in ten,
+//     never reproduced alone), and costs a call per threadIdx besides.
 //   - __syncthreads() parks the fiber until every thread of the block is
 //     parked there; __syncwarp, the shuffles and the votes park it until
 //     every lane of their mask is parked at a warp exchange with the same
@@ -20,6 +25,9 @@
 //     of each block so that a kernel reading what it never wrote is seen.
 //   - Atomics are real atomics (blocks may later run on several host
 //     threads).
+//
+// Device memory (deviceAlloc) ends at an inaccessible page: a kernel that
+// runs past the end of a buffer faults at the access.
 //
 // What is checked (the launch returns an error naming it, where the GPU
 // would give undefined behaviour or a launch failure): a barrier that some
@@ -50,8 +58,10 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <sys/mman.h>
+#include <unistd.h>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -73,12 +83,17 @@ inline constexpr unsigned kMaxBlockDimZ = 64;
 inline constexpr unsigned kMaxGridDimYZ = 65535;
 inline constexpr size_t kDefaultSharedBytes = 48 * 1024;
 inline constexpr size_t kOptInSharedBytes = 227 * 1024;
+/// A fiber's stack: a power of two, aligned to its size; its lowest page
+/// holds the Fiber pointer, the next is inaccessible (an overflow faults
+/// there rather than running into the next stack).
 inline constexpr size_t kFiberStackBytes = 256 * 1024;
+
+struct Block;
 
 struct Fiber {
   enum class State { Ready, AtBlockBarrier, AtWarpExchange, Done };
   ucontext_t context;
-  void *stack = nullptr;
+  Block *block = nullptr;
   uint3 threadIdx;
   unsigned lane = 0, warp = 0;
   State state = State::Ready;
@@ -102,32 +117,38 @@ struct Block {
   std::string error;
 };
 
-inline thread_local Block *tlsBlock = nullptr;
-inline thread_local Fiber *tlsFiber = nullptr;
-
-inline Fiber &currentFiber() { return *tlsFiber; }
-inline Block &currentBlock() { return *tlsBlock; }
+/// The fiber running this code (kernel code only: it runs on a fiber's
+/// stack).
+inline Fiber *self() {
+  uintptr_t sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  return *reinterpret_cast<Fiber *const *>(sp & ~uintptr_t(kFiberStackBytes - 1));
+}
+inline Block *selfBlock() { return self()->block; }
 
 /// Returns to the scheduler; the caller set its state first.
-inline void park() { swapcontext(&tlsFiber->context, &tlsBlock->scheduler); }
+inline void park() {
+  Fiber *f = self();
+  swapcontext(&f->context, &f->block->scheduler);
+}
 
 /// Marks the block failed (the first error is kept) and parks the fiber
 /// for good: the scheduler stops the block.
 inline void fail(std::string message) {
-  if (tlsBlock->error.empty())
-    tlsBlock->error = std::move(message);
+  Block *b = selfBlock();
+  if (b->error.empty())
+    b->error = std::move(message);
   park();
 }
 
 inline void syncthreads() {
-  tlsFiber->state = Fiber::State::AtBlockBarrier;
+  self()->state = Fiber::State::AtBlockBarrier;
   park();
 }
 
 /// One warp exchange: offers `value`, waits for the lanes of `mask`, and
-/// returns with tlsFiber->seen holding every lane's offer.
+/// returns with the fiber's `seen` holding every lane's offer.
 inline void warpExchange(unsigned mask, uint64_t value) {
-  Fiber &f = *tlsFiber;
+  Fiber &f = *self();
   if (!(mask >> f.lane & 1u)) {
     char hex[16];
     std::snprintf(hex, sizeof hex, "%x", mask);
@@ -156,7 +177,7 @@ template <class T> T fromBits(uint64_t bits) {
 /// Storage for a __shared__ variable declared at `site`, the same for every
 /// thread of the running block.
 template <class T> T &sharedVariable(const void *site) {
-  Block &b = *tlsBlock;
+  Block &b = *selfBlock();
   for (auto &[key, storage] : b.sharedVars)
     if (key == site)
       return *reinterpret_cast<T *>(storage.get());
@@ -172,31 +193,71 @@ template <class T> T &sharedVariable(const void *site) {
   return *reinterpret_cast<T *>(b.sharedVars.back().second.get());
 }
 
-inline unsigned char *dynamicShared() { return tlsBlock->dynamicShared->data(); }
+inline unsigned char *dynamicShared() { return selfBlock()->dynamicShared->data(); }
 
 /// A fiber's body: the kernel, then back to the scheduler for good.
 inline void fiberMain() {
-  (*tlsBlock->body)();
-  tlsFiber->state = Fiber::State::Done;
+  (*self()->block->body)();
+  self()->state = Fiber::State::Done;
   // uc_link returns to the scheduler.
 }
 
-/// Fiber stacks, kept per host thread and reused across launches.
+/// The stacks of one block's fibers: `count` stacks of kFiberStackBytes,
+/// each aligned to its size (see kFiberStackBytes).
+struct StackSet {
+  char *base = nullptr;
+  size_t count = 0;
+  char *stack(size_t i) const { return base + i * kFiberStackBytes; }
+};
+
+/// Stack sets not in use; a launch takes one (several host threads may
+/// launch at once) and gives it back.
 struct StackPool {
-  std::vector<void *> stacks;
+  std::mutex mutex;
+  std::vector<StackSet> free;
   ~StackPool() {
-    for (void *s : stacks)
-      munmap(s, kFiberStackBytes);
+    for (StackSet &s : free)
+      munmap(s.base, s.count * kFiberStackBytes);
   }
-  bool reserve(size_t n) {
-    while (stacks.size() < n) {
-      void *s = mmap(nullptr, kFiberStackBytes, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-      if (s == MAP_FAILED)
-        return false;
-      stacks.push_back(s);
+  static StackPool &get() {
+    static StackPool pool;
+    return pool;
+  }
+  /// A set of at least n stacks; count 0 when memory ran out.
+  StackSet take(size_t n) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      for (size_t i = 0; i < free.size(); ++i)
+        if (free[i].count >= n) {
+          StackSet s = free[i];
+          free.erase(free.begin() + long(i));
+          return s;
+        }
     }
-    return true;
+    // One stack more than asked, to align the set; the slop is returned.
+    size_t bytes = n * kFiberStackBytes;
+    void *p = mmap(nullptr, bytes + kFiberStackBytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+      return {};
+    uintptr_t start = reinterpret_cast<uintptr_t>(p), end = start + bytes + kFiberStackBytes;
+    uintptr_t aligned = (start + kFiberStackBytes - 1) & ~uintptr_t(kFiberStackBytes - 1);
+    if (aligned > start)
+      munmap(p, aligned - start);
+    if (end > aligned + bytes)
+      munmap(reinterpret_cast<void *>(aligned + bytes), end - (aligned + bytes));
+    StackSet s{reinterpret_cast<char *>(aligned), n};
+    size_t page = size_t(sysconf(_SC_PAGESIZE));
+    for (size_t i = 0; i < n; ++i)
+      if (mprotect(s.stack(i) + page, page, PROT_NONE) != 0) {
+        munmap(s.base, bytes);
+        return {};
+      }
+    return s;
+  }
+  void give(StackSet s) {
+    std::lock_guard<std::mutex> lock(mutex);
+    free.push_back(s);
   }
 };
 
@@ -278,13 +339,11 @@ inline bool releaseBarriers(Block &b) {
   return false;
 }
 
-/// Runs one block to completion; returns false with b.error set on failure.
-inline bool runBlock(Block &b, StackPool &pool) {
+/// Runs one block to completion on `stacks`; returns false with b.error set
+/// on failure.
+inline bool runBlock(Block &b, const StackSet &stacks) {
   std::vector<Fiber> &fs = *b.fibers;
-  if (!pool.reserve(fs.size())) {
-    b.error = "cannot allocate fiber stacks";
-    return false;
-  }
+  size_t page = size_t(sysconf(_SC_PAGESIZE));
   b.sharedVars.clear();
   b.staticSharedBytes = 0;
   if (!b.dynamicShared->empty())
@@ -296,20 +355,20 @@ inline bool runBlock(Block &b, StackPool &pool) {
                    unsigned(i / (size_t(b.blockDim.x) * b.blockDim.y))};
     f.lane = unsigned(i % 32);
     f.warp = unsigned(i / 32);
+    f.block = &b;
+    char *stack = stacks.stack(i);
+    *reinterpret_cast<Fiber **>(stack) = &f;
     getcontext(&f.context);
-    f.context.uc_stack.ss_sp = pool.stacks[i];
-    f.context.uc_stack.ss_size = kFiberStackBytes;
+    f.context.uc_stack.ss_sp = stack + 2 * page; // past the Fiber pointer and the guard
+    f.context.uc_stack.ss_size = kFiberStackBytes - 2 * page;
     f.context.uc_link = &b.scheduler;
     makecontext(&f.context, fiberMain, 0);
   }
-  tlsBlock = &b;
   while (true) {
     for (Fiber &f : fs) {
       if (f.state != Fiber::State::Ready)
         continue;
-      tlsFiber = &f;
       swapcontext(&b.scheduler, &f.context);
-      tlsFiber = nullptr;
       if (!b.error.empty())
         return false;
     }
@@ -356,7 +415,9 @@ inline std::string runGrid(const void *kernel, dim3 grid, dim3 block, size_t dyn
   if (dynamicBytes > limit)
     return "dynamic shared memory of " + std::to_string(dynamicBytes) +
            " bytes exceeds the kernel's limit of " + std::to_string(limit);
-  static thread_local StackPool pool;
+  StackSet stacks = StackPool::get().take(threads);
+  if (!stacks.count)
+    return "cannot allocate " + std::to_string(threads) + " fiber stacks";
   std::vector<Fiber> fibers(threads);
   std::vector<unsigned char> dynamic(dynamicBytes);
   Block b;
@@ -367,19 +428,69 @@ inline std::string runGrid(const void *kernel, dim3 grid, dim3 block, size_t dyn
   b.body = &body;
   b.dynamicShared = &dynamic;
   b.sharedLimit = limit;
-  Block *outer = tlsBlock;
-  for (unsigned z = 0; z < grid.z; ++z)
-    for (unsigned y = 0; y < grid.y; ++y)
-      for (unsigned x = 0; x < grid.x; ++x) {
+  std::string error;
+  for (unsigned z = 0; z < grid.z && error.empty(); ++z)
+    for (unsigned y = 0; y < grid.y && error.empty(); ++y)
+      for (unsigned x = 0; x < grid.x && error.empty(); ++x) {
         b.blockIdx = {x, y, z};
         b.error.clear();
-        if (!runBlock(b, pool)) {
-          tlsBlock = outer;
-          return "block " + coords(b.blockIdx) + ": " + b.error;
-        }
+        if (!runBlock(b, stacks))
+          error = "block " + coords(b.blockIdx) + ": " + b.error;
       }
-  tlsBlock = outer;
-  return {};
+  // A failed block leaves fibers parked on these stacks; nothing resumes
+  // them, and the next block or launch makes fresh contexts.
+  StackPool::get().give(stacks);
+  return error;
+}
+
+//===----------------------------------------------------------------------===//
+// Device memory
+//===----------------------------------------------------------------------===//
+
+/// Device memory ends at an inaccessible page, so a kernel that reads or
+/// writes past the end of its buffer faults at once, wherever the buffer
+/// lies (from malloc, such an overrun faults only when the next page
+/// happens to be unmapped, and corrupts the heap silently otherwise). The
+/// pointer is 256-byte aligned as cudaMalloc's, so an overrun of less than
+/// the rounding to 256 bytes stays unseen. The mapping's start and length
+/// sit in the 64 bytes before the pointer.
+inline constexpr size_t kDeviceAlignment = 256;
+inline constexpr uint64_t kDeviceMagic = 0x6c6c6d6364657621ull;
+
+inline void *deviceAlloc(size_t bytes) {
+  size_t page = size_t(sysconf(_SC_PAGESIZE));
+  size_t rounded = (std::max<size_t>(bytes, 1) + kDeviceAlignment - 1) / kDeviceAlignment *
+                   kDeviceAlignment;
+  if (rounded < bytes)
+    return nullptr;
+  size_t data = (rounded + 64 + page - 1) / page * page;
+  size_t length = data + page;
+  if (length < data)
+    return nullptr;
+  void *base = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (base == MAP_FAILED)
+    return nullptr;
+  char *guard = static_cast<char *>(base) + data;
+  if (mprotect(guard, page, PROT_NONE) != 0) {
+    munmap(base, length);
+    return nullptr;
+  }
+  char *p = guard - rounded;
+  uint64_t header[3] = {kDeviceMagic, uint64_t(reinterpret_cast<uintptr_t>(base)), length};
+  std::memcpy(p - 64, header, sizeof header);
+  return p;
+}
+
+/// Frees what deviceAlloc returned; false for any other pointer.
+inline bool deviceFree(void *p) {
+  if (!p)
+    return true;
+  uint64_t header[3];
+  std::memcpy(header, static_cast<char *>(p) - 64, sizeof header);
+  if (header[0] != kDeviceMagic)
+    return false;
+  std::memset(static_cast<char *>(p) - 64, 0, sizeof header);
+  return munmap(reinterpret_cast<void *>(uintptr_t(header[1])), size_t(header[2])) == 0;
 }
 
 //===----------------------------------------------------------------------===//
@@ -420,7 +531,7 @@ inline std::string issue(Stream *s, std::function<std::string()> work) {
 
 template <class T> T shfl(unsigned mask, T v, int srcLane, int width) {
   warpExchange(mask, toBits(v));
-  Fiber &f = *tlsFiber;
+  Fiber &f = *self();
   unsigned base = f.lane & ~unsigned(width - 1);
   unsigned src = base + (unsigned(srcLane) & unsigned(width - 1));
   return fromBits<T>(f.seen[src]);
@@ -428,7 +539,7 @@ template <class T> T shfl(unsigned mask, T v, int srcLane, int width) {
 
 template <class T> T shflXor(unsigned mask, T v, int laneMask, int width) {
   warpExchange(mask, toBits(v));
-  Fiber &f = *tlsFiber;
+  Fiber &f = *self();
   unsigned base = f.lane & ~unsigned(width - 1);
   unsigned src = f.lane ^ unsigned(laneMask);
   // A source past the end of the lane's segment of `width` gives the lane
@@ -440,7 +551,7 @@ template <class T> T shflXor(unsigned mask, T v, int laneMask, int width) {
 
 template <class T> T shflDown(unsigned mask, T v, unsigned delta, int width) {
   warpExchange(mask, toBits(v));
-  Fiber &f = *tlsFiber;
+  Fiber &f = *self();
   unsigned inSegment = f.lane & unsigned(width - 1);
   if (inSegment + delta >= unsigned(width))
     return v;
@@ -449,7 +560,7 @@ template <class T> T shflDown(unsigned mask, T v, unsigned delta, int width) {
 
 template <class T> T shflUp(unsigned mask, T v, unsigned delta, int width) {
   warpExchange(mask, toBits(v));
-  Fiber &f = *tlsFiber;
+  Fiber &f = *self();
   unsigned inSegment = f.lane & unsigned(width - 1);
   if (inSegment < delta)
     return v;
@@ -460,7 +571,7 @@ inline unsigned ballot(unsigned mask, int predicate) {
   warpExchange(mask, predicate ? 1 : 0);
   unsigned bits = 0;
   for (unsigned m = 0; m < 32; ++m)
-    if ((mask >> m & 1u) && tlsFiber->seen[m])
+    if ((mask >> m & 1u) && self()->seen[m])
       bits |= 1u << m;
   return bits;
 }

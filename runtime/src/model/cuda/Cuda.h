@@ -217,10 +217,10 @@ inline std::string deviceInfo(DeviceInfo *out) {
 #define LLMC_UNROLL
 #define LLMC_LAUNCH_BOUNDS(n)
 
-#define threadIdx (::llmc::cudaemu::tlsFiber->threadIdx)
-#define blockIdx (::llmc::cudaemu::tlsBlock->blockIdx)
-#define blockDim (::llmc::cudaemu::tlsBlock->blockDim)
-#define gridDim (::llmc::cudaemu::tlsBlock->gridDim)
+#define threadIdx (::llmc::cudaemu::self()->threadIdx)
+#define blockIdx (::llmc::cudaemu::selfBlock()->blockIdx)
+#define blockDim (::llmc::cudaemu::selfBlock()->blockDim)
+#define gridDim (::llmc::cudaemu::selfBlock()->gridDim)
 inline constexpr int warpSize = 32;
 
 struct alignas(8) float2 {
@@ -341,11 +341,12 @@ template <class... P> std::string setMaxDynamicShared(void (*kernel)(P...), size
 inline std::string deviceAlloc(void **out, size_t bytes) {
   if (::llmc::cudaemu::capturingStreams())
     return "cudaErrorStreamCaptureUnsupported: allocation while a stream is capturing";
-  *out = std::aligned_alloc(256, (bytes + 255) / 256 * 256 + (bytes == 0 ? 256 : 0));
+  *out = ::llmc::cudaemu::deviceAlloc(bytes);
   return *out ? std::string() : "out of memory allocating " + std::to_string(bytes) + " bytes";
 }
 inline std::string deviceFree(void *p) {
-  std::free(p);
+  if (!::llmc::cudaemu::deviceFree(p))
+    return "cudaErrorInvalidValue: freeing a pointer that is not device memory";
   return {};
 }
 inline std::string copyToDevice(void *dst, const void *src, size_t bytes) {
