@@ -796,7 +796,8 @@ inline Status flashAttention(const Context &ctx, const KernelEntry *reference,
       using T = std::remove_const_t<std::remove_pointer_t<decltype(tag)>>;
       float *po = f32Target(*out, kScratchOut);
       // (Sized for the whole cache: p + s <= capacity.)
-      auto chunk = cpu::chunkScratch<float>(*ctx.pool, kScratchChunk, capacity);
+      auto chunk = cpu::chunkScratch<float>(*ctx.pool, kScratchChunk,
+                                            kernels::prefillAttentionScratch(capacity, d));
       // One head's rows per chunk: its keys stay in cache across them.
       ctx.pool->parallelFor(b * hq * s, s, [&](int64_t r0, int64_t r1) {
         float *scratch = chunk.get();

@@ -14,7 +14,10 @@
 //            `pos`, keys 0 .. pos (the same result as llm.decode_attention_
 //            partial + llm.attention_combine, which the fusion pass splits
 //            for the split-KV form). Prefill (llm.flash_attention): S
-//            queries at pos .. pos + S - 1, causal or not, with a window.
+//            queries at pos .. pos + S - 1, causal or not, with a window,
+//            up to 8 query rows of a head at a time over blocks of 16 keys
+//            (attendTile: an online softmax, never more than [8, 16]
+//            scores).
 //
 // Header-only so libmodel.so compiles them for its -march (the dot products
 // and axpys vectorise).
@@ -198,25 +201,209 @@ void decodeAttentionHeads(const float *q, const T *k, const T *v, float *out, in
   }
 }
 
+/// Query rows per tile of attendTile (its score accumulators stay in
+/// registers: 8 x one AVX-512 vector, 4 x two AVX2 ones) and keys per block.
+constexpr int kAttnRows = VecF::kLanes >= 16 ? 8 : 4;
+constexpr int64_t kAttnKeys = 16;
+/// The largest head size attendTile takes (its buffers are on the stack).
+constexpr int64_t kAttnMaxDim = 256;
+
+/// Packs keys from .. from + n - 1 of a head's cache rows kh ([.., D]) as
+/// f32 blocks of kAttnKeys keys transposed: block b is [D][16], element
+/// (t, c) key from + 16 b + c's channel t (zero past the n keys).
+template <typename T> void packKeyBlocks(const T *kh, int64_t d, int64_t from, int64_t n, float *kt) {
+  for (int64_t b = 0; b * kAttnKeys < n; ++b) {
+    float *blk = kt + b * d * kAttnKeys;
+    int64_t keys = std::min<int64_t>(kAttnKeys, n - b * kAttnKeys);
+    for (int64_t c = 0; c < kAttnKeys; ++c) {
+      const T *row = kh + (from + b * kAttnKeys + c) * d;
+      for (int64_t t = 0; t < d; ++t)
+        blk[t * kAttnKeys + c] = c < keys ? toFloat(row[t]) : 0.f;
+    }
+  }
+}
+
+/// Flash attention for up to kAttnRows query rows of one head at once:
+/// q[i] (f32) sees keys lo[i] .. hi[i], whose transposed blocks packKeyBlocks
+/// wrote at kt from key `kbase` on (covering every row's range), and whose
+/// values are rows of vh. A block's scores for all rows are an outer-product
+/// micro-kernel (a broadcast of q[i][t] times one row of the block, no
+/// horizontal sums); then an online softmax (running max and sum per row,
+/// the accumulator rescaled when the max grows) and P V with each value row
+/// loaded once for all rows. Rows past `rows` repeat the last one (computed,
+/// not stored). No [S, S] score matrix: a block's [rows][16] only.
+template <typename T>
+void attendTile(const float *const *q, int rows, const float *kt, int64_t kbase, const T *vh,
+                int64_t d, int64_t dv, const int64_t *lo, const int64_t *hi, float scale,
+                float softcap, float *const *out) {
+  constexpr int L = VecF::kLanes, R = kAttnRows;
+  constexpr int V = int(kAttnKeys) / L; // score vectors per row
+  alignas(64) float p[R][kAttnKeys];
+  alignas(64) float acc[R][kAttnMaxDim];
+  const float *qr[R];
+  float m[R], l[R];
+  int64_t from = INT64_MAX, to = INT64_MIN;
+  for (int i = 0; i < R; ++i) {
+    qr[i] = q[std::min(i, rows - 1)];
+    m[i] = -INFINITY, l[i] = 0;
+    std::fill(acc[i], acc[i] + dv, 0.f);
+    if (i < rows && lo[i] <= hi[i])
+      from = std::min(from, lo[i]), to = std::max(to, hi[i]);
+  }
+  if (from > to)
+    to = from - 1; // no keys: zeros
+  else
+    from = kbase + (from - kbase) / kAttnKeys * kAttnKeys; // on the blocks' grid
+  for (int64_t j0 = from; j0 <= to; j0 += kAttnKeys) {
+    const float *blk = kt + (j0 - kbase) * d;
+    int64_t n = std::min<int64_t>(kAttnKeys, to - j0 + 1);
+    VecF sv[R][V];
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i)
+#pragma GCC unroll 2
+      for (int v = 0; v < V; ++v)
+        sv[i][v] = VecF::zero();
+    for (int64_t t = 0; t < d; ++t) {
+      VecF kv[V];
+#pragma GCC unroll 2
+      for (int v = 0; v < V; ++v)
+        kv[v] = VecF::load(blk + t * kAttnKeys + v * L);
+#pragma GCC unroll 8
+      for (int i = 0; i < R; ++i) {
+        VecF a = VecF::splat(qr[i][t]);
+#pragma GCC unroll 2
+        for (int v = 0; v < V; ++v)
+          sv[i][v] = VecF::fma(a, kv[v], sv[i][v]);
+      }
+    }
+    VecF sc = VecF::splat(scale);
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i)
+#pragma GCC unroll 2
+      for (int v = 0; v < V; ++v)
+        VecF::mul(sv[i][v], sc).store(p[i] + v * L);
+    for (int i = 0; i < rows; ++i) {
+      float *pi = p[i];
+      if (softcap > 0)
+        for (int64_t c = 0; c < kAttnKeys; ++c)
+          pi[c] = softcap * std::tanh(pi[c] / softcap);
+      // Keys outside the row's range (the causal diagonal, a window's
+      // edge, the block's tail) only in the blocks that have them.
+      if (j0 < lo[i] || j0 + kAttnKeys - 1 > hi[i])
+        for (int64_t c = 0; c < kAttnKeys; ++c)
+          if (j0 + c < lo[i] || j0 + c > hi[i])
+            pi[c] = -INFINITY;
+      float blockMax = -INFINITY;
+#pragma omp simd reduction(max : blockMax)
+      for (int64_t c = 0; c < kAttnKeys; ++c)
+        blockMax = std::max(blockMax, pi[c]);
+      if (blockMax == -INFINITY) { // no key of this block for the row
+        std::fill(pi, pi + kAttnKeys, 0.f);
+        continue;
+      }
+      float mNew = std::max(m[i], blockMax), sum = 0;
+#pragma omp simd reduction(+ : sum)
+      for (int64_t c = 0; c < kAttnKeys; ++c) {
+        pi[c] = pi[c] == -INFINITY ? 0.f : fastExp(pi[c] - mNew);
+        sum += pi[c];
+      }
+      if (m[i] != -INFINITY && mNew > m[i]) {
+        float corr = fastExp(m[i] - mNew);
+        l[i] *= corr;
+        for (int64_t t = 0; t < dv; ++t)
+          acc[i][t] *= corr;
+      }
+      m[i] = mNew;
+      l[i] += sum;
+    }
+    for (int i = rows; i < R; ++i)
+      std::fill(p[i], p[i] + kAttnKeys, 0.f);
+    int64_t t = 0;
+    for (; t + L <= dv; t += L) {
+      VecF a[R];
+#pragma GCC unroll 8
+      for (int i = 0; i < R; ++i)
+        a[i] = VecF::load(acc[i] + t);
+      for (int64_t c = 0; c < n; ++c) {
+        VecF vv = VecF::load(vh + (j0 + c) * dv + t);
+#pragma GCC unroll 8
+        for (int i = 0; i < R; ++i)
+          a[i] = VecF::fma(VecF::splat(p[i][c]), vv, a[i]);
+      }
+#pragma GCC unroll 8
+      for (int i = 0; i < R; ++i)
+        a[i].store(acc[i] + t);
+    }
+    for (; t < dv; ++t)
+      for (int64_t c = 0; c < n; ++c) {
+        float vv = toFloat(vh[(j0 + c) * dv + t]);
+        for (int i = 0; i < R; ++i)
+          acc[i][t] += p[i][c] * vv;
+      }
+  }
+  for (int i = 0; i < rows; ++i) {
+    float inv = l[i] > 0 ? 1.f / l[i] : 0.f;
+    for (int64_t t = 0; t < dv; ++t)
+      out[i][t] = acc[i][t] * inv;
+  }
+}
+
+/// The floats prefillAttentionRows needs as scratch: a head's keys packed
+/// for attendTile (or one row's scores when the head is too large for it).
+inline int64_t prefillAttentionScratch(int64_t capacity, int64_t d) {
+  return (capacity + kAttnKeys) * std::max<int64_t>(d, 1);
+}
+
 /// Prefill attention over the cache: q [B, S, Hq, D] of tokens at positions
 /// pos .. pos + S - 1 (already written to the caches [B, Hkv, capacity, D]),
 /// row r = (bi, h, i) of the rows [r0, r1) ordered by (bi, h, i); query i
 /// sees keys up to pos + i when causal (else up to pos + S - 1), from
 /// pos + i - window + 1 when window > 0. out [B, S, Hq, Dv] f32; `scratch`
-/// has room for pos + S floats. No [S, S] score matrix: one row at a time.
+/// has prefillAttentionScratch(capacity, D) floats. No [S, S] score matrix:
+/// the keys of a head's rows are packed once, then its rows go kAttnRows at
+/// a time through attendTile (heads of up to kAttnMaxDim; else one row at a
+/// time).
 template <typename T>
 void prefillAttentionRows(const float *q, const T *k, const T *v, float *out, int64_t s,
                           int64_t hq, int64_t hkv, int64_t d, int64_t dv, int64_t capacity,
                           int64_t pos, bool causal, int64_t window, float scale, float softcap,
                           int64_t r0, int64_t r1, float *scratch) {
   int64_t group = hq / hkv;
-  for (int64_t r = r0; r < r1; ++r) {
+  bool tiled = d <= kAttnMaxDim && dv <= kAttnMaxDim;
+  auto range = [&](int64_t i, int64_t &lo, int64_t &hi) {
+    int64_t p = pos + i;
+    hi = causal ? p : pos + s - 1;
+    lo = window > 0 ? std::max<int64_t>(0, p - window + 1) : 0;
+  };
+  for (int64_t r = r0; r < r1;) {
     int64_t i = r % s, h = (r / s) % hq, bi = r / (s * hq), hk = h / group;
-    int64_t p = pos + i, hi = causal ? p : pos + s - 1;
-    int64_t lo = window > 0 ? std::max<int64_t>(0, p - window + 1) : 0;
-    attendRow(q + ((bi * s + i) * hq + h) * d, k + (bi * hkv + hk) * capacity * d,
-              v + (bi * hkv + hk) * capacity * dv, d, dv, lo, hi, scale, softcap, scratch,
-              out + ((bi * s + i) * hq + h) * dv);
+    const T *kh = k + (bi * hkv + hk) * capacity * d, *vh = v + (bi * hkv + hk) * capacity * dv;
+    // This head's rows in the range: its keys packed once for all of them.
+    int64_t end = std::min(r1, r - i + s);
+    int64_t kbase = 0, klast = -1;
+    if (tiled) {
+      int64_t unused;
+      range(i, kbase, unused);
+      range(i + (end - r) - 1, unused, klast);
+      packKeyBlocks(kh, d, kbase, klast - kbase + 1, scratch);
+    }
+    for (; r < end;) {
+      i = r % s;
+      int rows = tiled ? int(std::min<int64_t>(kAttnRows, end - r)) : 1;
+      const float *qs[kAttnRows];
+      float *outs[kAttnRows];
+      int64_t los[kAttnRows], his[kAttnRows];
+      for (int e = 0; e < rows; ++e) {
+        range(i + e, los[e], his[e]);
+        qs[e] = q + ((bi * s + i + e) * hq + h) * d;
+        outs[e] = out + ((bi * s + i + e) * hq + h) * dv;
+      }
+      if (tiled)
+        attendTile(qs, rows, scratch, kbase, vh, d, dv, los, his, scale, softcap, outs);
+      else
+        attendRow(qs[0], kh, vh, d, dv, los[0], his[0], scale, softcap, scratch, outs[0]);
+      r += rows;
+    }
   }
 }
 
