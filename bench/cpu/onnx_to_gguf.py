@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Writes the weights of bench/cpu/make_llama_onnx.py's model as an F16 GGUF
-for llama.cpp (the peer of bench/cpu/quant.sh), with llama.cpp's own gguf-py
+"""Writes the weights of bench/cpu/make_llama_onnx.py's model as an F16 (or,
+with --type f32, F32) GGUF for llama.cpp (the peer of bench/cpu/quant.sh), with llama.cpp's own gguf-py
 (from the llama-cpp-python source distribution's vendor/llama.cpp/gguf-py):
 the same tensors, the same shapes, LLM_ARCH_LLAMA. llama-quantize then makes
 its Q8_0 and Q4_0 from this file, as it would from any converted model.
@@ -11,7 +11,7 @@ benchmark compares speed, not logits, so the rows are written as they are
 (the same bytes per token either way). The vocabulary is placeholder
 tokens (the model has random weights and no tokenizer).
 
-  python3 bench/cpu/onnx_to_gguf.py MODEL_DIR OUT.gguf --gguf-py DIR
+  python3 bench/cpu/onnx_to_gguf.py MODEL_DIR OUT.gguf --gguf-py DIR [--type f32]
 """
 import argparse
 import sys
@@ -26,6 +26,8 @@ def main():
     ap.add_argument("model_dir")
     ap.add_argument("out")
     ap.add_argument("--gguf-py", required=True)
+    ap.add_argument("--type", choices=["f16", "f32"], default="f16",
+                    help="the linear layers' and embedding's type")
     args = ap.parse_args()
     sys.path.insert(0, args.gguf_py)
     import gguf
@@ -47,13 +49,14 @@ def main():
     out.add_head_count_kv(kv_heads)
     out.add_rope_dimension_count(head_dim)
     out.add_layer_norm_rms_eps(1e-5)
-    out.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
+    out.add_file_type(gguf.LlamaFileType.MOSTLY_F16 if args.type == "f16"
+                      else gguf.LlamaFileType.ALL_F32)
     out.add_tokenizer_model("llama")
     out.add_token_list(["<tok%d>" % i for i in range(vocab)])
     out.add_token_scores([0.0] * vocab)
     out.add_token_types([gguf.TokenType.NORMAL] * vocab)
-    f16 = lambda a: np.ascontiguousarray(a, dtype=np.float16)
     f32 = lambda a: np.ascontiguousarray(a, dtype=np.float32)
+    f16 = f32 if args.type == "f32" else (lambda a: np.ascontiguousarray(a, dtype=np.float16))
     # GGUF stores a linear weight as [out, in] rows (ONNX MatMul weights are [in, out]).
     out.add_tensor("token_embd.weight", f16(w["embed"]))
     for i in range(layers):

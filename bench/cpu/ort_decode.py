@@ -36,8 +36,9 @@ def main():
 
     def step(ids, cache, start):
         n = len(ids)
-        feed = {"input_ids": np.array([ids], np.int64),
-                "attention_mask": np.ones((1, start + n), np.int64)}
+        feed = {"input_ids": np.array([ids], np.int64)}
+        if "attention_mask" in inputs:
+            feed["attention_mask"] = np.ones((1, start + n), np.int64)
         if "position_ids" in inputs:
             feed["position_ids"] = np.arange(start, start + n, dtype=np.int64)[None]
         feed.update(cache)

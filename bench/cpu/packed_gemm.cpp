@@ -1,0 +1,164 @@
+//===- packed_gemm.cpp - the compiled model's prefill GEMM against peak FMA -===//
+//
+// Times runtime/src/model/kernels/Packed.h's packedRows (what a compiled
+// model's prefill linear layers run) on the shapes of the 125M Llama of
+// bench/cpu/make_llama_onnx.py, on T threads that split the panels as
+// packedLinear does, and prints its FLOP rate as a share of the peak f32
+// FMA rate of T cores, measured by a probe in the same vector width (12
+// independent FMA chains per thread). Built once per -march by
+// bench/cpu/prefill_gemm.sh (x86-64-v3: AVX2 tiles, x86-64-v4: AVX-512).
+//
+//   packed-gemm-<isa> THREADS [M ...]
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/src/model/kernels/Packed.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using namespace llmc::model::kernels;
+using Clock = std::chrono::steady_clock;
+
+template <typename F> double medianSeconds(int reps, F &&f) {
+  f();
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    auto start = Clock::now();
+    f();
+    t.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+/// One core's peak f32 FMA rate in VecF's width.
+__attribute__((noinline)) float fmaChains(int64_t iterations, float seed, VecF (&acc)[12]) {
+  VecF m = VecF::splat(0.999999f), c = VecF::splat(seed * 1e-9f);
+  for (int i = 0; i < 12; ++i)
+    acc[i] = VecF::splat(seed + float(i));
+  for (int64_t it = 0; it < iterations; ++it)
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; ++i)
+      acc[i] = VecF::fma(acc[i], m, c);
+  float out[VecF::kLanes];
+  VecF s = acc[0];
+  for (int i = 1; i < 12; ++i)
+    s = VecF::fma(s, m, acc[i]);
+  s.store(out);
+  return out[0];
+}
+
+/// Runs f(t) on threads 0 .. n - 1 (0 on the calling thread) and waits.
+template <typename F> void onThreads(int n, F &&f) {
+  std::vector<std::thread> pool;
+  for (int t = 1; t < n; ++t)
+    pool.emplace_back([&, t] { f(t); });
+  f(0);
+  for (std::thread &t : pool)
+    t.join();
+}
+
+double peakFlops(int threads) {
+  const int64_t iterations = 8 << 20;
+  std::vector<float> sinks(size_t(threads));
+  double best = 0;
+  for (int pass = 0; pass < 5; ++pass) {
+    auto start = Clock::now();
+    onThreads(threads, [&](int t) {
+      VecF acc[12];
+      sinks[size_t(t)] = fmaChains(iterations, float(pass + t), acc);
+    });
+    double s = std::chrono::duration<double>(Clock::now() - start).count();
+    best = std::max(best, double(threads) * double(iterations) * 12 * VecF::kLanes * 2 / s);
+  }
+  volatile float sink = sinks[0];
+  (void)sink;
+  return best;
+}
+
+struct Shape {
+  const char *name;
+  int64_t n, k;
+};
+
+template <typename T> void fill(std::vector<T> &v, std::mt19937 &rng) {
+  std::uniform_real_distribution<float> d(-1, 1);
+  for (T &x : v)
+    fromFloat(d(rng), x);
+}
+
+template <typename T>
+double rate(int threads, int64_t M, const Shape &s, std::mt19937 &rng) {
+  std::vector<float> x(size_t(M * s.k)), y(size_t(M * s.n)), w32(size_t(s.n * s.k));
+  fill(x, rng);
+  std::vector<T> w(size_t(s.n * s.k)), packed(size_t(numPanels(s.n) * s.k * kPanel));
+  fill(w, rng);
+  packPanels(w.data(), s.n, s.k, sizeof(T), packed.data());
+  // Units of a register tile's panels, a contiguous range per thread.
+  int64_t panels = numPanels(s.n), units = (panels + kTilePanels - 1) / kTilePanels;
+  int64_t per = (units + threads - 1) / threads;
+  double seconds = medianSeconds(7, [&] {
+    onThreads(threads, [&](int t) {
+      int64_t p0 = std::min(panels, t * per * kTilePanels);
+      int64_t p1 = std::min(panels, (t + 1) * per * kTilePanels);
+      if (p0 < p1)
+        packedRows(x.data(), M, s.k, packed.data(), s.n, nullptr, nullptr, y.data(), p0, p1);
+    });
+  });
+  // One element checked against a float64 dot product, so a fast wrong
+  // kernel cannot pass for a fast one.
+  int64_t i = M / 2, j = s.n / 3;
+  double ref = 0;
+  for (int64_t k = 0; k < s.k; ++k)
+    ref += double(x[size_t(i * s.k + k)]) * double(toFloat(w[size_t(j * s.k + k)]));
+  if (std::abs(ref - y[size_t(i * s.n + j)]) > 1e-3 * (1 + std::abs(ref))) {
+    std::fprintf(stderr, "wrong result at (%lld, %lld): %g, expected %g\n", (long long)i,
+                 (long long)j, double(y[size_t(i * s.n + j)]), ref);
+    std::exit(1);
+  }
+  return 2.0 * double(M) * double(s.n) * double(s.k) / seconds;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  int threads = argc > 1 ? std::max(1, std::atoi(argv[1])) : 1;
+  std::vector<int64_t> rows;
+  for (int i = 2; i < argc; ++i)
+    rows.push_back(std::atoll(argv[i]));
+  if (rows.empty())
+    rows = {64, 512};
+  const Shape shapes[] = {{"q/o 768x768", 768, 768},
+                          {"k/v 256x768", 256, 768},
+                          {"gate/up 2048x768", 2048, 768},
+                          {"down 768x2048", 768, 2048}};
+  double peak = peakFlops(threads);
+  std::printf("isa %s, %d-lane vectors, tile %d rows x %d panels, %d thread(s): peak %.1f "
+              "GFLOP/s\n",
+              VecF::kLanes == 16 ? "AVX-512" : "AVX2", VecF::kLanes, int(kTileRows),
+              int(kTilePanels), threads, peak / 1e9);
+  std::printf("| M | shape | f32 GFLOP/s | of peak | f16 GFLOP/s | of peak |\n");
+  std::printf("| --- | --- | --- | --- | --- | --- |\n");
+  std::mt19937 rng(7);
+  for (int64_t M : rows) {
+    double flops = 0, t32 = 0, t16 = 0;
+    for (const Shape &s : shapes) {
+      double r32 = rate<float>(threads, M, s, rng), r16 = rate<Half>(threads, M, s, rng);
+      double f = 2.0 * double(M) * double(s.n) * double(s.k);
+      flops += f, t32 += f / r32, t16 += f / r16;
+      std::printf("| %lld | %s | %.1f | %.0f%% | %.1f | %.0f%% |\n", (long long)M, s.name,
+                  r32 / 1e9, 100 * r32 / peak, r16 / 1e9, 100 * r16 / peak);
+    }
+    std::printf("| %lld | all (by FLOPs) | %.1f | %.0f%% | %.1f | %.0f%% |\n", (long long)M,
+                flops / t32 / 1e9, 100 * flops / t32 / peak, flops / t16 / 1e9,
+                100 * flops / t16 / peak);
+  }
+  return 0;
+}
