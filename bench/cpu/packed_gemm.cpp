@@ -67,7 +67,7 @@ template <typename F> void onThreads(int n, F &&f) {
 
 double peakFlops(int threads) {
   const int64_t iterations = 8 << 20;
-  std::vector<float> sinks(size_t(threads));
+  std::vector<float> sinks(static_cast<size_t>(threads));
   double best = 0;
   for (int pass = 0; pass < 5; ++pass) {
     auto start = Clock::now();
