@@ -8,7 +8,10 @@
 // independent FMA chains per thread). Built once per -march by
 // bench/cpu/prefill_gemm.sh (x86-64-v3: AVX2 tiles, x86-64-v4: AVX-512).
 //
-//   packed-gemm-<isa> THREADS [M ...]
+//   [NARROW=1] packed-gemm-<isa> THREADS [M ...]
+//
+// NARROW=1: an AVX-512 build's 256-bit tile (Packed.h's NarrowTile), the
+// one it picks where narrowTilesFaster() finds AVX-512 no faster than AVX2.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/src/model/kernels/Packed.h"
@@ -18,7 +21,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -105,6 +110,8 @@ template <typename T> struct Aligned {
   T *data() { return p; }
 };
 
+bool narrow = false;
+
 template <typename T>
 double rate(int threads, int64_t M, const Shape &s, std::mt19937 &rng) {
   std::vector<float> x(size_t(M * s.k)), y(size_t(M * s.n)), w32(size_t(s.n * s.k));
@@ -121,7 +128,8 @@ double rate(int threads, int64_t M, const Shape &s, std::mt19937 &rng) {
       int64_t p0 = std::min(panels, t * per * kTilePanels);
       int64_t p1 = std::min(panels, (t + 1) * per * kTilePanels);
       if (p0 < p1)
-        packedRows(x.data(), M, s.k, packed.data(), s.n, nullptr, nullptr, y.data(), p0, p1);
+        packedRows(x.data(), M, s.k, packed.data(), s.n, nullptr, nullptr, y.data(), p0, p1,
+                   narrow);
     });
   });
   // One element checked against a float64 dot product, so a fast wrong
@@ -142,6 +150,8 @@ double rate(int threads, int64_t M, const Shape &s, std::mt19937 &rng) {
 
 int main(int argc, char **argv) {
   int threads = argc > 1 ? std::max(1, std::atoi(argv[1])) : 1;
+  narrow = std::getenv("NARROW") && std::string(std::getenv("NARROW")) == "1" &&
+           !std::is_same_v<NarrowTile, WideTile>;
   std::vector<int64_t> rows;
   for (int i = 2; i < argc; ++i)
     rows.push_back(std::atoll(argv[i]));
@@ -152,10 +162,12 @@ int main(int argc, char **argv) {
                           {"gate/up 2048x768", 2048, 768},
                           {"down 768x2048", 768, 2048}};
   double peak = peakFlops(threads);
-  std::printf("isa %s, %d-lane vectors, tile %d rows x %d panels, %d thread(s): peak %.1f "
+  std::printf("isa %s, tile %d rows x %d panels of %d-lane vectors, %d thread(s): peak %.1f "
               "GFLOP/s\n",
-              VecF::kLanes == 16 ? "AVX-512" : "AVX2", VecF::kLanes, int(kTileRows),
-              int(kTilePanels), threads, peak / 1e9);
+              VecF::kLanes == 16 ? "AVX-512" : "AVX2",
+              narrow ? NarrowTile::kRows : WideTile::kRows,
+              narrow ? NarrowTile::kPanels : WideTile::kPanels,
+              narrow ? NarrowTile::V::kLanes : WideTile::V::kLanes, threads, peak / 1e9);
   std::printf("| M | shape | f32 GFLOP/s | of peak | f16 GFLOP/s | of peak |\n");
   std::printf("| --- | --- | --- | --- | --- | --- |\n");
   std::mt19937 rng(7);

@@ -33,7 +33,7 @@ if $python -c "import torch, transformers, optimum" 2>/dev/null; then
   $python bench/cpu/make_llama_bench.py "$work/llama-125m-optimum" >&2
   [ -e "$work/llmc-ort-form.llmc" ] || ./build/bin/llmc compile \
     "$work/llama-125m-optimum/model.onnx" -o "$work/llmc-ort-form.llmc" --max-seq 1024 \
-    --prefill-buckets 64,512 2>/dev/null
+    --prefill-buckets 64,512 --cpu native 2>/dev/null
   ort=1
 fi
 peers=""

@@ -291,6 +291,7 @@ int Glue<M>::create(const void *weights, uint64_t bytes, int32_t threads, void *
     return fail(s.message(), err, errlen);
   if (Status s = m->init(); !s)
     return fail(s.message(), err, errlen);
+  (void)kernels::narrowTilesFaster(); // its probe now, not in the first prefill
   *out = m.release();
   return 0;
 }
@@ -675,7 +676,8 @@ inline Status packedLinear(const Context &ctx, const char *opName, const Tensor 
     const T *pw = packed.data<T>();
     ctx.pool->parallelFor(units, grain, [&](int64_t u0, int64_t u1) {
       kernels::packedRows(px, m, k, pw, n, pb, pr, py, u0 * kernels::kTilePanels,
-                          std::min(panels, u1 * kernels::kTilePanels));
+                          std::min(panels, u1 * kernels::kTilePanels),
+                          kernels::narrowTilesFaster());
     });
   });
   if (!known)

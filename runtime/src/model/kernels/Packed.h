@@ -24,8 +24,10 @@
 #include "runtime/src/model/kernels/Vec.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 namespace llmc::model::kernels {
 
@@ -47,22 +49,41 @@ inline void packPanels(const void *w, int64_t N, int64_t K, size_t elemBytes, vo
   }
 }
 
-/// The register tile: panels per tile (P) and rows of x per tile (MR).
+/// A register tile: its vector type, rows of x (MR) and panels (P).
+template <class Vec, int Rows, int Panels> struct Tile {
+  using V = Vec;
+  static constexpr int kRows = Rows, kPanels = Panels;
+};
+/// The tile of this build's width, and the 256-bit one that AVX-512 builds
+/// also carry: on CPUs whose AVX-512 FMAs run on 256-bit units (AMD Zen 4,
+/// some Intel client and low-end server parts) it reaches a larger share of
+/// the same peak (one core of the development EPYC: 90% against 85% with
+/// f32 weights, 90% against 81% with f16; bench/results/2026-11-25-cpu-
+/// prefill.md). narrowTilesFaster() measures which, once per process. Both
+/// sum each output over k in the same order: the choice changes the speed,
+/// never a bit of the result.
 #if defined(__AVX512F__)
-constexpr int kTilePanels = 2, kTileRows = 12;
+using WideTile = Tile<VecF, 12, 2>;
+using NarrowTile = Tile<Vec8, 6, 1>;
 #elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-constexpr int kTilePanels = 1, kTileRows = 6;
+using WideTile = Tile<VecF, 6, 1>;
+using NarrowTile = WideTile;
 #else
-constexpr int kTilePanels = 1, kTileRows = 2;
+using WideTile = Tile<VecF, 2, 1>;
+using NarrowTile = WideTile;
 #endif
+/// The unit of work packedLinear splits between threads (panels) and the
+/// largest tile's rows.
+constexpr int kTilePanels = WideTile::kPanels, kTileRows = WideTile::kRows;
 
 /// Prefetch distance ahead of the panels' stream (as in Gemv.h).
 constexpr int64_t kPanelPrefetch = 4096;
 
 /// out[i][c] = sum_k x[i, k] * panel column c, for R rows of x (stride K)
-/// and P panels starting at `b` (each K x kPanel).
-template <int R, int P, typename T>
+/// and P panels starting at `b` (each K x kPanel), in vectors of VecT.
+template <class VecT, int R, int P, typename T>
 void panelTile(const float *x, int64_t K, const T *b, float (&out)[kTileRows][kTilePanels * kPanel]) {
+  using VecF = VecT;
   constexpr int L = VecF::kLanes;
   constexpr int V = int(kPanel) / L; // vectors per panel row
   // The tile lives in registers only if every loop over it is unrolled.
@@ -104,14 +125,14 @@ void panelTile(const float *x, int64_t K, const T *b, float (&out)[kTileRows][kT
       acc[i][j].store(&out[i][j * L]);
 }
 
-template <int P, typename T>
+template <class Tl, int P, typename T>
 void panelTileRows(int rows, const float *x, int64_t K, const T *b,
                    float (&out)[kTileRows][kTilePanels * kPanel]) {
   switch (rows) {
 #define LLMC_TILE_CASE(r)                                                                          \
   case r:                                                                                          \
-    if constexpr (r <= kTileRows)                                                                  \
-      panelTile<r, P>(x, K, b, out);                                                               \
+    if constexpr (r <= Tl::kRows)                                                                  \
+      panelTile<typename Tl::V, r, P>(x, K, b, out);                                               \
     break;
     LLMC_TILE_CASE(1)
     LLMC_TILE_CASE(2)
@@ -135,26 +156,24 @@ void panelTileRows(int rows, const float *x, int64_t K, const T *b,
 /// which stay in a core's L2 while every panel passes over them.
 constexpr int64_t kRowBlock = 10 * 12;
 
-/// y[m, n] = x[m, :] . W[n, :] (+ bias[n]) (+ residual[m, n]) for every m <
-/// M and the columns of panels [p0, p1) (n < N), W packed by packPanels.
-/// Rows go by blocks of kRowBlock, each block over all the panels: a long
-/// prefill's x (512 x 768 f32 is 1.5 MiB) does not fit L2, and reading all
-/// of it again for every pair of panels is what held 2 threads back.
-template <typename T>
-void packedRows(const float *x, int64_t M, int64_t K, const T *packed, int64_t N,
-                const float *bias, const float *residual, float *y, int64_t p0, int64_t p1) {
+/// packedRows with the tile Tl (see packedRows).
+template <class Tl, typename T>
+void packedRowsTiled(const float *x, int64_t M, int64_t K, const T *packed, int64_t N,
+                     const float *bias, const float *residual, float *y, int64_t p0,
+                     int64_t p1) {
+  static_assert(kRowBlock % Tl::kRows == 0, "row blocks of whole tiles");
   float tile[kTileRows][kTilePanels * kPanel];
   for (int64_t mb = 0; mb < M; mb += kRowBlock) {
     int64_t me = std::min(M, mb + kRowBlock);
-    for (int64_t p = p0; p < p1; p += kTilePanels) {
-      int64_t panels = std::min<int64_t>(kTilePanels, p1 - p);
+    for (int64_t p = p0; p < p1; p += Tl::kPanels) {
+      int64_t panels = std::min<int64_t>(Tl::kPanels, p1 - p);
       const T *b = packed + p * K * kPanel;
-      for (int64_t m = mb; m < me; m += kTileRows) {
-        int rows = int(std::min<int64_t>(kTileRows, me - m));
-        if (panels == kTilePanels)
-          panelTileRows<kTilePanels>(rows, x + m * K, K, b, tile);
+      for (int64_t m = mb; m < me; m += Tl::kRows) {
+        int rows = int(std::min<int64_t>(Tl::kRows, me - m));
+        if (panels == Tl::kPanels)
+          panelTileRows<Tl, Tl::kPanels>(rows, x + m * K, K, b, tile);
         else
-          panelTileRows<1>(rows, x + m * K, K, b, tile);
+          panelTileRows<Tl, 1>(rows, x + m * K, K, b, tile);
         int64_t n0 = p * kPanel, n1 = std::min(N, (p + panels) * kPanel);
         for (int i = 0; i < rows; ++i)
           for (int64_t n = n0; n < n1; ++n)
@@ -162,6 +181,59 @@ void packedRows(const float *x, int64_t M, int64_t K, const T *packed, int64_t N
       }
     }
   }
+}
+
+/// y[m, n] = x[m, :] . W[n, :] (+ bias[n]) (+ residual[m, n]) for every m <
+/// M and the columns of panels [p0, p1) (n < N), W packed by packPanels, in
+/// the narrow tile when `narrow` (AVX-512 builds; the same result).
+/// Rows go by blocks of kRowBlock, each block over all the panels: a long
+/// prefill's x (512 x 768 f32 is 1.5 MiB) does not fit L2, and reading all
+/// of it again for every pair of panels is what held 2 threads back.
+template <typename T>
+void packedRows(const float *x, int64_t M, int64_t K, const T *packed, int64_t N,
+                const float *bias, const float *residual, float *y, int64_t p0, int64_t p1,
+                bool narrow = false) {
+  if (narrow && !std::is_same_v<NarrowTile, WideTile>)
+    packedRowsTiled<NarrowTile>(x, M, K, packed, N, bias, residual, y, p0, p1);
+  else
+    packedRowsTiled<WideTile>(x, M, K, packed, N, bias, residual, y, p0, p1);
+}
+
+/// FLOP rate of 12 independent FMA chains in vectors of Vec (a peak probe).
+template <class Vec> double fmaChainRate(int64_t iterations) {
+  Vec acc[12], m = Vec::splat(0.999999f), c = Vec::splat(1e-9f);
+  for (int i = 0; i < 12; ++i)
+    acc[i] = Vec::splat(float(i));
+  auto start = std::chrono::steady_clock::now();
+  for (int64_t it = 0; it < iterations; ++it)
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; ++i) {
+      acc[i] = Vec::fma(acc[i], m, c);
+      asm volatile("" : "+v"(acc[i].v)); // each chain kept, in a register
+    }
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return double(iterations) * 12 * Vec::kLanes * 2 / std::max(s, 1e-9);
+}
+
+/// Whether this CPU's AVX-512 FMAs run at no more than 1.4 times its AVX2
+/// FMAs' FLOP rate (256-bit units: ~1x; full 512-bit units: ~2x), so that
+/// the narrow tile is the faster one; the best of 3 alternating ~1 ms probes
+/// each, measured once per process (the first model context created).
+/// Always false in builds without AVX-512.
+inline bool narrowTilesFaster() {
+#if defined(__AVX512F__)
+  static const bool narrow = [] {
+    double wide = 0, narrow8 = 0;
+    for (int pass = 0; pass < 3; ++pass) {
+      wide = std::max(wide, fmaChainRate<VecF>(1 << 16));
+      narrow8 = std::max(narrow8, fmaChainRate<Vec8>(1 << 16));
+    }
+    return wide < 1.4 * narrow8;
+  }();
+  return narrow;
+#else
+  return false;
+#endif
 }
 
 } // namespace llmc::model::kernels

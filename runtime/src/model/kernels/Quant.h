@@ -500,9 +500,9 @@ inline void quantizedRowsPanels(const float *x, int64_t M, const QuantShape &sha
     for (int64_t m = 0; m < M; m += kTileRows) {
       int mr = int(std::min<int64_t>(kTileRows, M - m));
       if (count == kTilePanels)
-        panelTileRows<kTilePanels>(mr, x + m * K, K, panels, tile);
+        panelTileRows<WideTile, kTilePanels>(mr, x + m * K, K, panels, tile);
       else
-        panelTileRows<1>(mr, x + m * K, K, panels, tile);
+        panelTileRows<WideTile, 1>(mr, x + m * K, K, panels, tile);
       for (int i = 0; i < mr; ++i)
         for (int64_t c = 0; c < rows; ++c)
           y[(m + i) * N + nb + c] = linearEpilogue(tile[i][c], bias, residual, m + i, nb + c, N);

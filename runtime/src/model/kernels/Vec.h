@@ -36,6 +36,51 @@ inline void fromFloat(float v, float &out) { out = v; }
 inline void fromFloat(float v, Half &out) { out.bits = cpu::floatToHalf(v); }
 inline void fromFloat(float v, Bf16 &out) { out.bits = cpu::floatToBf16(v); }
 
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+/// Eight floats in a 256-bit register: VecF of AVX2 builds, and the narrow
+/// tile of AVX-512 builds on CPUs whose AVX-512 runs on 256-bit units
+/// (kernels/Packed.h).
+struct Vec8 {
+  static constexpr int kLanes = 8;
+  __m256 v;
+  static Vec8 zero() { return {_mm256_setzero_ps()}; }
+  static Vec8 splat(float s) { return {_mm256_set1_ps(s)}; }
+  static Vec8 load(const float *p) { return {_mm256_loadu_ps(p)}; }
+  static Vec8 load(const Half *p) {
+    return {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)))};
+  }
+  static Vec8 load(const Bf16 *p) {
+    __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
+    return {_mm256_castsi256_ps(_mm256_slli_epi32(wide, 16))};
+  }
+  void store(float *p) const { _mm256_storeu_ps(p, v); }
+  void store(Half *p) const {
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(p),
+                     _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+  void store(Bf16 *p) const {
+    __m256i u = _mm256_castps_si256(v);
+    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff))), 16);
+    __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
+    r = _mm256_blendv_epi8(r, quiet, nan);
+    // Pack the eight 32-bit values (all < 2^16) to 16 bits, in order.
+    __m128i lo = _mm256_castsi256_si128(r), hi = _mm256_extracti128_si256(r, 1);
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(p), _mm_packus_epi32(lo, hi));
+  }
+  static Vec8 fma(Vec8 a, Vec8 b, Vec8 c) { return {_mm256_fmadd_ps(a.v, b.v, c.v)}; }
+  static Vec8 mul(Vec8 a, Vec8 b) { return {_mm256_mul_ps(a.v, b.v)}; }
+  static Vec8 add(Vec8 a, Vec8 b) { return {_mm256_add_ps(a.v, b.v)}; }
+  static float sum(Vec8 a) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(a.v), _mm256_extractf128_ps(a.v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
+};
+#endif
+
 #if defined(__AVX512F__)
 struct VecF {
   static constexpr int kLanes = 16;
@@ -70,45 +115,7 @@ struct VecF {
   static float sum(VecF a) { return _mm512_reduce_add_ps(a.v); }
 };
 #elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-struct VecF {
-  static constexpr int kLanes = 8;
-  __m256 v;
-  static VecF zero() { return {_mm256_setzero_ps()}; }
-  static VecF splat(float s) { return {_mm256_set1_ps(s)}; }
-  static VecF load(const float *p) { return {_mm256_loadu_ps(p)}; }
-  static VecF load(const Half *p) {
-    return {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)))};
-  }
-  static VecF load(const Bf16 *p) {
-    __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
-    return {_mm256_castsi256_ps(_mm256_slli_epi32(wide, 16))};
-  }
-  void store(float *p) const { _mm256_storeu_ps(p, v); }
-  void store(Half *p) const {
-    _mm_storeu_si128(reinterpret_cast<__m128i *>(p),
-                     _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-  }
-  void store(Bf16 *p) const {
-    __m256i u = _mm256_castps_si256(v);
-    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff))), 16);
-    __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-    __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
-    r = _mm256_blendv_epi8(r, quiet, nan);
-    // Pack the eight 32-bit values (all < 2^16) to 16 bits, in order.
-    __m128i lo = _mm256_castsi256_si128(r), hi = _mm256_extracti128_si256(r, 1);
-    _mm_storeu_si128(reinterpret_cast<__m128i *>(p), _mm_packus_epi32(lo, hi));
-  }
-  static VecF fma(VecF a, VecF b, VecF c) { return {_mm256_fmadd_ps(a.v, b.v, c.v)}; }
-  static VecF mul(VecF a, VecF b) { return {_mm256_mul_ps(a.v, b.v)}; }
-  static VecF add(VecF a, VecF b) { return {_mm256_add_ps(a.v, b.v)}; }
-  static float sum(VecF a) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(a.v), _mm256_extractf128_ps(a.v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-  }
-};
+using VecF = Vec8;
 #else
 struct VecF {
   static constexpr int kLanes = 1;
