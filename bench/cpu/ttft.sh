@@ -6,7 +6,10 @@
 #     compiled from bench/cpu/make_llama_onnx.py's model (torch-free);
 #   - llama.cpp, when LLAMA_CPP names a llama.cpp tree with llama-bench
 #     built in LLAMA_CPP/build/bin: the same weights as GGUF F32 and F16
-#     (bench/cpu/onnx_to_gguf.py), `llama-bench -p 64,512 -n 0`;
+#     (bench/cpu/onnx_to_gguf.py), `llama-bench -p 64,512 -n 0`; and when
+#     LLAMA_CPP_AVX2 names a llama-bench built for AVX2 only (cmake
+#     -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_AVX512=OFF), it is the peer of
+#     llmc's --cpu avx2 builds;
 #   - onnxruntime (f32; it has no f16 CPU kernels for this graph), on the
 #     export it runs best (bench/cpu/make_llama_bench.py, optimum; needs
 #     torch, transformers, optimum), with llmc on that same file beside it.
@@ -58,6 +61,10 @@ for round in $(seq "$rounds"); do
   for t in $peers; do
     "$LLAMA_CPP/build/bin/llama-bench" -m "$work/llama-$t.gguf" -p 64,512 -n 0 -t "$threads" \
       -r 3 -o json > "$work/llamacpp-$t-$round.json" 2>/dev/null
+    if [ -n "${LLAMA_CPP_AVX2:-}" ]; then
+      "$LLAMA_CPP_AVX2" -m "$work/llama-$t.gguf" -p 64,512 -n 0 -t "$threads" -r 3 -o json \
+        > "$work/llamacpp-avx2-$t-$round.json" 2>/dev/null
+    fi
   done
 done
 $python - "$work" "$builds" "$ort" "$peers" <<'PY'
@@ -70,6 +77,8 @@ def llmc(b, p):
 def llamacpp(t, p):
     runs = []
     for f in glob.glob(os.path.join(work, "llamacpp-%s-[0-9]*.json" % t)):
+        if "avx2" in os.path.basename(f) and not t.startswith("avx2"):
+            continue
         for r in json.load(open(f)):
             if r["n_prompt"] == p and r["n_gen"] == 0:
                 runs.append(1e3 * p / r["avg_ts"])
@@ -78,11 +87,14 @@ print("| build | TTFT 64 ms | TTFT 512 ms | llama.cpp 64 ms | llama.cpp 512 ms |
 print("| --- | --- | --- | --- | --- | --- |")
 for b in builds:
     t64, t512 = llmc(b, 64), llmc(b, 512)
-    dtype = b.split("-")[1]
-    c64, c512 = (llamacpp(dtype, 64), llamacpp(dtype, 512)) if dtype in peers else (None, None)
+    isa, dtype = b.split("-")
+    peer = "avx2-" + dtype if isa == "avx2" and llamacpp("avx2-" + dtype, 64) else dtype
+    c64, c512 = (llamacpp(peer, 64), llamacpp(peer, 512)) if dtype in peers else (None, None)
     ratio = "%.2fx / %.2fx" % (c64 / t64, c512 / t512) if c64 else ""
+    which = " (%s)" % ("AVX2 build" if peer.startswith("avx2") else "native build")
     print("| llmc %s | %.1f | %.1f | %s | %s | %s |" % (
-        b, t64, t512, "%.1f" % c64 if c64 else "", "%.1f" % c512 if c512 else "", ratio))
+        b, t64, t512, "%.1f%s" % (c64, which) if c64 else "",
+        "%.1f" % c512 if c512 else "", ratio))
 if ort:
     o64 = med(json.load(open(f))["time_to_first_token_ms"] for f in glob.glob(os.path.join(work, "ort-64-*.json")))
     o512 = med(json.load(open(f))["time_to_first_token_ms"] for f in glob.glob(os.path.join(work, "ort-512-*.json")))
