@@ -8,6 +8,7 @@
 //   llmc-bench-gemm [M,N,K ...]
 //
 //===----------------------------------------------------------------------===//
+#include "bench/cpu/Timing.h"
 #include "runtime/src/cpu/ThreadPool.h"
 #include "runtime/src/cpu/kernels/KernelUtil.h"
 
@@ -21,20 +22,8 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-/// Median seconds of `reps` runs of `f` after one warm-up run.
-template <typename F> double medianSeconds(int reps, F &&f) {
-  f();
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    auto start = Clock::now();
-    f();
-    t.push_back(std::chrono::duration<double>(Clock::now() - start).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
+using llmc::bench::Clock;
+using llmc::bench::medianSeconds;
 
 void naive(int64_t m, int64_t n, int64_t k, const float *a, const float *b, float *c) {
   for (int64_t i = 0; i < m; ++i)

@@ -14,6 +14,7 @@
 // one it picks where narrowTilesFaster() finds AVX-512 no faster than AVX2.
 //
 //===----------------------------------------------------------------------===//
+#include "bench/cpu/Timing.h"
 #include "runtime/src/model/kernels/Packed.h"
 
 #include <algorithm>
@@ -29,19 +30,8 @@
 namespace {
 
 using namespace llmc::model::kernels;
-using Clock = std::chrono::steady_clock;
-
-template <typename F> double medianSeconds(int reps, F &&f) {
-  f();
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    auto start = Clock::now();
-    f();
-    t.push_back(std::chrono::duration<double>(Clock::now() - start).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
+using llmc::bench::Clock;
+using llmc::bench::medianSeconds;
 
 /// One core's peak f32 FMA rate in VecF's width.
 __attribute__((noinline)) float fmaChains(int64_t iterations, float seed, VecF (&acc)[12]) {
