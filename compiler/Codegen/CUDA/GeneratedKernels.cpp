@@ -265,7 +265,8 @@ llvm::Error CudaEmitter::emitAssert(AssertEqualOp check, CpuModel::Entry &stats)
   // may be a single element) and records the first mismatch.
   Value lhs = check.getLhs(), rhs = check.getRhs();
   std::string lt = cxxType(lhs.getType()), rt = cxxType(rhs.getType());
-  refs[check.getResult()] = refs[check.getValue()];
+  Ref same = refs[check.getValue()]; // a copy: refs[...] may grow the map
+  refs[check.getResult()] = same;
   int64_t n = std::max(numel(lhs), numel(rhs));
   size_t index = assertMessages.size();
   assertMessages.push_back(check.getMessage().str());

@@ -132,7 +132,8 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
     }
   // Views: the same storage.
   if (isView(op) || name == "onnx.identity") {
-    refs[op->getResult(0)] = refs[op->getOperand(0)];
+    Ref same = refs[op->getOperand(0)]; // a copy: refs[...] may grow the map
+    refs[op->getResult(0)] = same;
     ++stats.views;
     return llvm::Error::success();
   }
@@ -144,14 +145,18 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
     }
     Block &block = fused.getRegion().front();
     for (auto [arg, operand] : llvm::zip(block.getArguments(), fused->getOperands()))
-      if (refs.count(operand))
-        refs[arg] = refs[operand];
+      if (refs.count(operand)) {
+        Ref same = refs[operand]; // a copy: refs[arg] may grow the map
+        refs[arg] = same;
+      }
     if (llvm::Error e = emitBlock(block, stats))
       return e;
     auto yield = cast<YieldOp>(block.getTerminator());
     for (auto [r, v] : llvm::zip(fused->getResults(), yield->getOperands()))
-      if (refs.count(v))
-        refs[r] = refs[v];
+      if (refs.count(v)) {
+        Ref same = refs[v]; // a copy: refs[r] may grow the map
+        refs[r] = same;
+      }
     ++stats.fusedRegions;
     return llvm::Error::success();
   }
@@ -266,7 +271,7 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
   }
   if (auto u = dyn_cast<CacheUpdateOp>(op)) {
     Value cache = u.getCache(), update = u.getUpdate();
-    const Ref &cr = refs[cache];
+    Ref cr = refs[cache]; // a copy: refs[u.getResult()] below may grow the map
     if (cr.kind != Ref::Cache) {
       unsupported(op, "not the session's cache");
       return llvm::Error::success();
@@ -383,7 +388,8 @@ llvm::Error CudaEmitter::emitLinear(Operation *op, CpuModel::Entry &stats) {
   }
   define(y);
   if (add) {
-    refs[add->getResult(0)] = refs[y];
+    Ref same = refs[y]; // a copy: refs[...] may grow the map
+    refs[add->getResult(0)] = same;
     folded.insert(add);
   }
   std::string res = add ? ptr(residual) : "nullptr";
