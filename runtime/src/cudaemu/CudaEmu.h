@@ -11,10 +11,8 @@
 //     fiber (ucontext) with its own stack; threadIdx/blockIdx/blockDim/
 //     gridDim read the running fiber's values. The running fiber is found
 //     from the stack pointer (stacks are aligned to their size, its Fiber
-//     pointer at the bottom), not from thread-local storage: a dlopen'ed
-//     model library's TLS goes through __tls_get_addr, which once returned
-//     a null address to a kernel fiber (a crash in about one CI run in ten,
-//     never reproduced alone), and costs a call per threadIdx besides.
+//     pointer at the bottom), not from thread-local storage, which in a
+//     dlopen'ed model library costs a __tls_get_addr call per threadIdx.
 //   - __syncthreads() parks the fiber until every thread of the block is
 //     parked there; __syncwarp, the shuffles and the votes park it until
 //     every lane of their mask is parked at a warp exchange with the same
