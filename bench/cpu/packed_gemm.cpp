@@ -33,23 +33,6 @@ using namespace llmc::model::kernels;
 using llmc::bench::Clock;
 using llmc::bench::medianSeconds;
 
-/// One core's peak f32 FMA rate in VecF's width.
-__attribute__((noinline)) float fmaChains(int64_t iterations, float seed, VecF (&acc)[12]) {
-  VecF m = VecF::splat(0.999999f), c = VecF::splat(seed * 1e-9f);
-  for (int i = 0; i < 12; ++i)
-    acc[i] = VecF::splat(seed + float(i));
-  for (int64_t it = 0; it < iterations; ++it)
-#pragma GCC unroll 12
-    for (int i = 0; i < 12; ++i)
-      acc[i] = VecF::fma(acc[i], m, c);
-  float out[VecF::kLanes];
-  VecF s = acc[0];
-  for (int i = 1; i < 12; ++i)
-    s = VecF::fma(s, m, acc[i]);
-  s.store(out);
-  return out[0];
-}
-
 /// Runs f(t) on threads 0 .. n - 1 (0 on the calling thread) and waits.
 template <typename F> void onThreads(int n, F &&f) {
   std::vector<std::thread> pool;
@@ -60,21 +43,19 @@ template <typename F> void onThreads(int n, F &&f) {
     t.join();
 }
 
+/// The peak f32 FMA rate of `threads` cores in VecF's width: Packed.h's
+/// probe on every thread at once, summed; the best of 12 passes (a shared
+/// VM's other load comes and goes).
 double peakFlops(int threads) {
-  const int64_t iterations = 8 << 20;
-  std::vector<float> sinks(static_cast<size_t>(threads));
+  std::vector<double> rates(static_cast<size_t>(threads));
   double best = 0;
-  for (int pass = 0; pass < 12; ++pass) { // the best pass: a shared VM's other load comes and goes
-    auto start = Clock::now();
-    onThreads(threads, [&](int t) {
-      VecF acc[12];
-      sinks[size_t(t)] = fmaChains(iterations, float(pass + t), acc);
-    });
-    double s = std::chrono::duration<double>(Clock::now() - start).count();
-    best = std::max(best, double(threads) * double(iterations) * 12 * VecF::kLanes * 2 / s);
+  for (int pass = 0; pass < 12; ++pass) {
+    onThreads(threads, [&](int t) { rates[size_t(t)] = fmaChainRate<VecF>(8 << 20); });
+    double sum = 0;
+    for (double r : rates)
+      sum += r;
+    best = std::max(best, sum);
   }
-  volatile float sink = sinks[0];
-  (void)sink;
   return best;
 }
 
