@@ -9,11 +9,7 @@
 // the largest bucket) and the decode entry.
 //
 //===----------------------------------------------------------------------===//
-#include "llmc/llmc.h"
-#include "llmc/model_abi.h"
-#include "runtime/src/Sampler.h"
-#include "runtime/src/Tokenizer.h"
-#include "runtime/src/support/Json.h"
+#include "runtime/src/Session.h"
 #include "runtime/src/support/Sha256.h"
 #include "runtime/src/support/WeightTable.h"
 
@@ -38,8 +34,10 @@
 #endif
 
 namespace {
-
 thread_local std::string lastError;
+} // namespace
+
+namespace llmc::rt {
 
 llmc_status fail(llmc_status status, std::string message) {
   lastError = std::move(message);
@@ -51,6 +49,13 @@ llmc_status ok() {
   return LLMC_OK;
 }
 
+} // namespace llmc::rt
+
+using llmc::rt::fail;
+using llmc::rt::ok;
+
+namespace {
+
 bool readFile(const std::string &path, std::string &out) {
   std::ifstream f(path, std::ios::binary);
   if (!f)
@@ -61,15 +66,6 @@ bool readFile(const std::string &path, std::string &out) {
   return bool(f) || f.eof();
 }
 
-/// weights.bin mapped read-only (an empty file maps to nothing).
-struct Mapping {
-  void *data = nullptr;
-  size_t size = 0;
-  ~Mapping() {
-    if (data && size)
-      munmap(data, size);
-  }
-};
 
 /// The features an x86-64 -march level needs.
 bool hostSupports(const std::string &march) {
@@ -91,56 +87,6 @@ bool hostSupports(const std::string &march) {
 
 } // namespace
 
-/// A loaded artifact; shared by the llmc_model handle and its sessions.
-struct ModelData {
-  ModelData() = default;
-  ModelData(const ModelData &) = delete;
-  ModelData &operator=(const ModelData &) = delete;
-  std::string path;
-  llmc::json::Value manifest;
-  Mapping weights;
-  void *library = nullptr;
-  const llmc_model_abi *abi = nullptr;
-  int64_t vocab = 0, capacity = 0, maxBatch = 0, kvCacheBytes = 0;
-  std::unique_ptr<llmc::Tokenizer> tokenizer;   // when the artifact has one
-  std::vector<int32_t> stopTokens;
-  /// The entry points of one batch size.
-  struct Entries {
-    int decode = -1;
-    std::vector<std::pair<int64_t, int>> prefill; // (seq, entry), by seq
-  };
-  std::map<int64_t, Entries> byBatch;
-
-  ~ModelData() {
-    if (library)
-      dlclose(library);
-  }
-};
-
-struct llmc_model {
-  std::shared_ptr<ModelData> data;
-};
-
-struct llmc_session {
-  std::shared_ptr<ModelData> model;
-  int64_t batch = 1;
-  const ModelData::Entries *entries = nullptr;
-  void *ctx = nullptr;
-  std::vector<std::vector<char>> caches;
-  std::vector<void *> cachePtrs;
-  std::vector<float> logits; // [batch, seq, vocab] of the largest entry
-  int64_t length = 0;
-  int64_t capacity = 0; // positions per cache: the compiled one or less
-
-  bool deviceCaches = false; // cachePtrs came from the model's cache_alloc
-
-  ~llmc_session() {
-    if (ctx && deviceCaches)
-      model->abi->cache_free(ctx, cachePtrs.data());
-    if (ctx)
-      model->abi->destroy(ctx);
-  }
-};
 
 namespace {
 
@@ -353,10 +299,12 @@ llmc_status runEntry(llmc_session *s, int entry, const int32_t *tokens, int64_t 
   return LLMC_OK;
 }
 
-/// Appends tokens [batch, count] (row-major) to every sequence; see
-/// runEntry for the logits and `lastIds`.
+} // namespace
+
+namespace llmc::rt {
+
 llmc_status append(llmc_session *s, const int32_t *tokens, size_t count, float *allLogits,
-                   float *lastLogits, int32_t *lastIds = nullptr) {
+                   float *lastLogits, int32_t *lastIds) {
   if (!s)
     return fail(LLMC_ERROR_INVALID_ARGUMENT, "the session is null");
   if (count == 0 || !tokens)
@@ -423,6 +371,52 @@ llmc_status needSingle(const llmc_session *s) {
                 "this session runs a batch of " + std::to_string(s->batch) +
                     " sequences: use the _batch functions");
   return LLMC_OK;
+}
+
+} // namespace llmc::rt
+
+using llmc::rt::append;
+using llmc::rt::needSingle;
+
+namespace {
+
+/// The draft model's session of `s` (llmc_session_options.draft_model):
+/// single-sequence, of s's capacity, for speculative decoding.
+llmc_status createDraft(llmc_session &s, const llmc_session_options &options) {
+  const ModelData &target = *s.model, &draft = *options.draft_model->data;
+  if (options.draft_threads < 0)
+    return fail(LLMC_ERROR_INVALID_ARGUMENT, "draft_threads must be >= 0");
+  if (s.batch != 1)
+    return fail(LLMC_ERROR_UNSUPPORTED, "a draft model speculates for single-sequence "
+                                        "sessions only (this one runs a batch of " +
+                                            std::to_string(s.batch) + ")");
+  if (draft.vocab != target.vocab)
+    return fail(LLMC_ERROR_INVALID_ARGUMENT,
+                "the draft model's vocabulary has " + std::to_string(draft.vocab) +
+                    " tokens and the model's " + std::to_string(target.vocab) +
+                    ": speculation needs the same tokenizer");
+  if (draft.tokenizer && target.tokenizer && !draft.tokenizer->sameVocabulary(*target.tokenizer))
+    return fail(LLMC_ERROR_INVALID_ARGUMENT,
+                "the draft model's tokenizer maps tokens to other ids than the model's: "
+                "speculation needs the same tokenizer");
+  if (draft.capacity < s.capacity)
+    return fail(LLMC_ERROR_INVALID_ARGUMENT,
+                "the draft model holds " + std::to_string(draft.capacity) +
+                    " positions and the session " + std::to_string(s.capacity) +
+                    ": compile the draft with --max-seq " + std::to_string(s.capacity) +
+                    " or more, or ask the session for fewer (capacity)");
+  llmc_session_options o{};
+  o.threads = options.draft_threads > 0 ? options.draft_threads : options.threads;
+  o.batch = 1;
+  // Its compiled capacity when that is the session's, or when the draft's
+  // code cannot take another.
+  o.capacity = draft.abi->any_capacity ? s.capacity : 0;
+  o.cpus = options.cpus, o.num_cpus = options.num_cpus;
+  llmc_session *d = nullptr;
+  if (llmc_status st = llmc_session_create(options.draft_model, &o, &d); st != LLMC_OK)
+    return fail(st, "the draft model: " + lastError);
+  s.draft.reset(d);
+  return ok();
 }
 
 } // namespace
@@ -574,6 +568,10 @@ llmc_status llmc_session_create(llmc_model *model, const llmc_session_options *o
     for (auto &c : s->caches)
       s->cachePtrs.push_back(c.data());
   }
+  if (options && options->draft_model) {
+    if (llmc_status st = createDraft(*s, *options); st != LLMC_OK)
+      return st;
+  }
   *out_session = s.release();
   return ok();
 }
@@ -627,289 +625,5 @@ llmc_status llmc_session_append_batch(llmc_session *session, const int32_t *toke
 
 int64_t llmc_session_batch(const llmc_session *session) { return session ? session->batch : 0; }
 
-void llmc_generate_params_init(llmc_generate_params *p) {
-  if (!p)
-    return;
-  *p = llmc_generate_params{};
-  p->max_new_tokens = 128;
-  p->temperature = 0;
-  p->top_k = 0;
-  p->top_p = 1;
-  p->min_p = 0;
-  p->repetition_penalty = 1;
-  p->seed = 0;
-  p->speculative = LLMC_SPECULATIVE_NONE;
-  p->draft_tokens = 4;
-  p->ngram_max = 3;
-  p->ngram_min = 1;
-}
-
-} // extern "C"
-
-namespace {
-
-/// Prompt lookup: up to `k` tokens that followed the latest earlier
-/// occurrence of the last n tokens of `text` (n from nmax down to nmin;
-/// the first size that occurs wins), or none.
-std::vector<int32_t> promptLookup(const std::vector<int32_t> &text, size_t k, size_t nmin,
-                                  size_t nmax) {
-  size_t len = text.size();
-  for (size_t n = std::min(nmax, len > 0 ? len - 1 : 0); n >= nmin && n > 0; --n) {
-    const int32_t *tail = text.data() + (len - n);
-    // Occurrences starting at i < len - n, latest first.
-    for (size_t i = len - n; i-- > 0;)
-      if (std::equal(tail, tail + n, text.data() + i)) {
-        size_t from = i + n, to = std::min(len, from + k);
-        if (from < to)
-          return std::vector<int32_t>(text.begin() + int64_t(from), text.begin() + int64_t(to));
-      }
-  }
-  return {};
-}
-
-/// Generation for every sequence of the session: prompts [batch,
-/// prompt_len], out [batch, out_capacity], counts [batch]. Each sequence
-/// samples with its own generator (seed + its index) and stops on its own;
-/// a finished one keeps feeding its last token, whose results are ignored.
-llmc_status generateRows(llmc_session *session, const int32_t *prompts, size_t promptLen,
-                         const llmc_generate_params *params, llmc_token_callback callback,
-                         void *user, int32_t *out, size_t outCapacity, size_t *counts,
-                         llmc_generate_stats *stats) {
-  using Clock = std::chrono::steady_clock;
-  if (!session)
-    return fail(LLMC_ERROR_INVALID_ARGUMENT, "the session is null");
-  int64_t b = session->batch;
-  if (counts)
-    std::fill(counts, counts + b, 0);
-  if (!prompts || promptLen == 0)
-    return fail(LLMC_ERROR_INVALID_ARGUMENT, "the prompt is empty");
-  llmc_generate_params p;
-  llmc_generate_params_init(&p);
-  if (params)
-    p = *params;
-  if (p.max_new_tokens < 0)
-    return fail(LLMC_ERROR_INVALID_ARGUMENT, "max_new_tokens must be >= 0");
-  if (p.max_new_tokens > 0 && (!out || outCapacity < size_t(p.max_new_tokens)))
-    return fail(LLMC_ERROR_INVALID_ARGUMENT,
-                "out_tokens must hold max_new_tokens (" + std::to_string(p.max_new_tokens) +
-                    ") tokens per sequence");
-  if (p.num_stop_tokens > 0 && !p.stop_tokens)
-    return fail(LLMC_ERROR_INVALID_ARGUMENT, "stop_tokens is null");
-  std::vector<std::string> stopStrings;
-  if (p.num_stop_strings > 0) {
-    if (!p.stop_strings)
-      return fail(LLMC_ERROR_INVALID_ARGUMENT, "stop_strings is null");
-    if (!session->model->tokenizer)
-      return fail(LLMC_ERROR_INVALID_ARGUMENT,
-                  "stop strings need the artifact's tokenizer (compile with --tokenizer)");
-    for (size_t i = 0; i < p.num_stop_strings; ++i) {
-      if (!p.stop_strings[i] || !*p.stop_strings[i])
-        return fail(LLMC_ERROR_INVALID_ARGUMENT,
-                    "stop_strings[" + std::to_string(i) + "] is null or empty");
-      stopStrings.emplace_back(p.stop_strings[i]);
-    }
-  }
-  llmc::SamplerOptions so;
-  so.temperature = p.temperature, so.topK = p.top_k, so.topP = p.top_p, so.minP = p.min_p;
-  so.repetitionPenalty = p.repetition_penalty;
-  std::string why;
-  if (!llmc::Sampler::validate(so, why))
-    return fail(LLMC_ERROR_INVALID_ARGUMENT, why);
-  std::vector<llmc::Sampler> samplers;
-  for (int64_t r = 0; r < b; ++r) {
-    so.seed = p.seed + uint64_t(r);
-    samplers.emplace_back(so);
-  }
-  bool speculate = p.speculative != LLMC_SPECULATIVE_NONE;
-  if (p.speculative != LLMC_SPECULATIVE_NONE && p.speculative != LLMC_SPECULATIVE_PROMPT_LOOKUP)
-    return fail(LLMC_ERROR_INVALID_ARGUMENT,
-                "speculative must be LLMC_SPECULATIVE_NONE or LLMC_SPECULATIVE_PROMPT_LOOKUP");
-  if (speculate) {
-    if (b != 1)
-      return fail(LLMC_ERROR_UNSUPPORTED, "speculative decoding runs single-sequence sessions");
-    if (p.draft_tokens < 1 || p.draft_tokens > 64)
-      return fail(LLMC_ERROR_INVALID_ARGUMENT, "draft_tokens must be in 1 .. 64");
-    if (p.ngram_min < 1 || p.ngram_max < p.ngram_min || p.ngram_max > 64)
-      return fail(LLMC_ERROR_INVALID_ARGUMENT,
-                  "the n-gram sizes must satisfy 1 <= ngram_min <= ngram_max <= 64");
-  }
-  const ModelData &m = *session->model;
-  std::vector<float> logits(static_cast<size_t>(b * m.vocab));
-  std::vector<std::vector<int32_t>> history(static_cast<size_t>(b));
-  for (int64_t r = 0; r < b; ++r)
-    history[size_t(r)].assign(prompts + r * int64_t(promptLen), prompts + (r + 1) * int64_t(promptLen));
-  // A stop string completed by the newest token lies in the text of the
-  // last `window` tokens (each adds at least a byte; a few more tokens keep
-  // the decoder's start-of-text rules away from it), so each step decodes
-  // only those: no quadratic cost over a long generation.
-  size_t window = 0;
-  for (const std::string &s : stopStrings)
-    window = std::max(window, s.size() + 4);
-  auto completesStopString = [&](int64_t r) {
-    if (stopStrings.empty())
-      return false;
-    const std::vector<int32_t> &h = history[size_t(r)];
-    size_t generated = h.size() - promptLen, from = h.size() - std::min(generated, window);
-    std::string text = session->model->tokenizer->decode(
-        std::vector<int32_t>(h.begin() + int64_t(from), h.end()));
-    for (const std::string &s : stopStrings)
-      if (text.find(s) != std::string::npos)
-        return true;
-    return false;
-  };
-  // Greedy without a repetition penalty needs only the argmax of each
-  // step: a model that computes it where the logits are (run_greedy: a GPU
-  // model) sends back token ids instead of the logits.
-  bool deviceGreedy =
-      m.abi->run_greedy && p.temperature == 0 && p.repetition_penalty == 1 && !speculate;
-  std::vector<int32_t> greedy(static_cast<size_t>(b));
-  auto step = [&](const int32_t *tokens, size_t count) {
-    return deviceGreedy ? append(session, tokens, count, nullptr, nullptr, greedy.data())
-                        : append(session, tokens, count, nullptr, logits.data());
-  };
-  auto start = Clock::now();
-  session->length = 0;
-  if (llmc_status st = step(prompts, promptLen); st != LLMC_OK)
-    return st;
-  std::vector<bool> finished(static_cast<size_t>(b), false);
-  std::vector<int32_t> next(static_cast<size_t>(b));
-  size_t produced = 0;
-  Clock::time_point first = start;
-  int64_t drafted = 0, accepted = 0, verifies = 0;
-  // Writes token `produced` of row r; returns whether the row is done.
-  auto emit = [&](int64_t r, int32_t token) {
-    out[size_t(r) * outCapacity + produced] = token;
-    history[size_t(r)].push_back(token);
-    if (counts)
-      counts[r] = produced + 1;
-    bool stop = std::find(p.stop_tokens, p.stop_tokens + p.num_stop_tokens, token) !=
-                    p.stop_tokens + p.num_stop_tokens ||
-                completesStopString(r);
-    if (callback && b == 1 && callback(token, user) != 0)
-      stop = true;
-    if (stop || produced + 1 == size_t(p.max_new_tokens))
-      finished[size_t(r)] = true;
-    return bool(finished[size_t(r)]);
-  };
-  std::vector<float> verified;
-  llmc::Sampler::Distribution target;
-  int32_t pending = -1; // a token speculative sampling chose on a rejection
-  while (produced < size_t(p.max_new_tokens)) {
-    bool all = true;
-    for (int64_t r = 0; r < b; ++r) {
-      if (finished[size_t(r)]) {
-        next[size_t(r)] = history[size_t(r)].back();
-        continue;
-      }
-      int32_t token = pending >= 0 ? pending
-                      : deviceGreedy
-                          ? greedy[size_t(r)]
-                          : samplers[size_t(r)].sample(logits.data() + r * m.vocab, m.vocab,
-                                                       history[size_t(r)]);
-      pending = -1;
-      next[size_t(r)] = token;
-      all = emit(r, token) && all;
-    }
-    ++produced;
-    if (produced == 1)
-      first = Clock::now();
-    if (all || session->length + 1 > session->capacity)
-      break;
-    // Prompt lookup: the tokens that followed the latest earlier occurrence
-    // of the text's last n tokens, verified together with the new token.
-    std::vector<int32_t> draft;
-    if (speculate) {
-      size_t room = std::min<size_t>(size_t(p.max_new_tokens) - produced,
-                                     size_t(session->capacity - session->length - 1));
-      draft = promptLookup(history[0], std::min<size_t>(size_t(p.draft_tokens), room),
-                           size_t(p.ngram_min), size_t(p.ngram_max));
-    }
-    if (draft.empty()) {
-      if (llmc_status st = step(next.data(), 1); st != LLMC_OK)
-        return st;
-      continue;
-    }
-    std::vector<int32_t> chunk = {next[0]};
-    chunk.insert(chunk.end(), draft.begin(), draft.end());
-    int64_t before = session->length;
-    verified.resize(chunk.size() * size_t(m.vocab));
-    if (llmc_status st = append(session, chunk.data(), chunk.size(), verified.data(), nullptr);
-        st != LLMC_OK)
-      return st;
-    ++verifies;
-    drafted += int64_t(draft.size());
-    // Draft token i stands if it is what the sampler chooses after the
-    // ones before it: greedy, the choice itself; sampling, with the
-    // probability p(token) the sampler gives it (the draft proposed it with
-    // certainty), and on a rejection the token comes from p without it,
-    // renormalised: each token then follows p exactly.
-    size_t kept = 0;
-    bool done = false;
-    llmc::Sampler &sampler = samplers[0];
-    while (kept < draft.size() && !done) {
-      const float *row = verified.data() + kept * size_t(m.vocab);
-      bool stands;
-      if (sampler.greedy()) {
-        stands = sampler.sample(row, m.vocab, history[0]) == draft[kept];
-      } else {
-        sampler.distribution(row, m.vocab, history[0], target);
-        stands = sampler.uniform() < target.probability(draft[kept]);
-        if (!stands)
-          pending = sampler.draw(target, draft[kept]);
-      }
-      if (!stands)
-        break;
-      done = emit(0, draft[kept]);
-      ++produced;
-      ++kept;
-    }
-    accepted += int64_t(kept);
-    std::copy_n(verified.data() + kept * size_t(m.vocab), size_t(m.vocab), logits.data());
-    session->length = before + 1 + int64_t(kept); // the rejected rows are written over later
-    if (done)
-      break;
-  }
-  auto end = Clock::now();
-  if (stats) {
-    auto ms = [](Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
-    *stats = llmc_generate_stats{};
-    stats->prompt_tokens = int64_t(promptLen) * b;
-    stats->generated_tokens = int64_t(produced) * b;
-    stats->time_to_first_token_ms = produced ? ms(first - start) : 0;
-    stats->total_ms = ms(end - start);
-    stats->draft_tokens = drafted;
-    stats->accepted_tokens = accepted;
-    stats->verify_steps = verifies;
-    if (produced > 1) {
-      stats->time_per_output_token_ms = ms(end - first) / double(produced - 1);
-      stats->tokens_per_second = 1000.0 * double(b) / stats->time_per_output_token_ms;
-    }
-  }
-  return ok();
-}
-
-} // namespace
-
-extern "C" {
-
-llmc_status llmc_generate(llmc_session *session, const int32_t *prompt, size_t prompt_len,
-                          const llmc_generate_params *params, llmc_token_callback callback,
-                          void *user_data, int32_t *out_tokens, size_t out_capacity,
-                          size_t *out_count, llmc_generate_stats *stats) {
-  if (out_count)
-    *out_count = 0;
-  if (llmc_status st = needSingle(session); st != LLMC_OK)
-    return st;
-  return generateRows(session, prompt, prompt_len, params, callback, user_data, out_tokens,
-                      out_capacity, out_count, stats);
-}
-
-llmc_status llmc_generate_batch(llmc_session *session, const int32_t *prompts, size_t prompt_len,
-                                const llmc_generate_params *params, int32_t *out_tokens,
-                                size_t out_capacity, size_t *out_counts,
-                                llmc_generate_stats *stats) {
-  return generateRows(session, prompts, prompt_len, params, nullptr, nullptr, out_tokens,
-                      out_capacity, out_counts, stats);
-}
 
 } // extern "C"

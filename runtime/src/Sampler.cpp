@@ -133,6 +133,40 @@ int32_t Sampler::draw(const Distribution &d, int32_t except) {
   return last >= 0 ? last : d.tokens[0];
 }
 
+int32_t Sampler::drawResidual(const Distribution &p, const Distribution &q) {
+  for (size_t i = 0; i < q.tokens.size(); ++i) {
+    size_t t = size_t(q.tokens[i]);
+    if (dense.size() <= t)
+      dense.resize(t + 1, 0.0);
+    dense[t] = q.weights[i] / q.total;
+  }
+  auto residual = [&](size_t i) {
+    size_t t = size_t(p.tokens[i]);
+    double qt = t < dense.size() ? dense[t] : 0.0;
+    return std::max(0.0, p.weights[i] / p.total - qt);
+  };
+  double total = 0;
+  for (size_t i = 0; i < p.tokens.size(); ++i)
+    total += residual(i);
+  int32_t chosen = -1;
+  if (total > 0) {
+    double r = uniform() * total;
+    for (size_t i = 0; i < p.tokens.size() && chosen < 0; ++i) {
+      double w = residual(i);
+      r -= w;
+      if (r < 0 || (w > 0 && i + 1 == p.tokens.size()))
+        chosen = p.tokens[i];
+    }
+    if (chosen < 0) // rounding left a sliver: the last token with weight
+      for (size_t i = p.tokens.size(); i-- > 0 && chosen < 0;)
+        if (residual(i) > 0)
+          chosen = p.tokens[i];
+  }
+  for (int32_t t : q.tokens)
+    dense[size_t(t)] = 0.0;
+  return chosen >= 0 ? chosen : draw(p);
+}
+
 int32_t Sampler::sample(const float *logits, int64_t vocab, const std::vector<int32_t> &history) {
   if (opts.temperature == 0) { // greedy: the first of the largest
     penalize(logits, vocab, history);

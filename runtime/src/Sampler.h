@@ -53,6 +53,10 @@ public:
   /// the residual max(0, p - q) of speculative sampling when the draft q
   /// proposed one token.
   int32_t draw(const Distribution &d, int32_t except = -1);
+  /// A draw from max(0, p - q), renormalised: speculative sampling's
+  /// residual after the target p rejected a token that a draft proposed
+  /// from q. Where nothing is left (p == q up to rounding), from p.
+  int32_t drawResidual(const Distribution &p, const Distribution &q);
   bool greedy() const { return opts.temperature == 0; }
 
 private:
@@ -64,6 +68,7 @@ private:
   std::vector<float> work;
   std::vector<int32_t> order;
   Distribution dist;
+  std::vector<double> dense; // drawResidual's q by token id (zeros between calls)
 };
 
 } // namespace llmc

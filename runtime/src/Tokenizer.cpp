@@ -890,4 +890,8 @@ int32_t Tokenizer::tokenId(std::string_view token) const {
   return it == impl->vocab.end() ? -1 : it->second;
 }
 
+bool Tokenizer::sameVocabulary(const Tokenizer &other) const {
+  return impl->idToToken == other.impl->idToToken;
+}
+
 } // namespace llmc

@@ -50,6 +50,9 @@ public:
   int64_t vocabSize() const;
   /// The id of a token's text, or -1.
   int32_t tokenId(std::string_view token) const;
+  /// Whether `other` gives every id the same token text (a draft model
+  /// proposes ids the target must read the same way).
+  bool sameVocabulary(const Tokenizer &other) const;
 
 private:
   struct Impl;

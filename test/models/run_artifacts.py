@@ -6,8 +6,10 @@ prompt + 32 positions (an artifact whose capacity is fixed must refuse it),
 and compares the printed ids with the fixture's
 "greedy" tokens (onnxruntime's); and once more with `--speculative
 prompt-lookup` (drafts from the text so far, verified in one prefill pass,
-the rest rolled back), which must print the same tokens. Exits non-zero
-naming the first mismatch."""
+the rest rolled back) and with `--speculative draft:OTHER` (OTHER: the next
+artifact with the same vocabulary, a different random model, so most of its
+proposals are rejected and rolled back), which must print the same tokens.
+Exits non-zero naming the first mismatch."""
 import json
 import os
 import re
@@ -29,15 +31,48 @@ def fixtures(roots):
                     yield json.load(f)
 
 
+def manifest(art):
+    with open(os.path.join(art, "manifest.json")) as f:
+        return json.load(f)
+
+
+def draft_for(art, arts):
+    """The next artifact after `art` (in turn) with its vocabulary, or None."""
+    vocab = manifest(art)["vocab"]
+    i = arts.index(art)
+    for other in arts[i + 1:] + arts[:i]:
+        if manifest(other)["vocab"] == vocab:
+            return other
+    return None
+
+
+def speculate(fx, art, how, totals):
+    """llmc run --speculative `how`: must print onnxruntime's greedy tokens."""
+    out = subprocess.run(["llmc", "run", art, "--ids", ",".join(map(str, fx["prompt"])),
+                          "--max-new-tokens", str(len(fx["greedy"])), "--format", "ids",
+                          "--ignore-eos", "--speculative", how, "-v"],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit("%s: llmc run --speculative %s failed: %s" % (fx["name"], how,
+                                                               out.stderr.strip()))
+    got = [int(x) for x in out.stdout.strip().split(",")]
+    if got != fx["greedy"]:
+        sys.exit("%s: llmc run --speculative %s printed %s, onnxruntime %s" %
+                 (fx["name"], how, got, fx["greedy"]))
+    m = re.search(r"(\d+) of (\d+) proposed tokens accepted", out.stderr)
+    if m:
+        totals[0] += int(m.group(1))
+        totals[1] += int(m.group(2))
+
+
 def main():
     artifacts, roots = sys.argv[1], sys.argv[2:]
-    checked = fixed = accepted = proposed = 0
-    for fx in fixtures(roots):
-        if "greedy" not in fx:
-            continue
-        art = os.path.join(artifacts, fx["name"] + ".llmc")
-        with open(os.path.join(art, "manifest.json")) as f:
-            flexible = json.load(f)["memory"]["kv_cache_capacity_flexible"]
+    checked = fixed = 0
+    lookup, drafted = [0, 0], [0, 0]
+    todo = [fx for fx in fixtures(roots) if "greedy" in fx]
+    arts = [os.path.join(artifacts, fx["name"] + ".llmc") for fx in todo]
+    for fx, art in zip(todo, arts):
+        flexible = manifest(art)["memory"]["kv_cache_capacity_flexible"]
         # At the compiled capacity, and with a cache of exactly the positions
         # the run needs (--capacity: the session allocates less) where the
         # artifact takes one (not a static cache the model keeps itself:
@@ -62,25 +97,19 @@ def main():
             if got != fx["greedy"]:
                 sys.exit("%s (capacity %d): llmc run printed %s, onnxruntime %s" %
                          (fx["name"], capacity, got, fx["greedy"]))
-        out = subprocess.run(["llmc", "run", art, "--ids", ",".join(map(str, fx["prompt"])),
-                              "--max-new-tokens", str(len(fx["greedy"])), "--format", "ids",
-                              "--ignore-eos", "--speculative", "prompt-lookup", "-v"],
-                             capture_output=True, text=True)
-        if out.returncode != 0:
-            sys.exit("%s: llmc run --speculative failed: %s" % (fx["name"], out.stderr.strip()))
-        got = [int(x) for x in out.stdout.strip().split(",")]
-        if got != fx["greedy"]:
-            sys.exit("%s: llmc run --speculative prompt-lookup printed %s, onnxruntime %s" %
-                     (fx["name"], got, fx["greedy"]))
-        m = re.search(r"(\d+) of (\d+) proposed tokens accepted", out.stderr)
-        if m:
-            accepted += int(m.group(1))
-            proposed += int(m.group(2))
+        speculate(fx, art, "prompt-lookup", lookup)
+        draft = draft_for(art, arts)
+        if draft is None:
+            sys.exit("%s: no other artifact with its vocabulary to draft for it" % fx["name"])
+        speculate(fx, art, "draft:" + draft, drafted)
         checked += 1
     print("%d artifacts: llmc run printed onnxruntime's greedy tokens for every one, "
           "at the compiled capacity and at the one the run needs (%d of fixed capacity: "
-          "refused it), and with --speculative prompt-lookup (%s of %d proposed tokens "
-          "accepted)" % (checked, fixed, "some" if accepted else "none", proposed))
+          "refused it), with --speculative prompt-lookup (%s of %d proposed tokens "
+          "accepted), and with --speculative draft:<another artifact> (%s of %d accepted, "
+          "%s rejected)" % (checked, fixed, "some" if lookup[0] else "none", lookup[1],
+                            "some" if drafted[0] else "none", drafted[1],
+                            "some" if drafted[0] < drafted[1] else "none"))
 
 
 if __name__ == "__main__":

@@ -233,6 +233,39 @@ TEST(Sampler, DrawLeavingATokenOutRenormalises) {
   }
 }
 
+TEST(Sampler, ResidualIsWhatPHasBeyondQ) {
+  // A draft model's rejection: draws from max(0, p - q), renormalised.
+  // p = (0.5, 0.3, 0.2) over tokens 0..2 and q = (0.7, 0.1, 0.2) over
+  // tokens 0, 1, 3: the residual is (0, 0.2, 0.2) -> tokens 1 and 2 alike,
+  // 0 and 3 never. Weights are up to a factor (total), as distribution()
+  // leaves them.
+  llmc::Sampler::Distribution p, q;
+  p.tokens = {0, 1, 2}, p.weights = {5, 3, 2}, p.total = 10;
+  q.tokens = {0, 1, 3}, q.weights = {1.4, 0.2, 0.4}, q.total = 2;
+  llmc::SamplerOptions o;
+  o.temperature = 1;
+  o.seed = 11;
+  llmc::Sampler s(o);
+  const int n = 40000;
+  std::vector<int> count(4);
+  for (int i = 0; i < n; ++i)
+    ++count[size_t(s.drawResidual(p, q))];
+  EXPECT_EQ(count[0], 0);
+  EXPECT_EQ(count[3], 0);
+  double se = std::sqrt(0.25 / n);
+  EXPECT_NEAR(double(count[1]) / n, 0.5, 5 * se);
+  EXPECT_NEAR(double(count[2]) / n, 0.5, 5 * se);
+  // The scratch table is cleared between calls: with q = p nothing is left,
+  // and the draw falls back to p itself.
+  std::fill(count.begin(), count.end(), 0);
+  for (int i = 0; i < n; ++i)
+    ++count[size_t(s.drawResidual(p, p))];
+  for (int t = 0; t < 3; ++t) {
+    double want = p.weights[size_t(t)] / p.total, e = std::sqrt(want * (1 - want) / n);
+    EXPECT_NEAR(double(count[size_t(t)]) / n, want, 5 * e) << "token " << t;
+  }
+}
+
 TEST(Sampler, OptionsAreValidated) {
   std::string why;
   llmc::SamplerOptions o;

@@ -3,6 +3,7 @@
 #define LLMC_TOOLS_LLMC_COMMANDS_H
 
 #include "compiler/Codegen/CPU/EmitCpp.h"
+#include "llmc/llmc.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/CommandLine.h"
@@ -63,6 +64,33 @@ llvm::Expected<CpuModel> compileModel(MLIRContext &ctx, const CompileRequest &re
 int runRun();
 int runInspect();
 int runBench();
+
+/// Prints "llmc: error: <message>" and returns 1 (a command's exit code).
+int fail(const llvm::Twine &message);
+
+/// Token ids separated by commas; `what` names the option in the error.
+llvm::Expected<std::vector<int32_t>> parseIds(llvm::StringRef text, llvm::StringRef what);
+
+/// The token ids of `text` by the artifact's tokenizer (with its BOS).
+llvm::Expected<std::vector<int32_t>> tokenizeText(llmc_model *model, llvm::StringRef text);
+
+/// A session with `so` (after --cpus `cpus` into it); the error names the
+/// problem.
+llvm::Expected<llmc_session *> createSession(llmc_model *model, llmc_session_options so,
+                                             llvm::StringRef cpus);
+
+/// --cpus (comma-separated CPU numbers) into the session options; `cpus`
+/// keeps the numbers.
+llvm::Error takeCpus(llvm::StringRef text, std::vector<int32_t> &cpus, llmc_session_options &so);
+
+/// The speculative decoding of `llmc run/bench --speculative`:
+/// "prompt-lookup" or "draft:PATH" (a draft artifact, loaded here with
+/// `device`; freed by the caller with llmc_model_free).
+struct SpeculativeChoice {
+  int32_t mode = 0; // LLMC_SPECULATIVE_*
+  llmc_model *draft = nullptr;
+};
+llvm::Expected<SpeculativeChoice> parseSpeculative(llvm::StringRef spec, llvm::StringRef device);
 
 } // namespace mlir::llmc
 

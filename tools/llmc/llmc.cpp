@@ -951,9 +951,11 @@ int main(int argc, char **argv) {
                               "  llmc ops [--markdown]\n"
                               "  llmc compile model.onnx -o out.llmc [--max-seq N] [--batch ...] "
                               "[--prefill-buckets ...] [--emit=source] [--stats]\n"
-                              "  llmc run out.llmc --ids 1,2,3 [--max-new-tokens N] [sampling flags]\n"
+                              "  llmc run out.llmc --ids 1,2,3 [--max-new-tokens N] [sampling flags] "
+                              "[--speculative prompt-lookup|draft:PATH]\n"
                               "  llmc inspect out.llmc [--json]\n"
-                              "  llmc bench out.llmc [--prompt-len P] [--gen G] [--json]\n\n"
+                              "  llmc bench out.llmc [--prompt-len P] [--gen G] [--json] "
+                              "[--speculative prompt-lookup|draft:PATH --prompt TEXT]\n\n"
                               "Run `llmc <command> --help` for a command's options.\n");
   if (importCmd)
     return runImport();

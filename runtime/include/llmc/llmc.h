@@ -132,6 +132,13 @@ typedef struct llmc_session_options {
                           runs a share of every step, stays where it is: pin it yourself to
                           cpus[0] for a full pinning) */
   int32_t num_cpus;
+  /* NULL, or a second, smaller model with the same vocabulary for speculative
+   * decoding (LLMC_SPECULATIVE_DRAFT): the session makes one of its own on
+   * it, single-sequence, of the same capacity (the draft model must allow
+   * it), with draft_threads threads (0: `threads`). The draft model must
+   * outlive the session. */
+  llmc_model *draft_model;
+  int32_t draft_threads;
 } llmc_session_options;
 
 llmc_status llmc_session_create(llmc_model *model, const llmc_session_options *options,
@@ -194,23 +201,32 @@ typedef struct llmc_generate_params {
    * occurrence). Needs the artifact's tokenizer; each string non-empty. */
   const char *const *stop_strings;
   size_t num_stop_strings;
-  /* Speculative decoding: LLMC_SPECULATIVE_NONE (the default), or
+  /* Speculative decoding: LLMC_SPECULATIVE_NONE (the default);
    * LLMC_SPECULATIVE_PROMPT_LOOKUP: each step proposes up to draft_tokens
    * tokens that followed the latest earlier occurrence of the last n tokens
-   * (n from ngram_max down to ngram_min) in the prompt and the text so far,
-   * and verifies them in one pass (a prefill entry; compile short buckets
-   * for it, llmc compile --verify-buckets 2,4,8); the rejected
-   * rest is rolled back. Greedy output is plain decoding's, token for token;
-   * sampled output follows the same distribution (a draft token stands with
-   * the probability the sampler gives it, else the token is drawn from the
-   * rest). Single-sequence sessions only. */
+   * (n from ngram_max down to ngram_min) in the prompt and the text so far;
+   * LLMC_SPECULATIVE_DRAFT: the session's draft model
+   * (llmc_session_options.draft_model) proposes up to draft_tokens tokens,
+   * one decode step each, sampled with these same parameters.
+   * The model verifies them in one pass (a prefill entry; compile short
+   * buckets for it, llmc compile --verify-buckets 2,4,8); the rejected rest
+   * is rolled back. Greedy output is plain decoding's, token for token;
+   * sampled output follows the same distribution (the rejection-sampling
+   * rule: a token the draft proposed with probability q stands with
+   * probability min(1, p / q), p the sampler's; else the token is drawn from
+   * max(0, p - q), renormalised; prompt lookup proposes with q = 1).
+   * Single-sequence sessions only. */
   int32_t speculative;
   int32_t draft_tokens; /* default 4, at most 64 */
   int32_t ngram_max;    /* default 3 */
   int32_t ngram_min;    /* default 1 */
 } llmc_generate_params;
 
-enum { LLMC_SPECULATIVE_NONE = 0, LLMC_SPECULATIVE_PROMPT_LOOKUP = 1 };
+enum {
+  LLMC_SPECULATIVE_NONE = 0,
+  LLMC_SPECULATIVE_PROMPT_LOOKUP = 1,
+  LLMC_SPECULATIVE_DRAFT = 2
+};
 
 /* Fills `params` with the defaults above. */
 void llmc_generate_params_init(llmc_generate_params *params);
@@ -225,8 +241,10 @@ typedef struct llmc_generate_stats {
   double tokens_per_second;        /* generated tokens after the first / their time */
   double total_ms;
   /* Speculative decoding: tokens proposed, and of those accepted (the
-   * acceptance rate is their ratio), and verification passes. */
+   * acceptance rate is their ratio), and verification passes; the time the
+   * draft model took (proposing, and catching up with accepted tokens). */
   int64_t draft_tokens, accepted_tokens, verify_steps;
+  double draft_ms;
 } llmc_generate_stats;
 
 /* Resets the session, runs the prompt and generates up to

@@ -1,13 +1,15 @@
 /* Speculative sampling against the exact distribution. Generates two
  * tokens (t0, t1) after a prompt N times per mode (plain sampling, and
- * prompt-lookup speculative decoding, whose draft for t1 is the token that
- * followed t0 earlier in the prompt), each run with its own seed, at
+ * speculative decoding: prompt lookup, whose draft for t1 is the token that
+ * followed t0 earlier in the prompt, or with DRAFT.llmc a draft model that
+ * proposes t1 from its own distribution), each run with its own seed, at
  * temperature 2 and top-k 3. For every t0 seen, it also computes in float64
  * the distribution the documented sampler rule gives t1 (softmax of the
  * logits after prompt + t0 at the temperature, over the 3 largest, ties to
- * the lower id). Prints "count MODE T0 T1 N" and "exact T0 T1 P"
- * lines and "drafts ACCEPTED PROPOSED" for chi_square.py.
- *   sample_spec MODEL.llmc N */
+ * the lower id), and with a draft model the same of the draft's logits (what
+ * it proposes from). Prints "count MODE T0 T1 N", "exact T0 T1 P" and
+ * "draftq T0 T1 Q" lines and "drafts ACCEPTED PROPOSED" for chi_square.py.
+ *   sample_spec MODEL.llmc N [DRAFT.llmc] */
 #include "llmc/llmc.h"
 
 #include <math.h>
@@ -23,22 +25,49 @@ static int fail(const char *what) {
   return 1;
 }
 
+/* Prints "TAG T0 T TOPK-PROBABILITY" for the kTopK largest of `logits`
+ * at kTemperature (ties to the lower id), in float64. */
+static void printTopK(const char *tag, int t0, const float *logits, int vocab, int *order) {
+  double w[kTopK];
+  for (int i = 0; i < vocab; ++i)
+    order[i] = i;
+  for (int k = 0; k < kTopK; ++k)
+    for (int i = k + 1; i < vocab; ++i)
+      if (logits[order[i]] > logits[order[k]] ||
+          (logits[order[i]] == logits[order[k]] && order[i] < order[k])) {
+        int t = order[k];
+        order[k] = order[i];
+        order[i] = t;
+      }
+  double top = (double)logits[order[0]] / kTemperature, sum = 0;
+  for (int k = 0; k < kTopK; ++k)
+    sum += w[k] = exp((double)logits[order[k]] / kTemperature - top);
+  for (int k = 0; k < kTopK; ++k)
+    printf("%s %d %d %.17g\n", tag, t0, order[k], w[k] / sum);
+}
+
 int main(int argc, char **argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: sample_spec MODEL.llmc N\n");
+  if (argc != 3 && argc != 4) {
+    fprintf(stderr, "usage: sample_spec MODEL.llmc N [DRAFT.llmc]\n");
     return 2;
   }
   int runs = atoi(argv[2]);
-  llmc_model *model = NULL;
+  llmc_model *model = NULL, *draft = NULL;
   if (llmc_model_load(argv[1], NULL, &model) != LLMC_OK)
     return fail("load");
+  if (argc == 4 && llmc_model_load(argv[3], NULL, &draft) != LLMC_OK)
+    return fail("load the draft");
   llmc_model_info info;
   if (llmc_model_get_info(model, &info) != LLMC_OK || info.vocab > kVocabMax)
     return fail("info");
   int vocab = (int)info.vocab;
-  llmc_session *session = NULL;
-  if (llmc_session_create(model, NULL, &session) != LLMC_OK)
+  llmc_session *session = NULL, *draftAlone = NULL;
+  llmc_session_options options = {0};
+  options.draft_model = draft;
+  if (llmc_session_create(model, &options, &session) != LLMC_OK)
     return fail("session");
+  if (draft && llmc_session_create(draft, NULL, &draftAlone) != LLMC_OK)
+    return fail("draft session");
   /* The prompt: for each of the likeliest first tokens c, c followed by
    * the model's greedy choice after c, then a loop this model falls into
    * when greedy. Whatever t0 is among those, it occurred before, so a
@@ -104,7 +133,10 @@ int main(int argc, char **argv) {
       p.temperature = kTemperature;
       p.top_k = kTopK;
       p.seed = (uint64_t)(mode * runs + run); /* independent samples per mode */
-      if (mode == 1) {
+      if (mode == 1 && draft) {
+        p.speculative = LLMC_SPECULATIVE_DRAFT;
+        p.draft_tokens = 1;
+      } else if (mode == 1) {
         p.speculative = LLMC_SPECULATIVE_PROMPT_LOOKUP;
         p.ngram_max = 1;
       }
@@ -123,7 +155,6 @@ int main(int argc, char **argv) {
       proposed += stats.draft_tokens;
     }
   /* The exact distribution of t1 for each t0 seen. */
-  double *w = malloc(sizeof(double) * (size_t)vocab);
   int *order = malloc(sizeof(int) * (size_t)vocab);
   for (int t0 = 0; t0 < vocab; ++t0) {
     if (!seen[t0])
@@ -132,22 +163,14 @@ int main(int argc, char **argv) {
     if (llmc_session_reset(session) != LLMC_OK ||
         llmc_session_append(session, prompt, n + 1, logits) != LLMC_OK)
       return fail("append");
-    /* The kTopK largest, ties to the lower id. */
-    for (int i = 0; i < vocab; ++i)
-      order[i] = i;
-    for (int k = 0; k < kTopK; ++k)
-      for (int i = k + 1; i < vocab; ++i)
-        if (logits[order[i]] > logits[order[k]] ||
-            (logits[order[i]] == logits[order[k]] && order[i] < order[k])) {
-          int t = order[k];
-          order[k] = order[i];
-          order[i] = t;
-        }
-    double top = (double)logits[order[0]] / kTemperature, sum = 0;
-    for (int k = 0; k < kTopK; ++k)
-      sum += w[k] = exp((double)logits[order[k]] / kTemperature - top);
-    for (int k = 0; k < kTopK; ++k)
-      printf("exact %d %d %.17g\n", t0, order[k], w[k] / sum);
+    printTopK("exact", t0, logits, vocab, order);
+    if (draft) { /* what the draft proposes t1 from */
+      if (llmc_session_reset(draftAlone) != LLMC_OK ||
+          llmc_session_append(draftAlone, prompt, n + 1, logits) != LLMC_OK)
+        return fail("append to the draft");
+      printTopK("draftq", t0, logits, vocab, order);
+      continue;
+    }
     /* The draft a lookup of t0 proposes: what followed its last
      * occurrence in the prompt. */
     for (size_t i = n; i-- > 0;)
@@ -158,9 +181,10 @@ int main(int argc, char **argv) {
   }
   printf("drafts %ld %ld\n", accepted, proposed);
   free(logits);
-  free(w);
   free(order);
   llmc_session_free(session);
+  llmc_session_free(draftAlone);
   llmc_model_free(model);
+  llmc_model_free(draft);
   return 0;
 }
