@@ -110,6 +110,23 @@ const std::vector<ValueSignature> &Executor::outputs() const {
 }
 size_t Executor::numKernels() const { return impl->functions[0].steps.size(); }
 
+size_t Executor::setKernelParam(llvm::StringRef kernel, llvm::StringRef name, int64_t value,
+                                llvm::StringRef when) {
+  size_t count = 0;
+  for (ExecFunction &f : impl->functions)
+    for (ExecFunction::Step &step : f.steps) {
+      if (step.kernel->name != kernel ||
+          (!when.empty() && step.params.getInt(std::string_view(when.data(), when.size()), 0) == 0))
+        continue;
+      cpu::Attribute a;
+      a.kind = cpu::Attribute::Int;
+      a.i = value;
+      step.params.set(name.str(), std::move(a));
+      ++count;
+    }
+  return count;
+}
+
 std::vector<std::string> Executor::functionNames() const {
   std::vector<std::string> names;
   for (const ExecFunction &f : impl->functions)

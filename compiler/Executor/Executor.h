@@ -93,6 +93,12 @@ public:
   /// Number of kernel launches per run.
   size_t numKernels() const;
 
+  /// Sets the integer parameter `name` to `value` on every launch of
+  /// `kernel` (every function) whose parameter `when` is nonzero (empty:
+  /// every launch); returns how many launches it set.
+  size_t setKernelParam(llvm::StringRef kernel, llvm::StringRef name, int64_t value,
+                        llvm::StringRef when = "");
+
 private:
   struct Impl;
   explicit Executor(std::unique_ptr<Impl> impl);

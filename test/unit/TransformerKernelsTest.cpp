@@ -766,4 +766,70 @@ TEST(TransformerKernels, AssertEqualPassesTheValueOrNamesTheMismatch) {
   expectError(bad.run("assert_equal"), "lengths must agree (4 != 5 at element 1)");
 }
 
+TEST(QuantizedLinear, EmulatedInt8ActivationsRoundXAsDocumented) {
+  // 4-bit weights [N=3, K=70] in groups of 16 (K not a multiple of the
+  // activations' blocks of 32), symmetric; x [2, 70] spanning magnitudes.
+  // Plain: dequant(W) x. With int8_activations and emulate_int8_activations:
+  // dequant(W) x', x' each block of 32 of a row rounded to int8 at scale
+  // max |x| / 127 (nearest even) and back; both against float64. Either flag
+  // alone leaves x as it is.
+  const int64_t N = 3, K = 70, gs = 16, G = (K + gs - 1) / gs, M = 2;
+  std::vector<float> x = randomFloats(size_t(M * K), 7, -3, 3);
+  for (int64_t k = 0; k < K; k += 9)
+    x[size_t(k)] *= 0.01f; // small values next to large ones in a block
+  std::vector<uint8_t> q(size_t(N * G * gs / 2));
+  std::mt19937 gen(5);
+  for (uint8_t &b : q)
+    b = uint8_t(gen() & 0xff);
+  std::vector<float> scales = randomFloats(size_t(N * G), 9, 0.01f, 0.1f);
+  auto weight = [&](int64_t n, int64_t k) {
+    int64_t g = k / gs, j = k % gs;
+    uint8_t byte = q[size_t((n * G + g) * (gs / 2) + j / 2)];
+    int v = (j % 2 == 0 ? byte & 0xf : byte >> 4) - 8;
+    return double(v) * double(scales[size_t(n * G + g)]);
+  };
+  auto reference = [&](bool roundX) {
+    std::vector<double> y(size_t(M * N), 0.0);
+    for (int64_t m = 0; m < M; ++m) {
+      std::vector<double> xr(static_cast<size_t>(K));
+      for (int64_t k0 = 0; k0 < K; k0 += 32) {
+        int64_t k1 = std::min(K, k0 + 32);
+        float amax = 0;
+        for (int64_t k = k0; k < k1; ++k)
+          amax = std::max(amax, std::fabs(x[size_t(m * K + k)]));
+        float d = amax / 127.f;
+        for (int64_t k = k0; k < k1; ++k) {
+          float v = x[size_t(m * K + k)];
+          xr[size_t(k)] = roundX ? double(std::nearbyint(v / d)) * double(d) : double(v);
+        }
+      }
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t k = 0; k < K; ++k)
+          y[size_t(m * N + n)] += weight(n, k) * xr[size_t(k)];
+    }
+    return y;
+  };
+  auto run = [&](int64_t allowed, int64_t emulate) {
+    Call c;
+    c.in(DType::Float, {M, K}, x.data())
+        .in(DType::UInt8, {N, G, gs / 2}, q.data())
+        .in(DType::Float, {N, G}, scales.data())
+        .none()
+        .none()
+        .attr("bits", 4)
+        .attr("group_size", gs)
+        .attr("int8_activations", allowed)
+        .attr("emulate_int8_activations", emulate);
+    EXPECT_TRUE(c.run("quantized_linear").isOk());
+    return c.outF64();
+  };
+  std::vector<double> exact = reference(false), rounded = reference(true);
+  EXPECT_LT(scaledError(run(1, 1), rounded), 1e-5);
+  EXPECT_LT(scaledError(run(0, 0), exact), 1e-5);
+  EXPECT_LT(scaledError(run(1, 0), exact), 1e-5);
+  EXPECT_LT(scaledError(run(0, 1), exact), 1e-5);
+  // The rounding is visible at this tolerance (the test can fail).
+  EXPECT_GT(scaledError(rounded, exact), 1e-4);
+}
+
 } // namespace

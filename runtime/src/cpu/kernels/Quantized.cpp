@@ -40,11 +40,33 @@ void dequantizeBlocks(const uint8_t *q, int64_t N, int64_t K, int64_t bs, int64_
 
 /// Y = A W^T (+ bias) for the dequantized w [N, K]; Y is A.shape[:-1] + [N]
 /// of A's type.
+/// Rounds each row of a [rows, K] to int8 per block of 32 values along K
+/// and back (scale max |x| / 127, round to nearest even, as the compiled
+/// kernels' int8 activations: runtime/src/model/kernels/Quant.h,
+/// prepareActivations): the values whose products those kernels sum.
+void roundActivationsToInt8(std::vector<float> &a, int64_t rows, int64_t K) {
+  constexpr int64_t kBlock = 32;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k0 = 0; k0 < K; k0 += kBlock) {
+      float *x = a.data() + r * K;
+      int64_t k1 = std::min(K, k0 + kBlock);
+      float amax = 0;
+      for (int64_t k = k0; k < k1; ++k)
+        amax = std::max(amax, std::fabs(x[k]));
+      float d = amax / 127.f, inv = d > 0 ? 1.f / d : 0.f;
+      for (int64_t k = k0; k < k1; ++k)
+        x[k] = std::max(-127.f, std::min(127.f, std::nearbyint(x[k] * inv))) * d;
+    }
+}
+
 Status linearOverDequantized(KernelCall &call, const Tensor &A, const std::vector<float> &w,
-                             int64_t N, int64_t K, const Tensor *bias) {
+                             int64_t N, int64_t K, const Tensor *bias,
+                             bool roundActivations = false) {
   int64_t rows = A.numel() / K;
   std::vector<float> a, y(size_t(rows * N));
   LLMC_RETURN_IF_ERROR(toF32(call, A, a));
+  if (roundActivations)
+    roundActivationsToInt8(a, rows, K);
   gemmF32(*call.pool, rows, N, K, a.data(), K, 1, w.data(), 1, K, y.data(), N);
   if (bias) {
     if (bias->numel() != N)
@@ -109,7 +131,10 @@ Status matMulNBitsKernel(KernelCall &call) {
 
 /// The reference of every quantized linear layer: exact dequantization of
 /// the weights, then the f32 product (int8_activations is a permission for
-/// the fast kernels, not a requirement).
+/// the fast kernels, not a requirement). With emulate_int8_activations (set
+/// by the accuracy gate, never by the compiler) where int8_activations is
+/// allowed, x is first rounded as the compiled CPU kernels round it, so the
+/// gate measures what they compute.
 Status quantizedLinearKernel(KernelCall &call) {
   const Tensor &x = *call.input(0), &q = *call.input(1), &scales = *call.input(2);
   const Tensor *zp = call.input(3), *bias = call.input(4);
@@ -133,7 +158,9 @@ Status quantizedLinearKernel(KernelCall &call) {
   dequantizeBlocks(static_cast<const uint8_t *>(q.raw()), N, K, gs, bits, sc.data(),
                    [&](int64_t n, int64_t g) { return z ? float(z[n * G + g]) : symmetric; },
                    w.data());
-  return linearOverDequantized(call, x, w, N, K, bias);
+  bool roundX = call.attrs->getInt("int8_activations", 0) != 0 &&
+                call.attrs->getInt("emulate_int8_activations", 0) != 0;
+  return linearOverDequantized(call, x, w, N, K, bias, roundX);
 }
 
 //===----------------------------------------------------------------------===//
