@@ -287,6 +287,11 @@ llmc_status generateRows(llmc_session *session, const int32_t *prompts, size_t p
   std::vector<float> verified;
   llmc::Sampler::Distribution target;
   int32_t pending = -1; // a token speculative sampling chose on a rejection
+  // A draft model's proposals cost a decode step of it each, and every
+  // verified row costs as much as a real one: how many to propose follows
+  // how many stood (all: two more, up to draft_tokens; else one fewer, down
+  // to one), as Hugging Face's assisted generation does.
+  size_t draftLength = size_t(std::max(p.draft_tokens, 1));
   while (produced < size_t(p.max_new_tokens)) {
     bool all = true;
     for (int64_t r = 0; r < b; ++r) {
@@ -315,7 +320,7 @@ llmc_status generateRows(llmc_session *session, const int32_t *prompts, size_t p
     if (speculate) {
       size_t room = std::min<size_t>(size_t(p.max_new_tokens) - produced,
                                      size_t(session->capacity - session->length - 1));
-      size_t k = std::min<size_t>(size_t(p.draft_tokens), room);
+      size_t k = std::min<size_t>(proposer ? draftLength : size_t(p.draft_tokens), room);
       if (proposer && k > 0) {
         k = fitBucket(*session, k);
         if (llmc_status st = proposer->propose(history[0], k, draft); st != LLMC_OK)
@@ -368,6 +373,10 @@ llmc_status generateRows(llmc_session *session, const int32_t *prompts, size_t p
       ++kept;
     }
     accepted += int64_t(kept);
+    if (proposer)
+      draftLength = kept == draft.size()
+                        ? std::min<size_t>(draftLength + 2, size_t(p.draft_tokens))
+                        : std::max<size_t>(draftLength - 1, 1);
     std::copy_n(verified.data() + kept * size_t(m.vocab), size_t(m.vocab), logits.data());
     session->length = before + 1 + int64_t(kept); // the rejected rows are written over later
     if (proposer)
