@@ -3,6 +3,7 @@
 
 #include "compiler/Executor/Error.h"
 #include "dialects/LLM/IR/LLMOps.h"
+#include "dialects/LLM/IR/ShapeInference.h"
 #include "passes/BuildHelpers.h"
 #include "passes/KernelBridge.h"
 
@@ -63,6 +64,25 @@ std::string nodeName(Operation *op) {
 
 /// What an in-place chain of cache updates (through fused regions) started
 /// from: `v` itself when it is not such a chain.
+void recordQuantizedLayer(Operation *quantizedLinear, CpuModel &model,
+                          std::set<std::string> &recorded) {
+  auto op = cast<QuantizedLinearOp>(quantizedLinear);
+  if (!recorded.insert(nodeName(op) + " " + describeType(op.getWeight().getType())).second)
+    return;
+  auto qType = cast<RankedTensorType>(op.getWeight().getType());
+  bool zp = !isNone(op.getZeroPoints());
+  CpuModel::QuantizedTensor t;
+  t.name = nodeName(op);
+  t.rows = qType.getDimSize(0);
+  t.cols = cast<RankedTensorType>(op.getX().getType()).getShape().back();
+  t.bits = op.getBits(), t.groupSize = op.getGroupSize();
+  t.zeroPoints = zp, t.int8Activations = op.getInt8Activations();
+  t.bytes = bytesOf(op.getWeight().getType()) + t.rows * qType.getDimSize(1) * (4 + (zp ? 1 : 0));
+  t.floatBytes =
+      t.rows * t.cols * int64_t(getElementTypeOrSelf(op.getType()).getIntOrFloatBitWidth() / 8);
+  model.quantized.push_back(t);
+}
+
 int64_t bytesOf(Type t) {
   auto r = dyn_cast<RankedTensorType>(t);
   if (!r || !r.hasStaticShape())

@@ -18,6 +18,7 @@
 #include "llvm/ADT/SmallVector.h"
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,12 @@ std::string quote(llvm::StringRef s);
 std::string nodeName(Operation *op);
 /// Bytes of a static tensor type (0 otherwise).
 int64_t bytesOf(Type t);
+/// Adds the layer of `quantizedLinear` (an llm.quantized_linear) to
+/// model.quantized (its scheme and bytes, for the manifest) unless
+/// `recorded` holds it already (each entry point has its own equal
+/// constants: one record per layer).
+void recordQuantizedLayer(Operation *quantizedLinear, CpuModel &model,
+                          std::set<std::string> &recorded);
 /// The bytes of weights one call of `f` reads (every constant it uses, but
 /// only the rows an embedding gathers).
 int64_t weightBytesRead(func::FuncOp f);

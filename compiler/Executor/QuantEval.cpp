@@ -147,18 +147,21 @@ mlir::llmc::cutSequences(const std::vector<std::vector<int64_t>> &seqs, int64_t 
 llvm::Expected<QuantEvalReport>
 mlir::llmc::evaluateQuantization(llvm::StringRef modelPath, llvm::StringRef floatPipeline,
                                  llvm::StringRef quantPipeline,
-                                 const std::vector<std::vector<int64_t>> &sequences) {
+                                 const std::vector<std::vector<int64_t>> &sequences,
+                                 bool roundActivations) {
   auto floatExec = Executor::fromOnnxFile(modelPath, floatPipeline);
   if (!floatExec)
     return floatExec.takeError();
   auto quantExec = Executor::fromOnnxFile(modelPath, quantPipeline);
   if (!quantExec)
     return quantExec.takeError();
-  // Where the compiled kernels may round activations to int8 (the default),
+  // Where the compiled kernels may round activations to int8 (the default)
+  // and do (CPU kernels: `roundActivations`; the CUDA ones keep them f32),
   // the reference rounds them the same way: the report is then of what the
   // artifact computes, not of the weights' rounding alone.
-  (*quantExec)->setKernelParam("quantized_linear", "emulate_int8_activations", 1,
-                               "int8_activations");
+  if (roundActivations)
+    (*quantExec)->setKernelParam("quantized_linear", "emulate_int8_activations", 1,
+                                 "int8_activations");
   auto fb = prefillBucket(**floatExec), qb = prefillBucket(**quantExec);
   if (!fb)
     return fb.takeError();

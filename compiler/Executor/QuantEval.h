@@ -48,11 +48,13 @@ std::vector<std::vector<int64_t>> cutSequences(const std::vector<std::vector<int
 /// Runs the model at `modelPath` through `floatPipeline` and `quantPipeline`
 /// (both llmc-pipeline strings with one batch-1 prefill bucket that holds
 /// the longest sequence) on `sequences` (ids below `vocab` checked) and
-/// compares them.
+/// compares them. With `roundActivations` (the CPU kernels' numerics),
+/// layers that allow int8 activations round x as those kernels do.
 llvm::Expected<QuantEvalReport>
 evaluateQuantization(llvm::StringRef modelPath, llvm::StringRef floatPipeline,
                      llvm::StringRef quantPipeline,
-                     const std::vector<std::vector<int64_t>> &sequences);
+                     const std::vector<std::vector<int64_t>> &sequences,
+                     bool roundActivations = true);
 
 } // namespace mlir::llmc
 

@@ -307,8 +307,9 @@ llvm::Expected<QuantEvalReport> evaluateQuant(const CompileRequest &req, const A
   std::string base = "llmc-pipeline{max-seq=" + std::to_string(req.maxSeq) +
                      " batch=1 prefill-buckets=" + std::to_string(length) +
                      " dtype=" + req.dtype;
+  // The CUDA kernels keep activations in f32 even where int8 is allowed.
   return evaluateQuantization(req.input, base + "}", base + quantOptions(req, quant) + "}",
-                              sequences);
+                              sequences, /*roundActivations=*/req.target != "cuda");
 }
 
 void printQuantEval(llvm::raw_ostream &os, const QuantEvalReport &r, llvm::StringRef scheme) {

@@ -343,19 +343,7 @@ llvm::Error Emitter::emitQuantizedLinear(QuantizedLinearOp op, const std::string
       return zi.takeError();
     zpRef = llvm::formatv("&m.w[{0}]", *zi).str();
   }
-  // Each entry point has its own (equal) constants: one record per layer.
-  if (recordedQuantized.insert(nodeName(op) + " " + describeType(op.getWeight().getType())).second) {
-    auto qType = cast<RankedTensorType>(op.getWeight().getType());
-    CpuModel::QuantizedTensor t;
-    t.name = nodeName(op);
-    t.rows = qType.getDimSize(0);
-    t.cols = cast<RankedTensorType>(op.getX().getType()).getShape().back();
-    t.bits = op.getBits(), t.groupSize = op.getGroupSize();
-    t.zeroPoints = bool(zp), t.int8Activations = op.getInt8Activations();
-    t.bytes = bytesOf(op.getWeight().getType()) + t.rows * qType.getDimSize(1) * (4 + (zp ? 1 : 0));
-    t.floatBytes = t.rows * t.cols * int64_t(getElementTypeOrSelf(op.getType()).getIntOrFloatBitWidth() / 8);
-    model.quantized.push_back(t);
-  }
+  recordQuantizedLayer(op, model, recordedQuantized);
   body += llvm::formatv("{0}Tensor {1}{6}; // quantized_linear int{2} g{3}{4} -> {5}\n", in, v,
                         op.getBits(), op.getGroupSize(), residual != "nullptr" ? " + residual" : "",
                         describeType(op.getType()), placed(op.getResult()))

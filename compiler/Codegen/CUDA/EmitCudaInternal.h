@@ -267,6 +267,7 @@ private:
 
   ModuleOp module;
   CpuModel model;
+  std::set<std::string> recordedQuantized; // the layers of model.quantized
   WeightsWriter weightsWriter{model};
   std::string body, kernels;
   llvm::DenseMap<Value, Ref> refs;

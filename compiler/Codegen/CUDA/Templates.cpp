@@ -366,6 +366,7 @@ llvm::Error CudaEmitter::emitLinear(Operation *op, CpuModel::Entry &stats) {
       unsupported(op, "groups of fewer than 4 bytes");
       return llvm::Error::success();
     }
+    recordQuantizedLayer(op, model, recordedQuantized);
     targs = llvm::formatv("{0}, {1}, {2}, {3}, {4}", xt, yt, cxxType(scales.getType()), bt, bits);
     wargs = ptr(q) + ", " + ptr(scales) + ", " + (hasZeros ? ptr(zeros) : "nullptr");
     if (rows <= ::llmc::cuda::kGemvMaxRows)
