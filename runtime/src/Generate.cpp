@@ -86,7 +86,9 @@ struct DraftProposer {
   llmc_session *session;
   llmc::Sampler sampler;
   std::vector<float> logits;
-  std::vector<int32_t> text; // the text and the proposals so far
+  // The text and the proposals so far; between steps a prefix of the
+  // generation's history (what stood), extended rather than copied.
+  std::vector<int32_t> text;
   std::vector<llmc::Sampler::Distribution> q; // what proposal i was drawn from
   double ms = 0;
 
@@ -97,6 +99,7 @@ struct DraftProposer {
   llmc_status start(const int32_t *prompt, size_t n) {
     auto begin = std::chrono::steady_clock::now();
     session->length = 0;
+    text.assign(prompt, prompt + n);
     llmc_status st = append(session, prompt, n, nullptr, nullptr);
     ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin)
               .count();
@@ -115,7 +118,7 @@ struct DraftProposer {
                                 nullptr, logits.data());
         st != LLMC_OK)
       return st;
-    text = history;
+    text.insert(text.end(), history.begin() + int64_t(text.size()), history.end());
     if (q.size() < k)
       q.resize(k);
     int64_t vocab = session->model->vocab;
@@ -142,6 +145,7 @@ struct DraftProposer {
   /// tokens: the draft's cache keeps only what stood.
   void settle(size_t length, size_t kept) {
     session->length = std::min<int64_t>(session->length, int64_t(length + kept));
+    text.resize(std::min(text.size(), length + kept));
   }
 };
 

@@ -299,7 +299,7 @@ llvm::Expected<std::vector<int32_t>> benchPromptIds(llmc_model *model, int64_t v
 
 /// llmc bench --speculative: plain and speculative greedy generation of
 /// the same prompt in turns (a warm-up of each first), medians of --runs.
-int benchSpeculation(llmc_model *model, llmc_session *session, const SpeculativeChoice &choice,
+int benchSpeculation(llmc_session *session, const SpeculativeChoice &choice,
                      const std::vector<int32_t> &prompt, unsigned threads) {
   llmc_generate_params plain;
   llmc_generate_params_init(&plain);
@@ -310,7 +310,6 @@ int benchSpeculation(llmc_model *model, llmc_session *session, const Speculative
   spec.ngram_max = benchNgram;
   std::vector<int32_t> outPlain(size_t(benchGen.getValue())), outSpec(outPlain.size());
   std::vector<double> plainTpot, specTpot, plainTotal, specTotal, ratio;
-  llmc_generate_stats last{};
   int64_t drafted = 0, accepted = 0, passes = 0;
   double draftMs = 0;
   bool same = true;
@@ -333,7 +332,6 @@ int benchSpeculation(llmc_model *model, llmc_session *session, const Speculative
     ratio.push_back(a.time_per_output_token_ms / b.time_per_output_token_ms);
     drafted += b.draft_tokens, accepted += b.accepted_tokens, passes += b.verify_steps;
     draftMs += b.draft_ms;
-    last = b;
   }
   double acceptance = double(accepted) / double(std::max<int64_t>(drafted, 1));
   double perPass = double(accepted + passes) / double(std::max<int64_t>(passes, 1));
@@ -379,8 +377,6 @@ int benchSpeculation(llmc_model *model, llmc_session *session, const Speculative
                         draftMs / double(benchRuns), median(specTotal));
   os << (same ? "output              identical to plain greedy decoding\n"
               : "output              DIFFERS from plain greedy decoding\n");
-  (void)last;
-  (void)model;
   return same ? 0 : 1;
 }
 
@@ -455,7 +451,7 @@ int mlir::llmc::runBench() {
   unsigned threads = benchThreads > 0 ? unsigned(benchThreads)
                                       : std::max(1u, std::thread::hardware_concurrency());
   if (speculative->mode)
-    return benchSpeculation(model, session, *speculative, prompt, threads);
+    return benchSpeculation(session, *speculative, prompt, threads);
   std::vector<int32_t> out(size_t(benchGen.getValue()));
   llmc_generate_params p;
   llmc_generate_params_init(&p);
