@@ -169,9 +169,10 @@ llvm::Expected<SpeculativeChoice> mlir::llmc::parseSpeculative(llvm::StringRef s
     c.mode = LLMC_SPECULATIVE_PROMPT_LOOKUP;
     return c;
   }
+  llvm::StringRef given = spec;
   if (!spec.consume_front("draft:") || spec.empty())
     return llvm::createStringError("--speculative takes prompt-lookup or draft:PATH, not '" +
-                                   spec.str() + "'");
+                                   given.str() + "'");
   // --device names what runs a cuda artifact: the draft's too when it is
   // one, and a CPU draft beside a (GPU or emulated) cuda model runs as it is.
   std::string path = spec.str(), dev;
