@@ -193,6 +193,23 @@ const ByteMap &byteMap() {
   return map;
 }
 
+/// A byte-level token's text back to its bytes (characters outside the
+/// byte map kept as they are).
+std::string byteLevelDecode(const std::string &t) {
+  std::string bytes;
+  for (size_t i = 0; i < t.size();) {
+    size_t len;
+    uint32_t cp = nextCodePoint(t, i, len);
+    auto it = byteMap().toByte.find(cp);
+    if (it != byteMap().toByte.end())
+      bytes += char(it->second);
+    else
+      bytes.append(t, i, len);
+    i += len;
+  }
+  return bytes;
+}
+
 std::string byteLevel(std::string_view s) {
   std::string out;
   for (unsigned char c : s)
@@ -771,20 +788,8 @@ std::string Tokenizer::decode(const std::vector<int32_t> &ids, bool skipSpecial)
   for (const Impl::Decode &d : impl->decoders) {
     switch (d.kind) {
     case Impl::Decode::ByteLevel:
-      for (std::string &t : tokens) {
-        std::string bytes;
-        for (size_t i = 0; i < t.size();) {
-          size_t len;
-          uint32_t cp = nextCodePoint(t, i, len);
-          auto it = byteMap().toByte.find(cp);
-          if (it != byteMap().toByte.end())
-            bytes += char(it->second);
-          else
-            bytes.append(t, i, len);
-          i += len;
-        }
-        t = std::move(bytes);
-      }
+      for (std::string &t : tokens)
+        t = byteLevelDecode(t);
       break;
     case Impl::Decode::Replace:
       for (std::string &t : tokens) {
@@ -881,6 +886,47 @@ std::string Tokenizer::decode(const std::vector<int32_t> &ids, bool skipSpecial)
   for (const std::string &t : tokens)
     text += t;
   return text;
+}
+
+std::vector<std::string> Tokenizer::tokenBytes() const {
+  std::vector<std::string> out(impl->idToToken.size());
+  for (size_t id = 0; id < out.size(); ++id) {
+    if (impl->isSpecial[id] || impl->idToToken[id].empty())
+      continue;
+    std::string t = impl->idToToken[id];
+    for (const Impl::Decode &d : impl->decoders) {
+      unsigned value;
+      switch (d.kind) {
+      case Impl::Decode::ByteLevel:
+        t = byteLevelDecode(t);
+        break;
+      case Impl::Decode::Replace:
+      case Impl::Decode::Metaspace: {
+        std::string from = d.a, to = d.kind == Impl::Decode::Replace ? d.b : " ", r;
+        for (size_t i = 0; i < t.size();) {
+          if (!from.empty() && t.compare(i, from.size(), from) == 0) {
+            r += to;
+            i += from.size();
+          } else {
+            r += t[i++];
+          }
+        }
+        t = std::move(r);
+        break;
+      }
+      case Impl::Decode::ByteFallback:
+        if (t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>' &&
+            std::sscanf(t.c_str() + 3, "%2X", &value) == 1)
+          t = std::string(1, char(value));
+        break;
+      case Impl::Decode::Fuse:
+      case Impl::Decode::Strip:
+        break;
+      }
+    }
+    out[id] = std::move(t);
+  }
+  return out;
 }
 
 int64_t Tokenizer::vocabSize() const { return int64_t(impl->idToToken.size()); }

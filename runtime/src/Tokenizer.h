@@ -47,6 +47,13 @@ public:
   /// `skipSpecial`: leave out special tokens.
   std::string decode(const std::vector<int32_t> &ids, bool skipSpecial = true) const;
 
+  /// Every token's bytes as they stand in generated text, by id: the
+  /// decoder's per-token steps (byte-level, Replace, Metaspace, byte
+  /// fallback <0xXX> as its one byte), not the ones that look at the whole
+  /// text (SentencePiece's Strip of the text's leading space). Special
+  /// tokens, and ids no token has, get "" (grammars never allow them).
+  std::vector<std::string> tokenBytes() const;
+
   int64_t vocabSize() const;
   /// The id of a token's text, or -1.
   int32_t tokenId(std::string_view token) const;
