@@ -1,20 +1,24 @@
 // The C++ convenience header (llmc/llmc.hpp) in use: load, generate with a
 // streaming callback, print the tokens (or the text, when the artifact has a
-// tokenizer and the prompt is given as text).
+// tokenizer and the prompt is given as text); with a regular expression,
+// the text matches it.
 //
 //   c++ -std=c++17 main.cpp -I<llmc>/include -L<llmc>/lib -lllmc_runtime -ldl -lpthread
 //   ./a.out model.llmc --ids 1,2,3 16
 //   ./a.out model.llmc --text "Once upon a time" 16
+//   ./a.out model.llmc --text "Call" 16 "[0-9]{3}-[0-9]{4}"
 #include <llmc/llmc.hpp>
 
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 
 int main(int argc, char **argv) {
   if (argc < 4) {
-    std::cerr << "usage: " << argv[0] << " model.llmc (--ids 1,2,3 | --text TEXT) [max_new]\n";
+    std::cerr << "usage: " << argv[0]
+              << " model.llmc (--ids 1,2,3 | --text TEXT) [max_new [regex]]\n";
     return 2;
   }
   auto model = llmc::Model::load(argv[1]);
@@ -42,6 +46,15 @@ int main(int argc, char **argv) {
   }
   llmc::GenerateOptions options;
   options.params.max_new_tokens = argc > 4 ? std::atoi(argv[4]) : 16;
+  std::optional<llmc::Result<llmc::Grammar>> grammar;
+  if (argc > 5) {
+    grammar = model->grammar(LLMC_GRAMMAR_REGEX, argv[5]);
+    if (!*grammar) {
+      std::cerr << "grammar: " << grammar->error() << "\n";
+      return 1;
+    }
+    options.grammar = &**grammar;
+  }
   size_t seen = 0;
   auto out = session->generate(prompt, options, [&](int32_t) { return ++seen > 0; });
   if (!out) {

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <memory>
 
 using llmc::rt::append;
@@ -149,6 +150,65 @@ struct DraftProposer {
   }
 };
 
+/// Constrained generation for one sequence: where its text stands in the
+/// grammar, and the mask of each step laid over the logits.
+struct Guide {
+  const llmc::grammar::Matcher *matcher;
+  const std::vector<int32_t> *enders; // stop tokens: allowed where the text may end
+  llmc::grammar::StackPool pool;
+  llmc::grammar::Stacks stacks, next;
+  std::vector<uint64_t> mask;
+  double *ms;
+
+  Guide(const llmc::grammar::Matcher &m, const std::vector<int32_t> &e, double *time)
+      : matcher(&m), enders(&e), stacks(m.start(pool)), mask(m.maskWords()), ms(time) {}
+
+  /// Whether the grammar admits more text.
+  bool open() const { return llmc::grammar::Matcher::canContinue(stacks); }
+
+  /// Sets the logits of the tokens not allowed next to -inf; an error when
+  /// none is.
+  llmc_status constrain(float *logits, int64_t vocab, size_t generated) {
+    auto begin = std::chrono::steady_clock::now();
+    matcher->mask(pool, stacks, mask.data());
+    int64_t known = std::min<int64_t>(vocab, matcher->vocab());
+    bool ends = llmc::grammar::Matcher::canEnd(stacks), any = false;
+    for (int64_t t = 0; t < vocab; ++t) {
+      bool allowed = t < known && ((mask[size_t(t) / 64] >> (t % 64)) & 1);
+      if (!allowed && ends)
+        allowed = std::find(enders->begin(), enders->end(), int32_t(t)) != enders->end();
+      if (!allowed)
+        logits[t] = -std::numeric_limits<float>::infinity();
+      any = any || allowed;
+    }
+    *ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin)
+               .count();
+    if (!any)
+      return fail(LLMC_ERROR_INVALID_ARGUMENT,
+                  "no token of the vocabulary continues the grammar after " +
+                      std::to_string(generated) + " generated tokens" +
+                      (ends ? " (the text may end here, but there is no stop token: give "
+                              "stop_tokens)"
+                            : ""));
+    return LLMC_OK;
+  }
+
+  /// Follows `token`; an error when the grammar cannot.
+  llmc_status accept(int32_t token) {
+    auto begin = std::chrono::steady_clock::now();
+    std::string why;
+    bool ok = matcher->advanceToken(pool, stacks, token, next, &why);
+    *ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin)
+               .count();
+    if (!ok)
+      return fail(LLMC_ERROR_INVALID_ARGUMENT, why);
+    if (next.empty()) // an ender, or a token the mask kept out
+      return LLMC_OK;
+    stacks.swap(next);
+    return LLMC_OK;
+  }
+};
+
 /// Generation for every sequence of the session: prompts [batch,
 /// prompt_len], out [batch, out_capacity], counts [batch]. Each sequence
 /// samples with its own generator (seed + its index) and stops on its own;
@@ -222,6 +282,21 @@ llmc_status generateRows(llmc_session *session, const int32_t *prompts, size_t p
                   "the n-gram sizes must satisfy 1 <= ngram_min <= ngram_max <= 64");
   }
   const ModelData &m = *session->model;
+  const llmc::grammar::Matcher *grammar = p.grammar ? p.grammar->matcher.get() : nullptr;
+  if (grammar && p.grammar->model != session->model &&
+      !(p.grammar->model->tokenizer && m.tokenizer &&
+        p.grammar->model->tokenizer->sameVocabulary(*m.tokenizer)))
+    return fail(LLMC_ERROR_INVALID_ARGUMENT,
+                "the grammar was made for a model with another vocabulary");
+  // With a grammar, the stop tokens are what may end the text.
+  std::vector<int32_t> enders(p.stop_tokens, p.stop_tokens + p.num_stop_tokens);
+  if (grammar)
+    enders.insert(enders.end(), m.stopTokens.begin(), m.stopTokens.end());
+  double grammarMs = 0;
+  std::vector<Guide> guides;
+  if (grammar)
+    for (int64_t r = 0; r < b; ++r)
+      guides.emplace_back(*grammar, enders, &grammarMs);
   std::vector<float> logits(static_cast<size_t>(b * m.vocab));
   std::vector<std::vector<int32_t>> history(static_cast<size_t>(b));
   for (int64_t r = 0; r < b; ++r)
@@ -248,8 +323,8 @@ llmc_status generateRows(llmc_session *session, const int32_t *prompts, size_t p
   // Greedy without a repetition penalty needs only the argmax of each
   // step: a model that computes it where the logits are (run_greedy: a GPU
   // model) sends back token ids instead of the logits.
-  bool deviceGreedy =
-      m.abi->run_greedy && p.temperature == 0 && p.repetition_penalty == 1 && !speculate;
+  bool deviceGreedy = m.abi->run_greedy && p.temperature == 0 && p.repetition_penalty == 1 &&
+                      !speculate && !grammar;
   std::vector<int32_t> greedy(static_cast<size_t>(b));
   auto step = [&](const int32_t *tokens, size_t count) {
     return deviceGreedy ? append(session, tokens, count, nullptr, nullptr, greedy.data())
@@ -269,10 +344,13 @@ llmc_status generateRows(llmc_session *session, const int32_t *prompts, size_t p
     if (llmc_status st = proposer->start(prompts, promptLen); st != LLMC_OK)
       return fail(st, "the draft model: " + std::string(llmc_last_error()));
   std::vector<bool> finished(static_cast<size_t>(b), false);
+  // A grammar that admits only the empty text: nothing to generate.
+  bool closed = grammar && !guides[0].open();
   std::vector<int32_t> next(static_cast<size_t>(b));
   size_t produced = 0;
   Clock::time_point first = start;
   int64_t drafted = 0, accepted = 0, verifies = 0;
+  llmc_status grammarStatus = LLMC_OK; // a grammar too ambiguous to follow
   // Writes token `produced` of row r; returns whether the row is done.
   auto emit = [&](int64_t r, int32_t token) {
     out[size_t(r) * outCapacity + produced] = token;
@@ -282,6 +360,17 @@ llmc_status generateRows(llmc_session *session, const int32_t *prompts, size_t p
     bool stop = std::find(p.stop_tokens, p.stop_tokens + p.num_stop_tokens, token) !=
                     p.stop_tokens + p.num_stop_tokens ||
                 completesStopString(r);
+    if (grammar) {
+      Guide &gd = guides[size_t(r)];
+      if (std::find(enders.begin(), enders.end(), token) != enders.end()) {
+        stop = true;
+      } else if (llmc_status st = gd.accept(token); st != LLMC_OK) {
+        grammarStatus = st;
+        stop = true;
+      } else if (!gd.open()) {
+        stop = true;
+      }
+    }
     if (callback && b == 1 && callback(token, user) != 0)
       stop = true;
     if (stop || produced + 1 == size_t(p.max_new_tokens))
@@ -296,13 +385,18 @@ llmc_status generateRows(llmc_session *session, const int32_t *prompts, size_t p
   // how many stood (all: two more, up to draft_tokens; else one fewer, down
   // to one), as Hugging Face's assisted generation does.
   size_t draftLength = size_t(std::max(p.draft_tokens, 1));
-  while (produced < size_t(p.max_new_tokens)) {
+  while (produced < size_t(p.max_new_tokens) && !closed) {
     bool all = true;
     for (int64_t r = 0; r < b; ++r) {
       if (finished[size_t(r)]) {
         next[size_t(r)] = history[size_t(r)].back();
         continue;
       }
+      if (grammar && pending < 0)
+        if (llmc_status st = guides[size_t(r)].constrain(logits.data() + r * m.vocab, m.vocab,
+                                                         produced);
+            st != LLMC_OK)
+          return st;
       int32_t token = pending >= 0 ? pending
                       : deviceGreedy
                           ? greedy[size_t(r)]
@@ -312,6 +406,8 @@ llmc_status generateRows(llmc_session *session, const int32_t *prompts, size_t p
       next[size_t(r)] = token;
       all = emit(r, token) && all;
     }
+    if (grammarStatus != LLMC_OK)
+      return grammarStatus;
     ++produced;
     if (produced == 1)
       first = Clock::now();
@@ -358,7 +454,10 @@ llmc_status generateRows(llmc_session *session, const int32_t *prompts, size_t p
     bool done = false;
     llmc::Sampler &sampler = samplers[0];
     while (kept < draft.size() && !done) {
-      const float *row = verified.data() + kept * size_t(m.vocab);
+      float *row = verified.data() + kept * size_t(m.vocab);
+      if (grammar)
+        if (llmc_status st = guides[0].constrain(row, m.vocab, produced); st != LLMC_OK)
+          return st;
       bool stands;
       if (sampler.greedy()) {
         stands = sampler.sample(row, m.vocab, history[0]) == draft[kept];
@@ -373,6 +472,8 @@ llmc_status generateRows(llmc_session *session, const int32_t *prompts, size_t p
       if (!stands)
         break;
       done = emit(0, draft[kept]);
+      if (grammarStatus != LLMC_OK)
+        return grammarStatus;
       ++produced;
       ++kept;
     }
@@ -400,6 +501,9 @@ llmc_status generateRows(llmc_session *session, const int32_t *prompts, size_t p
     stats->accepted_tokens = accepted;
     stats->verify_steps = verifies;
     stats->draft_ms = proposer ? proposer->ms : 0;
+    stats->grammar_ms = grammarMs;
+    stats->grammar_complete =
+        grammar && llmc::grammar::Matcher::canEnd(guides[0].stacks) ? 1 : 0;
     if (produced > 1) {
       stats->time_per_output_token_ms = ms(end - first) / double(produced - 1);
       stats->tokens_per_second = 1000.0 * double(b) / stats->time_per_output_token_ms;

@@ -11,6 +11,7 @@
 #include "llmc/llmc.h"
 #include "llmc/model_abi.h"
 #include "runtime/src/Tokenizer.h"
+#include "runtime/src/grammar/Matcher.h"
 #include "runtime/src/support/Json.h"
 
 #include <cstdint>
@@ -84,6 +85,11 @@ struct llmc_session {
     if (ctx)
       model->abi->destroy(ctx);
   }
+};
+
+struct llmc_grammar {
+  std::shared_ptr<ModelData> model;
+  std::unique_ptr<llmc::grammar::Matcher> matcher;
 };
 
 namespace llmc::rt {

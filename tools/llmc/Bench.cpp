@@ -78,6 +78,15 @@ cl::opt<std::string> benchPromptText(
     cl::init(""), cl::sub(benchCmd), cl::cat(cat()));
 cl::opt<std::string> benchPromptFile("prompt-file", cl::desc("The prompt text from a file"),
                                      cl::init(""), cl::sub(benchCmd), cl::cat(cat()));
+cl::opt<std::string> benchJsonSchema(
+    "json-schema",
+    cl::desc("Run plain and constrained (this JSON Schema file) greedy generation in turns and "
+             "report the token masks' cost against a decode step"),
+    cl::value_desc("file"), cl::sub(benchCmd), cl::cat(cat()));
+cl::opt<std::string> benchRegex("regex", cl::desc("As --json-schema, with a regular expression"),
+                                cl::value_desc("re"), cl::sub(benchCmd), cl::cat(cat()));
+cl::opt<std::string> benchGrammar("grammar", cl::desc("As --json-schema, with a GBNF file"),
+                                  cl::value_desc("file"), cl::sub(benchCmd), cl::cat(cat()));
 cl::opt<bool> benchJson("json", cl::desc("Print the results as JSON"), cl::init(false),
                         cl::sub(benchCmd), cl::cat(cat()));
 
@@ -380,6 +389,79 @@ int benchSpeculation(llmc_session *session, const SpeculativeChoice &choice,
   return same ? 0 : 1;
 }
 
+/// llmc bench --json-schema/--regex/--grammar: the grammar made, a first
+/// constrained generation (each state's masks built as it is reached),
+/// then plain and constrained greedy generation in turns, medians of
+/// --runs: the masks' and grammar's time per token against a decode step.
+int benchConstrained(llmc_model *model, llmc_session *session, const std::vector<int32_t> &prompt,
+                     unsigned threads) {
+  using Clock = std::chrono::steady_clock;
+  auto begin = Clock::now();
+  auto made = makeGrammar(model, benchJsonSchema, benchRegex, benchGrammar);
+  if (!made)
+    return fail(llvm::toString(made.takeError()));
+  double createMs = std::chrono::duration<double, std::milli>(Clock::now() - begin).count();
+  llmc_grammar *grammar = *made;
+  auto freeGrammar = llvm::make_scope_exit([&] { llmc_grammar_free(grammar); });
+  llmc_generate_params plain;
+  llmc_generate_params_init(&plain);
+  plain.max_new_tokens = benchGen;
+  llmc_generate_params constrained = plain;
+  constrained.grammar = grammar;
+  std::vector<int32_t> out(size_t(benchGen.getValue()));
+  size_t count = 0;
+  llmc_generate_stats first, a, b;
+  if (llmc_generate(session, prompt.data(), prompt.size(), &constrained, nullptr, nullptr,
+                    out.data(), out.size(), &count, &first) != LLMC_OK)
+    return fail(llmc_last_error());
+  std::vector<double> plainTpot, tpot, maskMs, overhead;
+  int64_t generated = 0;
+  for (int run = 0; run < benchRuns; ++run) {
+    if (llmc_generate(session, prompt.data(), prompt.size(), &plain, nullptr, nullptr,
+                      out.data(), out.size(), &count, &a) != LLMC_OK ||
+        llmc_generate(session, prompt.data(), prompt.size(), &constrained, nullptr, nullptr,
+                      out.data(), out.size(), &count, &b) != LLMC_OK)
+      return fail(llmc_last_error());
+    double perToken = b.grammar_ms / double(std::max<int64_t>(b.generated_tokens, 1));
+    plainTpot.push_back(a.time_per_output_token_ms);
+    tpot.push_back(b.time_per_output_token_ms);
+    maskMs.push_back(perToken);
+    overhead.push_back(perToken / a.time_per_output_token_ms);
+    generated = b.generated_tokens;
+  }
+  double coldPerToken = first.grammar_ms / double(std::max<int64_t>(first.generated_tokens, 1));
+  if (benchJson) {
+    llvm::json::Object o{{"artifact", benchArtifact.getValue()},
+                         {"threads", int64_t(threads)},
+                         {"prompt_tokens", int64_t(prompt.size())},
+                         {"constrained_tokens", generated},
+                         {"runs", int64_t(benchRuns)},
+                         {"grammar_create_ms", createMs},
+                         {"first_run_grammar_ms", first.grammar_ms},
+                         {"first_run_grammar_ms_per_token", coldPerToken},
+                         {"grammar_ms_per_token", median(maskMs)},
+                         {"plain_time_per_output_token_ms", median(plainTpot)},
+                         {"constrained_time_per_output_token_ms", median(tpot)},
+                         {"grammar_share_of_decode_step", median(overhead)}};
+    llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(o))) << "\n";
+    return 0;
+  }
+  llvm::raw_ostream &os = llvm::outs();
+  os << llvm::formatv("model:              {0} ({1} threads)\n", benchArtifact, threads);
+  os << llvm::formatv("constrained:        {0} tokens generated, greedy, median of {1} runs in "
+                      "turns with plain decoding\n",
+                      generated, benchRuns);
+  os << llvm::formatv("grammar made        in {0:f2} ms\n", createMs);
+  os << llvm::formatv("first run           {0:f2} ms on masks and the grammar ({1:f3} ms per "
+                      "token: each state's masks built when first reached)\n",
+                      first.grammar_ms, coldPerToken);
+  os << llvm::formatv("plain decode        {0:f3} ms per token\n", median(plainTpot));
+  os << llvm::formatv("constrained decode  {0:f3} ms per token, of which masks and grammar "
+                      "{1:f3} ms: {2:f2}% of a plain decode step\n",
+                      median(tpot), median(maskMs), 100 * median(overhead));
+  return 0;
+}
+
 } // namespace
 
 int mlir::llmc::runBench() {
@@ -452,6 +534,8 @@ int mlir::llmc::runBench() {
                                       : std::max(1u, std::thread::hardware_concurrency());
   if (speculative->mode)
     return benchSpeculation(session, *speculative, prompt, threads);
+  if (!benchJsonSchema.empty() || !benchRegex.empty() || !benchGrammar.empty())
+    return benchConstrained(model, session, prompt, threads);
   std::vector<int32_t> out(size_t(benchGen.getValue()));
   llmc_generate_params p;
   llmc_generate_params_init(&p);

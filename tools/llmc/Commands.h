@@ -21,6 +21,7 @@ bool compileCommandGiven();
 bool runCommandGiven();
 bool inspectCommandGiven();
 bool benchCommandGiven();
+bool grammarCommandGiven();
 
 int runCompile(MLIRContext &ctx);
 
@@ -64,6 +65,7 @@ llvm::Expected<CpuModel> compileModel(MLIRContext &ctx, const CompileRequest &re
 int runRun();
 int runInspect();
 int runBench();
+int runGrammar();
 
 /// Prints "llmc: error: <message>" and returns 1 (a command's exit code).
 int fail(const llvm::Twine &message);
@@ -91,6 +93,11 @@ struct SpeculativeChoice {
   llmc_model *draft = nullptr;
 };
 llvm::Expected<SpeculativeChoice> parseSpeculative(llvm::StringRef spec, llvm::StringRef device);
+
+/// The grammar of --json-schema FILE, --regex RE or --grammar FILE (at most
+/// one given; none: nullptr), for `model`; freed with llmc_grammar_free.
+llvm::Expected<llmc_grammar *> makeGrammar(llmc_model *model, llvm::StringRef jsonSchemaFile,
+                                           llvm::StringRef regex, llvm::StringRef grammarFile);
 
 } // namespace mlir::llmc
 

@@ -94,6 +94,17 @@ cl::opt<int> runDraftTokens("draft-tokens",
 cl::opt<int> runNgram("ngram", cl::desc("--speculative prompt-lookup: the longest n-gram matched "
                                         "(default 3; down to 1)"),
                       cl::init(3), cl::sub(runCmd), cl::cat(cat()));
+cl::opt<std::string> runJsonSchema(
+    "json-schema",
+    cl::desc("Generate JSON that validates against the JSON Schema in this file"),
+    cl::value_desc("file"), cl::sub(runCmd), cl::cat(cat()));
+cl::opt<std::string> runRegex("regex",
+                              cl::desc("Generate text that this regular expression matches whole"),
+                              cl::value_desc("re"), cl::sub(runCmd), cl::cat(cat()));
+cl::opt<std::string> runGrammarFile("grammar",
+                                cl::desc("Generate text that this GBNF grammar file's root "
+                                         "matches"),
+                                cl::value_desc("file"), cl::sub(runCmd), cl::cat(cat()));
 cl::opt<bool> runVerbose("v", cl::desc("Print timing to stderr"), cl::init(false),
                          cl::sub(runCmd), cl::cat(cat()));
 
@@ -105,6 +116,32 @@ cl::opt<std::string> runDevice("device",
 } // namespace
 
 bool mlir::llmc::runCommandGiven() { return bool(runCmd); }
+
+llvm::Expected<llmc_grammar *> mlir::llmc::makeGrammar(llmc_model *model,
+                                                       llvm::StringRef jsonSchemaFile,
+                                                       llvm::StringRef regex,
+                                                       llvm::StringRef grammarFile) {
+  int given = !jsonSchemaFile.empty() + !regex.empty() + !grammarFile.empty();
+  if (given == 0)
+    return nullptr;
+  if (given > 1)
+    return llvm::createStringError("give at most one of --json-schema, --regex and --grammar");
+  std::string text = regex.str(), option = "--regex";
+  int32_t kind = LLMC_GRAMMAR_REGEX;
+  if (regex.empty()) {
+    llvm::StringRef file = jsonSchemaFile.empty() ? grammarFile : jsonSchemaFile;
+    option = jsonSchemaFile.empty() ? "--grammar" : "--json-schema";
+    kind = jsonSchemaFile.empty() ? LLMC_GRAMMAR_GBNF : LLMC_GRAMMAR_JSON_SCHEMA;
+    auto buf = llvm::MemoryBuffer::getFile(file);
+    if (!buf)
+      return llvm::createStringError(option + " " + file.str() + ": " + buf.getError().message());
+    text = (*buf)->getBuffer().str();
+  }
+  llmc_grammar *grammar = nullptr;
+  if (llmc_grammar_create(model, kind, text.data(), text.size(), &grammar) != LLMC_OK)
+    return llvm::createStringError(option + ": " + llmc_last_error());
+  return grammar;
+}
 
 llvm::Expected<std::vector<int32_t>> mlir::llmc::parseIds(llvm::StringRef text, llvm::StringRef what) {
   std::vector<int32_t> ids;
@@ -286,7 +323,8 @@ llmc_generate_params generateParams(const std::vector<int32_t> &stop,
 
 /// llmc run --ids "A;B;...": the sequences side by side in one batched
 /// session (equal lengths, a compiled batch size); one line of ids each.
-static int runBatch(llmc_model *model, const std::vector<int32_t> &stop) {
+static int runBatch(llmc_model *model, const std::vector<int32_t> &stop,
+                    const llmc_grammar *grammar) {
   llvm::SmallVector<llvm::StringRef> rows;
   llvm::StringRef(runIds).split(rows, ';', -1, false);
   std::vector<int32_t> prompts;
@@ -313,6 +351,7 @@ static int runBatch(llmc_model *model, const std::vector<int32_t> &stop) {
   auto freeSession = llvm::make_scope_exit([&] { llmc_session_free(session); });
   std::vector<const char *> stopText = stopStrings();
   llmc_generate_params p = generateParams(stop, stopText);
+  p.grammar = grammar;
   size_t capacity = size_t(std::max(runMaxNew.getValue(), 1));
   std::vector<int32_t> out(rows.size() * capacity);
   std::vector<size_t> counts(rows.size());
@@ -365,11 +404,15 @@ int mlir::llmc::runRun() {
   if ((format == "text" || !runPrompt.empty()) && !llmc_model_has_tokenizer(model))
     return fail(runArtifact + " has no tokenizer: compile with --tokenizer, or use --ids and "
                               "--format ids");
+  auto grammar = makeGrammar(model, runJsonSchema, runRegex, runGrammarFile);
+  if (!grammar)
+    return fail(llvm::toString(grammar.takeError()));
+  auto freeGrammar = llvm::make_scope_exit([&] { llmc_grammar_free(*grammar); });
   // Several sequences ("1,2,3;4,5,6"): one batched session.
   if (llvm::StringRef(runIds).contains(';')) {
     if (speculative->mode)
       return fail("--speculative runs one sequence, not a batch (--ids with ';')");
-    return runBatch(model, stop);
+    return runBatch(model, stop, *grammar);
   }
   std::vector<int32_t> prompt;
   if (!runPrompt.empty()) {
@@ -402,6 +445,7 @@ int mlir::llmc::runRun() {
   std::vector<const char *> stopText = stopStrings();
   llmc_generate_params p = generateParams(stop, stopText);
   p.speculative = speculative->mode;
+  p.grammar = *grammar;
   std::vector<int32_t> out(size_t(std::max(runMaxNew.getValue(), 1)));
   size_t count = 0;
   llmc_generate_stats stats;
@@ -428,6 +472,10 @@ int mlir::llmc::runRun() {
   }
   llvm::outs() << "\n";
   llvm::outs().flush();
+  if (p.grammar && !stats.grammar_complete)
+    llvm::errs() << llvm::formatv("llmc: note: the text is not complete: generation stopped after "
+                                  "{0} tokens, before the grammar's end (--max-new-tokens)\n",
+                                  count);
   // Fewer tokens than asked without a stop token: the KV cache filled up.
   if (count < size_t(runMaxNew) && llmc_session_length(session) >= llmc_session_capacity(session))
     llvm::errs() << llvm::formatv("llmc: note: generation stopped after {0} tokens: the KV cache "
@@ -440,6 +488,12 @@ int mlir::llmc::runRun() {
                                   stats.prompt_tokens, stats.generated_tokens,
                                   stats.time_to_first_token_ms, stats.time_per_output_token_ms,
                                   stats.tokens_per_second);
+    if (p.grammar)
+      llvm::errs() << llvm::formatv("grammar: {0:f2} ms of {1:f2} ms on token masks and "
+                                    "following the grammar ({2:f3} ms per token)\n",
+                                    stats.grammar_ms, stats.total_ms,
+                                    stats.grammar_ms /
+                                        double(std::max<int64_t>(stats.generated_tokens, 1)));
     if (stats.verify_steps)
       llvm::errs() << llvm::formatv(
           "speculative: {0} verification passes, {1} of {2} proposed tokens accepted ({3:f1}%), "

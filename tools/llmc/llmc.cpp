@@ -8,6 +8,8 @@
 //   llmc verify DIR... [--shared D]        replay model fixtures (prefill +
 //                                          decode) against their references
 //   llmc ops [--markdown]                  the ONNX operators llmc imports
+//   llmc grammar --json-schema F|--regex R|--grammar F [--match]
+//                                          check a grammar, or match texts
 //
 // Every command takes --help. Errors go to stderr as one line per problem
 // ("llmc: <file>: <what>"), and the exit status is non-zero.
@@ -979,6 +981,8 @@ int main(int argc, char **argv) {
     return runInspect();
   if (benchCommandGiven())
     return runBench();
+  if (grammarCommandGiven())
+    return runGrammar();
   llvm::errs() << "llmc: no command given; run `llmc --help`\n";
   return 1;
 }

@@ -220,6 +220,15 @@ typedef struct llmc_generate_params {
   int32_t draft_tokens; /* default 4, at most 64 */
   int32_t ngram_max;    /* default 3 */
   int32_t ngram_min;    /* default 1 */
+  /* NULL, or a grammar (llmc_grammar_create) the generated text must match:
+   * each step only the tokens that keep the text a prefix of a match can be
+   * chosen; the stop tokens (stop_tokens and the model's end-of-sequence
+   * tokens) only where the text may end, and choosing one ends the
+   * generation; so does reaching a text the grammar cannot extend. The
+   * text is the tokens' bytes as generated (a SentencePiece decoder's
+   * removal of the text's leading space aside). Made for this model's
+   * tokenizer, or one with the same vocabulary. */
+  const struct llmc_grammar *grammar;
 } llmc_generate_params;
 
 enum {
@@ -227,6 +236,28 @@ enum {
   LLMC_SPECULATIVE_PROMPT_LOOKUP = 1,
   LLMC_SPECULATIVE_DRAFT = 2
 };
+
+/* ---- constrained generation ------------------------------------------ */
+
+typedef struct llmc_grammar llmc_grammar;
+
+enum {
+  LLMC_GRAMMAR_GBNF = 0,       /* llama.cpp's GBNF: rules `name ::= ...`, one named root */
+  LLMC_GRAMMAR_REGEX = 1,      /* a regular expression the whole text must match */
+  LLMC_GRAMMAR_JSON_SCHEMA = 2 /* a JSON Schema (the subset docs/runtime.md lists) */
+};
+
+/* Compiles `text` (`len` UTF-8 bytes, of the given kind) into an automaton
+ * over the model's vocabulary, once, for any number of generations
+ * (llmc_generate_params.grammar) on any thread. Token masks are built as
+ * the automaton reaches each state and kept. A grammar that cannot be
+ * parsed or run (left recursion, an undefined rule, a root that matches
+ * nothing, a schema keyword it cannot enforce) is an
+ * LLMC_ERROR_INVALID_ARGUMENT naming the problem; the model must carry a
+ * tokenizer. The model must outlive the grammar. */
+llmc_status llmc_grammar_create(const llmc_model *model, int32_t kind, const char *text,
+                                size_t len, llmc_grammar **out_grammar);
+void llmc_grammar_free(llmc_grammar *grammar);
 
 /* Fills `params` with the defaults above. */
 void llmc_generate_params_init(llmc_generate_params *params);
@@ -245,6 +276,12 @@ typedef struct llmc_generate_stats {
    * draft model took (proposing, and catching up with accepted tokens). */
   int64_t draft_tokens, accepted_tokens, verify_steps;
   double draft_ms;
+  /* Constrained generation: the time spent on token masks and on following
+   * the grammar (included in the times above), and whether the text (of
+   * the first sequence) is complete: one the grammar matches whole (0 when
+   * max_new_tokens, the cache or the callback cut it short). */
+  double grammar_ms;
+  int32_t grammar_complete;
 } llmc_generate_stats;
 
 /* Resets the session, runs the prompt and generates up to

@@ -52,10 +52,23 @@ private:
   std::string error_;
 };
 
+/// A grammar the generated text must match (llmc_grammar_create): made by
+/// Model::grammar, used through GenerateOptions::grammar.
+class Grammar {
+public:
+  const llmc_grammar *get() const { return g_.get(); }
+
+private:
+  friend class Model;
+  explicit Grammar(llmc_grammar *g) : g_(g, &llmc_grammar_free) {}
+  std::unique_ptr<llmc_grammar, void (*)(llmc_grammar *)> g_;
+};
+
 struct GenerateOptions {
   llmc_generate_params params;
   std::vector<int32_t> stopTokens;      // added to params
   std::vector<std::string> stopStrings; // added to params (needs the artifact's tokenizer)
+  const Grammar *grammar = nullptr;     // sets params.grammar; must outlive the call
   GenerateOptions() { llmc_generate_params_init(&params); }
 };
 
@@ -86,6 +99,8 @@ public:
       stopText.push_back(s.c_str());
     p.stop_strings = stopText.data();
     p.num_stop_strings = stopText.size();
+    if (options.grammar)
+      p.grammar = options.grammar->get();
     std::vector<int32_t> out(size_t(p.max_new_tokens > 0 ? p.max_new_tokens : 1));
     size_t count = 0;
     auto trampoline = [](int32_t token, void *user) {
@@ -128,9 +143,13 @@ public:
     return i;
   }
 
-  /// A batch-1 session; `capacity` 0 is the compiled KV-cache capacity.
-  Result<Session> session(int32_t threads = 0, int64_t capacity = 0) {
+  /// A batch-1 session; `capacity` 0 is the compiled KV-cache capacity;
+  /// `draft`: a smaller model with the same vocabulary for speculative
+  /// decoding (LLMC_SPECULATIVE_DRAFT), which must outlive the session.
+  Result<Session> session(int32_t threads = 0, int64_t capacity = 0,
+                          const Model *draft = nullptr) {
     llmc_session_options options{threads, 1, capacity};
+    options.draft_model = draft ? draft->m_.get() : nullptr;
     llmc_session *s = nullptr;
     if (llmc_status st = llmc_session_create(m_.get(), &options, &s); st != LLMC_OK)
       return Result<Session>::failure(st);
@@ -138,6 +157,16 @@ public:
   }
 
   bool hasTokenizer() const { return llmc_model_has_tokenizer(m_.get()) != 0; }
+
+  /// A grammar over this model's vocabulary: `kind` LLMC_GRAMMAR_GBNF,
+  /// LLMC_GRAMMAR_REGEX or LLMC_GRAMMAR_JSON_SCHEMA.
+  Result<Grammar> grammar(int32_t kind, std::string_view text) const {
+    llmc_grammar *g = nullptr;
+    if (llmc_status s = llmc_grammar_create(m_.get(), kind, text.data(), text.size(), &g);
+        s != LLMC_OK)
+      return Result<Grammar>::failure(s);
+    return Grammar(g);
+  }
 
   /// Token ids of `text` (empty when the artifact has no tokenizer).
   std::vector<int32_t> tokenize(std::string_view text, bool addSpecial = true) const {

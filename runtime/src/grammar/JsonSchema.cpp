@@ -1,0 +1,438 @@
+//===- JsonSchema.cpp - a JSON Schema as a GBNF grammar -------------------===//
+//
+// Writes the grammar of the JSON texts that validate against a schema:
+// types null, boolean, integer, number, string (minLength, maxLength),
+// array (items, minItems, maxItems), object (properties in their order,
+// required, additionalProperties false or, with no properties, a schema for
+// the values of any key); enum, const, anyOf, $ref into the same document,
+// type lists, and {} or true for any JSON value. Keywords that constrain
+// the text in ways the grammar would not enforce (pattern, format, minimum,
+// oneOf, ...) are refused by name, so the output always validates.
+// Annotations (title, description, default, examples, ...) are ignored.
+//
+// Whitespace between tokens is bounded (a space, or a newline and up to 20
+// spaces or tabs) and numbers have at most 16 digits in each part, so a
+// model cannot loop forever inside a value.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/src/grammar/Grammar.h"
+#include "runtime/src/support/Json.h"
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+
+namespace llmc::grammar {
+
+namespace {
+
+using json::Value;
+
+const char *Primitives = R"(ws ::= | " " | "\n" [ \t]{0,20}
+json-char ::= [^"\\\x00-\x1f] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})
+json-string ::= "\"" json-char* "\""
+json-integer ::= "-"? ("0" | [1-9] [0-9]{0,15})
+json-number ::= json-integer ("." [0-9]{1,16})? ([eE] [-+]? [0-9]{1,3})?
+json-boolean ::= "true" | "false"
+json-null ::= "null"
+json-value ::= json-object | json-array | json-string | json-number | json-boolean | json-null
+json-object ::= "{" ws (json-string ws ":" ws json-value ws ("," ws json-string ws ":" ws json-value ws)*)? "}"
+json-array ::= "[" ws (json-value ws ("," ws json-value ws)*)? "]"
+)";
+
+/// `v` as compact JSON text.
+void writeJson(const Value &v, std::string &out) {
+  switch (v.kind) {
+  case Value::Null: out += "null"; return;
+  case Value::Bool: out += v.boolean ? "true" : "false"; return;
+  case Value::Number: {
+    char buf[40];
+    if (std::floor(v.number) == v.number && std::fabs(v.number) < 1e15)
+      std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v.number));
+    else
+      std::snprintf(buf, sizeof buf, "%.17g", v.number);
+    out += buf;
+    return;
+  }
+  case Value::String:
+    out += '"';
+    for (unsigned char c : v.string) {
+      if (c == '"' || c == '\\') {
+        out += '\\';
+        out += char(c);
+      } else if (c < 0x20) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", c);
+        out += buf;
+      } else {
+        out += char(c);
+      }
+    }
+    out += '"';
+    return;
+  case Value::Array:
+    out += '[';
+    for (size_t i = 0; i < v.array.size(); ++i) {
+      if (i)
+        out += ',';
+      writeJson(v.array[i], out);
+    }
+    out += ']';
+    return;
+  case Value::Object:
+    out += '{';
+    for (size_t i = 0; i < v.members.size(); ++i) {
+      if (i)
+        out += ',';
+      Value key;
+      key.kind = Value::String;
+      key.string = v.members[i].first;
+      writeJson(key, out);
+      out += ':';
+      writeJson(v.members[i].second, out);
+    }
+    out += '}';
+    return;
+  }
+}
+
+/// `bytes` as a GBNF "literal".
+std::string literal(const std::string &bytes) {
+  std::string out = "\"";
+  for (unsigned char c : bytes) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += char(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += char(c);
+    }
+  }
+  return out + "\"";
+}
+
+struct Converter {
+  const Value &document;
+  std::string &error;
+  std::string rules;
+  std::map<std::string, std::string> refs; // "$ref" -> its rule
+  int counter = 0;
+
+  Converter(const Value &doc, std::string &err) : document(doc), error(err) {}
+
+  bool fail(const std::string &where, const std::string &message) {
+    if (error.empty())
+      error = "JSON Schema" + (where.empty() ? std::string() : " at " + where) + ": " + message;
+    return false;
+  }
+
+  std::string fresh(const std::string &hint) { return hint + "-" + std::to_string(++counter); }
+
+  void define(const std::string &name, const std::string &body) {
+    rules += name + " ::= " + body + "\n";
+  }
+
+  bool resolve(const std::string &ref, const std::string &where, const Value *&out) {
+    if (ref.empty() || ref[0] != '#')
+      return fail(where, "only references into the same document (\"#...\") are supported, not '" +
+                             ref + "'");
+    out = &document;
+    size_t i = 1;
+    if (i < ref.size() && ref[i] != '/')
+      return fail(where, "the reference '" + ref + "' is not a JSON pointer");
+    while (i < ref.size()) {
+      size_t j = ref.find('/', i + 1);
+      std::string part = ref.substr(i + 1, (j == std::string::npos ? ref.size() : j) - i - 1);
+      for (size_t k; (k = part.find("~1")) != std::string::npos;)
+        part.replace(k, 2, "/");
+      for (size_t k; (k = part.find("~0")) != std::string::npos;)
+        part.replace(k, 2, "~");
+      const Value *next = nullptr;
+      if (out->kind == Value::Object)
+        next = out->get(part);
+      if (!next)
+        return fail(where, "the reference '" + ref + "' names nothing in the document");
+      out = next;
+      i = j == std::string::npos ? ref.size() : j;
+    }
+    return true;
+  }
+
+  /// The rule (or expression) for the texts `s` allows.
+  bool schema(const Value &s, const std::string &where, int depth, std::string &out) {
+    if (depth > 64)
+      return fail(where, "the schema is nested too deeply");
+    if (s.kind == Value::Bool) {
+      if (!s.boolean)
+        return fail(where, "the schema false matches nothing");
+      out = "json-value";
+      return true;
+    }
+    if (s.kind != Value::Object)
+      return fail(where, "a schema must be an object or a boolean");
+    static const std::set<std::string> ignored = {
+        "title", "description", "$schema", "$id", "$comment", "default", "examples",
+        "deprecated", "readOnly", "writeOnly", "$defs", "definitions"};
+    static const std::set<std::string> known = {
+        "type", "enum", "const", "anyOf", "$ref", "properties", "required",
+        "additionalProperties", "items", "minItems", "maxItems", "minLength", "maxLength",
+        "minimum"};
+    for (const auto &[key, value] : s.members)
+      if (!ignored.count(key) && !known.count(key))
+        return fail(where, "the keyword '" + key + "' is not supported");
+    if (const Value *ref = s.get("$ref")) {
+      if (s.members.size() > 1)
+        for (const auto &[key, value] : s.members)
+          if (key != "$ref" && !ignored.count(key))
+            return fail(where, "'$ref' beside other keywords ('" + key + "') is not supported");
+      std::string target = ref->asString();
+      if (auto it = refs.find(target); it != refs.end()) {
+        out = it->second;
+        return true;
+      }
+      const Value *resolved;
+      if (!resolve(target, where, resolved))
+        return false;
+      std::string name = fresh("ref");
+      refs[target] = name;
+      std::string body;
+      if (!schema(*resolved, target, depth + 1, body))
+        return false;
+      define(name, body);
+      out = name;
+      return true;
+    }
+    if (const Value *e = s.get("enum")) {
+      if (e->kind != Value::Array || e->array.empty())
+        return fail(where, "'enum' must be a non-empty array");
+      std::string body;
+      for (const Value &v : e->array) {
+        std::string text;
+        writeJson(v, text);
+        body += (body.empty() ? "" : " | ") + literal(text);
+      }
+      out = "(" + body + ")";
+      return true;
+    }
+    if (const Value *c = s.get("const")) {
+      std::string text;
+      writeJson(*c, text);
+      out = literal(text);
+      return true;
+    }
+    if (const Value *any = s.get("anyOf")) {
+      if (any->kind != Value::Array || any->array.empty())
+        return fail(where, "'anyOf' must be a non-empty array");
+      std::string body;
+      for (size_t i = 0; i < any->array.size(); ++i) {
+        std::string alt;
+        if (!schema(any->array[i], where + "/anyOf/" + std::to_string(i), depth + 1, alt))
+          return false;
+        body += (body.empty() ? "" : " | ") + alt;
+      }
+      out = "(" + body + ")";
+      return true;
+    }
+    std::vector<std::string> types;
+    if (const Value *t = s.get("type")) {
+      if (t->kind == Value::String) {
+        types.push_back(t->string);
+      } else if (t->kind == Value::Array && !t->array.empty()) {
+        for (const Value &v : t->array)
+          types.push_back(v.asString());
+      } else {
+        return fail(where, "'type' must be a type name or a non-empty list of them");
+      }
+    } else if (s.get("properties") || s.get("additionalProperties") || s.get("required")) {
+      types.push_back("object");
+    } else if (s.get("items") || s.get("minItems") || s.get("maxItems")) {
+      types.push_back("array");
+    } else if (s.get("minLength") || s.get("maxLength")) {
+      types.push_back("string");
+    } else {
+      out = "json-value";
+      return true;
+    }
+    std::string body;
+    for (const std::string &type : types) {
+      std::string alt;
+      if (!typed(s, type, where, depth, alt))
+        return false;
+      body += (body.empty() ? "" : " | ") + alt;
+    }
+    out = types.size() == 1 ? body : "(" + body + ")";
+    return true;
+  }
+
+  bool count(const Value &s, const char *key, const std::string &where, int &out) {
+    out = -1;
+    const Value *v = s.get(key);
+    if (!v)
+      return true;
+    if (!v->isInt() || v->number < 0 || v->number > 10000)
+      return fail(where, std::string("'") + key + "' must be an integer in 0 .. 10000");
+    out = int(v->number);
+    return true;
+  }
+
+  bool typed(const Value &s, const std::string &type, const std::string &where, int depth,
+             std::string &out) {
+    const Value *minimum = s.get("minimum");
+    if (minimum && (type != "integer" && type != "number"))
+      return fail(where, "'minimum' applies to numbers");
+    if (minimum && !(minimum->kind == Value::Number && minimum->number == 0))
+      return fail(where, "'minimum' is only supported as 0");
+    if (type == "null" || type == "boolean") {
+      out = "json-" + type;
+    } else if (type == "integer" || type == "number") {
+      if (minimum) {
+        out = fresh("nonnegative");
+        define(out, type == "integer"
+                        ? std::string("(\"0\" | [1-9] [0-9]{0,15})")
+                        : "(\"0\" | [1-9] [0-9]{0,15}) (\".\" [0-9]{1,16})? ([eE] [-+]? [0-9]{1,3})?");
+      } else {
+        out = "json-" + type;
+      }
+    } else if (type == "string") {
+      int lo, hi;
+      if (!count(s, "minLength", where, lo) || !count(s, "maxLength", where, hi))
+        return false;
+      if (lo < 0 && hi < 0) {
+        out = "json-string";
+        return true;
+      }
+      lo = std::max(lo, 0);
+      if (hi >= 0 && hi < lo)
+        return fail(where, "'maxLength' is below 'minLength'");
+      out = fresh("string");
+      define(out, "\"\\\"\" json-char{" + std::to_string(lo) + "," +
+                      (hi >= 0 ? std::to_string(hi) : "") + "} \"\\\"\"");
+    } else if (type == "array") {
+      return array(s, where, depth, out);
+    } else if (type == "object") {
+      return object(s, where, depth, out);
+    } else {
+      return fail(where, "unknown type '" + type + "'");
+    }
+    return true;
+  }
+
+  bool array(const Value &s, const std::string &where, int depth, std::string &out) {
+    int lo, hi;
+    if (!count(s, "minItems", where, lo) || !count(s, "maxItems", where, hi))
+      return false;
+    lo = std::max(lo, 0);
+    if (hi >= 0 && hi < lo)
+      return fail(where, "'maxItems' is below 'minItems'");
+    std::string item = "json-value";
+    if (const Value *items = s.get("items"))
+      if (!schema(*items, where + "/items", depth + 1, item))
+        return false;
+    out = fresh("array");
+    std::string more = "(\",\" ws " + item + " ws)";
+    auto bound = [](int n) { return n < 0 ? std::string() : std::to_string(n); };
+    if (hi == 0)
+      define(out, "\"[\" ws \"]\"");
+    else if (lo == 0)
+      define(out, "\"[\" ws (" + item + " ws " + more + "{0," + bound(hi < 0 ? -1 : hi - 1) +
+                      "})? \"]\"");
+    else
+      define(out, "\"[\" ws " + item + " ws " + more + "{" + std::to_string(lo - 1) + "," +
+                      bound(hi < 0 ? -1 : hi - 1) + "} \"]\"");
+    return true;
+  }
+
+  bool object(const Value &s, const std::string &where, int depth, std::string &out) {
+    const Value *props = s.get("properties");
+    const Value *extra = s.get("additionalProperties");
+    if (props && props->kind != Value::Object)
+      return fail(where, "'properties' must be an object");
+    std::set<std::string> required;
+    if (const Value *r = s.get("required")) {
+      if (r->kind != Value::Array)
+        return fail(where, "'required' must be an array of names");
+      for (const Value &name : r->array) {
+        if (name.kind != Value::String)
+          return fail(where, "'required' must be an array of names");
+        if (!props || !props->get(name.string))
+          return fail(where, "the required property '" + name.string +
+                                 "' is not among 'properties' (only listed properties are "
+                                 "generated)");
+        required.insert(name.string);
+      }
+    }
+    bool closed = !extra || (extra->kind == Value::Bool && !extra->boolean);
+    if (props && !props->members.empty()) {
+      if (extra && !closed && !(extra->kind == Value::Bool && extra->boolean))
+        return fail(where, "'additionalProperties' with a schema beside 'properties' is not "
+                           "supported");
+    } else if (!closed || !extra) {
+      // A map: any keys, values of the additionalProperties schema.
+      std::string value = "json-value";
+      if (extra && extra->kind == Value::Object)
+        if (!schema(*extra, where + "/additionalProperties", depth + 1, value))
+          return false;
+      out = fresh("map");
+      std::string kv = "json-string ws \":\" ws " + value + " ws";
+      define(out, "\"{\" ws (" + kv + " (\",\" ws " + kv + ")*)? \"}\"");
+      return true;
+    }
+    // Properties in their order, each optional one free to be left out:
+    // first-i starts the object at property i, rest-i goes on after one.
+    std::string base = fresh("object");
+    size_t n = props ? props->members.size() : 0;
+    std::vector<std::string> kv(n);
+    for (size_t i = 0; i < n; ++i) {
+      const auto &[name, sub] = props->members[i];
+      std::string value;
+      if (!schema(sub, where + "/properties/" + name, depth + 1, value))
+        return false;
+      Value key;
+      key.kind = Value::String;
+      key.string = name;
+      std::string text;
+      writeJson(key, text);
+      kv[i] = literal(text) + " ws \":\" ws " + value + " ws";
+    }
+    auto first = [&](size_t i) { return base + "-first" + std::to_string(i); };
+    auto rest = [&](size_t i) { return base + "-rest" + std::to_string(i); };
+    define(first(n), "\"\"");
+    define(rest(n), "\"\"");
+    for (size_t i = n; i-- > 0;) {
+      bool req = required.count(props->members[i].first) > 0;
+      define(rest(i), req ? "\",\" ws " + kv[i] + " " + rest(i + 1)
+                          : "(\",\" ws " + kv[i] + ")? " + rest(i + 1));
+      define(first(i), req ? kv[i] + " " + rest(i + 1)
+                           : kv[i] + " " + rest(i + 1) + " | " + first(i + 1));
+    }
+    out = base;
+    define(out, "\"{\" ws " + first(0) + " \"}\"");
+    return true;
+  }
+};
+
+} // namespace
+
+bool jsonSchemaToGbnf(std::string_view text, std::string &gbnf, std::string &error) {
+  error.clear();
+  Value doc;
+  std::string why;
+  if (!json::parse(text, doc, why)) {
+    error = "JSON Schema: not valid JSON: " + why;
+    return false;
+  }
+  Converter c(doc, error);
+  std::string top;
+  if (!c.schema(doc, "", 0, top))
+    return false;
+  gbnf = "root ::= " + top + "\n" + c.rules + Primitives;
+  return true;
+}
+
+} // namespace llmc::grammar

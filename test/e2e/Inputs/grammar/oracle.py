@@ -1,0 +1,239 @@
+"""Checks llmc's grammars against independent oracles (test/e2e/grammar.test).
+
+  oracle.py regex              llmc grammar --regex P --match against Python's re
+  oracle.py schema             llmc grammar --json-schema S --match against the
+                               jsonschema library
+  oracle.py generate ART...    llmc run --json-schema/--regex/--grammar on each
+                               artifact, greedy and sampled: every text must
+                               validate (jsonschema, re, ast)
+"""
+import ast
+import itertools
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+
+import jsonschema
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def llmc_match(option, value, texts):
+    """1/0 per text: whether the grammar matches it whole."""
+    out = subprocess.run(["llmc", "grammar", option, value, "--match"],
+                         input="".join(json.dumps(t) + "\n" for t in texts),
+                         capture_output=True, text=True, encoding="utf-8")
+    if out.returncode != 0:
+        sys.exit("llmc grammar %s %r failed: %s" % (option, value, out.stderr))
+    got = out.stdout.split()
+    assert len(got) == len(texts), (len(got), len(texts))
+    return [g == "1" for g in got]
+
+
+def mutations(s, alphabet, rng, limit=150):
+    """Single deletions, substitutions and insertions of `s`, sampled."""
+    out = set()
+    for i in range(len(s)):
+        out.add(s[:i] + s[i + 1:])
+        for c in rng.sample(alphabet, min(4, len(alphabet))):
+            out.add(s[:i] + c + s[i + 1:])
+    for i in range(len(s) + 1):
+        for c in rng.sample(alphabet, min(3, len(alphabet))):
+            out.add(s[:i] + c + s[i:])
+    out = sorted(out)
+    rng.shuffle(out)
+    return out[:limit]
+
+
+# (pattern, texts that match), the texts mutated into near misses.
+REGEXES = [
+    (r"\d{3}-\d{4}", ["555-0199", "000-0000"]),
+    (r"[A-Z][a-z]+ (said|spake) unto [A-Z][a-z]+\.", ["God said unto Moses.", "Aaron spake unto Pharaoh."]),
+    (r"(ab|a)*c?", ["", "abaab", "aaac", "c"]),
+    (r"[^aeiou\s]{2,4}x+", ["bcx", "zz!xxx", "1234x"]),
+    (r"colou?r|gr[ae]y", ["color", "colour", "grey", "gray"]),
+    (r"\w+@\w+\.(com|org)", ["a_1@b.com", "me@example.org"]),
+    (r"[α-ω]+ und [^a-z]{1,3}", ["αβγ und XY", "ω und €"]),
+    (r"(?:\+|-)?\d+(\.\d*)?", ["+12", "-3.", "4.25", "7"]),
+    (r"a{2}b{1,}c{0,2}", ["aab", "aabbbcc"]),
+    (r"\.\*\?\[\]\(\)", [".*?[]()"]),
+    (r"[\]\-a]+", ["]-a", "a"]),
+    (r"x{,2}y", ["y", "xxy"]),
+    (r"^abc$", ["abc"]),
+    (r"a.c", ["abc", "a c", "a€c"]),
+    (r"[^\n]*\n?", ["line", "line\n", ""]),
+    (r"\s*\S+\s*", [" word\t", "x"]),
+    (r"(a|b|)+c", ["c", "abc", "bbac"]),
+    (r"\x41\u00e9\t\\", ["A\u00e9\t\\"]),
+    (r"[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){2}", ["0a:FF:19"]),
+    (r"x{2,3}?y", ["xxy", "xxxy"]),
+]
+
+
+def check_regexes():
+    rng = random.Random(1)
+    total = 0
+    for pattern, positives in REGEXES:
+        alphabet = sorted(set("".join(positives) + pattern + "aZ9 \n\u00e9\u20ac"))
+        texts = list(positives)
+        for p in positives:
+            texts += mutations(p, alphabet, rng)
+        texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 8)))
+                  for _ in range(100)]
+        got = llmc_match("--regex", pattern, texts)
+        for text, g in zip(texts, got):
+            want = re.fullmatch(pattern, text, re.ASCII) is not None
+            if g != want:
+                sys.exit("regex %r on %r: llmc says %s, Python's re %s" % (pattern, text, g, want))
+        for p in positives:
+            assert re.fullmatch(pattern, p, re.ASCII), (pattern, p)
+        total += len(texts)
+    print("regex: %d patterns, %d texts: llmc and Python's re agree on every one"
+          % (len(REGEXES), total))
+
+
+SCHEMAS = {
+    "person": json.load(open(os.path.join(HERE, "person.schema.json"))),
+    "list": {"type": "array", "items": {"anyOf": [{"type": "number"}, {"type": "null"},
+                                                  {"type": "string", "minLength": 2, "maxLength": 3}]},
+             "minItems": 1, "maxItems": 3},
+    "refs": {"$defs": {"point": {"type": "object", "properties": {"x": {"type": "integer"},
+                                                                  "y": {"type": "integer"}},
+                                 "required": ["x", "y"]}},
+             "type": "object",
+             "properties": {"from": {"$ref": "#/$defs/point"}, "to": {"$ref": "#/$defs/point"},
+                            "label": {"const": "edge"}},
+             "required": ["from"]},
+    "map": {"type": "object", "additionalProperties": {"type": "boolean"}},
+    "any": {},
+}
+
+VALID = {
+    "person": [{"name": "Caleb", "tribe": "Judah", "faithful": True},
+               {"name": "Eli", "age": 98, "tribe": "Levi", "sons": ["Hophni", "Phinehas"],
+                "score": -1.5e3, "faithful": False},
+               {"name": "Dan\"\\\u00e9", "tribe": "Dan", "score": None, "faithful": True},
+               {"name": "x", "sons": [], "faithful": False, "tribe": "Benjamin", "age": 0}],
+    "list": [[1], [None, "ab", 2.5], ["xyz", -0.0, 1e-7]],
+    "refs": [{"from": {"x": 1, "y": -2}}, {"from": {"x": 0, "y": 0}, "to": {"x": 3, "y": 4},
+                                           "label": "edge"}],
+    "map": [{}, {"a": True, "b\n": False}],
+    "any": [None, 1, "s", [1, {"a": [True]}], {"k": {"l": None}}],
+}
+
+INVALID_TEXTS = [
+    "", "{", "{}", "[]", "null", "[1,]", "{\"name\":\"a\"}", "01", "1.", ".5", "-", "1e", "+1",
+    "\"\\x\"", "\"a\nb\"", "[1 2]", "{\"a\":true,}", "truex", "{\"from\":{\"x\":1}}",
+    "{\"name\":\"abcdefghijklmn\",\"tribe\":\"Dan\",\"faithful\":true}",
+    "{\"name\":\"a\",\"tribe\":\"Gad\",\"faithful\":true}",
+    "[\"a\"]", "[1,2,3,4]", "{\"a\":1}", "{\"from\":{\"x\":1,\"y\":2},\"label\":\"node\"}",
+]
+
+
+def ordered(schema, value):
+    """`value` with object keys in the schema's property order (llmc writes
+    properties in that order)."""
+    if isinstance(value, dict) and isinstance(schema, dict) and "properties" in schema:
+        keys = [k for k in schema["properties"] if k in value]
+        return {k: ordered(schema["properties"][k], value[k]) for k in keys}
+    return value
+
+
+def check_schemas():
+    rng = random.Random(2)
+    total = accepted = 0
+    for name, schema in SCHEMAS.items():
+        path = os.path.join(os.environ.get("TMPDIR", "/tmp"), "llmc-oracle-%s-%d.json"
+                            % (name, os.getpid()))
+        with open(path, "w") as f:
+            json.dump(schema, f)
+        valid = []
+        for v in VALID[name]:
+            jsonschema.validate(v, schema)
+            v = ordered(schema.get("$defs") and schema or schema, v)
+            valid.append(json.dumps(v, separators=(",", ":"), ensure_ascii=False))
+            valid.append(json.dumps(v, separators=(", ", ": ")))
+            valid.append(json.dumps(v, indent=2))
+        texts = list(valid) + INVALID_TEXTS
+        for t in valid:
+            texts += mutations(t, sorted(set(t + "{}[],:\" 0e.-n")), rng, limit=120)
+        got = llmc_match("--json-schema", path, texts)
+        os.unlink(path)
+        for text, g in zip(texts, got):
+            if text in valid and not g:
+                sys.exit("schema %s: llmc rejects the valid %r" % (name, text))
+            if g:
+                accepted += 1
+                try:
+                    jsonschema.validate(json.loads(text), schema)
+                except Exception as e:  # noqa: BLE001 - any failure is the finding
+                    sys.exit("schema %s: llmc accepts %r, which does not validate: %s"
+                             % (name, text, e))
+        total += len(texts)
+    print("schema: %d schemas, %d texts, %d accepted by llmc: every accepted text validates, "
+          "every valid one written in property order is accepted" % (len(SCHEMAS), total, accepted))
+
+
+def arithmetic(text):
+    """Whether `text` is what arith.gbnf describes, as Python reads it."""
+    tree = ast.parse(text, mode="eval")
+    allowed = (ast.Expression, ast.BinOp, ast.Constant, ast.Add, ast.Sub, ast.Mult, ast.Div)
+    return all(isinstance(n, allowed) for n in ast.walk(tree)) and text == text.strip()
+
+
+def generate(artifacts):
+    person = SCHEMAS["person"]
+    schema_file = os.path.join(HERE, "person.schema.json")
+    regexes = [r"[A-Z][a-z]{1,8} (said|spake) unto [A-Z][a-z]{1,8}\.",
+               r"\d{3}-\d{4}( ext\. \d{1,3})?",
+               r"(yes|no|maybe), [a-z ]{2,20}!"]
+    for art in artifacts:
+        counts = {"json-schema": 0, "regex": 0, "grammar": 0}
+        runs = [("json-schema", schema_file, None), ("grammar", os.path.join(HERE, "arith.gbnf"), None)]
+        runs += [("regex", r, None) for r in regexes]
+        for (kind, value, _), mode in itertools.product(runs, ["greedy", 1, 2, 3]):
+            cmd = ["llmc", "run", art, "--prompt", "And he said", "--max-new-tokens", "450",
+                   "--format", "text", "--" + kind, value]
+            if mode != "greedy":
+                cmd += ["--temperature", "1", "--seed", str(mode)]
+            out = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8",
+                                 errors="surrogateescape")
+            if out.returncode != 0:
+                sys.exit("%s failed: %s" % (" ".join(cmd), out.stderr))
+            text = out.stdout[:-1] if out.stdout.endswith("\n") else out.stdout
+            try:
+                if kind == "json-schema":
+                    jsonschema.validate(json.loads(text), person)
+                elif kind == "regex":
+                    assert re.fullmatch(value, text, re.ASCII), "no match"
+                else:
+                    assert arithmetic(text), "not the grammar's arithmetic"
+            except Exception as e:  # noqa: BLE001
+                sys.exit("%s: the text %r does not validate: %s" % (" ".join(cmd), text, e))
+            counts[kind] += 1
+        # Speculative greedy decoding keeps the constrained output.
+        for kind, value, _ in runs:
+            base = ["llmc", "run", art, "--prompt", "And he said", "--max-new-tokens", "450",
+                    "--format", "ids", "--" + kind, value]
+            plain = subprocess.run(base, capture_output=True, text=True, check=True).stdout
+            spec = subprocess.run(base + ["--speculative", "prompt-lookup"], capture_output=True,
+                                  text=True, check=True).stdout
+            if plain != spec:
+                sys.exit("%s: --speculative prompt-lookup changed the output:\n%s\n%s"
+                         % (" ".join(base), plain, spec))
+        print("%s: %d constrained generations, greedy and sampled, all valid (json-schema %d, "
+              "regex %d, grammar %d); speculative greedy output the same"
+              % (os.path.basename(art), sum(counts.values()), counts["json-schema"],
+                 counts["regex"], counts["grammar"]))
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "regex":
+        check_regexes()
+    elif sys.argv[1] == "schema":
+        check_schemas()
+    else:
+        generate(sys.argv[2:])
