@@ -11,6 +11,9 @@ packages=(
 )
 # For fuzz/run.sh (clang's libFuzzer runtime); small, so installed too.
 packages+=(clang-14 libclang-rt-14-dev)
+# Test oracles from Debian (the tests' Python sees Debian's Python packages,
+# below): the JSON Schema library constrained generation is checked with.
+packages+=(python3-jsonschema)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -31,10 +34,11 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # The tests' Python: a virtual environment of Debian's python3 holding the
-# standard library and test/requirements.txt, nothing else (no system or
-# user site-packages), so a test that imports a package setup does not
-# install fails here as it would on a fresh machine. Remade when the
-# requirements change.
+# standard library, the Python packages Debian installed (apt: above), and
+# test/requirements.txt; nothing installed by hand (no /usr/local or user
+# site-packages), so a test that imports a package setup does not install
+# fails here as it would on a fresh machine. Remade when the requirements
+# change.
 root="$(cd "$(dirname "$0")/.." && pwd)"
 venv="$root/.venv"
 req="$root/test/requirements.txt"
@@ -43,6 +47,10 @@ if [ ! -x "$venv/bin/python3" ] || ! cmp -s "$req" "$stamp"; then
   echo "llmc setup: making the test environment $venv (test/requirements.txt)"
   rm -rf "$venv"
   /usr/bin/python3 -m venv "$venv"
+  # Debian's packages only: a .pth naming their folder, not
+  # --system-site-packages (which would add /usr/local too).
+  site=$("$venv/bin/python3" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  echo /usr/lib/python3/dist-packages > "$site/debian-packages.pth"
   if grep -qvE '^[[:space:]]*(#|$)' "$req"; then
     "$venv/bin/python3" -m pip install -q --disable-pip-version-check --no-input -r "$req"
   fi
