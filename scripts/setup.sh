@@ -11,9 +11,12 @@ packages=(
 )
 # For fuzz/run.sh (clang's libFuzzer runtime); small, so installed too.
 packages+=(clang-14 libclang-rt-14-dev)
-# Test oracles from Debian (the tests' Python sees Debian's Python packages,
-# below): the JSON Schema library constrained generation is checked with.
-packages+=(python3-jsonschema)
+# Python packages the tests take from Debian (test/requirements-debian.txt:
+# PyPI may be out of reach), shown to the tests' Python below.
+root="$(cd "$(dirname "$0")/.." && pwd)"
+debianReq="$root/test/requirements-debian.txt"
+mapfile -t debianPython < <(grep -vE '^[[:space:]]*(#|$)' "$debianReq")
+packages+=("${debianPython[@]}")
 
 missing=()
 for p in "${packages[@]}"; do
@@ -34,25 +37,27 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # The tests' Python: a virtual environment of Debian's python3 holding the
-# standard library, the Python packages Debian installed (apt: above), and
-# test/requirements.txt; nothing installed by hand (no /usr/local or user
-# site-packages), so a test that imports a package setup does not install
-# fails here as it would on a fresh machine. Remade when the requirements
-# change.
-root="$(cd "$(dirname "$0")/.." && pwd)"
+# standard library, test/requirements.txt, and links to the files of the
+# Debian packages test/requirements-debian.txt names (in .venv/debian-packages,
+# on the path through a .pth); nothing else from the system's or the user's
+# site-packages, so a test that imports a package setup does not install
+# fails here as it would on a fresh machine. Remade when either list changes.
 venv="$root/.venv"
 req="$root/test/requirements.txt"
 stamp="$venv/.llmc-requirements"
-if [ ! -x "$venv/bin/python3" ] || ! cmp -s "$req" "$stamp"; then
-  echo "llmc setup: making the test environment $venv (test/requirements.txt)"
+if [ ! -x "$venv/bin/python3" ] || ! cat "$req" "$debianReq" | cmp -s - "$stamp"; then
+  echo "llmc setup: making the test environment $venv (test/requirements*.txt)"
   rm -rf "$venv"
   /usr/bin/python3 -m venv "$venv"
-  # Debian's packages only: a .pth naming their folder, not
-  # --system-site-packages (which would add /usr/local too).
-  site=$("$venv/bin/python3" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-  echo /usr/lib/python3/dist-packages > "$site/debian-packages.pth"
   if grep -qvE '^[[:space:]]*(#|$)' "$req"; then
     "$venv/bin/python3" -m pip install -q --disable-pip-version-check --no-input -r "$req"
   fi
-  cp "$req" "$stamp"
+  mkdir -p "$venv/debian-packages"
+  for p in "${debianPython[@]}"; do
+    dpkg -L "$p" | grep -E '^/usr/lib/python3/dist-packages/[^/]+$' |
+      while read -r f; do ln -sf "$f" "$venv/debian-packages/"; done
+  done
+  site=$("$venv/bin/python3" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  echo "$venv/debian-packages" > "$site/debian-packages.pth"
+  cat "$req" "$debianReq" > "$stamp"
 fi
