@@ -80,6 +80,86 @@ size_t fitBucket(const llmc_session &s, size_t k) {
   return fit ? fit - 1 : k;
 }
 
+/// Constrained generation for one sequence: where its text stands in the
+/// grammar, and the mask of each step laid over the logits.
+struct Guide {
+  const llmc::grammar::Matcher *matcher;
+  const std::vector<int32_t> *enders; // stop tokens: allowed where the text may end
+  llmc::grammar::StackPool pool;
+  llmc::grammar::Stacks stacks, next;
+  std::vector<uint64_t> mask;
+  double *ms;
+
+  Guide(const llmc::grammar::Matcher &m, const std::vector<int32_t> &e, double *time)
+      : matcher(&m), enders(&e), stacks(m.start(pool)), mask(m.maskWords()), ms(time) {}
+
+  /// Whether the grammar admits more text.
+  bool open() const { return llmc::grammar::Matcher::canContinue(stacks); }
+
+  /// Sets the logits of the tokens not allowed after `at` to -inf; whether
+  /// any is.
+  bool maskLogits(const llmc::grammar::Stacks &at, float *logits, int64_t vocab) {
+    auto begin = std::chrono::steady_clock::now();
+    matcher->mask(pool, at, mask.data());
+    int64_t known = std::min<int64_t>(vocab, matcher->vocab());
+    bool ends = llmc::grammar::Matcher::canEnd(at), any = false;
+    for (int64_t t = 0; t < vocab; ++t) {
+      bool allowed = t < known && ((mask[size_t(t) / 64] >> (t % 64)) & 1);
+      if (!allowed && ends)
+        allowed = isEnder(int32_t(t));
+      if (!allowed)
+        logits[t] = -std::numeric_limits<float>::infinity();
+      any = any || allowed;
+    }
+    *ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin)
+               .count();
+    return any;
+  }
+
+  bool isEnder(int32_t t) const {
+    return std::find(enders->begin(), enders->end(), t) != enders->end();
+  }
+
+  /// The stacks after `token` from `at` into `to` (empty: not allowed, or
+  /// too ambiguous to follow).
+  void follow(const llmc::grammar::Stacks &at, int32_t token, llmc::grammar::Stacks &to) {
+    auto begin = std::chrono::steady_clock::now();
+    if (!matcher->advanceToken(pool, at, token, to))
+      to.clear();
+    *ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin)
+               .count();
+  }
+
+  /// Sets the logits of the tokens not allowed next to -inf; an error when
+  /// none is.
+  llmc_status constrain(float *logits, int64_t vocab, size_t generated) {
+    bool ends = llmc::grammar::Matcher::canEnd(stacks);
+    if (!maskLogits(stacks, logits, vocab))
+      return fail(LLMC_ERROR_INVALID_ARGUMENT,
+                  "no token of the vocabulary continues the grammar after " +
+                      std::to_string(generated) + " generated tokens" +
+                      (ends ? " (the text may end here, but there is no stop token: give "
+                              "stop_tokens)"
+                            : ""));
+    return LLMC_OK;
+  }
+
+  /// Follows `token`; an error when the grammar cannot.
+  llmc_status accept(int32_t token) {
+    auto begin = std::chrono::steady_clock::now();
+    std::string why;
+    bool ok = matcher->advanceToken(pool, stacks, token, next, &why);
+    *ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin)
+               .count();
+    if (!ok)
+      return fail(LLMC_ERROR_INVALID_ARGUMENT, why);
+    if (next.empty()) // an ender, or a token the mask kept out
+      return LLMC_OK;
+    stacks.swap(next);
+    return LLMC_OK;
+  }
+};
+
 /// Draft-model speculation: the draft session's cache follows the text
 /// (prompt and accepted tokens), and each step it proposes up to k tokens,
 /// one decode step each, sampled as the target samples.
@@ -107,8 +187,12 @@ struct DraftProposer {
     return st;
   }
 
-  /// Up to k tokens to follow `history` into `out`.
-  llmc_status propose(const std::vector<int32_t> &history, size_t k, std::vector<int32_t> &out) {
+  /// Up to k tokens to follow `history` into `out`; with `guide`, only
+  /// tokens its grammar allows after the text (the draft's logits masked as
+  /// the target's are), ending early where the grammar's text may end or
+  /// no token continues it.
+  llmc_status propose(const std::vector<int32_t> &history, size_t k, std::vector<int32_t> &out,
+                      Guide *guide) {
     auto start = std::chrono::steady_clock::now();
     out.clear();
     // Catch up with what the draft has not seen: the tokens accepted after
@@ -123,7 +207,12 @@ struct DraftProposer {
     if (q.size() < k)
       q.resize(k);
     int64_t vocab = session->model->vocab;
+    llmc::grammar::Stacks at, next;
+    if (guide)
+      at = guide->stacks;
     for (size_t i = 0; i < k; ++i) {
+      if (guide && !guide->maskLogits(at, logits.data(), vocab))
+        break;
       int32_t d;
       if (sampler.greedy()) {
         d = sampler.sample(logits.data(), vocab, text);
@@ -133,6 +222,14 @@ struct DraftProposer {
       }
       out.push_back(d);
       text.push_back(d);
+      if (guide) {
+        if (guide->isEnder(d))
+          break;
+        guide->follow(at, d, next);
+        if (!llmc::grammar::Matcher::canContinue(next))
+          break;
+        at.swap(next);
+      }
       if (i + 1 < k)
         if (llmc_status st = append(session, &d, 1, nullptr, logits.data()); st != LLMC_OK)
           return st;
@@ -147,65 +244,6 @@ struct DraftProposer {
   void settle(size_t length, size_t kept) {
     session->length = std::min<int64_t>(session->length, int64_t(length + kept));
     text.resize(std::min(text.size(), length + kept));
-  }
-};
-
-/// Constrained generation for one sequence: where its text stands in the
-/// grammar, and the mask of each step laid over the logits.
-struct Guide {
-  const llmc::grammar::Matcher *matcher;
-  const std::vector<int32_t> *enders; // stop tokens: allowed where the text may end
-  llmc::grammar::StackPool pool;
-  llmc::grammar::Stacks stacks, next;
-  std::vector<uint64_t> mask;
-  double *ms;
-
-  Guide(const llmc::grammar::Matcher &m, const std::vector<int32_t> &e, double *time)
-      : matcher(&m), enders(&e), stacks(m.start(pool)), mask(m.maskWords()), ms(time) {}
-
-  /// Whether the grammar admits more text.
-  bool open() const { return llmc::grammar::Matcher::canContinue(stacks); }
-
-  /// Sets the logits of the tokens not allowed next to -inf; an error when
-  /// none is.
-  llmc_status constrain(float *logits, int64_t vocab, size_t generated) {
-    auto begin = std::chrono::steady_clock::now();
-    matcher->mask(pool, stacks, mask.data());
-    int64_t known = std::min<int64_t>(vocab, matcher->vocab());
-    bool ends = llmc::grammar::Matcher::canEnd(stacks), any = false;
-    for (int64_t t = 0; t < vocab; ++t) {
-      bool allowed = t < known && ((mask[size_t(t) / 64] >> (t % 64)) & 1);
-      if (!allowed && ends)
-        allowed = std::find(enders->begin(), enders->end(), int32_t(t)) != enders->end();
-      if (!allowed)
-        logits[t] = -std::numeric_limits<float>::infinity();
-      any = any || allowed;
-    }
-    *ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin)
-               .count();
-    if (!any)
-      return fail(LLMC_ERROR_INVALID_ARGUMENT,
-                  "no token of the vocabulary continues the grammar after " +
-                      std::to_string(generated) + " generated tokens" +
-                      (ends ? " (the text may end here, but there is no stop token: give "
-                              "stop_tokens)"
-                            : ""));
-    return LLMC_OK;
-  }
-
-  /// Follows `token`; an error when the grammar cannot.
-  llmc_status accept(int32_t token) {
-    auto begin = std::chrono::steady_clock::now();
-    std::string why;
-    bool ok = matcher->advanceToken(pool, stacks, token, next, &why);
-    *ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin)
-               .count();
-    if (!ok)
-      return fail(LLMC_ERROR_INVALID_ARGUMENT, why);
-    if (next.empty()) // an ender, or a token the mask kept out
-      return LLMC_OK;
-    stacks.swap(next);
-    return LLMC_OK;
   }
 };
 
@@ -423,10 +461,25 @@ llmc_status generateRows(llmc_session *session, const int32_t *prompts, size_t p
       size_t k = std::min<size_t>(proposer ? draftLength : size_t(p.draft_tokens), room);
       if (proposer && k > 0) {
         k = fitBucket(*session, k);
-        if (llmc_status st = proposer->propose(history[0], k, draft); st != LLMC_OK)
+        if (llmc_status st =
+                proposer->propose(history[0], k, draft, grammar ? &guides[0] : nullptr);
+            st != LLMC_OK)
           return fail(st, "the draft model: " + std::string(llmc_last_error()));
       } else if (!proposer) {
         draft = promptLookup(history[0], k, size_t(p.ngram_min), size_t(p.ngram_max));
+        if (grammar) { // proposals the grammar forbids would only be rejected
+          llmc::grammar::Stacks at = guides[0].stacks, next;
+          size_t allowed = 0;
+          for (; allowed < draft.size(); ++allowed) {
+            if (guides[0].isEnder(draft[allowed]) || !llmc::grammar::Matcher::canContinue(at))
+              break;
+            guides[0].follow(at, draft[allowed], next);
+            if (next.empty())
+              break;
+            at.swap(next);
+          }
+          draft.resize(allowed);
+        }
         draft.resize(fitBucket(*session, draft.size()));
       }
     }

@@ -3,9 +3,12 @@
   oracle.py regex              llmc grammar --regex P --match against Python's re
   oracle.py schema             llmc grammar --json-schema S --match against the
                                jsonschema library
-  oracle.py generate ART...    llmc run --json-schema/--regex/--grammar on each
+  oracle.py generate [--draft D] ART...
+                               llmc run --json-schema/--regex/--grammar on each
                                artifact, greedy and sampled: every text must
-                               validate (jsonschema, re, ast)
+                               validate (jsonschema, re, ast); greedy output the
+                               same with speculation (prompt lookup, and draft
+                               model D, or the artifact itself)
 """
 import ast
 import itertools
@@ -184,7 +187,7 @@ def arithmetic(text):
     return all(isinstance(n, allowed) for n in ast.walk(tree)) and text == text.strip()
 
 
-def generate(artifacts):
+def generate(artifacts, draft=None):
     person = SCHEMAS["person"]
     schema_file = os.path.join(HERE, "person.schema.json")
     regexes = [r"[A-Z][a-z]{1,8} (said|spake) unto [A-Z][a-z]{1,8}\.",
@@ -219,13 +222,15 @@ def generate(artifacts):
             base = ["llmc", "run", art, "--prompt", "And he said", "--max-new-tokens", "450",
                     "--format", "ids", "--" + kind, value]
             plain = subprocess.run(base, capture_output=True, text=True, check=True).stdout
-            spec = subprocess.run(base + ["--speculative", "prompt-lookup"], capture_output=True,
-                                  text=True, check=True).stdout
-            if plain != spec:
-                sys.exit("%s: --speculative prompt-lookup changed the output:\n%s\n%s"
-                         % (" ".join(base), plain, spec))
+            for how in ["prompt-lookup"] + (["draft:" + (draft or art)]):
+                spec = subprocess.run(base + ["--speculative", how], capture_output=True,
+                                      text=True, check=True).stdout
+                if plain != spec:
+                    sys.exit("%s: --speculative %s changed the output:\n%s\n%s"
+                             % (" ".join(base), how, plain, spec))
         print("%s: %d constrained generations, greedy and sampled, all valid (json-schema %d, "
-              "regex %d, grammar %d); speculative greedy output the same"
+              "regex %d, grammar %d); speculative greedy output the same (prompt lookup, "
+              "draft model)"
               % (os.path.basename(art), sum(counts.values()), counts["json-schema"],
                  counts["regex"], counts["grammar"]))
 
@@ -236,4 +241,8 @@ if __name__ == "__main__":
     elif sys.argv[1] == "schema":
         check_schemas()
     else:
-        generate(sys.argv[2:])
+        args = sys.argv[2:]
+        draft = None
+        if args[0] == "--draft":
+            draft, args = args[1], args[2:]
+        generate(args, draft)
