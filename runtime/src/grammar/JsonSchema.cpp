@@ -1,12 +1,14 @@
 //===- JsonSchema.cpp - a JSON Schema as a GBNF grammar -------------------===//
 //
 // Writes the grammar of the JSON texts that validate against a schema:
-// types null, boolean, integer, number, string (minLength, maxLength),
+// types null, boolean, integer, number, string (minLength, maxLength, or a
+// pattern: the regex front end, its characters rewritten as JSON writes
+// them),
 // array (items, minItems, maxItems), object (properties in their order,
 // required, additionalProperties false or, with no properties, a schema for
 // the values of any key); enum, const, anyOf, $ref into the same document,
 // type lists, and {} or true for any JSON value. Keywords that constrain
-// the text in ways the grammar would not enforce (pattern, format, minimum,
+// the text in ways the grammar would not enforce (format, minimum,
 // oneOf, ...) are refused by name, so the output always validates.
 // Annotations (title, description, default, examples, ...) are ignored.
 //
@@ -18,6 +20,7 @@
 #include "runtime/src/grammar/Grammar.h"
 #include "runtime/src/support/Json.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -117,6 +120,146 @@ std::string literal(const std::string &bytes) {
   return out + "\"";
 }
 
+/// A code point as JSON string text writes it (json.dumps' escapes).
+std::string jsonEscaped(uint32_t cp) {
+  switch (cp) {
+  case '"': return "\\\"";
+  case '\\': return "\\\\";
+  case '\b': return "\\b";
+  case '\f': return "\\f";
+  case '\n': return "\\n";
+  case '\r': return "\\r";
+  case '\t': return "\\t";
+  default: break;
+  }
+  std::string out;
+  if (cp < 0x20) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "\\u%04x", cp);
+    return buf;
+  }
+  json::appendUtf8(out, cp);
+  return out;
+}
+
+using Ranges = std::vector<std::pair<uint32_t, uint32_t>>;
+
+/// `n`'s code points: sorted, merged, the complement when negated.
+Ranges codePoints(const Node &n) {
+  Ranges r = n.ranges, merged;
+  std::sort(r.begin(), r.end());
+  for (auto [lo, hi] : r) {
+    if (!merged.empty() && lo <= merged.back().second + 1)
+      merged.back().second = std::max(merged.back().second, hi);
+    else
+      merged.push_back({lo, hi});
+  }
+  if (!n.negated)
+    return merged;
+  Ranges out;
+  uint32_t next = 0;
+  for (auto [lo, hi] : merged) {
+    if (lo > next)
+      out.push_back({next, lo - 1});
+    next = hi + 1;
+  }
+  if (next <= 0x10FFFF)
+    out.push_back({next, 0x10FFFF});
+  return out;
+}
+
+/// The regex syntax `n` over a string's characters, rewritten over the JSON
+/// text that writes them: characters JSON must escape become their escapes.
+Node jsonText(const Node &n) {
+  Node out = n;
+  switch (n.kind) {
+  case Node::Literal: {
+    out = Node();
+    out.kind = Node::Seq;
+    for (size_t i = 0; i < n.text.size();) {
+      unsigned char c = static_cast<unsigned char>(n.text[i]);
+      size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : 4;
+      uint32_t cp = len == 1 ? c : c & (0xFF >> (len + 1));
+      for (size_t k = 1; k < len && i + k < n.text.size(); ++k)
+        cp = (cp << 6) | (static_cast<unsigned char>(n.text[i + k]) & 0x3F);
+      out.kids.push_back(Node::literal(jsonEscaped(cp)));
+      i += len;
+    }
+    return out;
+  }
+  case Node::Class: {
+    // Characters written as themselves, and the escaped ones one by one.
+    Ranges all = codePoints(n), raw;
+    out = Node();
+    out.kind = Node::Alt;
+    for (auto [lo, hi] : all) {
+      for (uint32_t c = lo; c <= std::min<uint32_t>(hi, 0x5C); ++c)
+        if (c < 0x20 || c == '"' || c == '\\')
+          out.kids.push_back(Node::literal(jsonEscaped(c)));
+      // [lo, hi] without 0x00-0x1F, '"' and '\\'.
+      uint32_t from = std::max<uint32_t>(lo, 0x20);
+      for (uint32_t cut : {uint32_t('"'), uint32_t('\\')}) {
+        if (from <= hi && from <= cut && cut <= hi) {
+          if (from < cut)
+            raw.push_back({from, cut - 1});
+          from = cut + 1;
+        }
+      }
+      if (from <= hi)
+        raw.push_back({from, hi});
+    }
+    out.kids.push_back(Node::cls(raw));
+    return out;
+  }
+  case Node::Seq:
+  case Node::Alt:
+  case Node::Repeat:
+    for (Node &k : out.kids)
+      k = jsonText(k);
+    return out;
+  case Node::Ref:
+    return out;
+  }
+  return out;
+}
+
+/// `n` as a GBNF expression.
+std::string gbnf(const Node &n) {
+  switch (n.kind) {
+  case Node::Literal:
+    return literal(n.text);
+  case Node::Class: {
+    if (n.ranges.empty())
+      return n.negated ? "[\\x00-\\U0010FFFF]" : "[^\\x00-\\U0010FFFF]";
+    std::string out = n.negated ? "[^" : "[";
+    char buf[32];
+    for (auto [lo, hi] : n.ranges) {
+      std::snprintf(buf, sizeof buf, "\\U%08x-\\U%08x", lo, hi);
+      out += buf;
+    }
+    return out + "]";
+  }
+  case Node::Seq: {
+    std::string out = "(\"\"";
+    for (const Node &k : n.kids)
+      out += " " + gbnf(k);
+    return out + ")";
+  }
+  case Node::Alt: {
+    std::string out = "(";
+    for (size_t i = 0; i < n.kids.size(); ++i)
+      out += (i ? " | " : "") + gbnf(n.kids[i]);
+    return out + ")";
+  }
+  case Node::Repeat:
+    return "(" + gbnf(n.kids[0]) + "){" + std::to_string(n.min) + "," +
+           (n.max >= 0 ? std::to_string(n.max) : "") + "}";
+  case Node::Ref:
+    return n.text;
+  }
+  return "\"\"";
+}
+
 struct Converter {
   const Value &document;
   std::string &error;
@@ -182,7 +325,7 @@ struct Converter {
     static const std::set<std::string> known = {
         "type", "enum", "const", "anyOf", "$ref", "properties", "required",
         "additionalProperties", "items", "minItems", "maxItems", "minLength", "maxLength",
-        "minimum"};
+        "minimum", "pattern"};
     for (const auto &[key, value] : s.members)
       if (!ignored.count(key) && !known.count(key))
         return fail(where, "the keyword '" + key + "' is not supported");
@@ -196,7 +339,7 @@ struct Converter {
         out = it->second;
         return true;
       }
-      const Value *resolved;
+      const Value *resolved = nullptr;
       if (!resolve(target, where, resolved))
         return false;
       std::string name = fresh("ref");
@@ -253,7 +396,7 @@ struct Converter {
       types.push_back("object");
     } else if (s.get("items") || s.get("minItems") || s.get("maxItems")) {
       types.push_back("array");
-    } else if (s.get("minLength") || s.get("maxLength")) {
+    } else if (s.get("minLength") || s.get("maxLength") || s.get("pattern")) {
       types.push_back("string");
     } else {
       out = "json-value";
@@ -303,6 +446,8 @@ struct Converter {
       int lo, hi;
       if (!count(s, "minLength", where, lo) || !count(s, "maxLength", where, hi))
         return false;
+      if (const Value *pattern = s.get("pattern"))
+        return patterned(*pattern, lo >= 0 || hi >= 0, where, out);
       if (lo < 0 && hi < 0) {
         out = "json-string";
         return true;
@@ -320,6 +465,30 @@ struct Converter {
     } else {
       return fail(where, "unknown type '" + type + "'");
     }
+    return true;
+  }
+
+  /// A string whose text `pattern` finds (as JSON Schema and Python's
+  /// re.search do: anywhere, unless anchored by ^ and $).
+  bool patterned(const Value &pattern, bool lengths, const std::string &where, std::string &out) {
+    if (pattern.kind != Value::String)
+      return fail(where, "'pattern' must be a string");
+    if (lengths)
+      return fail(where, "'pattern' beside 'minLength' or 'maxLength' is not supported");
+    const std::string &re = pattern.string;
+    RuleSet rules;
+    std::string why;
+    if (!parseRegex(re, rules, why))
+      return fail(where, "'pattern': " + why);
+    size_t slashes = 0;
+    for (size_t i = re.size() - (re.empty() ? 0 : 1); i-- > 0 && re[i] == '\\';)
+      ++slashes;
+    bool start = !re.empty() && re[0] == '^',
+         end = !re.empty() && re.back() == '$' && slashes % 2 == 0;
+    out = fresh("pattern");
+    define(out, std::string("\"\\\"\" ") + (start ? "" : "json-char* ") +
+                    gbnf(jsonText(rules.rules[0].second)) + (end ? "" : " json-char*") +
+                    " \"\\\"\"");
     return true;
   }
 

@@ -111,6 +111,11 @@ SCHEMAS = {
                             "label": {"const": "edge"}},
              "required": ["from"]},
     "map": {"type": "object", "additionalProperties": {"type": "boolean"}},
+    "pattern": {"type": "object",
+                "properties": {"id": {"type": "string", "pattern": "^[A-Z]{2}-\\d{3}$"},
+                               "note": {"type": "string", "pattern": "a(b|\"|\\\\)+c"},
+                               "tag": {"pattern": "^x[^a-z]?$"}},
+                "required": ["id"]},
     "any": {},
 }
 
@@ -124,6 +129,8 @@ VALID = {
     "refs": [{"from": {"x": 1, "y": -2}}, {"from": {"x": 0, "y": 0}, "to": {"x": 3, "y": 4},
                                            "label": "edge"}],
     "map": [{}, {"a": True, "b\n": False}],
+    "pattern": [{"id": "AB-123"}, {"id": "ZZ-000", "note": "xxab\"\\cyy", "tag": "x"},
+                {"id": "QQ-999", "note": "abc", "tag": "x\n"}, {"id": "AA-000", "tag": "x\u0001"}],
     "any": [None, 1, "s", [1, {"a": [True]}], {"k": {"l": None}}],
 }
 
