@@ -3,13 +3,13 @@
 // Writes the grammar of the JSON texts that validate against a schema:
 // types null, boolean, integer, number, string (minLength, maxLength, or a
 // pattern: the regex front end, its characters rewritten as JSON writes
-// them),
-// array (items, minItems, maxItems), object (properties in their order,
-// required, additionalProperties false or, with no properties, a schema for
-// the values of any key); enum, const, anyOf, $ref into the same document,
-// type lists, and {} or true for any JSON value. Keywords that constrain
-// the text in ways the grammar would not enforce (format, minimum,
-// oneOf, ...) are refused by name, so the output always validates.
+// them), array (items, minItems, maxItems), object (properties in their
+// order, required, additionalProperties false or, with no properties, a
+// schema for the values of any key); enum, const, anyOf, $ref into the same
+// document, type lists, numeric bounds (the integers in range), and {} or
+// true for any JSON value. Keywords that constrain the text in ways the
+// grammar would not enforce (format, multipleOf, oneOf, ...) are refused by
+// name, so the output always validates.
 // Annotations (title, description, default, examples, ...) are ignored.
 //
 // Whitespace between tokens is bounded (a space, or a newline and up to 20
@@ -325,7 +325,7 @@ struct Converter {
     static const std::set<std::string> known = {
         "type", "enum", "const", "anyOf", "$ref", "properties", "required",
         "additionalProperties", "items", "minItems", "maxItems", "minLength", "maxLength",
-        "minimum", "pattern"};
+        "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "pattern"};
     for (const auto &[key, value] : s.members)
       if (!ignored.count(key) && !known.count(key))
         return fail(where, "the keyword '" + key + "' is not supported");
@@ -398,6 +398,9 @@ struct Converter {
       types.push_back("array");
     } else if (s.get("minLength") || s.get("maxLength") || s.get("pattern")) {
       types.push_back("string");
+    } else if (s.get("minimum") || s.get("maximum") || s.get("exclusiveMinimum") ||
+               s.get("exclusiveMaximum")) {
+      types.push_back("number");
     } else {
       out = "json-value";
       return true;
@@ -426,22 +429,28 @@ struct Converter {
 
   bool typed(const Value &s, const std::string &type, const std::string &where, int depth,
              std::string &out) {
-    const Value *minimum = s.get("minimum");
-    if (minimum && (type != "integer" && type != "number"))
-      return fail(where, "'minimum' applies to numbers");
-    if (minimum && !(minimum->kind == Value::Number && minimum->number == 0))
-      return fail(where, "'minimum' is only supported as 0");
+    bool bounded = false;
+    for (const char *k : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
+      if (const Value *v = s.get(k)) {
+        if (type != "integer" && type != "number")
+          return fail(where, std::string("'") + k + "' applies to numbers, not to " + type);
+        if (v->kind != Value::Number)
+          return fail(where, std::string("'") + k + "' must be a number");
+        bounded = true;
+      }
     if (type == "null" || type == "boolean") {
       out = "json-" + type;
+    } else if ((type == "integer" || type == "number") && !bounded) {
+      out = "json-" + type;
+    } else if (type == "number" && s.members.size() && s.get("minimum") &&
+               s.get("minimum")->number == 0 && !s.get("maximum") &&
+               !s.get("exclusiveMinimum") && !s.get("exclusiveMaximum")) {
+      out = fresh("nonnegative");
+      define(out, "(\"0\" | [1-9] [0-9]{0,15}) (\".\" [0-9]{1,16})? ([eE] [-+]? [0-9]{1,3})?");
     } else if (type == "integer" || type == "number") {
-      if (minimum) {
-        out = fresh("nonnegative");
-        define(out, type == "integer"
-                        ? std::string("(\"0\" | [1-9] [0-9]{0,15})")
-                        : "(\"0\" | [1-9] [0-9]{0,15}) (\".\" [0-9]{1,16})? ([eE] [-+]? [0-9]{1,3})?");
-      } else {
-        out = "json-" + type;
-      }
+      // Bounds: the integers between them (for a number, a subset of what
+      // validates: the grammar writes no fraction there).
+      return integerRange(s, where, out);
     } else if (type == "string") {
       int lo, hi;
       if (!count(s, "minLength", where, lo) || !count(s, "maxLength", where, hi))
@@ -466,6 +475,83 @@ struct Converter {
       return fail(where, "unknown type '" + type + "'");
     }
     return true;
+  }
+
+  /// The integers the bounds of `s` allow, at most 16 digits, as decimal
+  /// text without leading zeros: per digit count, the classic split of a
+  /// range of equal-length numbers into digit classes.
+  bool integerRange(const Value &s, const std::string &where, std::string &out) {
+    const double limit = 9999999999999999.0; // 16 digits
+    double lo = -limit, hi = limit;
+    if (const Value *v = s.get("minimum"))
+      lo = std::max(lo, std::ceil(v->number));
+    if (const Value *v = s.get("exclusiveMinimum"))
+      lo = std::max(lo, std::floor(v->number) + 1);
+    if (const Value *v = s.get("maximum"))
+      hi = std::min(hi, std::floor(v->number));
+    if (const Value *v = s.get("exclusiveMaximum"))
+      hi = std::min(hi, std::ceil(v->number) - 1);
+    if (lo > hi)
+      return fail(where, "the bounds hold no integer of at most 16 digits");
+    std::vector<std::string> alts;
+    if (hi >= 0)
+      naturals(int64_t(std::max(lo, 0.0)), int64_t(hi), alts);
+    if (lo < 0) {
+      std::vector<std::string> negative;
+      naturals(int64_t(std::max(-hi, 1.0)), int64_t(-lo), negative);
+      for (const std::string &n : negative)
+        alts.push_back("\"-\" " + n);
+    }
+    std::string body;
+    for (const std::string &a : alts)
+      body += (body.empty() ? "" : " | ") + ("(" + a + ")");
+    out = fresh("integer");
+    define(out, body);
+    return true;
+  }
+
+  /// GBNF alternatives for the naturals in [a, b] written without leading
+  /// zeros.
+  static void naturals(int64_t a, int64_t b, std::vector<std::string> &alts) {
+    std::string sa = std::to_string(a), sb = std::to_string(b);
+    for (size_t d = sa.size(); d <= sb.size(); ++d) {
+      std::string from = d == sa.size() ? sa : "1" + std::string(d - 1, '0');
+      std::string to = d == sb.size() ? sb : std::string(d, '9');
+      if (d == 1 && from != sa)
+        from = "0";
+      sameLength(from, to, "", alts);
+    }
+  }
+
+  /// Equal-length decimal strings from..to (from <= to), after `prefix`.
+  static void sameLength(const std::string &from, const std::string &to, const std::string &prefix,
+                         std::vector<std::string> &alts) {
+    size_t n = from.size();
+    auto digit = [](char lo, char hi) {
+      return lo == hi ? "\"" + std::string(1, lo) + "\"" : "[" + std::string(1, lo) + "-" + hi + "]";
+    };
+    auto join = [](const std::string &a, const std::string &b) {
+      return a.empty() ? b : b.empty() ? a : a + " " + b;
+    };
+    if (n == 0) {
+      alts.push_back(prefix.empty() ? "\"\"" : prefix);
+      return;
+    }
+    std::string restFrom = from.substr(1), restTo = to.substr(1);
+    if (from[0] == to[0]) {
+      sameLength(restFrom, restTo, join(prefix, digit(from[0], from[0])), alts);
+      return;
+    }
+    bool fullFrom = restFrom.find_first_not_of('0') == std::string::npos,
+         fullTo = restTo.find_first_not_of('9') == std::string::npos;
+    std::string any = n > 1 ? "[0-9]{" + std::to_string(n - 1) + "}" : "";
+    char lo = fullFrom ? from[0] : char(from[0] + 1), hi = fullTo ? to[0] : char(to[0] - 1);
+    if (!fullFrom)
+      sameLength(restFrom, std::string(n - 1, '9'), join(prefix, digit(from[0], from[0])), alts);
+    if (lo <= hi)
+      alts.push_back(join(join(prefix, digit(lo, hi)), any));
+    if (!fullTo)
+      sameLength(std::string(n - 1, '0'), restTo, join(prefix, digit(to[0], to[0])), alts);
   }
 
   /// A string whose text `pattern` finds (as JSON Schema and Python's

@@ -111,6 +111,12 @@ SCHEMAS = {
                             "label": {"const": "edge"}},
              "required": ["from"]},
     "map": {"type": "object", "additionalProperties": {"type": "boolean"}},
+    "bounds": {"type": "object",
+               "properties": {"a": {"type": "integer", "minimum": -37, "maximum": 1205},
+                              "b": {"type": "integer", "exclusiveMinimum": 9},
+                              "c": {"type": "number", "maximum": -1.5},
+                              "d": {"maximum": 3}},
+               "required": ["a"]},
     "pattern": {"type": "object",
                 "properties": {"id": {"type": "string", "pattern": "^[A-Z]{2}-\\d{3}$"},
                                "note": {"type": "string", "pattern": "a(b|\"|\\\\)+c"},
@@ -129,6 +135,8 @@ VALID = {
     "refs": [{"from": {"x": 1, "y": -2}}, {"from": {"x": 0, "y": 0}, "to": {"x": 3, "y": 4},
                                            "label": "edge"}],
     "map": [{}, {"a": True, "b\n": False}],
+    "bounds": [{"a": -37}, {"a": 1205, "b": 10, "c": -2, "d": 3},
+               {"a": 0, "b": 123456789, "c": -100}, {"a": -1, "d": -5}, {"a": 999, "b": 1000}],
     "pattern": [{"id": "AB-123"}, {"id": "ZZ-000", "note": "xxab\"\\cyy", "tag": "x"},
                 {"id": "QQ-999", "note": "abc", "tag": "x\n"}, {"id": "AA-000", "tag": "x\u0001"}],
     "any": [None, 1, "s", [1, {"a": [True]}], {"k": {"l": None}}],
@@ -185,6 +193,41 @@ def check_schemas():
         total += len(texts)
     print("schema: %d schemas, %d texts, %d accepted by llmc: every accepted text validates, "
           "every valid one written in property order is accepted" % (len(SCHEMAS), total, accepted))
+
+
+RANGES = [{"minimum": -37, "maximum": 1205}, {"minimum": 10}, {"exclusiveMaximum": 0},
+          {"minimum": 0, "maximum": 0}, {"exclusiveMinimum": 99, "exclusiveMaximum": 1000},
+          {"minimum": -5000, "maximum": -4990}, {"minimum": 7.5, "maximum": 20.2}]
+
+
+def check_ranges():
+    """Integer bounds, exhaustively near them: the canonical text of every
+    integer is accepted exactly when it validates."""
+    total = 0
+    for bounds in RANGES:
+        schema = dict(bounds, type="integer")
+        path = os.path.join(os.environ.get("TMPDIR", "/tmp"), "llmc-range-%d.json" % os.getpid())
+        with open(path, "w") as f:
+            json.dump(schema, f)
+        ends = [v for v in bounds.values()]
+        ints = sorted({i for e in ends for i in range(int(e) - 300, int(e) + 300)} | {0, 1, -1})
+        texts = [str(i) for i in ints] + ["-0", "007", "+5", "1.0", "1e2", ""]
+        got = llmc_match("--json-schema", path, texts)
+        os.unlink(path)
+        for text, g in zip(texts, got):
+            canonical = text.lstrip("-").isdigit() and str(int(text)) == text
+            try:
+                jsonschema.validate(json.loads(text), schema)
+                valid = True
+            except Exception:  # noqa: BLE001
+                valid = False
+            if g and not valid:
+                sys.exit("bounds %s: llmc accepts %r, which does not validate" % (bounds, text))
+            if canonical and valid and not g:
+                sys.exit("bounds %s: llmc rejects the valid %r" % (bounds, text))
+        total += len(texts)
+    print("ranges: %d integer bounds, %d texts: llmc accepts every canonical integer that "
+          "validates and nothing that does not" % (len(RANGES), total))
 
 
 def arithmetic(text):
@@ -247,6 +290,7 @@ if __name__ == "__main__":
         check_regexes()
     elif sys.argv[1] == "schema":
         check_schemas()
+        check_ranges()
     else:
         args = sys.argv[2:]
         draft = None
