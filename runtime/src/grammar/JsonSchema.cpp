@@ -260,6 +260,35 @@ std::string gbnf(const Node &n) {
   return "\"\"";
 }
 
+/// The texts a string format allows, as an anchored regex (a subset where
+/// the format is looser: years 0001-9999, no February 29, no leap second,
+/// lowercase e-mail domains), or null.
+const char *formatPattern(const std::string &format) {
+  static const char *const Date =
+      "(?:000[1-9]|00[1-9]\\d|0[1-9]\\d{2}|[1-9]\\d{3})-"
+      "(?:(?:0[1-9]|1[0-2])-(?:0[1-9]|1\\d|2[0-8])|(?:0[13-9]|1[0-2])-(?:29|30)|"
+      "(?:0[13578]|1[02])-31)";
+  static const char *const Time = "(?:[01]\\d|2[0-3]):[0-5]\\d:[0-5]\\d(?:\\.\\d{1,6})?"
+                                  "(?:Z|[+-](?:[01]\\d|2[0-3]):[0-5]\\d)";
+  static const std::string dateTime = std::string("^") + Date + "T" + Time + "$",
+                           date = std::string("^") + Date + "$",
+                           time = std::string("^") + Time + "$";
+  if (format == "date")
+    return date.c_str();
+  if (format == "time")
+    return time.c_str();
+  if (format == "date-time")
+    return dateTime.c_str();
+  if (format == "email")
+    return "^[A-Za-z0-9._%+-]{1,32}@[a-z0-9-]{1,32}(?:\\.[a-z0-9-]{1,16}){0,3}\\.[a-z]{2,8}$";
+  if (format == "uuid")
+    return "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$";
+  if (format == "ipv4")
+    return "^(?:(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)\\.){3}(?:25[0-5]|2[0-4]\\d|1\\d\\d|"
+           "[1-9]?\\d)$";
+  return nullptr;
+}
+
 struct Converter {
   const Value &document;
   std::string &error;
@@ -325,7 +354,7 @@ struct Converter {
     static const std::set<std::string> known = {
         "type", "enum", "const", "anyOf", "$ref", "properties", "required",
         "additionalProperties", "items", "minItems", "maxItems", "minLength", "maxLength",
-        "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "pattern"};
+        "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "pattern", "format"};
     for (const auto &[key, value] : s.members)
       if (!ignored.count(key) && !known.count(key))
         return fail(where, "the keyword '" + key + "' is not supported");
@@ -455,6 +484,18 @@ struct Converter {
       int lo, hi;
       if (!count(s, "minLength", where, lo) || !count(s, "maxLength", where, hi))
         return false;
+      if (const Value *format = s.get("format")) {
+        const char *re = formatPattern(format->asString());
+        if (!re)
+          return fail(where, "the format '" + format->asString() +
+                                 "' is not supported (date, time, date-time, email, uuid, ipv4)");
+        if (s.get("pattern"))
+          return fail(where, "'format' beside 'pattern' is not supported");
+        Value anchored;
+        anchored.kind = Value::String;
+        anchored.string = re;
+        return patterned(anchored, lo >= 0 || hi >= 0, where, out);
+      }
       if (const Value *pattern = s.get("pattern"))
         return patterned(*pattern, lo >= 0 || hi >= 0, where, out);
       if (lo < 0 && hi < 0) {

@@ -11,6 +11,7 @@
                                model D, or the artifact itself)
 """
 import ast
+import datetime
 import itertools
 import json
 import os
@@ -22,6 +23,32 @@ import sys
 import jsonschema
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+# Formats checked too: the library's draft 2020-12 checkers (date, email,
+# uuid, ipv4), and time and date-time (RFC 3339: an offset required) by
+# Python's own ISO 8601 readers, since the library's need a package Debian
+# lacks.
+FORMATS = jsonschema.FormatChecker(jsonschema.Draft202012Validator.FORMAT_CHECKER.checkers)
+
+
+@FORMATS.checks("time", raises=ValueError)
+def _time(value):
+    if isinstance(value, str):
+        if datetime.time.fromisoformat(value).utcoffset() is None:
+            raise ValueError("no offset")
+    return True
+
+
+@FORMATS.checks("date-time", raises=ValueError)
+def _date_time(value):
+    if isinstance(value, str):
+        if "T" not in value or datetime.datetime.fromisoformat(value).utcoffset() is None:
+            raise ValueError("not an RFC 3339 date-time")
+    return True
+
+
+def validate(instance, schema):
+    jsonschema.validate(instance, schema, format_checker=FORMATS)
 
 
 def llmc_match(option, value, texts):
@@ -117,6 +144,10 @@ SCHEMAS = {
                               "c": {"type": "number", "maximum": -1.5},
                               "d": {"maximum": 3}},
                "required": ["a"]},
+    "formats": {"type": "object",
+                "properties": {f.replace("-", "_"): {"type": "string", "format": f}
+                               for f in ["date", "time", "date-time", "email", "uuid", "ipv4"]},
+                "required": ["date", "date_time"]},
     "pattern": {"type": "object",
                 "properties": {"id": {"type": "string", "pattern": "^[A-Z]{2}-\\d{3}$"},
                                "note": {"type": "string", "pattern": "a(b|\"|\\\\)+c"},
@@ -137,6 +168,10 @@ VALID = {
     "map": [{}, {"a": True, "b\n": False}],
     "bounds": [{"a": -37}, {"a": 1205, "b": 10, "c": -2, "d": 3},
                {"a": 0, "b": 123456789, "c": -100}, {"a": -1, "d": -5}, {"a": 999, "b": 1000}],
+    "formats": [{"date": "2024-02-28", "date_time": "2024-12-31T23:59:59.5+01:00"},
+                {"date": "1999-12-31", "time": "00:00:00Z", "date_time": "2000-01-01T12:30:00Z",
+                 "email": "a.b@ex-ample.co.uk", "uuid": "123e4567-e89b-12d3-a456-426614174000",
+                 "ipv4": "192.168.0.255"}],
     "pattern": [{"id": "AB-123"}, {"id": "ZZ-000", "note": "xxab\"\\cyy", "tag": "x"},
                 {"id": "QQ-999", "note": "abc", "tag": "x\n"}, {"id": "AA-000", "tag": "x\u0001"}],
     "any": [None, 1, "s", [1, {"a": [True]}], {"k": {"l": None}}],
@@ -170,7 +205,7 @@ def check_schemas():
             json.dump(schema, f)
         valid = []
         for v in VALID[name]:
-            jsonschema.validate(v, schema)
+            validate(v, schema)
             v = ordered(schema.get("$defs") and schema or schema, v)
             valid.append(json.dumps(v, separators=(",", ":"), ensure_ascii=False))
             valid.append(json.dumps(v, separators=(", ", ": ")))
@@ -186,7 +221,7 @@ def check_schemas():
             if g:
                 accepted += 1
                 try:
-                    jsonschema.validate(json.loads(text), schema)
+                    validate(json.loads(text), schema)
                 except Exception as e:  # noqa: BLE001 - any failure is the finding
                     sys.exit("schema %s: llmc accepts %r, which does not validate: %s"
                              % (name, text, e))
@@ -217,7 +252,7 @@ def check_ranges():
         for text, g in zip(texts, got):
             canonical = text.lstrip("-").isdigit() and str(int(text)) == text
             try:
-                jsonschema.validate(json.loads(text), schema)
+                validate(json.loads(text), schema)
                 valid = True
             except Exception:  # noqa: BLE001
                 valid = False
@@ -228,6 +263,27 @@ def check_ranges():
         total += len(texts)
     print("ranges: %d integer bounds, %d texts: llmc accepts every canonical integer that "
           "validates and nothing that does not" % (len(RANGES), total))
+
+
+def check_dates():
+    """Every day of years 0000-0001 and 2023-2024 as a date: llmc accepts it
+    exactly when Python's date reader does (but February 29, left out)."""
+    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), "llmc-date-%d.json" % os.getpid())
+    with open(path, "w") as f:
+        json.dump({"type": "string", "format": "date"}, f)
+    texts = ["%04d-%02d-%02d" % (y, m, d) for y in (0, 1, 2023, 2024, 9999)
+             for m in range(0, 14) for d in range(0, 33)]
+    got = llmc_match("--json-schema", path, [json.dumps(t) for t in texts])
+    os.unlink(path)
+    for text, g in zip(texts, got):
+        try:
+            datetime.date.fromisoformat(text)
+            valid = True
+        except ValueError:
+            valid = False
+        if g != valid and not (valid and text[5:] == "02-29"):
+            sys.exit("date %r: llmc says %s, Python %s" % (text, g, valid))
+    print("dates: %d texts: llmc accepts exactly the valid dates (but February 29)" % len(texts))
 
 
 def arithmetic(text):
@@ -259,7 +315,7 @@ def generate(artifacts, draft=None):
             text = out.stdout[:-1] if out.stdout.endswith("\n") else out.stdout
             try:
                 if kind == "json-schema":
-                    jsonschema.validate(json.loads(text), person)
+                    validate(json.loads(text), person)
                 elif kind == "regex":
                     assert re.fullmatch(value, text, re.ASCII), "no match"
                 else:
@@ -291,6 +347,7 @@ if __name__ == "__main__":
     elif sys.argv[1] == "schema":
         check_schemas()
         check_ranges()
+        check_dates()
     else:
         args = sys.argv[2:]
         draft = None
