@@ -6,10 +6,11 @@
 // them), array (items, minItems, maxItems), object (properties in their
 // order, required, additionalProperties false or, with no properties, a
 // schema for the values of any key); enum, const, anyOf, $ref into the same
-// document, type lists, numeric bounds (the integers in range), and {} or
-// true for any JSON value. Keywords that constrain the text in ways the
-// grammar would not enforce (format, multipleOf, oneOf, ...) are refused by
-// name, so the output always validates.
+// document, type lists, numeric bounds (the integers in range), oneOf where
+// the alternatives provably never both match, and {} or true for any JSON
+// value. Keywords that constrain the text in ways the grammar would not
+// enforce (multipleOf, allOf, other formats, ...) are refused by name, so
+// the output always validates.
 // Annotations (title, description, default, examples, ...) are ignored.
 //
 // Whitespace between tokens is bounded (a space, or a newline and up to 20
@@ -352,7 +353,7 @@ struct Converter {
         "title", "description", "$schema", "$id", "$comment", "default", "examples",
         "deprecated", "readOnly", "writeOnly", "$defs", "definitions"};
     static const std::set<std::string> known = {
-        "type", "enum", "const", "anyOf", "$ref", "properties", "required",
+        "type", "enum", "const", "anyOf", "oneOf", "$ref", "properties", "required",
         "additionalProperties", "items", "minItems", "maxItems", "minLength", "maxLength",
         "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "pattern", "format"};
     for (const auto &[key, value] : s.members)
@@ -398,13 +399,30 @@ struct Converter {
       out = literal(text);
       return true;
     }
-    if (const Value *any = s.get("anyOf")) {
+    const Value *any = s.get("anyOf");
+    std::string which = "anyOf";
+    if (const Value *one = s.get("oneOf")) {
+      if (any)
+        return fail(where, "'oneOf' beside 'anyOf' is not supported");
+      any = one, which = "oneOf";
+      if (one->kind == Value::Array)
+        for (size_t i = 0; i < one->array.size(); ++i)
+          for (size_t j = i + 1; j < one->array.size(); ++j)
+            if (!disjoint(one->array[i], one->array[j]))
+              return fail(where, "'oneOf' alternatives " + std::to_string(i) + " and " +
+                                     std::to_string(j) +
+                                     " may both match a value (only alternatives of different "
+                                     "types, or objects told apart by a required const or enum "
+                                     "property, are supported; or use anyOf)");
+    }
+    if (any) {
       if (any->kind != Value::Array || any->array.empty())
-        return fail(where, "'anyOf' must be a non-empty array");
+        return fail(where, "'" + which + "' must be a non-empty array");
       std::string body;
       for (size_t i = 0; i < any->array.size(); ++i) {
         std::string alt;
-        if (!schema(any->array[i], where + "/anyOf/" + std::to_string(i), depth + 1, alt))
+        if (!schema(any->array[i], where + "/" + which + "/" + std::to_string(i), depth + 1,
+                    alt))
           return false;
         body += (body.empty() ? "" : " | ") + alt;
       }
@@ -443,6 +461,103 @@ struct Converter {
     }
     out = types.size() == 1 ? body : "(" + body + ")";
     return true;
+  }
+
+  /// The JSON types of the values a schema validates (bits: null, boolean,
+  /// number, string, array, object; integer counts as number), from its
+  /// type, const or enum, following $ref; all when it cannot tell.
+  unsigned kinds(const Value &s, int depth = 0) {
+    const unsigned all = 63;
+    auto of = [](const std::string &t) -> unsigned {
+      return t == "null" ? 1 : t == "boolean" ? 2 : t == "integer" || t == "number" ? 4
+             : t == "string" ? 8 : t == "array" ? 16 : t == "object" ? 32 : 63;
+    };
+    auto valueKind = [](const Value &v) -> unsigned {
+      return v.kind == Value::Null ? 1 : v.kind == Value::Bool ? 2 : v.kind == Value::Number ? 4
+             : v.kind == Value::String ? 8 : v.kind == Value::Array ? 16 : 32;
+    };
+    if (s.kind != Value::Object || depth > 16)
+      return all;
+    if (const Value *ref = s.get("$ref")) {
+      const Value *target;
+      std::string saved = error;
+      bool ok = resolve(ref->asString(), "", target);
+      error = saved;
+      return ok ? kinds(*target, depth + 1) : all;
+    }
+    if (const Value *c = s.get("const"))
+      return valueKind(*c);
+    if (const Value *e = s.get("enum"); e && e->kind == Value::Array) {
+      unsigned k = 0;
+      for (const Value &v : e->array)
+        k |= valueKind(v);
+      return k;
+    }
+    if (const Value *t = s.get("type")) {
+      if (t->kind == Value::String)
+        return of(t->string);
+      unsigned k = 0;
+      for (const Value &v : t->array)
+        k |= of(v.asString());
+      return k;
+    }
+    return all; // keywords such as properties constrain objects only: others pass
+  }
+
+  /// The values a property's schema allows when it is a const or an enum.
+  static const Value *constants(const Value &s, std::vector<std::string> &out) {
+    out.clear();
+    if (s.kind != Value::Object)
+      return nullptr;
+    if (const Value *c = s.get("const")) {
+      out.emplace_back();
+      writeJson(*c, out.back());
+      return c;
+    }
+    if (const Value *e = s.get("enum"); e && e->kind == Value::Array && !e->array.empty()) {
+      for (const Value &v : e->array) {
+        out.emplace_back();
+        writeJson(v, out.back());
+      }
+      return e;
+    }
+    return nullptr;
+  }
+
+  /// Whether no value validates against both schemas: their types differ,
+  /// their const/enum values differ, or the only type they share is object
+  /// and both require a property whose const/enum values differ.
+  bool disjoint(const Value &a, const Value &b) {
+    unsigned shared = kinds(a) & kinds(b);
+    if (shared == 0)
+      return true;
+    std::vector<std::string> va, vb;
+    if (constants(a, va) && constants(b, vb)) {
+      for (const std::string &x : va)
+        if (std::find(vb.begin(), vb.end(), x) != vb.end())
+          return false;
+      return true;
+    }
+    if (shared != 32)
+      return false;
+    const Value *pa = a.get("properties"), *pb = b.get("properties");
+    const Value *ra = a.get("required"), *rb = b.get("required");
+    if (!pa || !pb || !ra || !rb || ra->kind != Value::Array || rb->kind != Value::Array)
+      return false;
+    for (const Value &name : ra->array) {
+      bool inB = false;
+      for (const Value &n : rb->array)
+        inB = inB || (n.kind == Value::String && n.string == name.string);
+      const Value *sa = pa->get(name.string), *sb = pb->get(name.string);
+      if (!inB || !sa || !sb || !constants(*sa, va) || !constants(*sb, vb))
+        continue;
+      bool shared = false;
+      for (const std::string &x : va)
+        shared = shared || std::find(vb.begin(), vb.end(), x) != vb.end();
+      if (!shared)
+        return true;
+    }
+    return false;
   }
 
   bool count(const Value &s, const char *key, const std::string &where, int &out) {

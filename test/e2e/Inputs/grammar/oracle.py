@@ -148,6 +148,13 @@ SCHEMAS = {
                 "properties": {f.replace("-", "_"): {"type": "string", "format": f}
                                for f in ["date", "time", "date-time", "email", "uuid", "ipv4"]},
                 "required": ["date", "date_time"]},
+    "oneof": {"type": "array", "maxItems": 3, "items": {"oneOf": [
+        {"type": "object", "properties": {"kind": {"const": "circle"}, "r": {"type": "number"}},
+         "required": ["kind", "r"]},
+        {"type": "object", "properties": {"kind": {"enum": ["square", "box"]},
+                                          "side": {"type": "integer"}},
+         "required": ["kind"]},
+        {"type": "string", "maxLength": 4}, {"enum": [1, 2, None]}]}},
     "pattern": {"type": "object",
                 "properties": {"id": {"type": "string", "pattern": "^[A-Z]{2}-\\d{3}$"},
                                "note": {"type": "string", "pattern": "a(b|\"|\\\\)+c"},
@@ -172,6 +179,7 @@ VALID = {
                 {"date": "1999-12-31", "time": "00:00:00Z", "date_time": "2000-01-01T12:30:00Z",
                  "email": "a.b@ex-ample.co.uk", "uuid": "123e4567-e89b-12d3-a456-426614174000",
                  "ipv4": "192.168.0.255"}],
+    "oneof": [[{"kind": "circle", "r": 1.5}, {"kind": "box"}, "abc"], [2, None, {"kind": "square", "side": 3}]],
     "pattern": [{"id": "AB-123"}, {"id": "ZZ-000", "note": "xxab\"\\cyy", "tag": "x"},
                 {"id": "QQ-999", "note": "abc", "tag": "x\n"}, {"id": "AA-000", "tag": "x\u0001"}],
     "any": [None, 1, "s", [1, {"a": [True]}], {"k": {"l": None}}],
