@@ -152,7 +152,7 @@ struct Builder {
   /// The element for a class: one byte class when every code point is
   /// ASCII, else a rule of its UTF-8 byte sequences.
   uint32_t classSymbol(const Node &n) {
-    Ranges r = normalize(n.ranges, n.negated);
+    Ranges r = codePoints(n);
     if (r.empty() || r.back().second < 0x80) {
       ByteSet set{};
       for (auto [lo, hi] : r) {
@@ -339,6 +339,10 @@ struct Builder {
 };
 
 } // namespace
+
+std::vector<std::pair<uint32_t, uint32_t>> codePoints(const Node &n) {
+  return normalize(n.ranges, n.negated);
+}
 
 bool build(const RuleSet &rs, Grammar &g, std::string &error) {
   error.clear();

@@ -44,6 +44,10 @@ struct Node {
   static Node repeat(Node kid, int min, int max);
 };
 
+/// A class node's code points: sorted, merged, the complement when negated,
+/// without surrogates.
+std::vector<std::pair<uint32_t, uint32_t>> codePoints(const Node &n);
+
 struct RuleSet {
   std::vector<std::pair<std::string, Node>> rules; // definition order; one is "root"
 };

@@ -145,30 +145,6 @@ std::string jsonEscaped(uint32_t cp) {
 
 using Ranges = std::vector<std::pair<uint32_t, uint32_t>>;
 
-/// `n`'s code points: sorted, merged, the complement when negated.
-Ranges codePoints(const Node &n) {
-  Ranges r = n.ranges, merged;
-  std::sort(r.begin(), r.end());
-  for (auto [lo, hi] : r) {
-    if (!merged.empty() && lo <= merged.back().second + 1)
-      merged.back().second = std::max(merged.back().second, hi);
-    else
-      merged.push_back({lo, hi});
-  }
-  if (!n.negated)
-    return merged;
-  Ranges out;
-  uint32_t next = 0;
-  for (auto [lo, hi] : merged) {
-    if (lo > next)
-      out.push_back({next, lo - 1});
-    next = hi + 1;
-  }
-  if (next <= 0x10FFFF)
-    out.push_back({next, 0x10FFFF});
-  return out;
-}
-
 /// The regex syntax `n` over a string's characters, rewritten over the JSON
 /// text that writes them: characters JSON must escape become their escapes.
 Node jsonText(const Node &n) {
