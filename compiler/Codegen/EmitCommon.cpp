@@ -62,8 +62,7 @@ std::string nodeName(Operation *op) {
   return where + " (" + shortName(op).str() + ")";
 }
 
-/// What an in-place chain of cache updates (through fused regions) started
-/// from: `v` itself when it is not such a chain.
+/// One record per quantized layer (see EmitCommon.h).
 void recordQuantizedLayer(Operation *quantizedLinear, CpuModel &model,
                           std::set<std::string> &recorded) {
   auto op = cast<QuantizedLinearOp>(quantizedLinear);

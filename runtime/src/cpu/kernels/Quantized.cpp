@@ -38,8 +38,6 @@ void dequantizeBlocks(const uint8_t *q, int64_t N, int64_t K, int64_t bs, int64_
     }
 }
 
-/// Y = A W^T (+ bias) for the dequantized w [N, K]; Y is A.shape[:-1] + [N]
-/// of A's type.
 /// Rounds each row of a [rows, K] to int8 per block of 32 values along K
 /// and back (scale max |x| / 127, round to nearest even, as the compiled
 /// kernels' int8 activations: runtime/src/model/kernels/Quant.h,
@@ -59,6 +57,8 @@ void roundActivationsToInt8(std::vector<float> &a, int64_t rows, int64_t K) {
     }
 }
 
+/// Y = A W^T (+ bias) for the dequantized w [N, K]; Y is A.shape[:-1] + [N]
+/// of A's type; with `roundActivations`, A rounded as above first.
 Status linearOverDequantized(KernelCall &call, const Tensor &A, const std::vector<float> &w,
                              int64_t N, int64_t K, const Tensor *bias,
                              bool roundActivations = false) {
