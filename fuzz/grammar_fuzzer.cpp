@@ -35,12 +35,12 @@ std::vector<std::string> vocabulary() {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1 || size > 4096)
     return 0;
-  std::string text(reinterpret_cast<const char *>(data) + 1, size - 1), error, gbnf;
+  std::string text(reinterpret_cast<const char *>(data) + 1, size - 1), error;
   g::RuleSet rules;
-  bool parsed = data[0] == 'G'   ? g::parseGbnf(text, rules, error)
-                : data[0] == 'R' ? g::parseRegex(text, rules, error)
-                                 : g::jsonSchemaToGbnf(text, gbnf, error) &&
-                                       g::parseGbnf(gbnf, rules, error);
+  g::Syntax syntax = data[0] == 'G'   ? g::Syntax::Gbnf
+                     : data[0] == 'R' ? g::Syntax::Regex
+                                      : g::Syntax::JsonSchema;
+  bool parsed = g::parse(syntax, text, rules, error);
   if (!parsed && error.empty())
     std::abort(); // a refusal must say why
   g::Grammar grammar;

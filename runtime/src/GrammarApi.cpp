@@ -21,24 +21,24 @@ llmc_status llmc_grammar_create(const llmc_model *model, int32_t kind, const cha
   if (!model->data->tokenizer)
     return fail(LLMC_ERROR_INVALID_ARGUMENT,
                 "grammars need the artifact's tokenizer (compile with --tokenizer)");
-  std::string_view source(text ? text : "", len);
-  std::string error, gbnf;
-  g::RuleSet rules;
-  bool parsed;
+  g::Syntax syntax;
   switch (kind) {
   case LLMC_GRAMMAR_GBNF:
-    parsed = g::parseGbnf(source, rules, error);
+    syntax = g::Syntax::Gbnf;
     break;
   case LLMC_GRAMMAR_REGEX:
-    parsed = g::parseRegex(source, rules, error);
+    syntax = g::Syntax::Regex;
     break;
   case LLMC_GRAMMAR_JSON_SCHEMA:
-    parsed = g::jsonSchemaToGbnf(source, gbnf, error) && g::parseGbnf(gbnf, rules, error);
+    syntax = g::Syntax::JsonSchema;
     break;
   default:
     return fail(LLMC_ERROR_INVALID_ARGUMENT,
                 "kind must be LLMC_GRAMMAR_GBNF, LLMC_GRAMMAR_REGEX or LLMC_GRAMMAR_JSON_SCHEMA");
   }
+  std::string error;
+  g::RuleSet rules;
+  bool parsed = g::parse(syntax, std::string_view(text ? text : "", len), rules, error);
   g::Grammar grammar;
   if (!parsed || !g::build(rules, grammar, error))
     return fail(LLMC_ERROR_INVALID_ARGUMENT, error);

@@ -210,6 +210,28 @@ std::string byteLevelDecode(const std::string &t) {
   return bytes;
 }
 
+/// `t` with every `from` replaced by `to` (`from` empty: unchanged).
+std::string replaceAll(const std::string &t, const std::string &from, const std::string &to) {
+  if (from.empty())
+    return t;
+  std::string out;
+  for (size_t i = 0; i < t.size();) {
+    if (t.compare(i, from.size(), from) == 0) {
+      out += to;
+      i += from.size();
+    } else {
+      out += t[i++];
+    }
+  }
+  return out;
+}
+
+/// Whether `t` is a byte-fallback token <0xXX>, and its byte.
+bool byteFallbackToken(const std::string &t, unsigned &value) {
+  return t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>' &&
+         std::sscanf(t.c_str() + 3, "%2X", &value) == 1;
+}
+
 std::string byteLevel(std::string_view s) {
   std::string out;
   for (unsigned char c : s)
@@ -792,18 +814,8 @@ std::string Tokenizer::decode(const std::vector<int32_t> &ids, bool skipSpecial)
         t = byteLevelDecode(t);
       break;
     case Impl::Decode::Replace:
-      for (std::string &t : tokens) {
-        std::string out;
-        for (size_t i = 0; i < t.size();) {
-          if (!d.a.empty() && t.compare(i, d.a.size(), d.a) == 0) {
-            out += d.b;
-            i += d.a.size();
-          } else {
-            out += t[i++];
-          }
-        }
-        t = std::move(out);
-      }
+      for (std::string &t : tokens)
+        t = replaceAll(t, d.a, d.b);
       break;
     case Impl::Decode::ByteFallback: {
       std::vector<std::string> out;
@@ -829,8 +841,7 @@ std::string Tokenizer::decode(const std::vector<int32_t> &ids, bool skipSpecial)
       };
       for (std::string &t : tokens) {
         unsigned value;
-        if (t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>' &&
-            std::sscanf(t.c_str() + 3, "%2X", &value) == 1) {
+        if (byteFallbackToken(t, value)) {
           pending += char(value);
           continue;
         }
@@ -865,19 +876,10 @@ std::string Tokenizer::decode(const std::vector<int32_t> &ids, bool skipSpecial)
       break;
     case Impl::Decode::Metaspace:
       for (size_t k = 0; k < tokens.size(); ++k) {
-        std::string out;
-        std::string &t = tokens[k];
-        for (size_t i = 0; i < t.size();) {
-          if (t.compare(i, d.a.size(), d.a) == 0) {
-            out += ' ';
-            i += d.a.size();
-          } else {
-            out += t[i++];
-          }
-        }
+        std::string out = replaceAll(tokens[k], d.a, " ");
         if (k == 0 && d.prependFirst && !out.empty() && out[0] == ' ')
           out.erase(0, 1);
-        t = std::move(out);
+        tokens[k] = std::move(out);
       }
       break;
     }
@@ -901,22 +903,13 @@ std::vector<std::string> Tokenizer::tokenBytes() const {
         t = byteLevelDecode(t);
         break;
       case Impl::Decode::Replace:
-      case Impl::Decode::Metaspace: {
-        std::string from = d.a, to = d.kind == Impl::Decode::Replace ? d.b : " ", r;
-        for (size_t i = 0; i < t.size();) {
-          if (!from.empty() && t.compare(i, from.size(), from) == 0) {
-            r += to;
-            i += from.size();
-          } else {
-            r += t[i++];
-          }
-        }
-        t = std::move(r);
+        t = replaceAll(t, d.a, d.b);
         break;
-      }
+      case Impl::Decode::Metaspace:
+        t = replaceAll(t, d.a, " ");
+        break;
       case Impl::Decode::ByteFallback:
-        if (t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>' &&
-            std::sscanf(t.c_str() + 3, "%2X", &value) == 1)
+        if (byteFallbackToken(t, value))
           t = std::string(1, char(value));
         break;
       case Impl::Decode::Fuse:

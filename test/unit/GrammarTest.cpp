@@ -40,16 +40,12 @@ std::string llamaTokenizer() {
   return std::string(LLMC_SHARED_DIR) + "/models/ort-genai-tiny-llama-fp16/tokenizer.json";
 }
 
-enum Kind { Gbnf, Regex, Schema };
+using Kind = g::Syntax;
+constexpr Kind Gbnf = Kind::Gbnf, Regex = Kind::Regex, Schema = Kind::JsonSchema;
 
 bool compile(Kind kind, const std::string &text, g::Grammar &out, std::string &error) {
   g::RuleSet rules;
-  std::string gbnf;
-  bool parsed = kind == Regex  ? g::parseRegex(text, rules, error)
-                : kind == Gbnf ? g::parseGbnf(text, rules, error)
-                               : g::jsonSchemaToGbnf(text, gbnf, error) &&
-                                     g::parseGbnf(gbnf, rules, error);
-  return parsed && g::build(rules, out, error);
+  return g::parse(kind, text, rules, error) && g::build(rules, out, error);
 }
 
 struct Case {

@@ -59,10 +59,10 @@ int mlir::llmc::runGrammar() {
     text = (*buf)->getBuffer().str();
   }
   g::RuleSet rules;
-  bool parsed = !gRegex.empty()       ? g::parseRegex(text, rules, error)
-                : !gGrammar.empty()   ? g::parseGbnf(text, rules, error)
-                                      : g::jsonSchemaToGbnf(text, gbnf, error) &&
-                                          g::parseGbnf(gbnf, rules, error);
+  g::Syntax syntax = !gRegex.empty()     ? g::Syntax::Regex
+                     : !gGrammar.empty() ? g::Syntax::Gbnf
+                                         : g::Syntax::JsonSchema;
+  bool parsed = g::parse(syntax, text, rules, error, &gbnf);
   g::Grammar grammar;
   if (!parsed || !g::build(rules, grammar, error))
     return fail(error);

@@ -71,6 +71,13 @@ bool parseRegex(std::string_view pattern, RuleSet &out, std::string &error);
 /// matches the JSON texts that validate against it.
 bool jsonSchemaToGbnf(std::string_view schema, std::string &gbnf, std::string &error);
 
+enum class Syntax { Gbnf, Regex, JsonSchema };
+
+/// `text` in `syntax` into rule syntax (the three readers above); for a
+/// JSON Schema, `gbnf` (when given) receives the GBNF it became.
+bool parse(Syntax syntax, std::string_view text, RuleSet &out, std::string &error,
+           std::string *gbnf = nullptr);
+
 // --- the flat grammar the matcher runs --------------------------------------
 
 using ByteSet = std::array<uint64_t, 4>;

@@ -62,21 +62,6 @@ const Ranges &spaceRanges() {
   return r;
 }
 
-/// The code points of [0, 0x10FFFF] outside `r`.
-Ranges complement(Ranges r) {
-  std::sort(r.begin(), r.end());
-  Ranges out;
-  uint32_t next = 0;
-  for (auto [lo, hi] : r) {
-    if (lo > next)
-      out.push_back({next, lo - 1});
-    next = std::max(next, hi + 1);
-  }
-  if (next <= 0x10FFFF)
-    out.push_back({next, 0x10FFFF});
-  return out;
-}
-
 /// A cursor over the text with the pieces both syntaxes share.
 struct Reader {
   std::string_view s;
@@ -181,7 +166,8 @@ struct Reader {
           const Ranges &set = k == 'd' || k == 'D' ? digitRanges()
                               : k == 'w' || k == 'W' ? wordRanges()
                                                      : spaceRanges();
-          Ranges add = std::isupper(static_cast<unsigned char>(k)) ? complement(set) : set;
+          Ranges add = std::isupper(static_cast<unsigned char>(k)) ? codePoints(Node::cls(set, true))
+                                                                     : set;
           ranges.insert(ranges.end(), add.begin(), add.end());
           continue;
         }
@@ -511,6 +497,23 @@ bool parseRegex(std::string_view pattern, RuleSet &out, std::string &error) {
     return r.fail("')' without its '('");
   out.rules.emplace_back("root", std::move(body));
   return true;
+}
+
+bool parse(Syntax syntax, std::string_view text, RuleSet &out, std::string &error,
+           std::string *gbnf) {
+  switch (syntax) {
+  case Syntax::Gbnf:
+    return parseGbnf(text, out, error);
+  case Syntax::Regex:
+    return parseRegex(text, out, error);
+  case Syntax::JsonSchema: {
+    std::string written;
+    std::string &g = gbnf ? *gbnf : written;
+    return jsonSchemaToGbnf(text, g, error) && parseGbnf(g, out, error);
+  }
+  }
+  error = "unknown grammar syntax";
+  return false;
 }
 
 } // namespace llmc::grammar
