@@ -87,20 +87,44 @@ struct Guide {
   const std::vector<int32_t> *enders; // stop tokens: allowed where the text may end
   llmc::grammar::StackPool pool;
   llmc::grammar::Stacks stacks, next;
+  // The last mask and the state it was made for: the draft model, a
+  // verification pass and the next step often ask again for the same one.
   std::vector<uint64_t> mask;
+  llmc::grammar::Stacks maskedAt;
+  bool masked = false;
   double *ms;
 
   Guide(const llmc::grammar::Matcher &m, const std::vector<int32_t> &e, double *time)
       : matcher(&m), enders(&e), stacks(m.start(pool)), mask(m.maskWords()), ms(time) {}
 
+  /// Adds the time of its scope to the grammar's.
+  struct Timed {
+    double *ms;
+    std::chrono::steady_clock::time_point begin = std::chrono::steady_clock::now();
+    ~Timed() {
+      *ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin)
+                 .count();
+    }
+  };
+
   /// Whether the grammar admits more text.
   bool open() const { return llmc::grammar::Matcher::canContinue(stacks); }
+
+  bool isEnder(int32_t t) const {
+    return std::find(enders->begin(), enders->end(), t) != enders->end();
+  }
 
   /// Sets the logits of the tokens not allowed after `at` to -inf; whether
   /// any is.
   bool maskLogits(const llmc::grammar::Stacks &at, float *logits, int64_t vocab) {
-    auto begin = std::chrono::steady_clock::now();
-    matcher->mask(pool, at, mask.data());
+    Timed timed{ms};
+    // Stack ids name the same stacks for the pool's life (a mask forgets
+    // only what it pushed itself), so equal ids are the same state.
+    if (!masked || at != maskedAt) {
+      matcher->mask(pool, at, mask.data());
+      maskedAt = at;
+      masked = true;
+    }
     int64_t known = std::min<int64_t>(vocab, matcher->vocab());
     bool ends = llmc::grammar::Matcher::canEnd(at), any = false;
     for (int64_t t = 0; t < vocab; ++t) {
@@ -111,23 +135,34 @@ struct Guide {
         logits[t] = -std::numeric_limits<float>::infinity();
       any = any || allowed;
     }
-    *ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin)
-               .count();
     return any;
   }
 
-  bool isEnder(int32_t t) const {
-    return std::find(enders->begin(), enders->end(), t) != enders->end();
+  /// The stacks after `token` from `at` into `to` (empty: not allowed);
+  /// false, with `why`, when the grammar is too ambiguous to follow.
+  bool follow(const llmc::grammar::Stacks &at, int32_t token, llmc::grammar::Stacks &to,
+              std::string *why = nullptr) {
+    Timed timed{ms};
+    if (matcher->advanceToken(pool, at, token, to, why))
+      return true;
+    to.clear();
+    return false;
   }
 
-  /// The stacks after `token` from `at` into `to` (empty: not allowed, or
-  /// too ambiguous to follow).
-  void follow(const llmc::grammar::Stacks &at, int32_t token, llmc::grammar::Stacks &to) {
-    auto begin = std::chrono::steady_clock::now();
-    if (!matcher->advanceToken(pool, at, token, to))
-      to.clear();
-    *ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin)
-               .count();
+  /// How many of `tokens` the grammar allows in a row from here (stopping
+  /// at a stop token and once the text cannot go on).
+  size_t allowedPrefix(const std::vector<int32_t> &tokens) {
+    llmc::grammar::Stacks at = stacks, after;
+    size_t n = 0;
+    for (; n < tokens.size(); ++n) {
+      if (isEnder(tokens[n]) || !llmc::grammar::Matcher::canContinue(at))
+        break;
+      follow(at, tokens[n], after);
+      if (after.empty())
+        break;
+      at.swap(after);
+    }
+    return n;
   }
 
   /// Sets the logits of the tokens not allowed next to -inf; an error when
@@ -146,16 +181,11 @@ struct Guide {
 
   /// Follows `token`; an error when the grammar cannot.
   llmc_status accept(int32_t token) {
-    auto begin = std::chrono::steady_clock::now();
     std::string why;
-    bool ok = matcher->advanceToken(pool, stacks, token, next, &why);
-    *ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin)
-               .count();
-    if (!ok)
+    if (!follow(stacks, token, next, &why))
       return fail(LLMC_ERROR_INVALID_ARGUMENT, why);
-    if (next.empty()) // an ender, or a token the mask kept out
-      return LLMC_OK;
-    stacks.swap(next);
+    if (!next.empty()) // else an ender, or a token the mask kept out
+      stacks.swap(next);
     return LLMC_OK;
   }
 };
@@ -400,7 +430,7 @@ llmc_status generateRows(llmc_session *session, const int32_t *prompts, size_t p
                 completesStopString(r);
     if (grammar) {
       Guide &gd = guides[size_t(r)];
-      if (std::find(enders.begin(), enders.end(), token) != enders.end()) {
+      if (gd.isEnder(token)) {
         stop = true;
       } else if (llmc_status st = gd.accept(token); st != LLMC_OK) {
         grammarStatus = st;
@@ -467,19 +497,8 @@ llmc_status generateRows(llmc_session *session, const int32_t *prompts, size_t p
           return fail(st, "the draft model: " + std::string(llmc_last_error()));
       } else if (!proposer) {
         draft = promptLookup(history[0], k, size_t(p.ngram_min), size_t(p.ngram_max));
-        if (grammar) { // proposals the grammar forbids would only be rejected
-          llmc::grammar::Stacks at = guides[0].stacks, next;
-          size_t allowed = 0;
-          for (; allowed < draft.size(); ++allowed) {
-            if (guides[0].isEnder(draft[allowed]) || !llmc::grammar::Matcher::canContinue(at))
-              break;
-            guides[0].follow(at, draft[allowed], next);
-            if (next.empty())
-              break;
-            at.swap(next);
-          }
-          draft.resize(allowed);
-        }
+        if (grammar) // proposals the grammar forbids would only be rejected
+          draft.resize(guides[0].allowedPrefix(draft));
         draft.resize(fitBucket(*session, draft.size()));
       }
     }

@@ -19,6 +19,7 @@ void TokenTrie::build(const std::vector<std::string> &tokens) {
   byte = {0};
   depth = {0};
   end = {0};
+  maxDepth = 0;
   std::vector<uint32_t> path = {0}, nodeOf;
   const std::string *prev = nullptr;
   for (int32_t id : order) {
@@ -31,6 +32,7 @@ void TokenTrie::build(const std::vector<std::string> &tokens) {
       end[path.back()] = uint32_t(byte.size());
       path.pop_back();
     }
+    maxDepth = std::max(maxDepth, uint32_t(w.size()));
     for (size_t k = common; k < w.size(); ++k) {
       path.push_back(uint32_t(byte.size()));
       byte.push_back(uint8_t(w[k]));
@@ -72,8 +74,8 @@ void StackPool::release(size_t mark) {
 }
 
 bool Matcher::expand(StackPool &pool, uint32_t s, Stacks &out) const {
-  std::vector<uint64_t> chain;
-  return expand(pool, s, out, chain);
+  pool.expanding.clear();
+  return expand(pool, s, out, pool.expanding);
 }
 
 bool Matcher::expand(StackPool &pool, uint32_t s, Stacks &out,
@@ -128,29 +130,24 @@ Stacks Matcher::start(StackPool &pool) const {
 bool Matcher::advance(StackPool &pool, const Stacks &from, uint8_t byte, Stacks &to,
                       std::string *why) const {
   to.clear();
+  bool ok = true;
   for (uint32_t s : from) {
     if (s == 0)
       continue;
     uint32_t pos = pool.top(s);
-    if (!g.matches(g.elements[pos], byte))
-      continue;
-    if (!expand(pool, pool.push(pool.below(s), pos + 1), to)) {
-      if (why)
-        *why = "the grammar is too ambiguous to follow (more than " + std::to_string(MaxStacks) +
-               " parses at once, or nesting deeper than " + std::to_string(MaxDepth) + ")";
-      to.clear();
-      return false;
+    if (g.matches(g.elements[pos], byte) && !expand(pool, pool.push(pool.below(s), pos + 1), to)) {
+      ok = false;
+      break;
     }
   }
   canonical(to);
-  if (to.size() > MaxStacks) {
-    if (why)
-      *why = "the grammar is too ambiguous to follow (more than " + std::to_string(MaxStacks) +
-             " parses at once)";
-    to.clear();
-    return false;
-  }
-  return true;
+  if (ok && to.size() <= MaxStacks)
+    return true;
+  if (why)
+    *why = "the grammar is too ambiguous to follow (more than " + std::to_string(MaxStacks) +
+           " parses at once, or nesting deeper than " + std::to_string(MaxDepth) + ")";
+  to.clear();
+  return false;
 }
 
 bool Matcher::advanceToken(StackPool &pool, const Stacks &from, int32_t id, Stacks &to,
@@ -174,9 +171,7 @@ Matcher::Split Matcher::computeSplit(const std::vector<uint32_t> &frames) const 
   Split sp;
   sp.accepted.assign(maskWords(), 0);
   size_t n = trie.byte.size();
-  uint32_t maxDepth = 0;
-  for (uint32_t d : trie.depth)
-    maxDepth = std::max(maxDepth, d);
+  uint32_t maxDepth = trie.maxDepth;
   // The stacks after the bytes of the path to each node, by depth, with
   // the stack below the frames cut off: a stack that empties has popped
   // past them, and what may follow depends on the rest.

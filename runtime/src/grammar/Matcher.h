@@ -59,8 +59,9 @@ public:
   /// Everything pushed after mark() is forgotten by release(mark).
   size_t mark() const { return nodes.size(); }
   void release(size_t mark);
-  /// Working space for Matcher::mask.
+  /// Working space for Matcher::mask and Matcher::expand.
   std::vector<Stacks> scratch;
+  std::vector<uint64_t> expanding;
 
 private:
   struct Node {
@@ -80,6 +81,7 @@ struct TokenTrie {
   std::vector<uint8_t> byte;
   std::vector<uint32_t> depth, end, first;
   std::vector<int32_t> ids;
+  uint32_t maxDepth = 0; // the longest token's bytes
   void build(const std::vector<std::string> &tokens);
 };
 
