@@ -94,6 +94,16 @@ struct SpeculativeChoice {
 };
 llvm::Expected<SpeculativeChoice> parseSpeculative(llvm::StringRef spec, llvm::StringRef device);
 
+/// What --json-schema FILE, --regex RE or --grammar FILE gave: its kind
+/// (LLMC_GRAMMAR_*), the option, and the text (a file read). Kind -1 when
+/// none was given; an error when several were, or a file is unreadable.
+struct GrammarSource {
+  int32_t kind = -1;
+  std::string option, text;
+};
+llvm::Expected<GrammarSource> grammarSource(llvm::StringRef jsonSchemaFile, llvm::StringRef regex,
+                                            llvm::StringRef grammarFile);
+
 /// The grammar of --json-schema FILE, --regex RE or --grammar FILE (at most
 /// one given; none: nullptr), for `model`; freed with llmc_grammar_free.
 llvm::Expected<llmc_grammar *> makeGrammar(llmc_model *model, llvm::StringRef jsonSchemaFile,

@@ -8,12 +8,13 @@
 //===----------------------------------------------------------------------===//
 #include "tools/llmc/Commands.h"
 
+#include "llmc/llmc.h"
+
 #include "runtime/src/grammar/Matcher.h"
 #include "runtime/src/support/Json.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <iostream>
@@ -47,22 +48,17 @@ cl::opt<bool> gMatch("match",
 bool mlir::llmc::grammarCommandGiven() { return bool(grammarCmd); }
 
 int mlir::llmc::runGrammar() {
-  int given = !gJsonSchema.empty() + !gRegex.empty() + !gGrammar.empty();
-  if (given != 1)
-    return fail("give exactly one of --json-schema, --regex and --grammar");
-  std::string text = gRegex, error, gbnf;
-  if (gRegex.empty()) {
-    std::string file = gJsonSchema.empty() ? gGrammar : gJsonSchema;
-    auto buf = llvm::MemoryBuffer::getFile(file);
-    if (!buf)
-      return fail(file + ": " + buf.getError().message());
-    text = (*buf)->getBuffer().str();
-  }
+  auto src = grammarSource(gJsonSchema, gRegex, gGrammar);
+  if (!src)
+    return fail(llvm::toString(src.takeError()));
+  if (src->kind < 0)
+    return fail("give one of --json-schema, --regex and --grammar");
+  g::Syntax syntax = src->kind == LLMC_GRAMMAR_REGEX  ? g::Syntax::Regex
+                     : src->kind == LLMC_GRAMMAR_GBNF ? g::Syntax::Gbnf
+                                                      : g::Syntax::JsonSchema;
+  std::string error, gbnf;
   g::RuleSet rules;
-  g::Syntax syntax = !gRegex.empty()     ? g::Syntax::Regex
-                     : !gGrammar.empty() ? g::Syntax::Gbnf
-                                         : g::Syntax::JsonSchema;
-  bool parsed = g::parse(syntax, text, rules, error, &gbnf);
+  bool parsed = g::parse(syntax, src->text, rules, error, &gbnf);
   g::Grammar grammar;
   if (!parsed || !g::build(rules, grammar, error))
     return fail(error);

@@ -117,29 +117,43 @@ cl::opt<std::string> runDevice("device",
 
 bool mlir::llmc::runCommandGiven() { return bool(runCmd); }
 
+llvm::Expected<GrammarSource> mlir::llmc::grammarSource(llvm::StringRef jsonSchemaFile,
+                                                        llvm::StringRef regex,
+                                                        llvm::StringRef grammarFile) {
+  int given = !jsonSchemaFile.empty() + !regex.empty() + !grammarFile.empty();
+  GrammarSource src;
+  if (given == 0)
+    return src;
+  if (given > 1)
+    return llvm::createStringError("give at most one of --json-schema, --regex and --grammar");
+  if (!regex.empty()) {
+    src.kind = LLMC_GRAMMAR_REGEX, src.option = "--regex", src.text = regex.str();
+    return src;
+  }
+  llvm::StringRef file = jsonSchemaFile.empty() ? grammarFile : jsonSchemaFile;
+  src.option = jsonSchemaFile.empty() ? "--grammar" : "--json-schema";
+  src.kind = jsonSchemaFile.empty() ? LLMC_GRAMMAR_GBNF : LLMC_GRAMMAR_JSON_SCHEMA;
+  auto buf = llvm::MemoryBuffer::getFile(file);
+  if (!buf)
+    return llvm::createStringError(src.option + " " + file.str() + ": " +
+                                   buf.getError().message());
+  src.text = (*buf)->getBuffer().str();
+  return src;
+}
+
 llvm::Expected<llmc_grammar *> mlir::llmc::makeGrammar(llmc_model *model,
                                                        llvm::StringRef jsonSchemaFile,
                                                        llvm::StringRef regex,
                                                        llvm::StringRef grammarFile) {
-  int given = !jsonSchemaFile.empty() + !regex.empty() + !grammarFile.empty();
-  if (given == 0)
+  auto src = grammarSource(jsonSchemaFile, regex, grammarFile);
+  if (!src)
+    return src.takeError();
+  if (src->kind < 0)
     return nullptr;
-  if (given > 1)
-    return llvm::createStringError("give at most one of --json-schema, --regex and --grammar");
-  std::string text = regex.str(), option = "--regex";
-  int32_t kind = LLMC_GRAMMAR_REGEX;
-  if (regex.empty()) {
-    llvm::StringRef file = jsonSchemaFile.empty() ? grammarFile : jsonSchemaFile;
-    option = jsonSchemaFile.empty() ? "--grammar" : "--json-schema";
-    kind = jsonSchemaFile.empty() ? LLMC_GRAMMAR_GBNF : LLMC_GRAMMAR_JSON_SCHEMA;
-    auto buf = llvm::MemoryBuffer::getFile(file);
-    if (!buf)
-      return llvm::createStringError(option + " " + file.str() + ": " + buf.getError().message());
-    text = (*buf)->getBuffer().str();
-  }
   llmc_grammar *grammar = nullptr;
-  if (llmc_grammar_create(model, kind, text.data(), text.size(), &grammar) != LLMC_OK)
-    return llvm::createStringError(option + ": " + llmc_last_error());
+  if (llmc_grammar_create(model, src->kind, src->text.data(), src->text.size(), &grammar) !=
+      LLMC_OK)
+    return llvm::createStringError(src->option + ": " + llmc_last_error());
   return grammar;
 }
 
