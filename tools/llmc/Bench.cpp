@@ -532,9 +532,12 @@ int mlir::llmc::runBench() {
   auto freeSession = llvm::make_scope_exit([&] { llmc_session_free(session); });
   unsigned threads = benchThreads > 0 ? unsigned(benchThreads)
                                       : std::max(1u, std::thread::hardware_concurrency());
+  bool constrained = !benchJsonSchema.empty() || !benchRegex.empty() || !benchGrammar.empty();
+  if (speculative->mode && constrained)
+    return fail("--speculative and --json-schema/--regex/--grammar are measured one at a time");
   if (speculative->mode)
     return benchSpeculation(session, *speculative, prompt, threads);
-  if (!benchJsonSchema.empty() || !benchRegex.empty() || !benchGrammar.empty())
+  if (constrained)
     return benchConstrained(model, session, prompt, threads);
   std::vector<int32_t> out(size_t(benchGen.getValue()));
   llmc_generate_params p;
