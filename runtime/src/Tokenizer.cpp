@@ -210,6 +210,15 @@ std::string byteLevelDecode(const std::string &t) {
   return bytes;
 }
 
+/// Whether `s` is one UTF-8 character (what tokenizers' Metaspace takes).
+bool oneCharacter(const std::string &s) {
+  if (s.empty())
+    return false;
+  size_t len;
+  nextCodePoint(s, 0, len);
+  return len == s.size();
+}
+
 /// `t` with every `from` replaced by `to` (`from` empty: unchanged).
 std::string replaceAll(const std::string &t, const std::string &from, const std::string &to) {
   if (from.empty())
@@ -448,6 +457,10 @@ bool Tokenizer::Impl::loadPreTokenizer(const Value &p, std::string &error) {
   } else if (type == "Metaspace") {
     step.kind = PreTokenize::Metaspace;
     step.replacement = p.get("replacement") ? p.get("replacement")->asString() : "\xe2\x96\x81";
+    if (!oneCharacter(step.replacement)) {
+      error = "tokenizer.json: the Metaspace pre-tokenizer's replacement must be one character";
+      return false;
+    }
     if (const Value *scheme = p.get("prepend_scheme"))
       step.prependScheme = scheme->asString();
     else if (const Value *add = p.get("add_prefix_space"))
@@ -537,6 +550,10 @@ bool Tokenizer::Impl::loadDecoder(const Value &d, std::string &error) {
   } else if (type == "Metaspace") {
     step.kind = Decode::Metaspace;
     step.a = d.get("replacement") ? d.get("replacement")->asString() : "\xe2\x96\x81";
+    if (!oneCharacter(step.a)) {
+      error = "tokenizer.json: the Metaspace decoder's replacement must be one character";
+      return false;
+    }
     std::string scheme = d.get("prepend_scheme") ? d.get("prepend_scheme")->asString() : "always";
     if (const Value *add = d.get("add_prefix_space"); add && !d.get("prepend_scheme"))
       scheme = add->boolean ? "always" : "never";

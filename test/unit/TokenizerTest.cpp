@@ -72,6 +72,16 @@ TEST(Tokenizer, RefusesWhatItDoesNotSupport) {
   EXPECT_FALSE(tok.load(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": ["a b"]}})",
                         error));
   EXPECT_EQ(error, "tokenizer.json: merge 'a b' uses tokens outside the vocab");
+  // The library's Metaspace replacement is one character (a Rust char).
+  EXPECT_FALSE(tok.load(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []},
+                            "decoder": {"type": "Metaspace", "replacement": ""}})",
+                        error));
+  EXPECT_EQ(error, "tokenizer.json: the Metaspace decoder's replacement must be one character");
+  EXPECT_FALSE(tok.load(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []},
+                            "pre_tokenizer": {"type": "Metaspace", "replacement": "ab"}})",
+                        error));
+  EXPECT_EQ(error,
+            "tokenizer.json: the Metaspace pre-tokenizer's replacement must be one character");
 }
 
 } // namespace
