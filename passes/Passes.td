@@ -303,11 +303,12 @@ def BucketShapesPass : Pass<"llmc-bucket-shapes", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::llmc::LLMDialect", "::mlir::func::FuncDialect"];
 }
 
-def QuantizeWeightsPass : Pass<"llmc-quantize-weights", "::mlir::func::FuncOp"> {
+def QuantizeWeightsPass : Pass<"llmc-quantize-weights", "::mlir::ModuleOp"> {
   let summary = "Weight-only int8/int4 quantization of linear layers";
   let description = [{
-    Every `llm.linear` whose weight is a constant [N, K] of f32, f16 or bf16
-    becomes `llm.quantized_linear` with the weight rounded to nearest:
+    In every function, each `llm.linear` whose weight is a constant [N, K]
+    of f32, f16 or bf16 becomes `llm.quantized_linear` with the weight
+    rounded to nearest (or by GPTQ, below):
 
     - `bits=8`: symmetric, per output channel (`group-size=0`, one group of
       K) or per group;
@@ -320,6 +321,16 @@ def QuantizeWeightsPass : Pass<"llmc-quantize-weights", "::mlir::func::FuncOp"> 
     2^(bits-1) added (unsigned). Asymmetric groups span [min(w, 0),
     max(w, 0)]: scale = (max - min) / (2^bits - 1), zero point =
     round(-min / scale). Rounding is to nearest even; scales stay f32.
+
+    With `calibration` (a file of the Gram matrices sum x^T x of each
+    layer's inputs over calibration tokens, passes/Calibration.h; `llmc
+    compile --calibration` writes it), the weights are rounded by GPTQ: the
+    columns in order along K, each column's rounding error spread over the
+    columns not yet rounded through the upper Cholesky factor of
+    (H + damp x mean(diag H) I)^-1; a group's scale (same rule) is taken
+    from its values as they are when its first column comes up
+    (passes/WeightQuantization.h). A layer the file has no statistics for
+    is an error. A weight shared by several functions is quantized once.
 
     `skip` lists layers kept in float: `lm_head` (the projection that makes
     the logits) or any substring of a layer's location (its ONNX name).
@@ -340,7 +351,11 @@ def QuantizeWeightsPass : Pass<"llmc-quantize-weights", "::mlir::func::FuncOp"> 
     Option<"int8Activations", "int8-activations", "bool", "true",
            "Let kernels round activations to int8 per block of 32">,
     ListOption<"skip", "skip", "std::string",
-               "Layers kept in float: lm_head, or substrings of their locations">
+               "Layers kept in float: lm_head, or substrings of their locations">,
+    Option<"calibration", "calibration", "std::string", "",
+           "Calibration statistics (llmc compile --calibration): GPTQ instead of nearest">,
+    Option<"damp", "damp", "double", "0.01",
+           "GPTQ's damping: this share of the mean of H's diagonal added to it">
   ];
   let dependentDialects = ["::mlir::llmc::LLMDialect"];
 }

@@ -33,6 +33,14 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
                              llvm::cl::init(true)};
   ListOption<std::string> quantSkip{*this, "quant-skip",
                                     llvm::cl::desc("Layers kept in float (lm_head, names)")};
+  Option<bool> untilQuantization{
+      *this, "until-quantization",
+      llvm::cl::desc("Stop where weight quantization runs (the float layers calibration "
+                     "statistics are collected on)"),
+      llvm::cl::init(false)};
+  Option<std::string> quantCalibration{
+      *this, "quant-calibration",
+      llvm::cl::desc("Calibration statistics file: GPTQ instead of round to nearest")};
 };
 
 void buildPipeline(OpPassManager &pm, const PipelineOptions &o) {
@@ -48,6 +56,8 @@ void buildPipeline(OpPassManager &pm, const PipelineOptions &o) {
   buckets.prefillBuckets = o.prefillBuckets;
   pm.addPass(createBucketShapesPass(buckets));
   pm.addNestedPass<func::FuncOp>(createCanonicalizePass());
+  if (o.untilQuantization)
+    return;
   if (o.quantBits != 0) {
     QuantizeWeightsPassOptions quant;
     quant.bits = o.quantBits;
@@ -55,7 +65,8 @@ void buildPipeline(OpPassManager &pm, const PipelineOptions &o) {
     quant.asymmetric = o.quantAsym;
     quant.int8Activations = o.quantInt8Acts;
     quant.skip = o.quantSkip;
-    pm.addNestedPass<func::FuncOp>(createQuantizeWeightsPass(quant));
+    quant.calibration = o.quantCalibration;
+    pm.addPass(createQuantizeWeightsPass(quant));
   }
   ConvertDtypePassOptions convert;
   convert.dtype = o.dtype;
