@@ -41,8 +41,9 @@ void logSoftmax(const double *row, int64_t n, std::vector<double> &out) {
     out[size_t(i)] = double(row[i]) - lse;
 }
 
-/// The one batch-1 prefill bucket of a compiled program, and its length.
-llvm::Expected<std::pair<std::string, int64_t>> prefillBucket(const Executor &exec) {
+} // namespace
+
+llvm::Expected<std::pair<std::string, int64_t>> mlir::llmc::prefillBucket(const Executor &exec) {
   for (const std::string &name : exec.functionNames()) {
     llvm::StringRef rest(name);
     int64_t s;
@@ -52,12 +53,9 @@ llvm::Expected<std::pair<std::string, int64_t>> prefillBucket(const Executor &ex
   return makeError("the program has no batch-1 prefill bucket");
 }
 
-/// The inputs of a prefill from position 0: tokens right-padded with 0,
-/// start_pos 0, caches of zeros.
-llvm::Expected<std::vector<NamedTensor>> prefillInputs(const Executor &exec,
-                                                       const std::string &function,
-                                                       int64_t width,
-                                                       llvm::ArrayRef<int64_t> tokens) {
+llvm::Expected<std::vector<NamedTensor>>
+mlir::llmc::prefillInputs(const Executor &exec, const std::string &function, int64_t width,
+                          llvm::ArrayRef<int64_t> tokens) {
   const std::vector<ValueSignature> *ins = exec.inputsOf(function);
   if (!ins || ins->size() < 2 || (*ins)[1].name != "start_pos")
     return makeError(function + " is not prefill(tokens, start_pos, caches...)");
@@ -90,8 +88,6 @@ llvm::Expected<std::vector<NamedTensor>> prefillInputs(const Executor &exec,
   }
   return inputs;
 }
-
-} // namespace
 
 llvm::json::Object QuantEvalReport::toJson() const {
   llvm::json::Array perLayer;

@@ -9,6 +9,10 @@
 #ifndef LLMC_COMPILER_EXECUTOR_QUANTEVAL_H
 #define LLMC_COMPILER_EXECUTOR_QUANTEVAL_H
 
+#include "compiler/Executor/TensorIO.h"
+#include "passes/Calibration.h"
+
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/JSON.h"
@@ -18,6 +22,18 @@
 #include <vector>
 
 namespace mlir::llmc {
+
+class Executor;
+
+/// The one batch-1 prefill bucket of a compiled program, and its length.
+llvm::Expected<std::pair<std::string, int64_t>> prefillBucket(const Executor &exec);
+
+/// The inputs of a prefill from position 0: tokens right-padded with 0 to
+/// `width`, start_pos 0, caches of zeros.
+llvm::Expected<std::vector<NamedTensor>> prefillInputs(const Executor &exec,
+                                                       const std::string &function,
+                                                       int64_t width,
+                                                       llvm::ArrayRef<int64_t> tokens);
 
 struct QuantEvalReport {
   int64_t sequences = 0, positions = 0;
@@ -55,6 +71,15 @@ evaluateQuantization(llvm::StringRef modelPath, llvm::StringRef floatPipeline,
                      llvm::StringRef quantPipeline,
                      const std::vector<std::vector<int64_t>> &sequences,
                      bool roundActivations = true);
+
+/// Runs the float model at `modelPath` through `pipeline` (llmc-pipeline
+/// with `until-quantization`, one batch-1 prefill bucket that holds the
+/// longest sequence) on `sequences` and sums x^T x over the input rows x of
+/// every linear layer: the statistics GPTQ quantizes with
+/// (passes/Calibration.h).
+llvm::Expected<CalibrationStats>
+collectCalibration(llvm::StringRef modelPath, llvm::StringRef pipeline,
+                   const std::vector<std::vector<int64_t>> &sequences);
 
 } // namespace mlir::llmc
 

@@ -5,11 +5,11 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tools/llmc/Commands.h"
+#include "tools/llmc/CompileQuant.h"
 
 #include "compiler/Artifact/Artifact.h"
 #include "compiler/Codegen/CPU/EmitCpp.h"
 #include "compiler/Codegen/CUDA/EmitCuda.h"
-#include "compiler/Executor/QuantEval.h"
 #include "llmc/llmc.h"
 #include "runtime/src/Tokenizer.h"
 #include "runtime/src/support/Json.h"
@@ -134,6 +134,29 @@ cl::opt<double> compileMaxKl(
              "quantized model's next-token distributions from the float model's exceeds this "
              "(nats)"),
     cl::init(-1), cl::sub(compileCmd), cl::cat(cat()));
+cl::opt<std::string> compileCalibration(
+    "calibration",
+    cl::desc("With --quant: round the weights by GPTQ, with statistics of each layer's inputs "
+             "from the float model run on these token ids (commas or spaces, one sequence per "
+             "line), instead of to nearest"),
+    cl::value_desc("file"), cl::init(""), cl::sub(compileCmd), cl::cat(cat()));
+cl::opt<std::string> compileCalibrationText(
+    "calibration-text",
+    cl::desc("As --calibration, on a text file tokenized by the model's tokenizer"),
+    cl::value_desc("file"), cl::init(""), cl::sub(compileCmd), cl::cat(cat()));
+cl::opt<int64_t> compileCalibrationLen(
+    "calibration-seq-len",
+    cl::desc("Tokens per calibration sequence (longer ones are cut; default 128, or --max-seq "
+             "when that is less)"),
+    cl::init(0), cl::sub(compileCmd), cl::cat(cat()));
+cl::opt<int64_t> compileCalibrationMax("calibration-max-sequences",
+                                       cl::desc("Calibration sequences used at most (default 64)"),
+                                       cl::init(64), cl::sub(compileCmd), cl::cat(cat()));
+cl::opt<std::string> compileCalibrationSave(
+    "calibration-save",
+    cl::desc("Also write the calibration statistics (each layer's input Gram matrix, "
+             "passes/Calibration.h) to this file"),
+    cl::value_desc("file"), cl::init(""), cl::sub(compileCmd), cl::cat(cat()));
 cl::opt<std::string> compileCxx("cxx", cl::desc("Host C++ compiler (default $CXX, else c++)"),
                                 cl::init(""), cl::sub(compileCmd), cl::cat(cat()));
 
@@ -181,6 +204,15 @@ llvm::Error runPipeline(MLIRContext &ctx, ModuleOp module, llvm::StringRef pipel
 bool mlir::llmc::compileCommandGiven() { return bool(compileCmd); }
 bool mlir::llmc::inspectCommandGiven() { return bool(inspectCmd); }
 
+std::string mlir::llmc::tokenizerPath(const CompileRequest &req) {
+  if (!req.tokenizer.empty())
+    return req.tokenizer;
+  llvm::SmallString<256> beside(req.input);
+  llvm::sys::path::remove_filename(beside);
+  llvm::sys::path::append(beside, "tokenizer.json");
+  return llvm::sys::fs::exists(beside) ? std::string(beside) : "";
+}
+
 int mlir::llmc::fail(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), "llmc") << message << "\n";
   return 1;
@@ -197,14 +229,8 @@ llvm::Error findTokenizer(const CompileRequest &req, const CpuModel &model, Arti
   llvm::sys::path::remove_filename(dir);
   if (dir.empty())
     dir = ".";
-  std::string path = req.tokenizer;
-  bool given = !path.empty();
-  if (!given) {
-    llvm::SmallString<256> beside(dir);
-    llvm::sys::path::append(beside, "tokenizer.json");
-    if (llvm::sys::fs::exists(beside))
-      path = std::string(beside);
-  }
+  std::string path = tokenizerPath(req);
+  bool given = !req.tokenizer.empty();
   if (!path.empty()) {
     auto buf = llvm::MemoryBuffer::getFile(path);
     if (!buf)
@@ -260,80 +286,6 @@ llvm::Error findTokenizer(const CompileRequest &req, const CpuModel &model, Arti
 
 } // namespace
 
-namespace {
-
-/// llmc-pipeline's options for --quant, --quant-skip and
-/// --quant-activations (" quant-bits=4 ...").
-std::string quantOptions(const CompileRequest &req, const QuantSpec &quant) {
-  std::string o = " quant-bits=" + std::to_string(quant.bits) +
-                  " quant-group=" + std::to_string(quant.group) +
-                  " quant-asym=" + (quant.asymmetric ? "1" : "0") +
-                  " quant-int8-activations=" + (req.quantActivations == "int8" ? "1" : "0");
-  if (!req.quantSkip.empty())
-    o += " quant-skip=" + llvm::join(req.quantSkip, ",");
-  return o;
-}
-
-/// The accuracy gate: the float and the quantized pipeline (one prefill
-/// bucket of --eval-seq-len) run by the reference executor on the
-/// evaluation sequences.
-llvm::Expected<QuantEvalReport> evaluateQuant(const CompileRequest &req, const ArtifactInfo &info,
-                                              const QuantSpec &quant) {
-  std::vector<std::vector<int64_t>> sequences;
-  std::string file = req.evalIds.empty() ? req.evalText : req.evalIds;
-  auto buf = llvm::MemoryBuffer::getFile(file);
-  if (!buf)
-    return llvm::createStringError("cannot read " + file + ": " + buf.getError().message());
-  if (!req.evalIds.empty()) {
-    auto ids = parseEvalIds((*buf)->getBuffer());
-    if (!ids)
-      return llvm::createStringError(file + ": " + llvm::toString(ids.takeError()));
-    sequences = std::move(*ids);
-  } else {
-    if (info.tokenizerJson.empty())
-      return llvm::createStringError("--eval-text needs the model's tokenizer.json (beside the "
-                                     "model, or --tokenizer)");
-    ::llmc::Tokenizer tok;
-    std::string error;
-    if (!tok.load(info.tokenizerJson, error))
-      return llvm::createStringError(error);
-    std::vector<int32_t> ids = tok.encode((*buf)->getBuffer().str(), /*addSpecial=*/false);
-    sequences.emplace_back(ids.begin(), ids.end());
-  }
-  const int64_t length = req.evalSeqLen ? req.evalSeqLen : std::min<int64_t>(128, req.maxSeq);
-  sequences = cutSequences(sequences, length, req.evalMaxSequences);
-  if (sequences.empty())
-    return llvm::createStringError(file + " holds no sequence of 2 or more tokens");
-  std::string base = "llmc-pipeline{max-seq=" + std::to_string(req.maxSeq) +
-                     " batch=1 prefill-buckets=" + std::to_string(length) +
-                     " dtype=" + req.dtype;
-  // The CUDA kernels keep activations in f32 even where int8 is allowed.
-  return evaluateQuantization(req.input, base + "}", base + quantOptions(req, quant) + "}",
-                              sequences, /*roundActivations=*/req.target != "cuda");
-}
-
-void printQuantEval(llvm::raw_ostream &os, const QuantEvalReport &r, llvm::StringRef scheme) {
-  os << llvm::formatv("  accuracy of --quant {0} against the float model ({1} sequences, {2} "
-                      "positions):\n",
-                      scheme, r.sequences, r.positions);
-  os << llvm::formatv("    top-1 agreement {0:f2}%, KL divergence mean {1:e2} max {2:e2} nats\n",
-                      100 * r.top1Agreement, r.meanKl, r.maxKl);
-  os << llvm::formatv("    perplexity {0:f3} (float) -> {1:f3} (quantized), {2:+f2}%\n",
-                      r.floatPerplexity, r.quantPerplexity,
-                      r.floatPerplexity > 0
-                          ? 100 * (r.quantPerplexity / r.floatPerplexity - 1)
-                          : 0.0);
-  std::vector<QuantEvalReport::Layer> worst = r.layers;
-  std::stable_sort(worst.begin(), worst.end(), [](const auto &a, const auto &b) {
-    return a.relativeError > b.relativeError;
-  });
-  os << "    relative error each layer adds (worst first; all in the manifest):\n";
-  for (size_t i = 0; i < std::min<size_t>(5, worst.size()); ++i)
-    os << llvm::formatv("      {0:e2}  {1}\n", worst[i].relativeError, worst[i].name);
-}
-
-} // namespace
-
 llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const CompileRequest &req,
                                                    llvm::raw_ostream *log) {
   using Clock = std::chrono::steady_clock;
@@ -379,12 +331,12 @@ llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const Compil
                                             : "";
   if (march.empty())
     return error("--cpu must be avx2, avx512 or native");
-  std::optional<QuantSpec> quant;
+  std::optional<QuantPlan> quant;
   if (!req.quant.empty()) {
     auto q = parseQuantSpec(req.quant);
     if (!q)
       return q.takeError();
-    quant = *q;
+    quant = QuantPlan{*q};
   } else if (!req.quantSkip.empty()) {
     return error("--quant-skip needs --quant");
   }
@@ -398,6 +350,19 @@ llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const Compil
     return error("give --eval or --eval-text, not both");
   if (req.maxKl >= 0 && !evaluate)
     return error("--max-kl needs --eval or --eval-text");
+  bool calibrated = !req.calibrationIds.empty() || !req.calibrationText.empty();
+  if (calibrated && !quant)
+    return error("--calibration and --calibration-text need --quant (they choose how the "
+                 "weights are rounded)");
+  if (!req.calibrationIds.empty() && !req.calibrationText.empty())
+    return error("give --calibration or --calibration-text, not both");
+  if (!req.calibrationSave.empty() && !calibrated)
+    return error("--calibration-save needs --calibration or --calibration-text");
+  if (calibrated && ((req.calibrationSeqLen != 0 &&
+                      (req.calibrationSeqLen < 2 || req.calibrationSeqLen > req.maxSeq)) ||
+                     req.calibrationMaxSequences < 1))
+    return error("--calibration-seq-len must be in [2, --max-seq] and "
+                 "--calibration-max-sequences positive");
   if (evaluate && ((req.evalSeqLen != 0 && (req.evalSeqLen < 2 || req.evalSeqLen > req.maxSeq)) ||
                    req.evalMaxSequences < 1))
     return error("--eval-seq-len must be in [2, --max-seq] and --eval-max-sequences positive");
@@ -454,6 +419,25 @@ llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const Compil
     for (const auto &u : s.unrecognized)
       unrec.push_back(u.op);
     architecture["unrecognized"] = std::move(unrec);
+  }
+  // GPTQ's statistics live in a temporary file while the pipelines read them.
+  auto removeCalibration = llvm::make_scope_exit([&] {
+    if (quant && !quant->calibrationFile.empty())
+      llvm::sys::fs::remove(quant->calibrationFile);
+  });
+  if (calibrated) {
+    stage("calibrating: the float model on the calibration tokens (reference executor)");
+    if (llvm::Error e = calibrate(req, *quant))
+      return error("--calibration: " + llvm::toString(std::move(e)));
+    if (!req.calibrationSave.empty())
+      if (std::error_code ec = llvm::sys::fs::copy_file(quant->calibrationFile, req.calibrationSave))
+        return error("--calibration-save: cannot write " + req.calibrationSave + ": " +
+                     ec.message());
+    if (log)
+      *log << llvm::formatv("  GPTQ: the inputs of {0} linear layers over {1} sequences ({2} "
+                            "tokens)\n",
+                            quant->calibrationLayers, quant->calibrationSequences,
+                            quant->calibrationTokens);
   }
   std::string pipeline = "llmc-pipeline{max-seq=" + std::to_string(req.maxSeq) +
                          " batch=" + joinInts(batch) + " prefill-buckets=" + joinInts(buckets) +
@@ -513,10 +497,19 @@ llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const Compil
                                     {"prefill_buckets", llvm::json::Array(buckets)},
                                     {"dtype", req.dtype},
                                     {"cpu", req.cpu}};
-  if (quant)
-    info.options["quant"] = llvm::json::Object{{"scheme", req.quant},
-                                               {"skip", llvm::json::Array(req.quantSkip)},
-                                               {"activations", req.quantActivations}};
+  if (quant) {
+    llvm::json::Object q{{"scheme", req.quant},
+                         {"skip", llvm::json::Array(req.quantSkip)},
+                         {"activations", req.quantActivations},
+                         {"method", calibrated ? "gptq" : "round-to-nearest"}};
+    if (calibrated)
+      q["calibration"] = llvm::json::Object{
+          {"file", llvm::sys::path::filename(req.calibrationIds.empty() ? req.calibrationText
+                                                                         : req.calibrationIds)},
+          {"sequences", quant->calibrationSequences},
+          {"tokens", quant->calibrationTokens}};
+    info.options["quant"] = std::move(q);
+  }
   info.architecture = std::move(architecture);
   info.memory = std::move(memory);
   info.cpu = march;
@@ -553,35 +546,6 @@ llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const Compil
   return cpuModel;
 }
 
-llvm::Expected<QuantSpec> mlir::llmc::parseQuantSpec(llvm::StringRef spec) {
-  auto error = [&](const llvm::Twine &why) {
-    return llvm::createStringError("--quant " + spec.str() + ": " + why.str() +
-                                   " (expected int8 or int4, then :g<N> and/or :asym)");
-  };
-  llvm::SmallVector<llvm::StringRef> parts;
-  spec.split(parts, ':');
-  QuantSpec q;
-  if (parts[0] == "int8")
-    q.bits = 8, q.group = 0;
-  else if (parts[0] == "int4")
-    q.bits = 4, q.group = 32;
-  else
-    return error("unknown scheme '" + parts[0] + "'");
-  for (llvm::StringRef p : llvm::ArrayRef(parts).drop_front()) {
-    if (p == "asym") {
-      q.asymmetric = true;
-    } else if (p.consume_front("g")) {
-      int64_t g = 0;
-      if (p.getAsInteger(10, g) || g < 2 || g > (int64_t(1) << 20) || g % 2 != 0)
-        return error("the group size must be an even number in [2, 1048576]");
-      q.group = g;
-    } else {
-      return error("unknown modifier '" + p + "'");
-    }
-  }
-  return q;
-}
-
 int mlir::llmc::runCompile(MLIRContext &ctx) {
   if (!compileEmit.empty() && compileEmit != "source")
     return fail("--emit takes 'source'");
@@ -608,6 +572,11 @@ int mlir::llmc::runCompile(MLIRContext &ctx) {
   req.evalSeqLen = compileEvalLen;
   req.evalMaxSequences = compileEvalMax;
   req.maxKl = compileMaxKl;
+  req.calibrationIds = compileCalibration;
+  req.calibrationText = compileCalibrationText;
+  req.calibrationSeqLen = compileCalibrationLen;
+  req.calibrationMaxSequences = compileCalibrationMax;
+  req.calibrationSave = compileCalibrationSave;
   auto cpuModel = compileModel(ctx, req, &llvm::errs());
   if (!cpuModel)
     return fail(llvm::toString(cpuModel.takeError()));

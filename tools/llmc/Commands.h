@@ -48,6 +48,11 @@ struct CompileRequest {
   std::string evalIds, evalText;
   int64_t evalSeqLen = 0, evalMaxSequences = 32;
   double maxKl = -1; // fail when the mean KL divergence exceeds it (< 0: no gate)
+  // GPTQ (with quant): calibration token ids or text, cut as above into
+  // pieces of calibrationSeqLen tokens, at most calibrationMaxSequences.
+  std::string calibrationIds, calibrationText;
+  std::string calibrationSave; // also write the statistics here
+  int64_t calibrationSeqLen = 0, calibrationMaxSequences = 64;
 };
 
 /// A --quant spec: int8 (per output channel) or int4 (groups of 32) with
