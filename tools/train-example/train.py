@@ -14,7 +14,11 @@ line, documents separated by the end-of-text token. Every 40th chapter is
 held out from training: its text is written to eval.txt, so perplexity
 there (`llmc compile --eval-text`) is on text the model has not seen
 (training checks it every 200 steps and keeps the weights that did best,
-should the last epochs overfit).
+should the last epochs overfit). Every 40th training chapter (the one
+before each held-out chapter's block starts) is also written to
+calibration.txt, text the model did train on, for `llmc compile
+--calibration-text` (GPTQ's statistics); `--calibration-only` writes just
+that file from the Bible text, without training.
 
 Developer tooling, not run by tests or CI (the exported model is committed).
 It needs PyTorch and the packages in requirements.txt beside this file:
@@ -85,6 +89,11 @@ def split(chs):
     for i, (_, verses) in enumerate(chs):
         (held if i % HELD_OUT_EVERY == HELD_OUT_EVERY - 1 else train).append("\n".join(verses))
     return train, held
+
+
+def calibration_docs(chs):
+    """Training chapters (every 40th, never a held-out one) for GPTQ."""
+    return ["\n".join(verses) for i, (_, verses) in enumerate(chs) if i % HELD_OUT_EVERY == 0]
 
 
 def train_tokenizer(docs, folder):
@@ -242,6 +251,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out")
     ap.add_argument("--draft", action="store_true")
+    ap.add_argument("--calibration-only", action="store_true",
+                    help="write calibration.txt into OUT and stop")
     ap.add_argument("--tokenizer", help="a folder holding the tokenizer to reuse (for --draft)")
     ap.add_argument("--minutes", type=float, default=30)
     ap.add_argument("--batch", type=int, default=16)
@@ -252,7 +263,13 @@ def main():
     torch.set_num_threads(args.threads)
     size = "draft" if args.draft else "example"
     os.makedirs(args.out, exist_ok=True)
-    train_docs, held_docs = split(chapters())
+    chs = chapters()
+    if not args.draft:
+        with open(os.path.join(args.out, "calibration.txt"), "w") as f:
+            f.write("\n\n".join(calibration_docs(chs)) + "\n")
+    if args.calibration_only:
+        return
+    train_docs, held_docs = split(chs)
     with tempfile.TemporaryDirectory() as hf_dir:
         if args.tokenizer:
             for f in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
