@@ -332,8 +332,14 @@ def QuantizeWeightsPass : Pass<"llmc-quantize-weights", "::mlir::ModuleOp"> {
     (passes/WeightQuantization.h). A layer the file has no statistics for
     is an error. A weight shared by several functions is quantized once.
 
+    With `embeddings`, every `llm.embedding` whose table is a constant
+    [vocab, hidden] becomes `llm.quantized_embedding` with the table rounded
+    to nearest by the same scheme (rows as output channels, groups along
+    hidden; never GPTQ: a gather has no Hessian), its scales in the table's
+    element type.
+
     `skip` lists layers kept in float: `lm_head` (the projection that makes
-    the logits) or any substring of a layer's location (its ONNX name).
+    the logits), `embedding` (every embedding table) or any substring of a layer's location (its ONNX name).
     `int8-activations` lets the kernels round x to int8 per block of 32 for
     integer dot products. A group size that does not divide K is an error.
     Runs after `llmc-bucket-shapes`, before `llmc-convert-dtype` (so the
@@ -352,6 +358,8 @@ def QuantizeWeightsPass : Pass<"llmc-quantize-weights", "::mlir::ModuleOp"> {
            "Let kernels round activations to int8 per block of 32">,
     ListOption<"skip", "skip", "std::string",
                "Layers kept in float: lm_head, or substrings of their locations">,
+    Option<"embeddings", "embeddings", "bool", "false",
+           "Also quantize token embedding tables (to nearest)">,
     Option<"calibration", "calibration", "std::string", "",
            "Calibration statistics (llmc compile --calibration): GPTQ instead of nearest">,
     Option<"damp", "damp", "double", "0.01",

@@ -33,6 +33,9 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
                              llvm::cl::init(true)};
   ListOption<std::string> quantSkip{*this, "quant-skip",
                                     llvm::cl::desc("Layers kept in float (lm_head, names)")};
+  Option<bool> quantEmbeddings{*this, "quant-embeddings",
+                               llvm::cl::desc("Also quantize token embedding tables"),
+                               llvm::cl::init(false)};
   Option<bool> untilQuantization{
       *this, "until-quantization",
       llvm::cl::desc("Stop where weight quantization runs (the float layers calibration "
@@ -66,6 +69,7 @@ void buildPipeline(OpPassManager &pm, const PipelineOptions &o) {
     quant.int8Activations = o.quantInt8Acts;
     quant.skip = o.quantSkip;
     quant.calibration = o.quantCalibration;
+    quant.embeddings = o.quantEmbeddings;
     pm.addPass(createQuantizeWeightsPass(quant));
   }
   ConvertDtypePassOptions convert;

@@ -14,6 +14,7 @@
 #include "passes/WeightQuantization.h"
 
 #include "dialects/LLM/IR/LLMOps.h"
+#include "runtime/src/cpu/Numeric.h"
 
 #include "llvm/ADT/SetVector.h"
 
@@ -71,7 +72,7 @@ struct QuantizeWeightsPass : mlir::llmc::impl::QuantizeWeightsPassBase<QuantizeW
 
   /// Each distinct weight is quantized once for all the functions (buckets)
   /// that hold a copy of it.
-  std::map<uint64_t, std::shared_ptr<const QuantizedWeight>> done;
+  std::map<uint64_t, std::shared_ptr<const QuantizedWeight>> done, doneEmbeddings;
   std::map<const void *, uint64_t> fingerprints; // per constant attribute
   std::optional<CalibrationStats> stats;
   std::map<int64_t, HessianFactor> factors; // per calibration input
@@ -91,7 +92,7 @@ struct QuantizeWeightsPass : mlir::llmc::impl::QuantizeWeightsPassBase<QuantizeW
       m.emitError("llmc-quantize-weights: damp must be in (0, 1), got ") << damp;
       return signalPassFailure();
     }
-    done.clear(), fingerprints.clear(), factors.clear(), stats.reset();
+    done.clear(), doneEmbeddings.clear(), fingerprints.clear(), factors.clear(), stats.reset();
     if (!calibration.empty()) {
       auto s = CalibrationStats::read(calibration);
       if (!s) {
@@ -101,8 +102,82 @@ struct QuantizeWeightsPass : mlir::llmc::impl::QuantizeWeightsPassBase<QuantizeW
       stats = std::move(*s);
     }
     for (auto f : m.getOps<func::FuncOp>())
-      if (failed(quantizeFunction(f)))
+      if (failed(quantizeFunction(f)) || (embeddings && failed(quantizeEmbeddings(f))))
         return signalPassFailure();
+  }
+
+  /// Token embedding tables, rounded to nearest (GPTQ has no Hessian for a
+  /// gather): llm.embedding becomes llm.quantized_embedding, its scales in
+  /// the table's element type (the result's).
+  LogicalResult quantizeEmbeddings(func::FuncOp f) {
+    SmallVector<EmbeddingOp> ops;
+    f.walk([&](EmbeddingOp e) { ops.push_back(e); });
+    for (EmbeddingOp e : ops) {
+      auto c = e.getTable().getDefiningOp<ConstantOp>();
+      if (!c || skippedName(locationName(e.getLoc()), /*embedding=*/true))
+        continue;
+      auto type = cast<RankedTensorType>(c.getType());
+      Type element = type.getElementType();
+      if (type.getRank() != 2 || !type.hasStaticShape())
+        continue;
+      if (!element.isF32() && !element.isF16() && !element.isBF16())
+        return e.emitError("llmc-quantize-weights: an embedding table of ")
+               << element << " cannot be quantized (f32, f16 or bf16)";
+      int64_t V = type.getDimSize(0), H = type.getDimSize(1);
+      int64_t gs = groupSize == 0 ? H : groupSize;
+      if (H % gs != 0 || (bits == 4 && gs % 2 != 0))
+        return e.emitError("llmc-quantize-weights: group size ")
+               << gs << " does not divide the hidden size " << H << " of the embedding table "
+               << type << " (choose a group size that divides it, or --quant-skip embedding)";
+      auto t = constantTensor(c.getValue());
+      if (!t)
+        return e.emitError("llmc-quantize-weights: ") << llvm::toString(t.takeError());
+      auto [fp, fresh] = fingerprints.try_emplace(c.getValue().getAsOpaquePointer(), 0);
+      if (fresh)
+        fp->second = weightFingerprint(*t);
+      auto &qz = doneEmbeddings[fp->second];
+      if (!qz) {
+        std::vector<float> w(size_t(V * H));
+        for (int64_t i = 0; i < V * H; ++i)
+          w[size_t(i)] = float(cpu::floatElement(*t, i));
+        qz = std::make_shared<QuantizedWeight>(
+            quantizeNearest(w, V, H, QuantScheme{bits, gs, asymmetric}));
+      }
+      OpBuilder b(e);
+      Location loc = e.getLoc();
+      auto u8 = IntegerType::get(b.getContext(), 8, IntegerType::Unsigned);
+      int64_t G = H / gs;
+      std::vector<uint16_t> half;
+      ArrayRef<char> scaleBytes(reinterpret_cast<const char *>(qz->scales.data()),
+                                qz->scales.size() * sizeof(float));
+      if (!element.isF32()) {
+        for (float v : qz->scales)
+          half.push_back(element.isF16() ? cpu::floatToHalf(v) : cpu::floatToBf16(v));
+        scaleBytes = ArrayRef<char>(reinterpret_cast<const char *>(half.data()), half.size() * 2);
+      }
+      Value table = blobConstant(b, loc, RankedTensorType::get({V, G, gs * bits / 8}, u8),
+                                 ArrayRef<char>(reinterpret_cast<const char *>(qz->q.data()),
+                                                qz->q.size()),
+                                 "quantized_table");
+      Value scales =
+          blobConstant(b, loc, RankedTensorType::get({V, G}, element), scaleBytes, "quantized_scales");
+      Value zp = asymmetric
+                     ? blobConstant(b, loc, RankedTensorType::get({V, G}, u8),
+                                    ArrayRef<char>(reinterpret_cast<const char *>(
+                                                       qz->zeroPoints.data()),
+                                                   qz->zeroPoints.size()),
+                                    "quantized_zero_points")
+                     : b.create<NoneOp>(loc).getResult();
+      Value y = createOp<QuantizedEmbeddingOp>(
+          b, loc, {table, scales, zp, e.getIds()},
+          {b.getNamedAttr("bits", b.getI64IntegerAttr(bits)),
+           b.getNamedAttr("group_size", b.getI64IntegerAttr(gs))});
+      e.getResult().replaceAllUsesWith(y);
+      e.erase();
+      if (c->use_empty())
+        c.erase();
+    }
+    return success();
   }
 
   LogicalResult quantizeFunction(func::FuncOp f) {
@@ -187,11 +262,19 @@ struct QuantizeWeightsPass : mlir::llmc::impl::QuantizeWeightsPassBase<QuantizeW
   }
 
   bool skipped(LinearOp l, func::FuncOp f) {
-    std::string where = locationName(l.getLoc());
-    for (const std::string &s : skip) {
-      if (s == "lm_head" ? feedsLogits(l, f) : where.find(s) != std::string::npos)
+    for (const std::string &s : skip)
+      if (s == "lm_head" && feedsLogits(l, f))
         return true;
-    }
+    return skippedName(locationName(l.getLoc()));
+  }
+
+  /// Whether a --quant-skip substring (not the lm_head rule) names `where`;
+  /// "embedding" names every embedding table.
+  bool skippedName(const std::string &where, bool embedding = false) {
+    for (const std::string &s : skip)
+      if ((s != "lm_head" && where.find(s) != std::string::npos) ||
+          (embedding && s == "embedding"))
+        return true;
     return false;
   }
 };

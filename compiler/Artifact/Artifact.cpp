@@ -342,6 +342,7 @@ llvm::Error mlir::llmc::writeArtifact(const CpuModel &model, const ArtifactInfo 
     int64_t stored = 0, asFloat = 0;
     for (const CpuModel::QuantizedTensor &t : model.quantized) {
       layers.push_back(llvm::json::Object{{"name", t.name},
+                                          {"kind", t.embedding ? "embedding" : "linear"},
                                           {"shape", llvm::json::Array{t.rows, t.cols}},
                                           {"bits", t.bits},
                                           {"group_size", t.groupSize},

@@ -63,22 +63,37 @@ std::string nodeName(Operation *op) {
 }
 
 /// One record per quantized layer (see EmitCommon.h).
-void recordQuantizedLayer(Operation *quantizedLinear, CpuModel &model,
+void recordQuantizedLayer(Operation *quantized, CpuModel &model,
                           std::set<std::string> &recorded) {
-  auto op = cast<QuantizedLinearOp>(quantizedLinear);
-  if (!recorded.insert(nodeName(op) + " " + describeType(op.getWeight().getType())).second)
-    return;
-  auto qType = cast<RankedTensorType>(op.getWeight().getType());
-  bool zp = !isNone(op.getZeroPoints());
   CpuModel::QuantizedTensor t;
-  t.name = nodeName(op);
+  t.name = nodeName(quantized);
+  Value values, scales, zeroPoints;
+  if (auto op = dyn_cast<QuantizedLinearOp>(quantized)) {
+    values = op.getWeight(), scales = op.getScales(), zeroPoints = op.getZeroPoints();
+    t.cols = cast<RankedTensorType>(op.getX().getType()).getShape().back();
+    t.bits = op.getBits(), t.groupSize = op.getGroupSize();
+    t.int8Activations = op.getInt8Activations();
+  } else {
+    auto e = cast<QuantizedEmbeddingOp>(quantized);
+    values = e.getTable(), scales = e.getScales(), zeroPoints = e.getZeroPoints();
+    t.bits = e.getBits(), t.groupSize = e.getGroupSize();
+    t.cols = cast<RankedTensorType>(values.getType()).getDimSize(1) * t.groupSize;
+    t.embedding = true;
+  }
+  if (!recorded.insert(t.name + " " + describeType(values.getType())).second)
+    return;
+  auto qType = cast<RankedTensorType>(values.getType());
+  t.zeroPoints = !isNone(zeroPoints);
   t.rows = qType.getDimSize(0);
-  t.cols = cast<RankedTensorType>(op.getX().getType()).getShape().back();
-  t.bits = op.getBits(), t.groupSize = op.getGroupSize();
-  t.zeroPoints = zp, t.int8Activations = op.getInt8Activations();
-  t.bytes = bytesOf(op.getWeight().getType()) + t.rows * qType.getDimSize(1) * (4 + (zp ? 1 : 0));
-  t.floatBytes =
-      t.rows * t.cols * int64_t(getElementTypeOrSelf(op.getType()).getIntOrFloatBitWidth() / 8);
+  // A linear layer's scales are written as f32 whatever their type (the
+  // kernels read f32); an embedding's in its own.
+  t.bytes = bytesOf(values.getType()) +
+            (t.embedding ? bytesOf(scales.getType()) : t.rows * qType.getDimSize(1) * 4) +
+            (t.zeroPoints ? bytesOf(zeroPoints.getType()) : 0);
+  t.floatBytes = t.rows * t.cols *
+                 int64_t(getElementTypeOrSelf(quantized->getResult(0).getType())
+                             .getIntOrFloatBitWidth() /
+                         8);
   model.quantized.push_back(t);
 }
 

@@ -34,11 +34,11 @@ std::string quote(llvm::StringRef s);
 std::string nodeName(Operation *op);
 /// Bytes of a static tensor type (0 otherwise).
 int64_t bytesOf(Type t);
-/// Adds the layer of `quantizedLinear` (an llm.quantized_linear) to
-/// model.quantized (its scheme and bytes, for the manifest) unless
-/// `recorded` holds it already (each entry point has its own equal
-/// constants: one record per layer).
-void recordQuantizedLayer(Operation *quantizedLinear, CpuModel &model,
+/// Adds the layer of `quantized` (an llm.quantized_linear or
+/// llm.quantized_embedding) to model.quantized (its scheme and bytes, for
+/// the manifest) unless `recorded` holds it already (each entry point has
+/// its own equal constants: one record per layer).
+void recordQuantizedLayer(Operation *quantized, CpuModel &model,
                           std::set<std::string> &recorded);
 /// The bytes of weights one call of `f` reads (every constant it uses, but
 /// only the rows an embedding gathers).

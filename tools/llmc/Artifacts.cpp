@@ -112,6 +112,11 @@ cl::opt<std::string> compileQuantActs(
     cl::desc("int8 (default): the quantized kernels round activations to int8 per block of 32 "
              "for integer dot products; f32: they dequantize the weights and keep x as it is"),
     cl::init("int8"), cl::sub(compileCmd), cl::cat(cat()));
+cl::opt<bool> compileQuantEmbeddings(
+    "quant-embeddings",
+    cl::desc("With --quant: also quantize the token embedding tables (to nearest, the same "
+             "scheme; --quant-skip embedding keeps them float)"),
+    cl::init(false), cl::sub(compileCmd), cl::cat(cat()));
 cl::opt<std::string> compileEval(
     "eval",
     cl::desc("With --quant: run the quantized and the float model on these token ids (commas "
@@ -337,8 +342,9 @@ llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const Compil
     if (!q)
       return q.takeError();
     quant = QuantPlan{*q};
-  } else if (!req.quantSkip.empty()) {
-    return error("--quant-skip needs --quant");
+  } else if (!req.quantSkip.empty() || req.quantEmbeddings) {
+    return error(req.quantEmbeddings ? "--quant-embeddings needs --quant"
+                                     : "--quant-skip needs --quant");
   }
   if (req.quantActivations != "int8" && req.quantActivations != "f32")
     return error("--quant-activations must be int8 or f32");
@@ -502,6 +508,8 @@ llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const Compil
                          {"skip", llvm::json::Array(req.quantSkip)},
                          {"activations", req.quantActivations},
                          {"method", calibrated ? "gptq" : "round-to-nearest"}};
+    if (req.quantEmbeddings)
+      q["embeddings"] = true;
     if (calibrated)
       q["calibration"] = llvm::json::Object{
           {"file", llvm::sys::path::filename(req.calibrationIds.empty() ? req.calibrationText
@@ -567,6 +575,7 @@ int mlir::llmc::runCompile(MLIRContext &ctx) {
   req.quant = compileQuant;
   req.quantSkip.assign(compileQuantSkip.begin(), compileQuantSkip.end());
   req.quantActivations = compileQuantActs;
+  req.quantEmbeddings = compileQuantEmbeddings;
   req.evalIds = compileEval;
   req.evalText = compileEvalText;
   req.evalSeqLen = compileEvalLen;
@@ -697,12 +706,21 @@ int mlir::llmc::runInspect() {
   if (quant && !quant->empty()) { // an unquantized model's is {}
     // One line per scheme, then the total against float weights.
     std::map<std::string, int64_t> schemes;
-    int64_t layers = 0;
+    int64_t layers = 0, embeddings = 0;
     if (const llvm::json::Array *ls = quant->getArray("layers"))
       for (const llvm::json::Value &v : *ls) {
         const llvm::json::Object *l = v.getAsObject();
         if (!l)
           continue;
+        if (str(l, "kind") == "embedding") {
+          ++schemes[llvm::formatv("int{0} groups of {1}{2}, embedding table", num(l, "bits"),
+                                  num(l, "group_size"),
+                                  l->getBoolean("zero_points").value_or(false)
+                                      ? " with zero points" : " symmetric")
+                        .str()];
+          ++embeddings;
+          continue;
+        }
         std::string scheme = llvm::formatv("int{0} {1}{2}, {3} activations", num(l, "bits"),
                                            llvm::formatv("groups of {0}", num(l, "group_size")).str(),
                                            l->getBoolean("zero_points").value_or(false)
@@ -714,9 +732,14 @@ int mlir::llmc::runInspect() {
       }
     double mib = 1024.0 * 1024.0, stored = double(num(quant, "bytes")),
            asFloat = double(num(quant, "float_bytes"));
-    os << llvm::formatv("quantized:    {0} linear layers, {1:f2} MiB instead of {2:f2} MiB as "
-                        "float (saves {3:f2} MiB, {4:f0}%)\n",
-                        layers, stored / mib, asFloat / mib, (asFloat - stored) / mib,
+    os << llvm::formatv("quantized:    {0} linear layers{1}, {2:f2} MiB instead of {3:f2} MiB "
+                        "as float (saves {4:f2} MiB, {5:f0}%)\n",
+                        layers,
+                        embeddings ? llvm::formatv(" and {0} embedding table{1}", embeddings,
+                                                   embeddings > 1 ? "s" : "")
+                                         .str()
+                                   : std::string(),
+                        stored / mib, asFloat / mib, (asFloat - stored) / mib,
                         asFloat > 0 ? 100.0 * (asFloat - stored) / asFloat : 0.0);
     for (const auto &[scheme, count] : schemes)
       os << "              " << count << " x " << scheme << "\n";

@@ -42,6 +42,7 @@ struct CompileRequest {
   std::string quant;     // "", int8[:gN][:asym], int4[:gN][:asym]
   std::vector<std::string> quantSkip; // lm_head, or substrings of layer names
   std::string quantActivations = "int8"; // int8 or f32
+  bool quantEmbeddings = false;          // also the token embedding tables
   // The accuracy gate (with quant): token ids (one sequence per line) or
   // text, cut into pieces of evalSeqLen tokens (0: 128, or maxSeq when less),
   // at most evalMaxSequences.

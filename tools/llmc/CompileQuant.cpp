@@ -57,6 +57,8 @@ std::string mlir::llmc::quantOptions(const CompileRequest &req, const QuantPlan 
                   " quant-int8-activations=" + (req.quantActivations == "int8" ? "1" : "0");
   if (!req.quantSkip.empty())
     o += " quant-skip=" + llvm::join(req.quantSkip, ",");
+  if (req.quantEmbeddings)
+    o += " quant-embeddings=1";
   if (!plan.calibrationFile.empty())
     o += " quant-calibration=" + plan.calibrationFile;
   return o;

@@ -185,6 +185,9 @@ cl::opt<std::string> verifyQuant("quant",
 cl::opt<std::string> verifyQuantActs(
     "quant-activations", cl::desc("--quant-activations of llmc compile, for --compiled"),
     cl::init("int8"), cl::sub(verifyCmd), cl::cat(llmcCategory));
+cl::opt<bool> verifyQuantEmbeddings(
+    "quant-embeddings", cl::desc("--quant-embeddings of llmc compile, for --compiled"),
+    cl::init(false), cl::sub(verifyCmd), cl::cat(llmcCategory));
 cl::opt<std::string> verifyTarget("target", cl::desc("--target of llmc compile, for --compiled"),
                                   cl::init("cpu"), cl::sub(verifyCmd), cl::cat(llmcCategory));
 cl::opt<std::string> verifyCudaArch(
@@ -389,6 +392,7 @@ FixtureReport verifyCompiledFixture(const ModelFixture &f) {
   req.dtype = verifyDtype;
   req.quant = verifyQuant;
   req.quantActivations = verifyQuantActs;
+  req.quantEmbeddings = verifyQuantEmbeddings;
   req.target = verifyTarget;
   req.cudaArch = verifyCudaArch;
   auto ctx = makeContext();

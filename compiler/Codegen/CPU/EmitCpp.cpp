@@ -424,6 +424,8 @@ llvm::Expected<int> Emitter::attrIndex(Operation *op) {
 llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
   std::string in = indent(depth);
   StringRef name = shortName(op);
+  if (isa<QuantizedEmbeddingOp>(op))
+    recordQuantizedLayer(op, model, recordedQuantized);
   // The logits' tail runs on the rows the caller asks for (a.row0, a.rows).
   if (tail && depth == 1 && op->getNumOperands() && op->getOperand(0) == tail->input) {
     auto h = operandRef(op, tail->input);

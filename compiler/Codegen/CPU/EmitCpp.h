@@ -62,6 +62,7 @@ struct CpuModel {
     int64_t rows = 0, cols = 0;   // N, K
     int64_t bits = 0, groupSize = 0;
     bool zeroPoints = false, int8Activations = false;
+    bool embedding = false;       // a token embedding table (rows: the vocabulary)
     int64_t bytes = 0;            // stored: values, scales and zero points
     int64_t floatBytes = 0;       // the same weight at the layer's float type
   };

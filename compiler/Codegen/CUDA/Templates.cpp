@@ -198,6 +198,7 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
       return llvm::Error::success();
     }
     bool hasZeros = zeros && !isNone(zeros);
+    recordQuantizedLayer(op, model, recordedQuantized);
     define(y);
     auto ss = shapeOf(scales);
     statement(llvm::formatv("quantEmbedding<{0}, {1}, {2}>({3}, {4}, {5}, {6}, {7}, {8}, {9}, "
