@@ -54,20 +54,17 @@ const CalibrationStats::Layer *CalibrationStats::find(uint64_t fingerprint, int6
   return nullptr;
 }
 
-uint64_t mlir::llmc::weightFingerprint(const ::llmc::cpu::Tensor &w) {
-  std::array<uint8_t, 32> digest = llvm::SHA256::hash(
-      llvm::ArrayRef<uint8_t>(static_cast<const uint8_t *>(w.raw()), w.bytes()));
+uint64_t mlir::llmc::weightFingerprint(llvm::ArrayRef<uint8_t> bytes) {
+  std::array<uint8_t, 32> digest = llvm::SHA256::hash(bytes);
   uint64_t v = 0;
   for (int i = 0; i < 8; ++i)
     v |= uint64_t(digest[size_t(i)]) << (8 * i);
   return v;
 }
 
-llvm::Error CalibrationStats::write(llvm::StringRef path) const {
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
-  if (ec)
-    return llvm::createStringError("cannot write " + path.str() + ": " + ec.message());
+std::string CalibrationStats::serialize() const {
+  std::string out;
+  llvm::raw_string_ostream os(out);
   os.write(kMagic, 8);
   putU64(os, inputs.size());
   std::vector<float> row;
@@ -88,6 +85,15 @@ llvm::Error CalibrationStats::write(llvm::StringRef path) const {
     putU64(os, uint64_t(l.k));
     putU64(os, uint64_t(l.input));
   }
+  return out;
+}
+
+llvm::Error CalibrationStats::write(llvm::StringRef path) const {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
+  if (ec)
+    return llvm::createStringError("cannot write " + path.str() + ": " + ec.message());
+  os << serialize();
   os.close();
   if (os.has_error())
     return llvm::createStringError("cannot write " + path.str() + ": " + os.error().message());
@@ -98,10 +104,15 @@ llvm::Expected<CalibrationStats> CalibrationStats::read(llvm::StringRef path) {
   auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
   if (!buf)
     return llvm::createStringError("cannot read " + path.str() + ": " + buf.getError().message());
+  return parse((*buf)->getBuffer(), path);
+}
+
+llvm::Expected<CalibrationStats> CalibrationStats::parse(llvm::StringRef data,
+                                                         llvm::StringRef name) {
   auto bad = [&](const std::string &why) {
-    return llvm::createStringError(path.str() + " is not a calibration file llmc wrote: " + why);
+    return llvm::createStringError(name.str() + " is not a calibration file llmc wrote: " + why);
   };
-  Reader r{(*buf)->getBuffer()};
+  Reader r{data};
   const char *magic;
   if (!r.take(8, magic) || std::memcmp(magic, kMagic, 8) != 0)
     return bad("no LLMCCAL1 header");
@@ -114,7 +125,7 @@ llvm::Expected<CalibrationStats> CalibrationStats::read(llvm::StringRef path) {
     if (!r.u64(k) || !r.u64(rows) || k == 0 || k > (1u << 16))
       return bad("input " + std::to_string(i) + " has a bad size");
     const char *p;
-    if (!r.take(size_t(k * k * sizeof(float)), p))
+    if (k * k * sizeof(float) > r.data.size() - r.at || !r.take(size_t(k * k * sizeof(float)), p))
       return bad("input " + std::to_string(i) + " is cut short");
     Input in;
     in.k = int64_t(k), in.rows = int64_t(rows);

@@ -20,12 +20,12 @@
 #ifndef LLMC_PASSES_CALIBRATION_H
 #define LLMC_PASSES_CALIBRATION_H
 
-#include "runtime/src/cpu/Tensor.h"
-
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace mlir::llmc {
@@ -45,14 +45,24 @@ struct CalibrationStats {
   /// The layer whose weight has this fingerprint and shape, or null.
   const Layer *find(uint64_t fingerprint, int64_t n, int64_t k) const;
 
+  /// The file's bytes.
+  std::string serialize() const;
   llvm::Error write(llvm::StringRef path) const;
-  /// Reads and checks a file (sizes, indices in range, finite values).
+  /// Checks and reads a file's bytes (sizes, indices in range, finite
+  /// values); `name` names it in errors.
+  static llvm::Expected<CalibrationStats> parse(llvm::StringRef data, llvm::StringRef name);
   static llvm::Expected<CalibrationStats> read(llvm::StringRef path);
 };
 
 /// The fingerprint of a weight: the first 8 bytes (little-endian) of the
-/// SHA-256 of its bytes.
-uint64_t weightFingerprint(const ::llmc::cpu::Tensor &w);
+/// SHA-256 of its bytes as stored.
+uint64_t weightFingerprint(llvm::ArrayRef<uint8_t> bytes);
+
+/// A tensor's bytes as stored (a cpu::Tensor, or anything with raw() and
+/// bytes()).
+template <typename T> llvm::ArrayRef<uint8_t> storedBytes(const T &t) {
+  return {static_cast<const uint8_t *>(t.raw()), t.bytes()};
+}
 
 } // namespace mlir::llmc
 

@@ -134,7 +134,7 @@ struct QuantizeWeightsPass : mlir::llmc::impl::QuantizeWeightsPassBase<QuantizeW
         return e.emitError("llmc-quantize-weights: ") << llvm::toString(t.takeError());
       auto [fp, fresh] = fingerprints.try_emplace(c.getValue().getAsOpaquePointer(), 0);
       if (fresh)
-        fp->second = weightFingerprint(*t);
+        fp->second = weightFingerprint(storedBytes(*t));
       auto &qz = doneEmbeddings[fp->second];
       if (!qz) {
         std::vector<float> w(size_t(V * H));
@@ -207,7 +207,7 @@ struct QuantizeWeightsPass : mlir::llmc::impl::QuantizeWeightsPassBase<QuantizeW
         return l.emitError("llmc-quantize-weights: ") << llvm::toString(t.takeError());
       auto [fp, fresh] = fingerprints.try_emplace(c.getValue().getAsOpaquePointer(), 0);
       if (fresh)
-        fp->second = weightFingerprint(*t);
+        fp->second = weightFingerprint(storedBytes(*t));
       uint64_t key = fp->second;
       auto &qz = done[key];
       if (!qz) {

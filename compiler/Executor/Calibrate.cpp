@@ -73,7 +73,7 @@ mlir::llmc::collectCalibration(llvm::StringRef modelPath, llvm::StringRef pipeli
           llvm::ArrayRef<uint8_t>(static_cast<const uint8_t *>(xt.raw()), xt.bytes()));
       auto fp = fingerprints.try_emplace(w.raw(), 0);
       if (fp.second)
-        fp.first->second = weightFingerprint(w);
+        fp.first->second = weightFingerprint(storedBytes(w));
       auto [at, fresh] = layerOf.try_emplace(fp.first->second, stats.layers.size());
       if (fresh) {
         auto seen = inputOfValue.find(xhash);
