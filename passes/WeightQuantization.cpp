@@ -111,6 +111,7 @@ std::string mlir::llmc::factorHessian(const std::vector<double> &gram, int64_t K
   // then H^-1 = U^T U with U = R^-1, upper triangular with a positive
   // diagonal, which is the upper Cholesky factor of H^-1 GPTQ uses.
   std::vector<double> r(size_t(K * K), 0.0);
+  ::llmc::cpu::ThreadPool &pool = ::llmc::cpu::ThreadPool::global();
   for (int64_t j = K - 1; j >= 0; --j) {
     const double *rj = r.data() + j * K;
     double d = h[size_t(j * K + j)];
@@ -121,31 +122,46 @@ std::string mlir::llmc::factorHessian(const std::vector<double> &gram, int64_t K
              std::to_string(j) + " (non-finite calibration statistics?)";
     double rjj = std::sqrt(d);
     r[size_t(j * K + j)] = rjj;
-    for (int64_t i = 0; i < j; ++i) {
-      const double *ri = r.data() + i * K;
-      double s = h[size_t(i * K + j)];
-      for (int64_t k = j + 1; k < K; ++k)
-        s -= ri[k] * rj[k];
-      r[size_t(i * K + j)] = s / rjj;
-    }
+    // Column j above the diagonal: independent dot products.
+    auto column = [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const double *ri = r.data() + i * K;
+        double s = h[size_t(i * K + j)];
+        for (int64_t k = j + 1; k < K; ++k)
+          s -= ri[k] * rj[k];
+        r[size_t(i * K + j)] = s / rjj;
+      }
+    };
+    if (j * (K - j) >= (int64_t(1) << 16))
+      pool.parallelFor(j, 16, column);
+    else
+      column(0, j);
   }
   // U = R^-1 row by row from the last: row i of R U = e_i gives
   // U[i] = (e_i - sum_{k>i} R[i][k] U[k]) / R[i][i].
   out.u.assign(size_t(K * K), 0.0);
-  std::vector<double> acc(static_cast<size_t>(K));
   for (int64_t i = K - 1; i >= 0; --i) {
-    std::fill(acc.begin() + i, acc.end(), 0.0);
-    acc[size_t(i)] = 1;
     const double *ri = r.data() + i * K;
-    for (int64_t k = i + 1; k < K; ++k) {
-      const double *uk = out.u.data() + k * K;
-      double f = ri[k];
-      for (int64_t j = k; j < K; ++j)
-        acc[size_t(j)] -= f * uk[j];
-    }
     double inv = 1 / ri[i];
-    for (int64_t j = i; j < K; ++j)
-      out.u[size_t(i * K + j)] = acc[size_t(j)] * inv;
+    double *ui = out.u.data() + i * K;
+    // Columns [begin, end) of row i (U[k][j] = 0 for j < k).
+    auto columns = [&](int64_t begin, int64_t end) {
+      for (int64_t j = begin; j < end; ++j)
+        ui[j] = j == i ? 1.0 : 0.0;
+      for (int64_t k = i + 1; k < end; ++k) {
+        const double *uk = out.u.data() + k * K;
+        double f = ri[k];
+        for (int64_t j = std::max(k, begin); j < end; ++j)
+          ui[j] -= f * uk[j];
+      }
+      for (int64_t j = begin; j < end; ++j)
+        ui[j] *= inv;
+    };
+    int64_t n = K - i;
+    if (n * n >= (int64_t(1) << 17))
+      pool.parallelFor(n, 64, [&](int64_t b, int64_t e) { columns(i + b, i + e); });
+    else
+      columns(i, K);
   }
   return "";
 }
