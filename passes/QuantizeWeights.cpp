@@ -225,10 +225,11 @@ struct QuantizeWeightsPass : mlir::llmc::impl::QuantizeWeightsPassBase<QuantizeW
                    << type << " (were they collected from another model?)";
           auto [it, unfactored] = factors.try_emplace(layer->input);
           if (unfactored) {
-            std::string why = factorHessian(stats->inputs[size_t(layer->input)].gram, K,
-                                            damp, it->second);
+            std::vector<double> &gram = stats->inputs[size_t(layer->input)].gram;
+            std::string why = factorHessian(gram, K, damp, it->second);
             if (!why.empty())
               return l.emitError("llmc-quantize-weights: ") << why;
+            std::vector<double>().swap(gram); // the factor replaces it
           }
           qz = std::make_shared<QuantizedWeight>(quantizeGptq(w, N, K, scheme, it->second));
         }

@@ -15,12 +15,26 @@
 
 #include "llvm/Support/xxhash.h"
 
+#include <cstdlib>
 #include <map>
+#include <unistd.h>
 #include <set>
 
 using namespace mlir;
 using namespace mlir::llmc;
 namespace cpu = ::llmc::cpu;
+
+namespace {
+
+/// Half the machine's memory, or LLMC_CALIBRATION_MEMORY_MB.
+uint64_t calibrationMemoryLimit() {
+  if (const char *mb = std::getenv("LLMC_CALIBRATION_MEMORY_MB"))
+    return uint64_t(std::strtoull(mb, nullptr, 10)) << 20;
+  long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
+  return (pages > 0 && size > 0 ? uint64_t(pages) * uint64_t(size) : (uint64_t(16) << 30)) / 2;
+}
+
+} // namespace
 
 llvm::Expected<CalibrationStats>
 mlir::llmc::collectCalibration(llvm::StringRef modelPath, llvm::StringRef pipeline,
@@ -34,6 +48,7 @@ mlir::llmc::collectCalibration(llvm::StringRef modelPath, llvm::StringRef pipeli
   CalibrationStats stats;
   std::map<const void *, uint64_t> fingerprints; // constants stay put between runs
   std::map<uint64_t, size_t> layerOf;            // fingerprint -> stats.layers index
+  uint64_t gramBytes = 0, memoryLimit = calibrationMemoryLimit();
   const cpu::KernelEntry *linear = cpu::findKernel("linear");
   if (!linear)
     return makeError("no linear kernel");
@@ -81,6 +96,19 @@ mlir::llmc::collectCalibration(llvm::StringRef modelPath, llvm::StringRef pipeli
         if (seen != inputOfValue.end() && stats.inputs[size_t(seen->second)].k == K) {
           input = seen->second;
         } else {
+          // Every distinct input's K x K matrix is held at once (in double):
+          // refuse before the machine runs out of memory.
+          gramBytes += uint64_t(K) * uint64_t(K) * sizeof(double);
+          if (gramBytes > memoryLimit) {
+            failure = makeError(
+                "the calibration statistics would take more than " +
+                std::to_string(memoryLimit >> 20) +
+                " MiB (half this machine's memory, or LLMC_CALIBRATION_MEMORY_MB; K = " +
+                std::to_string(K) + " at " + node.str() +
+                "): llmc holds every layer input's K x K Gram matrix at once, so GPTQ does not "
+                "fit this model here; quantize it to nearest (no --calibration)");
+            return;
+          }
           CalibrationStats::Input fresh;
           fresh.k = K;
           fresh.gram.assign(size_t(K * K), 0.0);
