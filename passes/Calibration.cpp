@@ -95,8 +95,11 @@ llvm::Error CalibrationStats::write(llvm::StringRef path) const {
     return llvm::createStringError("cannot write " + path.str() + ": " + ec.message());
   os << serialize();
   os.close();
-  if (os.has_error())
-    return llvm::createStringError("cannot write " + path.str() + ": " + os.error().message());
+  if (os.has_error()) {
+    std::string why = os.error().message();
+    os.clear_error(); // (or the stream's destructor aborts)
+    return llvm::createStringError("cannot write " + path.str() + ": " + why);
+  }
   return llvm::Error::success();
 }
 

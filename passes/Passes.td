@@ -357,7 +357,7 @@ def QuantizeWeightsPass : Pass<"llmc-quantize-weights", "::mlir::ModuleOp"> {
     Option<"int8Activations", "int8-activations", "bool", "true",
            "Let kernels round activations to int8 per block of 32">,
     ListOption<"skip", "skip", "std::string",
-               "Layers kept in float: lm_head, or substrings of their locations">,
+               "Layers kept in float: lm_head, embedding, or substrings of their locations">,
     Option<"embeddings", "embeddings", "bool", "false",
            "Also quantize token embedding tables (to nearest)">,
     Option<"calibration", "calibration", "std::string", "",

@@ -71,9 +71,9 @@ struct QuantizeWeightsPass : mlir::llmc::impl::QuantizeWeightsPassBase<QuantizeW
   using QuantizeWeightsPassBase::QuantizeWeightsPassBase;
 
   /// Each distinct weight is quantized once for all the functions (buckets)
-  /// that hold a copy of it.
-  std::map<uint64_t, std::shared_ptr<const QuantizedWeight>> done, doneEmbeddings;
-  std::map<const void *, uint64_t> fingerprints; // per constant attribute
+  /// that hold it: the buckets' constants share one (uniqued) attribute,
+  /// which also fixes the shape and element type.
+  std::map<const void *, std::shared_ptr<const QuantizedWeight>> done, doneEmbeddings;
   std::optional<CalibrationStats> stats;
   std::map<int64_t, HessianFactor> factors; // per calibration input
 
@@ -92,7 +92,7 @@ struct QuantizeWeightsPass : mlir::llmc::impl::QuantizeWeightsPassBase<QuantizeW
       m.emitError("llmc-quantize-weights: damp must be in (0, 1), got ") << damp;
       return signalPassFailure();
     }
-    done.clear(), doneEmbeddings.clear(), fingerprints.clear(), factors.clear(), stats.reset();
+    done.clear(), doneEmbeddings.clear(), factors.clear(), stats.reset();
     if (!calibration.empty()) {
       auto s = CalibrationStats::read(calibration);
       if (!s) {
@@ -101,9 +101,16 @@ struct QuantizeWeightsPass : mlir::llmc::impl::QuantizeWeightsPassBase<QuantizeW
       }
       stats = std::move(*s);
     }
+    bool ok = true;
     for (auto f : m.getOps<func::FuncOp>())
-      if (failed(quantizeFunction(f)) || (embeddings && failed(quantizeEmbeddings(f))))
-        return signalPassFailure();
+      if (failed(quantizeFunction(f)) || (embeddings && failed(quantizeEmbeddings(f)))) {
+        ok = false;
+        break;
+      }
+    // The later passes need none of it.
+    done.clear(), doneEmbeddings.clear(), factors.clear(), stats.reset();
+    if (!ok)
+      signalPassFailure();
   }
 
   /// Token embedding tables, rounded to nearest (GPTQ has no Hessian for a
@@ -125,17 +132,18 @@ struct QuantizeWeightsPass : mlir::llmc::impl::QuantizeWeightsPassBase<QuantizeW
                << element << " cannot be quantized (f32, f16 or bf16)";
       int64_t V = type.getDimSize(0), H = type.getDimSize(1);
       int64_t gs = groupSize == 0 ? H : groupSize;
-      if (H % gs != 0 || (bits == 4 && gs % 2 != 0))
+      if (H % gs != 0)
         return e.emitError("llmc-quantize-weights: group size ")
                << gs << " does not divide the hidden size " << H << " of the embedding table "
                << type << " (choose a group size that divides it, or --quant-skip embedding)";
+      if (bits == 4 && gs % 2 != 0)
+        return e.emitError("llmc-quantize-weights: 4-bit groups must hold an even number of "
+                           "values, hidden size ")
+               << H << " of the embedding table " << type;
       auto t = constantTensor(c.getValue());
       if (!t)
         return e.emitError("llmc-quantize-weights: ") << llvm::toString(t.takeError());
-      auto [fp, fresh] = fingerprints.try_emplace(c.getValue().getAsOpaquePointer(), 0);
-      if (fresh)
-        fp->second = weightFingerprint(storedBytes(*t));
-      auto &qz = doneEmbeddings[fp->second];
+      auto &qz = doneEmbeddings[c.getValue().getAsOpaquePointer()];
       if (!qz) {
         std::vector<float> w(size_t(V * H));
         for (int64_t i = 0; i < V * H; ++i)
@@ -205,11 +213,7 @@ struct QuantizeWeightsPass : mlir::llmc::impl::QuantizeWeightsPassBase<QuantizeW
       auto t = constantTensor(c.getValue());
       if (!t)
         return l.emitError("llmc-quantize-weights: ") << llvm::toString(t.takeError());
-      auto [fp, fresh] = fingerprints.try_emplace(c.getValue().getAsOpaquePointer(), 0);
-      if (fresh)
-        fp->second = weightFingerprint(storedBytes(*t));
-      uint64_t key = fp->second;
-      auto &qz = done[key];
+      auto &qz = done[c.getValue().getAsOpaquePointer()];
       if (!qz) {
         std::vector<float> w(size_t(N * K));
         for (int64_t i = 0; i < N * K; ++i)
@@ -218,7 +222,8 @@ struct QuantizeWeightsPass : mlir::llmc::impl::QuantizeWeightsPassBase<QuantizeW
         if (!stats) {
           qz = std::make_shared<QuantizedWeight>(quantizeNearest(w, N, K, scheme));
         } else {
-          const CalibrationStats::Layer *layer = stats->find(key, N, K);
+          const CalibrationStats::Layer *layer =
+              stats->find(weightFingerprint(storedBytes(*t)), N, K);
           if (!layer)
             return l.emitError("llmc-quantize-weights: the calibration statistics have no "
                                "entry for this layer's weight ")

@@ -17,6 +17,7 @@
 
 #include <cstdlib>
 #include <map>
+#include <tuple>
 #include <unistd.h>
 #include <set>
 
@@ -47,7 +48,8 @@ mlir::llmc::collectCalibration(llvm::StringRef modelPath, llvm::StringRef pipeli
     return bucket.takeError();
   CalibrationStats stats;
   std::map<const void *, uint64_t> fingerprints; // constants stay put between runs
-  std::map<uint64_t, size_t> layerOf;            // fingerprint -> stats.layers index
+  // (fingerprint, N, K, element type) -> stats.layers index
+  std::map<std::tuple<uint64_t, int64_t, int64_t, int>, size_t> layerOf;
   uint64_t gramBytes = 0, memoryLimit = calibrationMemoryLimit();
   const cpu::KernelEntry *linear = cpu::findKernel("linear");
   if (!linear)
@@ -58,7 +60,7 @@ mlir::llmc::collectCalibration(llvm::StringRef modelPath, llvm::StringRef pipeli
       return makeError("a calibration sequence of " + std::to_string(n) +
                        " tokens exceeds the bucket of " + std::to_string(bucket->second));
     std::map<uint64_t, int64_t> inputOfValue; // hash of x's rows -> input, this run
-    std::set<int64_t> summed;                 // inputs summed in this run
+    std::set<std::pair<int64_t, uint64_t>> summed; // (input, x) summed in this run
     llvm::Error failure = llvm::Error::success();
     Executor::Observer observe = [&](llvm::StringRef kernel, llvm::StringRef node,
                                      llvm::ArrayRef<const cpu::Tensor *> in,
@@ -89,7 +91,8 @@ mlir::llmc::collectCalibration(llvm::StringRef modelPath, llvm::StringRef pipeli
       auto fp = fingerprints.try_emplace(w.raw(), 0);
       if (fp.second)
         fp.first->second = weightFingerprint(storedBytes(w));
-      auto [at, fresh] = layerOf.try_emplace(fp.first->second, stats.layers.size());
+      auto [at, fresh] = layerOf.try_emplace(
+          std::make_tuple(fp.first->second, N, K, int(w.dtype())), stats.layers.size());
       if (fresh) {
         auto seen = inputOfValue.find(xhash);
         int64_t input = int64_t(stats.inputs.size());
@@ -124,7 +127,9 @@ mlir::llmc::collectCalibration(llvm::StringRef modelPath, llvm::StringRef pipeli
                             "not in another");
         return;
       }
-      if (!summed.insert(input).second)
+      // Once per value: q, k and v add their shared x once; a weight used
+      // twice (tied, or a loop) adds both of its inputs.
+      if (!summed.insert({input, xhash}).second)
         return;
       CalibrationStats::Input &acc = stats.inputs[size_t(input)];
       acc.rows += used;
@@ -144,13 +149,15 @@ mlir::llmc::collectCalibration(llvm::StringRef modelPath, llvm::StringRef pipeli
         acc.gram[size_t(i)] += double(g[i]);
     };
     auto inputs = prefillInputs(**exec, bucket->first, bucket->second, seq);
-    if (!inputs)
+    if (!inputs) {
+      llvm::consumeError(std::move(failure));
       return inputs.takeError();
+    }
     auto out = (*exec)->run(bucket->first, *inputs, observe);
+    if (failure) // the observer's error first: it stopped the run's statistics
+      return llvm::joinErrors(std::move(failure), out ? llvm::Error::success() : out.takeError());
     if (!out)
       return out.takeError();
-    if (failure)
-      return std::move(failure);
   }
   if (stats.layers.empty())
     return makeError("the model ran no float linear layer to calibrate (is it quantized already?)");

@@ -60,7 +60,7 @@ std::string mlir::llmc::quantOptions(const CompileRequest &req, const QuantPlan 
   if (req.quantEmbeddings)
     o += " quant-embeddings=1";
   if (!plan.calibrationFile.empty())
-    o += " quant-calibration=" + plan.calibrationFile;
+    o += " quant-calibration='" + plan.calibrationFile + "'"; // (a TMPDIR may hold spaces)
   return o;
 }
 
