@@ -162,6 +162,11 @@ cl::opt<std::string> compileCalibrationSave(
     cl::desc("Also write the calibration statistics (each layer's input Gram matrix, "
              "passes/Calibration.h) to this file"),
     cl::value_desc("file"), cl::init(""), cl::sub(compileCmd), cl::cat(cat()));
+cl::opt<std::string> compileCalibrationStats(
+    "calibration-stats",
+    cl::desc("With --quant: round by GPTQ with statistics --calibration-save wrote before "
+             "(for the same model), instead of collecting them again"),
+    cl::value_desc("file"), cl::init(""), cl::sub(compileCmd), cl::cat(cat()));
 cl::opt<std::string> compileCxx("cxx", cl::desc("Host C++ compiler (default $CXX, else c++)"),
                                 cl::init(""), cl::sub(compileCmd), cl::cat(cat()));
 
@@ -364,6 +369,10 @@ llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const Compil
     return error("give --calibration or --calibration-text, not both");
   if (!req.calibrationSave.empty() && !calibrated)
     return error("--calibration-save needs --calibration or --calibration-text");
+  bool savedStats = !req.calibrationStats.empty();
+  if (savedStats && (!quant || calibrated))
+    return error("--calibration-stats needs --quant, and takes the place of --calibration and "
+                 "--calibration-text");
   if (calibrated && ((req.calibrationSeqLen != 0 &&
                       (req.calibrationSeqLen < 2 || req.calibrationSeqLen > req.maxSeq)) ||
                      req.calibrationMaxSequences < 1))
@@ -428,9 +437,19 @@ llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const Compil
   }
   // GPTQ's statistics live in a temporary file while the pipelines read them.
   auto removeCalibration = llvm::make_scope_exit([&] {
-    if (quant && !quant->calibrationFile.empty())
+    if (quant && quant->ownsCalibrationFile)
       llvm::sys::fs::remove(quant->calibrationFile);
   });
+  if (savedStats) {
+    auto stats = CalibrationStats::read(req.calibrationStats);
+    if (!stats)
+      return error("--calibration-stats: " + llvm::toString(stats.takeError()));
+    quant->calibrationFile = req.calibrationStats;
+    quant->calibrationLayers = int64_t(stats->layers.size());
+    if (log)
+      *log << llvm::formatv("  GPTQ: the statistics of {0} linear layers in {1}\n",
+                            quant->calibrationLayers, req.calibrationStats);
+  }
   if (calibrated) {
     stage("calibrating: the float model on the calibration tokens (reference executor)");
     if (llvm::Error e = calibrate(req, *quant))
@@ -507,7 +526,7 @@ llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const Compil
     llvm::json::Object q{{"scheme", req.quant},
                          {"skip", llvm::json::Array(req.quantSkip)},
                          {"activations", req.quantActivations},
-                         {"method", calibrated ? "gptq" : "round-to-nearest"}};
+                         {"method", calibrated || savedStats ? "gptq" : "round-to-nearest"}};
     if (req.quantEmbeddings)
       q["embeddings"] = true;
     if (calibrated)
@@ -516,6 +535,9 @@ llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const Compil
                                                                          : req.calibrationIds)},
           {"sequences", quant->calibrationSequences},
           {"tokens", quant->calibrationTokens}};
+    if (savedStats)
+      q["calibration"] = llvm::json::Object{
+          {"statistics", llvm::sys::path::filename(req.calibrationStats)}};
     info.options["quant"] = std::move(q);
   }
   info.architecture = std::move(architecture);
@@ -586,6 +608,7 @@ int mlir::llmc::runCompile(MLIRContext &ctx) {
   req.calibrationSeqLen = compileCalibrationLen;
   req.calibrationMaxSequences = compileCalibrationMax;
   req.calibrationSave = compileCalibrationSave;
+  req.calibrationStats = compileCalibrationStats;
   auto cpuModel = compileModel(ctx, req, &llvm::errs());
   if (!cpuModel)
     return fail(llvm::toString(cpuModel.takeError()));

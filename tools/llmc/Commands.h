@@ -52,7 +52,8 @@ struct CompileRequest {
   // GPTQ (with quant): calibration token ids or text, cut as above into
   // pieces of calibrationSeqLen tokens, at most calibrationMaxSequences.
   std::string calibrationIds, calibrationText;
-  std::string calibrationSave; // also write the statistics here
+  std::string calibrationSave;  // also write the statistics here
+  std::string calibrationStats; // statistics saved before, instead of collecting them
   int64_t calibrationSeqLen = 0, calibrationMaxSequences = 64;
 };
 

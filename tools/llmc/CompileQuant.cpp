@@ -111,6 +111,7 @@ llvm::Error mlir::llmc::calibrate(const CompileRequest &req, QuantPlan &plan) {
   if (std::error_code ec = llvm::sys::fs::createTemporaryFile("llmc-calibration", "bin", path))
     return llvm::createStringError("cannot create a temporary file: " + ec.message());
   plan.calibrationFile = std::string(path);
+  plan.ownsCalibrationFile = true;
   plan.calibrationSequences = int64_t(sequences->size());
   plan.calibrationTokens = 0;
   plan.calibrationLayers = int64_t(stats->layers.size());

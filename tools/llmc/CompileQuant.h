@@ -19,9 +19,11 @@ namespace mlir::llmc {
 
 struct QuantPlan {
   QuantSpec spec;
-  // GPTQ's statistics (a temporary file, removed by the caller), or empty:
-  // round to nearest.
+  // GPTQ's statistics (a temporary file the caller removes when
+  // ownsCalibrationFile, else --calibration-stats'), or empty: round to
+  // nearest.
   std::string calibrationFile;
+  bool ownsCalibrationFile = false;
   int64_t calibrationSequences = 0, calibrationTokens = 0, calibrationLayers = 0;
 };
 
