@@ -105,7 +105,8 @@ cl::opt<std::string> compileQuant(
     cl::value_desc("scheme"), cl::init(""), cl::sub(compileCmd), cl::cat(cat()));
 cl::list<std::string> compileQuantSkip(
     "quant-skip",
-    cl::desc("Layers --quant keeps in float: lm_head, or substrings of layer (ONNX node) names"),
+    cl::desc("Layers --quant keeps in float: lm_head, embedding (with --quant-embeddings), or "
+             "substrings of layer (ONNX node) names"),
     cl::CommaSeparated, cl::value_desc("lm_head,..."), cl::sub(compileCmd), cl::cat(cat()));
 cl::opt<std::string> compileQuantActs(
     "quant-activations",
@@ -159,8 +160,8 @@ cl::opt<int64_t> compileCalibrationMax("calibration-max-sequences",
                                        cl::init(64), cl::sub(compileCmd), cl::cat(cat()));
 cl::opt<std::string> compileCalibrationSave(
     "calibration-save",
-    cl::desc("Also write the calibration statistics (each layer's input Gram matrix, "
-             "passes/Calibration.h) to this file"),
+    cl::desc("Also write the calibration statistics (each layer input's Gram matrix; "
+             "docs/quantization.md) to this file, for --calibration-stats"),
     cl::value_desc("file"), cl::init(""), cl::sub(compileCmd), cl::cat(cat()));
 cl::opt<std::string> compileCalibrationStats(
     "calibration-stats",
