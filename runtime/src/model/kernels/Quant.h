@@ -250,28 +250,34 @@ inline __m512i laneGroups(int64_t perStep, int64_t perGroup) {
   return _mm512_load_si512(offsets);
 }
 
-template <int R, bool Bcast>
+template <int R, bool Bcast, int MR = 1>
 void int8Rows(const QuantActivations &xa, int64_t m, const QuantShape &shape, const uint8_t *q,
               const float *scales, const uint8_t *zp, int64_t n, __m512i idx,
-              float (&dots)[kQuantRows]) {
+              float (&dots)[MR][kQuantRows]) {
   const int64_t bits = shape.bits, G = shape.groups, rowBytes = shape.rowBytes();
   const int64_t step = xa.step, steps = xa.paddedK / step;
   const int64_t perStep = step / kQuantBlock, perGroup = shape.groupSize / kQuantBlock;
-  const int8_t *xq = xa.qRow(m);
-  const float *xs = xa.scaleRow(m);
-  const int32_t *xi = xa.initRow(m);
   const int64_t groupsPerStep = Bcast ? 1 : perStep / perGroup;
   const __m512i m4 = _mm512_set1_epi8(0x0f);
-  __m512 acc[R];
+  // MR rows of x (m, m + 1, ...) share each step's weight loads and unpacking.
+  __m512 acc[MR][R];
 #pragma GCC unroll 4
-  for (int r = 0; r < R; ++r)
-    acc[r] = _mm512_setzero_ps();
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+      acc[i][r] = _mm512_setzero_ps();
   int64_t g = 0, blocksInGroup = 0; // the step's first group, and its blocks before the step
   for (int64_t s = 0; s < steps; ++s) {
-    const __m512 xscale = _mm512_loadu_ps(xs + s * 16);
-    const __m512i init = _mm512_loadu_si512(xi + s * 16);
-    const __m512i x0 = _mm512_loadu_si512(xq + s * step);
-    const __m512i x1 = bits == 4 ? _mm512_loadu_si512(xq + s * step + 64) : x0;
+    __m512 xscale[MR];
+    __m512i init[MR], x0[MR], x1[MR];
+#pragma GCC unroll 2
+    for (int i = 0; i < MR; ++i) {
+      const int8_t *xq = xa.qRow(m + i);
+      xscale[i] = _mm512_loadu_ps(xa.scaleRow(m + i) + s * 16);
+      init[i] = _mm512_loadu_si512(xa.initRow(m + i) + s * 16);
+      x0[i] = _mm512_loadu_si512(xq + s * step);
+      x1[i] = bits == 4 ? _mm512_loadu_si512(xq + s * step + 64) : x0[i];
+    }
     const int64_t avail = rowBytes - s * 64, gl = std::min(g, G - 1);
     const __mmask64 wmask = avail >= 64 ? ~__mmask64(0) : (__mmask64(1) << avail) - 1;
     const __mmask16 smask = __mmask16((1u << std::min(groupsPerStep, G - gl)) - 1);
@@ -290,22 +296,27 @@ void int8Rows(const QuantActivations &xa, int64_t m, const QuantShape &shape, co
       const float *sc = scales + (n + r) * G + gl;
       __m512 ws = Bcast ? _mm512_set1_ps(*sc)
                         : _mm512_permutexvar_ps(idx, _mm512_maskz_loadu_ps(smask, sc));
-      __m512i start = init;
+      __m512i zv = _mm512_setzero_si512();
       if (zp) {
         const uint8_t *z = zp + (n + r) * G + gl;
-        __m512i zv = Bcast ? _mm512_set1_epi32(*z)
-                           : _mm512_permutexvar_epi32(
-                                 idx, _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(smask, z)));
-        start = _mm512_mullo_epi32(zv, init);
+        zv = Bcast ? _mm512_set1_epi32(*z)
+                   : _mm512_permutexvar_epi32(
+                         idx, _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(smask, z)));
       }
-      __m512i dp;
-      if (bits == 4) {
-        dp = dotLanes(start, _mm512_and_si512(b, m4), x0, 4);
-        dp = dotLanes(dp, _mm512_and_si512(_mm512_srli_epi16(b, 4), m4), x1, 4);
-      } else {
-        dp = dotLanes(start, b, x0, 8);
+      const __m512i lo = bits == 4 ? _mm512_and_si512(b, m4) : b;
+      const __m512i hi = bits == 4 ? _mm512_and_si512(_mm512_srli_epi16(b, 4), m4) : b;
+#pragma GCC unroll 2
+      for (int i = 0; i < MR; ++i) {
+        __m512i dp = zp ? _mm512_mullo_epi32(zv, init[i]) : init[i];
+        if (bits == 4) {
+          dp = dotLanes(dp, lo, x0[i], 4);
+          dp = dotLanes(dp, hi, x1[i], 4);
+        } else {
+          dp = dotLanes(dp, b, x0[i], 8);
+        }
+        acc[i][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dp), _mm512_mul_ps(ws, xscale[i]),
+                                    acc[i][r]);
       }
-      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dp), _mm512_mul_ps(ws, xscale), acc[r]);
     }
     if (Bcast) {
       if ((blocksInGroup += perStep) == perGroup)
@@ -314,9 +325,11 @@ void int8Rows(const QuantActivations &xa, int64_t m, const QuantShape &shape, co
       g += groupsPerStep;
     }
   }
+#pragma GCC unroll 2
+  for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
-  for (int r = 0; r < R; ++r)
-    dots[r] = _mm512_reduce_add_ps(acc[r]);
+    for (int r = 0; r < R; ++r)
+      dots[i][r] = _mm512_reduce_add_ps(acc[i][r]);
 }
 #endif
 
@@ -421,14 +434,43 @@ inline void quantizedRowsInt8(const QuantActivations &xa, const QuantShape &shap
 #endif
   for (int64_t nb = n0; nb < n1; nb += kQuantRows) {
     const int64_t rows = std::min<int64_t>(kQuantRows, n1 - nb);
-    for (int64_t m = 0; m < M; ++m) {
+    int64_t m = 0;
+#if defined(LLMC_QUANT_AVX512)
+    // Prefill: two rows of x per pass over the block's weights (each step's
+    // weight load and unpacking serves both).
+    for (; m + 1 < M; m += 2) {
+      float pair[2][kQuantRows] = {};
+      auto block = [&](auto R, int64_t n, int64_t at) {
+        float out[2][kQuantRows] = {};
+        if (bcast)
+          detail::int8Rows<decltype(R)::value, true, 2>(xa, m, shape, q, scales, zp, n, idx, out);
+        else
+          detail::int8Rows<decltype(R)::value, false, 2>(xa, m, shape, q, scales, zp, n, idx, out);
+        for (int i = 0; i < 2; ++i)
+          for (int r = 0; r < decltype(R)::value; ++r)
+            pair[i][at + r] = out[i][r];
+      };
+      if (rows == kQuantRows)
+        block(std::integral_constant<int, kQuantRows>(), nb, 0);
+      else
+        for (int64_t r = 0; r < rows; ++r)
+          block(std::integral_constant<int, 1>(), nb + r, r);
+      for (int i = 0; i < 2; ++i)
+        for (int64_t r = 0; r < rows; ++r)
+          y[(m + i) * N + nb + r] = linearEpilogue(pair[i][r], bias, residual, m + i, nb + r, N);
+    }
+#endif
+    for (; m < M; ++m) {
       float dots[kQuantRows] = {};
 #if defined(LLMC_QUANT_AVX512)
       detail::forRowBlock(rows, nb, dots, [&](auto R, int64_t n, float(&out)[kQuantRows]) {
+        float one[1][kQuantRows] = {};
         if (bcast)
-          detail::int8Rows<decltype(R)::value, true>(xa, m, shape, q, scales, zp, n, idx, out);
+          detail::int8Rows<decltype(R)::value, true>(xa, m, shape, q, scales, zp, n, idx, one);
         else
-          detail::int8Rows<decltype(R)::value, false>(xa, m, shape, q, scales, zp, n, idx, out);
+          detail::int8Rows<decltype(R)::value, false>(xa, m, shape, q, scales, zp, n, idx, one);
+        for (int r = 0; r < decltype(R)::value; ++r)
+          out[r] = one[0][r];
       });
 #elif defined(LLMC_QUANT_AVX2)
       detail::forRowBlock(rows, nb, dots, [&](auto R, int64_t n, float(&out)[kQuantRows]) {
