@@ -33,6 +33,49 @@ namespace cpu = ::llmc::cpu;
 
 namespace {
 
+/// A constant's elements as f32.
+std::vector<float> floatValues(const cpu::Tensor &t) {
+  std::vector<float> w(size_t(t.numel()));
+  for (int64_t i = 0; i < t.numel(); ++i)
+    w[size_t(i)] = float(cpu::floatElement(t, i));
+  return w;
+}
+
+/// The constants of a weight of `rows` rows quantized in groups of `gs`:
+/// values [rows, G, gs * bits / 8] named `valuesName`, scales [rows, G] in
+/// `scaleType` (f32 as computed, else rounded to f16 or bf16), zero points
+/// [rows, G] (or none when symmetric).
+struct QuantizedOperands {
+  Value values, scales, zeroPoints;
+};
+
+QuantizedOperands materialize(OpBuilder &b, Location loc, const QuantizedWeight &qz, int64_t rows,
+                              int64_t gs, int64_t bits, Type scaleType, StringRef valuesName) {
+  auto bytes = [](const auto &v) {
+    return ArrayRef<char>(reinterpret_cast<const char *>(v.data()), v.size() * sizeof(v[0]));
+  };
+  auto u8 = IntegerType::get(b.getContext(), 8, IntegerType::Unsigned);
+  int64_t G = int64_t(qz.scales.size()) / rows;
+  std::vector<uint16_t> half;
+  ArrayRef<char> scaleBytes = bytes(qz.scales);
+  if (!scaleType.isF32()) {
+    for (float v : qz.scales)
+      half.push_back(scaleType.isF16() ? cpu::floatToHalf(v) : cpu::floatToBf16(v));
+    scaleBytes = bytes(half);
+  }
+  QuantizedOperands out;
+  out.values =
+      blobConstant(b, loc, RankedTensorType::get({rows, G, gs * bits / 8}, u8), bytes(qz.q),
+                   valuesName);
+  out.scales = blobConstant(b, loc, RankedTensorType::get({rows, G}, scaleType), scaleBytes,
+                            "quantized_scales");
+  out.zeroPoints = qz.zeroPoints.empty()
+                       ? b.create<NoneOp>(loc).getResult()
+                       : blobConstant(b, loc, RankedTensorType::get({rows, G}, u8),
+                                      bytes(qz.zeroPoints), "quantized_zero_points");
+  return out;
+}
+
 /// Does `op`'s result reach a result of `f` other than a cache (the logits)?
 bool feedsLogits(Operation *op, func::FuncOp f) {
   llvm::SetVector<Operation *> seen;
@@ -144,40 +187,14 @@ struct QuantizeWeightsPass : mlir::llmc::impl::QuantizeWeightsPassBase<QuantizeW
       if (!t)
         return e.emitError("llmc-quantize-weights: ") << llvm::toString(t.takeError());
       auto &qz = doneEmbeddings[c.getValue().getAsOpaquePointer()];
-      if (!qz) {
-        std::vector<float> w(size_t(V * H));
-        for (int64_t i = 0; i < V * H; ++i)
-          w[size_t(i)] = float(cpu::floatElement(*t, i));
+      if (!qz)
         qz = std::make_shared<QuantizedWeight>(
-            quantizeNearest(w, V, H, QuantScheme{bits, gs, asymmetric}));
-      }
+            quantizeNearest(floatValues(*t), V, H, QuantScheme{bits, gs, asymmetric}));
       OpBuilder b(e);
-      Location loc = e.getLoc();
-      auto u8 = IntegerType::get(b.getContext(), 8, IntegerType::Unsigned);
-      int64_t G = H / gs;
-      std::vector<uint16_t> half;
-      ArrayRef<char> scaleBytes(reinterpret_cast<const char *>(qz->scales.data()),
-                                qz->scales.size() * sizeof(float));
-      if (!element.isF32()) {
-        for (float v : qz->scales)
-          half.push_back(element.isF16() ? cpu::floatToHalf(v) : cpu::floatToBf16(v));
-        scaleBytes = ArrayRef<char>(reinterpret_cast<const char *>(half.data()), half.size() * 2);
-      }
-      Value table = blobConstant(b, loc, RankedTensorType::get({V, G, gs * bits / 8}, u8),
-                                 ArrayRef<char>(reinterpret_cast<const char *>(qz->q.data()),
-                                                qz->q.size()),
-                                 "quantized_table");
-      Value scales =
-          blobConstant(b, loc, RankedTensorType::get({V, G}, element), scaleBytes, "quantized_scales");
-      Value zp = asymmetric
-                     ? blobConstant(b, loc, RankedTensorType::get({V, G}, u8),
-                                    ArrayRef<char>(reinterpret_cast<const char *>(
-                                                       qz->zeroPoints.data()),
-                                                   qz->zeroPoints.size()),
-                                    "quantized_zero_points")
-                     : b.create<NoneOp>(loc).getResult();
+      QuantizedOperands o =
+          materialize(b, e.getLoc(), *qz, V, gs, bits, element, "quantized_table");
       Value y = createOp<QuantizedEmbeddingOp>(
-          b, loc, {table, scales, zp, e.getIds()},
+          b, e.getLoc(), {o.values, o.scales, o.zeroPoints, e.getIds()},
           {b.getNamedAttr("bits", b.getI64IntegerAttr(bits)),
            b.getNamedAttr("group_size", b.getI64IntegerAttr(gs))});
       e.getResult().replaceAllUsesWith(y);
@@ -215,9 +232,7 @@ struct QuantizeWeightsPass : mlir::llmc::impl::QuantizeWeightsPassBase<QuantizeW
         return l.emitError("llmc-quantize-weights: ") << llvm::toString(t.takeError());
       auto &qz = done[c.getValue().getAsOpaquePointer()];
       if (!qz) {
-        std::vector<float> w(size_t(N * K));
-        for (int64_t i = 0; i < N * K; ++i)
-          w[size_t(i)] = float(cpu::floatElement(*t, i));
+        std::vector<float> w = floatValues(*t);
         QuantScheme scheme{bits, gs, asymmetric};
         if (!stats) {
           qz = std::make_shared<QuantizedWeight>(quantizeNearest(w, N, K, scheme));
@@ -240,22 +255,10 @@ struct QuantizeWeightsPass : mlir::llmc::impl::QuantizeWeightsPassBase<QuantizeW
         }
       }
       OpBuilder b(l);
-      Location loc = l.getLoc();
-      auto u8 = IntegerType::get(b.getContext(), 8, IntegerType::Unsigned);
-      int64_t G = K / gs;
-      auto bytes = [](const auto &v) {
-        return ArrayRef<char>(reinterpret_cast<const char *>(v.data()),
-                              v.size() * sizeof(v[0]));
-      };
-      Value q = blobConstant(b, loc, RankedTensorType::get({N, G, gs * bits / 8}, u8),
-                             bytes(qz->q), "quantized_weight");
-      Value scales = blobConstant(b, loc, RankedTensorType::get({N, G}, b.getF32Type()),
-                                  bytes(qz->scales), "quantized_scales");
-      Value zp = asymmetric ? blobConstant(b, loc, RankedTensorType::get({N, G}, u8),
-                                           bytes(qz->zeroPoints), "quantized_zero_points")
-                            : b.create<NoneOp>(loc).getResult();
+      QuantizedOperands o =
+          materialize(b, l.getLoc(), *qz, N, gs, bits, b.getF32Type(), "quantized_weight");
       Value y = createOp<QuantizedLinearOp>(
-          b, loc, {l.getX(), q, scales, zp, l.getBias()},
+          b, l.getLoc(), {l.getX(), o.values, o.scales, o.zeroPoints, l.getBias()},
           {b.getNamedAttr("bits", b.getI64IntegerAttr(bits)),
            b.getNamedAttr("group_size", b.getI64IntegerAttr(gs)),
            b.getNamedAttr("int8_activations", b.getBoolAttr(int8Activations))});
