@@ -402,18 +402,20 @@ void int8RowsAvx2(const QuantActivations &xa, int64_t m, const QuantShape &shape
 }
 #endif
 
-/// kernel(R, n, dots) for a block of `rows` weight rows from nb: with R =
-/// kQuantRows when the block is full, else once per row with R = 1.
-template <typename F>
-void forRowBlock(int64_t rows, int64_t nb, float (&dots)[kQuantRows], F &&kernel) {
+/// kernel(R, n, dots) for a block of `rows` weight rows from nb and MR rows
+/// of x (dots[i][r]: x row i by weight row nb + r): with R = kQuantRows
+/// when the block is full, else once per weight row with R = 1.
+template <int MR, typename F>
+void forRowBlock(int64_t rows, int64_t nb, float (&dots)[MR][kQuantRows], F &&kernel) {
   if (rows == kQuantRows) {
     kernel(std::integral_constant<int, kQuantRows>(), nb, dots);
     return;
   }
   for (int64_t r = 0; r < rows; ++r) {
-    float one[kQuantRows] = {};
+    float one[MR][kQuantRows] = {};
     kernel(std::integral_constant<int, 1>(), nb + r, one);
-    dots[r] = one[0];
+    for (int i = 0; i < MR; ++i)
+      dots[i][r] = one[i][0];
   }
 }
 
@@ -440,41 +442,30 @@ inline void quantizedRowsInt8(const QuantActivations &xa, const QuantShape &shap
     // weight load and unpacking serves both).
     for (; m + 1 < M; m += 2) {
       float pair[2][kQuantRows] = {};
-      auto block = [&](auto R, int64_t n, int64_t at) {
-        float out[2][kQuantRows] = {};
+      detail::forRowBlock(rows, nb, pair, [&](auto R, int64_t n, float(&out)[2][kQuantRows]) {
         if (bcast)
           detail::int8Rows<decltype(R)::value, true, 2>(xa, m, shape, q, scales, zp, n, idx, out);
         else
           detail::int8Rows<decltype(R)::value, false, 2>(xa, m, shape, q, scales, zp, n, idx, out);
-        for (int i = 0; i < 2; ++i)
-          for (int r = 0; r < decltype(R)::value; ++r)
-            pair[i][at + r] = out[i][r];
-      };
-      if (rows == kQuantRows)
-        block(std::integral_constant<int, kQuantRows>(), nb, 0);
-      else
-        for (int64_t r = 0; r < rows; ++r)
-          block(std::integral_constant<int, 1>(), nb + r, r);
+      });
       for (int i = 0; i < 2; ++i)
         for (int64_t r = 0; r < rows; ++r)
           y[(m + i) * N + nb + r] = linearEpilogue(pair[i][r], bias, residual, m + i, nb + r, N);
     }
 #endif
     for (; m < M; ++m) {
-      float dots[kQuantRows] = {};
+      float one[1][kQuantRows] = {};
+      float(&dots)[kQuantRows] = one[0];
 #if defined(LLMC_QUANT_AVX512)
-      detail::forRowBlock(rows, nb, dots, [&](auto R, int64_t n, float(&out)[kQuantRows]) {
-        float one[1][kQuantRows] = {};
+      detail::forRowBlock(rows, nb, one, [&](auto R, int64_t n, float(&out)[1][kQuantRows]) {
         if (bcast)
-          detail::int8Rows<decltype(R)::value, true>(xa, m, shape, q, scales, zp, n, idx, one);
+          detail::int8Rows<decltype(R)::value, true>(xa, m, shape, q, scales, zp, n, idx, out);
         else
-          detail::int8Rows<decltype(R)::value, false>(xa, m, shape, q, scales, zp, n, idx, one);
-        for (int r = 0; r < decltype(R)::value; ++r)
-          out[r] = one[0][r];
+          detail::int8Rows<decltype(R)::value, false>(xa, m, shape, q, scales, zp, n, idx, out);
       });
 #elif defined(LLMC_QUANT_AVX2)
-      detail::forRowBlock(rows, nb, dots, [&](auto R, int64_t n, float(&out)[kQuantRows]) {
-        detail::int8RowsAvx2<decltype(R)::value>(xa, m, shape, q, scales, zp, n, out);
+      detail::forRowBlock(rows, nb, one, [&](auto R, int64_t n, float(&out)[1][kQuantRows]) {
+        detail::int8RowsAvx2<decltype(R)::value>(xa, m, shape, q, scales, zp, n, out[0]);
       });
 #else
       // Plain C++: one block of 32 per step, the arithmetic of the vector
