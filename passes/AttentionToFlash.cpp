@@ -37,12 +37,13 @@ struct AttentionToFlashPass : mlir::llmc::impl::AttentionToFlashPassBase<Attenti
           b.getNamedAttr("window", a.getWindowAttr()),
           b.getNamedAttr("scale", a.getScaleAttr()),
           b.getNamedAttr("softcap", a.getSoftcapAttr())};
+      // (An int8 cache's scales follow, as kv_scales.)
+      SmallVector<Value> operands(a->getOperands());
       Value out;
       if (q.getDimSize(1) == 1 && a.getCausal()) {
         SmallVector<NamedAttribute> attrs(common);
         attrs.push_back(b.getNamedAttr("num_splits", b.getI64IntegerAttr(numSplits)));
-        auto partial = b.create<DecodeAttentionPartialOp>(
-            loc, ValueRange{a.getQ(), a.getKCache(), a.getVCache(), a.getPos()}, attrs);
+        auto partial = b.create<DecodeAttentionPartialOp>(loc, operands, attrs);
         out = b.create<AttentionCombineOp>(loc, ValueRange{partial.getPartial(), partial.getLse()},
                                            ArrayRef<NamedAttribute>{})
                   .getResult();
@@ -66,9 +67,7 @@ struct AttentionToFlashPass : mlir::llmc::impl::AttentionToFlashPassBase<Attenti
         attrs.push_back(b.getNamedAttr(
             "block_q", b.getI64IntegerAttr(std::min<int64_t>(blockQ, q.getDimSize(1)))));
         attrs.push_back(b.getNamedAttr("block_k", b.getI64IntegerAttr(blockK)));
-        out = b.create<FlashAttentionOp>(
-                   loc, ValueRange{a.getQ(), a.getKCache(), a.getVCache(), a.getPos()}, attrs)
-                  .getResult();
+        out = b.create<FlashAttentionOp>(loc, operands, attrs).getResult();
       }
       a.getResult().replaceAllUsesWith(out);
       a.erase();

@@ -330,7 +330,8 @@ struct FusePass : mlir::llmc::impl::FusePassBase<FusePass> {
             if (seen.contains(user) || user->getBlock() != norm->getBlock())
               continue;
             StringRef n = shortName(user);
-            bool fusable = isa<LinearOp, QuantizedLinearOp, RopeOp, SwigluOp, GeluOp, SiluOp, ReluOp, CacheUpdateOp>(user) ||
+            bool fusable = isa<LinearOp, QuantizedLinearOp, RopeOp, SwigluOp, GeluOp, SiluOp, ReluOp, CacheUpdateOp,
+                                     QuantizedCacheUpdateOp>(user) ||
                            n == "onnx.slice" || n == "onnx.split" || n == "onnx.transpose" ||
                            n == "onnx.cast" ||
                            isView(user) ||
@@ -347,7 +348,7 @@ struct FusePass : mlir::llmc::impl::FusePassBase<FusePass> {
             });
             if (!inside)
               continue;
-            cache |= isa<CacheUpdateOp>(user);
+            cache |= isa<CacheUpdateOp, QuantizedCacheUpdateOp>(user);
             gated |= isa<SwigluOp, GeluOp, SiluOp, ReluOp>(user);
             seen.insert(user);
             ops.push_back(user);

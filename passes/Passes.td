@@ -391,6 +391,34 @@ def ConvertDtypePass : Pass<"llmc-convert-dtype", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::llmc::LLMDialect"];
 }
 
+def QuantizeKvCachePass : Pass<"llmc-quantize-kv-cache", "::mlir::ModuleOp"> {
+  let summary = "Keep llmc's KV caches in int8 with per-head, per-token scales";
+  let description = [{
+    Runs after `llmc-insert-kv-cache`. Every cache of a recognised attention
+    (`cache.k.N`, `cache.v.N`: an argument whose one reader is the
+    `llm.cache_update` feeding `llm.cached_attention`) becomes an int8
+    [B, Hkv, M, D] cache with an f32 [B, Hkv, M, 1] scale cache beside it
+    (`cache.k.N.scale`, `cache.v.N.scale`: arguments and results appended
+    after the others, `llm.keep_f32`), the update becomes
+    `llm.quantized_cache_update` (each new row: its absolute maximum / 127 and
+    values rounded to nearest even) and the attention reads both through
+    its `kv_scales`. The cache bytes halve against f16 (plus 4 bytes per row
+    and head); the attention kernels read the int8 rows without a float
+    copy. The model's own cache IO and the token history stay as they are.
+    A cache read by anything else is an error naming it.
+
+    ```mlir
+    %kc, %ks = llm.quantized_cache_update %cache_k_0, %cache_k_0_scale, %k, %start_pos {llm.keep_f32} : (tensor<1x2x4096x16xi8>, tensor<1x2x4096x1xf32>, tensor<1x?x2x16xf32>, tensor<i64>) -> (tensor<1x2x4096x16xi8>, tensor<1x2x4096x1xf32>)
+    %o = llm.cached_attention %q, %kc, %vc, %start_pos, %ks, %vs {...}
+    ```
+  }];
+  let options = [
+    Option<"dtype", "dtype", "std::string", /*default=*/"\"int8\"",
+           "The caches' element type (int8: the only one)">
+  ];
+  let dependentDialects = ["::mlir::llmc::LLMDialect"];
+}
+
 def AttentionToFlashPass : Pass<"llmc-attention-to-flash", "::mlir::func::FuncOp"> {
   let summary = "Rewrite cached attention into flash forms (tiled prefill, split-KV decode)";
   let description = [{

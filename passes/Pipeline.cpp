@@ -36,6 +36,10 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
   Option<bool> quantEmbeddings{*this, "quant-embeddings",
                                llvm::cl::desc("Also quantize token embedding tables"),
                                llvm::cl::init(false)};
+  Option<std::string> kvDtype{*this, "kv-dtype",
+                              llvm::cl::desc("KV cache element type: the compute type "
+                                             "(default) or int8"),
+                              llvm::cl::init("")};
   Option<bool> untilQuantization{
       *this, "until-quantization",
       llvm::cl::desc("Stop where weight quantization runs (the float layers calibration "
@@ -54,6 +58,11 @@ void buildPipeline(OpPassManager &pm, const PipelineOptions &o) {
   InsertKvCachePassOptions cache;
   cache.maxSeq = o.maxSeq;
   pm.addPass(createInsertKvCachePass(cache));
+  if (!o.kvDtype.empty()) {
+    QuantizeKvCachePassOptions kv;
+    kv.dtype = o.kvDtype;
+    pm.addPass(createQuantizeKvCachePass(kv));
+  }
   BucketShapesPassOptions buckets;
   buckets.batch = o.batch;
   buckets.prefillBuckets = o.prefillBuckets;

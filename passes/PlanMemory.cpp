@@ -104,6 +104,10 @@ struct PlanMemoryPass : mlir::llmc::impl::PlanMemoryPassBase<PlanMemoryPass> {
             root[r] = root.lookup(op.getOperand(0));
             continue;
           }
+          if (isa<QuantizedCacheUpdateOp>(op)) { // both in place: cache, scales
+            root[r] = root.lookup(op.getOperand(cast<OpResult>(r).getResultNumber()));
+            continue;
+          }
           // A residual add the code folds into a linear layer: the layer's
           // buffer.
           if (shortName(&op) == "onnx.add") {

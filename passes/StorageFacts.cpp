@@ -19,6 +19,10 @@ Value cacheSource(Value v) {
       v = u.getCache();
       continue;
     }
+    if (auto u = v.getDefiningOp<QuantizedCacheUpdateOp>()) { // the cache, the scales
+      v = u->getOperand(cast<OpResult>(v).getResultNumber());
+      continue;
+    }
     if (auto fused = v.getDefiningOp<FusedOp>()) {
       Value inner = cast<YieldOp>(fused.getRegion().front().getTerminator())
                         ->getOperand(cast<OpResult>(v).getResultNumber());

@@ -310,8 +310,7 @@ llvm::Error mlir::llmc::writeArtifact(const CpuModel &model, const ArtifactInfo 
                                     {"cache_updates", e.cacheUpdates}}}});
   int64_t cacheBytesPerSequence = 0;
   for (const CpuModel::Cache &c : model.caches) {
-    int64_t elem = c.dtype == 1 ? 4 : c.dtype == 10 || c.dtype == 16 ? 2 : 0;
-    cacheBytesPerSequence += c.heads * c.capacity * c.headDim * elem;
+    cacheBytesPerSequence += c.bytes();
     caches.push_back(llvm::json::Object{{"name", c.name},
                                         {"heads", c.heads},
                                         {"capacity", c.capacity},
@@ -319,6 +318,7 @@ llvm::Error mlir::llmc::writeArtifact(const CpuModel &model, const ArtifactInfo 
                                         {"dtype", c.dtype == 1    ? "f32"
                                                   : c.dtype == 10 ? "f16"
                                                   : c.dtype == 16 ? "bf16"
+                                                  : c.dtype == 3  ? "int8"
                                                                   : "other"}});
   }
   // Checksums of weights.bin, a range per stored tensor: each runs from its
@@ -356,9 +356,11 @@ llvm::Error mlir::llmc::writeArtifact(const CpuModel &model, const ArtifactInfo 
                                       {"bytes", stored},
                                       {"float_bytes", asFloat},
                                       {"saved_bytes", asFloat - stored}};
-    if (!info.quantEval.empty())
-      quantization["eval"] = llvm::json::Object(info.quantEval);
   }
+  // (--eval of an int8 KV cache alone reports on a model without quantized
+  // layers.)
+  if (!info.quantEval.empty())
+    quantization["eval"] = llvm::json::Object(info.quantEval);
   llvm::json::Object memory = llvm::json::Object(info.memory);
   // The arenas as the code allocates them: per entry, and per session (the
   // largest: entries run one at a time).
@@ -373,6 +375,9 @@ llvm::Error mlir::llmc::writeArtifact(const CpuModel &model, const ArtifactInfo 
   memory["kv_cache_bytes_per_sequence"] = cacheBytesPerSequence;
   // Whether a session may ask for fewer positions (llmc_session_options).
   memory["kv_cache_capacity_flexible"] = model.anyCapacity;
+  // int8 caches (--kv-dtype int8) come with f32 scale caches beside them.
+  if (llvm::any_of(model.caches, [](const CpuModel::Cache &c) { return c.dtype == 3; }))
+    memory["kv_cache_dtype"] = "int8";
   llvm::json::Object manifest{
       {"format_version", kArtifactFormatVersion},
       {"llmc_version", info.llmcVersion},

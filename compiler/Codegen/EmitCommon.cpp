@@ -153,6 +153,10 @@ bool readsCapacityAtRunTime(Value v) {
     if (auto u = dyn_cast<CacheUpdateOp>(user)) {
       if (use.get() != u.getCache() || !readsCapacityAtRunTime(u.getResult()))
         return false;
+    } else if (auto q = dyn_cast<QuantizedCacheUpdateOp>(user)) {
+      unsigned i = use.getOperandNumber();
+      if (i > 1 || !readsCapacityAtRunTime(q->getResult(i)))
+        return false;
     } else if (auto fused = dyn_cast<FusedOp>(user)) {
       if (!readsCapacityAtRunTime(fused.getRegion().front().getArgument(use.getOperandNumber())))
         return false;

@@ -92,6 +92,12 @@ namespace {
 
 using json = llmc::json::Value;
 
+/// Bytes per element of a cache of ONNX element type `dtype` (f32, f16,
+/// bf16, int8), 0 for another.
+int64_t cacheElementBytes(int32_t dtype) {
+  return dtype == 1 ? 4 : (dtype == 10 || dtype == 16) ? 2 : dtype == 3 ? 1 : 0;
+}
+
 llmc_status loadModel(const std::string &path, const llmc_load_options *options,
                       const std::shared_ptr<ModelData> &m) {
   m->path = path;
@@ -237,7 +243,7 @@ llmc_status loadModel(const std::string &path, const llmc_load_options *options,
   m->capacity = m->abi->num_caches ? m->abi->caches[0].capacity : 0;
   for (uint32_t i = 0; i < m->abi->num_caches; ++i) {
     const llmc_model_cache &c = m->abi->caches[i];
-    int64_t elem = c.dtype == 1 ? 4 : (c.dtype == 10 || c.dtype == 16) ? 2 : 0;
+    int64_t elem = cacheElementBytes(c.dtype);
     if (elem == 0 || c.capacity != m->capacity)
       return fail(LLMC_ERROR_FORMAT, std::string("cache '") + c.name + "' has an unsupported layout");
     m->kvCacheBytes += c.heads * c.capacity * c.head_dim * elem;
@@ -562,7 +568,7 @@ llmc_status llmc_session_create(llmc_model *model, const llmc_session_options *o
   } else {
     for (uint32_t i = 0; i < m.abi->num_caches; ++i) {
       const llmc_model_cache &c = m.abi->caches[i];
-      int64_t elem = c.dtype == 1 ? 4 : 2;
+      int64_t elem = cacheElementBytes(c.dtype);
       s->caches.emplace_back(size_t(s->batch * c.heads * s->capacity * c.head_dim * elem), 0);
     }
     for (auto &c : s->caches)

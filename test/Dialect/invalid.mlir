@@ -1143,6 +1143,46 @@ func.func @cache_update(%cache: tensor<1x2x64x16xf32>, %new: tensor<1x2x1x16xf32
 
 // -----
 
+func.func @quantized_cache_update(%cache: tensor<1x2x64x16xi8>, %scales: tensor<1x2x64x16xf32>, %new: tensor<1x2x1x16xf32>, %pos: tensor<i64>) {
+  // expected-error @+1 {{scales must be [B, H, M, 1] for a [B, H, M, D] cache}}
+  %0, %1 = llm.quantized_cache_update %cache, %scales, %new, %pos : (tensor<1x2x64x16xi8>, tensor<1x2x64x16xf32>, tensor<1x2x1x16xf32>, tensor<i64>) -> (tensor<1x2x64x16xi8>, tensor<1x2x64x16xf32>)
+  return
+}
+
+// -----
+
+func.func @quantized_cache_update_width(%cache: tensor<1x2x64x16xi8>, %scales: tensor<1x2x64x1xf32>, %new: tensor<1x2x1x8xf32>, %pos: tensor<i64>) {
+  // expected-error @+1 {{update does not fit the cache in dimension 3}}
+  %0, %1 = llm.quantized_cache_update %cache, %scales, %new, %pos : (tensor<1x2x64x16xi8>, tensor<1x2x64x1xf32>, tensor<1x2x1x8xf32>, tensor<i64>) -> (tensor<1x2x64x16xi8>, tensor<1x2x64x1xf32>)
+  return
+}
+
+// -----
+
+func.func @cached_attention_int8_without_scales(%q: tensor<1x1x4x16xf32>, %k: tensor<1x2x64x16xi8>, %pos: tensor<i64>) {
+  // expected-error @+1 {{int8 caches need their two kv_scales (k, v)}}
+  %0 = llm.cached_attention %q, %k, %k, %pos {num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.25 : f32} : (tensor<1x1x4x16xf32>, tensor<1x2x64x16xi8>, tensor<1x2x64x16xi8>, tensor<i64>) -> tensor<1x1x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @flash_attention_float_with_scales(%q: tensor<1x8x4x16xf32>, %k: tensor<1x2x64x16xf32>, %s: tensor<1x2x64x1xf32>, %pos: tensor<i64>) {
+  // expected-error @+1 {{float caches take no kv_scales}}
+  %0 = llm.flash_attention %q, %k, %k, %pos, %s, %s {num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.25 : f32} : (tensor<1x8x4x16xf32>, tensor<1x2x64x16xf32>, tensor<1x2x64x16xf32>, tensor<i64>, tensor<1x2x64x1xf32>, tensor<1x2x64x1xf32>) -> tensor<1x8x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @decode_attention_partial_scale_shape(%q: tensor<1x1x4x16xf32>, %k: tensor<1x2x64x16xi8>, %s: tensor<1x2x32x1xf32>, %pos: tensor<i64>) {
+  // expected-error @+1 {{kv_scales must be [B, Hkv, M, 1] for their cache}}
+  %p, %l = llm.decode_attention_partial %q, %k, %k, %pos, %s, %s {num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.25 : f32, num_splits = 2 : i64} : (tensor<1x1x4x16xf32>, tensor<1x2x64x16xi8>, tensor<1x2x64x16xi8>, tensor<i64>, tensor<1x2x32x1xf32>, tensor<1x2x32x1xf32>) -> (tensor<1x2x4x16xf32>, tensor<1x2x4xf32>)
+  return
+}
+
+// -----
+
 func.func @cache_read(%cache: tensor<2x64x16xf32>, %n: tensor<i64>) {
   // expected-error @+2 {{cache must have rank 4, got 3}}
   // expected-error @+1 {{failed to infer returned types}}

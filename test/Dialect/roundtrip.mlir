@@ -367,6 +367,19 @@ func.func @kv_cache(%cache: tensor<1x2x64x16xf16>, %new: tensor<1x2x?x16xf16>, %
   return %1, %2 : tensor<1x2x?x16xf16>, tensor<1x?x4x16xf16>
 }
 
+// CHECK-LABEL: func.func @kv_cache_int8
+func.func @kv_cache_int8(%cache: tensor<1x2x64x16xi8>, %scales: tensor<1x2x64x1xf32>, %new: tensor<1x2x?x16xf16>, %q: tensor<1x?x4x16xf16>, %q1: tensor<1x1x4x16xf16>, %pos: tensor<i64>) -> (tensor<1x?x4x16xf16>, tensor<1x?x4x16xf16>, tensor<1x2x4x16xf32>) {
+  // CHECK: %[[C:[a-z_0-9]+]], %[[S:[a-z_0-9]+]] = llm.quantized_cache_update %arg0, %arg1, %arg2, %arg5 : (tensor<1x2x64x16xi8>, tensor<1x2x64x1xf32>, tensor<1x2x?x16xf16>, tensor<i64>) -> (tensor<1x2x64x16xi8>, tensor<1x2x64x1xf32>)
+  %c, %s = llm.quantized_cache_update %cache, %scales, %new, %pos : (tensor<1x2x64x16xi8>, tensor<1x2x64x1xf32>, tensor<1x2x?x16xf16>, tensor<i64>) -> (tensor<1x2x64x16xi8>, tensor<1x2x64x1xf32>)
+  // CHECK: llm.cached_attention %arg3, %[[C]], %[[C]], %arg5, %[[S]], %[[S]] {num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 2.500000e-01 : f32}
+  %0 = llm.cached_attention %q, %c, %c, %pos, %s, %s {num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.25 : f32} : (tensor<1x?x4x16xf16>, tensor<1x2x64x16xi8>, tensor<1x2x64x16xi8>, tensor<i64>, tensor<1x2x64x1xf32>, tensor<1x2x64x1xf32>) -> tensor<1x?x4x16xf16>
+  // CHECK: llm.flash_attention %arg3, %[[C]], %[[C]], %arg5, %[[S]], %[[S]]
+  %1 = llm.flash_attention %q, %c, %c, %pos, %s, %s {num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.25 : f32} : (tensor<1x?x4x16xf16>, tensor<1x2x64x16xi8>, tensor<1x2x64x16xi8>, tensor<i64>, tensor<1x2x64x1xf32>, tensor<1x2x64x1xf32>) -> tensor<1x?x4x16xf16>
+  // CHECK: llm.decode_attention_partial %arg4, %[[C]], %[[C]], %arg5, %[[S]], %[[S]]
+  %p, %l = llm.decode_attention_partial %q1, %c, %c, %pos, %s, %s {num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.25 : f32, num_splits = 2 : i64} : (tensor<1x1x4x16xf16>, tensor<1x2x64x16xi8>, tensor<1x2x64x16xi8>, tensor<i64>, tensor<1x2x64x1xf32>, tensor<1x2x64x1xf32>) -> (tensor<1x2x4x16xf32>, tensor<1x2x4xf32>)
+  return %0, %1, %p : tensor<1x?x4x16xf16>, tensor<1x?x4x16xf16>, tensor<1x2x4x16xf32>
+}
+
 // CHECK-LABEL: func.func @flash
 func.func @flash(%q: tensor<1x8x4x16xf32>, %q1: tensor<1x1x4x16xf32>, %k: tensor<1x2x64x16xf32>, %pos: tensor<i64>) -> (tensor<1x8x4x16xf32>, tensor<1x1x4x16xf32>) {
   // CHECK: llm.flash_attention %arg0, %arg2, %arg2, %arg3 {block_k = 32 : i64, block_q = 8 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 2.500000e-01 : f32}

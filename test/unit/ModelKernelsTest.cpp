@@ -290,31 +290,59 @@ std::vector<double> attendReference(const float *q, const T *kh, const T *vh, in
   return out;
 }
 
+/// A cache of T over the values `x`: stored as T, or (int8) each row of
+/// `d` as int8 with its scale in `scales` (cpu::quantizeKvRow); `exact`
+/// gets the values the cache holds, in f32.
+template <typename T>
+std::vector<T> cacheOf(const std::vector<float> &x, int64_t d, std::vector<float> &scales,
+                       std::vector<float> &exact) {
+  std::vector<T> c(x.size());
+  exact.resize(x.size());
+  if constexpr (std::is_same_v<T, int8_t>) {
+    scales.resize(x.size() / size_t(d));
+    for (size_t r = 0; r < scales.size(); ++r) {
+      scales[r] = llmc::cpu::quantizeKvRow(x.data() + r * size_t(d), d, c.data() + r * size_t(d));
+      for (int64_t i = 0; i < d; ++i)
+        exact[r * size_t(d) + size_t(i)] = float(c[r * size_t(d) + size_t(i)]) * scales[r];
+    }
+  } else {
+    c = stored<T>(x);
+    for (size_t i = 0; i < x.size(); ++i)
+      exact[i] = toFloat(c[i]);
+  }
+  return c;
+}
+
 /// decodeAttentionHeads and prefillAttentionRows against attendReference,
-/// over a GQA cache (6 query heads, 2 kv heads) of two sequences.
+/// over a GQA cache (6 query heads, 2 kv heads) of two sequences; int8
+/// caches (T = int8_t) against float64 over the values they hold.
 template <typename T>
 void checkAttention(int64_t window, float softcap, bool causal, int64_t d = 40,
                     int64_t capacity = 23, int64_t pos = 9, int64_t s = 5, double tol = 2e-6) {
   const int64_t b = 2, hq = 6, hkv = 2;
   const float scale = 0.3f;
-  std::vector<T> k = stored<T>(randomFloats(size_t(b * hkv * capacity * d), 22, 2.f));
-  std::vector<T> v = stored<T>(randomFloats(size_t(b * hkv * capacity * d), 23));
-  auto head = [&](const std::vector<T> &c, int64_t bi, int64_t h) {
+  std::vector<float> ksv, vsv, kx, vx;
+  std::vector<T> k = cacheOf<T>(randomFloats(size_t(b * hkv * capacity * d), 22, 2.f), d, ksv, kx);
+  std::vector<T> v = cacheOf<T>(randomFloats(size_t(b * hkv * capacity * d), 23), d, vsv, vx);
+  const float *ks = ksv.empty() ? nullptr : ksv.data();
+  const float *vs = vsv.empty() ? nullptr : vsv.data();
+  auto head = [&](const std::vector<float> &c, int64_t bi, int64_t h) {
     return c.data() + (bi * hkv + h / (hq / hkv)) * capacity * d;
   };
   std::vector<float> scratch(size_t(prefillAttentionScratch(capacity, d)));
   // Decode: one query per sequence at pos.
   std::vector<float> q = randomFloats(size_t(b * hq * d), 21, 2.f), out(size_t(b * hq * d));
   for (int64_t bi = 0; bi < b; ++bi)
-    decodeAttentionHeads(q.data(), k.data(), v.data(), out.data(), bi, 0, hq, hq, hkv, d, d,
+    decodeAttentionHeads(q.data(), k.data(), v.data(), ks, vs, out.data(), bi, 0, hq, hq, hkv, d, d,
                          capacity, pos, window, scale, softcap, scratch.data());
   int64_t lo = window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0;
   for (int64_t bi = 0; bi < b; ++bi)
     for (int64_t h = 0; h < hq; ++h) {
-      std::vector<double> want = attendReference(q.data() + (bi * hq + h) * d, head(k, bi, h),
-                                                 head(v, bi, h), d, lo, pos, scale, softcap);
+      std::vector<double> want = attendReference(q.data() + (bi * hq + h) * d, head(kx, bi, h),
+                                                 head(vx, bi, h), d, lo, pos, scale, softcap);
       for (int64_t i = 0; i < d; ++i)
-        EXPECT_NEAR(out[size_t((bi * hq + h) * d + i)], want[size_t(i)], 2e-6) << h << "," << i;
+        EXPECT_NEAR(out[size_t((bi * hq + h) * d + i)], want[size_t(i)], std::max(tol, 2e-6))
+            << h << "," << i;
     }
   // Split-KV: the keys of each row in 1, 2, 3 and 7 ranges, merged.
   for (int64_t splits : {1, 2, 3, 7}) {
@@ -323,7 +351,7 @@ void checkAttention(int64_t window, float softcap, bool causal, int64_t d = 40,
     for (int64_t bi = 0; bi < b; ++bi)
       for (int64_t h = 0; h < hq; ++h) {
         for (int64_t sp = 0; sp < splits; ++sp)
-          decodeAttentionSplit(q.data(), k.data(), v.data(), bi, h, sp, splits, hq, hkv, d, d,
+          decodeAttentionSplit(q.data(), k.data(), v.data(), ks, vs, bi, h, sp, splits, hq, hkv, d, d,
                                capacity, pos, window, scale, softcap, scratch.data(),
                                acc.data() + sp * d, m[size_t(sp)], l[size_t(sp)]);
         combineSplits(acc.data(), m.data(), l.data(), splits, d, row.data());
@@ -336,7 +364,7 @@ void checkAttention(int64_t window, float softcap, bool causal, int64_t d = 40,
   std::vector<float> qp = randomFloats(size_t(b * s * hq * d), 24, 2.f), op(qp.size(), -9.f);
   int64_t rows = b * hq * s;
   for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, 7}, {7, 8}, {8, rows}})
-    prefillAttentionRows(qp.data(), k.data(), v.data(), op.data(), s, hq, hkv, d, d, capacity,
+    prefillAttentionRows(qp.data(), k.data(), v.data(), ks, vs, op.data(), s, hq, hkv, d, d, capacity,
                          pos, causal, window, scale, softcap, r0, r1, scratch.data());
   for (int64_t bi = 0; bi < b; ++bi)
     for (int64_t i = 0; i < s; ++i)
@@ -344,8 +372,8 @@ void checkAttention(int64_t window, float softcap, bool causal, int64_t d = 40,
         int64_t p = pos + i, hi = causal ? p : pos + s - 1;
         int64_t from = window > 0 ? std::max<int64_t>(0, p - window + 1) : 0;
         size_t at = size_t(((bi * s + i) * hq + h) * d);
-        std::vector<double> want = attendReference(qp.data() + at, head(k, bi, h),
-                                                   head(v, bi, h), d, from, hi, scale, softcap);
+        std::vector<double> want = attendReference(qp.data() + at, head(kx, bi, h),
+                                                   head(vx, bi, h), d, from, hi, scale, softcap);
         for (int64_t t = 0; t < d; ++t)
           EXPECT_NEAR(op[at + size_t(t)], want[size_t(t)], tol) << i << "," << h << "," << t;
       }
@@ -366,6 +394,13 @@ TEST(ModelKernels, AttentionOverTheCacheMatchesFloat64) {
   checkAttention<Half>(9, 0.f, true, 48, 70, 3, 29, 1e-5);
   checkAttention<float>(0, 3.f, false, 24, 70, 30, 19, 1e-5);
   checkAttention<Bf16>(0, 0.f, true, 260, 40, 5, 11, 1e-5);
+  // int8 caches with per-row scales (llm.quantized_cache_update): the
+  // kernels read the int8 rows and scale the dot products and weights.
+  checkAttention<int8_t>(0, 0.f, true, 40, 23, 9, 5, 4e-6);
+  checkAttention<int8_t>(4, 2.f, true, 40, 23, 9, 5, 4e-6);
+  checkAttention<int8_t>(0, 0.f, false, 64, 70, 21, 37, 1e-5);
+  checkAttention<int8_t>(9, 0.f, true, 48, 70, 3, 29, 1e-5);
+  checkAttention<int8_t>(0, 0.f, true, 260, 40, 5, 11, 1e-5);
 }
 
 } // namespace

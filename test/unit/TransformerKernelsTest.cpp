@@ -748,6 +748,137 @@ TEST(TransformerKernels, SplitKvDecodeCombinesToTheReference) {
   }
 }
 
+TEST(TransformerKernels, QuantizedCacheUpdateRoundsEachRowAsDocumented) {
+  // [1, 2, 4, 6] int8 cache with sentinels; rows 1 and 2 of both heads
+  // written: scale max|x| / 127, values rounded to nearest even.
+  std::vector<int8_t> cache(48, 7);
+  std::vector<float> scales(8, 9.f);
+  std::vector<float> rows = {
+      0.5f, 1.5f, 2.5f, -2.5f, 127.f, -0.49f, // head 0, pos 1: s = 1
+      0.f,  0.f,  0.f,  0.f,   0.f,   0.f,    // head 0, pos 2: zeros, s = 0
+      -3.5f, 1.f, 0.f,  0.f,   0.f,   0.f,    // head 1, pos 1: s = 3.5 / 127
+      0.f, 0.f, 0.f, 0.f, 63.5f, -63.5f};     // head 1, pos 2: s = 0.5
+  int64_t pos = 1;
+  Call u;
+  u.in(DType::Int8, {1, 2, 4, 6}, cache.data())
+      .in(DType::Float, {1, 2, 4, 1}, scales.data())
+      .in(DType::Float, {1, 2, 2, 6}, rows.data())
+      .in(DType::Int64, {}, &pos);
+  u.call.outputs.resize(2);
+  ASSERT_TRUE(u.run("quantized_cache_update").isOk());
+  const int8_t *q = u.call.outputs[0].data<int8_t>();
+  const float *sc = u.call.outputs[1].data<float>();
+  std::vector<int8_t> want(48, 7);
+  std::vector<int8_t> h0p1 = {0, 2, 2, -2, 127, 0}, h1p1 = {-127, 36, 0, 0, 0, 0},
+                      h1p2 = {0, 0, 0, 0, 127, -127};
+  std::copy(h0p1.begin(), h0p1.end(), want.begin() + 6);
+  std::fill(want.begin() + 12, want.begin() + 18, 0);
+  std::copy(h1p1.begin(), h1p1.end(), want.begin() + 30);
+  std::copy(h1p2.begin(), h1p2.end(), want.begin() + 36);
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_EQ(int(q[i]), int(want[i])) << i;
+  std::vector<float> wantScales = {9.f, 1.f, 0.f, 9.f, 9.f, 3.5f / 127.f, 0.5f, 9.f};
+  for (size_t i = 0; i < wantScales.size(); ++i)
+    EXPECT_EQ(sc[i], wantScales[i]) << i;
+  // f16 rows, and the errors: past the capacity, scales of another shape.
+  std::vector<uint16_t> half(24);
+  for (size_t i = 0; i < half.size(); ++i)
+    half[i] = floatToHalf(rows[i]);
+  Call h;
+  h.in(DType::Int8, {1, 2, 4, 6}, cache.data())
+      .in(DType::Float, {1, 2, 4, 1}, scales.data())
+      .in(DType::Float16, {1, 2, 2, 6}, half.data())
+      .in(DType::Int64, {}, &pos);
+  h.call.outputs.resize(2);
+  ASSERT_TRUE(h.run("quantized_cache_update").isOk());
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_EQ(int(h.call.outputs[0].data<int8_t>()[i]), int(want[i])) << i;
+  int64_t late = 3;
+  Call over;
+  over.in(DType::Int8, {1, 2, 4, 6}, cache.data())
+      .in(DType::Float, {1, 2, 4, 1}, scales.data())
+      .in(DType::Float, {1, 2, 2, 6}, rows.data())
+      .in(DType::Int64, {}, &late);
+  expectError(over.run("quantized_cache_update"), "writing positions [3, 5) past the cache capacity 4");
+  Call bad;
+  bad.in(DType::Int8, {1, 2, 4, 6}, cache.data())
+      .in(DType::Float, {1, 2, 2, 1}, scales.data())
+      .in(DType::Float, {1, 2, 2, 6}, rows.data())
+      .in(DType::Int64, {}, &pos);
+  expectError(bad.run("quantized_cache_update"), "are not the f32 [B, H, M, 1] scales");
+}
+
+TEST(TransformerKernels, AttentionOverInt8CachesEqualsFloat64OverTheirValues) {
+  // 9 tokens quantized into the caches by quantized_cache_update (6, then
+  // 3); cached, flash and split-KV attention read the int8 rows with their
+  // scales and equal float64 attention over the values q * s.
+  AttnSpec a{2, 3, 9, 4, 2, 8, 8, true, 0};
+  a.scale = 0.4;
+  int64_t m = 12, p = a.skv - a.sq;
+  AttnRun r(a, 83);
+  auto quantize = [&](const std::vector<float> &x, std::vector<int8_t> &q,
+                      std::vector<float> &s, std::vector<float> &values) {
+    q.assign(size_t(a.b * a.hkv * m * a.d), 0);
+    s.assign(size_t(a.b * a.hkv * m), 0.f);
+    for (auto [s0, s1] : {std::pair<int64_t, int64_t>{0, p}, {p, a.skv}}) {
+      std::vector<float> rows = toBhsd(x, a.b, a.skv, a.hkv, a.d, s0, s1);
+      Call u;
+      u.in(DType::Int8, {a.b, a.hkv, m, a.d}, q.data())
+          .in(DType::Float, {a.b, a.hkv, m, 1}, s.data())
+          .in(DType::Float, {a.b, a.hkv, s1 - s0, a.d}, rows.data())
+          .in(DType::Int64, {}, &s0);
+      u.call.outputs.resize(2);
+      ASSERT_TRUE(u.run("quantized_cache_update").isOk());
+      std::copy_n(u.call.outputs[0].data<int8_t>(), q.size(), q.begin());
+      std::copy_n(u.call.outputs[1].data<float>(), s.size(), s.begin());
+    }
+    // The values the cache holds, [B, T, Hkv, D] like x.
+    values.assign(x.size(), 0.f);
+    for (int64_t bi = 0; bi < a.b; ++bi)
+      for (int64_t t = 0; t < a.skv; ++t)
+        for (int64_t h = 0; h < a.hkv; ++h)
+          for (int64_t i = 0; i < a.d; ++i) {
+            int64_t row = (bi * a.hkv + h) * m + t;
+            values[size_t(((bi * a.skv + t) * a.hkv + h) * a.d + i)] =
+                float(q[size_t(row * a.d + i)]) * s[size_t(row)];
+          }
+    // Each held value within half a step of x.
+    for (size_t i = 0; i < x.size(); ++i)
+      ASSERT_LE(std::abs(values[i] - x[i]), 2.0 / 127 / 2 * 1.0001) << i;
+  };
+  std::vector<int8_t> kq, vq;
+  std::vector<float> ks, vs, kx, vx;
+  quantize(r.k, kq, ks, kx);
+  quantize(r.v, vq, vs, vx);
+  std::vector<double> want = attentionRef(a, r.q, kx, vx, nullptr, nullptr);
+  auto operands = [&](Call &c, int64_t sq, const float *qp, const int64_t *at) {
+    c.in(DType::Float, {a.b, sq, a.hq, a.d}, qp)
+        .in(DType::Int8, {a.b, a.hkv, m, a.d}, kq.data())
+        .in(DType::Int8, {a.b, a.hkv, m, a.dv}, vq.data())
+        .in(DType::Int64, {}, at)
+        .in(DType::Float, {a.b, a.hkv, m, 1}, ks.data())
+        .in(DType::Float, {a.b, a.hkv, m, 1}, vs.data());
+    c.attr("num_heads", a.hq).attr("num_kv_heads", a.hkv).attrF("scale", a.scale);
+  };
+  Call cached;
+  operands(cached, a.sq, r.q.data(), &p);
+  ASSERT_TRUE(cached.run("cached_attention").isOk());
+  EXPECT_LT(scaledError(cached.outF64(), want), 1e-5);
+  Call flash;
+  operands(flash, a.sq, r.q.data(), &p);
+  flash.attr("block_q", 2).attr("block_k", 4);
+  ASSERT_TRUE(flash.run("flash_attention").isOk());
+  EXPECT_LT(scaledError(flash.outF64(), want), 1e-5);
+  // The int8 caches without their scales: an error, not a float read.
+  Call noScales;
+  noScales.in(DType::Float, {a.b, a.sq, a.hq, a.d}, r.q.data())
+      .in(DType::Int8, {a.b, a.hkv, m, a.d}, kq.data())
+      .in(DType::Int8, {a.b, a.hkv, m, a.dv}, vq.data())
+      .in(DType::Int64, {}, &p);
+  noScales.attr("num_heads", a.hq).attr("num_kv_heads", a.hkv).attrF("scale", a.scale);
+  expectError(noScales.run("cached_attention"), "an int8 k_cache needs its kv_scales");
+}
+
 TEST(TransformerKernels, AssertEqualPassesTheValueOrNamesTheMismatch) {
   float value[3] = {1, 2, 3};
   std::vector<int64_t> lhs{4, 4}, same{4};

@@ -84,6 +84,11 @@ cl::list<int64_t> compileVerifyBuckets(
     cl::CommaSeparated, cl::sub(compileCmd), cl::cat(cat()));
 cl::opt<std::string> compileDtype("dtype", cl::desc("f32 (default), f16 or bf16 compute"),
                                   cl::init("f32"), cl::sub(compileCmd), cl::cat(cat()));
+cl::opt<std::string> compileKvDtype(
+    "kv-dtype",
+    cl::desc("KV cache element type: auto (the compute type, the default) or int8 (one f32 "
+             "scale per head and token; half the bytes of f16)"),
+    cl::init("auto"), cl::sub(compileCmd), cl::cat(cat()));
 cl::opt<std::string> compileCpu("cpu",
                                 cl::desc("x86-64 level of the emitted code: avx2 (x86-64-v3, the "
                                          "default), avx512 (x86-64-v4) or native"),
@@ -336,6 +341,8 @@ llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const Compil
     return error("--max-seq must be in [1, 16777216]");
   if (req.dtype != "f32" && req.dtype != "f16" && req.dtype != "bf16")
     return error("--dtype must be f32, f16 or bf16");
+  if (req.kvDtype != "auto" && req.kvDtype != "int8")
+    return error("--kv-dtype must be auto (the compute type) or int8");
   std::string march = req.cpu == "avx2"     ? "x86-64-v3"
                       : req.cpu == "avx512" ? "x86-64-v4"
                       : req.cpu == "native" ? "native"
@@ -355,9 +362,9 @@ llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const Compil
   if (req.quantActivations != "int8" && req.quantActivations != "f32")
     return error("--quant-activations must be int8 or f32");
   bool evaluate = !req.evalIds.empty() || !req.evalText.empty();
-  if (evaluate && !quant)
-    return error("--eval and --eval-text need --quant (they compare the quantized model with "
-                 "the float one)");
+  if (evaluate && !quant && req.kvDtype != "int8")
+    return error("--eval and --eval-text need --quant or --kv-dtype int8 (they compare the "
+                 "quantized model with the float one)");
   if (!req.evalIds.empty() && !req.evalText.empty())
     return error("give --eval or --eval-text, not both");
   if (req.maxKl >= 0 && !evaluate)
@@ -467,7 +474,7 @@ llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const Compil
   }
   std::string pipeline = "llmc-pipeline{max-seq=" + std::to_string(req.maxSeq) +
                          " batch=" + joinInts(batch) + " prefill-buckets=" + joinInts(buckets) +
-                         " dtype=" + req.dtype;
+                         " dtype=" + req.dtype + kvOptions(req);
   if (quant)
     pipeline += quantOptions(req, *quant);
   pipeline += "}";
@@ -522,6 +529,7 @@ llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const Compil
                                     {"batch", llvm::json::Array(batch)},
                                     {"prefill_buckets", llvm::json::Array(buckets)},
                                     {"dtype", req.dtype},
+                                    {"kv_dtype", req.kvDtype == "int8" ? "int8" : req.dtype},
                                     {"cpu", req.cpu}};
   if (quant) {
     llvm::json::Object q{{"scheme", req.quant},
@@ -554,11 +562,11 @@ llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const Compil
     return std::move(e);
   if (evaluate) {
     stage("evaluating the quantization (float and quantized model, reference executor)");
-    auto report = evaluateQuant(req, info, *quant);
+    auto report = evaluateQuant(req, info, quant ? *quant : QuantPlan{});
     if (!report)
       return error("--eval: " + llvm::toString(report.takeError()));
     if (log)
-      printQuantEval(*log, *report, req.quant);
+      printQuantEval(*log, *report, quantDescription(req));
     info.quantEval = report->toJson();
     if (req.maxKl >= 0 && report->meanKl > req.maxKl)
       return error(llvm::formatv("the quantized model's mean KL divergence {0:e2} exceeds "
@@ -591,6 +599,7 @@ int mlir::llmc::runCompile(MLIRContext &ctx) {
   req.buckets.assign(compileBuckets.begin(), compileBuckets.end());
   req.verifyBuckets.assign(compileVerifyBuckets.begin(), compileVerifyBuckets.end());
   req.dtype = compileDtype;
+  req.kvDtype = compileKvDtype;
   req.cpu = compileCpu;
   req.cxx = compileCxx;
   req.emitSource = compileEmit == "source";
@@ -625,7 +634,7 @@ int mlir::llmc::runCompile(MLIRContext &ctx) {
        << " tensors\n";
     int64_t kv = 0;
     for (const CpuModel::Cache &c : cpuModel->caches)
-      kv += c.heads * c.capacity * c.headDim * (c.dtype == 1 ? 4 : 2);
+      kv += c.bytes();
     os << "KV cache:  " << kv << " bytes per sequence (" << cpuModel->caches.size()
        << " caches, capacity " << compileMaxSeq << ")\n";
   }
@@ -774,6 +783,8 @@ int mlir::llmc::runInspect() {
         "allocation while generating)\n";
   os << "KV cache:     " << num(mem, "kv_cache_bytes_per_sequence")
      << " bytes per sequence at the compiled capacity"
+     << (str(mem, "kv_cache_dtype") == "int8" ? ", int8 with an f32 scale per head and token"
+                                               : "")
      << (flexible ? " (a session may choose fewer positions)\n"
                   : " (fixed: the code reads the caches with that shape)\n");
   os << "entries:\n";

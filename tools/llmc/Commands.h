@@ -35,6 +35,7 @@ struct CompileRequest {
   std::vector<int64_t> batch, buckets; // empty: the defaults
   std::vector<int64_t> verifyBuckets;  // added to the prefill buckets
   std::string dtype = "f32";
+  std::string kvDtype = "auto"; // auto (the compute type) or int8
   std::string cpu = "avx2"; // avx2, avx512, native
   std::string cxx;          // empty: $CXX, else c++
   bool emitSource = false;

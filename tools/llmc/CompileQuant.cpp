@@ -49,8 +49,21 @@ readSequences(const std::string &file, bool text, llvm::StringRef tokenizerJson,
 
 } // namespace
 
+std::string mlir::llmc::kvOptions(const CompileRequest &req) {
+  return req.kvDtype == "int8" ? " kv-dtype=int8" : "";
+}
+
+std::string mlir::llmc::quantDescription(const CompileRequest &req) {
+  std::string kv = req.kvDtype == "int8" ? "int8 KV cache" : "";
+  if (req.quant.empty())
+    return kv;
+  return "--quant " + req.quant + (kv.empty() ? "" : " + " + kv);
+}
+
 std::string mlir::llmc::quantOptions(const CompileRequest &req, const QuantPlan &plan) {
   const QuantSpec &quant = plan.spec;
+  if (quant.bits == 0)
+    return "";
   std::string o = " quant-bits=" + std::to_string(quant.bits) +
                   " quant-group=" + std::to_string(quant.group) +
                   " quant-asym=" + (quant.asymmetric ? "1" : "0") +
@@ -77,7 +90,8 @@ llvm::Expected<QuantEvalReport> mlir::llmc::evaluateQuant(const CompileRequest &
                      " batch=1 prefill-buckets=" + std::to_string(length) +
                      " dtype=" + req.dtype;
   // The CUDA kernels keep activations in f32 even where int8 is allowed.
-  return evaluateQuantization(req.input, base + "}", base + quantOptions(req, plan) + "}",
+  return evaluateQuantization(req.input, base + "}",
+                              base + quantOptions(req, plan) + kvOptions(req) + "}",
                               *sequences, /*roundActivations=*/req.target != "cuda");
 }
 
@@ -121,7 +135,7 @@ llvm::Error mlir::llmc::calibrate(const CompileRequest &req, QuantPlan &plan) {
 }
 
 void mlir::llmc::printQuantEval(llvm::raw_ostream &os, const QuantEvalReport &r, llvm::StringRef scheme) {
-  os << llvm::formatv("  accuracy of --quant {0} against the float model ({1} sequences, {2} "
+  os << llvm::formatv("  accuracy of {0} against the float model ({1} sequences, {2} "
                       "positions):\n",
                       scheme, r.sequences, r.positions);
   os << llvm::formatv("    top-1 agreement {0:f2}%, KL divergence mean {1:e2} max {2:e2} nats\n",
@@ -135,6 +149,8 @@ void mlir::llmc::printQuantEval(llvm::raw_ostream &os, const QuantEvalReport &r,
   std::stable_sort(worst.begin(), worst.end(), [](const auto &a, const auto &b) {
     return a.relativeError > b.relativeError;
   });
+  if (worst.empty()) // an int8 KV cache alone: no quantized layer
+    return;
   os << "    relative error each layer adds (worst first; all in the manifest):\n";
   for (size_t i = 0; i < std::min<size_t>(5, worst.size()); ++i)
     os << llvm::formatv("      {0:e2}  {1}\n", worst[i].relativeError, worst[i].name);

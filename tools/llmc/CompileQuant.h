@@ -27,8 +27,16 @@ struct QuantPlan {
   int64_t calibrationSequences = 0, calibrationTokens = 0, calibrationLayers = 0;
 };
 
-/// llmc-pipeline's options for the plan (" quant-bits=4 ...").
+/// llmc-pipeline's options for the plan (" quant-bits=4 ..."; with
+/// --kv-dtype int8 also its option; nothing for a plan of no bits).
 std::string quantOptions(const CompileRequest &req, const QuantPlan &plan);
+
+/// llmc-pipeline's option for --kv-dtype (" kv-dtype=int8", or nothing).
+std::string kvOptions(const CompileRequest &req);
+
+/// What --eval compares with the float model: "int4:g128", "int8 KV
+/// cache", or both.
+std::string quantDescription(const CompileRequest &req);
 
 /// Runs the float model on the calibration sequences and writes the
 /// statistics to a temporary file named in `plan`.

@@ -179,6 +179,9 @@ cl::list<int64_t> verifyBuckets("prefill-buckets",
                                 cl::CommaSeparated, cl::sub(verifyCmd), cl::cat(llmcCategory));
 cl::opt<std::string> verifyDtype("dtype", cl::desc("Compute type for --compiled"),
                                  cl::init("f32"), cl::sub(verifyCmd), cl::cat(llmcCategory));
+cl::opt<std::string> verifyKvDtype("kv-dtype",
+                                   cl::desc("--kv-dtype of llmc compile, for --compiled"),
+                                   cl::init("auto"), cl::sub(verifyCmd), cl::cat(llmcCategory));
 cl::opt<std::string> verifyQuant("quant",
                                  cl::desc("--quant of llmc compile, for --compiled"),
                                  cl::init(""), cl::sub(verifyCmd), cl::cat(llmcCategory));
@@ -390,6 +393,7 @@ FixtureReport verifyCompiledFixture(const ModelFixture &f) {
   if (req.buckets.empty())
     req.buckets = {std::min<int64_t>(16, verifyMaxSeq)};
   req.dtype = verifyDtype;
+  req.kvDtype = verifyKvDtype;
   req.quant = verifyQuant;
   req.quantActivations = verifyQuantActs;
   req.quantEmbeddings = verifyQuantEmbeddings;
@@ -468,10 +472,10 @@ FixtureReport verifyCompiledFixture(const ModelFixture &f) {
   }
   // Free-running greedy tokens are onnxruntime's exactly only in f32: at
   // lower precision (f16/bf16, or int8-rounded activations of quantized
-  // layers, which the CUDA kernels never round) a near tie may go the other
-  // way and the runs part.
-  bool approximate = verifyDtype != "f32" || (!verifyQuant.empty() && verifyQuantActs == "int8" &&
-                                              verifyTarget != "cuda");
+  // layers, which the CUDA kernels never round, or an int8 KV cache) a near
+  // tie may go the other way and the runs part.
+  bool approximate = verifyDtype != "f32" || verifyKvDtype == "int8" ||
+                     (!verifyQuant.empty() && verifyQuantActs == "int8" && verifyTarget != "cuda");
   if (!report.error.empty() || f.greedy.empty() || approximate)
     return report;
   // Free-running greedy generation, as `llmc run --ids` does it.

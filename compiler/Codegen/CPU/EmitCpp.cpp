@@ -516,6 +516,26 @@ llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
     stats.cacheUpdates += depth == 1;
     return llvm::Error::success();
   }
+  if (isa<QuantizedCacheUpdateOp>(op)) {
+    SmallVector<std::string> ops;
+    for (Value o : op->getOperands()) {
+      auto r = operandRef(op, o);
+      if (!r)
+        return r.takeError();
+      ops.push_back(*r);
+    }
+    std::string v = newName(), s = newName();
+    body += llvm::formatv("{0}Tensor {1}, {2}; // quantized_cache_update -> {3}, {4}, in place\n"
+                          "{0}LLMC_TRY(quantizedCacheUpdate({5}, {6}, {7}, {8}, {1}, {2}, {9}));\n",
+                          in, v, s, describeType(op->getResult(0).getType()),
+                          describeType(op->getResult(1).getType()), ops[0], ops[1], ops[2], ops[3],
+                          quote(nodeName(op)))
+                .str();
+    names[op->getResult(0)] = v;
+    names[op->getResult(1)] = s;
+    stats.cacheUpdates += depth == 1;
+    return llvm::Error::success();
+  }
   if (auto fused = dyn_cast<FusedOp>(op); fused && fused.getKind() == "attention") {
     // decode_attention_partial -> attention_combine -> yield: one call.
     Block &block = fused.getRegion().front();
@@ -549,20 +569,23 @@ llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
           return r.takeError();
         args.push_back(*r);
       }
-      if (args.size() == 4) {
+      if (args.size() == partial->getNumOperands() && (args.size() == 4 || args.size() == 6)) {
         auto at = attrIndex(partial);
         if (!at)
           return at.takeError();
+        // An int8 cache's scales, or none.
+        std::string scales = args.size() == 6 ? "&" + args[4] + ", &" + args[5]
+                                              : std::string("nullptr, nullptr");
         std::string v = newName();
         body += llvm::formatv("{0}Tensor {1}{11}; // fused \"attention\" (decode) -> {2}\n"
                               "{0}LLMC_TRY(decodeAttention(m, m.k[{3}], m.k[{4}], {5}, {6}, {7}, "
-                              "{8}, {9}, {10}, {1}));\n",
+                              "{8}, {9}, {12}, {10}, {1}));\n",
                               in, v, describeType(combine.getType()),
                               kernelIndex("decode_attention_partial"),
                               kernelIndex("attention_combine"), quote(nodeName(partial)), args[0],
                               args[1], args[2], args[3],
                               *at < 0 ? std::string("nullptr") : llvm::formatv("&m.at[{0}]", *at).str(),
-                              placed(combine.getResult()))
+                              placed(combine.getResult()), scales)
                     .str();
         if (castOp) {
           auto castAttrs = attrIndex(castOp);

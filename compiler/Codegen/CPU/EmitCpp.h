@@ -49,6 +49,10 @@ struct CpuModel {
     std::string name;
     int64_t heads = 0, capacity = 0, headDim = 0;
     int32_t dtype = 0; // ONNX element type code
+    /// Bytes per element: f32 4, f16/bf16 2, int8 (llmc-quantize-kv-cache) 1.
+    int64_t elementBytes() const { return dtype == 1 ? 4 : dtype == 10 || dtype == 16 ? 2 : 1; }
+    /// Bytes of one sequence's cache at the compiled capacity.
+    int64_t bytes() const { return heads * capacity * headDim * elementBytes(); }
   };
   // A stored tensor of weights.bin: `name` is the constant it holds (the
   // initializer, or the fused weight built from several).

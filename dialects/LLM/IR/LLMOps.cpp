@@ -2070,6 +2070,68 @@ LogicalResult CacheReadOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
   return success();
 }
 
+LogicalResult QuantizedCacheUpdateOp::inferReturnTypes(MLIRContext *,
+                                                      std::optional<Location> loc,
+                                                      Adaptor adaptor,
+                                                      SmallVectorImpl<Type> &types) {
+  types.push_back(adaptor.getCache().getType());
+  types.push_back(adaptor.getScales().getType());
+  return success();
+}
+
+LogicalResult QuantizedCacheUpdateOp::verify() {
+  for (auto [v, name] : {std::pair{getCache(), "cache"}, std::pair{getScales(), "scales"},
+                         std::pair{getUpdate(), "update"}})
+    if (int64_t r = rankOf(v); r >= 0 && r != 4)
+      return emitOpError() << name << " must have rank 4";
+  for (int64_t axis : {0, 1, 2}) {
+    auto c = staticDim(getCache(), axis), s = staticDim(getScales(), axis);
+    if (c && s && *c != *s)
+      return emitOpError("scales must be [B, H, M, 1] for a [B, H, M, D] cache");
+  }
+  if (auto s = staticDim(getScales(), 3); s && *s != 1)
+    return emitOpError("scales must be [B, H, M, 1] for a [B, H, M, D] cache");
+  for (int64_t axis : {0, 1, 3}) {
+    auto c = staticDim(getCache(), axis), u = staticDim(getUpdate(), axis);
+    if (c && u && *c != *u)
+      return emitOpError("update does not fit the cache in dimension ") << axis;
+  }
+  return success();
+}
+
+/// k_cache and v_cache are float with no kv_scales, or int8 with two
+/// [B, Hkv, M, 1] scales (llm.quantized_cache_update's layout).
+static LogicalResult verifyCacheOperands(Operation *op, Value k, Value v, ValueRange scales) {
+  bool int8 = elementOf(k).isInteger(8);
+  if (int8 != elementOf(v).isInteger(8))
+    return op->emitOpError("k_cache and v_cache must both be int8 or both be float");
+  if (scales.size() != (int8 ? 2u : 0u))
+    return op->emitOpError(int8 ? "int8 caches need their two kv_scales (k, v)"
+                                : "float caches take no kv_scales");
+  for (auto [cache, s] : llvm::zip(ValueRange{k, v}, scales)) {
+    if (int64_t r = rankOf(s); r >= 0 && r != 4)
+      return op->emitOpError("kv_scales must be [B, Hkv, M, 1]");
+    for (int64_t axis : {0, 1, 2}) {
+      auto c = staticDim(cache, axis), d = staticDim(s, axis);
+      if (c && d && *c != *d)
+        return op->emitOpError("kv_scales must be [B, Hkv, M, 1] for their cache");
+    }
+    if (auto d = staticDim(s, 3); d && *d != 1)
+      return op->emitOpError("kv_scales must be [B, Hkv, M, 1] for their cache");
+  }
+  return success();
+}
+
+LogicalResult CachedAttentionOp::verify() {
+  return verifyCacheOperands(*this, getKCache(), getVCache(), getKvScales());
+}
+LogicalResult FlashAttentionOp::verify() {
+  return verifyCacheOperands(*this, getKCache(), getVCache(), getKvScales());
+}
+LogicalResult DecodeAttentionPartialOp::verify() {
+  return verifyCacheOperands(*this, getKCache(), getVCache(), getKvScales());
+}
+
 LogicalResult CachedAttentionOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                           Adaptor adaptor, SmallVectorImpl<Type> &types) {
   return inferAttentionResult(loc, adaptor.getQ(), adaptor.getKCache(), adaptor.getVCache(),

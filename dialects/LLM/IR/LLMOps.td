@@ -26,6 +26,8 @@ def LLM_NumericTensor : TensorOf<[AnyFloat, AnyInteger]>;
 def LLM_BoolTensor : TensorOf<[I1]>;
 def LLM_IndexTensor : TensorOf<[I32, I64]>;
 def LLM_I64Tensor : TensorOf<[I64]>;
+// A static KV cache: float, or int8 with per-row scales beside it.
+def LLM_CacheTensor : TensorOf<[AnyFloat, I8]>;
 
 // A missing optional ONNX input is the value of `llm.none`.
 def LLM_OptTensor : AnyTypeOf<[AnyTensor, NoneType], "tensor or none">;

@@ -276,6 +276,35 @@ def LLM_CacheUpdateOp : LLM_InferredOp<"cache_update"> {
   }];
 }
 
+def LLM_QuantizedCacheUpdateOp : LLM_Op<"quantized_cache_update",
+    [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+  let summary = "write new keys or values into a static int8 cache";
+  let description = [{
+    llm.cache_update for a cache of int8 values with one f32 scale per row
+    (per batch, head and position): `cache` is [B, H, M, D] (i8), `scales`
+    [B, H, M, 1] (f32), `update` [B, H, S, D] (any float type) and `pos` an
+    i64 scalar. Each new row u (in f32) is stored as s = max|u| / 127 and
+    q = round_half_even(u / s) (all zeros, s = 0, for a row of zeros); the
+    results are `cache` and `scales` with rows pos .. pos + S - 1 replaced.
+    A row reads back as q * s. pos < 0 or pos + S > M is an error. Memory
+    planning makes both in place.
+
+    ```mlir
+    %k1, %ks1 = llm.quantized_cache_update %k0, %ks0, %new, %pos : (tensor<1x8x4096x128xi8>, tensor<1x8x4096x1xf32>, tensor<1x8x?x128xf16>, tensor<i64>) -> (tensor<1x8x4096x128xi8>, tensor<1x8x4096x1xf32>)
+    ```
+  }];
+  let arguments = (ins TensorOf<[I8]>:$cache, TensorOf<[F32]>:$scales,
+                   LLM_FloatTensor:$update, LLM_I64Tensor:$pos);
+  let results = (outs TensorOf<[I8]>:$output, TensorOf<[F32]>:$output_scales);
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    bool $cppClass::isCompatibleReturnTypes(::mlir::TypeRange l, ::mlir::TypeRange r) {
+      return ::mlir::llmc::areCompatibleReturnTypes(l, r);
+    }
+  }];
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
 def LLM_CacheReadOp : LLM_InferredOp<"cache_read"> {
   let summary = "the first rows of a static cache";
   let description = [{
@@ -295,16 +324,21 @@ def LLM_CachedAttentionOp : LLM_InferredOp<"cached_attention"> {
     by llm.cache_update). Otherwise as llm.attention: query head h reads kv
     head h / (Hq / Hkv), scale, softcap, `causal` and `window` relative to
     the query's position. The result is [B, S, Hq, Dv]. pos + S > M is an
-    error.
+    error. With `kv_scales` (k_scales, v_scales: [B, Hkv, M, 1] f32) the
+    caches hold int8 (llm.quantized_cache_update): row j reads as
+    cache[.., j, :] * scales[.., j, 0]; the flash forms take them the same
+    way.
   }];
-  let arguments = (ins LLM_FloatTensor:$q, LLM_FloatTensor:$k_cache,
-                   LLM_FloatTensor:$v_cache, LLM_I64Tensor:$pos,
+  let arguments = (ins LLM_FloatTensor:$q, LLM_CacheTensor:$k_cache,
+                   LLM_CacheTensor:$v_cache, LLM_I64Tensor:$pos,
                    LLM_I64Attr:$num_heads, LLM_I64Attr:$num_kv_heads,
                    DefaultValuedAttr<BoolAttr, "true">:$causal,
                    DefaultValuedAttr<LLM_I64Attr, "0">:$window,
                    F32Attr:$scale,
-                   DefaultValuedAttr<F32Attr, "0.0">:$softcap);
+                   DefaultValuedAttr<F32Attr, "0.0">:$softcap,
+                   Variadic<TensorOf<[F32]>>:$kv_scales);
   let results = (outs LLM_FloatTensor:$output);
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -321,16 +355,18 @@ def LLM_FlashAttentionOp : LLM_InferredOp<"flash_attention"> {
     accumulator in f32, and the result is the accumulator over the sum. No
     more than block_q x block_k scores exist at once.
   }];
-  let arguments = (ins LLM_FloatTensor:$q, LLM_FloatTensor:$k_cache,
-                   LLM_FloatTensor:$v_cache, LLM_I64Tensor:$pos,
+  let arguments = (ins LLM_FloatTensor:$q, LLM_CacheTensor:$k_cache,
+                   LLM_CacheTensor:$v_cache, LLM_I64Tensor:$pos,
                    LLM_I64Attr:$num_heads, LLM_I64Attr:$num_kv_heads,
                    DefaultValuedAttr<BoolAttr, "true">:$causal,
                    DefaultValuedAttr<LLM_I64Attr, "0">:$window,
                    F32Attr:$scale,
                    DefaultValuedAttr<F32Attr, "0.0">:$softcap,
                    DefaultValuedAttr<LLM_I64Attr, "64">:$block_q,
-                   DefaultValuedAttr<LLM_I64Attr, "64">:$block_k);
+                   DefaultValuedAttr<LLM_I64Attr, "64">:$block_k,
+                   Variadic<TensorOf<[F32]>>:$kv_scales);
   let results = (outs LLM_FloatTensor:$output);
+  let hasVerifier = 1;
 }
 
 def LLM_DecodeAttentionPartialOp : LLM_Op<"decode_attention_partial",
@@ -344,14 +380,16 @@ def LLM_DecodeAttentionPartialOp : LLM_Op<"decode_attention_partial",
     Hq] (the log of its softmax denominator, with its maximum; -inf for an
     empty chunk), both f32. llm.attention_combine merges them.
   }];
-  let arguments = (ins LLM_FloatTensor:$q, LLM_FloatTensor:$k_cache,
-                   LLM_FloatTensor:$v_cache, LLM_I64Tensor:$pos,
+  let arguments = (ins LLM_FloatTensor:$q, LLM_CacheTensor:$k_cache,
+                   LLM_CacheTensor:$v_cache, LLM_I64Tensor:$pos,
                    LLM_I64Attr:$num_heads, LLM_I64Attr:$num_kv_heads,
                    DefaultValuedAttr<LLM_I64Attr, "0">:$window,
                    F32Attr:$scale,
                    DefaultValuedAttr<F32Attr, "0.0">:$softcap,
-                   LLM_I64Attr:$num_splits);
+                   LLM_I64Attr:$num_splits,
+                   Variadic<TensorOf<[F32]>>:$kv_scales);
   let results = (outs TensorOf<[F32]>:$partial, TensorOf<[F32]>:$lse);
+  let hasVerifier = 1;
   let extraClassDefinition = [{
     bool $cppClass::isCompatibleReturnTypes(::mlir::TypeRange l, ::mlir::TypeRange r) {
       return ::mlir::llmc::areCompatibleReturnTypes(l, r);

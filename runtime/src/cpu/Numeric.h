@@ -225,6 +225,20 @@ struct BFloat16 {
   uint16_t bits;
 };
 
+/// One row of an int8 KV cache (llm.quantized_cache_update): the scale
+/// s = max|x| / 127 and q = x / s rounded to nearest even (in [-127, 127]);
+/// a row of zeros gives zeros and s = 0. Returns s; the row reads back as
+/// q * s.
+inline float quantizeKvRow(const float *x, int64_t n, int8_t *q) {
+  float amax = 0.f;
+  for (int64_t i = 0; i < n; ++i)
+    amax = std::max(amax, std::fabs(x[i]));
+  float s = amax / 127.f;
+  for (int64_t i = 0; i < n; ++i)
+    q[i] = s > 0.f ? int8_t(std::clamp(std::nearbyint(x[i] / s), -127.f, 127.f)) : int8_t(0);
+  return s;
+}
+
 } // namespace llmc::cpu
 
 #endif // LLMC_RUNTIME_CPU_NUMERIC_H

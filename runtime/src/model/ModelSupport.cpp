@@ -151,6 +151,46 @@ Status cacheUpdate(const Tensor &cache, const Tensor &rows, const Tensor &pos, T
   return Status::ok();
 }
 
+Status quantizedCacheUpdate(const Tensor &cache, const Tensor &scales, const Tensor &rows,
+                            const Tensor &pos, Tensor &out, Tensor &outScales,
+                            const char *opName) {
+  auto fail = [&](const std::string &m) { return Status::error(std::string(opName) + ": " + m); };
+  DType t = rows.dtype();
+  if (cache.rank() != 4 || rows.rank() != 4 || cache.dtype() != DType::Int8 ||
+      rows.dim(0) != cache.dim(0) || rows.dim(1) != cache.dim(1) ||
+      rows.dim(3) != cache.dim(3) ||
+      (t != DType::Float && t != DType::Float16 && t != DType::BFloat16))
+    return fail("update " + rows.describe() + " does not fit int8 cache " + cache.describe());
+  if (scales.rank() != 4 || scales.dtype() != DType::Float || scales.dim(0) != cache.dim(0) ||
+      scales.dim(1) != cache.dim(1) || scales.dim(2) != cache.dim(2) || scales.dim(3) != 1)
+    return fail("scales " + scales.describe() + " are not [B, H, capacity, 1] f32 for cache " +
+                cache.describe());
+  if (pos.dtype() != DType::Int64 || pos.numel() != 1)
+    return fail("pos must be one i64, got " + pos.describe());
+  int64_t at = pos.data<int64_t>()[0], n = rows.dim(2), m = cache.dim(2), d = cache.dim(3);
+  if (at < 0 || at + n > m)
+    return fail("writing positions [" + std::to_string(at) + ", " + std::to_string(at + n) +
+                ") past the cache capacity " + std::to_string(m));
+  int8_t *q = static_cast<int8_t *>(cache.mutableRaw());
+  float *s = static_cast<float *>(scales.mutableRaw());
+  std::vector<float> row(static_cast<size_t>(d));
+  for (int64_t i = 0; i < cache.dim(0) * cache.dim(1); ++i)
+    for (int64_t r = 0; r < n; ++r) {
+      int64_t from = (i * n + r) * d;
+      if (t == DType::Float)
+        std::memcpy(row.data(), rows.data<float>() + from, size_t(d) * sizeof(float));
+      else
+        for (int64_t c = 0; c < d; ++c) {
+          uint16_t bits = rows.data<uint16_t>()[from + c];
+          row[size_t(c)] = t == DType::Float16 ? cpu::halfToFloat(bits) : cpu::bf16ToFloat(bits);
+        }
+      s[i * m + at + r] = cpu::quantizeKvRow(row.data(), d, q + (i * m + at + r) * d);
+    }
+  out = cache;
+  outScales = scales;
+  return Status::ok();
+}
+
 Status sliceCopy(const Tensor &x, int64_t base, int64_t count, int64_t stride, int64_t len,
                  Shape shape, Tensor &out) {
   if (base < 0 || count < 1 || len < 0 || stride < len ||

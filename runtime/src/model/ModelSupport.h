@@ -160,6 +160,14 @@ Status call(const Context &ctx, const KernelEntry *kernel, const char *opName,
 Status cacheUpdate(const Tensor &cache, const Tensor &rows, const Tensor &pos, Tensor &out,
                    const char *opName);
 
+/// llm.quantized_cache_update in place: each row of `rows` ([B, H, S, D],
+/// f32/f16/bf16) as int8 values into `cache` ([B, H, capacity, D]) and its
+/// scale into `scales` ([B, H, capacity, 1] f32) at row `pos`
+/// (cpu::quantizeKvRow); `out` and `outScales` then share their storage.
+Status quantizedCacheUpdate(const Tensor &cache, const Tensor &scales, const Tensor &rows,
+                            const Tensor &pos, Tensor &out, Tensor &outScales,
+                            const char *opName);
+
 /// llm.linear: y = x W^T (+ bias) (+ residual, the residual add the fusion
 /// pass put in the same kernel), for a weight llmc compile did not pack (one
 /// computed at run time): f32/f16/bf16 run the row-layout GEMV (a few rows
@@ -185,12 +193,14 @@ inline Status rope(const Context &ctx, const KernelEntry *reference, const char 
 
 /// A decode step's attention over the cache (the fused decode_attention_
 /// partial + attention_combine of llmc-fuse): kernels/Decode.h in f32 when
-/// q and the caches share an f32/f16/bf16 type (split-KV when the rows alone
+/// q and the caches share an f32/f16/bf16 type, or the caches are int8 with
+/// their scales ks/vs (null for float caches) (split-KV when the rows alone
 /// leave threads idle), the two reference kernels otherwise.
 inline Status decodeAttention(const Context &ctx, const KernelEntry *partialRef,
                               const KernelEntry *combineRef, const char *opName, const Tensor &q,
                               const Tensor &k, const Tensor &v, const Tensor &pos,
-                              const Attributes *attrs, Tensor &out);
+                              const Tensor *ks, const Tensor *vs, const Attributes *attrs,
+                              Tensor &out);
 
 /// llm.rms_norm, llm.swiglu and onnx.cast with `call`'s signature: f32/f16/
 /// bf16 rows go through the templates in kernels/Pointwise.h and Vec.h (in
@@ -206,8 +216,9 @@ inline Status cast(const Context &ctx, const KernelEntry *reference, const char 
                    std::initializer_list<Tensor *> outputs, uint64_t unwanted = 0);
 
 /// llm.flash_attention (prefill over the cache) with `call`'s signature:
-/// q, caches of one f32/f16/bf16 type and positions that fit the cache go
-/// through kernels::prefillAttentionRows, anything else the reference kernel.
+/// q, caches of one f32/f16/bf16 type (or int8 ones with their scales, the
+/// two inputs after pos) and positions that fit the cache go through
+/// kernels::prefillAttentionRows, anything else the reference kernel.
 inline Status flashAttention(const Context &ctx, const KernelEntry *reference,
                              const char *opName, std::initializer_list<const Tensor *> inputs,
                              const Attributes *attrs, std::initializer_list<Tensor *> outputs,
@@ -330,6 +341,33 @@ template <typename F> bool withFloatType(DType type, F &&f) {
   if (type == DType::BFloat16)
     return f(static_cast<const kernels::Bf16 *>(nullptr)), true;
   return false;
+}
+
+/// withFloatType over a cache's storage type: also int8 (a cache of
+/// llm.quantized_cache_update, whose scales the caller passes on).
+template <typename F> bool withCacheType(DType type, F &&f) {
+  if (type == DType::Int8)
+    return f(static_cast<const int8_t *>(nullptr)), true;
+  return withFloatType(type, f);
+}
+
+/// Whether k and v are caches an attention template reads alongside q of a
+/// float type: of q's type with no scales, or int8 with their f32
+/// [B, Hkv, capacity, 1] scales ks and vs.
+inline bool fastCaches(const Tensor &q, const Tensor &k, const Tensor &v, const Tensor *ks,
+                       const Tensor *vs) {
+  DType type = q.dtype();
+  if (type != DType::Float && type != DType::Float16 && type != DType::BFloat16)
+    return false;
+  if (!ks && !vs)
+    return k.dtype() == type && v.dtype() == type;
+  auto fits = [&](const Tensor &cache, const Tensor *scales) {
+    return scales && scales->dtype() == DType::Float && scales->rank() == 4 &&
+           cache.rank() == 4 && scales->dim(0) == cache.dim(0) &&
+           scales->dim(1) == cache.dim(1) && scales->dim(2) == cache.dim(2) &&
+           scales->dim(3) == 1;
+  };
+  return k.dtype() == DType::Int8 && v.dtype() == DType::Int8 && fits(k, ks) && fits(v, vs);
 }
 
 /// Allocates `out` (`type`, `shape`; not zeroed: the callers write every
@@ -490,13 +528,12 @@ inline Status rope(const Context &ctx, const KernelEntry *reference, const char 
 inline Status decodeAttention(const Context &ctx, const KernelEntry *partialRef,
                               const KernelEntry *combineRef, const char *opName, const Tensor &q,
                               const Tensor &k, const Tensor &v, const Tensor &pos,
-                              const Attributes *attrs, Tensor &out) {
+                              const Tensor *ks, const Tensor *vs, const Attributes *attrs,
+                              Tensor &out) {
   Context::Timer timer(ctx, "decode_attention");
   int64_t hq = attrs ? attrs->getInt("num_heads", -1) : -1;
   int64_t hkv = attrs ? attrs->getInt("num_kv_heads", -1) : -1;
-  DType type = q.dtype();
-  bool fast = (type == DType::Float || type == DType::Float16 || type == DType::BFloat16) &&
-              k.dtype() == type && v.dtype() == type && pos.dtype() == DType::Int64 &&
+  bool fast = fastCaches(q, k, v, ks, vs) && pos.dtype() == DType::Int64 &&
               pos.numel() == 1 &&
               q.rank() == 4 && k.rank() == 4 && v.rank() == 4 && q.dim(1) == 1 &&
               q.dim(2) == hq && hkv > 0 && hq % hkv == 0 && k.dim(1) == hkv &&
@@ -519,7 +556,8 @@ inline Status decodeAttention(const Context &ctx, const KernelEntry *partialRef,
     int64_t keys = window > 0 ? std::min(window, p + 1) : p + 1;
     int64_t splits = std::max<int64_t>(
         1, std::min(keys / minKeys, (2 * threads + rows - 1) / rows));
-    withFloatType(type, [&](auto *tag) {
+    const float *pks = ks ? ks->data<float>() : nullptr, *pvs = vs ? vs->data<float>() : nullptr;
+    withCacheType(k.dtype(), [&](auto *tag) {
       using T = std::remove_const_t<std::remove_pointer_t<decltype(tag)>>;
       const T *pk = k.data<T>(), *pv = v.data<T>();
       // (Sized for the whole cache, so it grows once, not per position.)
@@ -528,7 +566,7 @@ inline Status decodeAttention(const Context &ctx, const KernelEntry *partialRef,
         ctx.pool->parallelFor(rows, 1, [&](int64_t r0, int64_t r1) {
           float *scratch = chunk.get();
           for (int64_t r = r0; r < r1; ++r)
-            kernels::decodeAttentionHeads(pq, pk, pv, po, r / hq, r % hq, r % hq + 1, hq, hkv, d,
+            kernels::decodeAttentionHeads(pq, pk, pv, pks, pvs, po, r / hq, r % hq, r % hq + 1, hq, hkv, d,
                                           dv, capacity, p, window, scale, softcap, scratch);
         });
         return;
@@ -540,7 +578,7 @@ inline Status decodeAttention(const Context &ctx, const KernelEntry *partialRef,
         float *scratch = chunk.get();
         for (int64_t u = u0; u < u1; ++u) {
           int64_t r = u / splits;
-          kernels::decodeAttentionSplit(pq, pk, pv, r / hq, r % hq, u % splits, splits, hq, hkv,
+          kernels::decodeAttentionSplit(pq, pk, pv, pks, pvs, r / hq, r % hq, u % splits, splits, hq, hkv,
                                         d, dv, capacity, p, window, scale, softcap, scratch,
                                         acc + u * dv, m[u], l[u]);
         }
@@ -552,7 +590,10 @@ inline Status decodeAttention(const Context &ctx, const KernelEntry *partialRef,
     return Status::ok();
   }
   Tensor partial, lse;
-  LLMC_TRY(call(ctx, partialRef, opName, {&q, &k, &v, &pos}, attrs, {&partial, &lse}));
+  if (ks && vs)
+    LLMC_TRY(call(ctx, partialRef, opName, {&q, &k, &v, &pos, ks, vs}, attrs, {&partial, &lse}));
+  else
+    LLMC_TRY(call(ctx, partialRef, opName, {&q, &k, &v, &pos}, attrs, {&partial, &lse}));
   return call(ctx, combineRef, opName, {&partial, &lse}, nullptr, {&out});
 }
 
@@ -774,15 +815,17 @@ inline Status flashAttention(const Context &ctx, const KernelEntry *reference,
                              const Attributes *attrs, std::initializer_list<Tensor *> outputs,
                              uint64_t unwanted) {
   Context::Timer timer(ctx, "flash_attention");
-  const Tensor *q = inputs.size() == 4 ? inputs.begin()[0] : nullptr;
+  const Tensor *q = inputs.size() == 4 || inputs.size() == 6 ? inputs.begin()[0] : nullptr;
   const Tensor *k = q ? inputs.begin()[1] : nullptr, *v = q ? inputs.begin()[2] : nullptr;
   const Tensor *pos = q ? inputs.begin()[3] : nullptr;
+  const Tensor *ks = inputs.size() == 6 ? inputs.begin()[4] : nullptr;
+  const Tensor *vs = inputs.size() == 6 ? inputs.begin()[5] : nullptr;
   Tensor *out = outputs.size() == 1 ? outputs.begin()[0] : nullptr;
   int64_t hq = attrs ? attrs->getInt("num_heads", -1) : -1;
   int64_t hkv = attrs ? attrs->getInt("num_kv_heads", -1) : -1;
   bool fast = out && q && k && v && pos && attrs && attrs->optFloat("scale") &&
-              q->rank() == 4 && k->rank() == 4 && v->rank() == 4 && k->dtype() == q->dtype() &&
-              v->dtype() == q->dtype() && pos->dtype() == DType::Int64 && pos->numel() == 1 &&
+              q->rank() == 4 && k->rank() == 4 && v->rank() == 4 &&
+              fastCaches(*q, *k, *v, ks, vs) && pos->dtype() == DType::Int64 && pos->numel() == 1 &&
               q->dim(2) == hq && hkv > 0 && hq % hkv == 0 && k->dim(1) == hkv &&
               v->dim(1) == hkv && k->dim(0) == q->dim(0) && v->dim(0) == q->dim(0) &&
               k->dim(3) == q->dim(3) && v->dim(2) == k->dim(2);
@@ -794,18 +837,21 @@ inline Status flashAttention(const Context &ctx, const KernelEntry *reference,
     bool causal = attrs->getInt("causal", 1) != 0;
     int64_t window = attrs->getInt("window", 0);
     const float *pq = asF32(*q, kScratchX);
-    bool done = intoFloatTensor(q->dtype(), {b, s, hq, dv}, *out, [&](auto *tag) {
-      using T = std::remove_const_t<std::remove_pointer_t<decltype(tag)>>;
+    const float *pks = ks ? ks->data<float>() : nullptr, *pvs = vs ? vs->data<float>() : nullptr;
+    bool done = intoFloatTensor(q->dtype(), {b, s, hq, dv}, *out, [&](auto *) {
       float *po = f32Target(*out, kScratchOut);
       // (Sized for the whole cache: p + s <= capacity.)
       auto chunk = cpu::chunkScratch<float>(*ctx.pool, kScratchChunk,
                                             kernels::prefillAttentionScratch(capacity, d));
-      // One head's rows per chunk: its keys stay in cache across them.
-      ctx.pool->parallelFor(b * hq * s, s, [&](int64_t r0, int64_t r1) {
-        float *scratch = chunk.get();
-        kernels::prefillAttentionRows(pq, k->data<T>(), v->data<T>(), po, s, hq, hkv, d, dv,
-                                      capacity, p, causal, window, scale, softcap, r0, r1,
-                                      scratch);
+      withCacheType(k->dtype(), [&](auto *tag) {
+        using T = std::remove_const_t<std::remove_pointer_t<decltype(tag)>>;
+        // One head's rows per chunk: its keys stay in cache across them.
+        ctx.pool->parallelFor(b * hq * s, s, [&](int64_t r0, int64_t r1) {
+          float *scratch = chunk.get();
+          kernels::prefillAttentionRows(pq, k->data<T>(), v->data<T>(), pks, pvs, po, s, hq,
+                                        hkv, d, dv, capacity, p, causal, window, scale,
+                                        softcap, r0, r1, scratch);
+        });
       });
       finishF32(*out, po);
     });

@@ -1157,6 +1157,46 @@ Status cacheUpdateKernel(KernelCall &call) {
   return Status::ok();
 }
 
+/// The [B, H, M, 1] f32 scales of an int8 [B, H, M, D] cache.
+Status checkScales(const KernelCall &call, const Tensor &cache, const Tensor &scales,
+                   const char *what) {
+  if (cache.dtype() != DType::Int8 || scales.dtype() != DType::Float || scales.rank() != 4 ||
+      scales.dim(0) != cache.dim(0) || scales.dim(1) != cache.dim(1) ||
+      scales.dim(2) != cache.dim(2) || scales.dim(3) != 1)
+    return call.fail(std::string(what) + " " + scales.describe() +
+                     " are not the f32 [B, H, M, 1] scales of an int8 cache " + cache.describe());
+  return Status::ok();
+}
+
+Status quantizedCacheUpdateKernel(KernelCall &call) {
+  const Tensor &cache = *call.input(0), &scales = *call.input(1), &update = *call.input(2);
+  int64_t pos;
+  LLMC_RETURN_IF_ERROR(checkCache(call, cache, "cache"));
+  LLMC_RETURN_IF_ERROR(checkScales(call, cache, scales, "scales"));
+  LLMC_RETURN_IF_ERROR(scalarI64(call, *call.input(3), "pos", pos));
+  if (update.rank() != 4 || update.dim(0) != cache.dim(0) || update.dim(1) != cache.dim(1) ||
+      update.dim(3) != cache.dim(3))
+    return call.fail("update " + update.describe() + " does not fit cache " + cache.describe());
+  if (pos < 0 || pos + update.dim(2) > cache.dim(2))
+    return call.fail("writing positions [" + std::to_string(pos) + ", " +
+                     std::to_string(pos + update.dim(2)) + ") past the cache capacity " +
+                     std::to_string(cache.dim(2)));
+  std::vector<float> rows;
+  LLMC_RETURN_IF_ERROR(toF32(call, update, rows));
+  Tensor &out = call.outputs[0], &outScales = call.outputs[1];
+  LLMC_RETURN_IF_ERROR(Tensor::allocate(cache.dtype(), cache.shape(), out));
+  LLMC_RETURN_IF_ERROR(Tensor::allocate(scales.dtype(), scales.shape(), outScales));
+  std::memcpy(out.mutableRaw(), cache.raw(), cache.bytes());
+  std::memcpy(outScales.mutableRaw(), scales.raw(), scales.bytes());
+  int64_t bh = cache.dim(0) * cache.dim(1), m = cache.dim(2), n = update.dim(2), d = cache.dim(3);
+  int8_t *q = out.mutableData<int8_t>();
+  float *sc = outScales.mutableData<float>();
+  for (int64_t i = 0; i < bh; ++i)
+    for (int64_t t = 0; t < n; ++t)
+      sc[i * m + pos + t] = quantizeKvRow(rows.data() + (i * n + t) * d, d, q + (i * m + pos + t) * d);
+  return Status::ok();
+}
+
 Status cacheReadKernel(KernelCall &call) {
   const Tensor &cache = *call.input(0);
   int64_t length;
@@ -1221,8 +1261,30 @@ Status readCacheAttention(KernelCall &call, CacheAttention &c) {
   copyRows(V, values, 0, false);
   LLMC_RETURN_IF_ERROR(toF32(call, Q, c.q));
   c.q = swapHeadSeq(c.q, c.b, c.sq, c.hq, c.d);
-  LLMC_RETURN_IF_ERROR(toF32(call, keys, c.k));
-  LLMC_RETURN_IF_ERROR(toF32(call, values, c.v));
+  // int8 caches: each row times its scale.
+  auto dequantize = [&](const Tensor &rows, const Tensor &cache, const Tensor *scales,
+                        const char *what, std::vector<float> &out) -> Status {
+    if (!scales && cache.dtype() == DType::Int8)
+      return call.fail(std::string("an int8 ") + what + " needs its kv_scales");
+    if (!scales)
+      return toF32(call, rows, out);
+    LLMC_RETURN_IF_ERROR(checkScales(call, cache, *scales, "kv_scales"));
+    int64_t width = rows.dim(3), m = cache.dim(2);
+    const int8_t *q = rows.data<int8_t>();
+    const float *s = scales->data<float>();
+    out.resize(size_t(rows.numel()));
+    for (int64_t i = 0; i < rows.dim(0) * rows.dim(1); ++i)
+      for (int64_t j = 0; j < c.skv; ++j)
+        for (int64_t t = 0; t < width; ++t)
+          out[size_t((i * c.skv + j) * width + t)] =
+              float(q[(i * c.skv + j) * width + t]) * s[i * m + j];
+    return Status::ok();
+  };
+  if (call.inputs.size() != 4 && call.inputs.size() != 6)
+    return call.fail("takes q, k_cache, v_cache, pos and, for int8 caches, their two scales");
+  bool scaled = call.inputs.size() == 6;
+  LLMC_RETURN_IF_ERROR(dequantize(keys, K, scaled ? call.input(4) : nullptr, "k_cache", c.k));
+  LLMC_RETURN_IF_ERROR(dequantize(values, V, scaled ? call.input(5) : nullptr, "v_cache", c.v));
   return Status::ok();
 }
 
@@ -1409,6 +1471,7 @@ void addAttentionKernels(KernelTable &table) {
   table.add("rope", llmRopeKernel);
   table.add("attention", llmAttentionKernel);
   table.add("cache_update", cacheUpdateKernel);
+  table.add("quantized_cache_update", quantizedCacheUpdateKernel);
   table.add("cache_read", cacheReadKernel);
   table.add("cached_attention", cachedAttentionKernel);
   table.add("flash_attention", flashAttentionKernel);

@@ -394,7 +394,7 @@ template <class M> struct Glue {
     for (uint32_t i = 0; i < M::kNumCaches; ++i) {
       const llmc_model_cache &c = M::kCaches[i];
       offsets.push_back(total);
-      total += (size_t(batch * c.heads * capacity * c.head_dim) * (c.dtype == 1 ? 4 : 2) + 255) /
+      total += (size_t(batch * c.heads * capacity * c.head_dim) * (c.dtype == 1 ? 4 : c.dtype == 3 ? 1 : 2) + 255) /
                256 * 256;
     }
     void *base = nullptr;

@@ -19,6 +19,12 @@
 //            (attendTile: an online softmax, never more than [8, 16]
 //            scores).
 //
+// The caches hold f32, Half, Bf16 or int8 (T). An int8 cache
+// (llm.quantized_cache_update) comes with its f32 scales, one per row
+// ([B, Hkv, capacity]): a key's dot product is taken over the int8 values
+// and then scaled, a value's weight is scaled before its axpy, so no row is
+// ever copied to float. Float caches pass null scales.
+//
 // Header-only so libmodel.so compiles them for its -march (the dot products
 // and axpys vectorise).
 //
@@ -32,9 +38,19 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 namespace llmc::model::kernels {
+
+/// Whether caches of T carry per-row scales (int8).
+template <typename T> constexpr bool kScaledCache = std::is_same_v<T, int8_t>;
+
+/// The scales of the head whose rows start at row `first` (null for a float
+/// cache).
+inline const float *headScales(const float *scales, int64_t first) {
+  return scales ? scales + first : nullptr;
+}
 
 /// The tables hold f32, Half or Bf16 (T); x and y are f32.
 template <typename T>
@@ -103,21 +119,25 @@ template <typename T> void axpy(float *acc, float w, const T *v, int64_t n) {
 }
 
 /// One query row over keys lo .. hi (inclusive) of one head's cache rows
-/// kh/vh ([capacity, D] / [capacity, Dv], f32, Half or Bf16), unnormalised:
+/// kh/vh ([capacity, D] / [capacity, Dv]; ksh/vsh their scales when int8),
+/// unnormalised:
 /// the scores into `scores` (room for hi - lo + 1), their maximum `m`,
 /// acc = sum_j e^(s_j - m) v_j and l = sum_j e^(s_j - m) (max first, so no
 /// rescaling). An empty range gives m = -inf, l = 0, acc = 0.
 template <typename T>
-void attendRowPartial(const float *q, const T *kh, const T *vh, int64_t d, int64_t dv,
-                      int64_t lo, int64_t hi, float scale, float softcap, float *scores,
-                      float *acc, float &m, float &l) {
+void attendRowPartial(const float *q, const T *kh, const T *vh, const float *ksh,
+                      const float *vsh, int64_t d, int64_t dv, int64_t lo, int64_t hi,
+                      float scale, float softcap, float *scores, float *acc, float &m, float &l) {
   std::fill(acc, acc + dv, 0.f);
   m = -INFINITY, l = 0;
   if (hi < lo)
     return;
   int64_t n = hi - lo + 1;
   for (int64_t j = 0; j < n; ++j) {
-    float s = dot(q, kh + (lo + j) * d, d) * scale;
+    float s = dot(q, kh + (lo + j) * d, d);
+    if constexpr (kScaledCache<T>)
+      s *= ksh[lo + j];
+    s *= scale;
     if (softcap > 0)
       s = softcap * std::tanh(s / softcap);
     scores[j] = s;
@@ -130,17 +150,22 @@ void attendRowPartial(const float *q, const T *kh, const T *vh, int64_t d, int64
     sum += scores[j];
   }
   l = sum;
-  for (int64_t j = 0; j < n; ++j)
-    axpy(acc, scores[j], vh + (lo + j) * dv, dv);
+  for (int64_t j = 0; j < n; ++j) {
+    float w = scores[j];
+    if constexpr (kScaledCache<T>)
+      w *= vsh[lo + j];
+    axpy(acc, w, vh + (lo + j) * dv, dv);
+  }
 }
 
 /// The same, normalised: out = softmax-weighted sum of the values (zeros for
 /// an empty range).
 template <typename T>
-void attendRow(const float *q, const T *kh, const T *vh, int64_t d, int64_t dv, int64_t lo,
-               int64_t hi, float scale, float softcap, float *scores, float *out) {
+void attendRow(const float *q, const T *kh, const T *vh, const float *ksh, const float *vsh,
+               int64_t d, int64_t dv, int64_t lo, int64_t hi, float scale, float softcap,
+               float *scores, float *out) {
   float m, l;
-  attendRowPartial(q, kh, vh, d, dv, lo, hi, scale, softcap, scores, out, m, l);
+  attendRowPartial(q, kh, vh, ksh, vsh, d, dv, lo, hi, scale, softcap, scores, out, m, l);
   float inv = l > 0 ? 1.f / l : 0.f;
   for (int64_t t = 0; t < dv; ++t)
     out[t] *= inv;
@@ -151,17 +176,17 @@ void attendRow(const float *q, const T *kh, const T *vh, int64_t d, int64_t dv, 
 /// and combineSplits, which merges the splits' (m, l, acc) into the row:
 /// out = sum_s e^(m_s - M) acc_s / sum_s e^(m_s - M) l_s, M = max_s m_s.
 template <typename T>
-void decodeAttentionSplit(const float *q, const T *k, const T *v, int64_t bi, int64_t h,
-                          int64_t split, int64_t splits, int64_t hq, int64_t hkv, int64_t d,
-                          int64_t dv, int64_t capacity, int64_t pos, int64_t window, float scale,
-                          float softcap, float *scratch, float *acc, float &m, float &l) {
+void decodeAttentionSplit(const float *q, const T *k, const T *v, const float *ks,
+                          const float *vs, int64_t bi, int64_t h, int64_t split, int64_t splits,
+                          int64_t hq, int64_t hkv, int64_t d, int64_t dv, int64_t capacity,
+                          int64_t pos, int64_t window, float scale, float softcap, float *scratch,
+                          float *acc, float &m, float &l) {
   int64_t lo = window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0;
   int64_t n = pos - lo + 1, per = (n + splits - 1) / splits;
   int64_t from = lo + split * per, to = std::min(pos, from + per - 1);
-  int64_t hk = h / (hq / hkv);
-  attendRowPartial(q + (bi * hq + h) * d, k + (bi * hkv + hk) * capacity * d,
-                   v + (bi * hkv + hk) * capacity * dv, d, dv, from, to, scale, softcap, scratch,
-                   acc, m, l);
+  int64_t first = (bi * hkv + h / (hq / hkv)) * capacity;
+  attendRowPartial(q + (bi * hq + h) * d, k + first * d, v + first * dv, headScales(ks, first),
+                   headScales(vs, first), d, dv, from, to, scale, softcap, scratch, acc, m, l);
 }
 
 inline void combineSplits(const float *acc, const float *m, const float *l, int64_t splits,
@@ -185,18 +210,20 @@ inline void combineSplits(const float *acc, const float *m, const float *l, int6
 
 /// Heads [h0, h1) of sequence bi at position `pos` (one query each): keys
 /// 0 .. pos, or pos - window + 1 .. pos when window > 0. `scratch` has room
-/// for pos + 1 floats. The caches hold f32, Half or Bf16 (T); q and out f32.
+/// for pos + 1 floats. The caches hold f32, Half, Bf16 or int8 (T, with
+/// their scales ks/vs [B, Hkv, capacity]); q and out f32.
 template <typename T>
-void decodeAttentionHeads(const float *q, const T *k, const T *v, float *out, int64_t bi,
-                          int64_t h0, int64_t h1, int64_t hq, int64_t hkv, int64_t d, int64_t dv,
-                          int64_t capacity, int64_t pos, int64_t window, float scale,
-                          float softcap, float *scratch) {
+void decodeAttentionHeads(const float *q, const T *k, const T *v, const float *ks,
+                          const float *vs, float *out, int64_t bi, int64_t h0, int64_t h1,
+                          int64_t hq, int64_t hkv, int64_t d, int64_t dv, int64_t capacity,
+                          int64_t pos, int64_t window, float scale, float softcap,
+                          float *scratch) {
   int64_t group = hq / hkv;
   int64_t lo = window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0;
   for (int64_t h = h0; h < h1; ++h) {
-    int64_t hk = h / group;
-    attendRow(q + (bi * hq + h) * d, k + (bi * hkv + hk) * capacity * d,
-              v + (bi * hkv + hk) * capacity * dv, d, dv, lo, pos, scale, softcap, scratch,
+    int64_t first = (bi * hkv + h / group) * capacity;
+    attendRow(q + (bi * hq + h) * d, k + first * d, v + first * dv, headScales(ks, first),
+              headScales(vs, first), d, dv, lo, pos, scale, softcap, scratch,
               out + (bi * hq + h) * dv);
   }
 }
@@ -208,17 +235,23 @@ constexpr int64_t kAttnKeys = 16;
 /// The largest head size attendTile takes (its buffers are on the stack).
 constexpr int64_t kAttnMaxDim = 256;
 
-/// Packs keys from .. from + n - 1 of a head's cache rows kh ([.., D]) as
-/// f32 blocks of kAttnKeys keys transposed: block b is [D][16], element
-/// (t, c) key from + 16 b + c's channel t (zero past the n keys).
-template <typename T> void packKeyBlocks(const T *kh, int64_t d, int64_t from, int64_t n, float *kt) {
+/// Packs keys from .. from + n - 1 of a head's cache rows kh ([.., D]; ksh
+/// their scales when int8) as f32 blocks of kAttnKeys keys transposed: block
+/// b is [D][16], element (t, c) key from + 16 b + c's channel t (zero past
+/// the n keys).
+template <typename T>
+void packKeyBlocks(const T *kh, const float *ksh, int64_t d, int64_t from, int64_t n, float *kt) {
   for (int64_t b = 0; b * kAttnKeys < n; ++b) {
     float *blk = kt + b * d * kAttnKeys;
     int64_t keys = std::min<int64_t>(kAttnKeys, n - b * kAttnKeys);
     for (int64_t c = 0; c < kAttnKeys; ++c) {
-      const T *row = kh + (from + b * kAttnKeys + c) * d;
+      int64_t j = from + b * kAttnKeys + c;
+      const T *row = kh + j * d;
+      float rowScale = 1.f;
+      if constexpr (kScaledCache<T>)
+        rowScale = c < keys ? ksh[j] : 0.f;
       for (int64_t t = 0; t < d; ++t)
-        blk[t * kAttnKeys + c] = c < keys ? toFloat(row[t]) : 0.f;
+        blk[t * kAttnKeys + c] = c < keys ? toFloat(row[t]) * rowScale : 0.f;
     }
   }
 }
@@ -226,7 +259,8 @@ template <typename T> void packKeyBlocks(const T *kh, int64_t d, int64_t from, i
 /// Flash attention for up to kAttnRows query rows of one head at once:
 /// q[i] (f32) sees keys lo[i] .. hi[i], whose transposed blocks packKeyBlocks
 /// wrote at kt from key `kbase` on (covering every row's range), and whose
-/// values are rows of vh. A block's scores for all rows are an outer-product
+/// values are rows of vh (vsh their scales when int8: folded into the
+/// weights). A block's scores for all rows are an outer-product
 /// micro-kernel (a broadcast of q[i][t] times one row of the block, no
 /// horizontal sums); then an online softmax (running max and sum per row,
 /// the accumulator rescaled when the max grows) and P V with each value row
@@ -234,8 +268,8 @@ template <typename T> void packKeyBlocks(const T *kh, int64_t d, int64_t from, i
 /// not stored). No [S, S] score matrix: a block's [rows][16] only.
 template <typename T>
 void attendTile(const float *const *q, int rows, const float *kt, int64_t kbase, const T *vh,
-                int64_t d, int64_t dv, const int64_t *lo, const int64_t *hi, float scale,
-                float softcap, float *const *out) {
+                const float *vsh, int64_t d, int64_t dv, const int64_t *lo, const int64_t *hi,
+                float scale, float softcap, float *const *out) {
   constexpr int L = VecF::kLanes, R = kAttnRows;
   constexpr int V = int(kAttnKeys) / L; // score vectors per row
   alignas(64) float p[R][kAttnKeys];
@@ -318,6 +352,10 @@ void attendTile(const float *const *q, int rows, const float *kt, int64_t kbase,
     }
     for (int i = rows; i < R; ++i)
       std::fill(p[i], p[i] + kAttnKeys, 0.f);
+    if constexpr (kScaledCache<T>)
+      for (int64_t c = 0; c < n; ++c)
+        for (int i = 0; i < rows; ++i)
+          p[i][c] *= vsh[j0 + c];
     int64_t t = 0;
     for (; t + L <= dv; t += L) {
       VecF a[R];
@@ -364,10 +402,11 @@ inline int64_t prefillAttentionScratch(int64_t capacity, int64_t d) {
 /// a time through attendTile (heads of up to kAttnMaxDim; else one row at a
 /// time).
 template <typename T>
-void prefillAttentionRows(const float *q, const T *k, const T *v, float *out, int64_t s,
-                          int64_t hq, int64_t hkv, int64_t d, int64_t dv, int64_t capacity,
-                          int64_t pos, bool causal, int64_t window, float scale, float softcap,
-                          int64_t r0, int64_t r1, float *scratch) {
+void prefillAttentionRows(const float *q, const T *k, const T *v, const float *ks,
+                          const float *vs, float *out, int64_t s, int64_t hq, int64_t hkv,
+                          int64_t d, int64_t dv, int64_t capacity, int64_t pos, bool causal,
+                          int64_t window, float scale, float softcap, int64_t r0, int64_t r1,
+                          float *scratch) {
   int64_t group = hq / hkv;
   bool tiled = d <= kAttnMaxDim && dv <= kAttnMaxDim;
   auto range = [&](int64_t i, int64_t &lo, int64_t &hi) {
@@ -377,7 +416,9 @@ void prefillAttentionRows(const float *q, const T *k, const T *v, float *out, in
   };
   for (int64_t r = r0; r < r1;) {
     int64_t i = r % s, h = (r / s) % hq, bi = r / (s * hq), hk = h / group;
-    const T *kh = k + (bi * hkv + hk) * capacity * d, *vh = v + (bi * hkv + hk) * capacity * dv;
+    int64_t first = (bi * hkv + hk) * capacity;
+    const T *kh = k + first * d, *vh = v + first * dv;
+    const float *ksh = headScales(ks, first), *vsh = headScales(vs, first);
     // This head's rows in the range: its keys packed once for all of them.
     int64_t end = std::min(r1, r - i + s);
     int64_t kbase = 0, klast = -1;
@@ -385,7 +426,7 @@ void prefillAttentionRows(const float *q, const T *k, const T *v, float *out, in
       int64_t unused;
       range(i, kbase, unused);
       range(i + (end - r) - 1, unused, klast);
-      packKeyBlocks(kh, d, kbase, klast - kbase + 1, scratch);
+      packKeyBlocks(kh, ksh, d, kbase, klast - kbase + 1, scratch);
     }
     for (; r < end;) {
       i = r % s;
@@ -399,9 +440,10 @@ void prefillAttentionRows(const float *q, const T *k, const T *v, float *out, in
         outs[e] = out + ((bi * s + i + e) * hq + h) * dv;
       }
       if (tiled)
-        attendTile(qs, rows, scratch, kbase, vh, d, dv, los, his, scale, softcap, outs);
+        attendTile(qs, rows, scratch, kbase, vh, vsh, d, dv, los, his, scale, softcap, outs);
       else
-        attendRow(qs[0], kh, vh, d, dv, los[0], his[0], scale, softcap, scratch, outs[0]);
+        attendRow(qs[0], kh, vh, ksh, vsh, d, dv, los[0], his[0], scale, softcap, scratch,
+                  outs[0]);
       r += rows;
     }
   }

@@ -32,6 +32,7 @@ struct Bf16 {
 inline float toFloat(float x) { return x; }
 inline float toFloat(Half h) { return cpu::halfToFloat(h.bits); }
 inline float toFloat(Bf16 b) { return cpu::bf16ToFloat(b.bits); }
+inline float toFloat(int8_t q) { return float(q); } // an int8 KV cache's values
 inline void fromFloat(float v, float &out) { out = v; }
 inline void fromFloat(float v, Half &out) { out.bits = cpu::floatToHalf(v); }
 inline void fromFloat(float v, Bf16 &out) { out.bits = cpu::floatToBf16(v); }
@@ -52,6 +53,10 @@ struct Vec8 {
   static Vec8 load(const Bf16 *p) {
     __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
     return {_mm256_castsi256_ps(_mm256_slli_epi32(wide, 16))};
+  }
+  static Vec8 load(const int8_t *p) {
+    return {_mm256_cvtepi32_ps(
+        _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(p))))};
   }
   void store(float *p) const { _mm256_storeu_ps(p, v); }
   void store(Half *p) const {
@@ -94,6 +99,10 @@ struct VecF {
   static VecF load(const Bf16 *p) {
     __m512i wide = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)));
     return {_mm512_castsi512_ps(_mm512_slli_epi32(wide, 16))};
+  }
+  static VecF load(const int8_t *p) {
+    return {_mm512_cvtepi32_ps(
+        _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p))))};
   }
   void store(float *p) const { _mm512_storeu_ps(p, v); }
   void store(Half *p) const {
