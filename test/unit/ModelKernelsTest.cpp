@@ -318,8 +318,9 @@ std::vector<T> cacheOf(const std::vector<float> &x, int64_t d, std::vector<float
 /// caches (T = int8_t) against float64 over the values they hold.
 template <typename T>
 void checkAttention(int64_t window, float softcap, bool causal, int64_t d = 40,
-                    int64_t capacity = 23, int64_t pos = 9, int64_t s = 5, double tol = 2e-6) {
-  const int64_t b = 2, hq = 6, hkv = 2;
+                    int64_t capacity = 23, int64_t pos = 9, int64_t s = 5, double tol = 2e-6,
+                    int64_t hq = 6, int64_t hkv = 2) {
+  const int64_t b = 2;
   const float scale = 0.3f;
   std::vector<float> ksv, vsv, kx, vx;
   std::vector<T> k = cacheOf<T>(randomFloats(size_t(b * hkv * capacity * d), 22, 2.f), d, ksv, kx);
@@ -329,12 +330,16 @@ void checkAttention(int64_t window, float softcap, bool causal, int64_t d = 40,
   auto head = [&](const std::vector<float> &c, int64_t bi, int64_t h) {
     return c.data() + (bi * hkv + h / (hq / hkv)) * capacity * d;
   };
-  std::vector<float> scratch(size_t(prefillAttentionScratch(capacity, d)));
-  // Decode: one query per sequence at pos.
+  const int64_t group = hq / hkv;
+  std::vector<float> scratch(
+      size_t(std::max(prefillAttentionScratch(capacity, d), group * (capacity + 3))));
+  // Decode: one query per sequence at pos, the query heads of each kv head
+  // together.
   std::vector<float> q = randomFloats(size_t(b * hq * d), 21, 2.f), out(size_t(b * hq * d));
   for (int64_t bi = 0; bi < b; ++bi)
-    decodeAttentionHeads(q.data(), k.data(), v.data(), ks, vs, out.data(), bi, 0, hq, hq, hkv, d, d,
-                         capacity, pos, window, scale, softcap, scratch.data());
+    for (int64_t hk = 0; hk < hkv; ++hk)
+      decodeAttentionHeads(q.data(), k.data(), v.data(), ks, vs, out.data(), bi, hk, hq, hkv, d,
+                           d, capacity, pos, window, scale, softcap, scratch.data());
   int64_t lo = window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0;
   for (int64_t bi = 0; bi < b; ++bi)
     for (int64_t h = 0; h < hq; ++h) {
@@ -344,20 +349,26 @@ void checkAttention(int64_t window, float softcap, bool causal, int64_t d = 40,
         EXPECT_NEAR(out[size_t((bi * hq + h) * d + i)], want[size_t(i)], std::max(tol, 2e-6))
             << h << "," << i;
     }
-  // Split-KV: the keys of each row in 1, 2, 3 and 7 ranges, merged.
+  // Split-KV: the keys of each kv head in 1, 2, 3 and 7 ranges (the rows'
+  // partials at the strides the runtime uses), merged.
   for (int64_t splits : {1, 2, 3, 7}) {
-    std::vector<float> acc(static_cast<size_t>(splits * d)), row(static_cast<size_t>(d));
-    std::vector<float> m(static_cast<size_t>(splits)), l(static_cast<size_t>(splits));
+    std::vector<float> acc(static_cast<size_t>(group * splits * d)), row(static_cast<size_t>(d));
+    std::vector<float> m(static_cast<size_t>(group * splits)), l(m.size());
     for (int64_t bi = 0; bi < b; ++bi)
-      for (int64_t h = 0; h < hq; ++h) {
+      for (int64_t hk = 0; hk < hkv; ++hk) {
         for (int64_t sp = 0; sp < splits; ++sp)
-          decodeAttentionSplit(q.data(), k.data(), v.data(), ks, vs, bi, h, sp, splits, hq, hkv, d, d,
-                               capacity, pos, window, scale, softcap, scratch.data(),
-                               acc.data() + sp * d, m[size_t(sp)], l[size_t(sp)]);
-        combineSplits(acc.data(), m.data(), l.data(), splits, d, row.data());
-        for (int64_t i = 0; i < d; ++i)
-          EXPECT_NEAR(row[size_t(i)], out[size_t((bi * hq + h) * d + i)], 2e-6)
-              << splits << "," << h << "," << i;
+          decodeAttentionSplit(q.data(), k.data(), v.data(), ks, vs, bi, hk, sp, splits, hq, hkv,
+                               d, d, capacity, pos, window, scale, softcap, scratch.data(),
+                               acc.data() + sp * d, splits * d, m.data() + sp, l.data() + sp,
+                               splits);
+        for (int64_t g = 0; g < group; ++g) {
+          combineSplits(acc.data() + g * splits * d, m.data() + g * splits,
+                        l.data() + g * splits, splits, d, row.data());
+          int64_t h = hk * group + g;
+          for (int64_t i = 0; i < d; ++i)
+            EXPECT_NEAR(row[size_t(i)], out[size_t((bi * hq + h) * d + i)], 2e-6)
+                << splits << "," << h << "," << i;
+        }
       }
   }
   // Prefill: s queries at pos .. pos + s - 1, rows split in two ranges.
@@ -401,6 +412,11 @@ TEST(ModelKernels, AttentionOverTheCacheMatchesFloat64) {
   checkAttention<int8_t>(0, 0.f, false, 64, 70, 21, 37, 1e-5);
   checkAttention<int8_t>(9, 0.f, true, 48, 70, 3, 29, 1e-5);
   checkAttention<int8_t>(0, 0.f, true, 260, 40, 5, 11, 1e-5);
+  // Query heads per kv head past one pass of rows (10 / 2), one each (MHA),
+  // and a head size with a tail past the vectors.
+  checkAttention<float>(0, 0.f, true, 40, 23, 9, 5, 4e-6, 10, 2);
+  checkAttention<int8_t>(3, 0.f, true, 24, 30, 20, 5, 4e-6, 4, 4);
+  checkAttention<Half>(0, 2.f, true, 72, 30, 25, 5, 1e-5, 8, 1);
 }
 
 } // namespace

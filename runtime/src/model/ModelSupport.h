@@ -549,38 +549,43 @@ inline Status decodeAttention(const Context &ctx, const KernelEntry *partialRef,
     LLMC_TRY(Tensor::allocateUninitialized(DType::Float, {b, 1, hq, dv}, out));
     const float *pq = asF32(q, kScratchX);
     float *po = out.mutableData<float>();
-    // Split-KV when the rows alone leave threads idle and the context is
-    // long: `splits` ranges of at least ctx.splitKvMinKeys keys per row, in
+    // One unit per kv head of each sequence (its query heads together);
+    // split-KV when the units alone leave threads idle and the context is
+    // long: `splits` ranges of at least ctx.splitKvMinKeys keys per unit, in
     // parallel, then merged (kernels::combineSplits).
-    int64_t rows = b * hq, threads = int64_t(ctx.pool->size()), minKeys = ctx.splitKvMinKeys;
+    int64_t group = hq / hkv, units = b * hkv, rows = b * hq;
+    int64_t threads = int64_t(ctx.pool->size()), minKeys = ctx.splitKvMinKeys;
     int64_t keys = window > 0 ? std::min(window, p + 1) : p + 1;
     int64_t splits = std::max<int64_t>(
-        1, std::min(keys / minKeys, (2 * threads + rows - 1) / rows));
+        1, std::min(keys / minKeys, (2 * threads + units - 1) / units));
     const float *pks = ks ? ks->data<float>() : nullptr, *pvs = vs ? vs->data<float>() : nullptr;
     withCacheType(k.dtype(), [&](auto *tag) {
       using T = std::remove_const_t<std::remove_pointer_t<decltype(tag)>>;
       const T *pk = k.data<T>(), *pv = v.data<T>();
       // (Sized for the whole cache, so it grows once, not per position.)
-      auto chunk = cpu::chunkScratch<float>(*ctx.pool, kScratchChunk, capacity + 2);
+      auto chunk = cpu::chunkScratch<float>(*ctx.pool, kScratchChunk, group * (capacity + 3));
       if (splits == 1) {
-        ctx.pool->parallelFor(rows, 1, [&](int64_t r0, int64_t r1) {
+        ctx.pool->parallelFor(units, 1, [&](int64_t u0, int64_t u1) {
           float *scratch = chunk.get();
-          for (int64_t r = r0; r < r1; ++r)
-            kernels::decodeAttentionHeads(pq, pk, pv, pks, pvs, po, r / hq, r % hq, r % hq + 1, hq, hkv, d,
+          for (int64_t u = u0; u < u1; ++u)
+            kernels::decodeAttentionHeads(pq, pk, pv, pks, pvs, po, u / hkv, u % hkv, hq, hkv, d,
                                           dv, capacity, p, window, scale, softcap, scratch);
         });
         return;
       }
+      // Row r's split s at r * splits + s (combineSplits reads a row's
+      // splits together).
       float *acc = threadScratch<float>(kScratchAcc, rows * splits * dv);
       float *m = threadScratch<float>(kScratchMax, rows * splits);
       float *l = threadScratch<float>(kScratchSum, rows * splits);
-      ctx.pool->parallelFor(rows * splits, 1, [&](int64_t u0, int64_t u1) {
+      ctx.pool->parallelFor(units * splits, 1, [&](int64_t w0, int64_t w1) {
         float *scratch = chunk.get();
-        for (int64_t u = u0; u < u1; ++u) {
-          int64_t r = u / splits;
-          kernels::decodeAttentionSplit(pq, pk, pv, pks, pvs, r / hq, r % hq, u % splits, splits, hq, hkv,
-                                        d, dv, capacity, p, window, scale, softcap, scratch,
-                                        acc + u * dv, m[u], l[u]);
+        for (int64_t w = w0; w < w1; ++w) {
+          int64_t u = w / splits, sp = w % splits, r0 = u * group; // (bi * hkv + hk) * group
+          kernels::decodeAttentionSplit(pq, pk, pv, pks, pvs, u / hkv, u % hkv, sp, splits, hq,
+                                        hkv, d, dv, capacity, p, window, scale, softcap, scratch,
+                                        acc + (r0 * splits + sp) * dv, splits * dv,
+                                        m + r0 * splits + sp, l + r0 * splits + sp, splits);
         }
       });
       for (int64_t r = 0; r < rows; ++r)

@@ -13,7 +13,9 @@
 //            weighted sum of the values. Decode: one query per sequence at
 //            `pos`, keys 0 .. pos (the same result as llm.decode_attention_
 //            partial + llm.attention_combine, which the fusion pass splits
-//            for the split-KV form). Prefill (llm.flash_attention): S
+//            for the split-KV form), the query heads that share a kv head
+//            together (attendGroupPartial: each cache row read once for
+//            them, 4 keys' dot products reduced at once). Prefill (llm.flash_attention): S
 //            queries at pos .. pos + S - 1, causal or not, with a window,
 //            up to 8 query rows of a head at a time over blocks of 16 keys
 //            (attendTile: an online softmax, never more than [8, 16]
@@ -171,22 +173,215 @@ void attendRow(const float *q, const T *kh, const T *vh, const float *ksh, const
     out[t] *= inv;
 }
 
-/// Split-KV decode: the partial of split `split` of `splits` equal ranges of
-/// keys lo .. pos for head h of sequence bi (what attendRowPartial gives),
-/// and combineSplits, which merges the splits' (m, l, acc) into the row:
-/// out = sum_s e^(m_s - M) acc_s / sum_s e^(m_s - M) l_s, M = max_s m_s.
+/// Query rows per pass of attendGroupPartial: its 4-key score accumulators
+/// (and its value accumulators, 4 vectors per row) stay in registers.
+constexpr int kGroupRows = VecF::kLanes >= 16 ? 4 : 2;
+
+/// Calls f(std::integral_constant<int, R>()) for R = rows (1 ..
+/// kGroupRows): the row count as a constant, so the accumulators of a pass
+/// are registers and no padded row is computed.
+template <typename F> void withRows(int rows, F &&f) {
+  switch (rows) {
+  case 1: f(std::integral_constant<int, 1>()); break;
+  case 2: f(std::integral_constant<int, 2>()); break;
+  default:
+    if constexpr (kGroupRows >= 4) {
+      if (rows == 3)
+        f(std::integral_constant<int, 3>());
+      else
+        f(std::integral_constant<int, 4>());
+    }
+    break;
+  }
+}
+
+/// R query rows qg' scores over keys lo .. lo + n - 1 of rows kh (scaled by
+/// ksh when int8), into rows of `scores` (stride n): 4 keys at a time, R x 4
+/// vector accumulators, each key row loaded once for the R rows and the 4
+/// keys' dot products reduced in one tree (VecF::sum4).
+template <int R, typename T>
+void scoreRows(const float *const *qg, const T *kh, const float *ksh, int64_t d, int64_t lo,
+               int64_t n, float scale, float softcap, float *scores) {
+  constexpr int L = VecF::kLanes;
+  int64_t dvec = d / L * L;
+  for (int64_t j0 = 0; j0 < n; j0 += 4) {
+    int keys = int(std::min<int64_t>(4, n - j0));
+    const T *kr[4];
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c)
+      kr[c] = kh + (lo + j0 + std::min(c, keys - 1)) * d;
+    VecF a[R][4];
+#pragma GCC unroll 4
+    for (int g = 0; g < R; ++g)
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; ++c)
+        a[g][c] = VecF::zero();
+    for (int64_t t = 0; t < dvec; t += L) {
+      VecF kv[4];
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; ++c)
+        kv[c] = VecF::load(kr[c] + t);
+#pragma GCC unroll 4
+      for (int g = 0; g < R; ++g) {
+        VecF qv = VecF::load(qg[g] + t);
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; ++c)
+          a[g][c] = VecF::fma(qv, kv[c], a[g][c]);
+      }
+    }
+#pragma GCC unroll 4
+    for (int g = 0; g < R; ++g) {
+      float dots[4];
+      VecF::sum4(a[g][0], a[g][1], a[g][2], a[g][3], dots);
+      for (int c = 0; c < keys; ++c) {
+        float sc = dots[c];
+        for (int64_t t = dvec; t < d; ++t)
+          sc += qg[g][t] * toFloat(kr[c][t]);
+        if constexpr (kScaledCache<T>)
+          sc *= ksh[lo + j0 + c];
+        sc *= scale;
+        if (softcap > 0)
+          sc = softcap * std::tanh(sc / softcap);
+        scores[g * n + j0 + c] = sc;
+      }
+    }
+  }
+}
+
+/// R query rows' P V over values lo .. lo + n - 1 (rows of vh, scaled by
+/// vsh when int8) for channels t0 .. t0 + NV * L: acc rows (stride
+/// accStride) = sum_j w[g][j] v_j. Each value row is loaded once for all
+/// the rows.
+template <int NV, int R, typename T>
+void valueBlock(const float *const *w, const T *vh, const float *vsh, int64_t dv, int64_t lo,
+                int64_t n, int64_t t0, float *acc, int64_t accStride) {
+  constexpr int L = VecF::kLanes;
+  VecF a[R][NV];
+#pragma GCC unroll 4
+  for (int g = 0; g < R; ++g)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v)
+      a[g][v] = VecF::zero();
+  for (int64_t j = 0; j < n; ++j) {
+    const T *vr = vh + (lo + j) * dv + t0;
+    float vscale = 1.f;
+    if constexpr (kScaledCache<T>)
+      vscale = vsh[lo + j];
+    VecF wj[R];
+#pragma GCC unroll 4
+    for (int g = 0; g < R; ++g)
+      wj[g] = VecF::splat(w[g][j] * vscale);
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      VecF vv = VecF::load(vr + v * L);
+#pragma GCC unroll 4
+      for (int g = 0; g < R; ++g)
+        a[g][v] = VecF::fma(wj[g], vv, a[g][v]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int g = 0; g < R; ++g)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v)
+      a[g][v].store(acc + g * accStride + t0 + v * L);
+}
+
+/// G query rows q (rows of D one after another: the query heads that share
+/// one kv head) over keys lo .. hi (inclusive) of that head's cache rows
+/// kh/vh ([capacity, D] / [capacity, Dv]; ksh/vsh their scales when int8),
+/// unnormalised: for row g, its maximum score m[g * mlStride], acc row g
+/// (at acc + g * accStride) = sum_j e^(s_j - m) v_j and l[g * mlStride] =
+/// sum_j e^(s_j - m). An empty range gives m = -inf, l = 0, acc = 0. The
+/// rows go kGroupRows at a time through scoreRows and valueBlock, which read
+/// each key and value row once for them. `scores` has room for
+/// G * (hi - lo + 1) floats.
+template <typename T>
+void attendGroupPartial(const float *q, int64_t G, const T *kh, const T *vh, const float *ksh,
+                        const float *vsh, int64_t d, int64_t dv, int64_t lo, int64_t hi,
+                        float scale, float softcap, float *scores, float *acc, int64_t accStride,
+                        float *m, float *l, int64_t mlStride) {
+  constexpr int L = VecF::kLanes;
+  for (int64_t g = 0; g < G; ++g) {
+    std::fill(acc + g * accStride, acc + g * accStride + dv, 0.f);
+    m[g * mlStride] = -INFINITY, l[g * mlStride] = 0;
+  }
+  if (hi < lo)
+    return;
+  int64_t n = hi - lo + 1;
+  for (int64_t g0 = 0; g0 < G; g0 += kGroupRows) {
+    int rows = int(std::min<int64_t>(kGroupRows, G - g0));
+    withRows(rows, [&](auto r) {
+      constexpr int R = decltype(r)::value;
+      const float *qg[R];
+      for (int g = 0; g < R; ++g)
+        qg[g] = q + (g0 + g) * d;
+      scoreRows<R>(qg, kh, ksh, d, lo, n, scale, softcap, scores + g0 * n);
+    });
+  }
+  // Softmax weights (max first, so no rescaling).
+  for (int64_t g = 0; g < G; ++g) {
+    float *sg = scores + g * n, mx = -INFINITY, sum = 0;
+    for (int64_t j = 0; j < n; ++j)
+      mx = std::max(mx, sg[j]);
+#pragma omp simd reduction(+ : sum)
+    for (int64_t j = 0; j < n; ++j) {
+      sg[j] = fastExp(sg[j] - mx);
+      sum += sg[j];
+    }
+    m[g * mlStride] = mx, l[g * mlStride] = sum;
+  }
+  // P V: blocks of up to 4 vectors of channels, then the scalar tail.
+  for (int64_t g0 = 0; g0 < G; g0 += kGroupRows) {
+    int rows = int(std::min<int64_t>(kGroupRows, G - g0));
+    float *ag = acc + g0 * accStride;
+    withRows(rows, [&](auto r) {
+      constexpr int R = decltype(r)::value;
+      const float *w[R];
+      for (int g = 0; g < R; ++g)
+        w[g] = scores + (g0 + g) * n;
+      int64_t t0 = 0;
+      for (; t0 + 4 * L <= dv; t0 += 4 * L)
+        valueBlock<4, R>(w, vh, vsh, dv, lo, n, t0, ag, accStride);
+      switch ((dv - t0) / L) {
+      case 3: valueBlock<3, R>(w, vh, vsh, dv, lo, n, t0, ag, accStride); break;
+      case 2: valueBlock<2, R>(w, vh, vsh, dv, lo, n, t0, ag, accStride); break;
+      case 1: valueBlock<1, R>(w, vh, vsh, dv, lo, n, t0, ag, accStride); break;
+      default: break;
+      }
+      for (int64_t t = dv / L * L; t < dv; ++t)
+        for (int g = 0; g < R; ++g) {
+          float sum = 0;
+          for (int64_t j = 0; j < n; ++j) {
+            float wj = w[g][j];
+            if constexpr (kScaledCache<T>)
+              wj *= vsh[lo + j];
+            sum += wj * toFloat(vh[(lo + j) * dv + t]);
+          }
+          ag[g * accStride + t] = sum;
+        }
+    });
+  }
+}
+
+/// Split-KV decode: the partials of split `split` of `splits` equal ranges of
+/// keys lo .. pos for the query heads of kv head hk of sequence bi (what
+/// attendGroupPartial gives: acc rows at stride accStride, m and l at
+/// stride mlStride), and combineSplits, which merges the splits' (m, l,
+/// acc) into the row: out = sum_s e^(m_s - M) acc_s / sum_s e^(m_s - M) l_s,
+/// M = max_s m_s. `scratch` has room for (Hq / Hkv) * (pos + 1) floats.
 template <typename T>
 void decodeAttentionSplit(const float *q, const T *k, const T *v, const float *ks,
-                          const float *vs, int64_t bi, int64_t h, int64_t split, int64_t splits,
+                          const float *vs, int64_t bi, int64_t hk, int64_t split, int64_t splits,
                           int64_t hq, int64_t hkv, int64_t d, int64_t dv, int64_t capacity,
                           int64_t pos, int64_t window, float scale, float softcap, float *scratch,
-                          float *acc, float &m, float &l) {
+                          float *acc, int64_t accStride, float *m, float *l, int64_t mlStride) {
   int64_t lo = window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0;
   int64_t n = pos - lo + 1, per = (n + splits - 1) / splits;
   int64_t from = lo + split * per, to = std::min(pos, from + per - 1);
-  int64_t first = (bi * hkv + h / (hq / hkv)) * capacity;
-  attendRowPartial(q + (bi * hq + h) * d, k + first * d, v + first * dv, headScales(ks, first),
-                   headScales(vs, first), d, dv, from, to, scale, softcap, scratch, acc, m, l);
+  int64_t group = hq / hkv, first = (bi * hkv + hk) * capacity;
+  attendGroupPartial(q + (bi * hq + hk * group) * d, group, k + first * d, v + first * dv,
+                     headScales(ks, first), headScales(vs, first), d, dv, from, to, scale,
+                     softcap, scratch, acc, accStride, m, l, mlStride);
 }
 
 inline void combineSplits(const float *acc, const float *m, const float *l, int64_t splits,
@@ -208,23 +403,28 @@ inline void combineSplits(const float *acc, const float *m, const float *l, int6
     out[t] /= total;
 }
 
-/// Heads [h0, h1) of sequence bi at position `pos` (one query each): keys
-/// 0 .. pos, or pos - window + 1 .. pos when window > 0. `scratch` has room
-/// for pos + 1 floats. The caches hold f32, Half, Bf16 or int8 (T, with
-/// their scales ks/vs [B, Hkv, capacity]); q and out f32.
+/// The query heads of kv head hk of sequence bi at position `pos` (one query
+/// each): keys 0 .. pos, or pos - window + 1 .. pos when window > 0.
+/// `scratch` has room for (Hq / Hkv) * (pos + 3) floats. The caches hold
+/// f32, Half, Bf16 or int8 (T, with their scales ks/vs [B, Hkv, capacity]);
+/// q and out f32.
 template <typename T>
 void decodeAttentionHeads(const float *q, const T *k, const T *v, const float *ks,
-                          const float *vs, float *out, int64_t bi, int64_t h0, int64_t h1,
-                          int64_t hq, int64_t hkv, int64_t d, int64_t dv, int64_t capacity,
-                          int64_t pos, int64_t window, float scale, float softcap,
-                          float *scratch) {
-  int64_t group = hq / hkv;
+                          const float *vs, float *out, int64_t bi, int64_t hk, int64_t hq,
+                          int64_t hkv, int64_t d, int64_t dv, int64_t capacity, int64_t pos,
+                          int64_t window, float scale, float softcap, float *scratch) {
+  int64_t group = hq / hkv, h0 = bi * hq + hk * group;
   int64_t lo = window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0;
-  for (int64_t h = h0; h < h1; ++h) {
-    int64_t first = (bi * hkv + h / group) * capacity;
-    attendRow(q + (bi * hq + h) * d, k + first * d, v + first * dv, headScales(ks, first),
-              headScales(vs, first), d, dv, lo, pos, scale, softcap, scratch,
-              out + (bi * hq + h) * dv);
+  int64_t first = (bi * hkv + hk) * capacity;
+  // Each row's m and l after the scores.
+  float *m = scratch + group * (pos - lo + 1), *l = m + group;
+  attendGroupPartial(q + h0 * d, group, k + first * d, v + first * dv, headScales(ks, first),
+                     headScales(vs, first), d, dv, lo, pos, scale, softcap, scratch,
+                     out + h0 * dv, dv, m, l, 1);
+  for (int64_t g = 0; g < group; ++g) {
+    float inv = l[g] > 0 ? 1.f / l[g] : 0.f;
+    for (int64_t t = 0; t < dv; ++t)
+      out[(h0 + g) * dv + t] *= inv;
   }
 }
 

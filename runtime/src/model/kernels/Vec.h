@@ -83,6 +83,12 @@ struct Vec8 {
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
   }
+  /// The four sums of a, b, c and d into out[0..3] (one reduction tree).
+  static void sum4(Vec8 a, Vec8 b, Vec8 c, Vec8 d, float *out) {
+    __m256 ab = _mm256_hadd_ps(a.v, b.v), cd = _mm256_hadd_ps(c.v, d.v);
+    __m256 abcd = _mm256_hadd_ps(ab, cd); // [a b c d | a b c d] partial sums
+    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1)));
+  }
 };
 #endif
 
@@ -122,6 +128,14 @@ struct VecF {
   static VecF mul(VecF a, VecF b) { return {_mm512_mul_ps(a.v, b.v)}; }
   static VecF add(VecF a, VecF b) { return {_mm512_add_ps(a.v, b.v)}; }
   static float sum(VecF a) { return _mm512_reduce_add_ps(a.v); }
+  /// The four sums of a, b, c and d into out[0..3] (one reduction tree).
+  static void sum4(VecF a, VecF b, VecF c, VecF d, float *out) {
+    auto half = [](__m512 x) {
+      return _mm256_add_ps(_mm512_castps512_ps256(x),
+                           _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)));
+    };
+    Vec8::sum4({half(a.v)}, {half(b.v)}, {half(c.v)}, {half(d.v)}, out);
+  }
 };
 #elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 using VecF = Vec8;
@@ -137,6 +151,9 @@ struct VecF {
   static VecF mul(VecF a, VecF b) { return {a.v * b.v}; }
   static VecF add(VecF a, VecF b) { return {a.v + b.v}; }
   static float sum(VecF a) { return a.v; }
+  static void sum4(VecF a, VecF b, VecF c, VecF d, float *out) {
+    out[0] = a.v, out[1] = b.v, out[2] = c.v, out[3] = d.v;
+  }
 };
 #endif
 
