@@ -3,8 +3,8 @@
 // test/cuda/fatbin.sh builds this file into a fatbin for every architecture
 // llmc targets and fails if ptxas spills registers in any kernel. The
 // function is never called; naming each launcher makes nvcc build its
-// kernels: the decode and prefill kernels for f32, f16 and bf16 caches and
-// weights (and 4- and 8-bit weights at every chunk width) at the head sizes
+// kernels: the decode and prefill kernels for f32, f16 and bf16 caches (and
+// int8 ones with their scales) and weights (and 4- and 8-bit weights at every chunk width) at the head sizes
 // of the common model families.
 //
 //===----------------------------------------------------------------------===//
@@ -20,15 +20,15 @@ using namespace llmc::cuda;
 
 namespace {
 
-template <class T, int D> void attention() {
-  decodeAttention<T, D, D, float>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 1,
-                                  1, 1, 1, 1, 0, 1.0f, 0.0f, nullptr);
-  decodeAttention<T, D, D, T>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1,
-                              1, 1, 1, 0, 1.0f, 0.0f, nullptr);
-  flashAttention<T, D, D, T>(nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 1, 1, 1, true, 0,
-                             1.0f, 0.0f, nullptr);
-  flashAttention<T, D, D, float>(nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 1, 1, 1, true,
-                                 0, 1.0f, 0.0f, nullptr);
+template <class T, class K, int D> void attention() {
+  decodeAttention<T, K, D, D, float>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                     nullptr, nullptr, 1, 1, 1, 1, 1, 0, 1.0f, 0.0f, nullptr);
+  decodeAttention<T, K, D, D, T>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                 nullptr, nullptr, 1, 1, 1, 1, 1, 0, 1.0f, 0.0f, nullptr);
+  flashAttention<T, K, D, D, T>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 1,
+                                1, 1, 1, 1, true, 0, 1.0f, 0.0f, nullptr);
+  flashAttention<T, K, D, D, float>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                    1, 1, 1, 1, 1, true, 0, 1.0f, 0.0f, nullptr);
 }
 
 template <class T> void forType() {
@@ -59,10 +59,15 @@ template <class T> void forType() {
   embedding<T>(nullptr, nullptr, nullptr, 1, 1, 1, nullptr, nullptr);
   cacheWrite<T, T>(nullptr, nullptr, nullptr, 1, 1, 1, 1, 1, 0, 0, 0, nullptr, nullptr);
   cacheWrite<T, float>(nullptr, nullptr, nullptr, 1, 1, 1, 1, 1, 0, 0, 0, nullptr, nullptr);
+  cacheWriteInt8<T>(nullptr, nullptr, nullptr, nullptr, 1, 1, 1, 1, 1, 0, 0, 0, nullptr, nullptr);
   argmax<T>(nullptr, nullptr, 1, 1, 1, nullptr);
-  attention<T, 64>();
-  attention<T, 128>();
-  attention<T, 256>();
+  attention<T, T, 64>();
+  attention<T, T, 128>();
+  attention<T, T, 256>();
+  // int8 caches (--kv-dtype int8) with their scales.
+  attention<T, int8_t, 64>();
+  attention<T, int8_t, 128>();
+  attention<T, int8_t, 256>();
 }
 
 } // namespace

@@ -16,11 +16,13 @@
 #include "runtime/src/model/cuda/Rope.h"
 #include "runtime/src/model/cuda/Sampling.h"
 
+#include "runtime/src/cpu/Numeric.h"
 #include "test/unit/CudaTestUtil.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 using namespace llmc::cuda;
 using namespace llmc::cuda::test;
@@ -356,6 +358,61 @@ TEST(CudaCacheWrite, WritesRowsAtTheDevicePositionFromAStridedUpdate) {
   EXPECT_EQ(err.download()[0] >> 32, kCacheOverflow);
 }
 
+TEST(CudaCacheWrite, Int8RowsAndScalesAsTheCpuRoundsThem) {
+  // A [B, S, Hkv, D] f16 update into an int8 cache and its scales: every
+  // value and scale equal to cpu::quantizeKvRow's (rows of 40 and of 160,
+  // more than a warp's lanes), untouched rows keep their bytes.
+  for (int d : {40, 160}) {
+    SCOPED_TRACE("d=" + std::to_string(d));
+    int b = 2, hkv = 3, cap = 10, s = 4;
+    auto update = randomValues<half>(size_t(b * s * hkv * d), 3.0f, 7);
+    // One row of zeros (scale 0) and one with exact halves (ties to even).
+    for (int i = 0; i < d; ++i) {
+      update[size_t(i)] = fromFloat<half>(0.0f);
+      update[size_t(d + i)] = fromFloat<half>(i == 0 ? 127.0f : float(i % 8) - 3.5f);
+    }
+    std::vector<int8_t> cache(size_t(b * hkv * cap * d), int8_t(99));
+    std::vector<float> scales(size_t(b * hkv * cap), -1.0f);
+    DeviceBuffer<int8_t> dc(cache);
+    DeviceBuffer<float> ds(scales);
+    DeviceBuffer<half> du(update);
+    DeviceBuffer<int64_t> pos(std::vector<int64_t>{5});
+    DeviceBuffer<unsigned long long> err(std::vector<unsigned long long>{0});
+    ASSERT_EQ(cacheWriteInt8(dc.get(), ds.get(), du.get(), pos.get(), b, hkv, cap, s, d,
+                             int64_t(s * hkv * d), int64_t(hkv * d), int64_t(d), err.get(),
+                             nullptr),
+              "");
+    std::vector<int8_t> got = dc.download();
+    std::vector<float> gotScales = ds.download();
+    std::vector<float> row(static_cast<size_t>(d));
+    std::vector<int8_t> want(static_cast<size_t>(d));
+    for (int bi = 0; bi < b; ++bi)
+      for (int hi = 0; hi < hkv; ++hi)
+        for (int r = 0; r < cap; ++r) {
+          size_t at = size_t((bi * hkv + hi) * cap + r);
+          if (r < 5 || r >= 9) {
+            ASSERT_EQ(gotScales[at], -1.0f);
+            ASSERT_EQ(got[at * size_t(d)], int8_t(99));
+            continue;
+          }
+          for (int i = 0; i < d; ++i)
+            row[size_t(i)] = toFloat(update[size_t(((bi * s + r - 5) * hkv + hi) * d + i)]);
+          float scale = llmc::cpu::quantizeKvRow(row.data(), d, want.data());
+          ASSERT_EQ(gotScales[at], scale) << bi << " " << hi << " " << r;
+          for (int i = 0; i < d; ++i)
+            ASSERT_EQ(int(got[at * size_t(d) + size_t(i)]), int(want[size_t(i)]))
+                << bi << " " << hi << " " << r << " " << i;
+        }
+    EXPECT_EQ(err.download()[0], 0u);
+    pos.upload({8});
+    ASSERT_EQ(cacheWriteInt8(dc.get(), ds.get(), du.get(), pos.get(), b, hkv, cap, s, d,
+                             int64_t(s * hkv * d), int64_t(hkv * d), int64_t(d), err.get(),
+                             nullptr),
+              "");
+    EXPECT_EQ(err.download()[0] >> 32, kCacheOverflow);
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // attention
 //===----------------------------------------------------------------------===//
@@ -398,25 +455,67 @@ std::vector<double> attentionRow(const std::vector<double> &q, const std::vector
   return out;
 }
 
-template <class T, int D, int Dv>
+/// A cache of K with n-element rows over `values` (T's values): stored as
+/// K, or (K = int8_t) each row quantized as llm.quantized_cache_update does
+/// (cpu::quantizeKvRow) with its scale in `scales`; `exact` gets what the
+/// cache holds, in float64.
+template <class K, class T>
+std::vector<K> cacheRows(const std::vector<T> &values, int n, std::vector<float> &scales,
+                         std::vector<double> &exact) {
+  exact = widen(values);
+  if constexpr (std::is_same_v<K, int8_t>) {
+    std::vector<K> q(values.size());
+    scales.resize(values.size() / size_t(n));
+    std::vector<float> row(static_cast<size_t>(n));
+    for (size_t r = 0; r < scales.size(); ++r) {
+      for (int i = 0; i < n; ++i)
+        row[size_t(i)] = float(exact[r * size_t(n) + size_t(i)]);
+      scales[r] = llmc::cpu::quantizeKvRow(row.data(), n, q.data() + r * size_t(n));
+      for (int i = 0; i < n; ++i)
+        exact[r * size_t(n) + size_t(i)] = double(q[r * size_t(n) + size_t(i)]) * scales[r];
+    }
+    return q;
+  } else {
+    return values;
+  }
+}
+
+/// Random caches of K over values of T ([B, Hkv, cap, D] keys and
+/// [.., Dv] values, cacheRows) on the device, with their scales when int8,
+/// and the values they hold in float64.
+template <class T, class K> struct DeviceCaches {
+  std::vector<float> ks, vs;
+  std::vector<double> kd, vd;
+  DeviceBuffer<K> k, v;
+  DeviceBuffer<float> kScales, vScales;
+  DeviceCaches(size_t rows, int d, int dv, unsigned seed)
+      : k(cacheRows<K>(randomValues<T>(rows * size_t(d), 1.0f, seed), d, ks, kd)),
+        v(cacheRows<K>(randomValues<T>(rows * size_t(dv), 1.0f, seed + 1), dv, vs, vd)),
+        kScales(ks.empty() ? std::vector<float>{0} : ks),
+        vScales(vs.empty() ? std::vector<float>{0} : vs) {}
+  const float *ksPtr() { return ks.empty() ? nullptr : kScales.get(); }
+  const float *vsPtr() { return vs.empty() ? nullptr : vScales.get(); }
+};
+
+template <class T, int D, int Dv, class K = T>
 void checkDecode(int b, int hq, int hkv, int cap, long long pos, int splits, int window,
                  float softcap) {
   SCOPED_TRACE("hq=" + std::to_string(hq) + " hkv=" + std::to_string(hkv) + " pos=" +
                std::to_string(pos) + " splits=" + std::to_string(splits) + " window=" +
                std::to_string(window) + " softcap=" + std::to_string(softcap));
   auto q = randomValues<T>(size_t(b * hq * D), 1.0f, 41);
-  auto k = randomValues<T>(size_t(b * hkv * cap * D), 1.0f, 42);
-  auto v = randomValues<T>(size_t(b * hkv * cap * Dv), 1.0f, 43);
-  DeviceBuffer<T> dq(q), dk(k), dv(v);
+  DeviceCaches<T, K> c(size_t(b * hkv * cap), D, Dv, 42);
+  const std::vector<double> &kd = c.kd, &vd = c.vd;
+  DeviceBuffer<T> dq(q);
   DeviceBuffer<int64_t> dpos(std::vector<int64_t>{pos});
   DeviceBuffer<float> partial(size_t(b * splits * hq * Dv)), lse(size_t(b * splits * hq));
   DeviceBuffer<float> out(size_t(b * hq * Dv));
   float scale = 1.0f / std::sqrt(float(D)) * 2.0f; // sharper than usual
-  ASSERT_EQ((decodeAttention<T, D, Dv>(dq.get(), dk.get(), dv.get(), dpos.get(), partial.get(),
-                                       lse.get(), out.get(), b, hq, hkv, cap, splits, window, scale,
-                                       softcap, nullptr)),
+  ASSERT_EQ((decodeAttention<T, K, D, Dv>(dq.get(), c.k.get(), c.v.get(), c.ksPtr(), c.vsPtr(),
+                                          dpos.get(), partial.get(), lse.get(), out.get(), b, hq,
+                                          hkv, cap, splits, window, scale, softcap, nullptr)),
             "");
-  auto qd = widen(q), kd = widen(k), vd = widen(v);
+  auto qd = widen(q);
   std::vector<double> want;
   for (int bi = 0; bi < b; ++bi) {
     std::vector<double> qrow(qd.begin() + bi * hq * D, qd.begin() + (bi + 1) * hq * D);
@@ -457,24 +556,41 @@ TEST(CudaDecodeAttention, LargeGroupsNeedTheSharedMemoryOptIn) {
   checkDecode<half, 128, 128>(1, 32, 1, 40, 37, 2, 0, 0);
 }
 
-template <class T, int D, int Dv>
+TEST(CudaDecodeAttention, Int8CachesWithTheirScales) {
+  // The caches as llm.quantized_cache_update leaves them: float64 attention
+  // over the values they hold.
+  checkDecode<half, 64, 64, int8_t>(1, 8, 2, 96, 77, 1, 0, 0);
+  checkDecode<float, 64, 64, int8_t>(2, 8, 2, 96, 77, 4, 17, 0);
+  checkDecode<bfloat16, 128, 128, int8_t>(1, 10, 2, 70, 69, 5, 0, 30.0f);
+  checkDecode<half, 16, 16, int8_t>(1, 4, 4, 24, 23, 2, 0, 0);
+  // Scales given for a float cache (or none for an int8 one): refused.
+  DeviceBuffer<half> q(size_t(64)), c(size_t(64 * 8));
+  DeviceBuffer<int64_t> pos(std::vector<int64_t>{0});
+  DeviceBuffer<float> scales(size_t(8)), partial(size_t(64)), lse(size_t(1)), out(size_t(64));
+  EXPECT_NE((decodeAttention<half, half, 64, 64>(q.get(), c.get(), c.get(), scales.get(),
+                                                 scales.get(), pos.get(), partial.get(), lse.get(),
+                                                 out.get(), 1, 1, 1, 8, 1, 0, 1.0f, 0.0f, nullptr)),
+            "");
+}
+
+template <class T, int D, int Dv, class K = T>
 void checkPrefill(int b, int s, int hq, int hkv, int cap, long long pos, bool causal, int window,
                   float softcap) {
   SCOPED_TRACE("s=" + std::to_string(s) + " hq=" + std::to_string(hq) + " hkv=" +
                std::to_string(hkv) + " pos=" + std::to_string(pos) + (causal ? " causal" : "") +
                " window=" + std::to_string(window) + " softcap=" + std::to_string(softcap));
   auto q = randomValues<T>(size_t(b * s * hq * D), 1.0f, 51);
-  auto k = randomValues<T>(size_t(b * hkv * cap * D), 1.0f, 52);
-  auto v = randomValues<T>(size_t(b * hkv * cap * Dv), 1.0f, 53);
-  DeviceBuffer<T> dq(q), dk(k), dv(v);
+  DeviceCaches<T, K> c(size_t(b * hkv * cap), D, Dv, 52);
+  const std::vector<double> &kd = c.kd, &vd = c.vd;
+  DeviceBuffer<T> dq(q);
   DeviceBuffer<int64_t> dpos(std::vector<int64_t>{pos});
   DeviceBuffer<float> out(size_t(b * s * hq * Dv));
   float scale = 1.5f / std::sqrt(float(D));
-  ASSERT_EQ((flashAttention<T, D, Dv, float>(dq.get(), dk.get(), dv.get(), dpos.get(), out.get(),
-                                             b, s, hq, hkv, cap, causal, window, scale, softcap,
-                                             nullptr)),
+  ASSERT_EQ((flashAttention<T, K, D, Dv, float>(dq.get(), c.k.get(), c.v.get(), c.ksPtr(),
+                                                c.vsPtr(), dpos.get(), out.get(), b, s, hq, hkv,
+                                                cap, causal, window, scale, softcap, nullptr)),
             "");
-  auto qd = widen(q), kd = widen(k), vd = widen(v);
+  auto qd = widen(q);
   std::vector<double> want;
   for (int bi = 0; bi < b; ++bi)
     for (int si = 0; si < s; ++si) {
@@ -497,6 +613,12 @@ TEST(CudaFlashAttention, ChunkedPrefillAfterCachedTokens) {
   checkPrefill<half, 64, 64>(1, 20, 4, 2, 64, 9, true, 0, 0);
   checkPrefill<float, 128, 128>(1, 3, 2, 1, 80, 70, true, 0, 0);
   checkPrefill<half, 16, 16>(1, 6, 2, 2, 16, 4, true, 0, 0);
+}
+
+TEST(CudaFlashAttention, Int8CachesWithTheirScales) {
+  checkPrefill<half, 64, 64, int8_t>(1, 40, 4, 2, 64, 0, true, 0, 0);
+  checkPrefill<float, 128, 128, int8_t>(1, 3, 2, 1, 80, 70, true, 13, 20.0f);
+  checkPrefill<bfloat16, 32, 32, int8_t>(2, 9, 2, 2, 32, 3, false, 0, 0);
 }
 
 TEST(CudaFlashAttention, WindowSoftcapAndNonCausal) {

@@ -498,7 +498,7 @@ llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
       return llvm::Error::success();
     }
   }
-  if (isa<CacheUpdateOp>(op)) {
+  if (isa<CacheUpdateOp, QuantizedCacheUpdateOp>(op)) {
     SmallVector<std::string> ops;
     for (Value o : op->getOperands()) {
       auto r = operandRef(op, o);
@@ -507,32 +507,24 @@ llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
       ops.push_back(*r);
     }
     std::string v = newName();
-    body += llvm::formatv("{0}Tensor {1}; // cache_update -> {2}, in place\n"
-                          "{0}LLMC_TRY(cacheUpdate({3}, {4}, {5}, {1}, {6}));\n",
-                          in, v, describeType(op->getResult(0).getType()), ops[0], ops[1], ops[2],
-                          quote(nodeName(op)))
-                .str();
-    names[op->getResult(0)] = v;
-    stats.cacheUpdates += depth == 1;
-    return llvm::Error::success();
-  }
-  if (isa<QuantizedCacheUpdateOp>(op)) {
-    SmallVector<std::string> ops;
-    for (Value o : op->getOperands()) {
-      auto r = operandRef(op, o);
-      if (!r)
-        return r.takeError();
-      ops.push_back(*r);
+    if (isa<CacheUpdateOp>(op)) {
+      body += llvm::formatv("{0}Tensor {1}; // cache_update -> {2}, in place\n"
+                            "{0}LLMC_TRY(cacheUpdate({3}, {4}, {5}, {1}, {6}));\n",
+                            in, v, describeType(op->getResult(0).getType()), ops[0], ops[1],
+                            ops[2], quote(nodeName(op)))
+                  .str();
+    } else { // the int8 cache and its scales
+      std::string s = newName();
+      body += llvm::formatv("{0}Tensor {1}, {2}; // quantized_cache_update -> {3}, {4}, in place\n"
+                            "{0}LLMC_TRY(quantizedCacheUpdate({5}, {6}, {7}, {8}, {1}, {2}, "
+                            "{9}));\n",
+                            in, v, s, describeType(op->getResult(0).getType()),
+                            describeType(op->getResult(1).getType()), ops[0], ops[1], ops[2],
+                            ops[3], quote(nodeName(op)))
+                  .str();
+      names[op->getResult(1)] = s;
     }
-    std::string v = newName(), s = newName();
-    body += llvm::formatv("{0}Tensor {1}, {2}; // quantized_cache_update -> {3}, {4}, in place\n"
-                          "{0}LLMC_TRY(quantizedCacheUpdate({5}, {6}, {7}, {8}, {1}, {2}, {9}));\n",
-                          in, v, s, describeType(op->getResult(0).getType()),
-                          describeType(op->getResult(1).getType()), ops[0], ops[1], ops[2], ops[3],
-                          quote(nodeName(op)))
-                .str();
     names[op->getResult(0)] = v;
-    names[op->getResult(1)] = s;
     stats.cacheUpdates += depth == 1;
     return llvm::Error::success();
   }

@@ -27,8 +27,10 @@ namespace mlir::llmc::cudagen {
 llvm::Error CudaEmitter::emitBlock(Block &block, CpuModel::Entry &stats) {
   // Transposes that only feed cache updates are folded into the writes.
   for (Operation &op : block.without_terminator())
-    if (auto u = dyn_cast<CacheUpdateOp>(&op)) {
-      Operation *t = u.getUpdate().getDefiningOp();
+    if (isa<CacheUpdateOp, QuantizedCacheUpdateOp>(&op)) {
+      Value update = isa<CacheUpdateOp>(&op) ? cast<CacheUpdateOp>(&op).getUpdate()
+                                             : cast<QuantizedCacheUpdateOp>(&op).getUpdate();
+      Operation *t = update.getDefiningOp();
       auto perm = t ? t->getAttrOfType<DenseI64ArrayAttr>("perm") : DenseI64ArrayAttr();
       if (t && shortName(t) == "onnx.transpose" && t->getBlock() == &block && perm &&
           perm.asArrayRef() == ArrayRef<int64_t>{0, 2, 1, 3} && t->getResult(0).hasOneUse()) {

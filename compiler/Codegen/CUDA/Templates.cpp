@@ -67,14 +67,15 @@ bool CudaEmitter::emitDecodeAttention(FusedOp fused, CpuModel::Entry &stats, llv
   for (Value a : partial->getOperands())
     args.push_back(outside(a));
   Value q = args[0], kc = args[1], vc = args[2], pos = args[3];
+  bool int8 = args.size() == 6; // an int8 cache's scales follow
   for (Value v : args)
     if (!known(v)) {
       err = makeError(nodeName(partial) + ": an operand has no value");
       return true;
     }
   auto qs = shapeOf(q), ks = shapeOf(kc), vs = shapeOf(vc);
-  std::string t = cxxType(kc.getType());
-  if (cxxType(q.getType()) != t) {
+  std::string t = cxxType(q.getType()), k = cxxType(kc.getType());
+  if (int8 ? k != "int8_t" : k != t) {
     unsupported(partial, "query and cache types differ");
     return true;
   }
@@ -92,13 +93,15 @@ bool CudaEmitter::emitDecodeAttention(FusedOp fused, CpuModel::Entry &stats, llv
   Ref out = define(fused->getResult(0));
   (void)out;
   std::string y = cxxType(result.getType());
-  statement(llvm::formatv("decodeAttention<{0}, {1}, {2}, {3}>({4}, {5}, {6}, {7}, {8}, {9}, {10}, "
-                          "{11}, {12}, {13}, a.capacity, {14}, {15}, {16:e9}f, {17:e9}f, a.stream)",
+  statement(llvm::formatv("decodeAttention<{0}, {18}, {1}, {2}, {3}>({4}, {5}, {6}, {19}, {7}, {8}, "
+                          "{9}, {10}, {11}, {12}, {13}, a.capacity, {14}, {15}, {16:e9}f, "
+                          "{17:e9}f, a.stream)",
                           t, d, dv, y, ptr(q), ptr(kc), ptr(vc), ptr(pos),
                           ptr(partial->getResult(0)), ptr(partial->getResult(1)),
                           ptr(fused->getResult(0)), b, hq, hkv, splits, partial.getWindow(),
                           partial.getScale().convertToFloat(),
-                          partial.getSoftcap().convertToFloat())
+                          partial.getSoftcap().convertToFloat(), k,
+                          int8 ? ptr(args[4]) + ", " + ptr(args[5]) : std::string("nullptr, nullptr"))
                 .str(),
             "fused \"attention\" (decode, split-KV) -> " + describeType(result.getType()));
   ++stats.fusedRegions;
@@ -117,13 +120,15 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
   // An operation whose results nothing reads (and that writes nothing) is
   // dead: the fallback's mask arithmetic the raised attention replaced.
   if (op->getNumResults() && llvm::all_of(op->getResults(), [](Value r) { return r.use_empty(); }) &&
-      !isa<CacheUpdateOp, AssertEqualOp>(op))
+      !isa<CacheUpdateOp, QuantizedCacheUpdateOp, AssertEqualOp>(op))
     return llvm::Error::success();
   // An operand that has no value comes from an operation already reported:
   // its results have none either, and nothing more is said.
   for (Value v : op->getOperands())
-    if (!known(v) && !(isa<CacheUpdateOp>(op) && transposedUpdates.lookup(op) &&
-                       v == cast<CacheUpdateOp>(op).getUpdate()))
+    if (!known(v) && !(transposedUpdates.lookup(op) &&
+                       ((isa<CacheUpdateOp>(op) && v == cast<CacheUpdateOp>(op).getUpdate()) ||
+                        (isa<QuantizedCacheUpdateOp>(op) &&
+                         v == cast<QuantizedCacheUpdateOp>(op).getUpdate()))))
       return llvm::Error::success();
   for (Type t : op->getResultTypes())
     if (!isStatic(t)) {
@@ -270,10 +275,12 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
     ++stats.kernelCalls;
     return llvm::Error::success();
   }
-  if (auto u = dyn_cast<CacheUpdateOp>(op)) {
-    Value cache = u.getCache(), update = u.getUpdate();
-    Ref cr = refs[cache]; // a copy: refs[u.getResult()] below may grow the map
-    if (cr.kind != Ref::Cache) {
+  if (isa<CacheUpdateOp, QuantizedCacheUpdateOp>(op)) {
+    auto qu = dyn_cast<QuantizedCacheUpdateOp>(op);
+    Value cache = op->getOperand(0), update = qu ? qu.getUpdate() : op->getOperand(1);
+    Value scales = qu ? qu.getScales() : Value();
+    Ref cr = refs[cache]; // a copy: refs[result] below may grow the map
+    if (cr.kind != Ref::Cache || (scales && refs[scales].kind != Ref::Cache)) {
       unsupported(op, "not the session's cache");
       return llvm::Error::success();
     }
@@ -289,13 +296,26 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
       s = shapeOf(update)[2];
       sb = h * s * d, sh = s * d, ss = d;
     }
-    refs[u.getResult()] = cr;
-    statement(llvm::formatv("cacheWrite<{0}, {1}>({2}, {3}, {4}, {5}, {6}, a.capacity, {7}, {8}, "
-                            "{9}, {10}, {11}, m.error, a.stream)",
-                            cxxType(cache.getType()), cxxType(src.getType()), ptr(cache), ptr(src),
-                            ptr(u.getPos()), b, h, s, d, sb, ss, sh)
-                  .str(),
-              "cache_update -> " + describeType(cache.getType()) + ", in place");
+    Value pos = op->getOperand(qu ? 3 : 2);
+    refs[op->getResult(0)] = cr;
+    if (qu) {
+      Ref sr = refs[scales];
+      refs[qu.getOutputScales()] = sr;
+      statement(llvm::formatv("cacheWriteInt8<{0}>({1}, {2}, {3}, {4}, {5}, {6}, a.capacity, {7}, "
+                              "{8}, {9}, {10}, {11}, m.error, a.stream)",
+                              cxxType(src.getType()), ptr(cache), ptr(scales), ptr(src), ptr(pos),
+                              b, h, s, d, sb, ss, sh)
+                    .str(),
+                "quantized_cache_update -> " + describeType(cache.getType()) + ", " +
+                    describeType(scales.getType()) + ", in place");
+    } else {
+      statement(llvm::formatv("cacheWrite<{0}, {1}>({2}, {3}, {4}, {5}, {6}, a.capacity, {7}, "
+                              "{8}, {9}, {10}, {11}, m.error, a.stream)",
+                              cxxType(cache.getType()), cxxType(src.getType()), ptr(cache),
+                              ptr(src), ptr(pos), b, h, s, d, sb, ss, sh)
+                    .str(),
+                "cache_update -> " + describeType(cache.getType()) + ", in place");
+    }
     ++stats.cacheUpdates;
     return llvm::Error::success();
   }
@@ -303,20 +323,23 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
     Value q = fa.getQ(), kc = fa.getKCache(), vc = fa.getVCache(), y = fa.getResult();
     auto qs = shapeOf(q);
     int64_t d = shapeOf(kc)[3], dv = shapeOf(vc)[3];
-    std::string t = cxxType(kc.getType());
-    if (cxxType(q.getType()) != t || (d * elemBytes(kc.getType())) % 16 ||
+    std::string t = cxxType(q.getType()), k = cxxType(kc.getType());
+    bool int8 = fa.getKvScales().size() == 2;
+    if ((int8 ? k != "int8_t" : k != t) || (d * elemBytes(kc.getType())) % 16 ||
         (dv * elemBytes(kc.getType())) % 16) {
       unsupported(op, "query/cache types or head size");
       return llvm::Error::success();
     }
     define(y);
-    statement(llvm::formatv("flashAttention<{0}, {1}, {2}, {3}>({4}, {5}, {6}, {7}, {8}, {9}, "
-                            "{10}, {11}, {12}, a.capacity, {13}, {14}, {15:e9}f, {16:e9}f, "
-                            "a.stream)",
+    statement(llvm::formatv("flashAttention<{0}, {17}, {1}, {2}, {3}>({4}, {5}, {6}, {18}, {7}, "
+                            "{8}, {9}, {10}, {11}, {12}, a.capacity, {13}, {14}, {15:e9}f, "
+                            "{16:e9}f, a.stream)",
                             t, d, dv, cxxType(y.getType()), ptr(q), ptr(kc), ptr(vc),
                             ptr(fa.getPos()), ptr(y), qs[0], qs[1], fa.getNumHeads(),
                             fa.getNumKvHeads(), fa.getCausal() ? "true" : "false", fa.getWindow(),
-                            fa.getScale().convertToFloat(), fa.getSoftcap().convertToFloat())
+                            fa.getScale().convertToFloat(), fa.getSoftcap().convertToFloat(), k,
+                            int8 ? ptr(fa.getKvScales()[0]) + ", " + ptr(fa.getKvScales()[1])
+                                 : std::string("nullptr, nullptr"))
                   .str(),
               "flash_attention -> " + describeType(y.getType()));
     ++stats.kernelCalls;

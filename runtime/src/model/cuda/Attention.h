@@ -1,9 +1,13 @@
 //===- Attention.h - attention over the static KV cache: split-KV decode and
 //                   flash prefill --------------------------------------===//
 //
-// Shapes and layouts (T: the cache's type, f32, f16 or bf16)
+// Shapes and layouts (T: the queries' type, f32, f16 or bf16; K: the
+// caches', T or int8)
 //   kCache, vCache  [B, Hkv, C, D] / [B, Hkv, C, Dv], row-major; query head
 //                   h reads kv head h / (Hq / Hkv) (MHA, GQA, MQA)
+//   kScales,        with int8 caches (llm.quantized_cache_update): [B, Hkv,
+//   vScales         C] f32, row j reading as cache row j * its scale; null
+//                   for float caches
 //   pos             int64 on the device: the first new token's position, so
 //                   a captured CUDA graph replays with each step's value
 //   decode  q       [B, Hq, D] (one token per sequence, at *pos; keys 0 ..
@@ -33,7 +37,9 @@
 //   Prefill: a block per (kAttnQueries queries, head, batch), each warp four
 //   queries, lane per key for the scores, lane per channel for the values;
 //   tiles wholly outside the causal range or the window are skipped.
-//   D * sizeof(T) and Dv * sizeof(T) are multiples of 16.
+//   D * sizeof(K) and Dv * sizeof(K) are multiples of 16. An int8 tile's
+//   scales go to shared memory beside it: a score is the int8 row's dot
+//   product times the key's scale, a value row's weight p times its scale.
 //
 //   This is the SIMT form (every architecture); tensor-core tiles (mma.sync
 //   / wgmma) for prefill come with the GPU benchmark. No __launch_bounds__:
@@ -97,10 +103,13 @@ template <class T, int D> LLMC_DEVICE float dotRow(const float *q, const T *row)
 /// the probability lane j holds (one key per lane): the value half of the
 /// online softmax, lane per value channel.
 template <class T, int Dv>
-LLMC_DEVICE void addWeightedValues(float (&acc)[(Dv + 31) / 32], float p, const T *vt, int rows) {
+LLMC_DEVICE void addWeightedValues(float (&acc)[(Dv + 31) / 32], float p, const T *vt, int rows,
+                                   const float *vScales) {
   unsigned lane = threadIdx.x % 32;
   for (int j = 0; j < rows; ++j) {
     float pj = __shfl_sync(kFullMask, p, j);
+    if (vScales) // an int8 tile: the row's scale
+      pj *= vScales[j];
     const T *vrow = vt + j * paddedRow<T>(Dv);
     LLMC_UNROLL
     for (int c = 0; c < (Dv + 31) / 32; ++c) {
@@ -119,31 +128,42 @@ LLMC_DEVICE int firstKey(long long qpos, int window) {
 /// Floats before the tiles in the decode kernel's shared memory (a whole
 /// number of 16-byte vectors, so the tiles start aligned).
 template <int D, int Dv> LLMC_HOST_DEVICE int decodeFloats(int g) {
-  return (g * (D + Dv + kAttnKeys + 2) + 3) / 4 * 4;
+  return (g * (D + Dv + kAttnKeys + 2) + 2 * kAttnKeys + 3) / 4 * 4;
 }
 
-template <class T, int D, int Dv>
+template <class K, int D, int Dv>
 size_t decodeSharedBytes(int g) {
   return sizeof(float) * size_t(decodeFloats<D, Dv>(g)) +
-         sizeof(T) * size_t(kAttnKeys) * size_t(paddedRow<T>(D) + paddedRow<T>(Dv));
+         sizeof(K) * size_t(kAttnKeys) * size_t(paddedRow<K>(D) + paddedRow<K>(Dv));
 }
 
-template <class T, int D, int Dv>
+/// The scales of a tile's rows (int8 caches) into shared memory, or null.
+LLMC_DEVICE const float *loadTileScales(float *tile, const float *scales, int row0, int rows) {
+  if (!scales)
+    return nullptr;
+  for (int i = int(threadIdx.x); i < rows; i += int(blockDim.x))
+    tile[i] = scales[row0 + i];
+  return tile;
+}
+
+template <class T, class K, int D, int Dv>
 LLMC_GLOBAL void
-    decodeAttentionKernel(const T *q, const T *kCache, const T *vCache, const int64_t *pos,
-                          float *partial, float *lse, int hq, int hkv, int capacity, int window,
-                          float scale, float softcap) {
+    decodeAttentionKernel(const T *q, const K *kCache, const K *vCache, const float *kScales,
+                          const float *vScales, const int64_t *pos, float *partial, float *lse,
+                          int hq, int hkv, int capacity, int window, float scale, float softcap) {
   constexpr int kOut = (Dv + 31) / 32; // value channels per lane
   int g = hq / hkv;
   int kvh = int(blockIdx.x), split = int(blockIdx.y), b = int(blockIdx.z);
   int splits = int(gridDim.y);
   unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  // Shared memory: q [G][D], o [G][Dv], scores [G][keys], m [G], l [G] as
-  // floats, then the key and value tiles.
+  // Shared memory: q [G][D], o [G][Dv], scores [G][keys], m [G], l [G], the
+  // tile's key and value scales [keys] as floats, then the key and value
+  // tiles.
   LLMC_DYNAMIC_SHARED(float, smem);
   float *qs = smem, *os = qs + g * D, *sc = os + g * Dv, *ms = sc + g * kAttnKeys, *ls = ms + g;
-  T *kt = reinterpret_cast<T *>(smem + decodeFloats<D, Dv>(g));
-  T *vt = kt + kAttnKeys * paddedRow<T>(D);
+  float *kst = ls + g, *vst = kst + kAttnKeys;
+  K *kt = reinterpret_cast<K *>(smem + decodeFloats<D, Dv>(g));
+  K *vt = kt + kAttnKeys * paddedRow<K>(D);
 
   long long p0 = *pos;
   int n = int(p0 + 1);
@@ -162,19 +182,26 @@ LLMC_GLOBAL void
     ms[i] = -INFINITY;
     ls[i] = 0.0f;
   }
-  const T *kBase = kCache + (size_t(b) * size_t(hkv) + size_t(kvh)) * size_t(capacity) * D;
-  const T *vBase = vCache + (size_t(b) * size_t(hkv) + size_t(kvh)) * size_t(capacity) * Dv;
+  size_t head = (size_t(b) * size_t(hkv) + size_t(kvh)) * size_t(capacity);
+  const K *kBase = kCache + head * D;
+  const K *vBase = vCache + head * Dv;
+  const float *ksBase = kScales ? kScales + head : nullptr;
+  const float *vsBase = vScales ? vScales + head : nullptr;
 
   for (int t = start; t < end; t += kAttnKeys) {
     int rows = end - t < kAttnKeys ? end - t : kAttnKeys;
     __syncthreads(); // the previous tile is consumed (and q, o are set)
     loadTile(kt, kBase, t, rows, D);
     loadTile(vt, vBase, t, rows, Dv);
+    const float *ksTile = loadTileScales(kst, ksBase, t, rows);
+    const float *vsTile = loadTileScales(vst, vsBase, t, rows);
     __syncthreads();
     for (int i = int(threadIdx.x); i < g * kAttnKeys; i += int(blockDim.x)) {
       int hi = i / kAttnKeys, j = i % kAttnKeys;
-      sc[i] = j < rows ? capScore(dotRow<T, D>(qs + hi * D, kt + j * paddedRow<T>(D)), softcap)
-                       : -INFINITY;
+      float dot = j < rows ? dotRow<K, D>(qs + hi * D, kt + j * paddedRow<K>(D)) : 0.0f;
+      if (ksTile && j < rows)
+        dot *= ksTile[j];
+      sc[i] = j < rows ? capScore(dot, softcap) : -INFINITY;
     }
     __syncthreads();
     for (int hi = int(warp); hi < g; hi += kAttnWarps) {
@@ -190,7 +217,7 @@ LLMC_GLOBAL void
         int d = int(lane) + 32 * c;
         acc[c] = d < Dv ? os[hi * Dv + d] * alpha : 0.0f;
       }
-      addWeightedValues<T, Dv>(acc, p, vt, rows);
+      addWeightedValues<K, Dv>(acc, p, vt, rows, vsTile);
       LLMC_UNROLL
       for (int c = 0; c < kOut; ++c) {
         int d = int(lane) + 32 * c;
@@ -237,48 +264,53 @@ LLMC_GLOBAL void attentionCombineKernel(const float *partial, const float *lse, 
   }
 }
 
-template <class T, int D, int Dv, class Y>
-std::string decodeAttention(const T *q, const T *kCache, const T *vCache, const int64_t *pos,
-                            float *partial, float *lse, Y *out, int b, int hq, int hkv,
-                            int capacity, int splits, int window, float scale, float softcap,
-                            Stream stream) {
-  static_assert(D * sizeof(T) % 16 == 0 && Dv * sizeof(T) % 16 == 0, "16-byte rows");
-  if (b < 1 || hq < 1 || hkv < 1 || hq % hkv || capacity < 1 || splits < 1)
+/// Split-KV decode attention and its combination (K: the caches' type; with
+/// int8 caches kScales and vScales are their scales, else null).
+template <class T, class K, int D, int Dv, class Y>
+std::string decodeAttention(const T *q, const K *kCache, const K *vCache, const float *kScales,
+                            const float *vScales, const int64_t *pos, float *partial, float *lse,
+                            Y *out, int b, int hq, int hkv, int capacity, int splits, int window,
+                            float scale, float softcap, Stream stream) {
+  static_assert(D * sizeof(K) % 16 == 0 && Dv * sizeof(K) % 16 == 0, "16-byte rows");
+  if (b < 1 || hq < 1 || hkv < 1 || hq % hkv || capacity < 1 || splits < 1 ||
+      (sizeof(K) == 1) != (kScales && vScales))
     return "decode attention: invalid arguments";
-  size_t bytes = decodeSharedBytes<T, D, Dv>(hq / hkv);
+  size_t bytes = decodeSharedBytes<K, D, Dv>(hq / hkv);
   if (bytes > 48 * 1024) {
-    std::string e = setMaxDynamicShared(decodeAttentionKernel<T, D, Dv>, bytes);
+    std::string e = setMaxDynamicShared(decodeAttentionKernel<T, K, D, Dv>, bytes);
     if (!e.empty())
       return e;
   }
-  std::string e = launch(decodeAttentionKernel<T, D, Dv>, dim3(unsigned(hkv), unsigned(splits),
-                                                               unsigned(b)),
-                         dim3(kAttnThreads), bytes, stream, q, kCache, vCache, pos, partial, lse,
-                         hq, hkv, capacity, window, scale, softcap);
+  std::string e = launch(decodeAttentionKernel<T, K, D, Dv>,
+                         dim3(unsigned(hkv), unsigned(splits), unsigned(b)), dim3(kAttnThreads),
+                         bytes, stream, q, kCache, vCache, kScales, vScales, pos, partial, lse, hq,
+                         hkv, capacity, window, scale, softcap);
   if (!e.empty())
     return e;
   return launch(attentionCombineKernel<Y>, dim3(unsigned(hq), unsigned(b)), dim3(Dv < 128 ? 32 : 128),
                 0, stream, partial, lse, out, splits, hq, Dv);
 }
 
-template <class T, int D, int Dv> size_t prefillSharedBytes() {
-  return sizeof(float) * size_t(kAttnQueries) * D +
-         sizeof(T) * size_t(kAttnKeys) * size_t(paddedRow<T>(D) + paddedRow<T>(Dv));
+template <class K, int D, int Dv> size_t prefillSharedBytes() {
+  return sizeof(float) * size_t(kAttnQueries * D + 2 * kAttnKeys) +
+         sizeof(K) * size_t(kAttnKeys) * size_t(paddedRow<K>(D) + paddedRow<K>(Dv));
 }
 
-template <class T, int D, int Dv, class Y>
+template <class T, class K, int D, int Dv, class Y>
 LLMC_GLOBAL void
-    flashAttentionKernel(const T *q, const T *kCache, const T *vCache, const int64_t *pos, Y *out,
-                         int s, int hq, int hkv, int capacity, bool causal, int window, float scale,
-                         float softcap) {
+    flashAttentionKernel(const T *q, const K *kCache, const K *vCache, const float *kScales,
+                         const float *vScales, const int64_t *pos, Y *out, int s, int hq, int hkv,
+                         int capacity, bool causal, int window, float scale, float softcap) {
   constexpr int kOut = (Dv + 31) / 32; // value channels per lane
   int q0 = int(blockIdx.x) * kAttnQueries, h = int(blockIdx.y), b = int(blockIdx.z);
   int kvh = h / (hq / hkv);
   unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  // Shared memory: the queries [kAttnQueries][D] and the tile's key and
+  // value scales [keys] as floats, then the key and value tiles.
   LLMC_DYNAMIC_SHARED(float, smem);
-  float *qs = smem;
-  T *kt = reinterpret_cast<T *>(qs + kAttnQueries * D);
-  T *vt = kt + kAttnKeys * paddedRow<T>(D);
+  float *qs = smem, *kst = qs + kAttnQueries * D, *vst = kst + kAttnKeys;
+  K *kt = reinterpret_cast<K *>(vst + kAttnKeys);
+  K *vt = kt + kAttnKeys * paddedRow<K>(D);
 
   long long p0 = *pos;
   int queries = s - q0 < kAttnQueries ? s - q0 : kAttnQueries;
@@ -304,14 +336,19 @@ LLMC_GLOBAL void
     for (int c = 0; c < kOut; ++c)
       o[w][c] = 0.0f;
   }
-  const T *kBase = kCache + (size_t(b) * size_t(hkv) + size_t(kvh)) * size_t(capacity) * D;
-  const T *vBase = vCache + (size_t(b) * size_t(hkv) + size_t(kvh)) * size_t(capacity) * Dv;
+  size_t head = (size_t(b) * size_t(hkv) + size_t(kvh)) * size_t(capacity);
+  const K *kBase = kCache + head * D;
+  const K *vBase = vCache + head * Dv;
+  const float *ksBase = kScales ? kScales + head : nullptr;
+  const float *vsBase = vScales ? vScales + head : nullptr;
 
   for (int t = kStart - kStart % kAttnKeys; t < kEnd; t += kAttnKeys) {
     int rows = kEnd - t < kAttnKeys ? kEnd - t : kAttnKeys;
     __syncthreads();
     loadTile(kt, kBase, t, rows, D);
     loadTile(vt, vBase, t, rows, Dv);
+    const float *ksTile = loadTileScales(kst, ksBase, t, rows);
+    const float *vsTile = loadTileScales(vst, vsBase, t, rows);
     __syncthreads();
     LLMC_UNROLL
     for (int w = 0; w < kAttnQueriesPerWarp; ++w) {
@@ -321,9 +358,10 @@ LLMC_GLOBAL void
       long long qpos = p0 + q0 + qi;
       int key = t + int(lane);
       bool valid = int(lane) < rows && key >= firstKey(qpos, window) && (!causal || key <= qpos);
-      float sc = valid ? capScore(dotRow<T, D>(qs + qi * D, kt + int(lane) * paddedRow<T>(D)),
-                                  softcap)
-                       : -INFINITY;
+      float dot = valid ? dotRow<K, D>(qs + qi * D, kt + int(lane) * paddedRow<K>(D)) : 0.0f;
+      if (ksTile && valid)
+        dot *= ksTile[lane];
+      float sc = valid ? capScore(dot, softcap) : -INFINITY;
       float mNew = fmaxf(m[w], warpMax(sc));
       float p = sc == -INFINITY ? 0.0f : expf(sc - mNew);
       float alpha = m[w] == -INFINITY ? 0.0f : expf(m[w] - mNew);
@@ -332,7 +370,7 @@ LLMC_GLOBAL void
       LLMC_UNROLL
       for (int c = 0; c < kOut; ++c)
         o[w][c] *= alpha;
-      addWeightedValues<T, Dv>(o[w], p, vt, rows);
+      addWeightedValues<K, Dv>(o[w], p, vt, rows, vsTile);
     }
   }
   LLMC_UNROLL
@@ -350,23 +388,27 @@ LLMC_GLOBAL void
   }
 }
 
-template <class T, int D, int Dv, class Y>
-std::string flashAttention(const T *q, const T *kCache, const T *vCache, const int64_t *pos, Y *out,
-                           int b, int s, int hq, int hkv, int capacity, bool causal, int window,
-                           float scale, float softcap, Stream stream) {
-  static_assert(D * sizeof(T) % 16 == 0 && Dv * sizeof(T) % 16 == 0, "16-byte rows");
-  if (b < 1 || s < 1 || hq < 1 || hkv < 1 || hq % hkv || capacity < 1)
+/// Flash prefill attention (K: the caches' type; with int8 caches kScales
+/// and vScales are their scales, else null).
+template <class T, class K, int D, int Dv, class Y>
+std::string flashAttention(const T *q, const K *kCache, const K *vCache, const float *kScales,
+                           const float *vScales, const int64_t *pos, Y *out, int b, int s, int hq,
+                           int hkv, int capacity, bool causal, int window, float scale,
+                           float softcap, Stream stream) {
+  static_assert(D * sizeof(K) % 16 == 0 && Dv * sizeof(K) % 16 == 0, "16-byte rows");
+  if (b < 1 || s < 1 || hq < 1 || hkv < 1 || hq % hkv || capacity < 1 ||
+      (sizeof(K) == 1) != (kScales && vScales))
     return "flash attention: invalid arguments";
-  size_t bytes = prefillSharedBytes<T, D, Dv>();
+  size_t bytes = prefillSharedBytes<K, D, Dv>();
   if (bytes > 48 * 1024) {
-    std::string e = setMaxDynamicShared(flashAttentionKernel<T, D, Dv, Y>, bytes);
+    std::string e = setMaxDynamicShared(flashAttentionKernel<T, K, D, Dv, Y>, bytes);
     if (!e.empty())
       return e;
   }
-  return launch(flashAttentionKernel<T, D, Dv, Y>,
+  return launch(flashAttentionKernel<T, K, D, Dv, Y>,
                 dim3(ceilDiv(s, kAttnQueries), unsigned(hq), unsigned(b)), dim3(kAttnThreads),
-                bytes, stream, q, kCache, vCache, pos, out, s, hq, hkv, capacity, causal, window,
-                scale, softcap);
+                bytes, stream, q, kCache, vCache, kScales, vScales, pos, out, s, hq, hkv,
+                capacity, causal, window, scale, softcap);
 }
 
 } // namespace llmc::cuda

@@ -71,6 +71,7 @@ using Stream = cudaStream_t;
 LLMC_HOST_DEVICE float toFloat(float x) { return x; }
 LLMC_HOST_DEVICE float toFloat(half x) { return __half2float(x); }
 LLMC_HOST_DEVICE float toFloat(bfloat16 x) { return __bfloat162float(x); }
+LLMC_HOST_DEVICE float toFloat(int8_t x) { return float(x); } // an int8 KV cache's values
 
 template <class T> LLMC_HOST_DEVICE T fromFloat(float x);
 template <> LLMC_HOST_DEVICE float fromFloat<float>(float x) { return x; }
@@ -89,6 +90,13 @@ LLMC_DEVICE void loadFloats(const half *p, float (&out)[8]) {
     float2 f = __half22float2(h[i]);
     out[2 * i] = f.x, out[2 * i + 1] = f.y;
   }
+}
+LLMC_DEVICE void loadFloats(const int8_t *p, float (&out)[16]) {
+  uint4 raw = *reinterpret_cast<const uint4 *>(p);
+  const unsigned words[4] = {raw.x, raw.y, raw.z, raw.w};
+  LLMC_UNROLL
+  for (int i = 0; i < 16; ++i)
+    out[i] = float(int8_t(words[i / 4] >> (8 * (i % 4))));
 }
 LLMC_DEVICE void loadFloats(const bfloat16 *p, float (&out)[8]) {
   uint4 raw = *reinterpret_cast<const uint4 *>(p);
@@ -300,6 +308,7 @@ using Stream = ::llmc::cudaemu::Stream *;
 inline float toFloat(float x) { return x; }
 inline float toFloat(half x) { return ::llmc::cpu::halfToFloat(x.bits); }
 inline float toFloat(bfloat16 x) { return ::llmc::cpu::bf16ToFloat(x.bits); }
+inline float toFloat(int8_t x) { return float(x); } // an int8 KV cache's values
 
 template <class T> T fromFloat(float x);
 template <> inline float fromFloat<float>(float x) { return x; }

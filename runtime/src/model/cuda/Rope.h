@@ -14,6 +14,10 @@
 //            projections are read in place); rows *pos .. *pos + S - 1.
 //            *pos lives on the device, so a captured graph replays with
 //            each step's position. A write past C records kCacheOverflow.
+// cacheWriteInt8  the same into an int8 cache and its scales [B, Hkv, C]
+//            (llm.quantized_cache_update): per row, s = max|x| / 127 and
+//            q = rint(x / s) in [-127, 127] (round half to even, as
+//            cpu::quantizeKvRow), a warp per row.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_RUNTIME_MODEL_CUDA_ROPE_H
@@ -134,6 +138,51 @@ std::string cacheWrite(T *cache, const U *update, const int64_t *pos, int b, int
   size_t total = size_t(b) * size_t(hkv) * size_t(s) * size_t(d);
   return launch(cacheWriteKernel<T, U>, dim3(ceilDiv(total, 256)), dim3(256), 0, stream, cache,
                 update, pos, b, hkv, capacity, s, d, sb, ss, sh, error);
+}
+
+template <class U>
+LLMC_GLOBAL void cacheWriteInt8Kernel(int8_t *cache, float *scales, const U *update,
+                                      const int64_t *pos, int b, int hkv, int capacity, int s,
+                                      int d, int64_t sb, int64_t ss, int64_t sh,
+                                      unsigned long long *error) {
+  unsigned lane = threadIdx.x % 32;
+  size_t r = size_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32; // (b, h, s), per warp
+  if (r >= size_t(b) * size_t(hkv) * size_t(s))
+    return; // warp-uniform
+  int si = int(r % size_t(s));
+  size_t rest = r / size_t(s);
+  int hi = int(rest % size_t(hkv)), bi = int(rest / size_t(hkv));
+  int64_t row = *pos + si;
+  if (*pos < 0 || row >= capacity) { // warp-uniform
+    if (lane == 0)
+      recordError(error, kCacheOverflow, (long long)row);
+    return;
+  }
+  const U *src = update + bi * sb + si * ss + hi * sh;
+  float amax = 0.0f;
+  for (int c = int(lane); c < d; c += 32)
+    amax = fmaxf(amax, fabsf(toFloat(src[c])));
+  amax = warpMax(amax);
+  float scale = amax / 127.0f;
+  size_t at = (size_t(bi) * size_t(hkv) + size_t(hi)) * size_t(capacity) + size_t(row);
+  int8_t *dst = cache + at * size_t(d);
+  for (int c = int(lane); c < d; c += 32) {
+    float q = scale > 0.0f ? rintf(toFloat(src[c]) / scale) : 0.0f;
+    dst[c] = int8_t(fminf(fmaxf(q, -127.0f), 127.0f));
+  }
+  if (lane == 0)
+    scales[at] = scale;
+}
+
+template <class U>
+std::string cacheWriteInt8(int8_t *cache, float *scales, const U *update, const int64_t *pos,
+                           int b, int hkv, int capacity, int s, int d, int64_t sb, int64_t ss,
+                           int64_t sh, unsigned long long *error, Stream stream) {
+  if (b < 1 || hkv < 1 || capacity < 1 || s < 1 || d < 1)
+    return "cache write: invalid arguments";
+  size_t rows = size_t(b) * size_t(hkv) * size_t(s);
+  return launch(cacheWriteInt8Kernel<U>, dim3(ceilDiv(rows, 4)), dim3(128), 0, stream, cache,
+                scales, update, pos, b, hkv, capacity, s, d, sb, ss, sh, error);
 }
 
 } // namespace llmc::cuda
