@@ -27,7 +27,7 @@ f32=(gemma-optimum gemma-torch-dynamo llama-genai-fp32 gemma-genai-fp32 llama-ge
      onnx23-gqa-3d-erf onnx23-mha-float-mask onnx23-mqa-bool-mask onnx24-static-3d
      onnx24-static-4d-mqa phi3-optimum phi3-torch-dynamo qwen2-optimum qwen2-torch-dynamo)
 half=(llama-optimum gpt2-optimum gemma-torch-dynamo)
-fixture() { [ "$1" = tiny-llama ] && echo "$root/examples/tiny-llama" || echo "$root/test/models/$1"; }
+fixture() { [ -d "$root/examples/$1" ] && echo "$root/examples/$1" || echo "$root/test/models/$1"; }
 compile() { # fixture dtype archs artifact [llmc compile flags]
   local f=$1 dtype=$2 archs=$3 a=$4
   shift 4
@@ -47,6 +47,18 @@ for f in "${half[@]}"; do
     { echo "$prompt"; "$llmc" run "$a" --device emulated --ids "$prompt" --max-new-tokens 32 --format ids; } > "$a.expect-emulated"
     mv "$a.expect-emulated" "${a%.llmc}.expect"
   done
+done
+# --kv-dtype int8: the trained example against onnxruntime's greedy tokens
+# (as on the CPU and the emulation, test/e2e/kv-cache-int8.test), and two
+# fixtures against the emulation's tokens of the same artifact.
+compile kjv-llama f32 "$arch" "$out/artifacts/kjv-llama-kv8.llmc" --kv-dtype int8
+"$root/.venv/bin/python3" -c "import json,sys; d=json.load(open(sys.argv[1])); print(','.join(map(str, d['prompt']))); print(','.join(map(str, d['greedy'])))" \
+  "$root/examples/kjv-llama/fixture.json" > "$out/artifacts/kjv-llama-kv8.expect"
+for f in llama-optimum gemma-torch-dynamo; do
+  a="$out/artifacts/$f-kv8.llmc"
+  compile "$f" f16 "$arch" "$a" --kv-dtype int8
+  prompt=$("$root/.venv/bin/python3" -c "import json,sys; print(','.join(map(str, json.load(open(sys.argv[1]))['prompt'])))" "$(fixture "$f")/fixture.json")
+  { echo "$prompt"; "$llmc" run "$a" --device emulated --ids "$prompt" --max-new-tokens 32 --format ids; } > "${a%.llmc}.expect"
 done
 # --quant on the fixtures quantized by the documented rule in NumPy
 # (test/models/quant): onnxruntime's greedy tokens on the rounded weights.

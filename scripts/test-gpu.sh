@@ -76,8 +76,9 @@ step "fatbin for sm_80/86/89/90 + PTX, no spills" "$root/test/cuda/fatbin.sh" "$
 
 # The fixtures compiled with --target cuda by scripts/prepare-gpu.sh: each
 # generates 32 greedy tokens on the GPU through the runtime's C API, to
-# equal onnxruntime's (f32) or the emulation's of the same artifact (f16,
-# bf16). One of them runs under compute-sanitizer too.
+# equal onnxruntime's (f32, and the trained example with an int8 KV cache)
+# or the emulation's of the same artifact (f16, bf16, fixtures with int8 KV
+# caches). One of them runs under compute-sanitizer too.
 generate_matches() { # artifact expect
   local prompt want got
   prompt=$(sed -n 1p "$2"); want=$(sed -n 2p "$2")
