@@ -404,8 +404,9 @@ def QuantizeKvCachePass : Pass<"llmc-quantize-kv-cache", "::mlir::ModuleOp"> {
     values rounded to nearest even) and the attention reads both through
     its `kv_scales`. The cache bytes halve against f16 (plus 4 bytes per row
     and head); the attention kernels read the int8 rows without a float
-    copy. The model's own cache IO and the token history stay as they are.
-    A cache read by anything else is an error naming it.
+    copy. The model's own cache IO and the token history stay as they are;
+    a module with no other cache (no attention recognised) is an error, as
+    is a cache read by anything else (naming it).
 
     ```mlir
     %kc, %ks = llm.quantized_cache_update %cache_k_0, %cache_k_0_scale, %k, %start_pos {llm.keep_f32} : (tensor<1x2x4096x16xi8>, tensor<1x2x4096x1xf32>, tensor<1x?x2x16xf32>, tensor<i64>) -> (tensor<1x2x4096x16xi8>, tensor<1x2x4096x1xf32>)

@@ -36,9 +36,21 @@ struct QuantizeKvCachePass : mlir::llmc::impl::QuantizeKvCachePassBase<QuantizeK
           << dtype << "'";
       return signalPassFailure();
     }
-    for (func::FuncOp f : llvm::make_early_inc_range(getOperation().getOps<func::FuncOp>()))
-      if (failed(rewrite(f)))
+    bool any = false;
+    for (func::FuncOp f : llvm::make_early_inc_range(getOperation().getOps<func::FuncOp>())) {
+      FailureOr<bool> done = rewrite(f);
+      if (failed(done))
         return signalPassFailure();
+      any |= *done;
+    }
+    // Asked for an int8 cache and none to make: say so rather than compile
+    // a float one.
+    if (!any) {
+      getOperation().emitError(
+          "llmc-quantize-kv-cache: no attention reads a cache llmc manages (the model keeps "
+          "its own cache IO or its token history), so there is no KV cache to make int8");
+      return signalPassFailure();
+    }
   }
 
   /// The update of cache argument `arg` (its only reader), or an error.
@@ -60,14 +72,15 @@ struct QuantizeKvCachePass : mlir::llmc::impl::QuantizeKvCachePassBase<QuantizeK
     return update;
   }
 
-  LogicalResult rewrite(func::FuncOp f) {
+  /// Whether `f` had caches to quantize (and did), or failure.
+  FailureOr<bool> rewrite(func::FuncOp f) {
     SmallVector<CachedAttentionOp> attentions;
     f.walk([&](CachedAttentionOp a) {
       if (a.getKvScales().empty())
         attentions.push_back(a);
     });
     if (attentions.empty())
-      return success();
+      return false;
     Block &body = f.getBody().front();
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     MLIRContext *ctx = f.getContext();
@@ -150,7 +163,7 @@ struct QuantizeKvCachePass : mlir::llmc::impl::QuantizeKvCachePassBase<QuantizeK
     ret.erase();
     f.setFunctionType(FunctionType::get(ctx, body.getArgumentTypes(), ValueRange(results).getTypes()));
     f.setAllResultAttrs(resultAttrs);
-    return success();
+    return true;
   }
 };
 

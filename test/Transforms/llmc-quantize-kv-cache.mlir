@@ -52,3 +52,14 @@ func.func @not_a_cache(%q: tensor<1x1x4x16xf32>, %pos: tensor<i64>, %k: tensor<1
   %o = llm.cached_attention %q, %k, %k, %pos {num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.25 : f32} : (tensor<1x1x4x16xf32>, tensor<1x2x64x16xf32>, tensor<1x2x64x16xf32>, tensor<i64>) -> tensor<1x1x4x16xf32>
   return %o : tensor<1x1x4x16xf32>
 }
+
+// -----
+
+// Negative: nothing to quantize (an attention llmc did not recognise keeps
+// the model's own cache IO): an error, not a float cache.
+// expected-error @+1 {{llmc-quantize-kv-cache: no attention reads a cache llmc manages}}
+module {
+  func.func @own_cache_io(%x: tensor<1x2x64x16xf32> {llm.name = "cache.io.past_key"}) -> tensor<1x2x64x16xf32> {
+    return %x : tensor<1x2x64x16xf32>
+  }
+}
