@@ -11,6 +11,8 @@
 #ifndef LLMC_COMPILER_CODEGEN_CPU_EMITCPP_H
 #define LLMC_COMPILER_CODEGEN_CPU_EMITCPP_H
 
+#include "runtime/src/cpu/Tensor.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/Error.h"
 
@@ -49,8 +51,10 @@ struct CpuModel {
     std::string name;
     int64_t heads = 0, capacity = 0, headDim = 0;
     int32_t dtype = 0; // ONNX element type code
-    /// Bytes per element: f32 4, f16/bf16 2, int8 (llmc-quantize-kv-cache) 1.
-    int64_t elementBytes() const { return dtype == 1 ? 4 : dtype == 10 || dtype == 16 ? 2 : 1; }
+    /// Bytes per element (f32, f16/bf16, int8 of llmc-quantize-kv-cache).
+    int64_t elementBytes() const {
+      return int64_t(::llmc::cpu::storageSize(::llmc::cpu::DType(dtype)));
+    }
     /// Bytes of one sequence's cache at the compiled capacity.
     int64_t bytes() const { return heads * capacity * headDim * elementBytes(); }
   };

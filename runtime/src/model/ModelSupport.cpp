@@ -174,18 +174,14 @@ Status quantizedCacheUpdate(const Tensor &cache, const Tensor &scales, const Ten
   int8_t *q = static_cast<int8_t *>(cache.mutableRaw());
   float *s = static_cast<float *>(scales.mutableRaw());
   std::vector<float> row(static_cast<size_t>(d));
-  for (int64_t i = 0; i < cache.dim(0) * cache.dim(1); ++i)
-    for (int64_t r = 0; r < n; ++r) {
-      int64_t from = (i * n + r) * d;
-      if (t == DType::Float)
-        std::memcpy(row.data(), rows.data<float>() + from, size_t(d) * sizeof(float));
-      else
-        for (int64_t c = 0; c < d; ++c) {
-          uint16_t bits = rows.data<uint16_t>()[from + c];
-          row[size_t(c)] = t == DType::Float16 ? cpu::halfToFloat(bits) : cpu::bf16ToFloat(bits);
-        }
-      s[i * m + at + r] = cpu::quantizeKvRow(row.data(), d, q + (i * m + at + r) * d);
-    }
+  withFloatType(t, [&](auto *tag) {
+    using T = std::remove_const_t<std::remove_pointer_t<decltype(tag)>>;
+    for (int64_t i = 0; i < cache.dim(0) * cache.dim(1); ++i)
+      for (int64_t r = 0; r < n; ++r) {
+        kernels::toF32(rows.data<T>() + (i * n + r) * d, row.data(), d);
+        s[i * m + at + r] = cpu::quantizeKvRow(row.data(), d, q + (i * m + at + r) * d);
+      }
+  });
   out = cache;
   outScales = scales;
   return Status::ok();

@@ -184,14 +184,8 @@ template <typename F> void withRows(int rows, F &&f) {
   switch (rows) {
   case 1: f(std::integral_constant<int, 1>()); break;
   case 2: f(std::integral_constant<int, 2>()); break;
-  default:
-    if constexpr (kGroupRows >= 4) {
-      if (rows == 3)
-        f(std::integral_constant<int, 3>());
-      else
-        f(std::integral_constant<int, 4>());
-    }
-    break;
+  case 3: if constexpr (kGroupRows >= 3) f(std::integral_constant<int, 3>()); break;
+  default: if constexpr (kGroupRows >= 4) f(std::integral_constant<int, 4>()); break;
   }
 }
 
