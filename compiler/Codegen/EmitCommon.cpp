@@ -64,7 +64,7 @@ std::string nodeName(Operation *op) {
 
 /// One record per quantized layer (see EmitCommon.h).
 void recordQuantizedLayer(Operation *quantized, CpuModel &model,
-                          std::set<std::string> &recorded) {
+                          std::set<std::string> &recorded, int64_t storedBytes) {
   CpuModel::QuantizedTensor t;
   t.name = nodeName(quantized);
   Value values, scales, zeroPoints;
@@ -90,6 +90,8 @@ void recordQuantizedLayer(Operation *quantized, CpuModel &model,
   t.bytes = bytesOf(values.getType()) +
             (t.embedding ? bytesOf(scales.getType()) : t.rows * qType.getDimSize(1) * 4) +
             (t.zeroPoints ? bytesOf(zeroPoints.getType()) : 0);
+  if (storedBytes >= 0)
+    t.bytes = storedBytes;
   t.floatBytes = t.rows * t.cols *
                  int64_t(getElementTypeOrSelf(quantized->getResult(0).getType())
                              .getIntOrFloatBitWidth() /
@@ -106,7 +108,7 @@ int64_t bytesOf(Type t) {
 }
 
 /// The bytes of weights one call of `f` reads (see CpuModel::Entry).
-int64_t weightBytesRead(func::FuncOp f) {
+int64_t weightBytesRead(func::FuncOp f, const llvm::DenseMap<Attribute, int64_t> *stored) {
   llvm::DenseSet<Attribute> seen;
   int64_t total = 0;
   f.walk([&](Operation *op) {
@@ -134,8 +136,13 @@ int64_t weightBytesRead(func::FuncOp f) {
           total += ids.getNumElements() * (bytesOf(table) / table.getDimSize(0));
         continue;
       }
-      if (seen.insert(c.getValue()).second)
-        total += bytesOf(c.getType());
+      if (!seen.insert(c.getValue()).second)
+        continue;
+      int64_t bytes = bytesOf(c.getType());
+      if (stored)
+        if (auto it = stored->find(c.getValue()); it != stored->end())
+          bytes = it->second;
+      total += bytes;
     }
   });
   return total;

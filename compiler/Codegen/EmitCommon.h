@@ -37,12 +37,16 @@ int64_t bytesOf(Type t);
 /// Adds the layer of `quantized` (an llm.quantized_linear or
 /// llm.quantized_embedding) to model.quantized (its scheme and bytes, for
 /// the manifest) unless `recorded` holds it already (each entry point has
-/// its own equal constants: one record per layer).
+/// its own equal constants: one record per layer). `storedBytes`: what
+/// its values, scales and zero points take in weights.bin when the target
+/// stores them in another form (-1: as their types say).
 void recordQuantizedLayer(Operation *quantized, CpuModel &model,
-                          std::set<std::string> &recorded);
+                          std::set<std::string> &recorded, int64_t storedBytes = -1);
 /// The bytes of weights one call of `f` reads (every constant it uses, but
-/// only the rows an embedding gathers).
-int64_t weightBytesRead(func::FuncOp f);
+/// only the rows an embedding gathers); `stored` gives the bytes of the
+/// constants a target stores in another form than their type (packed).
+int64_t weightBytesRead(func::FuncOp f,
+                        const llvm::DenseMap<Attribute, int64_t> *stored = nullptr);
 
 /// Whether everything that reads the cache `v` takes its capacity from the
 /// tensor at run time (see model_abi.h's any_capacity).

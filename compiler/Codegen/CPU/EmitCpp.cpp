@@ -18,6 +18,7 @@
 #include "passes/BuildHelpers.h"
 #include "passes/KernelBridge.h"
 #include "runtime/src/model/kernels/Packed.h"
+#include "runtime/src/model/kernels/QuantPanels.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
@@ -180,6 +181,13 @@ private:
   llvm::Expected<int> packedWeightIndex(ElementsAttr attr, llvm::StringRef name);
   /// A float constant stored as f32 (f16/bf16 widened exactly).
   llvm::Expected<int> f32WeightIndex(ElementsAttr attr, llvm::StringRef name);
+  /// The weight of a quantized linear layer with int8 activations, stored
+  /// in the quantized panels of runtime/src/model/kernels/QuantPanels.h as
+  /// [panels, panel bytes] (scales and zero points inside); `shape` gets
+  /// the layout (f16 scales when every scale is exactly one).
+  llvm::Expected<int> quantPanelWeightIndex(QuantizedLinearOp op, ElementsAttr q,
+                                            ElementsAttr scales, ElementsAttr zp,
+                                            ::llmc::model::kernels::QuantPanelShape &shape);
   /// Where `bytes` lie in weights.bin (equal bytes are stored once, under
   /// the first `name` that stored them).
   size_t storeBlob(llvm::StringRef bytes, llvm::StringRef name);
@@ -238,6 +246,11 @@ private:
   std::string init;    // Model::init's statements
   llvm::DenseMap<Value, std::string> names;
   llvm::DenseMap<Attribute, int> weights, packedWeights, f32Weights;
+  llvm::DenseMap<Attribute, std::pair<int, ::llmc::model::kernels::QuantPanelShape>> quantPanels;
+  /// Constants stored in another form than their IR type (see
+  /// weightBytesRead): a packed quantized weight's bytes, its scales' and
+  /// zero points' 0 (they are inside its panels).
+  llvm::DenseMap<Attribute, int64_t> storedBytes;
   std::set<std::string> recordedQuantized; // the layers of CpuModel::quantized
   std::vector<ConstantOp> lazyConstants;
   llvm::Error deferredError = llvm::Error::success();
@@ -330,6 +343,31 @@ llvm::Error Emitter::emitQuantizedLinear(QuantizedLinearOp op, const std::string
   if (!q || !scales || (!isNone(op.getZeroPoints()) && !zp))
     return makeError(nodeName(op) + ": the quantized weight, scales and zero points must be "
                                     "constants");
+  // With int8 activations: the quantized panels (scales and zero points
+  // packed with the values); otherwise the layout as stored.
+  ::llmc::model::kernels::QuantPanelShape panels;
+  panels.bits = op.getBits(), panels.groupSize = op.getGroupSize();
+  if (op.getInt8Activations() && panels.groupSize % ::llmc::model::kernels::kQuantBlock == 0) {
+    auto pi = quantPanelWeightIndex(op, q, scales, zp, panels);
+    if (!pi)
+      return pi.takeError();
+    recordQuantizedLayer(op, model, recordedQuantized, panels.bytes());
+    body += llvm::formatv("{0}Tensor {1}{5}; // quantized_linear int{2} g{3}{4} (panels, int8 "
+                          "activations) -> {6}\n",
+                          in, v, op.getBits(), op.getGroupSize(),
+                          residual != "nullptr" ? " + residual" : "", placed(op.getResult()),
+                          describeType(op.getType()))
+                .str();
+    body += llvm::formatv("{0}LLMC_TRY(quantPanelLinear(m, {1}, {2}, m.w[{3}], {4}, {5}, {6}, "
+                          "{7}, {8}, {9}, {10}, {11}));\n",
+                          in, quote(nodeName(op)), x, *pi, panels.n, op.getBits(),
+                          op.getGroupSize(), panels.halfScales ? "true" : "false",
+                          panels.zeroPoints ? "true" : "false", operandPtr(op.getBias()),
+                          residual, v)
+                .str();
+    stats.kernelCalls += depth == 1;
+    return llvm::Error::success();
+  }
   auto qi = weightIndex(q, nodeName(op) + " weight");
   if (!qi)
     return qi.takeError();
@@ -349,13 +387,67 @@ llvm::Error Emitter::emitQuantizedLinear(QuantizedLinearOp op, const std::string
                         describeType(op.getType()), placed(op.getResult()))
               .str();
   body += llvm::formatv("{0}LLMC_TRY(quantizedLinear(m, {1}, {2}, m.w[{3}], m.w[{4}], {5}, {6}, "
-                        "{7}, {8}, {9}, {10}, {11}));\n",
+                        "{7}, {8}, {9}, {10}));\n",
                         in, quote(nodeName(op)), x, *qi, *si, zpRef, op.getBits(),
-                        op.getGroupSize(), op.getInt8Activations() ? "true" : "false",
-                        operandPtr(op.getBias()), residual, v)
+                        op.getGroupSize(), operandPtr(op.getBias()), residual, v)
               .str();
   stats.kernelCalls += depth == 1;
   return llvm::Error::success();
+}
+
+llvm::Expected<int>
+Emitter::quantPanelWeightIndex(QuantizedLinearOp op, ElementsAttr q, ElementsAttr scales,
+                               ElementsAttr zp, ::llmc::model::kernels::QuantPanelShape &shape) {
+  if (auto it = quantPanels.find(q); it != quantPanels.end()) {
+    shape = it->second.second;
+    return it->second.first;
+  }
+  auto qt = constantTensor(q);
+  if (!qt)
+    return qt.takeError();
+  auto st = constantTensor(scales);
+  if (!st)
+    return st.takeError();
+  std::optional<cpu::Tensor> zt;
+  if (zp) {
+    auto z = constantTensor(zp);
+    if (!z)
+      return z.takeError();
+    zt.emplace(std::move(*z));
+  }
+  shape.n = qt->rank() == 3 ? qt->dim(0) : -1;
+  shape.k = cast<RankedTensorType>(op.getX().getType()).getShape().back();
+  shape.groups = qt->rank() == 3 ? qt->dim(1) : -1;
+  shape.zeroPoints = zp != nullptr;
+  if (!shape.valid() || qt->numel() != shape.n * shape.groups * shape.groupSize * shape.bits / 8 ||
+      st->numel() != shape.n * shape.groups || (zt && zt->numel() != st->numel()))
+    return makeError(nodeName(op) + ": cannot pack the quantized weight " + qt->describe() +
+                     " (scales " + st->describe() + ") of a layer with K = " +
+                     std::to_string(shape.k) + " into panels");
+  std::vector<float> sc(size_t(st->numel()));
+  for (int64_t i = 0; i < st->numel(); ++i)
+    sc[size_t(i)] = float(cpu::floatElement(*st, i));
+  shape.halfScales = ::llmc::model::kernels::scalesFitHalf(sc.data(), st->numel());
+  std::vector<uint8_t> packed(size_t(shape.bytes()));
+  ::llmc::model::kernels::packQuantPanels(
+      shape, static_cast<const uint8_t *>(qt->raw()), sc.data(),
+      zt ? static_cast<const uint8_t *>(zt->raw()) : nullptr, packed.data());
+  size_t offset = storeBlob(
+      llvm::StringRef(reinterpret_cast<const char *>(packed.data()), packed.size()),
+      nodeName(op) + " weight");
+  int index = numWeights++;
+  init += llvm::formatv("  w[{0}] = weight(DType::UInt8, {1}, {2}); // quantized panels of "
+                        "[{3}, {4}] int{5} g{6}, {7} scales{8}\n",
+                        index, shapeExpr({shape.panels(), shape.panelBytes()}), offset, shape.n,
+                        shape.k, shape.bits, shape.groupSize, shape.halfScales ? "f16" : "f32",
+                        shape.zeroPoints ? ", zero points" : "")
+              .str();
+  quantPanels[q] = {index, shape};
+  storedBytes[q] = shape.bytes();
+  storedBytes[scales] = 0;
+  if (zp)
+    storedBytes[zp] = 0;
+  return index;
 }
 
 int Emitter::kernelIndex(llvm::StringRef name) {
@@ -834,7 +926,7 @@ llvm::Error Emitter::emitFunction(func::FuncOp f) {
   if (!haveLogits)
     return makeError("@" + fname + " returns no logits");
   body += "  return Status::ok();\n}\n\n";
-  entry.weightBytesRead = weightBytesRead(f);
+  entry.weightBytesRead = weightBytesRead(f, &storedBytes);
   // The linear layers' FLOPs (llmc bench reports prefill against the
   // machine's peak FMA rate with them).
   f.walk([&](Operation *op) {

@@ -20,6 +20,7 @@
 #include "runtime/src/model/kernels/Gemv.h"
 #include "runtime/src/model/kernels/Packed.h"
 #include "runtime/src/model/kernels/Quant.h"
+#include "runtime/src/model/kernels/QuantPanels.h"
 #include "runtime/src/model/kernels/Pointwise.h"
 
 #include <algorithm>
@@ -736,13 +737,12 @@ inline Status packedLinear(const Context &ctx, const char *opName, const Tensor 
 
 /// llm.quantized_linear over the weights as stored (see kernels/Quant.h):
 /// q uint8 [N, G, group_size * bits / 8], scales f32 [N, G], zp uint8
-/// [N, G] or null. With int8Activations (and groups of a multiple of 32) x
-/// is rounded to int8 per block of 32 and multiplied with integer dot
-/// products; otherwise the weights are dequantized and x used as it is.
+/// [N, G] or null, x used as it is (f32 activations; layers with int8
+/// activations are packed: quantPanelLinear).
 inline Status quantizedLinear(const Context &ctx, const char *opName, const Tensor &x,
                               const Tensor &q, const Tensor &scales, const Tensor *zp,
-                              int64_t bits, int64_t groupSize, bool int8Activations,
-                              const Tensor *bias, const Tensor *residual, Tensor &out) {
+                              int64_t bits, int64_t groupSize, const Tensor *bias,
+                              const Tensor *residual, Tensor &out) {
   Context::Timer timer(ctx, "linear");
   kernels::QuantShape shape;
   shape.bits = bits, shape.groupSize = groupSize;
@@ -766,22 +766,10 @@ inline Status quantizedLinear(const Context &ctx, const char *opName, const Tens
   float *py = f.y;
   const uint8_t *pq = q.data<uint8_t>(), *pz = zp ? zp->data<uint8_t>() : nullptr;
   const float *ps = scales.data<float>();
-  // Blocks of 16 weight rows; a contiguous range of them per thread.
-  int64_t blocks = (shape.n + 15) / 16, threads = int64_t(ctx.pool->size());
-  int64_t grain = std::max<int64_t>(1, (blocks + threads - 1) / threads);
-  // Prefill (many rows of x): dequantized panels and the f32 register tile
-  // (int8Activations is a permission, not a contract), except where VNNI
-  // makes the int8 kernel faster at prompt sizes too (125M Llama, 64-token
-  // prompt, int4: 98 ms against 156 through the panels on AVX-512 VNNI;
-  // 149 against 301 on AVX2).
+  int64_t threads = int64_t(ctx.pool->size());
+  // Prefill (many rows of x): dequantized panels and the f32 register tile.
   constexpr int64_t kPanelRows = 16;
-  bool int8 = int8Activations && kernels::quantizedInt8Supported(shape);
-#if defined(__AVX512VNNI__)
-  bool panels = m > kPanelRows && !int8;
-#else
-  bool panels = m > kPanelRows;
-#endif
-  if (panels) {
+  if (m > kPanelRows) {
     int64_t tiles = (shape.n + kernels::kTilePanels * kernels::kPanel - 1) /
                     (kernels::kTilePanels * kernels::kPanel);
     int64_t tileGrain = std::max<int64_t>(1, (tiles + threads - 1) / threads);
@@ -792,23 +780,79 @@ inline Status quantizedLinear(const Context &ctx, const char *opName, const Tens
       kernels::quantizedRowsPanels(px, m, shape, pq, ps, pz, pb, pr, py, t0 * width,
                                    std::min(shape.n, t1 * width), chunk.get());
     });
-  } else if (int8) {
-    // Per calling thread, kept between calls so its buffers keep their
-    // capacity; the workers read this thread's through the reference (a
-    // thread_local named in the lambda would be each worker's own).
-    thread_local kernels::QuantActivations perThread;
-    kernels::QuantActivations &xa = perThread;
-    kernels::prepareActivations(px, m, shape, zp != nullptr, xa);
-    ctx.pool->parallelFor(blocks, grain, [&](int64_t b0, int64_t b1) {
-      kernels::quantizedRowsInt8(xa, shape, pq, ps, pz, pb, pr, py, b0 * 16,
-                                 std::min(shape.n, b1 * 16));
-    });
   } else {
+    // Blocks of 16 weight rows; a contiguous range of them per thread.
+    int64_t blocks = (shape.n + 15) / 16;
+    int64_t grain = std::max<int64_t>(1, (blocks + threads - 1) / threads);
     auto chunk = cpu::chunkScratch<float>(*ctx.pool, kScratchChunk,
                                           kernels::quantizedF32Scratch(shape, m));
     ctx.pool->parallelFor(blocks, grain, [&](int64_t b0, int64_t b1) {
       kernels::quantizedRowsF32(px, m, shape, pq, ps, pz, pb, pr, py, b0 * 16,
                                 std::min(shape.n, b1 * 16), chunk.get());
+    });
+  }
+  f.finish(out);
+  return Status::ok();
+}
+
+/// llm.quantized_linear with int8 activations over the [n, K] weight llmc
+/// compile packed into panels (kernels/QuantPanels.h; `packed` uint8
+/// [panels, panel bytes]): x rounded to int8 per block of 32 and multiplied
+/// with integer dot products, except prefill on CPUs without VNNI, which
+/// multiplies x as it is by dequantized panels (int8 activations are a
+/// permission, not a contract; VNNI makes the int8 kernel the faster one at
+/// prompt sizes too).
+inline Status quantPanelLinear(const Context &ctx, const char *opName, const Tensor &x,
+                               const Tensor &packed, int64_t n, int64_t bits, int64_t groupSize,
+                               bool halfScales, bool zeroPoints, const Tensor *bias,
+                               const Tensor *residual, Tensor &out) {
+  Context::Timer timer(ctx, "linear");
+  kernels::QuantPanelShape shape;
+  shape.n = n, shape.bits = bits, shape.groupSize = groupSize;
+  shape.halfScales = halfScales, shape.zeroPoints = zeroPoints;
+  shape.k = x.rank() >= 1 ? x.dim(x.rank() - 1) : -1;
+  shape.groups = groupSize > 0 && shape.k > 0 ? (shape.k + groupSize - 1) / groupSize : -1;
+  DType type = x.dtype();
+  bool floatX = type == DType::Float || type == DType::Float16 || type == DType::BFloat16;
+  if (!floatX || !shape.valid() || packed.dtype() != DType::UInt8 || packed.rank() != 2 ||
+      packed.dim(0) != shape.panels() || packed.dim(1) != shape.panelBytes() ||
+      (bias && (bias->dtype() != type || bias->numel() != n)))
+    return Status::error(std::string(opName) + ": x " + x.describe() + " does not fit the " +
+                         std::to_string(bits) + "-bit weight of " + std::to_string(n) +
+                         " rows in groups of " + std::to_string(groupSize) + " packed as " +
+                         packed.describe());
+  LinearF32 f;
+  LLMC_TRY(f.start(opName, x, n, bias, residual, out));
+  const int64_t m = f.rows, panels = shape.panels();
+  const float *px = f.x, *pb = f.bias, *pr = f.residual;
+  float *py = f.y;
+  const uint8_t *pw = packed.data<uint8_t>();
+  int64_t threads = int64_t(ctx.pool->size());
+#if defined(__AVX512VNNI__)
+  constexpr bool vnni = true;
+#else
+  constexpr bool vnni = false;
+#endif
+  constexpr int64_t kPanelRows = 16;
+  if (!vnni && m > kPanelRows) {
+    int64_t units = (panels + kernels::kTilePanels - 1) / kernels::kTilePanels;
+    int64_t grain = std::max<int64_t>(1, (units + threads - 1) / threads);
+    auto chunk = cpu::chunkScratch<float>(*ctx.pool, kScratchChunk,
+                                          kernels::quantPanelScratch(shape));
+    ctx.pool->parallelFor(units, grain, [&](int64_t u0, int64_t u1) {
+      kernels::quantPanelRowsF32(px, m, shape, pw, pb, pr, py, u0 * kernels::kTilePanels,
+                                 std::min(panels, u1 * kernels::kTilePanels), chunk.get());
+    });
+  } else {
+    // Per calling thread, kept between calls so its buffers keep their
+    // capacity; the workers read this thread's through the reference (a
+    // thread_local named in the lambda would be each worker's own).
+    thread_local kernels::QuantActivations perThread;
+    kernels::QuantActivations &xa = perThread;
+    kernels::prepareQuantActivations(px, m, shape.k, shape.blocks(), xa);
+    int64_t grain = std::max<int64_t>(1, (panels + threads - 1) / threads);
+    ctx.pool->parallelFor(panels, grain, [&](int64_t p0, int64_t p1) {
+      kernels::quantPanelRows(xa, shape, pw, pb, pr, py, p0, p1);
     });
   }
   f.finish(out);

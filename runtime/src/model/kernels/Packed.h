@@ -152,6 +152,26 @@ void panelTileRows(int rows, const float *x, int64_t K, const T *b,
   }
 }
 
+/// y's columns [n0, n1) (n1 - n0 <= count x 16) of y [M, N] for every row
+/// of x [M, K], from `count` (<= kTilePanels) consecutive f32 panels at
+/// `panels`, tile by tile of rows, with the linear epilogue.
+inline void multiplyPanels(const float *x, int64_t M, int64_t K, const float *panels,
+                           int64_t count, const float *bias, const float *residual, float *y,
+                           int64_t N, int64_t n0, int64_t n1) {
+  float tile[kTileRows][kTilePanels * kPanel];
+  const int64_t cols = n1 - n0;
+  for (int64_t m = 0; m < M; m += kTileRows) {
+    int mr = int(std::min<int64_t>(kTileRows, M - m));
+    if (count == kTilePanels)
+      panelTileRows<WideTile, kTilePanels>(mr, x + m * K, K, panels, tile);
+    else
+      panelTileRows<WideTile, 1>(mr, x + m * K, K, panels, tile);
+    for (int i = 0; i < mr; ++i)
+      for (int64_t c = 0; c < cols; ++c)
+        y[(m + i) * N + n0 + c] = linearEpilogue(tile[i][c], bias, residual, m + i, n0 + c, N);
+  }
+}
+
 /// Rows of x per block of packedRows: 120 rows of a 768-wide x are 360 KiB,
 /// which stay in a core's L2 while every panel passes over them.
 constexpr int64_t kRowBlock = 10 * 12;
