@@ -233,7 +233,7 @@ struct QuantizeWeightsPass : mlir::llmc::impl::QuantizeWeightsPassBase<QuantizeW
       auto &qz = done[c.getValue().getAsOpaquePointer()];
       if (!qz) {
         std::vector<float> w = floatValues(*t);
-        QuantScheme scheme{bits, gs, asymmetric};
+        QuantScheme scheme{bits, gs, asymmetric, /*halfScales=*/bits == 4};
         if (!stats) {
           qz = std::make_shared<QuantizedWeight>(quantizeNearest(w, N, K, scheme));
         } else {

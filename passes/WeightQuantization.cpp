@@ -1,6 +1,7 @@
 //===- WeightQuantization.cpp - rounding weights to 8 or 4 bits -----------===//
 #include "passes/WeightQuantization.h"
 
+#include "runtime/src/cpu/Numeric.h"
 #include "runtime/src/cpu/ThreadPool.h"
 
 #include <algorithm>
@@ -12,11 +13,21 @@ namespace {
 
 /// A group's scale and zero point (the rule of Passes.td), from its values
 /// in T (float for round to nearest, double for GPTQ); the scale is rounded
-/// to f32 before anything uses it.
+/// to f32 (and with halfScales to f16) before anything uses it.
 struct GroupParams {
   float scale = 0;
   int64_t zero = 0;
 };
+
+/// s as stored: f32, or with s.halfScales the nearest f16 when that is a
+/// normal number (2^-14 <= |h| <= 65504; a subnormal would lose bits, an
+/// overflow the value: those stay f32, and the panels then store f32).
+float storedScale(float v, const QuantScheme &s) {
+  if (!s.halfScales)
+    return v;
+  float h = ::llmc::cpu::halfToFloat(::llmc::cpu::floatToHalf(v));
+  return std::isfinite(h) && std::fabs(h) >= 0x1p-14f ? h : v;
+}
 
 template <typename T>
 GroupParams groupParams(const T *v, int64_t gs, const QuantScheme &s) {
@@ -27,7 +38,7 @@ GroupParams groupParams(const T *v, int64_t gs, const QuantScheme &s) {
     T lo = 0, hi = 0;
     for (int64_t i = 0; i < gs; ++i)
       lo = std::min(lo, v[i]), hi = std::max(hi, v[i]);
-    p.scale = float((hi - lo) / T(levels - 1));
+    p.scale = storedScale(float((hi - lo) / T(levels - 1)), s);
     p.zero = p.scale > 0
                  ? std::clamp<int64_t>(int64_t(std::nearbyint(-lo / T(p.scale))), 0, levels - 1)
                  : 0;
@@ -38,7 +49,7 @@ GroupParams groupParams(const T *v, int64_t gs, const QuantScheme &s) {
     for (int64_t i = 0; i < gs; ++i)
       if (std::fabs(v[i]) > std::fabs(peak))
         peak = v[i];
-    p.scale = float(peak / T(-half));
+    p.scale = storedScale(float(peak / T(-half)), s);
     p.zero = half;
   }
   return p;

@@ -36,6 +36,9 @@ struct QuantScheme {
   int64_t bits = 4;      // 4 or 8
   int64_t groupSize = 0; // values per scale along K; divides K
   bool asymmetric = false;
+  /// Scales rounded to the nearest f16 where that is a normal one (the
+  /// CPU's packed panels then store them in two bytes).
+  bool halfScales = false;
 };
 
 struct QuantizedWeight {

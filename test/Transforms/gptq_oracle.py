@@ -67,16 +67,26 @@ def make(out_mlir, out_bin, drop=None, bad_magic=False):
     open(out_bin, "wb").write(bytes(out))
 
 
+def stored_scale(scale, bits):
+    """f32; 4-bit scales the nearest f16 where that is a normal number."""
+    if bits != 4:
+        return scale
+    with np.errstate(over="ignore"):
+        h = np.float32(np.float16(scale))
+    return h if np.isfinite(h) and abs(h) >= 2.0 ** -14 else scale
+
+
 def params(v, bits, asym):
-    """The group rule of Passes.td over float64 values; the scale in f32."""
+    """The group rule of Passes.td over float64 values; the scale in f32
+    (4-bit: then f16)."""
     levels, half = 1 << bits, 1 << (bits - 1)
     if asym:
         lo, hi = min(v.min(), 0.0), max(v.max(), 0.0)
-        scale = np.float32((hi - lo) / (levels - 1))
+        scale = stored_scale(np.float32((hi - lo) / (levels - 1)), bits)
         zero = int(np.clip(np.rint(-lo / np.float64(scale)), 0, levels - 1)) if scale > 0 else 0
     else:
         peak = v[np.argmax(np.abs(v))]
-        scale = np.float32(peak / -half)
+        scale = stored_scale(np.float32(peak / -half), bits)
         zero = half
     return scale, zero
 
