@@ -191,6 +191,8 @@ cl::opt<std::string> verifyQuantActs(
 cl::opt<bool> verifyQuantEmbeddings(
     "quant-embeddings", cl::desc("--quant-embeddings of llmc compile, for --compiled"),
     cl::init(false), cl::sub(verifyCmd), cl::cat(llmcCategory));
+cl::opt<std::string> verifyCpu("cpu", cl::desc("--cpu of llmc compile, for --compiled"),
+                               cl::init("avx2"), cl::sub(verifyCmd), cl::cat(llmcCategory));
 cl::opt<std::string> verifyTarget("target", cl::desc("--target of llmc compile, for --compiled"),
                                   cl::init("cpu"), cl::sub(verifyCmd), cl::cat(llmcCategory));
 cl::opt<std::string> verifyCudaArch(
@@ -398,6 +400,7 @@ FixtureReport verifyCompiledFixture(const ModelFixture &f) {
   req.quantActivations = verifyQuantActs;
   req.quantEmbeddings = verifyQuantEmbeddings;
   req.target = verifyTarget;
+  req.cpu = verifyCpu;
   req.cudaArch = verifyCudaArch;
   auto ctx = makeContext();
   auto compiled = compileModel(*ctx, req, nullptr);
