@@ -6,7 +6,8 @@
 # llama-bench and llama-quantize built in LLAMA_CPP/build/bin, the same
 # weights as llama.cpp F16, Q8_0 and Q4_0 (bench/cpu/onnx_to_gguf.py, then
 # llama-quantize), run by llama-bench. ROUNDS rounds alternate every build
-# on this shared machine; the table gives medians. Needs a build
+# on this shared machine; the table gives medians, and its ratios the median
+# of each round's ratio (bandwidth here moves within minutes). Needs a build
 # (scripts/build.sh) and a Python with onnx, onnxruntime and numpy.
 #   LLAMA_CPP=/path/to/llama.cpp bench/cpu/quant.sh [WORK] [ROUNDS] [CPU]
 set -euo pipefail
@@ -51,21 +52,28 @@ $python - "$work" "$rounds" "$builds" "$peers" "$cpu" <<'PY'
 import glob, json, os, statistics, sys
 work, rounds, builds, peers, cpu = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4].split(), sys.argv[5]
 med = statistics.median
-rows = {}
+rows, perRound = {}, {}
 for b in builds:
     name = b.split(":")[0]
-    runs = [json.load(open(f)) for f in sorted(glob.glob(os.path.join(work, "llmc-%s-[0-9]*.json" % name)))]
+    runs = [json.load(open(os.path.join(work, "llmc-%s-%d.json" % (name, r + 1)))) for r in range(rounds)]
+    perRound[name] = [r["decode_tokens_per_s"] for r in runs]
     rows[name] = {k: med(r[k] for r in runs) for k in (
         "decode_tokens_per_s", "time_to_first_token_ms", "decode_bandwidth_gbs",
         "machine_read_bandwidth_gbs", "bandwidth_fraction", "decode_bytes_per_token")}
 def llama(q):
-    tg, pp = [], []
-    for f in sorted(glob.glob(os.path.join(work, "llamacpp-%s-[0-9]*.json" % q))):
-        for t in json.load(open(f)):
+    tg, pp, perRoundTg = [], [], []
+    for r in range(rounds):
+        for t in json.load(open(os.path.join(work, "llamacpp-%s-%d.json" % (q, r + 1)))):
             (tg if t["n_gen"] > 0 else pp).append(t["avg_ts"])
-    return (med(tg) if tg else None), (med(pp) if pp else None)
+            if t["n_gen"] > 0:
+                perRoundTg.append(t["avg_ts"])
+    return (med(tg) if tg else None), (med(pp) if pp else None), perRoundTg
 peer = {q: llama(q) for q in peers}
-f16 = rows["f16"]["decode_tokens_per_s"]
+# Against f16: the median over rounds of each round's ratio (the builds of a
+# round run minutes apart at most; this VM's bandwidth moves more than that
+# between rounds).
+def vsF16(name):
+    return med(a / f for a, f in zip(perRound[name], perRound["f16"]))
 print("| build | decode tok/s | vs llmc f16 | TTFT ms (64) | MB read/token | decode GB/s | machine GB/s | of bandwidth | llama.cpp tg64 tok/s | llama.cpp pp64 tok/s | vs llama.cpp |")
 print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 match = {"f16": "F16", "int8": "Q8_0", "int4": "Q4_0", "int4-g128": None}
@@ -73,11 +81,11 @@ for b in builds:
     name = b.split(":")[0]
     r = rows[name]
     q = match[name] if match[name] in peer else None
-    tg, pp = peer[q] if q else (None, None)
+    tg, pp, tgRounds = peer[q] if q else (None, None, [])
     print("| llmc %s (--cpu %s) | %.1f | %.2fx | %.1f | %.1f | %.1f | %.1f | %.0f%% | %s | %s | %s |" % (
-        name, cpu, r["decode_tokens_per_s"], r["decode_tokens_per_s"] / f16,
+        name, cpu, r["decode_tokens_per_s"], vsF16(name),
         r["time_to_first_token_ms"], r["decode_bytes_per_token"] / 1e6, r["decode_bandwidth_gbs"],
         r["machine_read_bandwidth_gbs"], 100 * r["bandwidth_fraction"],
         "%.1f (%s)" % (tg, q) if tg else "", "%.1f" % pp if pp else "",
-        "%.2fx" % (r["decode_tokens_per_s"] / tg) if tg else ""))
+        "%.2fx" % med(a / t for a, t in zip(perRound[name], tgRounds)) if tg else ""))
 PY
