@@ -32,6 +32,7 @@
 
 #include <map>
 #include <set>
+#include <tuple>
 
 using namespace mlir;
 using namespace mlir::llmc;
@@ -246,11 +247,17 @@ private:
   std::string init;    // Model::init's statements
   llvm::DenseMap<Value, std::string> names;
   llvm::DenseMap<Attribute, int> weights, packedWeights, f32Weights;
-  llvm::DenseMap<Attribute, std::pair<int, ::llmc::model::kernels::QuantPanelShape>> quantPanels;
-  /// Constants stored in another form than their IR type (see
-  /// weightBytesRead): a packed quantized weight's bytes, its scales' and
-  /// zero points' 0 (they are inside its panels).
-  llvm::DenseMap<Attribute, int64_t> storedBytes;
+  /// Packed quantized weights by (values, scales, zero points, bits, group
+  /// size, K): the panels hold all three, so equal values with other
+  /// scales are another weight.
+  std::map<std::tuple<const void *, const void *, const void *, int64_t, int64_t, int64_t>,
+           std::pair<int, ::llmc::model::kernels::QuantPanelShape>>
+      quantPanels;
+  /// The bytes of panels each constant went into (its values': the panels;
+  /// its scales' and zero points': 0, they are inside), and the constants
+  /// also stored as they are: what weightBytesRead counts for them.
+  llvm::DenseMap<Attribute, int64_t> panelBytes;
+  llvm::DenseSet<Attribute> storedPlain;
   std::set<std::string> recordedQuantized; // the layers of CpuModel::quantized
   std::vector<ConstantOp> lazyConstants;
   llvm::Error deferredError = llvm::Error::success();
@@ -278,6 +285,7 @@ llvm::Expected<int> Emitter::weightIndex(ElementsAttr attr, llvm::StringRef name
                         shapeExpr(ArrayRef<int64_t>(t->shape().data(), t->shape().size())), offset)
               .str();
   weights[attr] = index;
+  storedPlain.insert(attr);
   return index;
 }
 
@@ -327,6 +335,7 @@ llvm::Expected<int> Emitter::f32WeightIndex(ElementsAttr attr, llvm::StringRef n
                         shapeExpr(ArrayRef<int64_t>(t->shape().data(), t->shape().size())), offset)
               .str();
   f32Weights[attr] = index;
+  storedPlain.insert(attr);
   return index;
 }
 
@@ -398,7 +407,10 @@ llvm::Error Emitter::emitQuantizedLinear(QuantizedLinearOp op, const std::string
 llvm::Expected<int>
 Emitter::quantPanelWeightIndex(QuantizedLinearOp op, ElementsAttr q, ElementsAttr scales,
                                ElementsAttr zp, ::llmc::model::kernels::QuantPanelShape &shape) {
-  if (auto it = quantPanels.find(q); it != quantPanels.end()) {
+  auto key = std::make_tuple(q.getAsOpaquePointer(), scales.getAsOpaquePointer(),
+                             zp ? zp.getAsOpaquePointer() : nullptr, shape.bits, shape.groupSize,
+                             cast<RankedTensorType>(op.getX().getType()).getShape().back());
+  if (auto it = quantPanels.find(key); it != quantPanels.end()) {
     shape = it->second.second;
     return it->second.first;
   }
@@ -442,11 +454,11 @@ Emitter::quantPanelWeightIndex(QuantizedLinearOp op, ElementsAttr q, ElementsAtt
                         shape.k, shape.bits, shape.groupSize, shape.halfScales ? "f16" : "f32",
                         shape.zeroPoints ? ", zero points" : "")
               .str();
-  quantPanels[q] = {index, shape};
-  storedBytes[q] = shape.bytes();
-  storedBytes[scales] = 0;
+  quantPanels[key] = {index, shape};
+  panelBytes[q] += shape.bytes();
+  panelBytes.try_emplace(scales, 0);
   if (zp)
-    storedBytes[zp] = 0;
+    panelBytes.try_emplace(zp, 0);
   return index;
 }
 
@@ -926,7 +938,13 @@ llvm::Error Emitter::emitFunction(func::FuncOp f) {
   if (!haveLogits)
     return makeError("@" + fname + " returns no logits");
   body += "  return Status::ok();\n}\n\n";
-  entry.weightBytesRead = weightBytesRead(f, &storedBytes);
+  // Constants in panels count as their panels, plus their own bytes when
+  // something also reads them as they are.
+  llvm::DenseMap<Attribute, int64_t> stored;
+  for (auto &[attr, bytes] : panelBytes)
+    stored[attr] =
+        bytes + (storedPlain.contains(attr) ? bytesOf(cast<ElementsAttr>(attr).getType()) : 0);
+  entry.weightBytesRead = weightBytesRead(f, &stored);
   // The linear layers' FLOPs (llmc bench reports prefill against the
   // machine's peak FMA rate with them).
   f.walk([&](Operation *op) {

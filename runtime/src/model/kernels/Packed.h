@@ -155,6 +155,7 @@ void panelTileRows(int rows, const float *x, int64_t K, const T *b,
 /// y's columns [n0, n1) (n1 - n0 <= count x 16) of y [M, N] for every row
 /// of x [M, K], from `count` (<= kTilePanels) consecutive f32 panels at
 /// `panels`, tile by tile of rows, with the linear epilogue.
+static_assert(kTilePanels <= 2, "multiplyPanels runs a partial tile as one panel");
 inline void multiplyPanels(const float *x, int64_t M, int64_t K, const float *panels,
                            int64_t count, const float *bias, const float *residual, float *y,
                            int64_t N, int64_t n0, int64_t n1) {
