@@ -407,9 +407,10 @@ llvm::Error Emitter::emitQuantizedLinear(QuantizedLinearOp op, const std::string
 llvm::Expected<int>
 Emitter::quantPanelWeightIndex(QuantizedLinearOp op, ElementsAttr q, ElementsAttr scales,
                                ElementsAttr zp, ::llmc::model::kernels::QuantPanelShape &shape) {
+  shape.k = cast<RankedTensorType>(op.getX().getType()).getShape().back();
   auto key = std::make_tuple(q.getAsOpaquePointer(), scales.getAsOpaquePointer(),
                              zp ? zp.getAsOpaquePointer() : nullptr, shape.bits, shape.groupSize,
-                             cast<RankedTensorType>(op.getX().getType()).getShape().back());
+                             shape.k);
   if (auto it = quantPanels.find(key); it != quantPanels.end()) {
     shape = it->second.second;
     return it->second.first;
@@ -428,7 +429,6 @@ Emitter::quantPanelWeightIndex(QuantizedLinearOp op, ElementsAttr q, ElementsAtt
     zt.emplace(std::move(*z));
   }
   shape.n = qt->rank() == 3 ? qt->dim(0) : -1;
-  shape.k = cast<RankedTensorType>(op.getX().getType()).getShape().back();
   shape.groups = qt->rank() == 3 ? qt->dim(1) : -1;
   shape.zeroPoints = zp != nullptr;
   if (!shape.valid() || qt->numel() != shape.n * shape.groups * shape.groupSize * shape.bits / 8 ||

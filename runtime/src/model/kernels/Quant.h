@@ -32,9 +32,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
-#include <type_traits>
-#include <vector>
 
 namespace llmc::model::kernels {
 
@@ -42,7 +39,6 @@ namespace llmc::model::kernels {
 struct QuantShape {
   int64_t n = 0, k = 0, groups = 0, groupSize = 0, bits = 0;
   int64_t rowBytes() const { return groups * groupSize * bits / 8; }
-  int64_t paddedK() const { return groups * groupSize; }
 };
 
 constexpr int64_t kQuantRows = 4; // weight rows per pass over x (quantizedRowsF32)
