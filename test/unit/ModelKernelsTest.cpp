@@ -209,7 +209,9 @@ template <typename T> void checkLinear(int64_t M, int64_t N, int64_t K, bool gem
 
 TEST(ModelKernels, GemvAndGemmMatchFloat64) {
   REQUIRE_TARGET();
-  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 70, 131}, {3, 37, 64}, {2, 131, 300}}) {
+  // Rows of x in passes of 2 (AVX2) or 4 (AVX-512) and a tail.
+  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 70, 131}, {3, 37, 64}, {2, 131, 300},
+                         {5, 70, 131}, {8, 37, 64}}) {
     checkLinear<float>(m, n, k, false);
     checkLinear<Half>(m, n, k, false);
     checkLinear<Bf16>(m, n, k, false);
@@ -331,8 +333,9 @@ void checkAttention(int64_t window, float softcap, bool causal, int64_t d = 40,
     return c.data() + (bi * hkv + h / (hq / hkv)) * capacity * d;
   };
   const int64_t group = hq / hkv;
-  std::vector<float> scratch(
-      size_t(std::max(prefillAttentionScratch(capacity, d), group * (capacity + 3))));
+  std::vector<float> scratch(size_t(std::max({prefillAttentionScratch(capacity, d),
+                                               attendByKeyScratch(capacity, d, d),
+                                               group * (capacity + 3)})));
   // Decode: one query per sequence at pos, the query heads of each kv head
   // together.
   std::vector<float> q = randomFloats(size_t(b * hq * d), 21, 2.f), out(size_t(b * hq * d));
@@ -377,6 +380,12 @@ void checkAttention(int64_t window, float softcap, bool causal, int64_t d = 40,
   for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, 7}, {7, 8}, {8, rows}})
     prefillAttentionRows(qp.data(), k.data(), v.data(), ks, vs, op.data(), s, hq, hkv, d, d, capacity,
                          pos, causal, window, scale, softcap, r0, r1, scratch.data());
+  // The same queries through shortPrefillAttention (a kv head's rows a
+  // vector's lanes at a time), every unit.
+  std::vector<float> os(qp.size(), -9.f);
+  for (int64_t u = 0; u < b * hkv * shortPrefillPasses(s, hq, hkv); ++u)
+    shortPrefillAttention(qp.data(), k.data(), v.data(), ks, vs, os.data(), s, hq, hkv, d, d,
+                          capacity, pos, causal, window, scale, softcap, u, scratch.data());
   for (int64_t bi = 0; bi < b; ++bi)
     for (int64_t i = 0; i < s; ++i)
       for (int64_t h = 0; h < hq; ++h) {
@@ -385,8 +394,10 @@ void checkAttention(int64_t window, float softcap, bool causal, int64_t d = 40,
         size_t at = size_t(((bi * s + i) * hq + h) * d);
         std::vector<double> want = attendReference(qp.data() + at, head(kx, bi, h),
                                                    head(vx, bi, h), d, from, hi, scale, softcap);
-        for (int64_t t = 0; t < d; ++t)
+        for (int64_t t = 0; t < d; ++t) {
           EXPECT_NEAR(op[at + size_t(t)], want[size_t(t)], tol) << i << "," << h << "," << t;
+          EXPECT_NEAR(os[at + size_t(t)], want[size_t(t)], tol) << i << "," << h << "," << t;
+        }
       }
 }
 
@@ -417,6 +428,11 @@ TEST(ModelKernels, AttentionOverTheCacheMatchesFloat64) {
   checkAttention<float>(0, 0.f, true, 40, 23, 9, 5, 4e-6, 10, 2);
   checkAttention<int8_t>(3, 0.f, true, 24, 30, 20, 5, 4e-6, 4, 4);
   checkAttention<Half>(0, 2.f, true, 72, 30, 25, 5, 1e-5, 8, 1);
+  // Verification-sized runs: one query, and 4 of each of 4 query heads per
+  // kv head (16 rows: two passes of a vector's lanes, or one of AVX-512's).
+  checkAttention<float>(0, 0.f, true, 64, 40, 30, 1, 1e-5);
+  checkAttention<Half>(5, 0.f, true, 64, 40, 30, 4, 1e-5, 8, 2);
+  checkAttention<int8_t>(0, 0.f, true, 64, 40, 30, 4, 1e-5, 8, 2);
 }
 
 } // namespace

@@ -19,7 +19,10 @@
 //            queries at pos .. pos + S - 1, causal or not, with a window,
 //            up to 8 query rows of a head at a time over blocks of 16 keys
 //            (attendTile: an online softmax, never more than [8, 16]
-//            scores).
+//            scores); a few queries per kv head (verification passes of
+//            speculative decoding, short prompts) 8 of its rows at a time,
+//            the cache rows read as they are (attendByKey: [keys, 8]
+//            scores, never [S, S]).
 //
 // The caches hold f32, Half, Bf16 or int8 (T). An int8 cache
 // (llm.quantized_cache_update) comes with its f32 scales, one per row
@@ -280,6 +283,47 @@ void valueBlock(const float *const *w, const T *vh, const float *vsh, int64_t dv
       a[g][v].store(acc + g * accStride + t0 + v * L);
 }
 
+/// P V for G rows of weights (rows of `w`, stride n: the weights of values
+/// lo .. lo + n - 1, rows of vh, scaled by vsh when int8): acc row g (at acc
+/// + g * accStride) = sum_j w[g][j] v_j. Blocks of up to 4 vectors of
+/// channels through valueBlock, kGroupRows rows at a time, then the scalar
+/// tail.
+template <typename T>
+void weightedValues(const float *weights, int64_t G, int64_t n, const T *vh, const float *vsh,
+                    int64_t dv, int64_t lo, float *acc, int64_t accStride) {
+  constexpr int L = VecF::kLanes;
+  for (int64_t g0 = 0; g0 < G; g0 += kGroupRows) {
+    int rows = int(std::min<int64_t>(kGroupRows, G - g0));
+    float *ag = acc + g0 * accStride;
+    withRows(rows, [&](auto r) {
+      constexpr int R = decltype(r)::value;
+      const float *w[R];
+      for (int g = 0; g < R; ++g)
+        w[g] = weights + (g0 + g) * n;
+      int64_t t0 = 0;
+      for (; t0 + 4 * L <= dv; t0 += 4 * L)
+        valueBlock<4, R>(w, vh, vsh, dv, lo, n, t0, ag, accStride);
+      switch ((dv - t0) / L) {
+      case 3: valueBlock<3, R>(w, vh, vsh, dv, lo, n, t0, ag, accStride); break;
+      case 2: valueBlock<2, R>(w, vh, vsh, dv, lo, n, t0, ag, accStride); break;
+      case 1: valueBlock<1, R>(w, vh, vsh, dv, lo, n, t0, ag, accStride); break;
+      default: break;
+      }
+      for (int64_t t = dv / L * L; t < dv; ++t)
+        for (int g = 0; g < R; ++g) {
+          float sum = 0;
+          for (int64_t j = 0; j < n; ++j) {
+            float wj = w[g][j];
+            if constexpr (kScaledCache<T>)
+              wj *= vsh[lo + j];
+            sum += wj * toFloat(vh[(lo + j) * dv + t]);
+          }
+          ag[g * accStride + t] = sum;
+        }
+    });
+  }
+}
+
 /// G query rows q (rows of D one after another: the query heads that share
 /// one kv head) over keys lo .. hi (inclusive) of that head's cache rows
 /// kh/vh ([capacity, D] / [capacity, Dv]; ksh/vsh their scales when int8),
@@ -294,7 +338,6 @@ void attendGroupPartial(const float *q, int64_t G, const T *kh, const T *vh, con
                         const float *vsh, int64_t d, int64_t dv, int64_t lo, int64_t hi,
                         float scale, float softcap, float *scores, float *acc, int64_t accStride,
                         float *m, float *l, int64_t mlStride) {
-  constexpr int L = VecF::kLanes;
   for (int64_t g = 0; g < G; ++g) {
     std::fill(acc + g * accStride, acc + g * accStride + dv, 0.f);
     m[g * mlStride] = -INFINITY, l[g * mlStride] = 0;
@@ -324,37 +367,7 @@ void attendGroupPartial(const float *q, int64_t G, const T *kh, const T *vh, con
     }
     m[g * mlStride] = mx, l[g * mlStride] = sum;
   }
-  // P V: blocks of up to 4 vectors of channels, then the scalar tail.
-  for (int64_t g0 = 0; g0 < G; g0 += kGroupRows) {
-    int rows = int(std::min<int64_t>(kGroupRows, G - g0));
-    float *ag = acc + g0 * accStride;
-    withRows(rows, [&](auto r) {
-      constexpr int R = decltype(r)::value;
-      const float *w[R];
-      for (int g = 0; g < R; ++g)
-        w[g] = scores + (g0 + g) * n;
-      int64_t t0 = 0;
-      for (; t0 + 4 * L <= dv; t0 += 4 * L)
-        valueBlock<4, R>(w, vh, vsh, dv, lo, n, t0, ag, accStride);
-      switch ((dv - t0) / L) {
-      case 3: valueBlock<3, R>(w, vh, vsh, dv, lo, n, t0, ag, accStride); break;
-      case 2: valueBlock<2, R>(w, vh, vsh, dv, lo, n, t0, ag, accStride); break;
-      case 1: valueBlock<1, R>(w, vh, vsh, dv, lo, n, t0, ag, accStride); break;
-      default: break;
-      }
-      for (int64_t t = dv / L * L; t < dv; ++t)
-        for (int g = 0; g < R; ++g) {
-          float sum = 0;
-          for (int64_t j = 0; j < n; ++j) {
-            float wj = w[g][j];
-            if constexpr (kScaledCache<T>)
-              wj *= vsh[lo + j];
-            sum += wj * toFloat(vh[(lo + j) * dv + t]);
-          }
-          ag[g * accStride + t] = sum;
-        }
-    });
-  }
+  weightedValues(scores, G, n, vh, vsh, dv, lo, acc, accStride);
 }
 
 /// Split-KV decode: the partials of split `split` of `splits` equal ranges of
@@ -641,6 +654,171 @@ void prefillAttentionRows(const float *q, const T *k, const T *v, const float *k
       r += rows;
     }
   }
+}
+
+
+/// The vectors of attendByKey's scores: 8 lanes wherever AVX2 is (on
+/// AVX-512 too: a pass rarely has 16 rows, and some CPUs run 512-bit FMAs
+/// on 256-bit units).
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+using KeyVec = Vec8;
+#else
+using KeyVec = VecF;
+#endif
+/// Query rows per pass of attendByKey: one KeyVec's lanes.
+constexpr int64_t kKeyRows = KeyVec::kLanes;
+/// Keys per block of attendByKey's scores.
+constexpr int kKeyBlock = 8;
+
+/// The floats attendByKey needs as scratch for keys of up to `n` positions.
+inline int64_t attendByKeyScratch(int64_t n, int64_t d, int64_t dv) {
+  return kKeyRows * (d + dv + 2 * n + kKeyBlock) + kKeyBlock * d;
+}
+
+/// Attention for up to kKeyRows query rows of one kv head at once (the
+/// query heads of a group and a few positions each: short prefills such as
+/// speculative decoding's verification passes): q[r] (f32) sees keys lo[r]
+/// .. hi[r] of the head's cache rows kh/vh (ksh/vsh their scales when
+/// int8); out[r] the softmax-weighted sum of the values. The queries lie
+/// transposed across one vector's lanes, so a key's scores for all rows are
+/// one FMA per channel with the key's value broadcast: the cache rows are
+/// read as they are (attendTile packs each head's keys first, which a pass
+/// of a few rows does not repay; attendGroupPartial reduces every dot
+/// product across lanes). Scores of all keys first, stored [key][row], then
+/// the softmax across the rows' lanes (max first, so no rescaling), then P V
+/// through weightedValues. Keys a row must not see (the causal diagonal, a
+/// window's edge) get no weight. `scratch` has attendByKeyScratch(hi - lo +
+/// 1 over all rows, d, dv) floats.
+template <typename T>
+void attendByKey(const float *const *q, int rows, const T *kh, const T *vh, const float *ksh,
+                 const float *vsh, int64_t d, int64_t dv, const int64_t *lo, const int64_t *hi,
+                 float scale, float softcap, float *scratch, float *const *out) {
+  constexpr int L = KeyVec::kLanes, B = kKeyBlock;
+  int64_t from = INT64_MAX, to = INT64_MIN;
+  for (int r = 0; r < rows; ++r)
+    if (lo[r] <= hi[r])
+      from = std::min(from, lo[r]), to = std::max(to, hi[r]);
+  if (from > to) { // no keys: zeros
+    for (int r = 0; r < rows; ++r)
+      std::fill(out[r], out[r] + dv, 0.f);
+    return;
+  }
+  int64_t n = to - from + 1;
+  float *qt = scratch;     // [d][L]: the queries transposed (zero past `rows`)
+  float *st = qt + d * L;  // [n + B][L]: scores, then weights
+  float *w = st + (n + B) * L; // [rows][n]: the weights by row
+  float *acc = w + n * L;  // [rows][dv]
+  float *kb = acc + L * dv; // [B][d]: a block of keys in f32 (other than f32 caches)
+  std::fill(qt, qt + d * L, 0.f);
+  for (int r = 0; r < rows; ++r)
+    for (int64_t t = 0; t < d; ++t)
+      qt[t * L + r] = q[r][t];
+  for (int64_t j0 = 0; j0 < n; j0 += B) {
+    int keys = int(std::min<int64_t>(B, n - j0));
+    const float *kr[B];
+    for (int c = 0; c < B; ++c) {
+      int64_t j = from + j0 + std::min(c, keys - 1);
+      if constexpr (std::is_same_v<T, float>) {
+        kr[c] = kh + j * d;
+      } else {
+        if (c < keys)
+          toF32(kh + j * d, kb + c * d, d);
+        kr[c] = kb + std::min(c, keys - 1) * d;
+      }
+    }
+    KeyVec a[B];
+#pragma GCC unroll 8
+    for (int c = 0; c < B; ++c)
+      a[c] = KeyVec::zero();
+    for (int64_t t = 0; t < d; ++t) {
+      KeyVec qv = KeyVec::load(qt + t * L);
+#pragma GCC unroll 8
+      for (int c = 0; c < B; ++c)
+        a[c] = KeyVec::fma(KeyVec::splat(kr[c][t]), qv, a[c]);
+    }
+    // All B stored (st has B rows to spare), so the accumulators stay in
+    // registers: a store of only the first `keys` makes GCC keep them in
+    // memory through the loop above.
+#pragma GCC unroll 8
+    for (int c = 0; c < B; ++c) {
+      float f = scale;
+      if constexpr (kScaledCache<T>)
+        f *= ksh[from + j0 + std::min(c, keys - 1)];
+      KeyVec::mul(a[c], KeyVec::splat(f)).store(st + (j0 + c) * L);
+    }
+  }
+  if (softcap > 0)
+    for (int64_t e = 0; e < n * L; ++e)
+      st[e] = softcap * std::tanh(st[e] / softcap);
+  for (int r = 0; r < rows; ++r) {
+    int64_t a = std::clamp(lo[r], from, to + 1), b = std::clamp(hi[r], from - 1, to);
+    if (a > b) // no keys: a (from, to]
+      a = to + 1, b = to;
+    for (int64_t j = from; j < a; ++j)
+      st[(j - from) * L + r] = -INFINITY;
+    for (int64_t j = b + 1; j <= to; ++j)
+      st[(j - from) * L + r] = -INFINITY;
+  }
+  alignas(64) float mx[L], sum[L];
+  std::fill(mx, mx + L, -INFINITY);
+  std::fill(sum, sum + L, 0.f);
+  for (int64_t j = 0; j < n; ++j)
+#pragma omp simd
+    for (int r = 0; r < L; ++r)
+      mx[r] = std::max(mx[r], st[j * L + r]);
+  for (int64_t j = 0; j < n; ++j)
+#pragma omp simd
+    for (int r = 0; r < L; ++r) {
+      float e = st[j * L + r] == -INFINITY ? 0.f : fastExp(st[j * L + r] - mx[r]);
+      st[j * L + r] = e;
+      sum[r] += e;
+    }
+  for (int r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < n; ++j)
+      w[r * n + j] = st[j * L + r];
+  weightedValues(w, rows, n, vh, vsh, dv, from, acc, dv);
+  for (int r = 0; r < rows; ++r) {
+    float inv = sum[r] > 0 ? 1.f / sum[r] : 0.f;
+    for (int64_t t = 0; t < dv; ++t)
+      out[r][t] = acc[r * dv + t] * inv;
+  }
+}
+
+/// Passes of attendByKey over one kv head's rows in shortPrefillAttention:
+/// its query heads (Hq / Hkv) at each of the S positions.
+inline int64_t shortPrefillPasses(int64_t s, int64_t hq, int64_t hkv) {
+  return (s * (hq / hkv) + kKeyRows - 1) / kKeyRows;
+}
+
+/// Prefill attention for a few queries (speculative decoding's
+/// verification, short prompts), with prefillAttentionRows' arguments and
+/// result: unit u (of B * Hkv * shortPrefillPasses) is pass u % passes over
+/// kv head (u / passes) % Hkv of sequence u / (passes * Hkv), whose rows are
+/// (position i, query head g of the group) in that order, kKeyRows at a
+/// time through attendByKey, the head's keys read once per pass. `scratch`
+/// has attendByKeyScratch(capacity, D, Dv) floats.
+template <typename T>
+void shortPrefillAttention(const float *q, const T *k, const T *v, const float *ks,
+                           const float *vs, float *out, int64_t s, int64_t hq, int64_t hkv,
+                           int64_t d, int64_t dv, int64_t capacity, int64_t pos, bool causal,
+                           int64_t window, float scale, float softcap, int64_t unit,
+                           float *scratch) {
+  int64_t group = hq / hkv, passes = shortPrefillPasses(s, hq, hkv);
+  int64_t pass = unit % passes, hk = (unit / passes) % hkv, bi = unit / (passes * hkv);
+  int64_t first = (bi * hkv + hk) * capacity;
+  int64_t e0 = pass * kKeyRows, e1 = std::min(s * group, e0 + kKeyRows);
+  const float *qs[kKeyRows];
+  float *outs[kKeyRows];
+  int64_t los[kKeyRows], his[kKeyRows];
+  for (int64_t e = e0; e < e1; ++e) {
+    int64_t i = e / group, h = hk * group + e % group, p = pos + i;
+    qs[e - e0] = q + ((bi * s + i) * hq + h) * d;
+    outs[e - e0] = out + ((bi * s + i) * hq + h) * dv;
+    his[e - e0] = causal ? p : pos + s - 1;
+    los[e - e0] = window > 0 ? std::max<int64_t>(0, p - window + 1) : 0;
+  }
+  attendByKey(qs, int(e1 - e0), k + first * d, v + first * dv, headScales(ks, first),
+              headScales(vs, first), d, dv, los, his, scale, softcap, scratch, outs);
 }
 
 } // namespace llmc::model::kernels
