@@ -449,9 +449,11 @@ llmc_status generateRows(llmc_session *session, const int32_t *prompts, size_t p
   llmc::Sampler::Distribution target;
   int32_t pending = -1; // a token speculative sampling chose on a rejection
   // A draft model's proposals cost a decode step of it each, and every
-  // verified row costs as much as a real one: how many to propose follows
-  // how many stood (all: two more, up to draft_tokens; else one fewer, down
-  // to one), as Hugging Face's assisted generation does.
+  // verified row costs something (on a model whose weights stay in cache, a
+  // pass of 4 rows costs 1.5 decode steps): how many to propose, with either
+  // proposer, follows how many stood (all: two more, up to draft_tokens;
+  // else one fewer, down to one), as Hugging Face's assisted generation does
+  // for drafts.
   size_t draftLength = size_t(std::max(p.draft_tokens, 1));
   while (produced < size_t(p.max_new_tokens) && !closed) {
     bool all = true;
@@ -488,7 +490,7 @@ llmc_status generateRows(llmc_session *session, const int32_t *prompts, size_t p
     if (speculate) {
       size_t room = std::min<size_t>(size_t(p.max_new_tokens) - produced,
                                      size_t(session->capacity - session->length - 1));
-      size_t k = std::min<size_t>(proposer ? draftLength : size_t(p.draft_tokens), room);
+      size_t k = std::min<size_t>(draftLength, room);
       if (proposer && k > 0) {
         k = fitBucket(*session, k);
         if (llmc_status st =
@@ -550,10 +552,8 @@ llmc_status generateRows(llmc_session *session, const int32_t *prompts, size_t p
       ++kept;
     }
     accepted += int64_t(kept);
-    if (proposer)
-      draftLength = kept == draft.size()
-                        ? std::min<size_t>(draftLength + 2, size_t(p.draft_tokens))
-                        : std::max<size_t>(draftLength - 1, 1);
+    draftLength = kept == draft.size() ? std::min<size_t>(draftLength + 2, size_t(p.draft_tokens))
+                                       : std::max<size_t>(draftLength - 1, 1);
     std::copy_n(verified.data() + kept * size_t(m.vocab), size_t(m.vocab), logits.data());
     session->length = before + 1 + int64_t(kept); // the rejected rows are written over later
     if (proposer)

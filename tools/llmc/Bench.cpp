@@ -64,7 +64,8 @@ cl::opt<std::string> benchSpeculative(
              "and whether the output is the same"),
     cl::init(""), cl::sub(benchCmd), cl::cat(cat()));
 cl::opt<int> benchDraftTokens("draft-tokens",
-                              cl::desc("--speculative: tokens proposed per step (default 4)"),
+                              cl::desc("--speculative: the most tokens proposed per step "
+                                       "(default 4; fewer after rejections)"),
                               cl::init(4), cl::sub(benchCmd), cl::cat(cat()));
 cl::opt<int> benchNgram("ngram",
                         cl::desc("--speculative prompt-lookup: the longest n-gram (default 3)"),

@@ -89,7 +89,8 @@ cl::opt<int> runDraftThreads("draft-threads",
                              cl::desc("--speculative draft: the draft's threads (0: --threads)"),
                              cl::init(0), cl::sub(runCmd), cl::cat(cat()));
 cl::opt<int> runDraftTokens("draft-tokens",
-                            cl::desc("--speculative: tokens proposed per step (default 4)"),
+                            cl::desc("--speculative: the most tokens proposed per step "
+                                     "(default 4; fewer after rejections)"),
                             cl::init(4), cl::sub(runCmd), cl::cat(cat()));
 cl::opt<int> runNgram("ngram", cl::desc("--speculative prompt-lookup: the longest n-gram matched "
                                         "(default 3; down to 1)"),

@@ -207,7 +207,9 @@ typedef struct llmc_generate_params {
    * (n from ngram_max down to ngram_min) in the prompt and the text so far;
    * LLMC_SPECULATIVE_DRAFT: the session's draft model
    * (llmc_session_options.draft_model) proposes up to draft_tokens tokens,
-   * one decode step each, sampled with these same parameters.
+   * one decode step each, sampled with these same parameters. Either way
+   * how many follows how many stood: two more after a pass where all did,
+   * one fewer otherwise (at least one, at most draft_tokens).
    * The model verifies them in one pass (a prefill entry; compile short
    * buckets for it, llmc compile --verify-buckets 2,4,8); the rejected rest
    * is rolled back. Greedy output is plain decoding's, token for token;
