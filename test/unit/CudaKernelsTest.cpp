@@ -107,6 +107,18 @@ TEST(CudaGemm, TilesAndEdges) {
   checkLinear<bfloat16, float, float>(65, 64, 33, 0, false, true, 44);
 }
 
+// Half and bfloat16 X and W run on the tensor cores (tc:: tiles): one tile
+// and step, partial tiles, a partial last step of K, several steps, and an
+// output type other than the inputs'.
+TEST(CudaGemm, TensorCoreTiles) {
+  static_assert(kTensorCoreGemm<half, half> && kTensorCoreGemm<bfloat16, bfloat16> &&
+                !kTensorCoreGemm<half, float>);
+  checkLinear<half, half, half>(64, 64, 32, 0, false, false, 51);
+  checkLinear<half, half, float>(100, 70, 40, 0, true, true, 52);
+  checkLinear<bfloat16, bfloat16, bfloat16>(33, 129, 96, 0, true, false, 53);
+  checkLinear<bfloat16, bfloat16, float>(130, 20, 200, 0, false, true, 54);
+}
+
 TEST(CudaGemv, SplitCountFillsTheDevice) {
   EXPECT_EQ(gemvSplits(4096, 4096, 2, 132), 1);
   EXPECT_GT(gemvSplits(64, 8192, 2, 132), 1);

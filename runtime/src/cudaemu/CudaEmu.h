@@ -23,6 +23,7 @@
 //     of each block so that a kernel reading what it never wrote is seen.
 //   - Atomics are real atomics (blocks may later run on several host
 //     threads).
+//   - Tensor-core tiles (WMMA) are emulated in Cuda.h's tc:: on top of this.
 //
 // Device memory (deviceAlloc) ends at an inaccessible page: a kernel that
 // runs past the end of a buffer faults at the access.
@@ -176,19 +177,25 @@ template <class T> T fromBits(uint64_t bits) {
 /// thread of the running block.
 template <class T> T &sharedVariable(const void *site) {
   Block &b = *selfBlock();
+  // At T's alignment (up to 128 bytes: the tensor-core tiles want 32) in
+  // storage of max_align_t units.
+  static_assert(alignof(T) <= 128, "shared variables are at most 128-byte aligned");
+  auto aligned = [](std::max_align_t *p) {
+    uintptr_t at = reinterpret_cast<uintptr_t>(p);
+    return reinterpret_cast<T *>((at + alignof(T) - 1) / alignof(T) * alignof(T));
+  };
   for (auto &[key, storage] : b.sharedVars)
     if (key == site)
-      return *reinterpret_cast<T *>(storage.get());
-  static_assert(alignof(T) <= alignof(std::max_align_t), "shared variables are 16-byte aligned");
-  size_t units = (sizeof(T) + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t);
+      return *aligned(storage.get());
+  size_t units = (sizeof(T) + alignof(T) + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t);
   std::unique_ptr<std::max_align_t[]> storage(new std::max_align_t[units]);
-  std::memset(storage.get(), 0xcd, sizeof(T));
+  std::memset(aligned(storage.get()), 0xcd, sizeof(T));
   b.staticSharedBytes += sizeof(T);
   if (b.staticSharedBytes + b.dynamicShared->size() > b.sharedLimit)
     fail("shared memory of " + std::to_string(b.staticSharedBytes + b.dynamicShared->size()) +
          " bytes exceeds the block's " + std::to_string(b.sharedLimit));
   b.sharedVars.emplace_back(site, std::move(storage));
-  return *reinterpret_cast<T *>(b.sharedVars.back().second.get());
+  return *aligned(b.sharedVars.back().second.get());
 }
 
 inline unsigned char *dynamicShared() { return selfBlock()->dynamicShared->data(); }

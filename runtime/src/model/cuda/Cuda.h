@@ -19,6 +19,15 @@
 //   loadFloats(p, out)             16 aligned bytes of T at p as floats
 //   loadWords<N>(p, out)           N (4, 8, 16) aligned bytes at p as N / 4
 //                                  little-endian 32-bit words
+//   tc::FragA<T>, FragB<T>, Acc    a warp's 16 x 16 x 16 tensor-core tiles (T
+//   tc::zero, loadA, loadB, mma,   half or bfloat16, f32 accumulators): WMMA
+//   store                          on the GPU; on the host every lane holds
+//                                  the whole A and B tiles and 8 of the 256
+//                                  accumulators. Warp-collective, as WMMA:
+//                                  every lane calls them with the same
+//                                  pointers; pointers 32-byte aligned, ldm a
+//                                  multiple of 8 (16-bit) or 4 (f32)
+//                                  elements; kernels never index fragments
 // and the host side calls llmc::cuda::launch, deviceAlloc, copies, streams,
 // graph capture (captureBegin / captureEnd / graphLaunch) and deviceInfo,
 // which return an empty string or the error.
@@ -50,6 +59,7 @@ struct DeviceInfo {
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <mma.h>
 
 #define LLMC_CUDA_EMULATED 0
 #define LLMC_GLOBAL __global__
@@ -120,6 +130,32 @@ template <int N> LLMC_DEVICE void loadWords(const uint8_t *p, unsigned (&out)[N 
     out[0] = *reinterpret_cast<const unsigned *>(p);
   }
 }
+
+/// Tensor-core tiles (see the top of this file): WMMA 16 x 16 x 16.
+namespace tc {
+namespace wmma = nvcuda::wmma;
+template <class T> using FragA = wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major>;
+template <class T> using FragB = wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major>;
+using Acc = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
+LLMC_DEVICE void zero(Acc &c) { wmma::fill_fragment(c, 0.0f); }
+/// A [16 rows][16 k] at p, row stride ldm.
+template <class T> LLMC_DEVICE void loadA(FragA<T> &a, const T *p, int ldm) {
+  wmma::load_matrix_sync(a, p, unsigned(ldm));
+}
+/// B [16 k][16 columns] stored by column at p (column n's 16 k contiguous,
+/// column stride ldm): rows of a row-major W [N, K].
+template <class T> LLMC_DEVICE void loadB(FragB<T> &b, const T *p, int ldm) {
+  wmma::load_matrix_sync(b, p, unsigned(ldm));
+}
+/// c += a b.
+template <class T> LLMC_DEVICE void mma(Acc &c, const FragA<T> &a, const FragB<T> &b) {
+  wmma::mma_sync(c, a, b, c);
+}
+/// c row-major at p, row stride ldm.
+LLMC_DEVICE void store(float *p, const Acc &c, int ldm) {
+  wmma::store_matrix_sync(p, c, unsigned(ldm), wmma::mem_row_major);
+}
+} // namespace tc
 
 inline std::string errorOf(cudaError_t e) {
   return e == cudaSuccess ? std::string() : std::string(cudaGetErrorName(e)) + ": " +
@@ -330,6 +366,61 @@ template <int N> inline void loadWords(const uint8_t *p, unsigned (&out)[N / 4])
     ::llmc::cudaemu::fail("misaligned " + std::to_string(N) + "-byte load");
   std::memcpy(out, p, N); // the hosts llmc builds for are little-endian, as GPUs are
 }
+
+/// Tensor-core tiles (see the top of this file), on the host: every lane
+/// holds the whole A and B tiles as floats (their values exact: half and
+/// bfloat16 products are exact in f32, as on the tensor cores) and
+/// accumulator elements e = lane + 32 i, i < 8, of the 256 (row e / 16,
+/// column e % 16), so a warp's mma does the tile's 4096 FMAs once.
+namespace tc {
+template <class T> struct FragA {
+  float v[16][16]; // [row][k]
+};
+template <class T> struct FragB {
+  float v[16][16]; // [column][k]
+};
+struct Acc {
+  float v[8];
+};
+inline void checkTile(const void *p, int ldm, int multiple) {
+  if (reinterpret_cast<uintptr_t>(p) % 32 != 0)
+    ::llmc::cudaemu::fail("tensor-core tile pointer not 32-byte aligned");
+  if (ldm % multiple != 0)
+    ::llmc::cudaemu::fail("tensor-core tile stride " + std::to_string(ldm) +
+                          " not a multiple of " + std::to_string(multiple));
+}
+inline void zero(Acc &c) { std::fill(c.v, c.v + 8, 0.0f); }
+template <class T> void loadA(FragA<T> &a, const T *p, int ldm) {
+  checkTile(p, ldm, 8);
+  for (int r = 0; r < 16; ++r)
+    for (int k = 0; k < 16; ++k)
+      a.v[r][k] = toFloat(p[r * ldm + k]);
+}
+template <class T> void loadB(FragB<T> &b, const T *p, int ldm) {
+  checkTile(p, ldm, 8);
+  for (int n = 0; n < 16; ++n)
+    for (int k = 0; k < 16; ++k)
+      b.v[n][k] = toFloat(p[n * ldm + k]);
+}
+template <class T> void mma(Acc &c, const FragA<T> &a, const FragB<T> &b) {
+  unsigned lane = ::llmc::cudaemu::self()->lane;
+  for (int i = 0; i < 8; ++i) {
+    int e = int(lane) + 32 * i, r = e / 16, n = e % 16;
+    float s = c.v[i];
+    for (int k = 0; k < 16; ++k)
+      s = std::fma(a.v[r][k], b.v[n][k], s);
+    c.v[i] = s;
+  }
+}
+inline void store(float *p, const Acc &c, int ldm) {
+  checkTile(p, ldm, 4);
+  unsigned lane = ::llmc::cudaemu::self()->lane;
+  for (int i = 0; i < 8; ++i) {
+    int e = int(lane) + 32 * i;
+    p[(e / 16) * ldm + e % 16] = c.v[i];
+  }
+}
+} // namespace tc
 
 template <class... P, class... A>
 std::string launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t sharedBytes, Stream stream,

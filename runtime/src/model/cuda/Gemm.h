@@ -10,18 +10,26 @@
 //   c         [M, N] of Y
 //
 // Tiling
-//   The SIMT form, for every architecture and the host emulation: a block
-//   of 256 threads computes a 64 x 64 tile of C, each thread 4 x 4 of it in
-//   registers, over K in steps of 16 staged in shared memory (A and W tiles
-//   stored k-major, rows padded). Sums in f32. Edges load zeros.
-//   The tensor-core path (cuBLASLt, or mma tiles) replaces it on a GPU for
-//   the prefill benchmark; this one is the reference the tests hold both to.
+//   Tensor cores (gemmTensorCore: X and W both half or both bfloat16): a
+//   block of 4 warps computes a 64 x 64 tile of C, each warp 32 x 32 of it as
+//   2 x 2 WMMA accumulators of 16 x 16 (f32), over K in steps of 32 staged
+//   in shared memory (A and W tiles row-major with k contiguous, rows
+//   padded to 40 elements: W's rows are B's columns); the accumulators go
+//   through a shared f32 tile for the epilogue. The host emulation runs the
+//   same kernel (Cuda.h's tc::).
+//   The SIMT form, for every other type and the quantized weights' row
+//   readers: a block of 256 threads computes a 64 x 64 tile of C, each
+//   thread 4 x 4 of it in registers, over K in steps of 16 staged in shared
+//   memory (A and W tiles stored k-major, rows padded).
+//   Sums in f32 either way. Edges load zeros.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_RUNTIME_MODEL_CUDA_GEMM_H
 #define LLMC_RUNTIME_MODEL_CUDA_GEMM_H
 
 #include "runtime/src/model/cuda/Common.h"
+
+#include <type_traits>
 
 namespace llmc::cuda {
 
@@ -89,6 +97,76 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kGemmThreads)
   }
 }
 
+constexpr int kTcTile = 64, kTcStep = 32, kTcThreads = 128;
+constexpr int kTcLd = kTcStep + 8, kTcOutLd = kTcTile + 4; // padded rows (WMMA: multiples of 8, 4)
+
+/// gemmTensorCore's shared memory: 32-byte aligned, as WMMA's tiles must be.
+template <class T> struct alignas(32) TcShared {
+  T a[kTcTile][kTcLd];
+  T w[kTcTile][kTcLd];
+  float c[kTcTile][kTcOutLd];
+};
+
+template <class T, class Y>
+LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kTcThreads)
+    gemmTensorCoreKernel(const T *a, const T *w, const T *bias, const Y *residual, Y *c, int m,
+                         int n, int k) {
+  LLMC_SHARED(TcShared<T>, s);
+  int tid = int(threadIdx.x), warp = tid / 32;
+  int wm = warp / 2 * 32, wn = warp % 2 * 32; // the warp's 32 x 32 of the tile
+  int m0 = int(blockIdx.y) * kTcTile, n0 = int(blockIdx.x) * kTcTile;
+  tc::Acc acc[2][2];
+  LLMC_UNROLL
+  for (int i = 0; i < 2; ++i)
+    LLMC_UNROLL
+    for (int j = 0; j < 2; ++j)
+      tc::zero(acc[i][j]);
+  const T zero = fromFloat<T>(0.0f);
+  for (int k0 = 0; k0 < k; k0 += kTcStep) {
+    for (int e = tid; e < kTcTile * kTcStep; e += kTcThreads) {
+      int r = e / kTcStep, kk = e % kTcStep;
+      bool inK = k0 + kk < k;
+      s.a[r][kk] = inK && m0 + r < m ? a[size_t(m0 + r) * size_t(k) + size_t(k0 + kk)] : zero;
+      s.w[r][kk] = inK && n0 + r < n ? w[size_t(n0 + r) * size_t(k) + size_t(k0 + kk)] : zero;
+    }
+    __syncthreads();
+    LLMC_UNROLL
+    for (int ks = 0; ks < kTcStep; ks += 16) {
+      tc::FragA<T> fa[2];
+      tc::FragB<T> fb[2];
+      LLMC_UNROLL
+      for (int i = 0; i < 2; ++i) {
+        tc::loadA(fa[i], &s.a[wm + 16 * i][ks], kTcLd);
+        tc::loadB(fb[i], &s.w[wn + 16 * i][ks], kTcLd);
+      }
+      LLMC_UNROLL
+      for (int i = 0; i < 2; ++i)
+        LLMC_UNROLL
+        for (int j = 0; j < 2; ++j)
+          tc::mma(acc[i][j], fa[i], fb[j]);
+    }
+    __syncthreads();
+  }
+  LLMC_UNROLL
+  for (int i = 0; i < 2; ++i)
+    LLMC_UNROLL
+    for (int j = 0; j < 2; ++j)
+      tc::store(&s.c[wm + 16 * i][wn + 16 * j], acc[i][j], kTcOutLd);
+  __syncthreads();
+  for (int e = tid; e < kTcTile * kTcTile; e += kTcThreads) {
+    int r = e / kTcTile, col = e % kTcTile, row = m0 + r, cn = n0 + col;
+    if (row >= m || cn >= n)
+      continue;
+    float v = s.c[r][col];
+    if (bias)
+      v += toFloat(bias[cn]);
+    size_t at = size_t(row) * size_t(n) + size_t(cn);
+    if (residual)
+      v += toFloat(residual[at]);
+    c[at] = fromFloat<Y>(v);
+  }
+}
+
 /// Launches C = A W^T (+ bias) (+ residual) over the row reader `w`.
 template <class R, class B, class X, class Y>
 std::string gemmRows(const X *a, R w, const B *bias, const Y *residual, Y *c, int m, int n, int k,
@@ -99,10 +177,22 @@ std::string gemmRows(const X *a, R w, const B *bias, const Y *residual, Y *c, in
                 dim3(kGemmThreads), 0, stream, a, w, bias, residual, c, m, n, k);
 }
 
+/// Whether gemm<W, X, Y> runs on the tensor cores.
+template <class W, class X>
+constexpr bool kTensorCoreGemm =
+    std::is_same_v<W, X> && (std::is_same_v<W, half> || std::is_same_v<W, bfloat16>);
+
 template <class W, class X, class Y>
 std::string gemm(const X *a, const W *w, const W *bias, const Y *residual, Y *c, int m, int n, int k,
                  Stream stream) {
-  return gemmRows(a, DenseRows<W>{w, k}, bias, residual, c, m, n, k, stream);
+  if constexpr (kTensorCoreGemm<W, X>) {
+    if (m < 1 || n < 1 || k < 1)
+      return "gemm: invalid arguments";
+    return launch(gemmTensorCoreKernel<W, Y>, dim3(ceilDiv(n, kTcTile), ceilDiv(m, kTcTile)),
+                  dim3(kTcThreads), 0, stream, a, w, bias, residual, c, m, n, k);
+  } else {
+    return gemmRows(a, DenseRows<W>{w, k}, bias, residual, c, m, n, k, stream);
+  }
 }
 
 } // namespace llmc::cuda
