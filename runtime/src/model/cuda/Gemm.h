@@ -44,6 +44,18 @@ template <class W> struct DenseRows {
   }
 };
 
+/// C[row, col] = v (+ bias[col]) (+ residual[row, col]), C [., n].
+template <class B, class Y>
+LLMC_DEVICE void storeLinear(float v, const B *bias, const Y *residual, Y *c, int row, int col,
+                             int n) {
+  if (bias)
+    v += toFloat(bias[col]);
+  size_t at = size_t(row) * size_t(n) + size_t(col);
+  if (residual)
+    v += toFloat(residual[at]);
+  c[at] = fromFloat<Y>(v);
+}
+
 template <class R, class B, class X, class Y>
 LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kGemmThreads)
     gemmKernel(const X *a, R w, const B *bias, const Y *residual, Y *c, int m, int n, int k) {
@@ -86,13 +98,7 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kGemmThreads)
       int col = n0 + tx * 4 + j;
       if (col >= n)
         continue;
-      float v = acc[i][j];
-      if (bias)
-        v += toFloat(bias[col]);
-      size_t at = size_t(row) * size_t(n) + size_t(col);
-      if (residual)
-        v += toFloat(residual[at]);
-      c[at] = fromFloat<Y>(v);
+      storeLinear(acc[i][j], bias, residual, c, row, col, n);
     }
   }
 }
@@ -157,13 +163,7 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kTcThreads)
     int r = e / kTcTile, col = e % kTcTile, row = m0 + r, cn = n0 + col;
     if (row >= m || cn >= n)
       continue;
-    float v = s.c[r][col];
-    if (bias)
-      v += toFloat(bias[cn]);
-    size_t at = size_t(row) * size_t(n) + size_t(cn);
-    if (residual)
-      v += toFloat(residual[at]);
-    c[at] = fromFloat<Y>(v);
+    storeLinear(s.c[r][col], bias, residual, c, row, cn, n);
   }
 }
 
