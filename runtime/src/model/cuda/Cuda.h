@@ -131,8 +131,26 @@ template <int N> LLMC_DEVICE void loadWords(const uint8_t *p, unsigned (&out)[N 
   }
 }
 
-/// Tensor-core tiles (see the top of this file): WMMA 16 x 16 x 16.
+/// Tensor-core tiles (see the top of this file): WMMA 16 x 16 x 16. Half
+/// tiles need sm_70, bfloat16 ones sm_80: kBf16 says whether the
+/// architecture this device code is compiled for has them (the host pass:
+/// true), bf16() whether the current device does.
 namespace tc {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+constexpr bool kBf16 = false;
+#else
+constexpr bool kBf16 = true;
+#endif
+inline bool bf16() {
+  static const bool yes = [] {
+    int device = 0, major = 0;
+    return cudaGetDevice(&device) == cudaSuccess &&
+           cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) ==
+               cudaSuccess &&
+           major >= 8;
+  }();
+  return yes;
+}
 namespace wmma = nvcuda::wmma;
 template <class T> using FragA = wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major>;
 template <class T> using FragB = wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major>;
@@ -371,8 +389,11 @@ template <int N> inline void loadWords(const uint8_t *p, unsigned (&out)[N / 4])
 /// holds the whole A and B tiles as floats (their values exact: half and
 /// bfloat16 products are exact in f32, as on the tensor cores) and
 /// accumulator elements e = lane + 32 i, i < 8, of the 256 (row e / 16,
-/// column e % 16), so a warp's mma does the tile's 4096 FMAs once.
+/// column e % 16), so a warp's mma does the tile's 4096 FMAs once. The
+/// emulation has bfloat16 tiles, as sm_80 and later do.
 namespace tc {
+constexpr bool kBf16 = true;
+inline bool bf16() { return true; }
 template <class T> struct FragA {
   float v[16][16]; // [row][k]
 };

@@ -10,7 +10,8 @@
 //   c         [M, N] of Y
 //
 // Tiling
-//   Tensor cores (gemmTensorCore: X and W both half or both bfloat16): a
+//   Tensor cores (gemmTensorCore: X and W both half, or both bfloat16 on
+//   sm_80 and later; sm_75 has no bfloat16 tiles and takes the SIMT form): a
 //   block of 4 warps computes a 64 x 64 tile of C, each warp 32 x 32 of it as
 //   2 x 2 WMMA accumulators of 16 x 16 (f32), over K in steps of 32 staged
 //   in shared memory (A and W tiles row-major with k contiguous, rows
@@ -114,9 +115,8 @@ template <class T> struct alignas(32) TcShared {
 };
 
 template <class T, class Y>
-LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kTcThreads)
-    gemmTensorCoreKernel(const T *a, const T *w, const T *bias, const Y *residual, Y *c, int m,
-                         int n, int k) {
+LLMC_DEVICE void gemmTensorCoreTile(const T *a, const T *w, const T *bias, const Y *residual, Y *c,
+                                    int m, int n, int k) {
   LLMC_SHARED(TcShared<T>, s);
   int tid = int(threadIdx.x), warp = tid / 32;
   int wm = warp / 2 * 32, wn = warp % 2 * 32; // the warp's 32 x 32 of the tile
@@ -167,6 +167,16 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kTcThreads)
   }
 }
 
+template <class T, class Y>
+LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kTcThreads)
+    gemmTensorCoreKernel(const T *a, const T *w, const T *bias, const Y *residual, Y *c, int m,
+                         int n, int k) {
+  if constexpr (std::is_same_v<T, bfloat16> && !tc::kBf16)
+    return; // sm_75's build has no bfloat16 tiles: gemm never launches it there (tc::bf16())
+  else
+    gemmTensorCoreTile(a, w, bias, residual, c, m, n, k);
+}
+
 /// Launches C = A W^T (+ bias) (+ residual) over the row reader `w`.
 template <class R, class B, class X, class Y>
 std::string gemmRows(const X *a, R w, const B *bias, const Y *residual, Y *c, int m, int n, int k,
@@ -188,11 +198,11 @@ std::string gemm(const X *a, const W *w, const W *bias, const Y *residual, Y *c,
   if constexpr (kTensorCoreGemm<W, X>) {
     if (m < 1 || n < 1 || k < 1)
       return "gemm: invalid arguments";
-    return launch(gemmTensorCoreKernel<W, Y>, dim3(ceilDiv(n, kTcTile), ceilDiv(m, kTcTile)),
-                  dim3(kTcThreads), 0, stream, a, w, bias, residual, c, m, n, k);
-  } else {
-    return gemmRows(a, DenseRows<W>{w, k}, bias, residual, c, m, n, k, stream);
+    if (!std::is_same_v<W, bfloat16> || tc::bf16()) // bfloat16 tiles: sm_80 and later
+      return launch(gemmTensorCoreKernel<W, Y>, dim3(ceilDiv(n, kTcTile), ceilDiv(m, kTcTile)),
+                    dim3(kTcThreads), 0, stream, a, w, bias, residual, c, m, n, k);
   }
+  return gemmRows(a, DenseRows<W>{w, k}, bias, residual, c, m, n, k, stream);
 }
 
 } // namespace llmc::cuda
