@@ -224,6 +224,10 @@ LLMC_GLOBAL void
         if (d < Dv)
           os[hi * Dv + d] = acc[c];
       }
+      // Every lane read ms[hi] before the shuffles above, which already
+      // order it before this write; compute-sanitizer's racecheck does not
+      // count shuffles (its first GPU run warned here), a __syncwarp it does.
+      __syncwarp();
       if (lane == 0) {
         ms[hi] = mNew;
         ls[hi] = ls[hi] * alpha + sum;
