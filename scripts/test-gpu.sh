@@ -48,7 +48,9 @@ build_tests() {
       g++ -std=c++17 -O2 -I"$g/include" -c "$g/src/gtest_main.cc" -o "$build/gtest_main.o" &&
       ar rcs "$build/libgtest.a" "$build/gtest-all.o" "$build/gtest_main.o" || return 1
   fi
-  local objects=()
+  # (The sampling kernel's tests compare it with the runtime's sampler.)
+  g++ -std=c++17 -O2 -I"$root" -c "$root/runtime/src/Sampler.cpp" -o "$build/Sampler.o" || return 1
+  local objects=("$build/Sampler.o")
   for t in CudaEmuTest CudaKernelsTest CudaQuantTest; do
     "$nvcc" -std=c++17 -O3 -lineinfo -diag-suppress 177 -arch="$arch" -x cu -I"$root" -I"$g/include" -c \
       "$root/test/unit/$t.cpp" -o "$build/$t.o" || return 1
@@ -66,7 +68,7 @@ if [ -x "$build/llmc-cuda-device" ]; then
       "$build/llmc-cuda-device"
     step "compute-sanitizer racecheck (shared memory hazards)" "$cs" --tool racecheck \
       --racecheck-report hazard --error-exitcode 1 "$build/llmc-cuda-device" \
-      --gtest_filter='Cuda*Attention*:CudaRmsNorm*:CudaArgmax*:CudaGemm*:CudaQuantGemm*:CudaEmu.*'
+      --gtest_filter='Cuda*Attention*:CudaRmsNorm*:CudaArgmax*:CudaSample*:CudaGemm*:CudaQuantGemm*:CudaEmu.*'
   else
     echo "test-gpu: compute-sanitizer not found"; failed=$((failed + 1))
   fi

@@ -393,8 +393,22 @@ llmc_status generateRows(llmc_session *session, const int32_t *prompts, size_t p
   // model) sends back token ids instead of the logits.
   bool deviceGreedy = m.abi->run_greedy && p.temperature == 0 && p.repetition_penalty == 1 &&
                       !speculate && !grammar;
+  // Sampling without one likewise (run_sample): the model draws each row's
+  // token with a uniform taken from that row's sampler, as the host would
+  // draw it, and hands back the logits of a row it leaves to the host.
+  bool deviceDraw = m.abi->run_sample && p.temperature > 0 && p.repetition_penalty == 1 &&
+                    !speculate && !grammar;
+  const llmc_model_sampling drawParams{p.temperature, p.top_k, p.top_p, p.min_p};
+  std::vector<double> uniforms(static_cast<size_t>(b), 0.0);
+  std::vector<bool> finished(static_cast<size_t>(b), false);
   std::vector<int32_t> greedy(static_cast<size_t>(b));
   auto step = [&](const int32_t *tokens, size_t count) {
+    if (deviceDraw) {
+      for (int64_t r = 0; r < b; ++r) // (a finished row draws nothing, as on the host)
+        uniforms[size_t(r)] = finished[size_t(r)] ? 0.0 : samplers[size_t(r)].uniform();
+      return append(session, tokens, count, nullptr, logits.data(), greedy.data(), &drawParams,
+                    uniforms.data());
+    }
     return deviceGreedy ? append(session, tokens, count, nullptr, nullptr, greedy.data())
                         : append(session, tokens, count, nullptr, logits.data());
   };
@@ -411,7 +425,6 @@ llmc_status generateRows(llmc_session *session, const int32_t *prompts, size_t p
   if (proposer)
     if (llmc_status st = proposer->start(prompts, promptLen); st != LLMC_OK)
       return fail(st, "the draft model: " + std::string(llmc_last_error()));
-  std::vector<bool> finished(static_cast<size_t>(b), false);
   // A grammar that admits only the empty text: nothing to generate.
   bool closed = grammar && !guides[0].open();
   std::vector<int32_t> next(static_cast<size_t>(b));
@@ -467,11 +480,14 @@ llmc_status generateRows(llmc_session *session, const int32_t *prompts, size_t p
                                                          produced);
             st != LLMC_OK)
           return st;
+      const float *rowLogits = logits.data() + r * m.vocab;
       int32_t token = pending >= 0 ? pending
-                      : deviceGreedy
+                      : deviceGreedy || (deviceDraw && greedy[size_t(r)] >= 0)
                           ? greedy[size_t(r)]
-                          : samplers[size_t(r)].sample(logits.data() + r * m.vocab, m.vocab,
-                                                       history[size_t(r)]);
+                      : deviceDraw // left to the host: its uniform is taken
+                          ? samplers[size_t(r)].sample(rowLogits, m.vocab, history[size_t(r)],
+                                                       uniforms[size_t(r)])
+                          : samplers[size_t(r)].sample(rowLogits, m.vocab, history[size_t(r)]);
       pending = -1;
       next[size_t(r)] = token;
       all = emit(r, token) && all;

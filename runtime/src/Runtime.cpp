@@ -256,9 +256,12 @@ llmc_status loadModel(const std::string &path, const llmc_load_options *options,
 /// rows of each sequence go to `all` ([batch, n, vocab]) and/or the last
 /// row's to `last` ([batch, vocab]). With `lastIds` (and a model that has
 /// run_greedy) only the greedy token of each sequence's last row comes
-/// back, to `lastIds` ([batch]), and no logits.
+/// back, to `lastIds` ([batch]), and no logits; with `draw` too (a model
+/// with run_sample) the token drawn with uniforms[b], or -1 and that row's
+/// logits in `last`.
 llmc_status runEntry(llmc_session *s, int entry, const int32_t *tokens, int64_t n, float *all,
-                     float *last, int32_t *lastIds = nullptr) {
+                     float *last, int32_t *lastIds = nullptr,
+                     const llmc_model_sampling *draw = nullptr, const double *uniforms = nullptr) {
   const ModelData &m = *s->model;
   const llmc_model_entry &e = m.abi->entries[entry];
   int64_t b = s->batch, v = m.vocab;
@@ -267,10 +270,15 @@ llmc_status runEntry(llmc_session *s, int entry, const int32_t *tokens, int64_t 
     for (int64_t i = 0; i < n; ++i)
       ids[size_t(r * e.seq + i)] = tokens[r * n + i];
   char err[1024] = "";
-  if (lastIds && m.abi->run_greedy) {
+  if (lastIds && (draw ? m.abi->run_sample && last : m.abi->run_greedy != nullptr)) {
     std::vector<int64_t> chosen(size_t(b), 0);
-    if (m.abi->run_greedy(s->ctx, uint32_t(entry), ids.data(), s->length, s->capacity,
-                          s->cachePtrs.data(), n - 1, chosen.data(), err, sizeof err) != 0)
+    int rc = draw ? m.abi->run_sample(s->ctx, uint32_t(entry), ids.data(), s->length, s->capacity,
+                                      s->cachePtrs.data(), n - 1, draw, uniforms, chosen.data(),
+                                      last, err, sizeof err)
+                  : m.abi->run_greedy(s->ctx, uint32_t(entry), ids.data(), s->length,
+                                      s->capacity, s->cachePtrs.data(), n - 1, chosen.data(), err,
+                                      sizeof err);
+    if (rc != 0)
       return fail(LLMC_ERROR_INTERNAL, err);
     for (int64_t r = 0; r < b; ++r)
       lastIds[r] = int32_t(chosen[size_t(r)]);
@@ -310,7 +318,8 @@ llmc_status runEntry(llmc_session *s, int entry, const int32_t *tokens, int64_t 
 namespace llmc::rt {
 
 llmc_status append(llmc_session *s, const int32_t *tokens, size_t count, float *allLogits,
-                   float *lastLogits, int32_t *lastIds) {
+                   float *lastLogits, int32_t *lastIds, const llmc_model_sampling *draw,
+                   const double *uniforms) {
   if (!s)
     return fail(LLMC_ERROR_INVALID_ARGUMENT, "the session is null");
   if (count == 0 || !tokens)
@@ -358,7 +367,8 @@ llmc_status append(llmc_session *s, const int32_t *tokens, size_t count, float *
     }
     float *last = lastLogits && done + take == n ? lastLogits : nullptr;
     int32_t *ids = lastIds && done + take == n ? lastIds : nullptr;
-    if (llmc_status st = runEntry(s, entry, chunk.data(), take, all, last, ids); st != LLMC_OK) {
+    if (llmc_status st = runEntry(s, entry, chunk.data(), take, all, last, ids, draw, uniforms);
+        st != LLMC_OK) {
       s->length = before;
       return st;
     }

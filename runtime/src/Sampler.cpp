@@ -2,6 +2,7 @@
 #include "runtime/src/Sampler.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cmath>
 #include <numeric>
 
@@ -55,6 +56,9 @@ double Sampler::uniform() {
 
 void Sampler::penalize(const float *logits, int64_t vocab, const std::vector<int32_t> &history) {
   work.assign(logits, logits + vocab);
+  for (float &l : work) // a NaN is never chosen (and would break the order)
+    if (l != l)
+      l = -INFINITY;
   if (opts.repetitionPenalty != 1)
     for (int32_t t : history)
       if (t >= 0 && t < vocab) {
@@ -66,6 +70,10 @@ void Sampler::penalize(const float *logits, int64_t vocab, const std::vector<int
 void Sampler::distribution(const float *logits, int64_t vocab, const std::vector<int32_t> &history,
                            Distribution &out) {
   penalize(logits, vocab, history);
+  distributionOfWork(vocab, out);
+}
+
+void Sampler::distributionOfWork(int64_t vocab, Distribution &out) {
   order.resize(size_t(vocab));
   std::iota(order.begin(), order.end(), 0);
   // Most likely first; ties by id so the order is deterministic.
@@ -114,12 +122,14 @@ double Sampler::Distribution::probability(int32_t token) const {
   return 0;
 }
 
-int32_t Sampler::draw(const Distribution &d, int32_t except) {
+int32_t Sampler::draw(const Distribution &d, int32_t except) { return draw(d, except, uniform()); }
+
+int32_t Sampler::draw(const Distribution &d, int32_t except, double u) {
   double total = d.total;
   for (size_t i = 0; i < d.tokens.size(); ++i)
     if (d.tokens[i] == except)
       total -= d.weights[i];
-  double r = uniform() * total;
+  double r = u * total;
   int32_t last = -1;
   for (size_t i = 0; i < d.tokens.size(); ++i) {
     if (d.tokens[i] == except)
@@ -168,12 +178,18 @@ int32_t Sampler::drawResidual(const Distribution &p, const Distribution &q) {
 }
 
 int32_t Sampler::sample(const float *logits, int64_t vocab, const std::vector<int32_t> &history) {
+  // (Greedy takes no uniform.)
+  return sample(logits, vocab, history, greedy() ? 0.0 : uniform());
+}
+
+int32_t Sampler::sample(const float *logits, int64_t vocab, const std::vector<int32_t> &history,
+                        double u) {
   if (opts.temperature == 0) { // greedy: the first of the largest
     penalize(logits, vocab, history);
     return int32_t(std::max_element(work.begin(), work.end()) - work.begin());
   }
   distribution(logits, vocab, history, dist);
-  return draw(dist);
+  return draw(dist, -1, u);
 }
 
 } // namespace llmc

@@ -34,6 +34,10 @@ public:
   static bool validate(const SamplerOptions &options, std::string &why);
   /// The next token given `logits` [vocab] and the sequence so far.
   int32_t sample(const float *logits, int64_t vocab, const std::vector<int32_t> &history);
+  /// The same with the draw's uniform `u` given (one the caller took from
+  /// uniform(): a device that could not finish the draw hands it back).
+  int32_t sample(const float *logits, int64_t vocab, const std::vector<int32_t> &history,
+                 double u);
   /// A uniform double in [0, 1).
   double uniform();
 
@@ -53,6 +57,7 @@ public:
   /// the residual max(0, p - q) of speculative sampling when the draft q
   /// proposed one token.
   int32_t draw(const Distribution &d, int32_t except = -1);
+  int32_t draw(const Distribution &d, int32_t except, double u);
   /// A draw from max(0, p - q), renormalised: speculative sampling's
   /// residual after the target p rejected a token that a draft proposed
   /// from q. Where nothing is left (p == q up to rounding), from p.
@@ -62,6 +67,8 @@ public:
 private:
   /// `work` = the logits with the repetition penalty applied.
   void penalize(const float *logits, int64_t vocab, const std::vector<int32_t> &history);
+  /// distribution() of `work`.
+  void distributionOfWork(int64_t vocab, Distribution &out);
 
   SamplerOptions opts;
   uint64_t state[4];

@@ -101,10 +101,14 @@ llmc_status ok();
 /// Appends tokens [batch, count] (row-major) to every sequence; the logits
 /// of every row to `allLogits` ([batch, count, vocab]) and/or of the last to
 /// `lastLogits` ([batch, vocab]); with `lastIds` (a model with run_greedy)
-/// only the greedy token of each sequence's last row, to `lastIds` [batch].
+/// only the greedy token of each sequence's last row, to `lastIds` [batch];
+/// with `draw` and `uniforms` ([batch]; a model with run_sample) the token
+/// drawn from it with that uniform instead, or -1 where the model left the
+/// draw to the caller: that row's logits are then in `lastLogits`.
 /// On an error nothing is appended.
 llmc_status append(llmc_session *s, const int32_t *tokens, size_t count, float *allLogits,
-                   float *lastLogits, int32_t *lastIds = nullptr);
+                   float *lastLogits, int32_t *lastIds = nullptr,
+                   const llmc_model_sampling *draw = nullptr, const double *uniforms = nullptr);
 /// LLMC_OK for a single-sequence session; an error naming the batch else.
 llmc_status needSingle(const llmc_session *s);
 

@@ -16,6 +16,7 @@
 #include "runtime/src/model/cuda/Rope.h"
 #include "runtime/src/model/cuda/Sampling.h"
 
+#include "runtime/src/Sampler.h"
 #include "runtime/src/cpu/Numeric.h"
 #include "test/unit/CudaTestUtil.h"
 
@@ -679,6 +680,117 @@ TEST(CudaArgmax, OnePositionOfEachSequence) {
     EXPECT_EQ(got[size_t(q)], int(std::max_element(r, r + v) - r));
   }
   EXPECT_NE(argmax(dl.get(), ids.get(), b, v, size_t(v - 1), nullptr), "");
+}
+
+/// sample() on `rows` rows of logits against the runtime's sampler given
+/// the same uniforms (the rule the kernel follows); returns how many rows
+/// the device left to the host (-1). Every row it decided must equal the
+/// host's draw.
+template <class T>
+int checkSample(const std::vector<T> &logits, int rows, int vocab, size_t rowStride,
+                const llmc::SamplerOptions &o, unsigned seed) {
+  SCOPED_TRACE("vocab=" + std::to_string(vocab) + " T=" + std::to_string(o.temperature) +
+               " top_k=" + std::to_string(o.topK) + " top_p=" + std::to_string(o.topP) +
+               " min_p=" + std::to_string(o.minP));
+  llmc::SamplerOptions uo;
+  uo.seed = seed;
+  llmc::Sampler source(uo);
+  std::vector<double> u(static_cast<size_t>(rows));
+  for (double &x : u)
+    x = source.uniform();
+  SampleParams prm{o.temperature, o.topK, o.topP, o.minP};
+  DeviceBuffer<T> dl(logits);
+  DeviceBuffer<SampleParams> dp(std::vector<SampleParams>{prm});
+  DeviceBuffer<double> du(u);
+  DeviceBuffer<int32_t> ids{size_t(rows)};
+  EXPECT_EQ(sample(dl.get(), ids.get(), rows, vocab, rowStride, dp.get(), du.get(), nullptr), "");
+  std::vector<int32_t> got = ids.download();
+  llmc::Sampler host(o);
+  int left = 0;
+  for (int r = 0; r < rows; ++r) {
+    std::vector<float> row(static_cast<size_t>(vocab));
+    for (int i = 0; i < vocab; ++i)
+      row[size_t(i)] = toFloat(logits[size_t(r) * rowStride + size_t(i)]);
+    int32_t want = host.sample(row.data(), vocab, {}, u[size_t(r)]);
+    if (got[size_t(r)] == -1)
+      ++left;
+    else
+      EXPECT_EQ(got[size_t(r)], want) << "row " << r << " u=" << u[size_t(r)];
+  }
+  return left;
+}
+
+llmc::SamplerOptions sampling(float t, int k, float p, float minP) {
+  llmc::SamplerOptions o;
+  o.temperature = t, o.topK = k, o.topP = p, o.minP = minP;
+  return o;
+}
+
+TEST(CudaSample, TheHostSamplersDrawOnASmallVocabulary) {
+  // Every token fits the candidate buffer: the device always decides.
+  const int rows = 12, vocab = 1500;
+  auto logits = randomValues<float>(size_t(rows * vocab), 6.0f, 71);
+  for (auto o : {sampling(1, 0, 1, 0), sampling(0.7f, 0, 0.9f, 0), sampling(1.3f, 40, 1, 0),
+                 sampling(1, 50, 0.8f, 0.02f), sampling(0.5f, 0, 1, 0.1f), sampling(2, 1, 1, 0),
+                 sampling(1, 0, 0.3f, 0), sampling(4, 1400, 0.99f, 0)})
+    EXPECT_EQ(checkSample(logits, rows, vocab, size_t(vocab), o, 72), 0);
+}
+
+TEST(CudaSample, TheHostSamplersDrawOnALargeVocabulary) {
+  // 5000 tokens, logits in [-8, 8]: at T 1 the largest rung that fits holds
+  // ~1600 tokens and all but ~1e-4 of the weight, so top-k up to that,
+  // top-p, min-p and most plain draws stay on the device.
+  const int rows = 16, vocab = 5000;
+  auto logits = randomValues<float>(size_t(rows * vocab), 8.0f, 73);
+  for (auto o : {sampling(1, 40, 1, 0), sampling(1, 0, 0.95f, 0), sampling(0.8f, 0, 1, 0.05f),
+                 sampling(1, 200, 0.9f, 0.01f), sampling(1, 0, 1, 0)})
+    EXPECT_EQ(checkSample(logits, rows, vocab, size_t(vocab), o, 74), 0);
+  // At T 3 the largest rung that fits (log-weight >= -2, ~1900 tokens)
+  // holds ~87% of the weight: top-p 0.99 reaches past it (every row left to
+  // the host), a plain draw past it only where u > ~0.87, top-k 1000 never.
+  EXPECT_EQ(checkSample(logits, rows, vocab, size_t(vocab), sampling(3, 0, 0.99f, 0), 75), rows);
+  int left = checkSample(logits, rows, vocab, size_t(vocab), sampling(3, 0, 1, 0), 75);
+  EXPECT_GT(left, 0);
+  EXPECT_LT(left, rows / 2);
+  EXPECT_EQ(checkSample(logits, rows, vocab, size_t(vocab), sampling(3, 1000, 1, 0), 75), 0);
+}
+
+TEST(CudaSample, FlatRowsAreLeftToTheHost) {
+  // Every logit equal: no rung holds at most kSampleCandidates tokens, so
+  // whatever the parameters the row goes back (-1).
+  const int vocab = 5000;
+  std::vector<float> flat(size_t(2 * vocab), 1.5f);
+  for (auto o : {sampling(1, 0, 0.5f, 0), sampling(1, 0, 1, 0), sampling(1, 10, 1, 0),
+                 sampling(1, 0, 1, 0.5f)})
+    EXPECT_EQ(checkSample(flat, 2, vocab, size_t(vocab), o, 76), 2);
+  // Equal logits after a clear top 40: top-k 10 of them is tokens 0 .. 9
+  // (ties by id), which the device draws.
+  std::vector<float> shelf(size_t(2 * vocab), 0.0f);
+  for (int r = 0; r < 2; ++r)
+    for (int i = 0; i < 40; ++i)
+      shelf[size_t(r * vocab + i * 97)] = 9.0f;
+  EXPECT_EQ(checkSample(shelf, 2, vocab, size_t(vocab), sampling(1, 10, 1, 0), 77), 0);
+  EXPECT_EQ(checkSample(shelf, 2, vocab, size_t(vocab), sampling(1, 0, 0.9f, 0), 77), 0);
+}
+
+TEST(CudaSample, OnePositionOfEachSequenceHalfLogitsAndNaN) {
+  // [B = 3, S = 2, V = 700] half logits, position 1 of each sequence; a NaN
+  // and a -inf in each row are never drawn.
+  const int b = 3, s = 2, v = 700, row = 1;
+  auto logits = randomValues<half>(size_t(b * s * v), 5.0f, 78);
+  for (int q = 0; q < b * s; ++q) {
+    logits[size_t(q * v + 3)] = fromFloat<half>(NAN);
+    logits[size_t(q * v + 4)] = fromFloat<half>(-INFINITY);
+  }
+  std::vector<half> rows(logits.begin() + row * v, logits.end());
+  for (auto o : {sampling(1, 0, 1, 0), sampling(0.9f, 20, 0.9f, 0.05f)})
+    EXPECT_EQ(checkSample(rows, b, v, size_t(s * v), o, 79), 0);
+  DeviceBuffer<half> dl(logits);
+  DeviceBuffer<int32_t> ids{size_t(b)};
+  DeviceBuffer<SampleParams> dp(std::vector<SampleParams>{SampleParams{1, 0, 1, 0}});
+  DeviceBuffer<double> du(std::vector<double>(size_t(b), 0.5));
+  EXPECT_NE(sample(dl.get(), ids.get(), b, v, size_t(v - 1), dp.get(), du.get(), nullptr), "");
+  EXPECT_NE(sample(dl.get(), ids.get(), b, v, size_t(v), nullptr, du.get(), nullptr), "");
 }
 
 TEST(CudaArgmax, HalfLogits) {

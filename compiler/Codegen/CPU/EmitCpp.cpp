@@ -1033,7 +1033,8 @@ llvm::Expected<CpuModel> Emitter::run(llvm::StringRef version) {
      << "                                     &Glue<Model>::destroy, &Glue<Model>::run,\n"
      << "                                     Model::kAnyCapacity, &Glue<Model>::runAtCapacity,\n"
      << "                                     LLMC_BUFFERS_HOST, \"cpu\", nullptr, nullptr, nullptr,\n"
-     << "                                     &Glue<Model>::runRows, &Glue<Model>::setAffinity};\n"
+     << "                                     &Glue<Model>::runRows, &Glue<Model>::setAffinity,\n"
+     << "                                     nullptr};\n"
      << "  return &abi;\n}\n";
   model.anyCapacity = anyCapacity;
   model.source = std::move(s);

@@ -237,7 +237,8 @@ llvm::Expected<CpuModel> CudaEmitter::run(llvm::StringRef version) {
      << "      Model::kNumCaches, Model::kCaches, &Glue<Model>::create, &Glue<Model>::destroy,\n"
      << "      &Glue<Model>::run, 1, &Glue<Model>::runAtCapacity, LLMC_BUFFERS_DEVICE,\n"
      << "      LLMC_CUDA_EMULATED ? \"cuda-emulated\" : \"cuda\", &Glue<Model>::cacheAlloc,\n"
-     << "      &Glue<Model>::cacheFree, &Glue<Model>::runGreedy, nullptr, nullptr};\n"
+     << "      &Glue<Model>::cacheFree, &Glue<Model>::runGreedy, nullptr, nullptr,\n"
+     << "      &Glue<Model>::runSample};\n"
      << "  return &abi;\n}\n";
   model.source = std::move(s);
   return std::move(model);

@@ -46,8 +46,9 @@ extern "C" {
 /* 3: buffers may live on a device (buffers, cache_alloc, cache_free), and
  * a greedy step may return token ids only (run_greedy). 4: a step may
  * compute the logits of only some positions (run_rows). 5: a context's
- * threads may be pinned to CPUs (set_affinity). */
-#define LLMC_MODEL_ABI_VERSION 5
+ * threads may be pinned to CPUs (set_affinity). 6: a sampled step may return
+ * token ids only (run_sample). */
+#define LLMC_MODEL_ABI_VERSION 6
 /* The artifact folder's format (manifest.json's format_version). 2: the
  * manifest lists weights.bin's tensors with a checksum each (weights.table). */
 #define LLMC_ARTIFACT_FORMAT_VERSION 2
@@ -72,6 +73,14 @@ typedef struct llmc_model_cache {
   int64_t heads, capacity, head_dim;
   int32_t dtype;    /* ONNX element type code */
 } llmc_model_cache;
+
+/* What run_sample draws with (values as llmc_generate_params checks them). */
+typedef struct llmc_model_sampling {
+  float temperature; /* > 0 */
+  int32_t top_k;     /* 0: every token */
+  float top_p;       /* (0, 1] */
+  float min_p;       /* [0, 1) */
+} llmc_model_sampling;
 
 typedef struct llmc_model_abi {
   uint32_t abi_version; /* LLMC_MODEL_ABI_VERSION */
@@ -138,6 +147,20 @@ typedef struct llmc_model_abi {
    * worker i (1 .. threads - 1) to cpus[i % count]; the thread that calls
    * run (the application's) is left where it is. */
   int (*set_affinity)(void *ctx, const int32_t *cpus, int32_t count, char *err, size_t errlen);
+
+  /* Optional (NULL when absent): run_greedy, but per sequence b the token
+   * that the runtime's sampling rule (temperature, then top-k, top-p and
+   * min-p, then a draw in order of likelihood: runtime/src/Sampler.h) draws
+   * from position `row` with the uniform uniforms[b] in [0, 1), to
+   * out_ids[b]. Where the model could not finish a draw (a distribution too
+   * flat for its candidate buffer) out_ids[b] is -1 and row_logits + b *
+   * vocab holds that position's f32 logits, for the caller to draw from
+   * with the same uniform; row_logits [batch, vocab] is otherwise left as
+   * it was. */
+  int (*run_sample)(void *ctx, uint32_t entry, const int64_t *tokens, int64_t start_pos,
+                    int64_t capacity, void *const *caches, int64_t row,
+                    const llmc_model_sampling *sampling, const double *uniforms, int64_t *out_ids,
+                    float *row_logits, char *err, size_t errlen);
 } llmc_model_abi;
 
 /* The one symbol libmodel.so exports. */

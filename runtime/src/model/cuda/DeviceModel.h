@@ -24,6 +24,10 @@
 //   run_greedy  the same step, but only the argmax of one position of each
 //             sequence (the runtime's greedy rule) crosses to the host: a
 //             graph of its own per (caches, capacity, position).
+//   run_sample  likewise a token id per sequence, drawn on the device
+//             (Sampling.h) with the parameters and uniforms the graph copies
+//             in each step; a row the device leaves to the host (-1) brings
+//             its f32 logits back after the step.
 //
 // Built by nvcc for a GPU, or by the host compiler against the emulation
 // (libmodel-emulated.so: `llmc run --device emulated`).
@@ -42,6 +46,7 @@
 #include "runtime/src/model/cuda/Rope.h"
 #include "runtime/src/model/cuda/Sampling.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -72,6 +77,14 @@ template <class T> LLMC_GLOBAL void widenKernel(const T *in, float *out, size_t 
   size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n)
     out[i] = toFloat(in[i]);
+}
+
+/// out[r, :n] = in[r * stride, :n] as f32 (a position of each sequence).
+template <class T>
+LLMC_GLOBAL void widenRowsKernel(const T *in, float *out, size_t n, size_t stride) {
+  size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n)
+    out[size_t(blockIdx.y) * n + i] = toFloat(in[size_t(blockIdx.y) * stride + i]);
 }
 
 /// The device copy of one model's weights, shared by its contexts.
@@ -118,23 +131,29 @@ struct DeviceContext {
   unsigned char *arena = nullptr;
   int64_t *tokens = nullptr, *pos = nullptr;
   float *logits = nullptr;              // f32 logits of the largest entry
-  int32_t *ids = nullptr;               // a greedy step's token ids [batch]
+  int32_t *ids = nullptr;               // a greedy or sampled step's token ids [batch]
+  SampleParams *params = nullptr;       // a sampled step's parameters
+  double *uniforms = nullptr;           // and its uniforms [batch]
   unsigned long long *error = nullptr;  // the device error word
-  // Pinned staging: tokens, position, logits, ids, error word.
+  // Pinned staging: tokens, position, logits, ids, sampling, error word.
   int64_t *hostTokens = nullptr, *hostPos = nullptr;
   float *hostLogits = nullptr;
   int32_t *hostIds = nullptr;
+  SampleParams *hostParams = nullptr;
+  double *hostUniforms = nullptr;
   unsigned long long *hostError = nullptr;
-  // The step being enqueued: its [batch, seq] and, for a greedy step, the
-  // position whose argmax per sequence is all that crosses to the host
-  // (-1: the logits cross).
+  // The step being enqueued: its [batch, seq] and, for a greedy or sampled
+  // step, the position whose token per sequence is all that crosses to the
+  // host (-1: the logits cross).
   int64_t stepBatch = 1, stepSeq = 1, greedyRow = -1, vocab = 0;
+  bool sampled = false; // (with greedyRow >= 0) draw instead of argmax
   Stream stream = nullptr;
   int multiprocessors = 0;
   struct Captured {
     uint32_t entry;
     std::vector<void *> caches;
     int64_t capacity, greedyRow;
+    bool sampled;
     Graph graph;
   };
   std::vector<Captured> graphs;
@@ -146,11 +165,21 @@ struct DeviceContext {
 
   /// Queues the copy of `n` values of the entry's logits into the pinned
   /// f32 staging buffer; in a greedy step, the argmax of position
-  /// greedyRow of each sequence and the copy of those ids instead.
+  /// greedyRow of each sequence and the copy of those ids instead; in a
+  /// sampled one, the draws, with that position's f32 logits kept on the
+  /// device for rows the host must draw.
   template <class T> std::string storeLogits(const T *p, size_t n, Stream s) {
     if (greedyRow >= 0) {
-      LLMC_CUDA_TRY(argmax(p + greedyRow * vocab, ids, int(stepBatch), int(vocab),
-                           size_t(stepSeq * vocab), s));
+      const T *row = p + greedyRow * vocab;
+      size_t stride = size_t(stepSeq * vocab);
+      if (sampled) {
+        LLMC_CUDA_TRY(sample(row, ids, int(stepBatch), int(vocab), stride, params, uniforms, s));
+        LLMC_CUDA_TRY(launch(widenRowsKernel<T>,
+                             dim3(ceilDiv(size_t(vocab), 256), unsigned(stepBatch)), dim3(256), 0,
+                             s, row, logits, size_t(vocab), stride));
+      } else {
+        LLMC_CUDA_TRY(argmax(row, ids, int(stepBatch), int(vocab), stride, s));
+      }
       return copyAsync(hostIds, ids, size_t(stepBatch) * sizeof(int32_t), s);
     }
     const float *f32 = reinterpret_cast<const float *>(p);
@@ -219,6 +248,10 @@ template <class M> struct Glue {
     LLMC_CUDA_TRY(alloc(&m.logits, maxLogits() * 4));
     LLMC_CUDA_TRY(alloc(&m.ids, maxBatch() * 4));
     LLMC_CUDA_TRY(pinned(&m.hostIds, maxBatch() * 4));
+    LLMC_CUDA_TRY(alloc(&m.params, sizeof(SampleParams)));
+    LLMC_CUDA_TRY(alloc(&m.uniforms, maxBatch() * sizeof(double)));
+    LLMC_CUDA_TRY(pinned(&m.hostParams, sizeof(SampleParams)));
+    LLMC_CUDA_TRY(pinned(&m.hostUniforms, maxBatch() * sizeof(double)));
     m.vocab = M::kVocab;
     LLMC_CUDA_TRY(alloc(&m.error, 8));
     LLMC_CUDA_TRY(pinned(&m.hostTokens, size_t(M::kMaxTokens) * 8));
@@ -254,11 +287,12 @@ template <class M> struct Glue {
     if (m->stream)
       streamDestroy(m->stream);
     for (void *p : {(void *)m->arena, (void *)m->tokens, (void *)m->pos, (void *)m->logits,
-                    (void *)m->ids, (void *)m->error})
+                    (void *)m->ids, (void *)m->params, (void *)m->uniforms, (void *)m->error})
       if (p)
         deviceFree(p);
     for (void *p : {(void *)m->hostTokens, (void *)m->hostPos, (void *)m->hostLogits,
-                    (void *)m->hostIds, (void *)m->hostError})
+                    (void *)m->hostIds, (void *)m->hostParams, (void *)m->hostUniforms,
+                    (void *)m->hostError})
       if (p)
         hostFreePinned(p);
     if (m->weights)
@@ -274,16 +308,24 @@ template <class M> struct Glue {
     LLMC_CUDA_TRY(memsetAsync(m.error, 0, 8, s));
     LLMC_CUDA_TRY(copyAsync(m.tokens, m.hostTokens, tokens * 8, s));
     LLMC_CUDA_TRY(copyAsync(m.pos, m.hostPos, 8, s));
+    if (m.sampled) {
+      LLMC_CUDA_TRY(copyAsync(m.params, m.hostParams, sizeof(SampleParams), s));
+      LLMC_CUDA_TRY(copyAsync(m.uniforms, m.hostUniforms, size_t(e.batch) * sizeof(double), s));
+    }
     Args a{m.tokens, m.pos, caches, capacity, s};
     LLMC_CUDA_TRY(M::kFns[entry](m, a));
     return copyAsync(m.hostError, m.error, 8, s);
   }
 
   /// Runs an entry; its logits go to `logits`, or (greedyRow >= 0) the
-  /// argmax of that position of each sequence to `ids`.
+  /// argmax of that position of each sequence to `ids`, or with `sampling`
+  /// a draw with uniforms[b] (-1 where the host must draw: that row's f32
+  /// logits then go to rowLogits + b * vocab).
   static std::string runEntry(M &m, uint32_t entry, const int64_t *tokens, int64_t start,
                               int64_t capacity, void *const *caches, float *logits,
-                              int64_t greedyRow, int64_t *ids) {
+                              int64_t greedyRow, int64_t *ids,
+                              const llmc_model_sampling *sampling = nullptr,
+                              const double *uniforms = nullptr, float *rowLogits = nullptr) {
     if (entry >= M::kNumEntries)
       return "entry " + std::to_string(entry) + " does not exist (the model has " +
              std::to_string(M::kNumEntries) + ")";
@@ -303,15 +345,30 @@ template <class M> struct Glue {
       if (tokens[i] < 0 || tokens[i] >= M::kVocab)
         return "token id " + std::to_string(tokens[i]) + " is outside the vocabulary of " +
                std::to_string(M::kVocab);
+    if (sampling) {
+      if (!uniforms || !rowLogits)
+        return "uniforms and row_logits must not be null";
+      if (!(sampling->temperature > 0) || !std::isfinite(sampling->temperature) ||
+          sampling->top_k < 0 || !(sampling->top_p > 0 && sampling->top_p <= 1) ||
+          !(sampling->min_p >= 0 && sampling->min_p < 1))
+        return "sampling needs temperature > 0, top_k >= 0, top_p in (0, 1], min_p in [0, 1)";
+      for (int64_t b = 0; b < e.batch; ++b)
+        if (!(uniforms[b] >= 0 && uniforms[b] < 1))
+          return "uniforms must lie in [0, 1)";
+      *m.hostParams = SampleParams{sampling->temperature, sampling->top_k, sampling->top_p,
+                                   sampling->min_p};
+      std::memcpy(m.hostUniforms, uniforms, size_t(e.batch) * sizeof(double));
+    }
     std::memcpy(m.hostTokens, tokens, size_t(e.batch * e.seq) * 8);
     *m.hostPos = start;
     m.stepBatch = e.batch, m.stepSeq = e.seq, m.greedyRow = greedyRow;
+    m.sampled = sampling != nullptr;
     if (e.kind == LLMC_ENTRY_DECODE) {
       std::vector<void *> key(caches, caches + M::kNumCaches);
       Graph graph = nullptr;
       for (auto &g : m.graphs)
         if (g.entry == entry && g.capacity == capacity && g.caches == key &&
-            g.greedyRow == greedyRow)
+            g.greedyRow == greedyRow && g.sampled == m.sampled)
           graph = g.graph;
       if (!graph) {
         LLMC_CUDA_TRY(captureBegin(m.stream));
@@ -319,7 +376,7 @@ template <class M> struct Glue {
         std::string end = captureEnd(m.stream, &graph);
         LLMC_CUDA_TRY(e);
         LLMC_CUDA_TRY(end);
-        m.graphs.push_back({entry, key, capacity, greedyRow, graph});
+        m.graphs.push_back({entry, key, capacity, greedyRow, m.sampled, graph});
       }
       LLMC_CUDA_TRY(graphLaunch(graph, m.stream));
     } else {
@@ -333,8 +390,12 @@ template <class M> struct Glue {
       return describeDeviceError(word);
     }
     if (greedyRow >= 0)
-      for (int64_t b = 0; b < e.batch; ++b)
+      for (int64_t b = 0; b < e.batch; ++b) {
         ids[b] = m.hostIds[b];
+        if (ids[b] < 0) // a draw the device left to the host
+          LLMC_CUDA_TRY(copyToHost(rowLogits + b * M::kVocab, m.logits + b * M::kVocab,
+                                   size_t(M::kVocab) * sizeof(float)));
+      }
     else
       std::memcpy(logits, m.hostLogits, size_t(e.batch * e.seq * M::kVocab) * sizeof(float));
     return {};
@@ -369,6 +430,27 @@ template <class M> struct Glue {
     }
     std::string e = runEntry(*static_cast<M *>(ctx), entry, tokens, start, capacity, caches,
                              nullptr, row, out_ids);
+    if (!e.empty()) {
+      writeError(err, errlen, e);
+      return 1;
+    }
+    return 0;
+  }
+
+  static int runSample(void *ctx, uint32_t entry, const int64_t *tokens, int64_t start,
+                       int64_t capacity, void *const *caches, int64_t row,
+                       const llmc_model_sampling *sampling, const double *uniforms,
+                       int64_t *out_ids, float *row_logits, char *err, size_t errlen) {
+    if (!ctx || !sampling) {
+      writeError(err, errlen, "the context and the sampling parameters must not be null");
+      return 1;
+    }
+    if (row < 0) {
+      writeError(err, errlen, "the position must be >= 0");
+      return 1;
+    }
+    std::string e = runEntry(*static_cast<M *>(ctx), entry, tokens, start, capacity, caches,
+                             nullptr, row, out_ids, sampling, uniforms, row_logits);
     if (!e.empty()) {
       writeError(err, errlen, e);
       return 1;
