@@ -188,8 +188,101 @@ int32_t Sampler::sample(const float *logits, int64_t vocab, const std::vector<in
     penalize(logits, vocab, history);
     return int32_t(std::max_element(work.begin(), work.end()) - work.begin());
   }
-  distribution(logits, vocab, history, dist);
+  penalize(logits, vocab, history);
+  // (Top-k sorts only its k already.)
+  if (!(opts.topK > 0 && opts.topK < vocab))
+    if (int32_t token = drawFromPrefix(vocab, u); token >= 0)
+      return token;
+  distributionOfWork(vocab, dist);
   return draw(dist, -1, u);
+}
+
+int32_t Sampler::drawFromPrefix(int64_t vocab, double u) {
+  // Rungs of log-weight below the top, descending.
+  constexpr int kRungs = 16;
+  constexpr double rung[kRungs] = {-0.5, -1, -1.5, -2, -2.5, -3, -4, -5,
+                                   -6,   -7, -8,   -10, -12, -14.5, -17, -20};
+  const float t = opts.temperature;
+  float most = -INFINITY;
+  for (float x : work)
+    most = std::max(most, x);
+  if (!(most > -INFINITY))
+    return -1;
+  // distribution()'s weights: exp(x / T - top), top the float quotient.
+  const double top = most / t;
+  auto weight = [&](float x) { return std::exp(double(x) / t - top); };
+  const double minWeight = double(opts.minP) * weight(most);
+  // The rungs as logits (x >= at[j]: a prefix of the order whatever the
+  // rounding); per token the number of rungs it lies above, b (then it is
+  // above at[kRungs - b] and every lower one), counted and weighed per b.
+  float at[kRungs];
+  for (int j = 0; j < kRungs; ++j)
+    at[j] = float((rung[j] + top) * double(t));
+  double mass[kRungs + 1] = {}, total = 0, minMass = 0;
+  for (float x : work) {
+    int b = 0;
+    for (float r : at)
+      b += x >= r;
+    double w = weight(x);
+    total += w;
+    mass[b] += w;
+    if (w >= minWeight)
+      minMass += w;
+  }
+  for (int b = kRungs - 1; b >= 1; --b) // now mass[b]: of the tokens above at[kRungs - b]
+    mass[b] += mass[b + 1];
+  // What the draw is from: every token, or the min-p set, or (top-p) a cut
+  // of the order that only the sorted weights place.
+  const double keptAll = opts.minP > 0 ? minMass : total;
+  auto better = [&](int32_t a, int32_t b) {
+    return work[size_t(a)] > work[size_t(b)] || (work[size_t(a)] == work[size_t(b)] && a < b);
+  };
+  for (int b = kRungs; b >= 1; --b) { // from the fewest tokens
+    // A rung whose tokens cannot hold the top-p cut or the draw.
+    if (opts.topP < 1 ? mass[b] < double(opts.topP) * total : mass[b] <= u * keptAll)
+      continue;
+    order.clear();
+    for (int64_t i = 0; i < vocab; ++i)
+      if (work[size_t(i)] >= at[kRungs - b])
+        order.push_back(int32_t(i));
+    std::sort(order.begin(), order.end(), better);
+    const int64_t n = int64_t(order.size());
+    running.resize(size_t(n));
+    double run = 0;
+    for (int64_t i = 0; i < n; ++i)
+      running[size_t(i)] = run += weight(work[size_t(order[size_t(i)])]);
+    // distribution()'s cuts where they fall among these n (kNone: past them).
+    constexpr int64_t kNone = INT64_MAX;
+    int64_t cut = n < vocab ? kNone : n;
+    if (opts.topP < 1) {
+      int64_t i = 0;
+      while (i < n && running[size_t(i)] / total < opts.topP)
+        ++i;
+      if (i < n)
+        cut = i + 1;
+    }
+    if (opts.minP > 0) {
+      int64_t i = 1;
+      while (i < n && weight(work[size_t(order[size_t(i)])]) >= minWeight)
+        ++i;
+      if (i < n)
+        cut = std::min(cut, i);
+    }
+    double kept;
+    if (cut <= n)
+      kept = running[size_t(cut - 1)];
+    else if (opts.topP >= 1) // every token, or the min-p set
+      kept = keptAll;
+    else
+      continue; // a top-p cut past these tokens
+    const double r = u * kept;
+    for (int64_t i = 0; i < std::min(cut, n); ++i)
+      if (running[size_t(i)] > r)
+        return order[size_t(i)];
+    if (cut <= n) // rounding left a sliver: the last kept
+      return order[size_t(cut - 1)];
+  }
+  return -1;
 }
 
 } // namespace llmc

@@ -8,6 +8,15 @@
 // The generator is SplitMix64-seeded xoshiro256**, written out so the same
 // seed gives the same tokens on every platform and compiler.
 //
+// sample() without top-k (which sorts only its k) does not sort the whole
+// vocabulary: one pass sums every weight and the weight above 16 rungs of
+// log-weight below the top (as the CUDA sampling kernel does with 8,
+// runtime/src/model/cuda/Sampling.h); the smallest rung that can hold the
+// top-p cut and the draw is sorted and the rule run on it, and only where
+// none can (a distribution flatter than the rungs) is every token sorted.
+// The kept set and the draw are distribution()'s; sums are taken in another
+// order (rounding). Vocabulary 32000: 3.6-4.0 ms -> 0.4-0.8 ms a draw.
+//
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_RUNTIME_SAMPLER_H
 #define LLMC_RUNTIME_SAMPLER_H
@@ -69,6 +78,9 @@ private:
   void penalize(const float *logits, int64_t vocab, const std::vector<int32_t> &history);
   /// distribution() of `work`.
   void distributionOfWork(int64_t vocab, Distribution &out);
+  /// sample()'s draw from `work` (no top-k) with uniform u over a sorted
+  /// prefix of the order (see the top); -1 where none of the rungs holds it.
+  int32_t drawFromPrefix(int64_t vocab, double u);
 
   SamplerOptions opts;
   uint64_t state[4];
@@ -76,6 +88,7 @@ private:
   std::vector<int32_t> order;
   Distribution dist;
   std::vector<double> dense; // drawResidual's q by token id (zeros between calls)
+  std::vector<double> running; // drawFromPrefix's running weights
 };
 
 } // namespace llmc

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 #include <map>
 #include <string>
 
@@ -208,6 +209,47 @@ TEST(Sampler, DistributionIsWhatSampleDrawsFrom) {
   EXPECT_EQ(d.probability(1), 0);
   for (int i = 0; i < 100; ++i)
     EXPECT_EQ(a.sample(logits.data(), 5, {}), b.draw(d));
+}
+
+TEST(Sampler, SampleDrawsWhatTheSortedDistributionGives) {
+  // sample() sorts only the tokens above a rung of log-weight that holds
+  // the kept set's cut and the draw; distribution() + draw(), which sorts
+  // every token, is the rule. Over large vocabularies of logits peaked,
+  // spread and flat (ties included), every parameter mix and many
+  // uniforms, both choose the same token.
+  std::mt19937 rng(11);
+  struct Case {
+    int64_t vocab;
+    float spread; // standard deviation of the logits (0: all equal)
+  };
+  int compared = 0;
+  for (Case c : {Case{32000, 3.0f}, Case{32000, 10.0f}, Case{32000, 0.3f}, Case{3000, 0.0f},
+                 Case{5000, 1.0f}}) {
+    std::normal_distribution<float> normal(0.0f, c.spread > 0 ? c.spread : 1.0f);
+    std::vector<float> logits(size_t(c.vocab));
+    for (float &x : logits)
+      x = c.spread > 0 ? normal(rng) : 0.5f;
+    logits[7] = c.spread > 0 ? logits[7] : 2.0f; // (a flat row with one clear top)
+    std::uniform_real_distribution<double> uniform(0.0, 1.0);
+    for (float t : {0.6f, 1.0f, 1.7f})
+      for (int k : {0, 1, 40, 3000})
+        for (float p : {1.0f, 0.9f, 0.5f})
+          for (float minP : {0.0f, 0.05f}) {
+            llmc::SamplerOptions o;
+            o.temperature = t, o.topK = k, o.topP = p, o.minP = minP;
+            llmc::Sampler fast(o), full(o);
+            llmc::Sampler::Distribution d;
+            full.distribution(logits.data(), c.vocab, {}, d);
+            for (int i = 0; i < 8; ++i) {
+              double u = uniform(rng);
+              ASSERT_EQ(fast.sample(logits.data(), c.vocab, {}, u), full.draw(d, -1, u))
+                  << "vocab " << c.vocab << " spread " << c.spread << " T " << t << " k " << k
+                  << " p " << p << " min_p " << minP << " u " << u;
+              ++compared;
+            }
+          }
+  }
+  EXPECT_EQ(compared, 5 * 3 * 4 * 3 * 2 * 8);
 }
 
 TEST(Sampler, DrawLeavingATokenOutRenormalises) {
