@@ -5,7 +5,8 @@
 # architecture, each with onnxruntime's prompt and greedy tokens (f32) or the
 # emulation's greedy tokens of the same artifact (f16, bf16: the emulation
 # held to the hardware), a small C program that generates through the
-# runtime's C API (examples/c-app/main.c), and GoogleTest's source.
+# runtime's C API (examples/c-app/main.c), the kernel tests built for ARCH
+# with nvcc (bin/llmc-cuda-device), and GoogleTest's source.
 #   scripts/prepare-gpu.sh [ARCH (default sm_90)]
 # then, with the device tool: carry .gpu and run scripts/test-gpu.sh.
 set -euo pipefail
@@ -17,6 +18,20 @@ llmc="$root/build/bin/llmc"
 rm -rf "$out"
 mkdir -p "$out/artifacts" "$out/bin"
 cp -r /usr/src/googletest "$out/googletest"
+# The kernel tests built for ARCH with nvcc here, so the GPU machine spends
+# no time on them (test-gpu.sh uses .gpu/bin/llmc-cuda-device when present).
+kt="$out/kt"
+mkdir -p "$kt"
+g="/usr/src/googletest/googletest"
+g++ -std=c++17 -O2 -I"$g/include" -I"$g" -c "$g/src/gtest-all.cc" -o "$kt/gtest-all.o"
+g++ -std=c++17 -O2 -I"$g/include" -c "$g/src/gtest_main.cc" -o "$kt/gtest_main.o"
+g++ -std=c++17 -O2 -I"$root" -c "$root/runtime/src/Sampler.cpp" -o "$kt/Sampler.o"
+for t in CudaEmuTest CudaKernelsTest CudaQuantTest; do
+  /usr/local/cuda/bin/nvcc -std=c++17 -O3 -lineinfo -diag-suppress 177 -arch="$arch" -x cu -I"$root" \
+    -I"$g/include" -c "$root/test/unit/$t.cpp" -o "$kt/$t.o"
+done
+/usr/local/cuda/bin/nvcc -arch="$arch" "$kt"/*.o -lpthread -o "$out/bin/llmc-cuda-device"
+rm -rf "$kt"
 cc "$root/examples/c-app/main.c" -I"$root/runtime/include" -L"$root/build/lib" -lllmc_runtime \
   -lstdc++ -ldl -lpthread -o "$out/bin/llmc-generate"
 

@@ -8,7 +8,8 @@
 #      same assertions and float64 references as the emulated run, so the
 #      emulation and the hardware are held to the same results;
 #   2. compute-sanitizer memcheck and racecheck over them;
-#   3. the fatbin for every target architecture without register spills;
+#   3. the fatbin for every target architecture without register spills
+#      (SKIP_FATBIN=1 leaves it to CI's cuda.fatbin, which builds the same);
 #   4. every fixture scripts/prepare-gpu.sh compiled with --target cuda,
 #      generating on the GPU (greedy tokens against onnxruntime's), one of
 #      them under compute-sanitizer.
@@ -59,7 +60,13 @@ build_tests() {
   "$nvcc" -arch="$arch" "${objects[@]}" "$build/libgtest.a" -lpthread -o "$build/llmc-cuda-device"
 }
 
-step "build the kernel tests with nvcc (-arch=$arch)" build_tests
+if [ -x "$root/.gpu/bin/llmc-cuda-device" ] && [ -z "${REBUILD_TESTS:-}" ]; then
+  # Built by scripts/prepare-gpu.sh where the tree is (no nvcc time here).
+  cp "$root/.gpu/bin/llmc-cuda-device" "$build/llmc-cuda-device"
+  echo "=== the kernel tests prepared in .gpu/bin (REBUILD_TESTS=1 builds them here)"
+else
+  step "build the kernel tests with nvcc (-arch=$arch)" build_tests
+fi
 if [ -x "$build/llmc-cuda-device" ]; then
   step "kernel tests on the GPU" "$build/llmc-cuda-device"
   if command -v compute-sanitizer >/dev/null || [ -x /usr/local/cuda/bin/compute-sanitizer ]; then
@@ -73,8 +80,9 @@ if [ -x "$build/llmc-cuda-device" ]; then
     echo "test-gpu: compute-sanitizer not found"; failed=$((failed + 1))
   fi
 fi
-step "fatbin for sm_80/86/89/90 + PTX, no spills" "$root/test/cuda/fatbin.sh" "$nvcc" "$root" \
-  "$build/fatbin"
+[ -n "${SKIP_FATBIN:-}" ] ||
+  step "fatbin for sm_80/86/89/90 + PTX, no spills" "$root/test/cuda/fatbin.sh" "$nvcc" "$root" \
+    "$build/fatbin"
 
 # The fixtures compiled with --target cuda by scripts/prepare-gpu.sh: each
 # generates 32 greedy tokens on the GPU through the runtime's C API, to

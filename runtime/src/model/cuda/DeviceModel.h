@@ -36,7 +36,7 @@
 #ifndef LLMC_RUNTIME_MODEL_CUDA_DEVICEMODEL_H
 #define LLMC_RUNTIME_MODEL_CUDA_DEVICEMODEL_H
 
-#include "runtime/include/llmc/model_abi.h"
+#include "llmc/model_abi.h"
 #include "runtime/src/model/cuda/Attention.h"
 #include "runtime/src/model/cuda/Common.h"
 #include "runtime/src/model/cuda/Gemm.h"
