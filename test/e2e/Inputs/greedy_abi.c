@@ -36,12 +36,8 @@ int main(int argc, char **argv) {
   int64_t seq = abi->entries[prefill].seq, capacity = abi->caches[0].capacity;
   char err[1024] = "";
   void *ctx[2], *caches[2][64];
-  for (int c = 0; c < 2; ++c) {
-    if (abi->create(lm.weights, lm.bytes, 1, &ctx[c], err, sizeof err) != 0)
-      return fail("create", err);
-    if (abi->cache_alloc(ctx[c], 1, capacity, caches[c], err, sizeof err) != 0)
-      return fail("cache_alloc", err);
-  }
+  if (deviceTwins("greedy_abi", &lm, ctx, caches) != 0)
+    return 1;
   float *logits = malloc(sizeof(float) * (size_t)(seq * vocab));
   int64_t tokens[4096] = {0}, id = 0;
   for (int64_t i = 0; i < promptLen; ++i)
@@ -72,10 +68,7 @@ int main(int argc, char **argv) {
     return fail("a position past the entry was accepted", NULL);
   printf("position outside: %s\n", err);
   printf("greedy ids equal the logits' argmax over %lld steps\n", (long long)steps + 1);
-  for (int c = 0; c < 2; ++c) {
-    abi->cache_free(ctx[c], caches[c]);
-    abi->destroy(ctx[c]);
-  }
+  freeDeviceTwins(&lm, ctx, caches);
   free(logits);
   return 0;
 }

@@ -50,4 +50,28 @@ static int loadModel(const char *tool, const char *library, const char *weightsP
   return 0;
 }
 
+/* Two contexts of a model whose caches live on its device (run_greedy and
+ * run_sample are checked against run_at_capacity on a twin), each with
+ * batch-1 caches of the compiled capacity: 0, or 1 after saying what
+ * failed. */
+static int deviceTwins(const char *tool, const LoadedModel *lm, void *ctx[2],
+                       void *caches[2][64]) {
+  char err[1024] = "";
+  const llmc_model_abi *abi = lm->abi;
+  for (int c = 0; c < 2; ++c) {
+    if (abi->create(lm->weights, lm->bytes, 1, &ctx[c], err, sizeof err) != 0)
+      return loadFail(tool, "create", err);
+    if (abi->cache_alloc(ctx[c], 1, abi->caches[0].capacity, caches[c], err, sizeof err) != 0)
+      return loadFail(tool, "cache_alloc", err);
+  }
+  return 0;
+}
+
+static void freeDeviceTwins(const LoadedModel *lm, void *ctx[2], void *caches[2][64]) {
+  for (int c = 0; c < 2; ++c) {
+    lm->abi->cache_free(ctx[c], caches[c]);
+    lm->abi->destroy(ctx[c]);
+  }
+}
+
 #endif /* LLMC_TEST_LOAD_MODEL_H */

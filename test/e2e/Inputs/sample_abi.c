@@ -53,12 +53,8 @@ int main(int argc, char **argv) {
   int64_t seq = abi->entries[prefill].seq, capacity = abi->caches[0].capacity;
   char err[1024] = "";
   void *ctx[2], *caches[2][64];
-  for (int c = 0; c < 2; ++c) {
-    if (abi->create(lm.weights, lm.bytes, 1, &ctx[c], err, sizeof err) != 0)
-      return fail("create", err);
-    if (abi->cache_alloc(ctx[c], 1, capacity, caches[c], err, sizeof err) != 0)
-      return fail("cache_alloc", err);
-  }
+  if (deviceTwins("sample_abi", &lm, ctx, caches) != 0)
+    return 1;
   float *logits = malloc(sizeof(float) * (size_t)(seq * vocab));
   float *rowLogits = malloc(sizeof(float) * (size_t)vocab);
   int64_t tokens[4096] = {0}, id = 0, device = 0, left = 0;
@@ -116,10 +112,7 @@ int main(int argc, char **argv) {
   printf("position outside: %s\n", err);
   printf("%lld steps: %lld drawn on the device, %lld left to the caller\n", (long long)steps + 1,
          (long long)device, (long long)left);
-  for (int c = 0; c < 2; ++c) {
-    abi->cache_free(ctx[c], caches[c]);
-    abi->destroy(ctx[c]);
-  }
+  freeDeviceTwins(&lm, ctx, caches);
   free(logits);
   free(rowLogits);
   return 0;

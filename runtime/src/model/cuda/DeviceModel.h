@@ -417,19 +417,17 @@ template <class M> struct Glue {
     return 0;
   }
 
-  static int runGreedy(void *ctx, uint32_t entry, const int64_t *tokens, int64_t start,
-                       int64_t capacity, void *const *caches, int64_t row, int64_t *out_ids,
-                       char *err, size_t errlen) {
-    if (!ctx) {
-      writeError(err, errlen, "the context is null");
-      return 1;
-    }
-    if (row < 0) {
-      writeError(err, errlen, "the position must be >= 0");
-      return 1;
-    }
-    std::string e = runEntry(*static_cast<M *>(ctx), entry, tokens, start, capacity, caches,
-                             nullptr, row, out_ids);
+  /// run_greedy and run_sample: the token id of position `row` of each
+  /// sequence (`sampling` null: the argmax).
+  static int runChoice(void *ctx, uint32_t entry, const int64_t *tokens, int64_t start,
+                       int64_t capacity, void *const *caches, int64_t row,
+                       const llmc_model_sampling *sampling, const double *uniforms,
+                       int64_t *out_ids, float *row_logits, char *err, size_t errlen) {
+    std::string e = !ctx      ? "the context is null"
+                    : row < 0 ? "the position must be >= 0"
+                              : runEntry(*static_cast<M *>(ctx), entry, tokens, start, capacity,
+                                         caches, nullptr, row, out_ids, sampling, uniforms,
+                                         row_logits);
     if (!e.empty()) {
       writeError(err, errlen, e);
       return 1;
@@ -437,25 +435,23 @@ template <class M> struct Glue {
     return 0;
   }
 
+  static int runGreedy(void *ctx, uint32_t entry, const int64_t *tokens, int64_t start,
+                       int64_t capacity, void *const *caches, int64_t row, int64_t *out_ids,
+                       char *err, size_t errlen) {
+    return runChoice(ctx, entry, tokens, start, capacity, caches, row, nullptr, nullptr, out_ids,
+                     nullptr, err, errlen);
+  }
+
   static int runSample(void *ctx, uint32_t entry, const int64_t *tokens, int64_t start,
                        int64_t capacity, void *const *caches, int64_t row,
                        const llmc_model_sampling *sampling, const double *uniforms,
                        int64_t *out_ids, float *row_logits, char *err, size_t errlen) {
-    if (!ctx || !sampling) {
-      writeError(err, errlen, "the context and the sampling parameters must not be null");
+    if (!sampling) {
+      writeError(err, errlen, "the sampling parameters must not be null");
       return 1;
     }
-    if (row < 0) {
-      writeError(err, errlen, "the position must be >= 0");
-      return 1;
-    }
-    std::string e = runEntry(*static_cast<M *>(ctx), entry, tokens, start, capacity, caches,
-                             nullptr, row, out_ids, sampling, uniforms, row_logits);
-    if (!e.empty()) {
-      writeError(err, errlen, e);
-      return 1;
-    }
-    return 0;
+    return runChoice(ctx, entry, tokens, start, capacity, caches, row, sampling, uniforms,
+                     out_ids, row_logits, err, errlen);
   }
 
   static int run(void *ctx, uint32_t entry, const int64_t *tokens, int64_t start,
