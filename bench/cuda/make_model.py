@@ -39,6 +39,8 @@ SHAPES = {
 
 
 def main():
+    if len(sys.argv) < 3 or sys.argv[1] not in SHAPES:
+        sys.exit("usage: make_model.py {%s} OUT_DIR [MAX_POSITIONS]" % "|".join(SHAPES))
     shape, out = sys.argv[1], sys.argv[2]
     max_pos = int(sys.argv[3]) if len(sys.argv) > 3 else 4224
     s = SHAPES[shape]

@@ -401,15 +401,15 @@ llmc_status generateRows(llmc_session *session, const int32_t *prompts, size_t p
   const llmc_model_sampling drawParams{p.temperature, p.top_k, p.top_p, p.min_p};
   std::vector<double> uniforms(static_cast<size_t>(b), 0.0);
   std::vector<bool> finished(static_cast<size_t>(b), false);
-  std::vector<int32_t> greedy(static_cast<size_t>(b));
+  std::vector<int32_t> deviceIds(static_cast<size_t>(b)); // what run_greedy / run_sample chose
   auto step = [&](const int32_t *tokens, size_t count) {
     if (deviceDraw) {
       for (int64_t r = 0; r < b; ++r) // (a finished row draws nothing, as on the host)
         uniforms[size_t(r)] = finished[size_t(r)] ? 0.0 : samplers[size_t(r)].uniform();
-      return append(session, tokens, count, nullptr, logits.data(), greedy.data(), &drawParams,
+      return append(session, tokens, count, nullptr, logits.data(), deviceIds.data(), &drawParams,
                     uniforms.data());
     }
-    return deviceGreedy ? append(session, tokens, count, nullptr, nullptr, greedy.data())
+    return deviceGreedy ? append(session, tokens, count, nullptr, nullptr, deviceIds.data())
                         : append(session, tokens, count, nullptr, logits.data());
   };
   std::unique_ptr<DraftProposer> proposer;
@@ -482,8 +482,8 @@ llmc_status generateRows(llmc_session *session, const int32_t *prompts, size_t p
           return st;
       const float *rowLogits = logits.data() + r * m.vocab;
       int32_t token = pending >= 0 ? pending
-                      : deviceGreedy || (deviceDraw && greedy[size_t(r)] >= 0)
-                          ? greedy[size_t(r)]
+                      : deviceGreedy || (deviceDraw && deviceIds[size_t(r)] >= 0)
+                          ? deviceIds[size_t(r)]
                       : deviceDraw // left to the host: its uniform is taken
                           ? samplers[size_t(r)].sample(rowLogits, m.vocab, history[size_t(r)],
                                                        uniforms[size_t(r)])

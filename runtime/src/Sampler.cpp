@@ -184,11 +184,9 @@ int32_t Sampler::sample(const float *logits, int64_t vocab, const std::vector<in
 
 int32_t Sampler::sample(const float *logits, int64_t vocab, const std::vector<int32_t> &history,
                         double u) {
-  if (opts.temperature == 0) { // greedy: the first of the largest
-    penalize(logits, vocab, history);
-    return int32_t(std::max_element(work.begin(), work.end()) - work.begin());
-  }
   penalize(logits, vocab, history);
+  if (opts.temperature == 0) // greedy: the first of the largest
+    return int32_t(std::max_element(work.begin(), work.end()) - work.begin());
   // (Top-k sorts only its k already.)
   if (!(opts.topK > 0 && opts.topK < vocab))
     if (int32_t token = drawFromPrefix(vocab, u); token >= 0)

@@ -61,7 +61,7 @@ template <class T> void forType() {
   cacheWrite<T, float>(nullptr, nullptr, nullptr, 1, 1, 1, 1, 1, 0, 0, 0, nullptr, nullptr);
   cacheWriteInt8<T>(nullptr, nullptr, nullptr, nullptr, 1, 1, 1, 1, 1, 0, 0, 0, nullptr, nullptr);
   argmax<T>(nullptr, nullptr, 1, 1, 1, nullptr);
-  sample<T>(nullptr, nullptr, 1, 1, 1, nullptr, nullptr, nullptr);
+  sample<T>(nullptr, nullptr, 1, 1, 1, nullptr, nullptr, nullptr, nullptr);
   attention<T, T, 64>();
   attention<T, T, 128>();
   attention<T, T, 256>();

@@ -703,8 +703,12 @@ int checkSample(const std::vector<T> &logits, int rows, int vocab, size_t rowStr
   DeviceBuffer<SampleParams> dp(std::vector<SampleParams>{prm});
   DeviceBuffer<double> du(u);
   DeviceBuffer<int32_t> ids{size_t(rows)};
-  EXPECT_EQ(sample(dl.get(), ids.get(), rows, vocab, rowStride, dp.get(), du.get(), nullptr), "");
+  DeviceBuffer<float> leftRows(std::vector<float>(size_t(rows) * size_t(vocab), -7.0f));
+  EXPECT_EQ(sample(dl.get(), ids.get(), rows, vocab, rowStride, dp.get(), du.get(),
+                   leftRows.get(), nullptr),
+            "");
   std::vector<int32_t> got = ids.download();
+  std::vector<float> leftLogits = leftRows.download();
   llmc::Sampler host(o);
   int left = 0;
   for (int r = 0; r < rows; ++r) {
@@ -712,9 +716,15 @@ int checkSample(const std::vector<T> &logits, int rows, int vocab, size_t rowStr
     for (int i = 0; i < vocab; ++i)
       row[size_t(i)] = toFloat(logits[size_t(r) * rowStride + size_t(i)]);
     int32_t want = host.sample(row.data(), vocab, {}, u[size_t(r)]);
-    if (got[size_t(r)] == -1)
+    if (got[size_t(r)] == -1) { // its logits come back as f32
       ++left;
-    else
+      int differing = 0;
+      for (int i = 0; i < vocab; ++i) {
+        float l = leftLogits[size_t(r) * size_t(vocab) + size_t(i)], x = row[size_t(i)];
+        differing += !(l == x || (l != l && x != x));
+      }
+      EXPECT_EQ(differing, 0) << "row " << r << ": logits handed back";
+    } else
       EXPECT_EQ(got[size_t(r)], want) << "row " << r << " u=" << u[size_t(r)];
   }
   return left;
@@ -789,8 +799,13 @@ TEST(CudaSample, OnePositionOfEachSequenceHalfLogitsAndNaN) {
   DeviceBuffer<int32_t> ids{size_t(b)};
   DeviceBuffer<SampleParams> dp(std::vector<SampleParams>{SampleParams{1, 0, 1, 0}});
   DeviceBuffer<double> du(std::vector<double>(size_t(b), 0.5));
-  EXPECT_NE(sample(dl.get(), ids.get(), b, v, size_t(v - 1), dp.get(), du.get(), nullptr), "");
-  EXPECT_NE(sample(dl.get(), ids.get(), b, v, size_t(v), nullptr, du.get(), nullptr), "");
+  DeviceBuffer<float> leftRows(size_t(b * v));
+  EXPECT_NE(sample(dl.get(), ids.get(), b, v, size_t(v - 1), dp.get(), du.get(), leftRows.get(),
+                   nullptr),
+            "");
+  EXPECT_NE(sample(dl.get(), ids.get(), b, v, size_t(v), nullptr, du.get(), leftRows.get(), nullptr),
+            "");
+  EXPECT_NE(sample(dl.get(), ids.get(), b, v, size_t(v), dp.get(), du.get(), nullptr, nullptr), "");
 }
 
 TEST(CudaArgmax, HalfLogits) {

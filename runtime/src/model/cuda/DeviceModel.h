@@ -79,14 +79,6 @@ template <class T> LLMC_GLOBAL void widenKernel(const T *in, float *out, size_t 
     out[i] = toFloat(in[i]);
 }
 
-/// out[r, :n] = in[r * stride, :n] as f32 (a position of each sequence).
-template <class T>
-LLMC_GLOBAL void widenRowsKernel(const T *in, float *out, size_t n, size_t stride) {
-  size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n)
-    out[size_t(blockIdx.y) * n + i] = toFloat(in[size_t(blockIdx.y) * stride + i]);
-}
-
 /// The device copy of one model's weights, shared by its contexts.
 struct SharedWeights {
   std::mutex mutex;
@@ -172,14 +164,11 @@ struct DeviceContext {
     if (greedyRow >= 0) {
       const T *row = p + greedyRow * vocab;
       size_t stride = size_t(stepSeq * vocab);
-      if (sampled) {
-        LLMC_CUDA_TRY(sample(row, ids, int(stepBatch), int(vocab), stride, params, uniforms, s));
-        LLMC_CUDA_TRY(launch(widenRowsKernel<T>,
-                             dim3(ceilDiv(size_t(vocab), 256), unsigned(stepBatch)), dim3(256), 0,
-                             s, row, logits, size_t(vocab), stride));
-      } else {
+      if (sampled) // (rows left to the host get their f32 logits in `logits`)
+        LLMC_CUDA_TRY(sample(row, ids, int(stepBatch), int(vocab), stride, params, uniforms, logits,
+                             s));
+      else
         LLMC_CUDA_TRY(argmax(row, ids, int(stepBatch), int(vocab), stride, s));
-      }
       return copyAsync(hostIds, ids, size_t(stepBatch) * sizeof(int32_t), s);
     }
     const float *f32 = reinterpret_cast<const float *>(p);

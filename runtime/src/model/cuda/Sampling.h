@@ -28,8 +28,9 @@
 //          with a prefix sum. Where the kept tokens or the draw reach past
 //          the prefix (a distribution so flat that more than
 //          kSampleCandidates tokens lie within e^-1 of the top, or top-k
-//          larger than the prefix) the row's id is -1: the caller then
-//          samples that row on the host from its logits.
+//          larger than the prefix) the row's id is -1 and the block writes
+//          its logits as f32 to leftRows: the caller then samples that row
+//          on the host (nothing extra runs for rows the device decides).
 //
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_RUNTIME_MODEL_CUDA_SAMPLING_H
@@ -121,7 +122,7 @@ LLMC_DEVICE bool sampledBefore(float xa, int a, float xb, int b) {
 template <class T>
 LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kSampleThreads)
     sampleKernel(const T *logits, int32_t *ids, int vocab, size_t rowStride,
-                 const SampleParams *params, const double *uniforms) {
+                 const SampleParams *params, const double *uniforms, float *leftRows) {
   LLMC_SHARED(float[kSampleCandidates], cx);
   LLMC_SHARED(int[kSampleCandidates], cid);
   LLMC_SHARED(double[kSampleCandidates], cs); // running weight of the sorted candidates
@@ -132,6 +133,14 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kSampleThreads)
   const T *row = logits + size_t(blockIdx.x) * rowStride;
   const SampleParams prm = *params;
   const int tid = int(threadIdx.x), threads = int(blockDim.x);
+  // A row left to the host: id -1 and its logits as f32 in leftRows (every
+  // thread of the block takes part).
+  auto leave = [&]() {
+    for (int i = tid; i < vocab; i += threads)
+      leftRows[size_t(blockIdx.x) * size_t(vocab) + size_t(i)] = toFloat(row[i]);
+    if (tid == 0)
+      ids[blockIdx.x] = -1;
+  };
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
 
   // 1. The largest logit (NaN never counts).
@@ -208,8 +217,7 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kSampleThreads)
   const bool topK = prm.topK > 0 && prm.topK < valid;
   const int count = rung == kSampleRungs ? valid : rung >= 0 ? int(sums[rung]) : 0;
   if (rung < 0 || valid == 0 || (topK && count < prm.topK)) {
-    if (tid == 0)
-      ids[blockIdx.x] = -1;
+    leave();
     return;
   }
 
@@ -310,24 +318,24 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kSampleThreads)
       if (cs[i] > r)
         atomicMin(&found[3], i);
   __syncthreads();
-  if (tid != 0)
-    return;
-  int chosen = found[3];
+  const int chosen = found[3];
   if (keptTotal < 0 || (chosen == beyond && cut > n))
-    ids[blockIdx.x] = -1; // the draw lies past the candidates: the host's
-  else
+    leave(); // the draw lies past the candidates: the host's
+  else if (tid == 0)
     ids[blockIdx.x] = cid[chosen != beyond ? chosen : cut - 1]; // (rounding: the last kept)
 }
 
 /// Draws a token per row (see the top of this file); ids[r] = -1 where the
-/// host must sample row r instead.
+/// host must sample row r instead, with that row's logits as f32 in
+/// leftRows[r * vocab ..] (rows the device decides leave it as it was).
 template <class T>
 std::string sample(const T *logits, int32_t *ids, int rows, int vocab, size_t rowStride,
-                   const SampleParams *params, const double *uniforms, Stream stream) {
-  if (rows < 1 || vocab < 1 || rowStride < size_t(vocab) || !params || !uniforms)
+                   const SampleParams *params, const double *uniforms, float *leftRows,
+                   Stream stream) {
+  if (rows < 1 || vocab < 1 || rowStride < size_t(vocab) || !params || !uniforms || !leftRows)
     return "sample: invalid arguments";
   return launch(sampleKernel<T>, dim3(unsigned(rows)), dim3(kSampleThreads), 0, stream, logits,
-                ids, vocab, rowStride, params, uniforms);
+                ids, vocab, rowStride, params, uniforms, leftRows);
 }
 
 } // namespace llmc::cuda
