@@ -49,6 +49,10 @@ cl::opt<int> benchPrompt("prompt-len", cl::desc("Prompt tokens (default 64)"), c
                          cl::sub(benchCmd), cl::cat(cat()));
 cl::opt<int> benchGen("gen", cl::desc("Generated tokens (default 64)"), cl::init(64),
                       cl::sub(benchCmd), cl::cat(cat()));
+cl::opt<int> benchBatch("batch",
+                        cl::desc("Sequences generated together (a batch size the artifact was "
+                                 "compiled with; default 1): each its own pseudo-random prompt"),
+                        cl::init(1), cl::sub(benchCmd), cl::cat(cat()));
 cl::opt<int> benchRuns("runs", cl::desc("Runs; the median is reported (default 3)"),
                        cl::init(3), cl::sub(benchCmd), cl::cat(cat()));
 cl::opt<int> benchThreads("threads", cl::desc("Threads (0: one per hardware thread)"),
@@ -274,7 +278,8 @@ double median(std::vector<double> v) {
 }
 
 /// The prompt: --prompt or --prompt-file tokenized, else --prompt-len fixed
-/// pseudo-random ids inside the vocabulary.
+/// pseudo-random ids inside the vocabulary (--batch of them, one after the
+/// other: the first is the prompt of batch 1).
 llvm::Expected<std::vector<int32_t>> benchPromptIds(llmc_model *model, int64_t vocab) {
   std::string text = benchPromptText;
   if (!benchPromptFile.empty()) {
@@ -296,9 +301,12 @@ llvm::Expected<std::vector<int32_t>> benchPromptIds(llmc_model *model, int64_t v
     prompt = std::move(*ids);
     if (prompt.empty())
       return llvm::createStringError("the prompt has no tokens");
-    return prompt;
+    std::vector<int32_t> rows;
+    for (int b = 0; b < benchBatch; ++b)
+      rows.insert(rows.end(), prompt.begin(), prompt.end());
+    return rows;
   }
-  prompt.resize(size_t(benchPrompt.getValue()));
+  prompt.resize(size_t(benchPrompt.getValue()) * size_t(benchBatch.getValue()));
   uint64_t x = 88172645463325252ull;
   for (int32_t &t : prompt) {
     x ^= x << 13, x ^= x >> 7, x ^= x << 17;
@@ -466,8 +474,8 @@ int benchConstrained(llmc_model *model, llmc_session *session, const std::vector
 } // namespace
 
 int mlir::llmc::runBench() {
-  if (benchPrompt < 1 || benchGen < 2 || benchRuns < 1)
-    return fail("--prompt-len must be >= 1, --gen >= 2 and --runs >= 1");
+  if (benchPrompt < 1 || benchGen < 2 || benchRuns < 1 || benchBatch < 1)
+    return fail("--prompt-len must be >= 1, --gen >= 2, --runs >= 1 and --batch >= 1");
   llvm::SmallString<256> manifestPath(benchArtifact);
   llvm::sys::path::append(manifestPath, "manifest.json");
   auto buf = llvm::MemoryBuffer::getFile(manifestPath);
@@ -478,8 +486,9 @@ int mlir::llmc::runBench() {
     return fail(manifestPath.str() + ": not a JSON object");
   const llvm::json::Object &m = *manifest->getAsObject();
   int64_t decodeWeightBytes = -1;
-  // The prefill bucket the prompt runs through (the smallest of batch 1
-  // that takes it whole) and its linear layers' FLOPs, for the prefill's
+  const std::string decodeEntry = "decode_b" + std::to_string(benchBatch);
+  // The prefill bucket the prompt runs through (the smallest of the batch's
+  // size that takes it whole) and its linear layers' FLOPs, for the prefill's
   // share of the peak FMA rate (CPU artifacts).
   int64_t prefillSeq = 0, prefillFlops = 0;
   if (const llvm::json::Array *entries = m.getArray("entries"))
@@ -487,11 +496,11 @@ int mlir::llmc::runBench() {
       const llvm::json::Object *e = v.getAsObject();
       if (!e)
         continue;
-      if (e->getString("name") == llvm::StringRef("decode_b1"))
+      if (e->getString("name") == llvm::StringRef(decodeEntry))
         decodeWeightBytes = e->getInteger("weight_bytes_read").value_or(-1);
       int64_t seq = e->getInteger("seq").value_or(0);
       if (e->getString("kind") == llvm::StringRef("prefill") &&
-          e->getInteger("batch").value_or(0) == 1 && seq >= benchPrompt &&
+          e->getInteger("batch").value_or(0) == benchBatch && seq >= benchPrompt &&
           (!prefillSeq || seq < prefillSeq) && e->getInteger("linear_flops"))
         prefillSeq = seq,
         prefillFlops = *e->getInteger("linear_flops") +
@@ -502,7 +511,9 @@ int mlir::llmc::runBench() {
   bool wide = target && (target->getString("march") == llvm::StringRef("x86-64-v4") ||
                          target->getString("march") == llvm::StringRef("native"));
   if (decodeWeightBytes < 0)
-    return fail(manifestPath.str() + " has no decode_b1 entry with weight_bytes_read");
+    return fail(manifestPath.str() + " has no " + decodeEntry +
+                " entry with weight_bytes_read" +
+                (benchBatch > 1 ? " (llmc compile --batch)" : ""));
 
   auto speculative = parseSpeculative(benchSpeculative, benchDevice);
   if (!speculative)
@@ -520,10 +531,11 @@ int mlir::llmc::runBench() {
   if (!promptIds)
     return fail(llvm::toString(promptIds.takeError()));
   std::vector<int32_t> prompt = std::move(*promptIds);
-  if (int64_t(prompt.size()) + benchGen > info.capacity)
-    return fail("the prompt (" + std::to_string(prompt.size()) + " tokens) and --gen exceed "
+  const size_t batch = size_t(benchBatch.getValue()), promptLen = prompt.size() / batch;
+  if (int64_t(promptLen) + benchGen > info.capacity)
+    return fail("the prompt (" + std::to_string(promptLen) + " tokens) and --gen exceed "
                 "the artifact's capacity " + std::to_string(info.capacity));
-  llmc_session_options so{benchThreads, 0, 0, nullptr, 0};
+  llmc_session_options so{benchThreads, benchBatch, 0, nullptr, 0};
   so.draft_model = speculative->draft;
   so.draft_threads = benchDraftThreads;
   auto created = createSession(model, so, benchCpus);
@@ -536,30 +548,40 @@ int mlir::llmc::runBench() {
   bool constrained = !benchJsonSchema.empty() || !benchRegex.empty() || !benchGrammar.empty();
   if (speculative->mode && constrained)
     return fail("--speculative and --json-schema/--regex/--grammar are measured one at a time");
+  if (batch > 1 && (speculative->mode || constrained))
+    return fail("--batch is measured with plain greedy generation (not --speculative, "
+                "--json-schema, --regex or --grammar)");
   if (speculative->mode)
     return benchSpeculation(session, *speculative, prompt, threads);
   if (constrained)
     return benchConstrained(model, session, prompt, threads);
-  std::vector<int32_t> out(size_t(benchGen.getValue()));
+  std::vector<int32_t> out(size_t(benchGen.getValue()) * batch);
+  std::vector<size_t> counts(batch);
   llmc_generate_params p;
   llmc_generate_params_init(&p);
   p.max_new_tokens = benchGen;
   std::vector<double> ttft, tpot, total;
-  // Bytes a decode step reads: its weights, and the cache rows of the
-  // context (on average halfway through the generation). The machine's
-  // bandwidth is measured before and after the runs (shared machines
-  // vary); the larger counts.
-  double context = double(benchPrompt) + double(benchGen) / 2;
+  // Bytes a decode step reads: its weights, and each sequence's cache rows
+  // of the context (on average halfway through the generation). The
+  // machine's bandwidth is measured before and after the runs (shared
+  // machines vary); the larger counts. (Not for a GPU: this probe reads the
+  // host's memory; bench/cuda measures the device's.)
+  double context = double(promptLen) + double(benchGen) / 2;
   double kvBytes = double(info.kv_cache_bytes) / double(info.capacity) * context;
-  double bytesPerToken = double(decodeWeightBytes) + kvBytes;
-  size_t probe = std::max<size_t>(size_t(256) << 20, size_t(bytesPerToken));
-  double bandwidth = measureReadBandwidth(threads, probe);
+  double bytesPerStep = double(decodeWeightBytes) + kvBytes * double(batch);
+  size_t probe = std::max<size_t>(size_t(256) << 20, size_t(bytesPerStep));
+  const bool onGpu = !cpuTarget && benchDevice != "emulated";
+  double bandwidth = onGpu ? 0 : measureReadBandwidth(threads, probe);
   // One warm-up run (page in the weights), then the measured runs.
   for (int run = 0; run <= benchRuns; ++run) {
     size_t count = 0;
     llmc_generate_stats st;
-    if (llmc_generate(session, prompt.data(), prompt.size(), &p, nullptr, nullptr, out.data(),
-                      out.size(), &count, &st) != LLMC_OK)
+    llmc_status status =
+        batch > 1 ? llmc_generate_batch(session, prompt.data(), promptLen, &p, out.data(),
+                                        size_t(benchGen.getValue()), counts.data(), &st)
+                  : llmc_generate(session, prompt.data(), prompt.size(), &p, nullptr, nullptr,
+                                  out.data(), out.size(), &count, &st);
+    if (status != LLMC_OK)
       return fail(llmc_last_error());
     if (run == 0)
       continue;
@@ -567,25 +589,31 @@ int mlir::llmc::runBench() {
     tpot.push_back(st.time_per_output_token_ms);
     total.push_back(st.total_ms);
   }
-  bandwidth = std::max(bandwidth, measureReadBandwidth(threads, probe));
-  double tpotMs = median(tpot);
-  double achieved = bytesPerToken / (tpotMs / 1e3);
+  if (!onGpu)
+    bandwidth = std::max(bandwidth, measureReadBandwidth(threads, probe));
+  double tpotMs = median(tpot); // per decode step: a token of every sequence
+  double achieved = bytesPerStep / (tpotMs / 1e3);
   double peak = cpuTarget && prefillFlops ? measurePeakFlops(threads, wide) : 0;
   double prefillRate = prefillFlops / (median(ttft) / 1e3);
   if (benchJson) {
     llvm::json::Object o{{"artifact", benchArtifact.getValue()},
                          {"threads", int64_t(threads)},
-                         {"prompt_tokens", int64_t(benchPrompt)},
+                         {"batch", int64_t(batch)},
+                         {"prompt_tokens", int64_t(promptLen)},
                          {"generated_tokens", int64_t(benchGen)},
                          {"runs", int64_t(benchRuns)},
                          {"time_to_first_token_ms", median(ttft)},
                          {"time_per_output_token_ms", tpotMs},
-                         {"decode_tokens_per_s", 1e3 / tpotMs},
-                         {"prefill_tokens_per_s", double(benchPrompt) / (median(ttft) / 1e3)},
-                         {"decode_bytes_per_token", bytesPerToken},
-                         {"decode_bandwidth_gbs", achieved / 1e9},
-                         {"machine_read_bandwidth_gbs", bandwidth / 1e9},
-                         {"bandwidth_fraction", achieved / bandwidth}};
+                         {"decode_tokens_per_s", double(batch) * 1e3 / tpotMs},
+                         {"prefill_tokens_per_s",
+                          double(batch * promptLen) / (median(ttft) / 1e3)},
+                         {"decode_bytes_per_step", bytesPerStep},
+                         {"decode_bytes_per_token", bytesPerStep / double(batch)},
+                         {"decode_bandwidth_gbs", achieved / 1e9}};
+    if (!onGpu) {
+      o["machine_read_bandwidth_gbs"] = bandwidth / 1e9;
+      o["bandwidth_fraction"] = achieved / bandwidth;
+    }
     if (peak > 0) {
       o["prefill_linear_gflop"] = double(prefillFlops) / 1e9;
       o["prefill_gflops"] = prefillRate / 1e9;
@@ -597,15 +625,23 @@ int mlir::llmc::runBench() {
   }
   llvm::raw_ostream &os = llvm::outs();
   os << llvm::formatv("model:              {0} ({1} threads)\n", benchArtifact, threads);
-  os << llvm::formatv("prompt / generated: {0} / {1} tokens, median of {2} runs\n", benchPrompt,
-                      benchGen, benchRuns);
+  os << llvm::formatv("prompt / generated: {0} / {1} tokens{3}, median of {2} runs\n",
+                      promptLen, benchGen, benchRuns,
+                      batch > 1 ? " for each of " + std::to_string(batch) + " sequences" : "");
   os << llvm::formatv("time to first token {0:f2} ms ({1:f1} prompt tokens/s)\n", median(ttft),
-                      double(benchPrompt) / (median(ttft) / 1e3));
-  os << llvm::formatv("time per token      {0:f2} ms ({1:f1} tokens/s)\n", tpotMs, 1e3 / tpotMs);
-  os << llvm::formatv("decode reads        {0:f1} MB/token: {1:f1} GB/s, {3:f0}% of the {2:f1} "
-                      "GB/s this machine reads a buffer of that size at\n",
-                      bytesPerToken / 1e6, achieved / 1e9, bandwidth / 1e9,
-                      100 * achieved / bandwidth);
+                      double(batch * promptLen) / (median(ttft) / 1e3));
+  os << llvm::formatv("{0,-20}{1:f2} ms ({2:f1} tokens/s)\n",
+                      batch > 1 ? "time per step" : "time per token", tpotMs,
+                      double(batch) * 1e3 / tpotMs);
+  if (onGpu)
+    os << llvm::formatv("decode reads        {0:f1} MB/step: {1:f1} GB/s (bench/cuda/decode.sh "
+                        "sets it against the GPU's measured bandwidth)\n",
+                        bytesPerStep / 1e6, achieved / 1e9);
+  else
+    os << llvm::formatv("decode reads        {0:f1} MB/step: {1:f1} GB/s, {3:f0}% of the {2:f1} "
+                        "GB/s this machine reads a buffer of that size at\n",
+                        bytesPerStep / 1e6, achieved / 1e9, bandwidth / 1e9,
+                        100 * achieved / bandwidth);
   if (peak > 0)
     os << llvm::formatv("prefill computes    {0:f2} GFLOP in its linear layers (bucket {1}): "
                         "{2:f1} GFLOP/s over the whole step, {4:f0}% of the {3:f1} GFLOP/s this "
