@@ -10,12 +10,17 @@
 #   2. compute-sanitizer memcheck and racecheck over them;
 #   3. the fatbin for every target architecture without register spills
 #      (SKIP_FATBIN=1 leaves it to CI's cuda.fatbin, which builds the same);
-#   4. every fixture scripts/prepare-gpu.sh compiled with --target cuda,
-#      generating on the GPU (greedy tokens against onnxruntime's), one of
-#      them under compute-sanitizer.
+#   4. every fixture scripts/prepare-gpu.sh lists (.gpu/fixtures), compiled
+#      here with --target cuda for this GPU (in the background while 1-3 run)
+#      by LLMC, else scripts/bundle-llmc.sh's .gpu/llmc.tar.xz, else this
+#      tree's build/bin/llmc; each generating on the GPU (greedy tokens
+#      against onnxruntime's, or the emulation's of the same compilation),
+#      one of them under compute-sanitizer.
 #
-# GoogleTest is built from source: GTEST_SRC (default /usr/src/googletest,
-# from Debian's libgtest-dev; the device tool carries a copy in .gpu/).
+# The kernel tests come from .gpu/bin/llmc-cuda-device.xz (prepare-gpu.sh)
+# unless REBUILD_TESTS=1; building them needs GoogleTest's source: GTEST_SRC
+# (default /usr/src/googletest, from Debian's libgtest-dev, or the copy in
+# .gpu/googletest.tar.xz).
 # Prints "N passed, N failed" at the end; exits non-zero on any failure.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -24,8 +29,12 @@ mkdir -p "$build"
 nvcc="${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"
 arch="${CUDA_ARCH:-native}"
 gtest="${GTEST_SRC:-}"
+if [ -z "$gtest" ] && [ ! -d /usr/src/googletest/googletest/src ] &&
+  [ -f "$root/.gpu/googletest.tar.xz" ]; then
+  [ -d "$build/googletest" ] || tar -C "$build" -xJf "$root/.gpu/googletest.tar.xz"
+fi
 if [ -z "$gtest" ]; then
-  for g in "$root/.gpu/googletest" /usr/src/googletest; do
+  for g in "$build/googletest" /usr/src/googletest; do
     [ -d "$g/googletest/src" ] && { gtest="$g"; break; }
   done
 fi
@@ -41,6 +50,35 @@ nvidia-smi -L || { echo "test-gpu: no NVIDIA GPU visible (nvidia-smi)"; exit 1; 
 [ -x "$nvcc" ] || { echo "test-gpu: no nvcc (set NVCC)"; exit 1; }
 [ -n "$gtest" ] || { echo "test-gpu: no GoogleTest source (set GTEST_SRC)"; exit 1; }
 "$nvcc" --version | tail -1
+
+# The fixtures, compiled in the background (several at a time) while the
+# kernel tests run.
+llmc="${LLMC:-}"
+if [ -z "$llmc" ] && [ -f "$root/.gpu/llmc.tar.xz" ]; then
+  [ -x "$build/llmc/llmc" ] || tar -C "$build" -xJf "$root/.gpu/llmc.tar.xz"
+  llmc="$build/llmc/llmc"
+fi
+[ -n "$llmc" ] || llmc="$root/build/bin/llmc"
+sm="$arch"
+[ "$sm" != native ] ||
+  sm=sm_$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
+compile_fixture() { # NAME: .gpu/fixtures/NAME.args -> $build/artifacts/NAME.llmc
+  cd "$root" &&
+    # shellcheck disable=SC2046
+    "$llmc" compile $(cat ".gpu/fixtures/$1.args") -o "$build/artifacts/$1.llmc" --target cuda \
+      --cuda-arch "$sm" --max-seq 64 --prefill-buckets 16 > "$build/artifacts/$1.log" 2>&1 ||
+    echo "compiling $1 failed: $(tail -3 "$build/artifacts/$1.log")"
+}
+export -f compile_fixture
+export root build llmc sm
+compiling=""
+if [ -d "$root/.gpu/fixtures" ]; then
+  rm -rf "$build/artifacts"
+  mkdir -p "$build/artifacts"
+  ls "$root/.gpu/fixtures" | sed -n 's/\.args$//p' |
+    xargs -P "$(nproc)" -I{} bash -c 'compile_fixture {}' > "$build/compile.log" 2>&1 &
+  compiling=$!
+fi
 
 build_tests() {
   local g="$gtest/googletest"
@@ -60,17 +98,20 @@ build_tests() {
   "$nvcc" -arch="$arch" "${objects[@]}" "$build/libgtest.a" -lpthread -o "$build/llmc-cuda-device"
 }
 
-if [ -x "$root/.gpu/bin/llmc-cuda-device" ] && [ -z "${REBUILD_TESTS:-}" ]; then
+if [ -f "$root/.gpu/bin/llmc-cuda-device.xz" ] && [ -z "${REBUILD_TESTS:-}" ]; then
   # Built by scripts/prepare-gpu.sh where the tree is (no nvcc time here).
-  cp "$root/.gpu/bin/llmc-cuda-device" "$build/llmc-cuda-device"
-  echo "=== the kernel tests prepared in .gpu/bin (REBUILD_TESTS=1 builds them here)"
+  xz -dc "$root/.gpu/bin/llmc-cuda-device.xz" > "$build/llmc-cuda-device"
+  chmod +x "$build/llmc-cuda-device"
+  echo "=== the kernel tests prepared in .gpu/bin for $(cat "$root/.gpu/bin/llmc-cuda-device.xz.arch" 2>/dev/null) (REBUILD_TESTS=1 builds them here)"
 else
   step "build the kernel tests with nvcc (-arch=$arch)" build_tests
 fi
 if [ -x "$build/llmc-cuda-device" ]; then
   step "kernel tests on the GPU" "$build/llmc-cuda-device"
-  if command -v compute-sanitizer >/dev/null || [ -x /usr/local/cuda/bin/compute-sanitizer ]; then
-    cs="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
+  cs=$(command -v compute-sanitizer ||
+    ls /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer \
+      2>/dev/null | head -1 || true)
+  if [ -n "$cs" ]; then
     step "compute-sanitizer memcheck" "$cs" --tool memcheck --error-exitcode 1 \
       "$build/llmc-cuda-device"
     step "compute-sanitizer racecheck (shared memory hazards)" "$cs" --tool racecheck \
@@ -84,29 +125,33 @@ fi
   step "fatbin for sm_80/86/89/90 + PTX, no spills" "$root/test/cuda/fatbin.sh" "$nvcc" "$root" \
     "$build/fatbin"
 
-# The fixtures compiled with --target cuda by scripts/prepare-gpu.sh: each
-# generates 32 greedy tokens on the GPU through the runtime's C API, to
-# equal onnxruntime's (f32, and the trained example with an int8 KV cache)
-# or the emulation's of the same artifact (f16, bf16, fixtures with int8 KV
-# caches). One of them runs under compute-sanitizer too.
+# The fixtures compiled above: each generates 32 greedy tokens on the GPU
+# through the runtime's C API, to equal onnxruntime's (f32, the trained
+# example with an int8 KV cache, the quantized fixtures) or the emulation's
+# of the same compilation (f16, bf16, fixtures with int8 KV caches). One of
+# them runs under compute-sanitizer too.
 generate_matches() { # artifact expect
   local prompt want got
   prompt=$(sed -n 1p "$2"); want=$(sed -n 2p "$2")
   got=$("$root/.gpu/bin/llmc-generate" "$1" "$prompt" 32 2>/dev/null | head -1)
   [ "$got" = "$want" ] || { echo "  got  $got"; echo "  want $want"; return 1; }
 }
-if [ -d "$root/.gpu/artifacts" ]; then
-  for a in "$root"/.gpu/artifacts/*.llmc; do
-    step "$(basename "$a" .llmc) on the GPU: greedy tokens" generate_matches "$a" "${a%.llmc}.expect"
+if [ -n "$compiling" ]; then
+  wait "$compiling"
+  cat "$build/compile.log"
+  for e in "$root"/.gpu/fixtures/*.expect; do
+    name=$(basename "$e" .expect)
+    step "$name on the GPU: greedy tokens" generate_matches "$build/artifacts/$name.llmc" "$e"
   done
-  if [ -n "${cs:-}" ] && [ -d "$root/.gpu/artifacts/llama-optimum-f32.llmc" ]; then
+  a="$build/artifacts/llama-optimum-f32.llmc"
+  if [ -n "${cs:-}" ] && [ -d "$a" ]; then
     step "compute-sanitizer memcheck on llama-optimum" "$cs" --tool memcheck --error-exitcode 1 \
-      "$root/.gpu/bin/llmc-generate" "$root/.gpu/artifacts/llama-optimum-f32.llmc" 56,4,119 8
+      "$root/.gpu/bin/llmc-generate" "$a" 56,4,119 8
     step "compute-sanitizer racecheck on llama-optimum" "$cs" --tool racecheck --error-exitcode 1 \
-      "$root/.gpu/bin/llmc-generate" "$root/.gpu/artifacts/llama-optimum-f32.llmc" 56,4,119 8
+      "$root/.gpu/bin/llmc-generate" "$a" 56,4,119 8
   fi
 else
-  echo "test-gpu: no .gpu/artifacts (run scripts/prepare-gpu.sh where llmc builds)"; failed=$((failed + 1))
+  echo "test-gpu: no .gpu/fixtures (run scripts/prepare-gpu.sh where llmc builds)"; failed=$((failed + 1))
 fi
 
 echo "$passed passed, $failed failed"

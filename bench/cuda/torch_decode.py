@@ -5,9 +5,12 @@ LlamaForCausalLM (the same weights: each MatMul's [in, out] initializer
 transposed into the Linear's [out, in]; the same rope, RMS norm epsilon and
 SwiGLU), in fp16 on the GPU, then greedy generation timed the way `llmc
 bench` times it: a prompt of P pseudo-random ids (the same ones for every
-runner: seed 1), its prefill (time to first token), then G decode steps.
+runner: seed 1), its prefill (time to first token; the logits of its last
+position only, as llmc computes them), then G decode steps.
 
   eager     the model as transformers runs it (a dynamic cache)
+  convert   only the weights' conversion into MODEL_DIR/torch-DTYPE.pt,
+            which the other modes then load (no GPU needed)
   compile   torch.compile(mode="reduce-overhead", fullgraph) over a static
             cache of P + G positions (gpt-fast's recipe: CUDA graphs, no
             allocation per step); compiled and warmed up before timing
@@ -16,7 +19,7 @@ Prints one JSON object per run: mode, batch, prompt, generated, ttft_ms,
 tpot_ms (median of the runs' mean time per decode step), tokens_per_s
 (batch / tpot), and the greedy ids of sequence 0 (to compare with llmc's).
 
-  torch_decode.py MODEL_DIR --mode eager|compile [--batch B] [--prompt-len P]
+  torch_decode.py MODEL_DIR --mode eager|compile|convert [--batch B] [--prompt-len P]
                   [--gen G] [--runs R] [--device cuda|cpu]
 """
 import argparse
@@ -45,6 +48,36 @@ def load_model(model_dir, device, dtype):
     if isinstance(getattr(cfg, "rope_parameters", None), dict):
         cfg.rope_parameters["rope_theta"] = c["rope_theta"]
     cfg.rope_theta = c["rope_theta"]
+    torch.set_default_dtype(dtype)
+    with torch.device(device):
+        model = LlamaForCausalLM(cfg)
+    torch.set_default_dtype(torch.float32)
+    missing, unexpected = model.load_state_dict(state_dict(model_dir, c["layers"], dtype),
+                                                strict=False)
+    missing = [m for m in missing if "rotary_emb" not in m]
+    if missing or unexpected:
+        raise SystemExit("torch_decode: weights do not match: missing %s, unexpected %s"
+                         % (missing, unexpected))
+    return model.eval(), cfg
+
+
+def state_dict(model_dir, layers, dtype):
+    """The weights in dtype, converted once per dtype and kept beside the
+    model (reading the ONNX file's float32 initializers takes most of a
+    run's start)."""
+    cached = os.path.join(model_dir, "torch-%s.pt" % str(dtype).split(".")[-1])
+    if os.path.exists(cached):
+        return torch.load(cached)
+    state = {k: torch.from_numpy(np.ascontiguousarray(v)).to(dtype)
+             for k, v in onnx_state_dict(model_dir, layers).items()}
+    torch.save(state, cached + ".tmp")
+    os.replace(cached + ".tmp", cached)
+    return state
+
+
+def onnx_state_dict(model_dir, layers):
+    """transformers' names for the ONNX model's initializers ([out, in]
+    Linear weights)."""
     model_proto = onnx.load(os.path.join(model_dir, "model.onnx"))
     init = {t.name: onnx.numpy_helper.to_array(t) for t in model_proto.graph.initializer}
     sd = {"model.embed_tokens.weight": init["embed"], "model.norm.weight": init["final_norm"],
@@ -52,23 +85,13 @@ def load_model(model_dir, device, dtype):
     linear = {"self_attn.q_proj": "wq", "self_attn.k_proj": "wk", "self_attn.v_proj": "wv",
               "self_attn.o_proj": "wo", "mlp.gate_proj": "w_gate", "mlp.up_proj": "w_up",
               "mlp.down_proj": "w_down"}
-    for i in range(c["layers"]):
+    for i in range(layers):
         p = "model.layers.%d." % i
         for hf, ours in linear.items():
             sd[p + hf + ".weight"] = init["layers.%d.%s" % (i, ours)].T
         sd[p + "input_layernorm.weight"] = init["layers.%d.attn_norm" % i]
         sd[p + "post_attention_layernorm.weight"] = init["layers.%d.mlp_norm" % i]
-    torch.set_default_dtype(dtype)
-    with torch.device(device):
-        model = LlamaForCausalLM(cfg)
-    torch.set_default_dtype(torch.float32)
-    state = {k: torch.from_numpy(np.ascontiguousarray(v)).to(dtype) for k, v in sd.items()}
-    missing, unexpected = model.load_state_dict(state, strict=False)
-    missing = [m for m in missing if "rotary_emb" not in m]
-    if missing or unexpected:
-        raise SystemExit("torch_decode: weights do not match: missing %s, unexpected %s"
-                         % (missing, unexpected))
-    return model.eval(), cfg
+    return sd
 
 
 def sync(device):
@@ -78,7 +101,7 @@ def sync(device):
 
 def run_eager(model, prompt, gen, device):
     t0 = time.perf_counter()
-    out = model(input_ids=prompt, use_cache=True)
+    out = model(input_ids=prompt, use_cache=True, logits_to_keep=1)
     past = out.past_key_values
     nxt = out.logits[:, -1].argmax(-1, keepdim=True)
     sync(device)
@@ -117,7 +140,8 @@ class Compiled:
         n = prompt.shape[1]
         t0 = time.perf_counter()
         out = self.model(input_ids=prompt, past_key_values=self.cache,
-                         cache_position=torch.arange(n, device=self.device), use_cache=True)
+                         cache_position=torch.arange(n, device=self.device), use_cache=True,
+                         logits_to_keep=1)
         nxt = out.logits[:, -1].argmax(-1, keepdim=True)
         sync(self.device)
         t1 = time.perf_counter()
@@ -133,7 +157,7 @@ class Compiled:
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("model_dir")
-    ap.add_argument("--mode", choices=["eager", "compile"], required=True)
+    ap.add_argument("--mode", choices=["eager", "compile", "convert"], required=True)
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--prompt-len", type=int, default=128)
     ap.add_argument("--gen", type=int, default=64)
@@ -141,6 +165,10 @@ def main():
     ap.add_argument("--device", default="cuda")
     a = ap.parse_args()
     dtype = torch.float16 if a.device == "cuda" else torch.float32
+    if a.mode == "convert":  # only the weights' conversion (no GPU needed)
+        with open(os.path.join(a.model_dir, "config.json")) as f:
+            state_dict(a.model_dir, json.load(f)["layers"], dtype)
+        return
     model, cfg = load_model(a.model_dir, a.device, dtype)
     rng = np.random.default_rng(1)
     prompt = torch.from_numpy(rng.integers(0, cfg.vocab_size, (a.batch, a.prompt_len))).to(a.device)
