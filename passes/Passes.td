@@ -430,7 +430,9 @@ def AttentionToFlashPass : Pass<"llmc-attention-to-flash", "::mlir::func::FuncOp
     Runs after `llmc-bucket-shapes` (sizes static). Each `llm.cached_attention`
     of one query token (a decode bucket) becomes `llm.decode_attention_partial`
     (the keys 0 .. pos cut into `num-splits` chunks, each with its partial
-    result and log-sum-exp) and `llm.attention_combine`, cast back to the
+    result and log-sum-exp; `num-splits=0` chooses per operation enough
+    chunks to fill a GPU, as the CUDA target does) and
+    `llm.attention_combine`, cast back to the
     query's type; one of several tokens (a prefill bucket) becomes
     `llm.flash_attention` with `block_q = min(block-q, S)` and `block-k`:
     tiled online softmax, blocks outside the causal range or window skipped.
@@ -447,7 +449,10 @@ def AttentionToFlashPass : Pass<"llmc-attention-to-flash", "::mlir::func::FuncOp
     ```
   }];
   let options = [
-    Option<"numSplits", "num-splits", "int64_t", "4", "Key chunks of a decode step">,
+    Option<"numSplits", "num-splits", "int64_t", "4",
+           "Key chunks of a decode step; 0: enough for a GPU (kv heads x batch x "
+           "splits >= 264 blocks, two per multiprocessor of an H100/H200; at most one "
+           "split per 32 cache rows)">,
     Option<"blockQ", "block-q", "int64_t", "64", "Query rows per prefill tile">,
     Option<"blockK", "block-k", "int64_t", "64", "Keys per prefill tile">
   ];

@@ -40,6 +40,11 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
                               llvm::cl::desc("KV cache element type: the compute type "
                                              "(default) or int8"),
                               llvm::cl::init("")};
+  Option<int64_t> decodeSplits{
+      *this, "decode-splits",
+      llvm::cl::desc("Key chunks of a decode step's attention (llmc-attention-to-flash's "
+                     "num-splits; 0: enough for a GPU)"),
+      llvm::cl::init(4)};
   Option<bool> untilQuantization{
       *this, "until-quantization",
       llvm::cl::desc("Stop where weight quantization runs (the float layers calibration "
@@ -84,7 +89,9 @@ void buildPipeline(OpPassManager &pm, const PipelineOptions &o) {
   ConvertDtypePassOptions convert;
   convert.dtype = o.dtype;
   pm.addNestedPass<func::FuncOp>(createConvertDtypePass(convert));
-  pm.addNestedPass<func::FuncOp>(createAttentionToFlashPass());
+  AttentionToFlashPassOptions flash;
+  flash.numSplits = o.decodeSplits;
+  pm.addNestedPass<func::FuncOp>(createAttentionToFlashPass(flash));
   pm.addNestedPass<func::FuncOp>(createFusePass());
   pm.addNestedPass<func::FuncOp>(createPlanMemoryPass());
 }

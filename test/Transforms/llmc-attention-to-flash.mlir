@@ -1,4 +1,7 @@
 // RUN: llmc-opt --split-input-file '--llmc-attention-to-flash=num-splits=4 block-q=16 block-k=32' %s | FileCheck %s
+// RUN: llmc-opt --split-input-file '--llmc-attention-to-flash=num-splits=0' %s | FileCheck %s --check-prefix=AUTO
+// RUN: not llmc-opt '--llmc-attention-to-flash=num-splits=-1' %s 2>&1 | FileCheck %s --check-prefix=NEGATIVE
+// NEGATIVE: llmc-attention-to-flash: num-splits must be >= 0 (0: enough for a GPU), block-q and block-k positive
 
 // A prefill bucket of 8 tokens: tiled online softmax (block_q clamped to
 // the 8 queries); a decode bucket: split-KV partials and their combination,
@@ -16,6 +19,10 @@ func.func @prefill(%q: tensor<1x8x4x16xf32>, %k: tensor<1x2x64x16xf32>, %v: tens
 // CHECK: %[[C:.+]] = llm.attention_combine %[[P]], %[[L]] : (tensor<2x4x4x16xf32>, tensor<2x4x4xf32>) -> tensor<2x1x4x16xf32>
 // CHECK: %[[H:.+]] = llm.onnx.cast %[[C]] {to = 10 : i64} : (tensor<2x1x4x16xf32>) -> tensor<2x1x4x16xf16>
 // CHECK: return %[[H]]
+// num-splits=0 (the CUDA target): 264 blocks wanted over 2 kv heads x 2
+// sequences, at most one split per 32 of the 64 cache rows: 2.
+// AUTO-LABEL: func.func @decode
+// AUTO: llm.decode_attention_partial {{.*}}num_splits = 2 : i64
 func.func @decode(%q: tensor<2x1x4x16xf16>, %k: tensor<2x2x64x16xf16>, %v: tensor<2x2x64x16xf16>, %pos: tensor<i64>) -> tensor<2x1x4x16xf16> {
   %o = llm.cached_attention %q, %k, %v, %pos {num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.25 : f32} : (tensor<2x1x4x16xf16>, tensor<2x2x64x16xf16>, tensor<2x2x64x16xf16>, tensor<i64>) -> tensor<2x1x4x16xf16>
   return %o : tensor<2x1x4x16xf16>
@@ -27,4 +34,13 @@ func.func @decode(%q: tensor<2x1x4x16xf16>, %k: tensor<2x2x64x16xf16>, %v: tenso
 func.func @dynamic(%q: tensor<1x?x4x16xf32>, %k: tensor<1x2x64x16xf32>, %v: tensor<1x2x64x16xf32>, %pos: tensor<i64>) -> tensor<1x?x4x16xf32> {
   %o = llm.cached_attention %q, %k, %v, %pos {num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.25 : f32} : (tensor<1x?x4x16xf32>, tensor<1x2x64x16xf32>, tensor<1x2x64x16xf32>, tensor<i64>) -> tensor<1x?x4x16xf32>
   return %o : tensor<1x?x4x16xf32>
+}
+
+// num-splits=0 for a 1B Llama's decode (8 kv heads, batch 1, 4224 cache
+// rows): 33 splits, 264 blocks.
+// AUTO-LABEL: func.func @decode_gpu
+// AUTO: llm.decode_attention_partial {{.*}}num_splits = 33 : i64
+func.func @decode_gpu(%q: tensor<1x1x32x64xf16>, %k: tensor<1x8x4224x64xf16>, %v: tensor<1x8x4224x64xf16>, %pos: tensor<i64>) -> tensor<1x1x32x64xf16> {
+  %o = llm.cached_attention %q, %k, %v, %pos {num_heads = 32 : i64, num_kv_heads = 8 : i64, scale = 0.125 : f32} : (tensor<1x1x32x64xf16>, tensor<1x8x4224x64xf16>, tensor<1x8x4224x64xf16>, tensor<i64>) -> tensor<1x1x32x64xf16>
+  return %o : tensor<1x1x32x64xf16>
 }

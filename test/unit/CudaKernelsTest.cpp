@@ -552,6 +552,16 @@ TEST(CudaDecodeAttention, EmptyChunksAndFirstToken) {
   checkDecode<float, 32, 32>(1, 2, 1, 16, 2, 7, 0, 0);
 }
 
+TEST(CudaDecodeAttention, LongContextOverManySplits) {
+  // The CUDA target's split count for a 1B Llama at batch 1 (33: 264 blocks
+  // over 8 kv heads): chunks of whole 32-key tiles over 3000 keys, the last
+  // splits empty; and the same splits over a short context (a tile each for
+  // the first three, the other 30 empty), and inside a window.
+  checkDecode<half, 64, 64>(1, 16, 4, 3072, 2999, 33, 0, 0);
+  checkDecode<half, 64, 64>(1, 16, 4, 3072, 70, 33, 0, 0);
+  checkDecode<float, 64, 64>(1, 8, 2, 3072, 2999, 33, 1000, 0);
+}
+
 TEST(CudaDecodeAttention, WindowAndSoftcap) {
   checkDecode<half, 64, 64>(1, 8, 2, 96, 90, 4, 17, 0);     // whole splits outside the window
   checkDecode<float, 64, 64>(1, 4, 2, 64, 50, 2, 0, 5.0f);  // Gemma-2's softcap form

@@ -475,6 +475,9 @@ llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const Compil
   std::string pipeline = "llmc-pipeline{max-seq=" + std::to_string(req.maxSeq) +
                          " batch=" + joinInts(batch) + " prefill-buckets=" + joinInts(buckets) +
                          " dtype=" + req.dtype + kvOptions(req);
+  // A GPU's decode attention: as many key chunks as fill the device.
+  if (req.target == "cuda")
+    pipeline += " decode-splits=0";
   if (quant)
     pipeline += quantOptions(req, *quant);
   pipeline += "}";

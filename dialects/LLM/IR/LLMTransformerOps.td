@@ -374,11 +374,15 @@ def LLM_DecodeAttentionPartialOp : LLM_Op<"decode_attention_partial",
   let summary = "split-KV attention of one new token: partial results per split";
   let description = [{
     `q` is [B, 1, Hq, D] at position `pos`; keys 0 .. pos (cache rows) are
-    cut into `num_splits` contiguous chunks of ceil((pos + 1) / num_splits)
-    and each chunk's attention is computed alone: `partial` [B, num_splits,
-    Hq, Dv] (the chunk's softmax-weighted values) and `lse` [B, num_splits,
-    Hq] (the log of its softmax denominator, with its maximum; -inf for an
-    empty chunk), both f32. llm.attention_combine merges them.
+    cut into at most `num_splits` contiguous chunks and each chunk's
+    attention is computed alone: `partial` [B, num_splits, Hq, Dv] (the
+    chunk's softmax-weighted values) and `lse` [B, num_splits, Hq] (the log
+    of its softmax denominator, with its maximum; -inf and zeros for an empty
+    chunk), both f32. llm.attention_combine merges them; the merged result
+    does not depend on the cut, which is the target's: the CPU's chunks hold
+    ceil((pos + 1) / num_splits) keys, the CUDA kernel's that rounded up to
+    a whole number of its 32-key tiles (so a short context leaves the last
+    splits empty rather than running many near-empty blocks).
   }];
   let arguments = (ins LLM_FloatTensor:$q, LLM_CacheTensor:$k_cache,
                    LLM_CacheTensor:$v_cache, LLM_I64Tensor:$pos,

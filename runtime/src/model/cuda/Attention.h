@@ -13,10 +13,13 @@
 //   decode  q       [B, Hq, D] (one token per sequence, at *pos; keys 0 ..
 //                   *pos). partial [B, splits, Hq, Dv] f32 and lse [B,
 //                   splits, Hq] f32: llm.decode_attention_partial (keys cut
-//                   into splits chunks of ceil((*pos + 1) / splits), each
-//                   chunk's softmax-normalised values and log-sum-exp, -inf
-//                   and zeros for an empty chunk); attentionCombine merges
-//                   them into out [B, Hq, Dv] (llm.attention_combine).
+//                   into chunks of ceil((*pos + 1) / splits) rounded up to
+//                   whole kAttnKeys tiles, so the number of busy blocks
+//                   follows the context, read on the device: a short one
+//                   leaves the last splits empty; each chunk's
+//                   softmax-normalised values and log-sum-exp, -inf and
+//                   zeros for an empty chunk); attentionCombine merges them
+//                   into out [B, Hq, Dv] (llm.attention_combine).
 //   prefill q       [B, S, Hq, D] at positions *pos .. *pos + S - 1 over
 //                   keys 0 .. *pos + S - 1; out [B, S, Hq, Dv]
 //                   (llm.flash_attention).
@@ -167,8 +170,9 @@ LLMC_GLOBAL void
 
   long long p0 = *pos;
   int n = int(p0 + 1);
-  int chunk = (n + splits - 1) / splits;
-  int start = split * chunk, end = start + chunk < n ? start + chunk : n;
+  int chunk = ((n + splits - 1) / splits + kAttnKeys - 1) / kAttnKeys * kAttnKeys;
+  long long first = (long long)split * chunk; // (past n: an empty chunk)
+  int start = first < n ? int(first) : n, end = n - start > chunk ? start + chunk : n;
   int lo = firstKey(p0, window);
   if (start < lo)
     start = lo;
