@@ -8,7 +8,10 @@
 //
 // What is emulated
 //   - A launch runs its blocks one after another. Each thread of a block is a
-//     fiber (ucontext) with its own stack; threadIdx/blockIdx/blockDim/
+//     fiber with its own stack (on x86-64 switched by a few instructions that
+//     save the callee-saved registers, elsewhere and under AddressSanitizer
+//     by ucontext, whose swapcontext makes a system call per switch for the
+//     signal mask, most of the emulation's time); threadIdx/blockIdx/blockDim/
 //     gridDim read the running fiber's values. The running fiber is found
 //     from the stack pointer (stacks are aligned to their size, its Fiber
 //     pointer at the bottom), not from thread-local storage, which in a
@@ -48,7 +51,20 @@
 #ifndef LLMC_RUNTIME_CUDAEMU_CUDAEMU_H
 #define LLMC_RUNTIME_CUDAEMU_CUDAEMU_H
 
+// The fibers' context switch: switchStack below on x86-64, ucontext
+// elsewhere and under AddressSanitizer (which follows swapcontext's stack
+// changes, not ours).
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#define LLMC_CUDAEMU_SWITCH_STACK 1
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#undef LLMC_CUDAEMU_SWITCH_STACK
+#endif
+#endif
+#endif
+#ifndef LLMC_CUDAEMU_SWITCH_STACK
 #include <ucontext.h>
+#endif
 
 #include <algorithm>
 #include <cstddef>
@@ -89,9 +105,45 @@ inline constexpr size_t kFiberStackBytes = 256 * 1024;
 
 struct Block;
 
+#ifdef LLMC_CUDAEMU_SWITCH_STACK
+/// Saves the callee-saved registers, MXCSR and the x87 control word on the
+/// running stack, stores the stack pointer in *from and resumes the stack
+/// `to`, saved the same way (or laid out so by startFiber). The caller
+/// treats it as an ordinary call, so every other register is assumed
+/// clobbered. (static: one copy per translation unit; a naked function
+/// cannot be inline.)
+[[maybe_unused]] __attribute__((naked, noinline)) static void
+switchStack(void ** /*from: rdi*/, void * /*to: rsi*/) {
+  __asm__("pushq %rbp\n\t"
+          "pushq %rbx\n\t"
+          "pushq %r12\n\t"
+          "pushq %r13\n\t"
+          "pushq %r14\n\t"
+          "pushq %r15\n\t"
+          "subq $8, %rsp\n\t"
+          "stmxcsr (%rsp)\n\t"
+          "fnstcw 4(%rsp)\n\t"
+          "movq %rsp, (%rdi)\n\t"
+          "movq %rsi, %rsp\n\t"
+          "ldmxcsr (%rsp)\n\t"
+          "fldcw 4(%rsp)\n\t"
+          "addq $8, %rsp\n\t"
+          "popq %r15\n\t"
+          "popq %r14\n\t"
+          "popq %r13\n\t"
+          "popq %r12\n\t"
+          "popq %rbx\n\t"
+          "popq %rbp\n\t"
+          "ret\n\t");
+}
+using Context = void *; // a parked stack's pointer
+#else
+using Context = ucontext_t;
+#endif
+
 struct Fiber {
   enum class State { Ready, AtBlockBarrier, AtWarpExchange, Done };
-  ucontext_t context;
+  Context context;
   Block *block = nullptr;
   uint3 threadIdx;
   unsigned lane = 0, warp = 0;
@@ -103,7 +155,7 @@ struct Fiber {
 
 struct Block {
   std::vector<Fiber> *fibers = nullptr;
-  ucontext_t scheduler;
+  Context scheduler;
   uint3 blockIdx;
   dim3 blockDim, gridDim;
   unsigned threads = 0;
@@ -124,10 +176,19 @@ inline Fiber *self() {
 }
 inline Block *selfBlock() { return self()->block; }
 
+/// Switches from the context saved into `from` to `to`.
+inline void switchTo(Context &from, Context &to) {
+#ifdef LLMC_CUDAEMU_SWITCH_STACK
+  switchStack(&from, to);
+#else
+  swapcontext(&from, &to);
+#endif
+}
+
 /// Returns to the scheduler; the caller set its state first.
 inline void park() {
   Fiber *f = self();
-  swapcontext(&f->context, &f->block->scheduler);
+  switchTo(f->context, f->block->scheduler);
 }
 
 /// Marks the block failed (the first error is kept) and parks the fiber
@@ -204,7 +265,40 @@ inline unsigned char *dynamicShared() { return selfBlock()->dynamicShared->data(
 inline void fiberMain() {
   (*self()->block->body)();
   self()->state = Fiber::State::Done;
-  // uc_link returns to the scheduler.
+#ifdef LLMC_CUDAEMU_SWITCH_STACK
+  Fiber *f = self();
+  switchStack(&f->context, f->block->scheduler);
+  __builtin_trap(); // never resumed
+#endif
+  // (With ucontext, uc_link returns to the scheduler.)
+}
+
+/// Makes `f` start at fiberMain on the stack [low, high) when first
+/// switched to.
+inline void startFiber(Fiber &f, char *low, char *high) {
+#ifdef LLMC_CUDAEMU_SWITCH_STACK
+  (void)low;
+  // From the top (16-byte aligned): a null return address for fiberMain
+  // (so it starts with the stack aligned as after a call), fiberMain for
+  // switchStack's ret, six callee-saved registers, then MXCSR and the x87
+  // control word, as switchStack saves them.
+  auto *top = reinterpret_cast<uint64_t *>(reinterpret_cast<uintptr_t>(high) & ~uintptr_t(15));
+  top[-1] = 0;
+  top[-2] = reinterpret_cast<uint64_t>(&fiberMain);
+  for (int r = 3; r <= 8; ++r)
+    top[-r] = 0;
+  uint32_t mxcsr = __builtin_ia32_stmxcsr();
+  uint16_t cw;
+  __asm__ volatile("fnstcw %0" : "=m"(cw));
+  top[-9] = uint64_t(mxcsr) | uint64_t(cw) << 32;
+  f.context = top - 9;
+#else
+  getcontext(&f.context);
+  f.context.uc_stack.ss_sp = low;
+  f.context.uc_stack.ss_size = size_t(high - low);
+  f.context.uc_link = &f.block->scheduler;
+  makecontext(&f.context, fiberMain, 0);
+#endif
 }
 
 /// The stacks of one block's fibers: `count` stacks of kFiberStackBytes,
@@ -363,17 +457,14 @@ inline bool runBlock(Block &b, const StackSet &stacks) {
     f.block = &b;
     char *stack = stacks.stack(i);
     *reinterpret_cast<Fiber **>(stack) = &f;
-    getcontext(&f.context);
-    f.context.uc_stack.ss_sp = stack + 2 * page; // past the Fiber pointer and the guard
-    f.context.uc_stack.ss_size = kFiberStackBytes - 2 * page;
-    f.context.uc_link = &b.scheduler;
-    makecontext(&f.context, fiberMain, 0);
+    // Past the Fiber pointer and the guard page.
+    startFiber(f, stack + 2 * page, stack + kFiberStackBytes);
   }
   while (true) {
     for (Fiber &f : fs) {
       if (f.state != Fiber::State::Ready)
         continue;
-      swapcontext(&b.scheduler, &f.context);
+      switchTo(b.scheduler, f.context);
       if (!b.error.empty())
         return false;
     }
