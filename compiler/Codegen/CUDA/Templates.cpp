@@ -125,7 +125,7 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
   // An operand that has no value comes from an operation already reported:
   // its results have none either, and nothing more is said.
   for (Value v : op->getOperands())
-    if (!known(v) && !(transposedUpdates.lookup(op) &&
+    if (!known(v) && !foldedNorms.count(v) && !(transposedUpdates.lookup(op) &&
                        ((isa<CacheUpdateOp>(op) && v == cast<CacheUpdateOp>(op).getUpdate()) ||
                         (isa<QuantizedCacheUpdateOp>(op) &&
                          v == cast<QuantizedCacheUpdateOp>(op).getUpdate()))))
@@ -219,6 +219,10 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
   if (auto n = dyn_cast<RmsNormOp>(op)) {
     Value x = n.getX(), y = n.getResult();
     int64_t h = shapeOf(x).back();
+    if (foldsIntoGemv(n)) {
+      foldedNorms[y] = n; // (no storage, no launch of its own)
+      return llvm::Error::success();
+    }
     define(y);
     statement(llvm::formatv("rmsNorm<{0}, {1}, {2}>({3}, nullptr, nullptr, {4}, {5}, {6}, {7}, "
                             "{8:e9}f, {9:e9}f, a.stream)",
@@ -350,9 +354,29 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
 }
 
 
+bool CudaEmitter::foldsIntoGemv(RmsNormOp n) {
+  Value x = n.getX(), y = n.getResult();
+  int64_t h = shapeOf(x).back();
+  if (y.use_empty() || cxxType(x.getType()) != cxxType(y.getType()) || !isFloatType(x.getType()) ||
+      h < 1 || numel(x) / h > ::llmc::cuda::kGemvMaxRows)
+    return false;
+  std::string wt = cxxType(n.getWeight().getType());
+  for (OpOperand &use : y.getUses()) {
+    auto l = dyn_cast<LinearOp>(use.getOwner());
+    if (!l || use.getOperandNumber() != 0 || l->getBlock() != n->getBlock() ||
+        !isFloatType(l.getWeight().getType()) || cxxType(l.getWeight().getType()) != wt)
+      return false;
+  }
+  return true;
+}
+
 llvm::Error CudaEmitter::emitLinear(Operation *op, CpuModel::Entry &stats) {
   auto quant = dyn_cast<QuantizedLinearOp>(op);
   Value x = op->getOperand(0), y = op->getResult(0);
+  // An RMS norm folded in (foldsIntoGemv): its input is read instead.
+  RmsNormOp norm = foldedNorms.lookup(x);
+  if (norm)
+    x = norm.getX();
   Value bias = quant ? quant.getBias() : cast<LinearOp>(op).getBias();
   bool hasBias = bias && !isNone(bias);
   // A following residual add of a value already computed is folded into
@@ -428,12 +452,18 @@ llvm::Error CudaEmitter::emitLinear(Operation *op, CpuModel::Entry &stats) {
       buffers.push_back({splits * rows * n * 4, step, step, -1});
       partial = llvm::formatv("m.at<float>(@@B{0}@@ + 0)", buffers.size() - 1).str();
     }
-    fn += "gemv";
+    fn += norm ? "normGemv" : "gemv";
+    std::string in = ptr(x);
+    if (norm)
+      in += llvm::formatv(", {0}, {1:e9}f, {2:e9}f", ptr(norm.getWeight(), bt),
+                          norm.getEpsilon().convertToFloat(),
+                          norm.getWeightOffset().convertToFloat())
+                .str();
     statement(llvm::formatv("{0}<{1}>({2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, a.stream)", fn,
-                            targs, ptr(x), wargs, b, res, ptr(y), partial, sizes, splits)
+                            targs, in, wargs, b, res, ptr(y), partial, sizes, splits)
                   .str(),
-              shortName(op).str() + (add ? " + residual" : "") + " (" + fn + ") -> " +
-                  describeType(y.getType()));
+              (norm ? "rms_norm + " : "") + shortName(op).str() + (add ? " + residual" : "") +
+                  " (" + fn + ") -> " + describeType(y.getType()));
   } else {
     fn += "gemm";
     statement(llvm::formatv("{0}<{1}>({2}, {3}, {4}, {5}, {6}, {7}, a.stream)", fn, targs,

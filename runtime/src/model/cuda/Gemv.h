@@ -17,6 +17,13 @@
 //   across the warp with shuffles. K that is not a multiple of the vector
 //   width is read element by element. w, x and y are 16-byte aligned.
 //
+//   normGemv: the same over llm.rms_norm(x) folded in (norm [K] of W):
+//   each block first sums the squares of its M rows of x (all its threads,
+//   before any warp leaves), then every x value read is scaled by its row's
+//   inverse RMS and (norm + offset) and rounded to X, as rmsNorm would have
+//   written it. One launch instead of two per normalised layer of a decode
+//   step; the extra reads of x (M * K values per block) come from L2.
+//
 //   Split-K (splits > 1, for layers with few columns): split s covers
 //   K-chunks [s * per, (s + 1) * per) and writes its sums to `partial`;
 //   gemvCombine adds the splits in order (deterministic, no atomics), then
@@ -61,14 +68,42 @@ LLMC_DEVICE void finishColumn(float (&acc)[M], unsigned lane, int split, int spl
   }
 }
 
+/// The inverse RMS of each of the M rows of x [M, k] (rms_norm's
+/// 1 / sqrt(mean(x^2) + eps)), by every thread of the block.
+template <int M, class X>
+LLMC_DEVICE void rowInverseRms(const X *x, int k, float eps, float (&inv)[M]) {
+  LLMC_SHARED(float[32], scratch);
+  LLMC_UNROLL
+  for (int m = 0; m < M; ++m) {
+    float squares = 0.0f;
+    for (int i = int(threadIdx.x); i < k; i += int(blockDim.x)) {
+      float v = toFloat(x[size_t(m) * size_t(k) + size_t(i)]);
+      squares = fmaf(v, v, squares);
+    }
+    inv[m] = rsqrtf(blockSum(squares, scratch) / float(k) + eps);
+  }
+}
+
+/// x values as rms_norm writes them: v * inv * (norm + offset), rounded to X.
+template <int N, class X> LLMC_DEVICE void normalise(float (&v)[N], float inv, const float (&nw)[N],
+                                                    float offset) {
+  LLMC_UNROLL
+  for (int i = 0; i < N; ++i)
+    v[i] = toFloat(fromFloat<X>(v[i] * inv * (nw[i] + offset)));
+}
+
 // (No __launch_bounds__: with it ptxas trades registers for occupancy and
 // spills at M = 8; without it M = 8 takes 80 registers and 3 blocks fit an
-// SM, which keeps enough loads in flight.)
-template <class W, class X, class Y, int M>
+// SM, which keeps enough loads in flight.) NORM: normGemv's form (norm,
+// eps and offset unused otherwise).
+template <class W, class X, class Y, int M, bool NORM>
 LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *residual, Y *y, float *partial,
-               int n, int k) {
+               int n, int k, const W *norm, float eps, float offset) {
   constexpr int kVec = int(16 / sizeof(W));
   unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  [[maybe_unused]] float inv[M];
+  if constexpr (NORM)
+    rowInverseRms<M>(x, k, eps, inv); // (block barriers: before any warp leaves)
   int col = int(blockIdx.x) * kGemvWarps + int(warp);
   if (col >= n)
     return; // the whole warp leaves together; no block barrier follows
@@ -94,10 +129,15 @@ LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *resi
       loadFloats(row + size_t(c + u * 32) * kVec, wv[u]);
     LLMC_UNROLL
     for (int u = 0; u < kGemvUnroll; ++u) {
+      float nw[kVec];
+      if constexpr (NORM)
+        loadFloats(norm + size_t(c + u * 32) * kVec, nw);
       LLMC_UNROLL
       for (int m = 0; m < M; ++m) {
         float xv[kVec];
         loadRun<kVec>(x + size_t(m) * size_t(k) + size_t(c + u * 32) * kVec, xv);
+        if constexpr (NORM)
+          normalise<kVec, X>(xv, inv[m], nw, offset);
         LLMC_UNROLL
         for (int i = 0; i < kVec; ++i)
           acc[m] = fmaf(wv[u][i], xv[i], acc[m]);
@@ -105,12 +145,16 @@ LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *resi
     }
   }
   for (; c < c1; c += 32) {
-    float wv[kVec];
+    float wv[kVec], nw[kVec];
     loadFloats(row + size_t(c) * kVec, wv);
+    if constexpr (NORM)
+      loadFloats(norm + size_t(c) * kVec, nw);
     LLMC_UNROLL
     for (int m = 0; m < M; ++m) {
       float xv[kVec];
       loadRun<kVec>(x + size_t(m) * size_t(k) + size_t(c) * kVec, xv);
+      if constexpr (NORM)
+        normalise<kVec, X>(xv, inv[m], nw, offset);
       LLMC_UNROLL
       for (int i = 0; i < kVec; ++i)
         acc[m] = fmaf(wv[i], xv[i], acc[m]);
@@ -118,10 +162,16 @@ LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *resi
   }
   // The scalar tail past the last whole vector, in the last split.
   if (split == splits - 1)
-    for (int e = chunks * kVec + int(lane); e < k; e += 32)
+    for (int e = chunks * kVec + int(lane); e < k; e += 32) {
+      float nw[1] = {NORM ? toFloat(norm[e]) : 0.0f};
       LLMC_UNROLL
-      for (int m = 0; m < M; ++m)
-        acc[m] = fmaf(toFloat(row[e]), toFloat(x[size_t(m) * size_t(k) + size_t(e)]), acc[m]);
+      for (int m = 0; m < M; ++m) {
+        float xv[1] = {toFloat(x[size_t(m) * size_t(k) + size_t(e)])};
+        if constexpr (NORM)
+          normalise<1, X>(xv, inv[m], nw, offset);
+        acc[m] = fmaf(toFloat(row[e]), xv[0], acc[m]);
+      }
+    }
 
   finishColumn<M>(acc, lane, split, splits, col, n, bias, residual, y, partial);
 }
@@ -160,12 +210,13 @@ inline int gemvSplits(int n, int k, int sizeofW, int sms) {
   return splitCount(n, k / (16 / sizeofW), sms);
 }
 
-/// Launches y = x W^T (+ bias) (+ residual) for M rows (1 .. kGemvMaxRows).
-/// `partial` must hold splits * M * N floats when splits > 1.
-template <class W, class X, class Y>
-std::string gemv(const X *x, const W *w, const W *bias, const Y *residual, Y *y, float *partial,
-                 int m, int n, int k, int splits, Stream stream) {
-  if (m < 1 || m > kGemvMaxRows || n < 1 || k < 1 || splits < 1 || (splits > 1 && !partial))
+/// gemv and normGemv.
+template <bool NORM, class W, class X, class Y>
+std::string launchGemv(const X *x, const W *norm, float eps, float offset, const W *w,
+                       const W *bias, const Y *residual, Y *y, float *partial, int m, int n,
+                       int k, int splits, Stream stream) {
+  if (m < 1 || m > kGemvMaxRows || n < 1 || k < 1 || splits < 1 || (splits > 1 && !partial) ||
+      (NORM && !norm))
     return "gemv: invalid arguments";
   if (k % int(16 / sizeof(W)) != 0 && splits > 1)
     return "gemv: split-K needs K a multiple of the vector width";
@@ -175,8 +226,8 @@ std::string gemv(const X *x, const W *w, const W *bias, const Y *residual, Y *y,
   switch (m) {
 #define LLMC_GEMV_CASE(R)                                                                          \
   case R:                                                                                          \
-    e = launch(gemvKernel<W, X, Y, R>, grid, block, 0, stream, x, w, bias, residual, y, partial, n, \
-               k);                                                                                 \
+    e = launch(gemvKernel<W, X, Y, R, NORM>, grid, block, 0, stream, x, w, bias, residual, y,     \
+               partial, n, k, norm, eps, offset);                                                  \
     break;
     LLMC_GEMV_CASE(1)
     LLMC_GEMV_CASE(2)
@@ -193,6 +244,25 @@ std::string gemv(const X *x, const W *w, const W *bias, const Y *residual, Y *y,
   size_t total = size_t(m) * size_t(n);
   return launch(gemvCombine<W, Y>, dim3(ceilDiv(total, 256)), dim3(256), 0, stream, partial, bias,
                 residual, y, splits, m, n);
+}
+
+/// Launches y = x W^T (+ bias) (+ residual) for M rows (1 .. kGemvMaxRows).
+/// `partial` must hold splits * M * N floats when splits > 1.
+template <class W, class X, class Y>
+std::string gemv(const X *x, const W *w, const W *bias, const Y *residual, Y *y, float *partial,
+                 int m, int n, int k, int splits, Stream stream) {
+  return launchGemv<false>(x, static_cast<const W *>(nullptr), 0.0f, 0.0f, w, bias, residual, y,
+                           partial, m, n, k, splits, stream);
+}
+
+/// y = rms_norm(x; norm, eps, offset) W^T (+ bias) (+ residual), the norm's
+/// output rounded to X as llm.rms_norm's would be, without writing it.
+template <class W, class X, class Y>
+std::string normGemv(const X *x, const W *norm, float eps, float offset, const W *w, const W *bias,
+                     const Y *residual, Y *y, float *partial, int m, int n, int k, int splits,
+                     Stream stream) {
+  return launchGemv<true>(x, norm, eps, offset, w, bias, residual, y, partial, m, n, k, splits,
+                          stream);
 }
 
 } // namespace llmc::cuda
