@@ -195,10 +195,11 @@ private:
   /// rows (split-K when the columns are few), gemm / qgemm otherwise, with
   /// a following residual add folded in.
   llvm::Error emitLinear(Operation *op, CpuModel::Entry &stats);
-  /// Whether every reader of `n` is a decode GEMV (float weights of the
-  /// norm's weight type, at most kGemvMaxRows rows): then normGemv applies
-  /// the norm and `n` writes nothing.
-  bool foldsIntoGemv(RmsNormOp n);
+  /// Whether `op` (llm.rms_norm or a lone llm.swiglu) is read only by
+  /// decode GEMVs (at most kGemvMaxRows rows, float weights; of the norm's
+  /// weight type for a norm): then normGemv / swigluGemv apply it as they
+  /// read x, and `op` writes nothing.
+  bool foldsIntoGemv(Operation *op);
   /// llm.assert_equal: a kernel that records the first mismatch as
   /// kAssertFailed with the message's index; the value passes through.
   llvm::Error emitAssert(AssertEqualOp check, CpuModel::Entry &stats);
@@ -280,8 +281,9 @@ private:
   llvm::DenseMap<Attribute, int64_t> constantOffsets;
   std::map<std::string, std::string> kernelNames; // body -> name
   llvm::DenseSet<Operation *> folded;
-  /// RMS norms applied by the GEMVs that read them (foldsIntoGemv).
-  llvm::DenseMap<Value, RmsNormOp> foldedNorms;
+  /// RMS norms and SwiGLU gates applied by the GEMVs that read them
+  /// (foldsIntoGemv), by their results.
+  llvm::DenseMap<Value, Operation *> foldedInputs;
   /// The last operation of a run of element-wise ones -> the run, in order.
   llvm::DenseMap<Operation *, SmallVector<Operation *>> chains;
   /// cache_update -> the [B, S, H, D] value its transposed update came from.

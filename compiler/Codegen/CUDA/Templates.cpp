@@ -125,7 +125,7 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
   // An operand that has no value comes from an operation already reported:
   // its results have none either, and nothing more is said.
   for (Value v : op->getOperands())
-    if (!known(v) && !foldedNorms.count(v) && !(transposedUpdates.lookup(op) &&
+    if (!known(v) && !foldedInputs.count(v) && !(transposedUpdates.lookup(op) &&
                        ((isa<CacheUpdateOp>(op) && v == cast<CacheUpdateOp>(op).getUpdate()) ||
                         (isa<QuantizedCacheUpdateOp>(op) &&
                          v == cast<QuantizedCacheUpdateOp>(op).getUpdate()))))
@@ -153,6 +153,8 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
       if (refs.count(operand)) {
         Ref same = refs[operand]; // a copy: refs[arg] may grow the map
         refs[arg] = same;
+      } else if (Operation *f = foldedInputs.lookup(operand)) {
+        foldedInputs[arg] = f; // applied by the GEMVs that read arg
       }
     if (llvm::Error e = emitBlock(block, stats))
       return e;
@@ -161,6 +163,8 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
       if (refs.count(v)) {
         Ref same = refs[v]; // a copy: refs[r] may grow the map
         refs[r] = same;
+      } else if (Operation *f = foldedInputs.lookup(v)) {
+        foldedInputs[r] = f; // applied by the GEMVs that read r
       }
     ++stats.fusedRegions;
     return llvm::Error::success();
@@ -168,6 +172,10 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
   if (name == "onnx.slice" || name == "onnx.transpose" || name == "onnx.split" ||
       name == "onnx.concat")
     return emitCopy(op, stats);
+  if (isa<SwigluOp>(op) && foldsIntoGemv(op)) {
+    foldedInputs[op->getResult(0)] = op; // (no storage, no launch of its own)
+    return llvm::Error::success();
+  }
   if (!pointwiseExpr(op).empty())
     return emitPointwise(op, stats);
   if (name == "onnx.gather")
@@ -219,8 +227,8 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
   if (auto n = dyn_cast<RmsNormOp>(op)) {
     Value x = n.getX(), y = n.getResult();
     int64_t h = shapeOf(x).back();
-    if (foldsIntoGemv(n)) {
-      foldedNorms[y] = n; // (no storage, no launch of its own)
+    if (foldsIntoGemv(op)) {
+      foldedInputs[y] = op; // (no storage, no launch of its own)
       return llvm::Error::success();
     }
     define(y);
@@ -354,29 +362,60 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
 }
 
 
-bool CudaEmitter::foldsIntoGemv(RmsNormOp n) {
-  Value x = n.getX(), y = n.getResult();
-  int64_t h = shapeOf(x).back();
-  if (y.use_empty() || cxxType(x.getType()) != cxxType(y.getType()) || !isFloatType(x.getType()) ||
-      h < 1 || numel(x) / h > ::llmc::cuda::kGemvMaxRows)
+/// Whether every reader of `v` (through the fused regions that take it or
+/// yield it) is operand 0 of an llm.linear with float weights, of type `wt`
+/// unless that is empty.
+static bool readOnlyByGemvs(Value v, const std::string &wt) {
+  if (v.use_empty())
     return false;
-  std::string wt = cxxType(n.getWeight().getType());
-  for (OpOperand &use : y.getUses()) {
-    auto l = dyn_cast<LinearOp>(use.getOwner());
-    if (!l || use.getOperandNumber() != 0 || l->getBlock() != n->getBlock() ||
-        !isFloatType(l.getWeight().getType()) || cxxType(l.getWeight().getType()) != wt)
+  for (OpOperand &use : v.getUses()) {
+    Operation *user = use.getOwner();
+    if (isa<YieldOp>(user)) {
+      auto fused = dyn_cast<FusedOp>(user->getParentOp());
+      if (!fused || fused.getKind() == "attention" ||
+          !readOnlyByGemvs(fused->getResult(use.getOperandNumber()), wt))
+        return false;
+      continue;
+    }
+    if (auto fused = dyn_cast<FusedOp>(user)) {
+      if (fused.getKind() == "attention" ||
+          !readOnlyByGemvs(fused.getRegion().front().getArgument(use.getOperandNumber()), wt))
+        return false;
+      continue;
+    }
+    auto l = dyn_cast<LinearOp>(user);
+    if (!l || use.getOperandNumber() != 0 || !isFloatType(l.getWeight().getType()) ||
+        (!wt.empty() && cxxType(l.getWeight().getType()) != wt))
       return false;
   }
   return true;
 }
 
+bool CudaEmitter::foldsIntoGemv(Operation *op) {
+  Value y = op->getResult(0);
+  std::string wt; // the weights' type the folded kernel needs (any float: empty)
+  if (auto n = dyn_cast<RmsNormOp>(op))
+    wt = cxxType(n.getWeight().getType());
+  // Its inputs: of y's type, and (a swiglu's) of y's shape.
+  for (Value in : op->getOperands())
+    if (in != op->getOperand(1) || isa<SwigluOp>(op))
+      if (cxxType(in.getType()) != cxxType(y.getType()) || shapeOf(in) != shapeOf(y))
+        return false;
+  int64_t k = shapeOf(y).empty() ? 0 : shapeOf(y).back();
+  return isFloatType(y.getType()) && k >= 1 && numel(y) / k <= ::llmc::cuda::kGemvMaxRows &&
+         readOnlyByGemvs(y, wt);
+}
+
 llvm::Error CudaEmitter::emitLinear(Operation *op, CpuModel::Entry &stats) {
   auto quant = dyn_cast<QuantizedLinearOp>(op);
   Value x = op->getOperand(0), y = op->getResult(0);
-  // An RMS norm folded in (foldsIntoGemv): its input is read instead.
-  RmsNormOp norm = foldedNorms.lookup(x);
-  if (norm)
-    x = norm.getX();
+  // An RMS norm or SwiGLU folded in (foldsIntoGemv): its input is read
+  // instead (a SwiGLU's gate, and its up beside it).
+  Operation *prologue = foldedInputs.lookup(x);
+  auto norm = dyn_cast_or_null<RmsNormOp>(prologue);
+  auto swiglu = dyn_cast_or_null<SwigluOp>(prologue);
+  if (prologue)
+    x = prologue->getOperand(0);
   Value bias = quant ? quant.getBias() : cast<LinearOp>(op).getBias();
   bool hasBias = bias && !isNone(bias);
   // A following residual add of a value already computed is folded into
@@ -452,17 +491,20 @@ llvm::Error CudaEmitter::emitLinear(Operation *op, CpuModel::Entry &stats) {
       buffers.push_back({splits * rows * n * 4, step, step, -1});
       partial = llvm::formatv("m.at<float>(@@B{0}@@ + 0)", buffers.size() - 1).str();
     }
-    fn += norm ? "normGemv" : "gemv";
+    fn += norm ? "normGemv" : swiglu ? "swigluGemv" : "gemv";
     std::string in = ptr(x);
     if (norm)
       in += llvm::formatv(", {0}, {1:e9}f, {2:e9}f", ptr(norm.getWeight(), bt),
                           norm.getEpsilon().convertToFloat(),
                           norm.getWeightOffset().convertToFloat())
                 .str();
+    if (swiglu)
+      in += ", " + ptr(swiglu.getUp());
     statement(llvm::formatv("{0}<{1}>({2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, a.stream)", fn,
                             targs, in, wargs, b, res, ptr(y), partial, sizes, splits)
                   .str(),
-              (norm ? "rms_norm + " : "") + shortName(op).str() + (add ? " + residual" : "") +
+              (prologue ? shortName(prologue).str() + " + " : "") + shortName(op).str() +
+                  (add ? " + residual" : "") +
                   " (" + fn + ") -> " + describeType(y.getType()));
   } else {
     fn += "gemm";

@@ -23,6 +23,9 @@
 //   inverse RMS and (norm + offset) and rounded to X, as rmsNorm would have
 //   written it. One launch instead of two per normalised layer of a decode
 //   step; the extra reads of x (M * K values per block) come from L2.
+//   swigluGemv: x = silu(gate) * up (llm.swiglu folded in, gate and up
+//   [M, K] of X), computed as each value is read and rounded to X as
+//   swiglu's output would be.
 //
 //   Split-K (splits > 1, for layers with few columns): split s covers
 //   K-chunks [s * per, (s + 1) * per) and writes its sums to `partial`;
@@ -84,6 +87,9 @@ LLMC_DEVICE void rowInverseRms(const X *x, int k, float eps, float (&inv)[M]) {
   }
 }
 
+/// What gemvKernel applies to x as it reads it.
+enum GemvPrologue { kPlainX, kRmsNormX, kSwigluX };
+
 /// x values as rms_norm writes them: v * inv * (norm + offset), rounded to X.
 template <int N, class X> LLMC_DEVICE void normalise(float (&v)[N], float inv, const float (&nw)[N],
                                                     float offset) {
@@ -92,14 +98,25 @@ template <int N, class X> LLMC_DEVICE void normalise(float (&v)[N], float inv, c
     v[i] = toFloat(fromFloat<X>(v[i] * inv * (nw[i] + offset)));
 }
 
+/// x values as swiglu writes them: silu(v) * up, rounded to X (up[0 .. N)
+/// read as loadRun reads x).
+template <int N, class X> LLMC_DEVICE void applySwiglu(float (&v)[N], const X *up) {
+  float u[N];
+  loadRun<N>(up, u);
+  LLMC_UNROLL
+  for (int i = 0; i < N; ++i)
+    v[i] = toFloat(fromFloat<X>(v[i] / (1.0f + expf(-v[i])) * u[i]));
+}
+
 // (No __launch_bounds__: with it ptxas trades registers for occupancy and
 // spills at M = 8; without it M = 8 takes 80 registers and 3 blocks fit an
-// SM, which keeps enough loads in flight.) NORM: normGemv's form (norm,
-// eps and offset unused otherwise).
-template <class W, class X, class Y, int M, bool NORM>
+// SM, which keeps enough loads in flight.) PRO: what is applied to x
+// (norm, eps and offset serve kRmsNormX, up kSwigluX; unused otherwise).
+template <class W, class X, class Y, int M, int PRO>
 LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *residual, Y *y, float *partial,
-               int n, int k, const W *norm, float eps, float offset) {
+               int n, int k, const W *norm, float eps, float offset, const X *up) {
   constexpr int kVec = int(16 / sizeof(W));
+  constexpr bool NORM = PRO == kRmsNormX, SWIGLU = PRO == kSwigluX;
   unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   [[maybe_unused]] float inv[M];
   if constexpr (NORM)
@@ -138,6 +155,8 @@ LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *resi
         loadRun<kVec>(x + size_t(m) * size_t(k) + size_t(c + u * 32) * kVec, xv);
         if constexpr (NORM)
           normalise<kVec, X>(xv, inv[m], nw, offset);
+        if constexpr (SWIGLU)
+          applySwiglu<kVec, X>(xv, up + size_t(m) * size_t(k) + size_t(c + u * 32) * kVec);
         LLMC_UNROLL
         for (int i = 0; i < kVec; ++i)
           acc[m] = fmaf(wv[u][i], xv[i], acc[m]);
@@ -155,6 +174,8 @@ LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *resi
       loadRun<kVec>(x + size_t(m) * size_t(k) + size_t(c) * kVec, xv);
       if constexpr (NORM)
         normalise<kVec, X>(xv, inv[m], nw, offset);
+      if constexpr (SWIGLU)
+        applySwiglu<kVec, X>(xv, up + size_t(m) * size_t(k) + size_t(c) * kVec);
       LLMC_UNROLL
       for (int i = 0; i < kVec; ++i)
         acc[m] = fmaf(wv[i], xv[i], acc[m]);
@@ -169,6 +190,8 @@ LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *resi
         float xv[1] = {toFloat(x[size_t(m) * size_t(k) + size_t(e)])};
         if constexpr (NORM)
           normalise<1, X>(xv, inv[m], nw, offset);
+        if constexpr (SWIGLU)
+          applySwiglu<1, X>(xv, up + size_t(m) * size_t(k) + size_t(e));
         acc[m] = fmaf(toFloat(row[e]), xv[0], acc[m]);
       }
     }
@@ -211,12 +234,12 @@ inline int gemvSplits(int n, int k, int sizeofW, int sms) {
 }
 
 /// gemv and normGemv.
-template <bool NORM, class W, class X, class Y>
-std::string launchGemv(const X *x, const W *norm, float eps, float offset, const W *w,
+template <int PRO, class W, class X, class Y>
+std::string launchGemv(const X *x, const W *norm, float eps, float offset, const X *up, const W *w,
                        const W *bias, const Y *residual, Y *y, float *partial, int m, int n,
                        int k, int splits, Stream stream) {
   if (m < 1 || m > kGemvMaxRows || n < 1 || k < 1 || splits < 1 || (splits > 1 && !partial) ||
-      (NORM && !norm))
+      (PRO == kRmsNormX && !norm) || (PRO == kSwigluX && !up))
     return "gemv: invalid arguments";
   if (k % int(16 / sizeof(W)) != 0 && splits > 1)
     return "gemv: split-K needs K a multiple of the vector width";
@@ -226,8 +249,8 @@ std::string launchGemv(const X *x, const W *norm, float eps, float offset, const
   switch (m) {
 #define LLMC_GEMV_CASE(R)                                                                          \
   case R:                                                                                          \
-    e = launch(gemvKernel<W, X, Y, R, NORM>, grid, block, 0, stream, x, w, bias, residual, y,     \
-               partial, n, k, norm, eps, offset);                                                  \
+    e = launch(gemvKernel<W, X, Y, R, PRO>, grid, block, 0, stream, x, w, bias, residual, y,      \
+               partial, n, k, norm, eps, offset, up);                                              \
     break;
     LLMC_GEMV_CASE(1)
     LLMC_GEMV_CASE(2)
@@ -251,8 +274,9 @@ std::string launchGemv(const X *x, const W *norm, float eps, float offset, const
 template <class W, class X, class Y>
 std::string gemv(const X *x, const W *w, const W *bias, const Y *residual, Y *y, float *partial,
                  int m, int n, int k, int splits, Stream stream) {
-  return launchGemv<false>(x, static_cast<const W *>(nullptr), 0.0f, 0.0f, w, bias, residual, y,
-                           partial, m, n, k, splits, stream);
+  return launchGemv<kPlainX>(x, static_cast<const W *>(nullptr), 0.0f, 0.0f,
+                             static_cast<const X *>(nullptr), w, bias, residual, y, partial, m, n,
+                             k, splits, stream);
 }
 
 /// y = rms_norm(x; norm, eps, offset) W^T (+ bias) (+ residual), the norm's
@@ -261,8 +285,17 @@ template <class W, class X, class Y>
 std::string normGemv(const X *x, const W *norm, float eps, float offset, const W *w, const W *bias,
                      const Y *residual, Y *y, float *partial, int m, int n, int k, int splits,
                      Stream stream) {
-  return launchGemv<true>(x, norm, eps, offset, w, bias, residual, y, partial, m, n, k, splits,
-                          stream);
+  return launchGemv<kRmsNormX>(x, norm, eps, offset, static_cast<const X *>(nullptr), w, bias,
+                               residual, y, partial, m, n, k, splits, stream);
+}
+
+/// y = swiglu(gate, up) W^T (+ bias) (+ residual), the gate's output
+/// rounded to X as llm.swiglu's would be, without writing it.
+template <class W, class X, class Y>
+std::string swigluGemv(const X *gate, const X *up, const W *w, const W *bias, const Y *residual,
+                       Y *y, float *partial, int m, int n, int k, int splits, Stream stream) {
+  return launchGemv<kSwigluX>(gate, static_cast<const W *>(nullptr), 0.0f, 0.0f, up, w, bias,
+                              residual, y, partial, m, n, k, splits, stream);
 }
 
 } // namespace llmc::cuda
