@@ -10,6 +10,8 @@
 //   ./attention [S ...]            (default 1024 4096 8192)
 #include "runtime/src/model/cuda/Attention.h"
 
+#include "bench/cuda/Timing.h"
+
 #include <cublas_v2.h>
 
 #include <algorithm>
@@ -20,35 +22,6 @@
 #include <vector>
 
 using llmc::cuda::half;
-
-static void check(cudaError_t e, const char *what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
-
-template <class F> static float medianMs(F &&f) {
-  cudaEvent_t a, b;
-  check(cudaEventCreate(&a), "event");
-  check(cudaEventCreate(&b), "event");
-  f();
-  check(cudaDeviceSynchronize(), "warm-up");
-  std::vector<float> t;
-  for (int i = 0; i < 10; ++i) {
-    check(cudaEventRecord(a), "record");
-    f();
-    check(cudaEventRecord(b), "record");
-    check(cudaEventSynchronize(b), "sync");
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, a, b), "elapsed");
-    t.push_back(ms);
-  }
-  check(cudaEventDestroy(a), "event");
-  check(cudaEventDestroy(b), "event");
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
 
 /// The dense fp16 rate (FLOP/s) of cublasGemmEx at 8192^3.
 static double denseRate(cublasHandle_t h) {
@@ -65,7 +38,7 @@ static double denseRate(cublasHandle_t h) {
                      CUDA_R_16F, n, &zero, c, CUDA_R_16F, n, CUBLAS_COMPUTE_32F,
                      CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
       std::fprintf(stderr, "cublasGemmEx failed\n"), std::exit(1);
-  });
+  }, 10);
   cudaFree(a), cudaFree(b), cudaFree(c);
   return 2.0 * n * n * n / (ms / 1e3);
 }
@@ -126,7 +99,7 @@ template <int D> static void run(int s, double dense) {
   }
   float ms = 0;
   for (int round = 0; round < 3; ++round)
-    ms = medianMs(attend);
+    ms = medianMs(attend, 10);
   double flop = 4.0 * D * hq * (double(s) * (s + 1) / 2);
   std::printf("| %d | %d | %.3f | %.1f TFLOP/s | %.1f%% | %.1e |\n", D, s, ms,
               flop / (ms / 1e3) / 1e12, 100 * flop / (ms / 1e3) / dense, worst);

@@ -7,6 +7,8 @@
 //   ./gemm_tc [M N K]...
 #include "runtime/src/model/cuda/Gemm.h"
 
+#include "bench/cuda/Timing.h"
+
 #include <cublas_v2.h>
 
 #include <algorithm>
@@ -17,35 +19,6 @@
 #include <vector>
 
 using llmc::cuda::half;
-
-static void check(cudaError_t e, const char *what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
-
-template <class F> static float medianMs(F &&f) {
-  cudaEvent_t a, b;
-  check(cudaEventCreate(&a), "event");
-  check(cudaEventCreate(&b), "event");
-  f();
-  check(cudaDeviceSynchronize(), "warm-up");
-  std::vector<float> t;
-  for (int i = 0; i < 20; ++i) {
-    check(cudaEventRecord(a), "record");
-    f();
-    check(cudaEventRecord(b), "record");
-    check(cudaEventSynchronize(b), "sync");
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, a, b), "elapsed");
-    t.push_back(ms);
-  }
-  check(cudaEventDestroy(a), "event");
-  check(cudaEventDestroy(b), "event");
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
 
 int main(int argc, char **argv) {
   std::vector<int> shapes = {512, 2048, 2048, 2048, 8192, 2048, 4096, 4096, 4096};
@@ -102,9 +75,9 @@ int main(int argc, char **argv) {
     };
     float ttc = 0, tsimt = 0, tblas = 0;
     for (int round = 0; round < 3; ++round) {
-      ttc = medianMs(tc);
-      tsimt = medianMs(simt);
-      tblas = medianMs(blas);
+      ttc = medianMs(tc, 20);
+      tsimt = medianMs(simt, 20);
+      tblas = medianMs(blas, 20);
     }
     check(cudaMemset(dc, 0xff, size_t(m) * n * 2), "poison"); // NaNs unless all written
     tc();
