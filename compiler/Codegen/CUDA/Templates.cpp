@@ -396,11 +396,12 @@ bool CudaEmitter::foldsIntoGemv(Operation *op) {
   std::string wt; // the weights' type the folded kernel needs (any float: empty)
   if (auto n = dyn_cast<RmsNormOp>(op))
     wt = cxxType(n.getWeight().getType());
-  // Its inputs: of y's type, and (a swiglu's) of y's shape.
-  for (Value in : op->getOperands())
-    if (in != op->getOperand(1) || isa<SwigluOp>(op))
-      if (cxxType(in.getType()) != cxxType(y.getType()) || shapeOf(in) != shapeOf(y))
-        return false;
+  // What the kernel reads as x (a norm's input; a swiglu's gate and up):
+  // of y's type and shape.
+  for (unsigned i = 0, e = isa<SwigluOp>(op) ? 2 : 1; i < e; ++i)
+    if (cxxType(op->getOperand(i).getType()) != cxxType(y.getType()) ||
+        shapeOf(op->getOperand(i)) != shapeOf(y))
+      return false;
   int64_t k = shapeOf(y).empty() ? 0 : shapeOf(y).back();
   return isFloatType(y.getType()) && k >= 1 && numel(y) / k <= ::llmc::cuda::kGemvMaxRows &&
          readOnlyByGemvs(y, wt);
