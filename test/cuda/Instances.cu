@@ -22,9 +22,10 @@ namespace {
 
 template <class T, class K, int D> void attention() {
   decodeAttention<T, K, D, D, float>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
-                                     nullptr, nullptr, 1, 1, 1, 1, 1, 0, 1.0f, 0.0f, nullptr);
+                                     nullptr, nullptr, nullptr, 1, 1, 1, 1, 1, 0, 1.0f, 0.0f,
+                                     nullptr);
   decodeAttention<T, K, D, D, T>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
-                                 nullptr, nullptr, 1, 1, 1, 1, 1, 0, 1.0f, 0.0f, nullptr);
+                                 nullptr, nullptr, nullptr, 1, 1, 1, 1, 1, 0, 1.0f, 0.0f, nullptr);
   flashAttention<T, K, D, D, T>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 1,
                                 1, 1, 1, 1, true, 0, 1.0f, 0.0f, nullptr);
   flashAttention<T, K, D, D, float>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
@@ -32,18 +33,19 @@ template <class T, class K, int D> void attention() {
 }
 
 template <class T> void forType() {
-  gemv<T, float, float>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 1, 1, nullptr);
-  gemv<T, T, T>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 1, 1, nullptr);
-  normGemv<T, T, T>(nullptr, nullptr, 1e-5f, 0.0f, nullptr, nullptr, nullptr, nullptr, nullptr, 1,
-                    1, 1, 1, nullptr);
-  swigluGemv<T, T, T>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 1, 1,
-                      nullptr);
+  gemv<T, float, float>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 1, 1,
+                        nullptr);
+  gemv<T, T, T>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 1, 1, nullptr);
+  normGemv<T, T, T>(nullptr, nullptr, 1e-5f, 0.0f, nullptr, nullptr, nullptr, nullptr, nullptr,
+                    nullptr, 1, 1, 1, 1, nullptr);
+  swigluGemv<T, T, T>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1,
+                      1, 1, nullptr);
   gemm<T, float, float>(nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 1, nullptr);
   gemm<T, T, T>(nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 1, nullptr);
   qgemv<T, T, float, T, 4>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
-                           1, 1, 1, 32, 1, nullptr);
+                           nullptr, 1, 1, 1, 32, 1, nullptr);
   qgemv<T, T, float, T, 8>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
-                           1, 1, 1, 32, 1, nullptr);
+                           nullptr, 1, 1, 1, 32, 1, nullptr);
   qgemm<T, T, float, T, 4>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 1,
                            32, nullptr);
   qgemm<T, T, float, T, 8>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 1,

@@ -51,12 +51,14 @@ void checkLinear(int m, int n, int k, int splits, bool withBias, bool withResidu
   DeviceBuffer<W> dw(w), db(bias);
   DeviceBuffer<Y> dr(residual), dy(size_t(m) * size_t(n));
   DeviceBuffer<float> partial(size_t(splits) * size_t(m) * size_t(n));
-  if (splits > 0)
+  SplitCounters counters;
+  if (splits > 0) {
     ASSERT_EQ(gemv(dx.get(), dw.get(), withBias ? db.get() : nullptr,
-                   withResidual ? dr.get() : nullptr, dy.get(), partial.get(), m, n, k, splits,
-                   nullptr),
+                   withResidual ? dr.get() : nullptr, dy.get(), partial.get(), counters.get(), m,
+                   n, k, splits, nullptr),
               "");
-  else
+    EXPECT_EQ(counters.leftNonzero(), 0u);
+  } else
     ASSERT_EQ(gemm(dx.get(), dw.get(), withBias ? db.get() : nullptr,
                    withResidual ? dr.get() : nullptr, dy.get(), m, n, k, nullptr),
               "");
@@ -123,13 +125,15 @@ void checkFoldedGemv(bool swiglu, int m, int n, int k, int splits, bool withBias
   DeviceBuffer<W> dn(norm), dw(w), db(bias);
   DeviceBuffer<Y> dr(residual), dy(size_t(m) * size_t(n));
   DeviceBuffer<float> partial(size_t(splits) * size_t(m) * size_t(n));
+  SplitCounters counters;
   const W *b = withBias ? db.get() : nullptr;
   const Y *r = withResidual ? dr.get() : nullptr;
-  ASSERT_EQ(swiglu ? swigluGemv(dx.get(), du.get(), dw.get(), b, r, dy.get(), partial.get(), m, n,
-                                k, splits, nullptr)
+  ASSERT_EQ(swiglu ? swigluGemv(dx.get(), du.get(), dw.get(), b, r, dy.get(), partial.get(),
+                                counters.get(), m, n, k, splits, nullptr)
                    : normGemv(dx.get(), dn.get(), eps, offset, dw.get(), b, r, dy.get(),
-                              partial.get(), m, n, k, splits, nullptr),
+                              partial.get(), counters.get(), m, n, k, splits, nullptr),
             "");
+  EXPECT_EQ(counters.leftNonzero(), 0u);
   auto xd = widen(x), ud = widen(up), nd = widen(norm), wd = widen(w), bd = widen(bias),
        rd = widen(residual);
   std::vector<double> want(size_t(m) * size_t(n));
@@ -165,7 +169,7 @@ TEST(CudaGemv, NormFoldedIn) {
   checkFoldedGemv<half, float, float>(false, 5, 16, 2048, 2, false, false, 0.0f, 66);
   // Without the norm's weights: refused.
   EXPECT_NE((normGemv<half, half, half>(nullptr, nullptr, 1e-5f, 0.0f, nullptr, nullptr, nullptr,
-                                        nullptr, nullptr, 1, 4, 8, 1, nullptr)),
+                                        nullptr, nullptr, nullptr, 1, 4, 8, 1, nullptr)),
             "");
 }
 
@@ -177,7 +181,7 @@ TEST(CudaGemv, SwigluFoldedIn) {
   checkFoldedGemv<half, float, float>(true, 5, 16, 2048, 2, false, false, 0.0f, 75);
   // Without up: refused.
   EXPECT_NE((swigluGemv<half, half, half>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
-                                          nullptr, 1, 4, 8, 1, nullptr)),
+                                          nullptr, nullptr, 1, 4, 8, 1, nullptr)),
             "");
 }
 
@@ -207,11 +211,22 @@ TEST(CudaGemv, SplitCountFillsTheDevice) {
 }
 
 TEST(CudaGemv, RejectsBadArguments) {
-  EXPECT_NE((gemv<float, float, float>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 9, 4,
-                                       4, 1, nullptr)),
+  EXPECT_NE((gemv<float, float, float>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                       nullptr, 9, 4, 4, 1, nullptr)),
             "");
-  EXPECT_NE((gemv<half, float, float>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 1, 4,
-                                      12, 2, nullptr)),
+  EXPECT_NE((gemv<half, float, float>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                      1, 4, 12, 2, nullptr)),
+            "");
+  // Split-K without the split counters, or with more column groups than
+  // there are counters: refused.
+  DeviceBuffer<float> partial(size_t(2 * 4));
+  EXPECT_NE((gemv<float, float, float>(nullptr, nullptr, nullptr, nullptr, nullptr, partial.get(),
+                                       nullptr, 1, 4, 64, 2, nullptr)),
+            "");
+  SplitCounters counters;
+  EXPECT_NE((gemv<float, float, float>(nullptr, nullptr, nullptr, nullptr, nullptr, partial.get(),
+                                       counters.get(), 1, (kSplitCounters + 1) * kGemvWarps, 64,
+                                       2, nullptr)),
             "");
 }
 
@@ -306,30 +321,34 @@ TEST(CudaRmsNorm, WithResidualAndGemmaOffset) {
 // rope, embedding, cache writes
 //===----------------------------------------------------------------------===//
 
-template <class T>
-void checkRope(int b, int s, int n, int d, int r, bool interleaved, bool perBatch, bool inPlace) {
-  SCOPED_TRACE("d=" + std::to_string(d) + " r=" + std::to_string(r) +
-               (interleaved ? " interleaved" : "") + (perBatch ? " per-batch" : ""));
-  int p = 50, rot = r ? r : d, half = rot / 2;
-  auto x = randomValues<T>(size_t(b) * size_t(s) * size_t(n) * size_t(d), 1.0f, 3);
-  std::vector<float> cosT(size_t(p) * size_t(half)), sinT(cosT.size());
-  for (int pos = 0; pos < p; ++pos)
-    for (int i = 0; i < half; ++i) {
-      double angle = pos * std::pow(10000.0, -2.0 * i / rot);
-      cosT[size_t(pos * half + i)] = float(std::cos(angle));
-      sinT[size_t(pos * half + i)] = float(std::sin(angle));
-    }
+/// Rotary tables of p positions for rotary dimension `rot`.
+struct RopeTables {
+  std::vector<float> cosT, sinT;
+  RopeTables(int p, int rot) : cosT(size_t(p) * size_t(rot / 2)), sinT(cosT.size()) {
+    int half = rot / 2;
+    for (int pos = 0; pos < p; ++pos)
+      for (int i = 0; i < half; ++i) {
+        double angle = pos * std::pow(10000.0, -2.0 * i / rot);
+        cosT[size_t(pos * half + i)] = float(std::cos(angle));
+        sinT[size_t(pos * half + i)] = float(std::sin(angle));
+      }
+  }
+};
+
+/// Positions for b sequences (one row shared when !perBatch) of s tokens.
+std::vector<int64_t> ropePositions(int b, int s, bool perBatch, int p) {
   std::vector<int64_t> positions(size_t(perBatch ? b : 1) * size_t(s));
   for (size_t i = 0; i < positions.size(); ++i)
     positions[i] = int64_t((i * 7 + 3) % size_t(p));
-  DeviceBuffer<T> dx(x), dy(x.size());
-  DeviceBuffer<float> dc(cosT), ds(sinT);
-  DeviceBuffer<int64_t> dp(positions);
-  DeviceBuffer<unsigned long long> err(std::vector<unsigned long long>{0});
-  T *out = inPlace ? dx.get() : dy.get();
-  ASSERT_EQ(rope(dx.get(), out, dc.get(), ds.get(), dp.get(), perBatch, b, s, n, d, r, p,
-                 interleaved, err.get(), nullptr),
-            "");
+  return positions;
+}
+
+/// rope of x [b, s, n, d] in float64.
+template <class T>
+std::vector<double> ropeReference(const std::vector<T> &x, const RopeTables &t,
+                                  const std::vector<int64_t> &positions, int b, int s, int n,
+                                  int d, int r, bool interleaved, bool perBatch) {
+  int rot = r ? r : d, half = rot / 2;
   std::vector<double> want = widen(x);
   for (int bi = 0; bi < b; ++bi)
     for (int si = 0; si < s; ++si) {
@@ -339,15 +358,36 @@ void checkRope(int b, int s, int n, int d, int r, bool interleaved, bool perBatc
         for (int i = 0; i < half; ++i) {
           size_t i1 = base + size_t(interleaved ? 2 * i : i);
           size_t i2 = base + size_t(interleaved ? 2 * i + 1 : i + half);
-          double c = cosT[size_t(pos * half + i)], sn = sinT[size_t(pos * half + i)];
+          double c = t.cosT[size_t(pos * half + i)], sn = t.sinT[size_t(pos * half + i)];
           double a = toFloat(x[i1]), bb = toFloat(x[i2]);
           want[i1] = a * c - bb * sn;
           want[i2] = bb * c + a * sn;
         }
       }
     }
+  return want;
+}
+
+template <class T>
+void checkRope(int b, int s, int n, int d, int r, bool interleaved, bool perBatch, bool inPlace) {
+  SCOPED_TRACE("d=" + std::to_string(d) + " r=" + std::to_string(r) +
+               (interleaved ? " interleaved" : "") + (perBatch ? " per-batch" : ""));
+  int p = 50;
+  RopeTables tables(p, r ? r : d);
+  auto x = randomValues<T>(size_t(b) * size_t(s) * size_t(n) * size_t(d), 1.0f, 3);
+  std::vector<int64_t> positions = ropePositions(b, s, perBatch, p);
+  DeviceBuffer<T> dx(x), dy(x.size());
+  DeviceBuffer<float> dc(tables.cosT), ds(tables.sinT);
+  DeviceBuffer<int64_t> dp(positions);
+  DeviceBuffer<unsigned long long> err(std::vector<unsigned long long>{0});
+  T *out = inPlace ? dx.get() : dy.get();
+  ASSERT_EQ(rope(dx.get(), out, dc.get(), ds.get(), dp.get(), perBatch, b, s, n, d, r, p,
+                 interleaved, err.get(), nullptr),
+            "");
   std::vector<T> got = inPlace ? dx.download() : dy.download();
-  EXPECT_LE(relativeError(got, want), tolerance<T>());
+  EXPECT_LE(relativeError(got, ropeReference(x, tables, positions, b, s, n, d, r, interleaved,
+                                             perBatch)),
+            tolerance<T>());
   EXPECT_EQ(err.download()[0], 0u);
 }
 
@@ -361,6 +401,33 @@ TEST(CudaRope, HalfRotationAndInterleaved) {
 TEST(CudaRope, PartialRotaryDimension) {
   checkRope<float>(1, 6, 2, 32, 16, false, false, false);
   checkRope<half>(2, 2, 3, 64, 32, true, true, true);
+}
+
+// Queries and keys (different head counts, either larger) in one launch,
+// each against its float64 rope.
+TEST(CudaRope, PairOfTensorsInOneLaunch) {
+  for (auto [n0, n1] : {std::pair{8, 2}, std::pair{1, 3}}) {
+    SCOPED_TRACE("n0=" + std::to_string(n0) + " n1=" + std::to_string(n1));
+    int b = 2, s = 3, d = 32, r = 0, p = 40;
+    RopeTables tables(p, d);
+    std::vector<int64_t> positions = ropePositions(b, s, true, p);
+    auto x0 = randomValues<half>(size_t(b * s * n0 * d), 1.0f, 7);
+    auto x1 = randomValues<half>(size_t(b * s * n1 * d), 1.0f, 8);
+    DeviceBuffer<half> dx0(x0), dx1(x1), dy0(x0.size()), dy1(x1.size());
+    DeviceBuffer<float> dc(tables.cosT), ds(tables.sinT);
+    DeviceBuffer<int64_t> dp(positions);
+    DeviceBuffer<unsigned long long> err(std::vector<unsigned long long>{0});
+    ASSERT_EQ(ropePair(dx0.get(), dy0.get(), n0, dx1.get(), dy1.get(), n1, dc.get(), ds.get(),
+                       dp.get(), true, b, s, d, r, p, false, err.get(), nullptr),
+              "");
+    EXPECT_LE(relativeError(dy0.download(),
+                            ropeReference(x0, tables, positions, b, s, n0, d, r, false, true)),
+              tolerance<half>());
+    EXPECT_LE(relativeError(dy1.download(),
+                            ropeReference(x1, tables, positions, b, s, n1, d, r, false, true)),
+              tolerance<half>());
+    EXPECT_EQ(err.download()[0], 0u);
+  }
 }
 
 TEST(CudaRope, PositionOutsideTheTablesIsReported) {
@@ -449,6 +516,36 @@ TEST(CudaCacheWrite, WritesRowsAtTheDevicePositionFromAStridedUpdate) {
                        int64_t(hkv * d), int64_t(d), err.get(), nullptr),
             "");
   EXPECT_EQ(err.download()[0] >> 32, kCacheOverflow);
+}
+
+// Keys read as [B, S, Hkv, D] and values as [B, Hkv, S, D] into their two
+// caches in one launch: every row at the device position, nothing else.
+TEST(CudaCacheWrite, PairOfCachesInOneLaunch) {
+  int b = 2, hkv = 3, cap = 9, s = 2, d = 16;
+  auto keys = randomValues<half>(size_t(b * s * hkv * d), 1.0f, 15);
+  auto values = randomValues<half>(size_t(b * hkv * s * d), 1.0f, 16);
+  std::vector<half> init(size_t(b * hkv * cap * d), fromFloat<half>(-3.0f));
+  DeviceBuffer<half> kc(init), vc(init), dk(keys), dv(values);
+  DeviceBuffer<int64_t> pos(std::vector<int64_t>{6});
+  DeviceBuffer<unsigned long long> err(std::vector<unsigned long long>{0});
+  ASSERT_EQ(cacheWritePair(kc.get(), dk.get(), int64_t(s * hkv * d), int64_t(hkv * d), int64_t(d),
+                           vc.get(), dv.get(), int64_t(hkv * s * d), int64_t(d), int64_t(s * d),
+                           pos.get(), b, hkv, cap, s, d, err.get(), nullptr),
+            "");
+  std::vector<half> gotK = kc.download(), gotV = vc.download();
+  for (int bi = 0; bi < b; ++bi)
+    for (int hi = 0; hi < hkv; ++hi)
+      for (int row = 0; row < cap; ++row)
+        for (int di = 0; di < d; ++di) {
+          size_t at = size_t(((bi * hkv + hi) * cap + row) * d + di);
+          bool written = row >= 6 && row < 6 + s;
+          int si = row - 6;
+          float wantK = written ? toFloat(keys[size_t(((bi * s + si) * hkv + hi) * d + di)]) : -3.0f;
+          float wantV = written ? toFloat(values[size_t(((bi * hkv + hi) * s + si) * d + di)]) : -3.0f;
+          ASSERT_EQ(toFloat(gotK[at]), wantK) << bi << " " << hi << " " << row << " " << di;
+          ASSERT_EQ(toFloat(gotV[at]), wantV) << bi << " " << hi << " " << row << " " << di;
+        }
+  EXPECT_EQ(err.download()[0], 0u);
 }
 
 TEST(CudaCacheWrite, Int8RowsAndScalesAsTheCpuRoundsThem) {
@@ -603,11 +700,14 @@ void checkDecode(int b, int hq, int hkv, int cap, long long pos, int splits, int
   DeviceBuffer<int64_t> dpos(std::vector<int64_t>{pos});
   DeviceBuffer<float> partial(size_t(b * splits * hq * Dv)), lse(size_t(b * splits * hq));
   DeviceBuffer<float> out(size_t(b * hq * Dv));
+  SplitCounters counters;
   float scale = 1.0f / std::sqrt(float(D)) * 2.0f; // sharper than usual
   ASSERT_EQ((decodeAttention<T, K, D, Dv>(dq.get(), c.k.get(), c.v.get(), c.ksPtr(), c.vsPtr(),
-                                          dpos.get(), partial.get(), lse.get(), out.get(), b, hq,
-                                          hkv, cap, splits, window, scale, softcap, nullptr)),
+                                          dpos.get(), partial.get(), lse.get(), out.get(),
+                                          counters.get(), b, hq, hkv, cap, splits, window, scale,
+                                          softcap, nullptr)),
             "");
+  EXPECT_EQ(counters.leftNonzero(), 0u);
   auto qd = widen(q);
   std::vector<double> want;
   for (int bi = 0; bi < b; ++bi) {
@@ -670,9 +770,16 @@ TEST(CudaDecodeAttention, Int8CachesWithTheirScales) {
   DeviceBuffer<half> q(size_t(64)), c(size_t(64 * 8));
   DeviceBuffer<int64_t> pos(std::vector<int64_t>{0});
   DeviceBuffer<float> scales(size_t(8)), partial(size_t(64)), lse(size_t(1)), out(size_t(64));
+  SplitCounters counters;
   EXPECT_NE((decodeAttention<half, half, 64, 64>(q.get(), c.get(), c.get(), scales.get(),
                                                  scales.get(), pos.get(), partial.get(), lse.get(),
-                                                 out.get(), 1, 1, 1, 8, 1, 0, 1.0f, 0.0f, nullptr)),
+                                                 out.get(), counters.get(), 1, 1, 1, 8, 1, 0, 1.0f,
+                                                 0.0f, nullptr)),
+            "");
+  // Without the split counters: refused.
+  EXPECT_NE((decodeAttention<half, half, 64, 64>(q.get(), c.get(), c.get(), nullptr, nullptr,
+                                                 pos.get(), partial.get(), lse.get(), out.get(),
+                                                 nullptr, 1, 1, 1, 8, 1, 0, 1.0f, 0.0f, nullptr)),
             "");
 }
 

@@ -80,11 +80,14 @@ void checkQuant(int m, int n, int k, int groupSize, bool withZeros, int splits, 
   const uint8_t *zeros = withZeros ? dz.get() : nullptr;
   const float *b = withBias ? db.get() : nullptr;
   const Y *r = withResidual ? dr.get() : nullptr;
-  if (splits > 0)
+  SplitCounters counters;
+  if (splits > 0) {
     ASSERT_EQ((qgemv<X, Y, S, float, BITS>(dx.get(), dq.get(), ds.get(), zeros, b, r, dy.get(),
-                                           partial.get(), m, n, k, groupSize, splits, nullptr)),
+                                           partial.get(), counters.get(), m, n, k, groupSize,
+                                           splits, nullptr)),
               "");
-  else
+    EXPECT_EQ(counters.leftNonzero(), 0u);
+  } else
     ASSERT_EQ((qgemm<X, Y, S, float, BITS>(dx.get(), dq.get(), ds.get(), zeros, b, r, dy.get(), m,
                                            n, k, groupSize, nullptr)),
               "");
@@ -198,12 +201,12 @@ TEST(CudaQuantGemv, ChunkBytesAndBadArguments) {
   EXPECT_EQ(quantChunkBytes(8, 4), 4);
   EXPECT_EQ(quantChunkBytes(4, 4), 0);
   EXPECT_NE((qgemv<float, float, float, float, 4>(nullptr, nullptr, nullptr, nullptr, nullptr,
-                                                  nullptr, nullptr, nullptr, 1, 4, 16, 4, 1,
-                                                  nullptr)),
+                                                  nullptr, nullptr, nullptr, nullptr, 1, 4, 16,
+                                                  4, 1, nullptr)),
             "");
   EXPECT_NE((qgemv<float, float, float, float, 4>(nullptr, nullptr, nullptr, nullptr, nullptr,
-                                                  nullptr, nullptr, nullptr, 9, 4, 64, 32, 1,
-                                                  nullptr)),
+                                                  nullptr, nullptr, nullptr, nullptr, 9, 4, 64,
+                                                  32, 1, nullptr)),
             "");
 }
 

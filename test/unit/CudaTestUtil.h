@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -45,6 +46,23 @@ public:
 private:
   T *p_ = nullptr;
   size_t n_;
+};
+
+/// A context's split counters (Common.h): zero before a launch that counts
+/// its splits, and checked to be zero again after it (the last block of
+/// each group must return its counter, or the next launch would miscount).
+class SplitCounters {
+public:
+  SplitCounters() : buffer_(std::vector<unsigned>(size_t(kSplitCounters), 0u)) {}
+  unsigned *get() const { return buffer_.get(); }
+  /// How many counters a launch left nonzero.
+  size_t leftNonzero() const {
+    auto v = buffer_.download();
+    return size_t(std::count_if(v.begin(), v.end(), [](unsigned c) { return c != 0; }));
+  }
+
+private:
+  DeviceBuffer<unsigned> buffer_;
 };
 
 /// n values of T drawn uniformly from [-scale, scale], rounded to T.

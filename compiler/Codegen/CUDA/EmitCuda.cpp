@@ -61,11 +61,56 @@ llvm::Error CudaEmitter::emitBlock(Block &block, CpuModel::Entry &stats) {
       folded.insert(o);
     chains[chain.back()] = chain;
   }
+  // Two ropes (queries and keys) or two cache writes (keys and values) one
+  // after the other, with only views between them, become one launch at
+  // the second: the first is deferred to it.
+  Operation *pending = nullptr;
+  for (Operation &op : block.without_terminator()) {
+    if (folded.contains(&op) || isa<ConstantOp>(&op) || isView(&op) ||
+        shortName(&op) == "onnx.identity")
+      continue;
+    if (pending && pairable(pending, &op)) {
+      pairs[&op] = pending;
+      folded.insert(pending);
+      pending = nullptr;
+      continue;
+    }
+    pending = isa<RopeOp, CacheUpdateOp>(&op) ? &op : nullptr;
+  }
   for (Operation &op : block.without_terminator())
     if (!folded.contains(&op))
       if (llvm::Error e = emitOp(&op, stats))
         return e;
   return llvm::Error::success();
+}
+
+bool CudaEmitter::pairable(Operation *first, Operation *second) {
+  // Nothing reads first's results before second (they are made there).
+  for (Value r : first->getResults())
+    for (Operation *user : r.getUsers()) {
+      Operation *at = second->getBlock()->findAncestorOpInBlock(*user);
+      if (!at || !second->isBeforeInBlock(at))
+        return false;
+    }
+  if (auto a = dyn_cast<RopeOp>(first)) {
+    auto b = dyn_cast<RopeOp>(second);
+    if (!b || !ropeSupported(a) || !ropeSupported(b) || a.getCos() != b.getCos() ||
+        a.getSin() != b.getSin() || a.getPositions() != b.getPositions() ||
+        a.getRotaryDim() != b.getRotaryDim() || a.getInterleaved() != b.getInterleaved() ||
+        cxxType(a.getX().getType()) != cxxType(b.getX().getType()) ||
+        cxxType(a.getResult().getType()) != cxxType(a.getX().getType()) ||
+        cxxType(b.getResult().getType()) != cxxType(b.getX().getType()))
+      return false;
+    auto as = shapeOf(a.getX()), bs = shapeOf(b.getX());
+    return as[0] == bs[0] && as[1] == bs[1] && as[3] == bs[3];
+  }
+  auto a = dyn_cast<CacheUpdateOp>(first), b = dyn_cast<CacheUpdateOp>(second);
+  if (!a || !b || a->getOperand(2) != b->getOperand(2) ||
+      shapeOf(a->getOperand(0)) != shapeOf(b->getOperand(0)) ||
+      cxxType(a->getOperand(0).getType()) != cxxType(b->getOperand(0).getType()))
+    return false;
+  CacheSource as = cacheUpdateSource(a), bs = cacheUpdateSource(b);
+  return as.s == bs.s && cxxType(as.value.getType()) == cxxType(bs.value.getType());
 }
 
 int64_t CudaEmitter::planArena(std::string &text) {

@@ -200,6 +200,20 @@ private:
   /// weight type for a norm): then normGemv / swigluGemv apply it as they
   /// read x, and `op` writes nothing.
   bool foldsIntoGemv(Operation *op);
+  /// Whether rope's operands are what the rope template takes.
+  bool ropeSupported(RopeOp r);
+  /// A cache update's source: the value read, its S and its strides per
+  /// batch, token and head (a folded transpose's input read in place).
+  struct CacheSource {
+    Value value;
+    int64_t s, sb, ss, sh;
+  };
+  CacheSource cacheUpdateSource(Operation *op);
+  /// Whether `second`, the next operation after `first` that is not a view,
+  /// can run in one launch with it (ropePair, cacheWritePair) at second's
+  /// place: the same kind over the same shape, tables and position, and
+  /// nothing reading first's results before second.
+  bool pairable(Operation *first, Operation *second);
   /// llm.assert_equal: a kernel that records the first mismatch as
   /// kAssertFailed with the message's index; the value passes through.
   llvm::Error emitAssert(AssertEqualOp check, CpuModel::Entry &stats);
@@ -286,6 +300,9 @@ private:
   llvm::DenseMap<Value, Operation *> foldedInputs;
   /// The last operation of a run of element-wise ones -> the run, in order.
   llvm::DenseMap<Operation *, SmallVector<Operation *>> chains;
+  /// The second of a pair of ropes or cache writes -> the first, deferred to
+  /// it (pairable).
+  llvm::DenseMap<Operation *, Operation *> pairs;
   /// cache_update -> the [B, S, H, D] value its transposed update came from.
   llvm::DenseMap<Operation *, Value> transposedUpdates;
   std::set<std::string> missing;

@@ -94,8 +94,8 @@ bool CudaEmitter::emitDecodeAttention(FusedOp fused, CpuModel::Entry &stats, llv
   (void)out;
   std::string y = cxxType(result.getType());
   statement(llvm::formatv("decodeAttention<{0}, {18}, {1}, {2}, {3}>({4}, {5}, {6}, {19}, {7}, {8}, "
-                          "{9}, {10}, {11}, {12}, {13}, a.capacity, {14}, {15}, {16:e9}f, "
-                          "{17:e9}f, a.stream)",
+                          "{9}, {10}, m.counters, {11}, {12}, {13}, a.capacity, {14}, {15}, "
+                          "{16:e9}f, {17:e9}f, a.stream)",
                           t, d, dv, y, ptr(q), ptr(kc), ptr(vc), ptr(pos),
                           ptr(partial->getResult(0)), ptr(partial->getResult(1)),
                           ptr(fused->getResult(0)), b, hq, hkv, splits, partial.getWindow(),
@@ -104,8 +104,7 @@ bool CudaEmitter::emitDecodeAttention(FusedOp fused, CpuModel::Entry &stats, llv
                           int8 ? ptr(args[4]) + ", " + ptr(args[5]) : std::string("nullptr, nullptr"))
                 .str(),
             "fused \"attention\" (decode, split-KV) -> " + describeType(result.getType()));
-  ++stats.fusedRegions;
-  ++stats.kernelCalls;
+  ++stats.fusedRegions; // (one launch: the last block of each group combines)
   return true;
 }
 
@@ -268,46 +267,50 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
   if (auto r = dyn_cast<RopeOp>(op)) {
     Value x = r.getX(), y = r.getResult(), positions = r.getPositions();
     auto xs = shapeOf(x), ps = shapeOf(positions);
-    if (xs.size() != 4 || !getElementTypeOrSelf(positions.getType()).isInteger(64) ||
-        shapeOf(r.getCos()).size() != 2) {
+    if (!ropeSupported(r)) {
       unsupported(op, "positions must be i64, x [B, S, N, D]");
       return llvm::Error::success();
     }
+    // A rope paired with this one (pairs): both in one launch, here.
+    auto first = dyn_cast_or_null<RopeOp>(pairs.lookup(op));
+    if (first)
+      define(first.getResult());
     define(y);
     bool perBatch = ps.size() == 2 && ps[0] == xs[0] && xs[0] > 1;
-    statement(llvm::formatv("rope<{0}, {1}>({2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, "
-                            "{12}, {13}, {14}, m.error, a.stream)",
-                            cxxType(x.getType()), cxxType(r.getCos().getType()), ptr(x), ptr(y),
-                            ptr(r.getCos()), ptr(r.getSin()), ptr(positions),
-                            perBatch ? "true" : "false", xs[0], xs[1], xs[2], xs[3],
+    std::string tensors =
+        first ? llvm::formatv("{0}, {1}, {2}, {3}, {4}, {5}", ptr(first.getX()),
+                              ptr(first.getResult()), shapeOf(first.getX())[2], ptr(x), ptr(y),
+                              xs[2])
+                    .str()
+              : llvm::formatv("{0}, {1}", ptr(x), ptr(y)).str();
+    std::string sizes = first ? llvm::formatv("{0}, {1}, {2}", xs[0], xs[1], xs[3]).str()
+                              : llvm::formatv("{0}, {1}, {2}, {3}", xs[0], xs[1], xs[2], xs[3]).str();
+    statement(llvm::formatv("{0}<{1}, {2}>({3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, m.error, "
+                            "a.stream)",
+                            first ? "ropePair" : "rope", cxxType(x.getType()),
+                            cxxType(r.getCos().getType()), tensors, ptr(r.getCos()),
+                            ptr(r.getSin()), ptr(positions), perBatch ? "true" : "false", sizes,
                             r.getRotaryDim(), shapeOf(r.getCos())[0],
                             r.getInterleaved() ? "true" : "false")
                   .str(),
-              "rope -> " + describeType(y.getType()));
+              std::string(first ? "rope x 2" : "rope") + " -> " + describeType(y.getType()));
     ++stats.kernelCalls;
     return llvm::Error::success();
   }
   if (isa<CacheUpdateOp, QuantizedCacheUpdateOp>(op)) {
     auto qu = dyn_cast<QuantizedCacheUpdateOp>(op);
-    Value cache = op->getOperand(0), update = qu ? qu.getUpdate() : op->getOperand(1);
+    Value cache = op->getOperand(0);
     Value scales = qu ? qu.getScales() : Value();
     Ref cr = refs[cache]; // a copy: refs[result] below may grow the map
-    if (cr.kind != Ref::Cache || (scales && refs[scales].kind != Ref::Cache)) {
+    Operation *first = pairs.lookup(op);
+    if (cr.kind != Ref::Cache || (scales && refs[scales].kind != Ref::Cache) ||
+        (first && refs[first->getOperand(0)].kind != Ref::Cache)) {
       unsupported(op, "not the session's cache");
       return llvm::Error::success();
     }
     auto cs = shapeOf(cache); // [B, H, C, D]
     int64_t b = cs[0], h = cs[1], d = cs[3];
-    Value src = update;
-    int64_t s, sb, ss, sh;
-    if (Value from = transposedUpdates.lookup(op)) { // [B, S, H, D]
-      src = from;
-      s = shapeOf(from)[1];
-      sb = s * h * d, ss = h * d, sh = d;
-    } else { // [B, H, S, D]
-      s = shapeOf(update)[2];
-      sb = h * s * d, sh = s * d, ss = d;
-    }
+    CacheSource src = cacheUpdateSource(op);
     Value pos = op->getOperand(qu ? 3 : 2);
     refs[op->getResult(0)] = cr;
     if (qu) {
@@ -315,16 +318,29 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
       refs[qu.getOutputScales()] = sr;
       statement(llvm::formatv("cacheWriteInt8<{0}>({1}, {2}, {3}, {4}, {5}, {6}, a.capacity, {7}, "
                               "{8}, {9}, {10}, {11}, m.error, a.stream)",
-                              cxxType(src.getType()), ptr(cache), ptr(scales), ptr(src), ptr(pos),
-                              b, h, s, d, sb, ss, sh)
+                              cxxType(src.value.getType()), ptr(cache), ptr(scales),
+                              ptr(src.value), ptr(pos), b, h, src.s, d, src.sb, src.ss, src.sh)
                     .str(),
                 "quantized_cache_update -> " + describeType(cache.getType()) + ", " +
                     describeType(scales.getType()) + ", in place");
+    } else if (first) { // (pairs: the same shape, types and position)
+      Ref fr = refs[first->getOperand(0)];
+      refs[first->getResult(0)] = fr;
+      CacheSource fs = cacheUpdateSource(first);
+      statement(llvm::formatv("cacheWritePair<{0}, {1}>({2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, "
+                              "{10}, {11}, {12}, {13}, {14}, a.capacity, {15}, {16}, m.error, "
+                              "a.stream)",
+                              cxxType(cache.getType()), cxxType(src.value.getType()),
+                              ptr(first->getOperand(0)), ptr(fs.value), fs.sb, fs.ss, fs.sh,
+                              ptr(cache), ptr(src.value), src.sb, src.ss, src.sh, ptr(pos), b, h,
+                              src.s, d)
+                    .str(),
+                "cache_update x 2 -> " + describeType(cache.getType()) + ", in place");
     } else {
       statement(llvm::formatv("cacheWrite<{0}, {1}>({2}, {3}, {4}, {5}, {6}, a.capacity, {7}, "
                               "{8}, {9}, {10}, {11}, m.error, a.stream)",
-                              cxxType(cache.getType()), cxxType(src.getType()), ptr(cache),
-                              ptr(src), ptr(pos), b, h, s, d, sb, ss, sh)
+                              cxxType(cache.getType()), cxxType(src.value.getType()), ptr(cache),
+                              ptr(src.value), ptr(pos), b, h, src.s, d, src.sb, src.ss, src.sh)
                     .str(),
                 "cache_update -> " + describeType(cache.getType()) + ", in place");
     }
@@ -389,6 +405,30 @@ static bool readOnlyByGemvs(Value v, const std::string &wt) {
       return false;
   }
   return true;
+}
+
+bool CudaEmitter::ropeSupported(RopeOp r) {
+  return shapeOf(r.getX()).size() == 4 &&
+         getElementTypeOrSelf(r.getPositions().getType()).isInteger(64) &&
+         shapeOf(r.getCos()).size() == 2;
+}
+
+CudaEmitter::CacheSource CudaEmitter::cacheUpdateSource(Operation *op) {
+  auto qu = dyn_cast<QuantizedCacheUpdateOp>(op);
+  Value update = qu ? qu.getUpdate() : op->getOperand(1);
+  auto cs = shapeOf(op->getOperand(0)); // [B, H, C, D]
+  int64_t h = cs[1], d = cs[3];
+  CacheSource src;
+  if (Value from = transposedUpdates.lookup(op)) { // [B, S, H, D]
+    src.value = from;
+    src.s = shapeOf(from)[1];
+    src.sb = src.s * h * d, src.ss = h * d, src.sh = d;
+  } else { // [B, H, S, D]
+    src.value = update;
+    src.s = shapeOf(update)[2];
+    src.sb = h * src.s * d, src.sh = src.s * d, src.ss = d;
+  }
+  return src;
 }
 
 bool CudaEmitter::foldsIntoGemv(Operation *op) {
@@ -487,10 +527,10 @@ llvm::Error CudaEmitter::emitLinear(Operation *op, CpuModel::Entry &stats) {
   std::string sizes = llvm::formatv("{0}, {1}, {2}", rows, n, k).str() +
                       (quant ? ", " + std::to_string(quant.getGroupSize()) : "");
   if (rows <= ::llmc::cuda::kGemvMaxRows) {
-    std::string partial = "nullptr";
+    std::string partial = "nullptr, nullptr";
     if (splits > 1) { // a workspace buffer of its own, live for this statement
       buffers.push_back({splits * rows * n * 4, step, step, -1});
-      partial = llvm::formatv("m.at<float>(@@B{0}@@ + 0)", buffers.size() - 1).str();
+      partial = llvm::formatv("m.at<float>(@@B{0}@@ + 0), m.counters", buffers.size() - 1).str();
     }
     fn += norm ? "normGemv" : swiglu ? "swigluGemv" : "gemv";
     std::string in = ptr(x);

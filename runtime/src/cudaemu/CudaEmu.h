@@ -504,10 +504,15 @@ inline std::string runGrid(const void *kernel, dim3 grid, dim3 block, size_t dyn
       grid.z > kMaxGridDimYZ || grid.x > 0x7fffffffu)
     return "invalid grid (" + std::to_string(grid.x) + ", " + std::to_string(grid.y) + ", " +
            std::to_string(grid.z) + ")";
-  size_t limit = kDefaultSharedBytes;
+  // As CUDA: the dynamic bytes within the kernel's opt-in (48 KiB without
+  // one), static and dynamic together within 48 KiB, or with an opt-in the
+  // device's opt-in maximum.
+  size_t limit = kDefaultSharedBytes, total = kDefaultSharedBytes;
   for (auto &[k, b] : dynamicSharedOptIns())
-    if (k == kernel)
+    if (k == kernel) {
       limit = std::max(limit, std::min(b, kOptInSharedBytes));
+      total = kOptInSharedBytes;
+    }
   if (dynamicBytes > limit)
     return "dynamic shared memory of " + std::to_string(dynamicBytes) +
            " bytes exceeds the kernel's limit of " + std::to_string(limit);
@@ -523,7 +528,7 @@ inline std::string runGrid(const void *kernel, dim3 grid, dim3 block, size_t dyn
   b.threads = unsigned(threads);
   b.body = &body;
   b.dynamicShared = &dynamic;
-  b.sharedLimit = limit;
+  b.sharedLimit = total;
   std::string error;
   for (unsigned z = 0; z < grid.z && error.empty(); ++z)
     for (unsigned y = 0; y < grid.y && error.empty(); ++y)

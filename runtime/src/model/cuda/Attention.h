@@ -18,8 +18,10 @@
 //                   follows the context, read on the device: a short one
 //                   leaves the last splits empty; each chunk's
 //                   softmax-normalised values and log-sum-exp, -inf and
-//                   zeros for an empty chunk); attentionCombine merges them
-//                   into out [B, Hq, Dv] (llm.attention_combine).
+//                   zeros for an empty chunk); the block that finishes its
+//                   (batch, kv head) last (Common.h's lastOfGroup over
+//                   `counters`, a word per pair) merges them into out [B,
+//                   Hq, Dv] (llm.attention_combine), in the same launch.
 //   prefill q       [B, S, Hq, D] at positions *pos .. *pos + S - 1 over
 //                   keys 0 .. *pos + S - 1; out [B, S, Hq, Dv]
 //                   (llm.flash_attention).
@@ -149,11 +151,12 @@ LLMC_DEVICE const float *loadTileScales(float *tile, const float *scales, int ro
   return tile;
 }
 
-template <class T, class K, int D, int Dv>
+template <class T, class K, int D, int Dv, class Y>
 LLMC_GLOBAL void
     decodeAttentionKernel(const T *q, const K *kCache, const K *vCache, const float *kScales,
                           const float *vScales, const int64_t *pos, float *partial, float *lse,
-                          int hq, int hkv, int capacity, int window, float scale, float softcap) {
+                          Y *out, unsigned *counters, int hq, int hkv, int capacity, int window,
+                          float scale, float softcap) {
   constexpr int kOut = (Dv + 31) / 32; // value channels per lane
   int g = hq / hkv;
   int kvh = int(blockIdx.x), split = int(blockIdx.y), b = int(blockIdx.z);
@@ -247,56 +250,56 @@ LLMC_GLOBAL void
     if (lane == 0)
       lse[row] = l > 0.0f ? ms[hi] + logf(l) : -INFINITY;
   }
-}
 
-/// out[b, h, :] = sum_s exp(lse_s - L) partial_s, L = log sum_s exp(lse_s);
-/// a block per (head, batch), a thread per channel.
-template <class Y>
-LLMC_GLOBAL void attentionCombineKernel(const float *partial, const float *lse, Y *out, int splits,
-                                        int hq, int dv) {
-  int h = int(blockIdx.x), b = int(blockIdx.y);
-  float m = -INFINITY;
-  for (int s = 0; s < splits; ++s)
-    m = fmaxf(m, lse[(size_t(b) * size_t(splits) + size_t(s)) * size_t(hq) + size_t(h)]);
-  for (int d = int(threadIdx.x); d < dv; d += int(blockDim.x)) {
-    float num = 0.0f, den = 0.0f;
-    if (m != -INFINITY)
-      for (int s = 0; s < splits; ++s) {
-        size_t row = (size_t(b) * size_t(splits) + size_t(s)) * size_t(hq) + size_t(h);
-        float w = lse[row] == -INFINITY ? 0.0f : expf(lse[row] - m);
-        num = fmaf(w, partial[row * size_t(dv) + size_t(d)], num);
-        den += w;
-      }
-    out[(size_t(b) * size_t(hq) + size_t(h)) * size_t(dv) + size_t(d)] =
-        fromFloat<Y>(den > 0.0f ? num / den : 0.0f);
+  // The group's last block: out[b, h, :] = sum_s exp(lse_s - L) partial_s,
+  // L = log sum_s exp(lse_s), a warp per head of the group, a lane per
+  // channel.
+  if (!lastOfGroup(counters + size_t(b) * size_t(hkv) + size_t(kvh), unsigned(splits)))
+    return;
+  for (int hi = int(warp); hi < g; hi += kAttnWarps) {
+    size_t h = size_t(h0 + hi);
+    float m = -INFINITY;
+    for (int s = 0; s < splits; ++s)
+      m = fmaxf(m, __ldcg(lse + (size_t(b) * size_t(splits) + size_t(s)) * size_t(hq) + h));
+    for (int d = int(lane); d < Dv; d += 32) {
+      float num = 0.0f, den = 0.0f;
+      if (m != -INFINITY)
+        for (int s = 0; s < splits; ++s) {
+          size_t row = (size_t(b) * size_t(splits) + size_t(s)) * size_t(hq) + h;
+          float l = __ldcg(lse + row);
+          float w = l == -INFINITY ? 0.0f : expf(l - m);
+          num = fmaf(w, __ldcg(partial + row * size_t(Dv) + size_t(d)), num);
+          den += w;
+        }
+      out[(size_t(b) * size_t(hq) + h) * size_t(Dv) + size_t(d)] =
+          fromFloat<Y>(den > 0.0f ? num / den : 0.0f);
+    }
   }
 }
 
-/// Split-KV decode attention and its combination (K: the caches' type; with
-/// int8 caches kScales and vScales are their scales, else null).
+/// Split-KV decode attention and its combination, one launch (K: the
+/// caches' type; with int8 caches kScales and vScales are their scales,
+/// else null; counters: the context's split counters, B * Hkv of them).
 template <class T, class K, int D, int Dv, class Y>
 std::string decodeAttention(const T *q, const K *kCache, const K *vCache, const float *kScales,
                             const float *vScales, const int64_t *pos, float *partial, float *lse,
-                            Y *out, int b, int hq, int hkv, int capacity, int splits, int window,
-                            float scale, float softcap, Stream stream) {
+                            Y *out, unsigned *counters, int b, int hq, int hkv, int capacity,
+                            int splits, int window, float scale, float softcap, Stream stream) {
   static_assert(D * sizeof(K) % 16 == 0 && Dv * sizeof(K) % 16 == 0, "16-byte rows");
   if (b < 1 || hq < 1 || hkv < 1 || hq % hkv || capacity < 1 || splits < 1 ||
-      (sizeof(K) == 1) != (kScales && vScales))
+      (sizeof(K) == 1) != (kScales && vScales) || !counters ||
+      size_t(b) * size_t(hkv) > size_t(kSplitCounters))
     return "decode attention: invalid arguments";
   size_t bytes = decodeSharedBytes<K, D, Dv>(hq / hkv);
-  if (bytes > 48 * 1024) {
-    std::string e = setMaxDynamicShared(decodeAttentionKernel<T, K, D, Dv>, bytes);
+  if (bytes > 47 * 1024) { // (lastOfGroup's static word counts against 48 KiB)
+    std::string e = setMaxDynamicShared(decodeAttentionKernel<T, K, D, Dv, Y>, bytes);
     if (!e.empty())
       return e;
   }
-  std::string e = launch(decodeAttentionKernel<T, K, D, Dv>,
-                         dim3(unsigned(hkv), unsigned(splits), unsigned(b)), dim3(kAttnThreads),
-                         bytes, stream, q, kCache, vCache, kScales, vScales, pos, partial, lse, hq,
-                         hkv, capacity, window, scale, softcap);
-  if (!e.empty())
-    return e;
-  return launch(attentionCombineKernel<Y>, dim3(unsigned(hq), unsigned(b)), dim3(Dv < 128 ? 32 : 128),
-                0, stream, partial, lse, out, splits, hq, Dv);
+  return launch(decodeAttentionKernel<T, K, D, Dv, Y>,
+                dim3(unsigned(hkv), unsigned(splits), unsigned(b)), dim3(kAttnThreads), bytes,
+                stream, q, kCache, vCache, kScales, vScales, pos, partial, lse, out, counters, hq,
+                hkv, capacity, window, scale, softcap);
 }
 
 template <class K, int D, int Dv> size_t prefillSharedBytes() {

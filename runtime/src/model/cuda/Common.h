@@ -7,6 +7,12 @@
 // code there with the first offending index instead of reading out of
 // bounds, and the host reports it after the step.
 //
+// Split counters: a kernel whose blocks cut one piece of work (split-K
+// GEMVs, split-KV decode attention) finishes it in the block that ends its
+// group last (lastOfGroup), instead of a second launch that combines the
+// splits. The counters are a per-context device array of kSplitCounters
+// words, zero between launches: the last block returns its group's to zero.
+//
 // Blocks are one-dimensional in every llmc kernel; blockDim.x is a multiple
 // of 32 and at most 1024.
 //
@@ -101,6 +107,28 @@ inline std::string describeDeviceError(unsigned long long word) {
   default:
     return "device error " + std::to_string(word >> 32);
   }
+}
+
+constexpr int kSplitCounters = 4096;
+
+/// Called by every thread of a block once the block has written its share
+/// of a group's work to global memory; `blocks` blocks share `counter`.
+/// True (in every thread) in the block that finished the group last, which
+/// then reads the others' shares past L1 (__ldcg: written by other
+/// multiprocessors) and combines them. That block also returns the counter
+/// to zero for the next launch.
+LLMC_DEVICE bool lastOfGroup(unsigned *counter, unsigned blocks) {
+  LLMC_SHARED(unsigned, lastTicket);
+  __threadfence(); // this thread's share is visible before the count
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned ticket = atomicAdd(counter, 1u);
+    if (ticket == blocks - 1)
+      *counter = 0; // every other block of the group has counted
+    lastTicket = ticket;
+  }
+  __syncthreads();
+  return lastTicket == blocks - 1;
 }
 
 LLMC_HOST_DEVICE unsigned ceilDiv(unsigned long long a, unsigned long long b) {

@@ -8,7 +8,8 @@
 //     shared memory and atomics, so CI tests the kernels without a GPU.
 //
 // Kernel code writes CUDA as usual (threadIdx, __syncthreads, __shfl_*_sync,
-// atomicAdd, ...) plus these spellings, which differ between the two:
+// atomicAdd, __threadfence, __ldcg, ...) plus these spellings, which differ
+// between the two:
 //   LLMC_GLOBAL / LLMC_DEVICE / LLMC_HOST_DEVICE   __global__ / __device__ ...
 //   LLMC_SHARED(Type, name)        a __shared__ variable (Type may be an
 //                                  array typedef), declared unconditionally
@@ -318,6 +319,11 @@ inline int __all_sync(unsigned mask, int predicate) {
 }
 
 // Atomics through GCC's generic builtins (any trivially copyable type).
+// Blocks run one after another, so __threadfence orders nothing the
+// emulation could reorder; it is a full fence all the same, and __ldcg (a
+// load past L1 on the GPU) an ordinary load.
+inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+template <class T> T __ldcg(const T *p) { return *p; }
 template <class T> T atomicCAS(T *address, T compare, T value) {
   __atomic_compare_exchange(address, &compare, &value, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
   return compare;

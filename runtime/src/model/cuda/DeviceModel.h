@@ -10,7 +10,8 @@
 //             for the weights and the arena: clear errors), uploads
 //             weights.bin once per process and model (contexts of one
 //             model share the copy), allocates the arena, the device token
-//             and position buffers, the error word and pinned staging for
+//             and position buffers, the error word, the split counters
+//             (Common.h, zeroed once) and pinned staging for
 //             what crosses to and from the host, and a stream;
 //   cache_alloc  the session's KV caches on the device: one allocation,
 //             zeroed;
@@ -127,6 +128,7 @@ struct DeviceContext {
   SampleParams *params = nullptr;       // a sampled step's parameters
   double *uniforms = nullptr;           // and its uniforms [batch]
   unsigned long long *error = nullptr;  // the device error word
+  unsigned *counters = nullptr;         // the split counters (Common.h), zero
   // Pinned staging: tokens, position, logits, ids, sampling, error word.
   int64_t *hostTokens = nullptr, *hostPos = nullptr;
   float *hostLogits = nullptr;
@@ -243,11 +245,15 @@ template <class M> struct Glue {
     LLMC_CUDA_TRY(pinned(&m.hostUniforms, maxBatch() * sizeof(double)));
     m.vocab = M::kVocab;
     LLMC_CUDA_TRY(alloc(&m.error, 8));
+    LLMC_CUDA_TRY(alloc(&m.counters, kSplitCounters * sizeof(unsigned)));
     LLMC_CUDA_TRY(pinned(&m.hostTokens, size_t(M::kMaxTokens) * 8));
     LLMC_CUDA_TRY(pinned(&m.hostPos, 8));
     LLMC_CUDA_TRY(pinned(&m.hostLogits, maxLogits() * 4));
     LLMC_CUDA_TRY(pinned(&m.hostError, 8));
-    return streamCreate(&m.stream);
+    LLMC_CUDA_TRY(streamCreate(&m.stream));
+    // The kernels that count their splits leave the counters at zero.
+    LLMC_CUDA_TRY(memsetAsync(m.counters, 0, kSplitCounters * sizeof(unsigned), m.stream));
+    return streamSynchronize(m.stream);
   }
 
   static int create(const void *weights, uint64_t bytes, int32_t threads, void **out, char *err,
@@ -276,7 +282,8 @@ template <class M> struct Glue {
     if (m->stream)
       streamDestroy(m->stream);
     for (void *p : {(void *)m->arena, (void *)m->tokens, (void *)m->pos, (void *)m->logits,
-                    (void *)m->ids, (void *)m->params, (void *)m->uniforms, (void *)m->error})
+                    (void *)m->ids, (void *)m->params, (void *)m->uniforms, (void *)m->error,
+                    (void *)m->counters})
       if (p)
         deviceFree(p);
     for (void *p : {(void *)m->hostTokens, (void *)m->hostPos, (void *)m->hostLogits,

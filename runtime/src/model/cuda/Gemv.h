@@ -5,7 +5,8 @@
 //   w         [N, K] of W (f32, f16, bf16), row-major: llm.linear's weight
 //   bias      [N] of W or null; residual [M, N] of Y or null (added last)
 //   y         [M, N] of Y
-//   partial   [splits, M, N] f32 workspace when splits > 1
+//   partial   [splits, M, N] f32 workspace when splits > 1; counters:
+//             Common.h's split counters (at least ceil(N / kWarps))
 //
 // Tiling
 //   One warp per output column n (a row of W), kWarps warps per block:
@@ -28,9 +29,11 @@
 //   swiglu's output would be.
 //
 //   Split-K (splits > 1, for layers with few columns): split s covers
-//   K-chunks [s * per, (s + 1) * per) and writes its sums to `partial`;
-//   gemvCombine adds the splits in order (deterministic, no atomics), then
-//   the bias and residual.
+//   K-chunks [s * per, (s + 1) * per) and writes its sums to `partial`; the
+//   block that finishes its column group last (Common.h's lastOfGroup over
+//   `counters`, a word per column group) adds the splits in order
+//   (deterministic: no atomics on the sums), then the bias and residual,
+//   in the same launch.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_RUNTIME_MODEL_CUDA_GEMV_H
@@ -68,6 +71,33 @@ LLMC_DEVICE void finishColumn(float (&acc)[M], unsigned lane, int split, int spl
     if (residual)
       v += toFloat(residual[size_t(m) * size_t(n) + size_t(col)]);
     y[size_t(m) * size_t(n) + size_t(col)] = fromFloat<Y>(v);
+  }
+}
+
+/// Split-K's end, by every thread of every block of a gemv or qgemv launch
+/// after its warps' finishColumn: in the block that finishes its column
+/// group last, y[m, col] = the splits' partial sums added in split order +
+/// bias + residual for the group's kGemvWarps columns. Nothing without
+/// splits (finishColumn wrote y).
+template <int M, class B, class Y>
+LLMC_DEVICE void finishSplits(const float *partial, unsigned *counters, const B *bias,
+                              const Y *residual, Y *y, int n) {
+  int splits = int(gridDim.y);
+  if (splits == 1 || !lastOfGroup(counters + blockIdx.x, unsigned(splits)))
+    return;
+  for (int i = int(threadIdx.x); i < M * kGemvWarps; i += int(blockDim.x)) {
+    int m = i / kGemvWarps, col = int(blockIdx.x) * kGemvWarps + i % kGemvWarps;
+    if (col >= n)
+      continue;
+    size_t at = size_t(m) * size_t(n) + size_t(col);
+    float v = 0.0f;
+    for (int s = 0; s < splits; ++s)
+      v += __ldcg(partial + size_t(s) * M * size_t(n) + at);
+    if (bias)
+      v += toFloat(bias[col]);
+    if (residual)
+      v += toFloat(residual[at]);
+    y[at] = fromFloat<Y>(v);
   }
 }
 
@@ -113,8 +143,9 @@ template <int N, class X> LLMC_DEVICE void applySwiglu(float (&v)[N], const X *u
 // SM, which keeps enough loads in flight.) PRO: what is applied to x
 // (norm, eps and offset serve kRmsNormX, up kSwigluX; unused otherwise).
 template <class W, class X, class Y, int M, int PRO>
-LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *residual, Y *y, float *partial,
-               int n, int k, const W *norm, float eps, float offset, const X *up) {
+LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *residual, Y *y,
+                            float *partial, unsigned *counters, int n, int k, const W *norm,
+                            float eps, float offset, const X *up) {
   constexpr int kVec = int(16 / sizeof(W));
   constexpr bool NORM = PRO == kRmsNormX, SWIGLU = PRO == kSwigluX;
   unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -122,15 +153,19 @@ LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *resi
   if constexpr (NORM)
     rowInverseRms<M>(x, k, eps, inv); // (block barriers: before any warp leaves)
   int col = int(blockIdx.x) * kGemvWarps + int(warp);
-  if (col >= n)
-    return; // the whole warp leaves together; no block barrier follows
   int splits = int(gridDim.y), split = int(blockIdx.y);
+  if (col >= n && splits == 1)
+    return; // the whole warp leaves together; no block barrier follows
+  // (With splits, a warp past N stays for lastOfGroup's barriers.)
+  bool live = col < n;
   // Whole vectors per row; none when rows are not 16-byte aligned (K not a
   // multiple of the vector width): then the scalar tail does everything.
   int chunks = k % kVec == 0 ? k / kVec : 0;
   int perSplit = (chunks + splits - 1) / splits;
   int c0 = split * perSplit, c1 = c0 + perSplit < chunks ? c0 + perSplit : chunks;
-  const W *row = w + static_cast<size_t>(col) * size_t(k);
+  if (!live)
+    c1 = c0;
+  const W *row = w + static_cast<size_t>(live ? col : 0) * size_t(k);
 
   float acc[M];
   LLMC_UNROLL
@@ -182,7 +217,7 @@ LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *resi
     }
   }
   // The scalar tail past the last whole vector, in the last split.
-  if (split == splits - 1)
+  if (live && split == splits - 1)
     for (int e = chunks * kVec + int(lane); e < k; e += 32) {
       float nw[1] = {NORM ? toFloat(norm[e]) : 0.0f};
       LLMC_UNROLL
@@ -196,25 +231,15 @@ LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *resi
       }
     }
 
-  finishColumn<M>(acc, lane, split, splits, col, n, bias, residual, y, partial);
+  if (live)
+    finishColumn<M>(acc, lane, split, splits, col, n, bias, residual, y, partial);
+  finishSplits<M>(partial, counters, bias, residual, y, n);
 }
 
-/// y[m, n] = sum over splits of partial (in split order) + bias + residual.
-template <class W, class Y>
-LLMC_GLOBAL void gemvCombine(const float *partial, const W *bias, const Y *residual, Y *y,
-                             int splits, int rows, int n) {
-  size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= size_t(rows) * size_t(n))
-    return;
-  int col = int(i % size_t(n));
-  float v = 0.0f;
-  for (int s = 0; s < splits; ++s)
-    v += partial[size_t(s) * size_t(rows) * size_t(n) + i];
-  if (bias)
-    v += toFloat(bias[col]);
-  if (residual)
-    v += toFloat(residual[i]);
-  y[i] = fromFloat<Y>(v);
+/// Whether split-K has its workspace: partial sums and a split counter per
+/// column group.
+inline bool splitWorkspace(const float *partial, const unsigned *counters, int n) {
+  return partial && counters && (n + kGemvWarps - 1) / kGemvWarps <= kSplitCounters;
 }
 
 /// The split count for a layer of n columns whose rows are `vectors` loads
@@ -236,10 +261,11 @@ inline int gemvSplits(int n, int k, int sizeofW, int sms) {
 /// gemv and normGemv.
 template <int PRO, class W, class X, class Y>
 std::string launchGemv(const X *x, const W *norm, float eps, float offset, const X *up, const W *w,
-                       const W *bias, const Y *residual, Y *y, float *partial, int m, int n,
-                       int k, int splits, Stream stream) {
-  if (m < 1 || m > kGemvMaxRows || n < 1 || k < 1 || splits < 1 || (splits > 1 && !partial) ||
-      (PRO == kRmsNormX && !norm) || (PRO == kSwigluX && !up))
+                       const W *bias, const Y *residual, Y *y, float *partial,
+                       unsigned *counters, int m, int n, int k, int splits, Stream stream) {
+  if (m < 1 || m > kGemvMaxRows || n < 1 || k < 1 || splits < 1 ||
+      (splits > 1 && !splitWorkspace(partial, counters, n)) || (PRO == kRmsNormX && !norm) ||
+      (PRO == kSwigluX && !up))
     return "gemv: invalid arguments";
   if (k % int(16 / sizeof(W)) != 0 && splits > 1)
     return "gemv: split-K needs K a multiple of the vector width";
@@ -250,7 +276,7 @@ std::string launchGemv(const X *x, const W *norm, float eps, float offset, const
 #define LLMC_GEMV_CASE(R)                                                                          \
   case R:                                                                                          \
     e = launch(gemvKernel<W, X, Y, R, PRO>, grid, block, 0, stream, x, w, bias, residual, y,      \
-               partial, n, k, norm, eps, offset, up);                                              \
+               partial, counters, n, k, norm, eps, offset, up);                                    \
     break;
     LLMC_GEMV_CASE(1)
     LLMC_GEMV_CASE(2)
@@ -262,40 +288,38 @@ std::string launchGemv(const X *x, const W *norm, float eps, float offset, const
     LLMC_GEMV_CASE(8)
 #undef LLMC_GEMV_CASE
   }
-  if (!e.empty() || splits == 1)
-    return e;
-  size_t total = size_t(m) * size_t(n);
-  return launch(gemvCombine<W, Y>, dim3(ceilDiv(total, 256)), dim3(256), 0, stream, partial, bias,
-                residual, y, splits, m, n);
+  return e;
 }
 
 /// Launches y = x W^T (+ bias) (+ residual) for M rows (1 .. kGemvMaxRows).
-/// `partial` must hold splits * M * N floats when splits > 1.
+/// When splits > 1, `partial` must hold splits * M * N floats and
+/// `counters` be the context's split counters.
 template <class W, class X, class Y>
 std::string gemv(const X *x, const W *w, const W *bias, const Y *residual, Y *y, float *partial,
-                 int m, int n, int k, int splits, Stream stream) {
+                 unsigned *counters, int m, int n, int k, int splits, Stream stream) {
   return launchGemv<kPlainX>(x, static_cast<const W *>(nullptr), 0.0f, 0.0f,
-                             static_cast<const X *>(nullptr), w, bias, residual, y, partial, m, n,
-                             k, splits, stream);
+                             static_cast<const X *>(nullptr), w, bias, residual, y, partial,
+                             counters, m, n, k, splits, stream);
 }
 
 /// y = rms_norm(x; norm, eps, offset) W^T (+ bias) (+ residual), the norm's
 /// output rounded to X as llm.rms_norm's would be, without writing it.
 template <class W, class X, class Y>
 std::string normGemv(const X *x, const W *norm, float eps, float offset, const W *w, const W *bias,
-                     const Y *residual, Y *y, float *partial, int m, int n, int k, int splits,
-                     Stream stream) {
+                     const Y *residual, Y *y, float *partial, unsigned *counters, int m, int n,
+                     int k, int splits, Stream stream) {
   return launchGemv<kRmsNormX>(x, norm, eps, offset, static_cast<const X *>(nullptr), w, bias,
-                               residual, y, partial, m, n, k, splits, stream);
+                               residual, y, partial, counters, m, n, k, splits, stream);
 }
 
 /// y = swiglu(gate, up) W^T (+ bias) (+ residual), the gate's output
 /// rounded to X as llm.swiglu's would be, without writing it.
 template <class W, class X, class Y>
 std::string swigluGemv(const X *gate, const X *up, const W *w, const W *bias, const Y *residual,
-                       Y *y, float *partial, int m, int n, int k, int splits, Stream stream) {
+                       Y *y, float *partial, unsigned *counters, int m, int n, int k, int splits,
+                       Stream stream) {
   return launchGemv<kSwigluX>(gate, static_cast<const W *>(nullptr), 0.0f, 0.0f, up, w, bias,
-                              residual, y, partial, m, n, k, splits, stream);
+                              residual, y, partial, counters, m, n, k, splits, stream);
 }
 
 } // namespace llmc::cuda

@@ -12,7 +12,8 @@
 //             2^(BITS-1): W[n, k] = (q[n, k] - zero[n, g]) * scale[n, g],
 //             g = k / groupSize
 //   bias      [N] of B or null; residual [M, N] of Y or null (added last)
-//   partial   [splits, M, N] f32 workspace when splits > 1
+//   partial   [splits, M, N] f32 workspace when splits > 1; counters:
+//             Common.h's split counters (at least ceil(N / kGemvWarps))
 //
 // Decode (M <= kGemvMaxRows, qgemv): one warp per row of W as in Gemv.h,
 // each lane reading CHUNK bytes (16, else 8 or 4: the largest that divides
@@ -21,8 +22,8 @@
 // the exact integers q - zero, multiplied with x (read through L1 as in
 // Gemv.h) into a per-chunk sum that one FMA scales into the row's f32
 // accumulator. K past the last whole chunk (or all of K when x's rows are
-// not 16-byte aligned) is read value by value. Split-K and the combine
-// kernel are Gemv.h's.
+// not 16-byte aligned) is read value by value. Split-K and its in-launch
+// combination are Gemv.h's.
 //
 // Prefill (qgemm): Gemm.h's SIMT tiles with the weight tile dequantized as
 // it is staged in shared memory (QuantRows).
@@ -66,22 +67,27 @@ template <class S, int BITS> struct QuantRows {
 
 template <class X, class Y, class S, class B, int BITS, int CHUNK, int M>
 LLMC_GLOBAL void qgemvKernel(const X *x, const uint8_t *q, const S *scales, const uint8_t *zeros,
-                             const B *bias, const Y *residual, Y *y, float *partial, int n, int k,
-                             int groupSize, int groups) {
+                             const B *bias, const Y *residual, Y *y, float *partial,
+                             unsigned *counters, int n, int k, int groupSize, int groups) {
   constexpr int kWords = CHUNK / 4, kPerWord = 32 / BITS, kVals = kWords * kPerWord;
   constexpr unsigned kMask = (1u << BITS) - 1u;
   unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   int col = int(blockIdx.x) * kGemvWarps + int(warp);
-  if (col >= n)
-    return; // the whole warp leaves together; no block barrier follows
   int splits = int(gridDim.y), split = int(blockIdx.y);
+  if (col >= n && splits == 1)
+    return; // the whole warp leaves together; no block barrier follows
+  // (With splits, a warp past N stays for lastOfGroup's barriers.)
+  bool live = col < n;
   // Whole chunks inside K; none when x's rows are not 16-byte aligned.
   int chunks = (size_t(k) * sizeof(X)) % 16 == 0 ? k / kVals : 0;
   int perSplit = (chunks + splits - 1) / splits;
   int c0 = split * perSplit, c1 = c0 + perSplit < chunks ? c0 + perSplit : chunks;
-  const uint8_t *row = q + size_t(col) * size_t(groups) * size_t(groupSize) * BITS / 8;
-  const S *rowScales = scales + size_t(col) * size_t(groups);
-  const uint8_t *rowZeros = zeros ? zeros + size_t(col) * size_t(groups) : nullptr;
+  if (!live)
+    c1 = c0;
+  size_t rowIndex = size_t(live ? col : 0);
+  const uint8_t *row = q + rowIndex * size_t(groups) * size_t(groupSize) * BITS / 8;
+  const S *rowScales = scales + rowIndex * size_t(groups);
+  const uint8_t *rowZeros = zeros ? zeros + rowIndex * size_t(groups) : nullptr;
 
   float acc[M];
   LLMC_UNROLL
@@ -120,7 +126,7 @@ LLMC_GLOBAL void qgemvKernel(const X *x, const uint8_t *q, const S *scales, cons
     }
   }
   // The values past the last whole chunk, in the last split.
-  if (split == splits - 1)
+  if (live && split == splits - 1)
     for (int e = chunks * kVals + int(lane); e < k; e += 32) {
       int g = e / groupSize;
       float w = quantValue<BITS>(row, e, rowZeros ? int(rowZeros[g]) : 1 << (BITS - 1)) *
@@ -130,7 +136,9 @@ LLMC_GLOBAL void qgemvKernel(const X *x, const uint8_t *q, const S *scales, cons
         acc[m] = fmaf(w, toFloat(x[size_t(m) * size_t(k) + size_t(e)]), acc[m]);
     }
 
-  finishColumn<M>(acc, lane, split, splits, col, n, bias, residual, y, partial);
+  if (live)
+    finishColumn<M>(acc, lane, split, splits, col, n, bias, residual, y, partial);
+  finishSplits<M>(partial, counters, bias, residual, y, n);
 }
 
 /// The bytes qgemv reads per step of a lane: the largest of 16, 8 and 4
@@ -150,14 +158,15 @@ inline int qgemvSplits(int n, int k, int bits, int groupSize, int sms) {
   return chunk ? splitCount(n, k / (chunk * 8 / bits), sms) : 1;
 }
 
-/// Launches the decode kernel for M rows (1 .. kGemvMaxRows); `partial`
-/// must hold splits * M * N floats when splits > 1.
+/// Launches the decode kernel for M rows (1 .. kGemvMaxRows); when splits
+/// > 1, `partial` must hold splits * M * N floats and `counters` be the
+/// context's split counters.
 template <class X, class Y, class S, class B, int BITS>
 std::string qgemv(const X *x, const uint8_t *q, const S *scales, const uint8_t *zeros, const B *bias,
-                  const Y *residual, Y *y, float *partial, int m, int n, int k, int groupSize,
-                  int splits, Stream stream) {
+                  const Y *residual, Y *y, float *partial, unsigned *counters, int m, int n, int k,
+                  int groupSize, int splits, Stream stream) {
   if (m < 1 || m > kGemvMaxRows || n < 1 || k < 1 || groupSize < 1 || splits < 1 ||
-      (splits > 1 && !partial))
+      (splits > 1 && !splitWorkspace(partial, counters, n)))
     return "qgemv: invalid arguments";
   int chunk = quantChunkBytes(BITS, groupSize);
   if (chunk == 0)
@@ -169,7 +178,7 @@ std::string qgemv(const X *x, const uint8_t *q, const S *scales, const uint8_t *
 #define LLMC_QGEMV_CASE(R, C)                                                                      \
   case R:                                                                                          \
     e = launch(qgemvKernel<X, Y, S, B, BITS, C, R>, grid, block, 0, stream, x, q, scales, zeros,    \
-               bias, residual, y, partial, n, k, groupSize, groups);                               \
+               bias, residual, y, partial, counters, n, k, groupSize, groups);                     \
     break;
 #define LLMC_QGEMV_ROWS(C)                                                                         \
   switch (m) {                                                                                     \
@@ -191,11 +200,7 @@ std::string qgemv(const X *x, const uint8_t *q, const S *scales, const uint8_t *
   }
 #undef LLMC_QGEMV_ROWS
 #undef LLMC_QGEMV_CASE
-  if (!e.empty() || splits == 1)
-    return e;
-  size_t total = size_t(m) * size_t(n);
-  return launch(gemvCombine<B, Y>, dim3(ceilDiv(total, 256)), dim3(256), 0, stream, partial, bias,
-                residual, y, splits, m, n);
+  return e;
 }
 
 /// Launches the prefill kernel (any M).

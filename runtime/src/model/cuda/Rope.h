@@ -6,6 +6,9 @@
 //            copied. positions int64 [B, S], or [1, S] shared by the batch
 //            (positionsPerBatch = 0). One thread per (token, head, pair).
 //            A position outside [0, P) records kPositionOutOfRange.
+// ropePair   two ropes over the same positions and tables (the queries and
+//            the keys of an attention: N may differ) in one launch,
+//            blockIdx.y choosing the tensor.
 // embedding  table [V, H], ids int64 [n]: out [n, H]; one block per id,
 //            16-byte copies when H allows. An id outside [0, V) records
 //            kTokenOutOfRange and writes zeros.
@@ -14,6 +17,8 @@
 //            projections are read in place); rows *pos .. *pos + S - 1.
 //            *pos lives on the device, so a captured graph replays with
 //            each step's position. A write past C records kCacheOverflow.
+// cacheWritePair  two such writes of one shape (the keys and the values of
+//            a layer) in one launch, blockIdx.y choosing the cache.
 // cacheWriteInt8  the same into an int8 cache and its scales [B, Hkv, C]
 //            (llm.quantized_cache_update): per row, s = max|x| / 127 and
 //            q = rint(x / s) in [-127, 127] (round half to even, as
@@ -27,10 +32,21 @@
 
 namespace llmc::cuda {
 
+/// One tensor of a rope launch: x, y [B, S, n, D].
+template <class T> struct RopeTensor {
+  const T *x;
+  T *y;
+  int n;
+};
+
 template <class T, class C>
-LLMC_GLOBAL void ropeKernel(const T *x, T *y, const C *cosT, const C *sinT,
-                            const int64_t *positions, int positionsPerBatch, int b, int s, int n,
-                            int d, int r, int p, bool interleaved, unsigned long long *error) {
+LLMC_GLOBAL void ropeKernel(RopeTensor<T> t0, RopeTensor<T> t1, const C *cosT, const C *sinT,
+                            const int64_t *positions, int positionsPerBatch, int b, int s, int d,
+                            int r, int p, bool interleaved, unsigned long long *error) {
+  const RopeTensor<T> &t = blockIdx.y == 0 ? t0 : t1;
+  const T *x = t.x;
+  T *y = t.y;
+  int n = t.n;
   int half = r / 2, rest = d - r;
   // Work items per head: the pairs, then the channels past R (copied).
   int perHead = half + rest;
@@ -62,17 +78,41 @@ LLMC_GLOBAL void ropeKernel(const T *x, T *y, const C *cosT, const C *sinT,
   y[i2] = fromFloat<T>(bb * c + a * sn);
 }
 
+/// ropePair's launch; rope's with t1 = t0 and one tensor (grid.y = 1).
+template <class T, class C>
+std::string launchRope(RopeTensor<T> t0, RopeTensor<T> t1, int tensors, const C *cosT,
+                       const C *sinT, const int64_t *positions, bool positionsPerBatch, int b,
+                       int s, int d, int r, int p, bool interleaved, unsigned long long *error,
+                       Stream stream) {
+  if (r == 0)
+    r = d;
+  if (b < 1 || s < 1 || t0.n < 1 || t1.n < 1 || d < 1 || r % 2 || r > d || p < 1)
+    return "rope: invalid arguments";
+  int n = t0.n > t1.n ? t0.n : t1.n;
+  size_t total = size_t(b) * size_t(s) * size_t(n) * size_t(r / 2 + d - r);
+  return launch(ropeKernel<T, C>, dim3(ceilDiv(total, 256), unsigned(tensors)), dim3(256), 0,
+                stream, t0, t1, cosT, sinT, positions, positionsPerBatch ? 1 : 0, b, s, d, r, p,
+                interleaved, error);
+}
+
 template <class T, class C>
 std::string rope(const T *x, T *y, const C *cosT, const C *sinT, const int64_t *positions,
                  bool positionsPerBatch, int b, int s, int n, int d, int r, int p,
                  bool interleaved, unsigned long long *error, Stream stream) {
-  if (r == 0)
-    r = d;
-  if (b < 1 || s < 1 || n < 1 || d < 1 || r % 2 || r > d || p < 1)
-    return "rope: invalid arguments";
-  size_t total = size_t(b) * size_t(s) * size_t(n) * size_t(r / 2 + d - r);
-  return launch(ropeKernel<T, C>, dim3(ceilDiv(total, 256)), dim3(256), 0, stream, x, y, cosT,
-                sinT, positions, positionsPerBatch ? 1 : 0, b, s, n, d, r, p, interleaved, error);
+  RopeTensor<T> t{x, y, n};
+  return launchRope(t, t, 1, cosT, sinT, positions, positionsPerBatch, b, s, d, r, p,
+                    interleaved, error, stream);
+}
+
+/// rope over x0 -> y0 [B, S, n0, D] and x1 -> y1 [B, S, n1, D] (the same
+/// positions and tables), one launch.
+template <class T, class C>
+std::string ropePair(const T *x0, T *y0, int n0, const T *x1, T *y1, int n1, const C *cosT,
+                     const C *sinT, const int64_t *positions, bool positionsPerBatch, int b, int s,
+                     int d, int r, int p, bool interleaved, unsigned long long *error,
+                     Stream stream) {
+  return launchRope(RopeTensor<T>{x0, y0, n0}, RopeTensor<T>{x1, y1, n1}, 2, cosT, sinT,
+                    positions, positionsPerBatch, b, s, d, r, p, interleaved, error, stream);
 }
 
 template <class T>
@@ -105,10 +145,21 @@ std::string embedding(const T *table, const int64_t *ids, T *out, int n, int64_t
                 h, error);
 }
 
+/// One cache of a cacheWrite launch and where its update's elements are.
+template <class T, class U> struct CacheUpdate {
+  T *cache;
+  const U *update;
+  int64_t sb, ss, sh;
+};
+
 template <class T, class U>
-LLMC_GLOBAL void cacheWriteKernel(T *cache, const U *update, const int64_t *pos, int b, int hkv,
-                                  int capacity, int s, int d, int64_t sb, int64_t ss, int64_t sh,
+LLMC_GLOBAL void cacheWriteKernel(CacheUpdate<T, U> u0, CacheUpdate<T, U> u1, const int64_t *pos,
+                                  int b, int hkv, int capacity, int s, int d,
                                   unsigned long long *error) {
+  const CacheUpdate<T, U> &u = blockIdx.y == 0 ? u0 : u1;
+  T *cache = u.cache;
+  const U *update = u.update;
+  int64_t sb = u.sb, ss = u.ss, sh = u.sh;
   size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   size_t total = size_t(b) * size_t(hkv) * size_t(s) * size_t(d);
   if (i >= total)
@@ -129,15 +180,36 @@ LLMC_GLOBAL void cacheWriteKernel(T *cache, const U *update, const int64_t *pos,
         size_t(di)] = v;
 }
 
+/// cacheWritePair's launch; cacheWrite's with u1 = u0 and one cache.
+template <class T, class U>
+std::string launchCacheWrite(CacheUpdate<T, U> u0, CacheUpdate<T, U> u1, int caches,
+                             const int64_t *pos, int b, int hkv, int capacity, int s, int d,
+                             unsigned long long *error, Stream stream) {
+  if (b < 1 || hkv < 1 || capacity < 1 || s < 1 || d < 1)
+    return "cache write: invalid arguments";
+  size_t total = size_t(b) * size_t(hkv) * size_t(s) * size_t(d);
+  return launch(cacheWriteKernel<T, U>, dim3(ceilDiv(total, 256), unsigned(caches)), dim3(256), 0,
+                stream, u0, u1, pos, b, hkv, capacity, s, d, error);
+}
+
 template <class T, class U>
 std::string cacheWrite(T *cache, const U *update, const int64_t *pos, int b, int hkv, int capacity,
                        int s, int d, int64_t sb, int64_t ss, int64_t sh,
                        unsigned long long *error, Stream stream) {
-  if (b < 1 || hkv < 1 || capacity < 1 || s < 1 || d < 1)
-    return "cache write: invalid arguments";
-  size_t total = size_t(b) * size_t(hkv) * size_t(s) * size_t(d);
-  return launch(cacheWriteKernel<T, U>, dim3(ceilDiv(total, 256)), dim3(256), 0, stream, cache,
-                update, pos, b, hkv, capacity, s, d, sb, ss, sh, error);
+  CacheUpdate<T, U> u{cache, update, sb, ss, sh};
+  return launchCacheWrite(u, u, 1, pos, b, hkv, capacity, s, d, error, stream);
+}
+
+/// Two cache writes of one shape (keys and values), one launch: update0
+/// into cache0 and update1 into cache1, each read at its own strides.
+template <class T, class U>
+std::string cacheWritePair(T *cache0, const U *update0, int64_t sb0, int64_t ss0, int64_t sh0,
+                           T *cache1, const U *update1, int64_t sb1, int64_t ss1, int64_t sh1,
+                           const int64_t *pos, int b, int hkv, int capacity, int s, int d,
+                           unsigned long long *error, Stream stream) {
+  return launchCacheWrite(CacheUpdate<T, U>{cache0, update0, sb0, ss0, sh0},
+                          CacheUpdate<T, U>{cache1, update1, sb1, ss1, sh1}, 2, pos, b, hkv,
+                          capacity, s, d, error, stream);
 }
 
 template <class U>
