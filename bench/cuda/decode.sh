@@ -15,9 +15,10 @@
 #      4224 positions;
 #   4. for each batch size and at contexts 128 and 4096 (a prompt of that
 #      many tokens per sequence, then 64 greedy tokens), in turns: llmc
-#      bench, transformers eager, and torch.compile over a static cache
-#      (bench/cuda/torch_decode.py: the same weights); each result printed
-#      as it comes;
+#      bench, llmc bench with LLMC_CUDA_PDL=0 (every kernel launched
+#      plainly: what programmatic launches are worth), transformers eager,
+#      and torch.compile over a static cache (bench/cuda/torch_decode.py:
+#      the same weights); each result printed as it comes;
 #   5. a Markdown table for bench/results/: time to first token, prefill
 #      tokens/s, time per decode step, decode tokens/s, and the decode's
 #      bytes per step over its time as a share of the measured copy
@@ -63,6 +64,9 @@ for round in $(seq "$rounds"); do
       "$llmc" bench "$work/model.llmc" --batch "$b" --prompt-len "$ctx" --gen 64 --runs 3 --json |
         python3 -c "import json,sys; print(json.dumps(json.load(sys.stdin)))" |
         tee "$work/llmc-$b-$ctx-$round.json"
+      LLMC_CUDA_PDL=0 "$llmc" bench "$work/model.llmc" --batch "$b" --prompt-len "$ctx" --gen 64 \
+        --runs 3 --json | python3 -c "import json,sys; print(json.dumps(json.load(sys.stdin)))" |
+        tee "$work/llmc-nopdl-$b-$ctx-$round.json"
       for mode in eager compile; do
         python3 bench/cuda/torch_decode.py "$work/model" --mode "$mode" --batch "$b" \
           --prompt-len "$ctx" --gen 64 --runs 3 | tee "$work/torch-$mode-$b-$ctx-$round.json"
@@ -103,6 +107,11 @@ for b in batches:
         step_bytes = ours[0]["decode_bytes_per_step"]
         rows = [("llmc", statistics.median(o["time_to_first_token_ms"] for o in ours),
                  statistics.median(o["time_per_output_token_ms"] for o in ours))]
+        plain = runs("llmc-nopdl-%d-%d" % (b, ctx))
+        if plain:
+            rows.append(("llmc, LLMC_CUDA_PDL=0",
+                         statistics.median(o["time_to_first_token_ms"] for o in plain),
+                         statistics.median(o["time_per_output_token_ms"] for o in plain)))
         for mode in ("eager", "compile"):
             t = runs("torch-%s-%d-%d" % (mode, b, ctx))
             if t:

@@ -20,6 +20,7 @@ using llmc::cuda::test::DeviceBuffer;
 namespace {
 
 LLMC_GLOBAL void writeIndices(unsigned *out) {
+  LLMC_KERNEL_BEGIN();
   unsigned tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
   unsigned bid = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
   unsigned threads = blockDim.x * blockDim.y * blockDim.z;
@@ -40,6 +41,7 @@ TEST(CudaEmu, EveryThreadOfEveryBlockRunsOnceWithItsIndices) {
 /// Each thread reads its neighbour's value after the barrier: correct only
 /// when every write happened before any read.
 LLMC_GLOBAL void rotateThroughShared(const int *in, int *out) {
+  LLMC_KERNEL_BEGIN();
   LLMC_SHARED(int[256], buf);
   unsigned t = threadIdx.x, n = blockDim.x;
   buf[t] = in[blockIdx.x * n + t];
@@ -63,6 +65,7 @@ TEST(CudaEmu, SyncthreadsOrdersSharedMemory) {
 
 /// Shared memory is per block: each block sums its own values.
 LLMC_GLOBAL void blockSums(const float *in, float *out) {
+  LLMC_KERNEL_BEGIN();
   LLMC_SHARED(float[32], scratch);
   float v = in[blockIdx.x * blockDim.x + threadIdx.x];
   float s = blockSum(v, scratch);
@@ -85,6 +88,7 @@ TEST(CudaEmu, SharedMemoryIsPerBlock) {
 }
 
 LLMC_GLOBAL void dynamicSharedReverse(const int *in, int *out) {
+  LLMC_KERNEL_BEGIN();
   LLMC_DYNAMIC_SHARED(int, buf);
   unsigned t = threadIdx.x, n = blockDim.x;
   buf[t] = in[t];
@@ -106,6 +110,7 @@ TEST(CudaEmu, DynamicSharedMemory) {
 
 /// out[t * 5 + k]: the five shuffles of lane value v = 100 + t.
 LLMC_GLOBAL void shuffles(int *out, int width) {
+  LLMC_KERNEL_BEGIN();
   unsigned t = threadIdx.x;
   int v = 100 + int(t);
   out[t * 5 + 0] = __shfl_xor_sync(kFullMask, v, 9, width);
@@ -137,6 +142,7 @@ TEST(CudaEmu, WarpShufflesFollowCudaRules) {
 }
 
 LLMC_GLOBAL void votes(unsigned *out) {
+  LLMC_KERNEL_BEGIN();
   unsigned t = threadIdx.x;
   bool odd = t % 2, lane7 = t % 32 == 7;
   out[t * 4 + 0] = __ballot_sync(kFullMask, odd);
@@ -165,6 +171,7 @@ TEST(CudaEmu, WarpVotes) {
 }
 
 LLMC_GLOBAL void atomics(int *counter, float *sum, unsigned long long *first, int *maximum) {
+  LLMC_KERNEL_BEGIN();
   unsigned g = blockIdx.x * blockDim.x + threadIdx.x;
   atomicAdd(counter, 1);
   atomicAdd(sum, 0.5f);
@@ -200,6 +207,7 @@ TEST(CudaEmu, HalfAndBfloat16RoundToNearestEven) {
 }
 
 LLMC_GLOBAL void addAtPosition(const int64_t *pos, float *buf, float v) {
+  LLMC_KERNEL_BEGIN();
   if (threadIdx.x == 0)
     buf[*pos] += v;
 }
@@ -268,6 +276,7 @@ TEST(CudaEmuChecks, NoAllocationOrSynchronisationWhileCapturing) {
 }
 
 LLMC_GLOBAL void earlyExitBeforeBarrier(int *out) {
+  LLMC_KERNEL_BEGIN();
   if (threadIdx.x >= 40)
     return;
   __syncthreads();
@@ -275,6 +284,7 @@ LLMC_GLOBAL void earlyExitBeforeBarrier(int *out) {
 }
 
 LLMC_GLOBAL void deadlock(int *out) {
+  LLMC_KERNEL_BEGIN();
   // Odd lanes wait at the barrier, even lanes at a shuffle that needs them.
   if (threadIdx.x % 2)
     __syncthreads();
@@ -283,17 +293,31 @@ LLMC_GLOBAL void deadlock(int *out) {
 }
 
 LLMC_GLOBAL void shuffleWithoutItsLane(int *out) {
+  LLMC_KERNEL_BEGIN();
   out[threadIdx.x] = __shfl_sync(0x0000ffffu, 1, 0);
 }
 
 LLMC_GLOBAL void partialWarpFullMask(int *out) {
+  LLMC_KERNEL_BEGIN();
   out[threadIdx.x] = __shfl_xor_sync(kFullMask, 1, 1);
 }
 
 LLMC_GLOBAL void tooMuchShared(int *out) {
+  LLMC_KERNEL_BEGIN();
   LLMC_SHARED(float[16 * 1024], big);
   big[threadIdx.x] = 1;
   out[0] = int(big[0]);
+}
+
+LLMC_GLOBAL void withoutKernelBegin(int *out) { out[threadIdx.x] = 1; }
+
+// On a GPU of compute capability 9.0 or later every launch is programmatic:
+// a kernel that does not begin with LLMC_KERNEL_BEGIN() would read what the
+// kernel before it has not finished writing. The emulation refuses it.
+TEST(CudaEmuChecks, KernelWithoutItsBeginIsAnError) {
+  DeviceBuffer<int> out(32);
+  std::string e = launch(withoutKernelBegin, dim3(1), dim3(32), 0, nullptr, out.get());
+  EXPECT_NE(e.find("without LLMC_KERNEL_BEGIN()"), std::string::npos) << e;
 }
 
 TEST(CudaEmuChecks, BarrierAfterSomeThreadsExitedIsAnError) {
@@ -364,9 +388,13 @@ TEST(CudaEmu, LaunchesFromSeveralHostThreads) {
   }
 }
 
-LLMC_GLOBAL void writePastTheEnd(float *out, int n) { out[n + int(threadIdx.x)] = 1.0f; }
+LLMC_GLOBAL void writePastTheEnd(float *out, int n) {
+  LLMC_KERNEL_BEGIN();
+  out[n + int(threadIdx.x)] = 1.0f;
+}
 
 LLMC_GLOBAL void recurseDeeply(int *out) {
+  LLMC_KERNEL_BEGIN();
   volatile char frame[1024];
   frame[0] = char(threadIdx.x);
   if (out[0] == 0) { // it is: recurse until the stack runs out

@@ -220,11 +220,15 @@ private:
   /// onnx.range of a static length: start + i * delta, read on the device.
   llvm::Error emitRange(Operation *op, CpuModel::Entry &stats);
   /// The name of the generated kernel with parameter list and body `k`
-  /// (written into `kernels` under the comment `what` the first time).
+  /// ("(...) {\n...}", written into `kernels` under the comment `what` the
+  /// first time, LLMC_KERNEL_BEGIN() first as in every kernel).
   std::string kernel(llvm::StringRef what, const std::string &k) {
     auto [it, inserted] = kernelNames.try_emplace(k, "g" + std::to_string(kernelNames.size()));
-    if (inserted)
-      kernels += "// " + what.str() + "\nLLMC_GLOBAL void " + it->second + k + "\n";
+    if (inserted) {
+      size_t open = k.find("{\n") + 2;
+      kernels += "// " + what.str() + "\nLLMC_GLOBAL void " + it->second + k.substr(0, open) +
+                 "  LLMC_KERNEL_BEGIN();\n" + k.substr(open) + "\n";
+    }
     return it->second;
   }
   /// A generated kernel over `iteration` reading `inputs` and writing

@@ -32,7 +32,9 @@
 // runs past the end of a buffer faults at the access.
 //
 // What is checked (the launch returns an error naming it, where the GPU
-// would give undefined behaviour or a launch failure): a barrier that some
+// would give undefined behaviour or a launch failure): a kernel whose
+// threads do not run LLMC_KERNEL_BEGIN() (on the GPU such a kernel would
+// race with the one before it), a barrier that some
 // threads of the block left by returning, threads waiting at different
 // barriers (deadlock), a warp exchange whose mask names a lane that does not
 // exist or has exited, block and grid sizes past the GPU's limits, shared
@@ -148,6 +150,7 @@ struct Fiber {
   uint3 threadIdx;
   unsigned lane = 0, warp = 0;
   State state = State::Ready;
+  bool begun = false;         // LLMC_KERNEL_BEGIN() ran
   unsigned exchangeMask = 0;  // the lanes of the exchange it waits at
   uint64_t offered = 0;       // the value it offers there
   uint64_t seen[32] = {};     // what each lane offered, once released
@@ -175,6 +178,11 @@ inline Fiber *self() {
   return *reinterpret_cast<Fiber *const *>(sp & ~uintptr_t(kFiberStackBytes - 1));
 }
 inline Block *selfBlock() { return self()->block; }
+
+/// LLMC_KERNEL_BEGIN(): on the GPU the wait for the kernel before (launches
+/// are programmatic there); here blocks run in order, so it only records
+/// that the thread ran it (runBlock refuses a kernel whose threads did not).
+inline void kernelBegin() { self()->begun = true; }
 
 /// Switches from the context saved into `from` to `to`.
 inline void switchTo(Context &from, Context &to) {
@@ -450,6 +458,7 @@ inline bool runBlock(Block &b, const StackSet &stacks) {
   for (size_t i = 0; i < fs.size(); ++i) {
     Fiber &f = fs[i];
     f.state = Fiber::State::Ready;
+    f.begun = false;
     f.threadIdx = {unsigned(i % b.blockDim.x), unsigned(i / b.blockDim.x % b.blockDim.y),
                    unsigned(i / (size_t(b.blockDim.x) * b.blockDim.y))};
     f.lane = unsigned(i % 32);
@@ -473,8 +482,16 @@ inline bool runBlock(Block &b, const StackSet &stacks) {
     bool allDone = true;
     for (Fiber &f : fs)
       allDone &= f.state == Fiber::State::Done;
-    if (allDone)
+    if (allDone) {
+      for (Fiber &f : fs)
+        if (!f.begun) {
+          b.error = "thread " + coords(f.threadIdx) +
+                    " ended without LLMC_KERNEL_BEGIN(), every kernel's first statement (on "
+                    "the GPU it waits for the kernel before)";
+          return false;
+        }
       return true;
+    }
   }
 }
 

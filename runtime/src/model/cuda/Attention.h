@@ -157,6 +157,7 @@ LLMC_GLOBAL void
                           const float *vScales, const int64_t *pos, float *partial, float *lse,
                           Y *out, unsigned *counters, int hq, int hkv, int capacity, int window,
                           float scale, float softcap) {
+  LLMC_KERNEL_BEGIN();
   constexpr int kOut = (Dv + 31) / 32; // value channels per lane
   int g = hq / hkv;
   int kvh = int(blockIdx.x), split = int(blockIdx.y), b = int(blockIdx.z);
@@ -312,6 +313,7 @@ LLMC_GLOBAL void
     flashAttentionKernel(const T *q, const K *kCache, const K *vCache, const float *kScales,
                          const float *vScales, const int64_t *pos, Y *out, int s, int hq, int hkv,
                          int capacity, bool causal, int window, float scale, float softcap) {
+  LLMC_KERNEL_BEGIN();
   constexpr int kOut = (Dv + 31) / 32; // value channels per lane
   int q0 = int(blockIdx.x) * kAttnQueries, h = int(blockIdx.y), b = int(blockIdx.z);
   int kvh = h / (hq / hkv);

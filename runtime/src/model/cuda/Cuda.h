@@ -14,6 +14,14 @@
 //   LLMC_SHARED(Type, name)        a __shared__ variable (Type may be an
 //                                  array typedef), declared unconditionally
 //   LLMC_DYNAMIC_SHARED(Type, name) Type *name over the dynamic shared memory
+//   LLMC_KERNEL_BEGIN()            every kernel's first statement: on
+//                                  sm_90 and later it waits for the kernel
+//                                  before it in the stream (launches are
+//                                  programmatic: the next kernel's blocks
+//                                  are scheduled while this one runs, see
+//                                  launch), then lets the next one launch;
+//                                  the emulation refuses a kernel whose
+//                                  threads skip it
 //   LLMC_UNROLL                    #pragma unroll
 //   llmc::cuda::half, bfloat16     storage types; toFloat(x), fromFloat<T>(f)
 //                                  (round to nearest even on both)
@@ -40,6 +48,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <utility>
 
@@ -72,6 +81,17 @@ struct DeviceInfo {
   Type *name = reinterpret_cast<Type *>(llmc_dynamic_shared_)
 #define LLMC_UNROLL _Pragma("unroll")
 #define LLMC_LAUNCH_BOUNDS(n) __launch_bounds__(n)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define LLMC_KERNEL_BEGIN()                                                                        \
+  do {                                                                                             \
+    asm volatile("griddepcontrol.wait;" ::: "memory");                                             \
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");                                \
+  } while (0)
+#else
+#define LLMC_KERNEL_BEGIN()                                                                        \
+  do {                                                                                             \
+  } while (0)
+#endif
 
 namespace llmc::cuda {
 
@@ -181,11 +201,45 @@ inline std::string errorOf(cudaError_t e) {
                                                 cudaGetErrorString(e);
 }
 
+/// Whether kernels launch with programmatic stream serialization (PDL): on
+/// devices of compute capability 9.0 and later, unless LLMC_CUDA_PDL=0.
+/// The next kernel's blocks are then scheduled as soon as every block of
+/// the one before has passed its LLMC_KERNEL_BEGIN() (which waits for the
+/// kernel before it to finish and its writes to be visible), so the launch
+/// and the ramp of one kernel overlap the tail of the other; inside a
+/// captured graph the edges become programmatic ones.
+inline bool programmaticLaunches() {
+  static const bool enabled = [] {
+    const char *env = std::getenv("LLMC_CUDA_PDL");
+    if (env && std::string(env) == "0")
+      return false;
+    int device = 0, major = 0;
+    return cudaGetDevice(&device) == cudaSuccess &&
+           cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) ==
+               cudaSuccess &&
+           major >= 9;
+  }();
+  return enabled;
+}
+
 template <class... P, class... A>
 std::string launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t sharedBytes, Stream stream,
                    A &&...args) {
-  kernel<<<grid, block, sharedBytes, stream>>>(std::forward<A>(args)...);
-  return errorOf(cudaGetLastError());
+  if (!programmaticLaunches()) {
+    kernel<<<grid, block, sharedBytes, stream>>>(std::forward<A>(args)...);
+    return errorOf(cudaGetLastError());
+  }
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = sharedBytes;
+  config.stream = stream;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  return errorOf(cudaLaunchKernelEx(&config, kernel, std::forward<A>(args)...));
 }
 
 template <class... P> std::string setMaxDynamicShared(void (*kernel)(P...), size_t bytes) {
@@ -279,6 +333,7 @@ inline std::string deviceInfo(DeviceInfo *out) {
   Type *name = reinterpret_cast<Type *>(::llmc::cudaemu::dynamicShared())
 #define LLMC_UNROLL
 #define LLMC_LAUNCH_BOUNDS(n)
+#define LLMC_KERNEL_BEGIN() ::llmc::cudaemu::kernelBegin()
 
 #define threadIdx (::llmc::cudaemu::self()->threadIdx)
 #define blockIdx (::llmc::cudaemu::selfBlock()->blockIdx)

@@ -75,6 +75,7 @@ struct Args {
 
 /// f32 logits from the model's type, for the copy to the host.
 template <class T> LLMC_GLOBAL void widenKernel(const T *in, float *out, size_t n) {
+  LLMC_KERNEL_BEGIN();
   size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n)
     out[i] = toFloat(in[i]);

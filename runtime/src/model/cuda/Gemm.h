@@ -60,6 +60,7 @@ LLMC_DEVICE void storeLinear(float v, const B *bias, const Y *residual, Y *c, in
 template <class R, class B, class X, class Y>
 LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kGemmThreads)
     gemmKernel(const X *a, R w, const B *bias, const Y *residual, Y *c, int m, int n, int k) {
+  LLMC_KERNEL_BEGIN();
   LLMC_SHARED(float[kGemmStep][kGemmTile + 4], as);
   LLMC_SHARED(float[kGemmStep][kGemmTile + 4], ws);
   int tid = int(threadIdx.x), ty = tid / 16, tx = tid % 16;
@@ -171,6 +172,7 @@ template <class T, class Y>
 LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kTcThreads)
     gemmTensorCoreKernel(const T *a, const T *w, const T *bias, const Y *residual, Y *c, int m,
                          int n, int k) {
+  LLMC_KERNEL_BEGIN();
   if constexpr (std::is_same_v<T, bfloat16> && !tc::kBf16)
     return; // sm_75's build has no bfloat16 tiles: gemm never launches it there (tc::bf16())
   else

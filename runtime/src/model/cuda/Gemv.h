@@ -146,6 +146,7 @@ template <class W, class X, class Y, int M, int PRO>
 LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *residual, Y *y,
                             float *partial, unsigned *counters, int n, int k, const W *norm,
                             float eps, float offset, const X *up) {
+  LLMC_KERNEL_BEGIN();
   constexpr int kVec = int(16 / sizeof(W));
   constexpr bool NORM = PRO == kRmsNormX, SWIGLU = PRO == kSwigluX;
   unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;

@@ -28,6 +28,7 @@ template <class X, class Wt, class Y>
 LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kNormThreads)
     rmsNormKernel(const X *x, const X *residual, X *sum, const Wt *weight, Y *y, int h, float eps,
                   float offset) {
+  LLMC_KERNEL_BEGIN();
   LLMC_SHARED(float[32], scratch);
   size_t base = size_t(blockIdx.x) * size_t(h);
   float squares = 0.0f;
@@ -61,6 +62,7 @@ std::string rmsNorm(const X *x, const X *residual, X *sum, const Wt *weight, Y *
 template <class X, class Wt, class Y>
 LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kNormThreads)
     layerNormKernel(const X *x, const Wt *weight, const Wt *bias, Y *y, int h, float eps) {
+  LLMC_KERNEL_BEGIN();
   LLMC_SHARED(float[32], scratch);
   size_t base = size_t(blockIdx.x) * size_t(h);
   float sum = 0.0f;

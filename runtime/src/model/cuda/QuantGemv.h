@@ -69,6 +69,7 @@ template <class X, class Y, class S, class B, int BITS, int CHUNK, int M>
 LLMC_GLOBAL void qgemvKernel(const X *x, const uint8_t *q, const S *scales, const uint8_t *zeros,
                              const B *bias, const Y *residual, Y *y, float *partial,
                              unsigned *counters, int n, int k, int groupSize, int groups) {
+  LLMC_KERNEL_BEGIN();
   constexpr int kWords = CHUNK / 4, kPerWord = 32 / BITS, kVals = kWords * kPerWord;
   constexpr unsigned kMask = (1u << BITS) - 1u;
   unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -217,6 +218,7 @@ template <class S, class Y, int BITS>
 LLMC_GLOBAL void quantEmbeddingKernel(const uint8_t *q, const S *scales, const uint8_t *zeros,
                                       const int64_t *ids, Y *out, int64_t vocab, int groupSize,
                                       int groups, unsigned long long *error) {
+  LLMC_KERNEL_BEGIN();
   int64_t id = ids[blockIdx.x];
   int h = groupSize * groups;
   Y *dst = out + size_t(blockIdx.x) * size_t(h);

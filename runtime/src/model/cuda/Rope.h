@@ -43,6 +43,7 @@ template <class T, class C>
 LLMC_GLOBAL void ropeKernel(RopeTensor<T> t0, RopeTensor<T> t1, const C *cosT, const C *sinT,
                             const int64_t *positions, int positionsPerBatch, int b, int s, int d,
                             int r, int p, bool interleaved, unsigned long long *error) {
+  LLMC_KERNEL_BEGIN();
   const RopeTensor<T> &t = blockIdx.y == 0 ? t0 : t1;
   const T *x = t.x;
   T *y = t.y;
@@ -118,6 +119,7 @@ std::string ropePair(const T *x0, T *y0, int n0, const T *x1, T *y1, int n1, con
 template <class T>
 LLMC_GLOBAL void embeddingKernel(const T *table, const int64_t *ids, T *out, int64_t vocab, int h,
                                  unsigned long long *error) {
+  LLMC_KERNEL_BEGIN();
   int64_t id = ids[blockIdx.x];
   T *dst = out + size_t(blockIdx.x) * size_t(h);
   bool valid = id >= 0 && id < vocab;
@@ -156,6 +158,7 @@ template <class T, class U>
 LLMC_GLOBAL void cacheWriteKernel(CacheUpdate<T, U> u0, CacheUpdate<T, U> u1, const int64_t *pos,
                                   int b, int hkv, int capacity, int s, int d,
                                   unsigned long long *error) {
+  LLMC_KERNEL_BEGIN();
   const CacheUpdate<T, U> &u = blockIdx.y == 0 ? u0 : u1;
   T *cache = u.cache;
   const U *update = u.update;
@@ -217,6 +220,7 @@ LLMC_GLOBAL void cacheWriteInt8Kernel(int8_t *cache, float *scales, const U *upd
                                       const int64_t *pos, int b, int hkv, int capacity, int s,
                                       int d, int64_t sb, int64_t ss, int64_t sh,
                                       unsigned long long *error) {
+  LLMC_KERNEL_BEGIN();
   unsigned lane = threadIdx.x % 32;
   size_t r = size_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32; // (b, h, s), per warp
   if (r >= size_t(b) * size_t(hkv) * size_t(s))

@@ -61,6 +61,7 @@ LLMC_DEVICE void warpArgmax(float &best, int &at) {
 template <class T>
 LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kArgmaxThreads)
     argmaxKernel(const T *logits, int32_t *ids, int vocab, size_t rowStride) {
+  LLMC_KERNEL_BEGIN();
   LLMC_SHARED(float[32], bestValue);
   LLMC_SHARED(int[32], bestIndex);
   const T *row = logits + size_t(blockIdx.x) * rowStride;
@@ -123,6 +124,7 @@ template <class T>
 LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kSampleThreads)
     sampleKernel(const T *logits, int32_t *ids, int vocab, size_t rowStride,
                  const SampleParams *params, const double *uniforms, float *leftRows) {
+  LLMC_KERNEL_BEGIN();
   LLMC_SHARED(float[kSampleCandidates], cx);
   LLMC_SHARED(int[kSampleCandidates], cid);
   LLMC_SHARED(double[kSampleCandidates], cs); // running weight of the sorted candidates
