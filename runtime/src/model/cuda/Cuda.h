@@ -21,11 +21,15 @@
 //                                  are scheduled while this one runs, see
 //                                  launch), then lets the next one launch;
 //                                  the emulation refuses a kernel whose
-//                                  threads skip it
+//                                  threads skip it. Before it a kernel may
+//                                  only read what no kernel writes (the
+//                                  weights)
 //   LLMC_UNROLL                    #pragma unroll
 //   llmc::cuda::half, bfloat16     storage types; toFloat(x), fromFloat<T>(f)
 //                                  (round to nearest even on both)
 //   loadFloats(p, out)             16 aligned bytes of T at p as floats
+//   prefetchL2(p)                  the line at p toward L2 (the emulation:
+//                                  nothing)
 //   loadWords<N>(p, out)           N (4, 8, 16) aligned bytes at p as N / 4
 //                                  little-endian 32-bit words
 //   tc::FragA<T>, FragB<T>, Acc    a warp's 16 x 16 x 16 tensor-core tiles (T
@@ -108,6 +112,9 @@ template <class T> LLMC_HOST_DEVICE T fromFloat(float x);
 template <> LLMC_HOST_DEVICE float fromFloat<float>(float x) { return x; }
 template <> LLMC_HOST_DEVICE half fromFloat<half>(float x) { return __float2half_rn(x); }
 template <> LLMC_HOST_DEVICE bfloat16 fromFloat<bfloat16>(float x) { return __float2bfloat16_rn(x); }
+
+/// Asks for the line at p in L2 (no register written, nothing waited for).
+LLMC_DEVICE void prefetchL2(const void *p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 
 LLMC_DEVICE void loadFloats(const float *p, float (&out)[4]) {
   float4 v = *reinterpret_cast<const float4 *>(p);
@@ -429,6 +436,8 @@ template <class T> T fromFloat(float x);
 template <> inline float fromFloat<float>(float x) { return x; }
 template <> inline half fromFloat<half>(float x) { return {::llmc::cpu::floatToHalf(x)}; }
 template <> inline bfloat16 fromFloat<bfloat16>(float x) { return {::llmc::cpu::floatToBf16(x)}; }
+
+inline void prefetchL2(const void *) {}
 
 template <class T, int N> inline void loadFloats(const T *p, float (&out)[N]) {
   static_assert(sizeof(T) * N == 16, "16 bytes");

@@ -28,6 +28,10 @@
 //   [M, K] of X), computed as each value is read and rounded to X as
 //   swiglu's output would be.
 //
+//   Before LLMC_KERNEL_BEGIN() (the wait for the kernel before, launches
+//   being programmatic on sm_90+), each lane asks for its first
+//   kPrefetch vectors of W in L2: weights are written by no kernel.
+//
 //   Split-K (splits > 1, for layers with few columns): split s covers
 //   K-chunks [s * per, (s + 1) * per) and writes its sums to `partial`; the
 //   block that finishes its column group last (Common.h's lastOfGroup over
@@ -46,6 +50,7 @@ namespace llmc::cuda {
 constexpr int kGemvWarps = 8;
 constexpr int kGemvUnroll = 4;
 constexpr int kGemvMaxRows = 8;
+constexpr int kGemvPrefetch = 2 * kGemvUnroll; // vectors per lane asked for before the wait
 
 /// The end of a warp's column `col` of a GEMV (gemv, qgemv): the lanes'
 /// sums of its M rows reduced across the warp, then lane 0 writes them to
@@ -146,18 +151,11 @@ template <class W, class X, class Y, int M, int PRO>
 LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *residual, Y *y,
                             float *partial, unsigned *counters, int n, int k, const W *norm,
                             float eps, float offset, const X *up) {
-  LLMC_KERNEL_BEGIN();
   constexpr int kVec = int(16 / sizeof(W));
   constexpr bool NORM = PRO == kRmsNormX, SWIGLU = PRO == kSwigluX;
   unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  [[maybe_unused]] float inv[M];
-  if constexpr (NORM)
-    rowInverseRms<M>(x, k, eps, inv); // (block barriers: before any warp leaves)
   int col = int(blockIdx.x) * kGemvWarps + int(warp);
   int splits = int(gridDim.y), split = int(blockIdx.y);
-  if (col >= n && splits == 1)
-    return; // the whole warp leaves together; no block barrier follows
-  // (With splits, a warp past N stays for lastOfGroup's barriers.)
   bool live = col < n;
   // Whole vectors per row; none when rows are not 16-byte aligned (K not a
   // multiple of the vector width): then the scalar tail does everything.
@@ -167,6 +165,17 @@ LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *resi
   if (!live)
     c1 = c0;
   const W *row = w + static_cast<size_t>(live ? col : 0) * size_t(k);
+  // The lane's first steps of W toward L2 while the kernel before this one
+  // (programmatic launches) finishes: no kernel writes the weights.
+  for (int c = c0 + int(lane), u = 0; c < c1 && u < kGemvPrefetch; c += 32, ++u)
+    prefetchL2(row + size_t(c) * kVec);
+  LLMC_KERNEL_BEGIN();
+  [[maybe_unused]] float inv[M];
+  if constexpr (NORM)
+    rowInverseRms<M>(x, k, eps, inv); // (block barriers: before any warp leaves)
+  if (!live && splits == 1)
+    return; // the whole warp leaves together; no block barrier follows
+  // (With splits, a warp past N stays for lastOfGroup's barriers.)
 
   float acc[M];
   LLMC_UNROLL
