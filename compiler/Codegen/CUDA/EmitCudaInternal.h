@@ -195,10 +195,10 @@ private:
   /// rows (split-K when the columns are few), gemm / qgemm otherwise, with
   /// a following residual add folded in.
   llvm::Error emitLinear(Operation *op, CpuModel::Entry &stats);
-  /// Whether `op` (llm.rms_norm or a lone llm.swiglu) is read only by
-  /// decode GEMVs (at most kGemvMaxRows rows, float weights; of the norm's
-  /// weight type for a norm): then normGemv / swigluGemv apply it as they
-  /// read x, and `op` writes nothing.
+  /// Whether `op` is an llm.rms_norm read only by decode GEMVs (at most
+  /// kGemvMaxRows rows, weights of the norm's weight type; its output
+  /// within normGemv's shared memory): then normGemv applies it as it reads
+  /// x, and `op` writes nothing.
   bool foldsIntoGemv(Operation *op);
   /// Whether rope's operands are what the rope template takes.
   bool ropeSupported(RopeOp r);
@@ -299,7 +299,7 @@ private:
   llvm::DenseMap<Attribute, int64_t> constantOffsets;
   std::map<std::string, std::string> kernelNames; // body -> name
   llvm::DenseSet<Operation *> folded;
-  /// RMS norms and SwiGLU gates applied by the GEMVs that read them
+  /// RMS norms applied by the GEMVs that read them
   /// (foldsIntoGemv), by their results.
   llvm::DenseMap<Value, Operation *> foldedInputs;
   /// The last operation of a run of element-wise ones -> the run, in order.

@@ -171,10 +171,6 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
   if (name == "onnx.slice" || name == "onnx.transpose" || name == "onnx.split" ||
       name == "onnx.concat")
     return emitCopy(op, stats);
-  if (isa<SwigluOp>(op) && foldsIntoGemv(op)) {
-    foldedInputs[op->getResult(0)] = op; // (no storage, no launch of its own)
-    return llvm::Error::success();
-  }
   if (!pointwiseExpr(op).empty())
     return emitPointwise(op, stats);
   if (name == "onnx.gather")
@@ -432,29 +428,27 @@ CudaEmitter::CacheSource CudaEmitter::cacheUpdateSource(Operation *op) {
 }
 
 bool CudaEmitter::foldsIntoGemv(Operation *op) {
-  Value y = op->getResult(0);
-  std::string wt; // the weights' type the folded kernel needs (any float: empty)
-  if (auto n = dyn_cast<RmsNormOp>(op))
-    wt = cxxType(n.getWeight().getType());
-  // What the kernel reads as x (a norm's input; a swiglu's gate and up):
-  // of y's type and shape.
-  for (unsigned i = 0, e = isa<SwigluOp>(op) ? 2 : 1; i < e; ++i)
-    if (cxxType(op->getOperand(i).getType()) != cxxType(y.getType()) ||
-        shapeOf(op->getOperand(i)) != shapeOf(y))
-      return false;
+  auto n = dyn_cast<RmsNormOp>(op);
+  if (!n)
+    return false;
+  Value x = n.getX(), y = n.getResult();
+  // The kernel reads x as y's type and normalises it into shared memory.
+  if (cxxType(x.getType()) != cxxType(y.getType()) || shapeOf(x) != shapeOf(y) ||
+      !isFloatType(y.getType()))
+    return false;
   int64_t k = shapeOf(y).empty() ? 0 : shapeOf(y).back();
-  return isFloatType(y.getType()) && k >= 1 && numel(y) / k <= ::llmc::cuda::kGemvMaxRows &&
-         readOnlyByGemvs(y, wt);
+  if (k < 1 || numel(y) / k > ::llmc::cuda::kGemvMaxRows ||
+      int64_t(numel(y)) * elemBytes(y.getType()) > ::llmc::cuda::kGemvNormSharedBytes)
+    return false;
+  return readOnlyByGemvs(y, cxxType(n.getWeight().getType()));
 }
 
 llvm::Error CudaEmitter::emitLinear(Operation *op, CpuModel::Entry &stats) {
   auto quant = dyn_cast<QuantizedLinearOp>(op);
   Value x = op->getOperand(0), y = op->getResult(0);
-  // An RMS norm or SwiGLU folded in (foldsIntoGemv): its input is read
-  // instead (a SwiGLU's gate, and its up beside it).
+  // An RMS norm folded in (foldsIntoGemv): its input is read instead.
   Operation *prologue = foldedInputs.lookup(x);
   auto norm = dyn_cast_or_null<RmsNormOp>(prologue);
-  auto swiglu = dyn_cast_or_null<SwigluOp>(prologue);
   if (prologue)
     x = prologue->getOperand(0);
   Value bias = quant ? quant.getBias() : cast<LinearOp>(op).getBias();
@@ -532,15 +526,13 @@ llvm::Error CudaEmitter::emitLinear(Operation *op, CpuModel::Entry &stats) {
       buffers.push_back({splits * rows * n * 4, step, step, -1});
       partial = llvm::formatv("m.at<float>(@@B{0}@@ + 0), m.counters", buffers.size() - 1).str();
     }
-    fn += norm ? "normGemv" : swiglu ? "swigluGemv" : "gemv";
+    fn += norm ? "normGemv" : "gemv";
     std::string in = ptr(x);
     if (norm)
       in += llvm::formatv(", {0}, {1:e9}f, {2:e9}f", ptr(norm.getWeight(), bt),
                           norm.getEpsilon().convertToFloat(),
                           norm.getWeightOffset().convertToFloat())
                 .str();
-    if (swiglu)
-      in += ", " + ptr(swiglu.getUp());
     statement(llvm::formatv("{0}<{1}>({2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, a.stream)", fn,
                             targs, in, wargs, b, res, ptr(y), partial, sizes, splits)
                   .str(),

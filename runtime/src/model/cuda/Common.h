@@ -119,12 +119,15 @@ constexpr int kSplitCounters = 4096;
 /// to zero for the next launch.
 LLMC_DEVICE bool lastOfGroup(unsigned *counter, unsigned blocks) {
   LLMC_SHARED(unsigned, lastTicket);
-  __threadfence(); // this thread's share is visible before the count
-  __syncthreads();
+  __syncthreads(); // the block's share is written (as cooperative groups'
+                   // grid barrier: one thread fences for the block)
   if (threadIdx.x == 0) {
+    __threadfence(); // (cumulative) the share is visible before the count
     unsigned ticket = atomicAdd(counter, 1u);
-    if (ticket == blocks - 1)
-      *counter = 0; // every other block of the group has counted
+    if (ticket == blocks - 1) {
+      *counter = 0;    // every other block of the group has counted
+      __threadfence(); // their shares are visible to this block after the barrier
+    }
     lastTicket = ticket;
   }
   __syncthreads();

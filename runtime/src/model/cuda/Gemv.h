@@ -19,14 +19,16 @@
 //   width is read element by element. w, x and y are 16-byte aligned.
 //
 //   normGemv: the same over llm.rms_norm(x) folded in (norm [K] of W):
-//   each block first sums the squares of its M rows of x (all its threads,
-//   before any warp leaves), then every x value read is scaled by its row's
-//   inverse RMS and (norm + offset) and rounded to X, as rmsNorm would have
-//   written it. One launch instead of two per normalised layer of a decode
-//   step; the extra reads of x (M * K values per block) come from L2.
-//   swigluGemv: x = silu(gate) * up (llm.swiglu folded in, gate and up
-//   [M, K] of X), computed as each value is read and rounded to X as
-//   swiglu's output would be.
+//   each block first sums the squares of its M rows of x, then writes them
+//   scaled by the row's inverse RMS and (norm + offset), rounded to X as
+//   rmsNorm would have written them, into shared memory (M * K values, at
+//   most kNormSharedBytes; all its threads, before any warp leaves), which
+//   the warps read as x. One launch instead of two per normalised layer of
+//   a decode step; the extra reads of x (M * K values per block) come from
+//   L2. (Normalising each value as a warp read it made every warp repeat
+//   the block's work: on an H200 the folded GEMVs ran at half the plain
+//   ones' bandwidth, and a SwiGLU folded the same way, with an exp per
+//   value, at a fifth. SwiGLU stays a kernel of its own.)
 //
 //   Before LLMC_KERNEL_BEGIN() (the wait for the kernel before, launches
 //   being programmatic on sm_90+), each lane asks for its first
@@ -51,6 +53,13 @@ constexpr int kGemvWarps = 8;
 constexpr int kGemvUnroll = 4;
 constexpr int kGemvMaxRows = 8;
 constexpr int kGemvPrefetch = 2 * kGemvUnroll; // vectors per lane asked for before the wait
+/// normGemv's normalised rows in shared memory, at most (under the 48 KiB a
+/// block has without an opt-in, beside the static scratch).
+constexpr int kGemvNormSharedBytes = 40 * 1024;
+
+template <class X> constexpr size_t normGemvSharedBytes(int m, int k) {
+  return size_t(m) * size_t(k) * sizeof(X);
+}
 
 /// The end of a warp's column `col` of a GEMV (gemv, qgemv): the lanes'
 /// sums of its M rows reduced across the warp, then lane 0 writes them to
@@ -122,37 +131,31 @@ LLMC_DEVICE void rowInverseRms(const X *x, int k, float eps, float (&inv)[M]) {
   }
 }
 
-/// What gemvKernel applies to x as it reads it.
-enum GemvPrologue { kPlainX, kRmsNormX, kSwigluX };
-
-/// x values as rms_norm writes them: v * inv * (norm + offset), rounded to X.
-template <int N, class X> LLMC_DEVICE void normalise(float (&v)[N], float inv, const float (&nw)[N],
-                                                    float offset) {
+/// x [M, k] as rms_norm writes it (v * inv * (norm + offset), rounded to X)
+/// into xs [M, k] in shared memory, by every thread of the block: once per
+/// block, so that the warps then read it as they would read x.
+template <int M, class X, class W>
+LLMC_DEVICE void normaliseRows(const X *x, const W *norm, int k, float eps, float offset, X *xs) {
+  float inv[M];
+  rowInverseRms<M>(x, k, eps, inv);
   LLMC_UNROLL
-  for (int i = 0; i < N; ++i)
-    v[i] = toFloat(fromFloat<X>(v[i] * inv * (nw[i] + offset)));
-}
-
-/// x values as swiglu writes them: silu(v) * up, rounded to X (up[0 .. N)
-/// read as loadRun reads x).
-template <int N, class X> LLMC_DEVICE void applySwiglu(float (&v)[N], const X *up) {
-  float u[N];
-  loadRun<N>(up, u);
-  LLMC_UNROLL
-  for (int i = 0; i < N; ++i)
-    v[i] = toFloat(fromFloat<X>(v[i] / (1.0f + expf(-v[i])) * u[i]));
+  for (int m = 0; m < M; ++m)
+    for (int i = int(threadIdx.x); i < k; i += int(blockDim.x)) {
+      size_t at = size_t(m) * size_t(k) + size_t(i);
+      xs[at] = fromFloat<X>(toFloat(x[at]) * inv[m] * (toFloat(norm[i]) + offset));
+    }
+  __syncthreads();
 }
 
 // (No __launch_bounds__: with it ptxas trades registers for occupancy and
 // spills at M = 8; without it M = 8 takes 80 registers and 3 blocks fit an
-// SM, which keeps enough loads in flight.) PRO: what is applied to x
-// (norm, eps and offset serve kRmsNormX, up kSwigluX; unused otherwise).
-template <class W, class X, class Y, int M, int PRO>
+// SM, which keeps enough loads in flight.) NORM: x goes through rms_norm
+// (norm, eps, offset) into shared memory first.
+template <class W, class X, class Y, int M, bool NORM>
 LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *residual, Y *y,
                             float *partial, unsigned *counters, int n, int k, const W *norm,
-                            float eps, float offset, const X *up) {
+                            float eps, float offset) {
   constexpr int kVec = int(16 / sizeof(W));
-  constexpr bool NORM = PRO == kRmsNormX, SWIGLU = PRO == kSwigluX;
   unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   int col = int(blockIdx.x) * kGemvWarps + int(warp);
   int splits = int(gridDim.y), split = int(blockIdx.y);
@@ -170,9 +173,11 @@ LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *resi
   for (int c = c0 + int(lane), u = 0; c < c1 && u < kGemvPrefetch; c += 32, ++u)
     prefetchL2(row + size_t(c) * kVec);
   LLMC_KERNEL_BEGIN();
-  [[maybe_unused]] float inv[M];
-  if constexpr (NORM)
-    rowInverseRms<M>(x, k, eps, inv); // (block barriers: before any warp leaves)
+  if constexpr (NORM) { // (block barriers: before any warp leaves)
+    LLMC_DYNAMIC_SHARED(X, xs);
+    normaliseRows<M>(x, norm, k, eps, offset, xs);
+    x = xs;
+  }
   if (!live && splits == 1)
     return; // the whole warp leaves together; no block barrier follows
   // (With splits, a warp past N stays for lastOfGroup's barriers.)
@@ -191,17 +196,10 @@ LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *resi
       loadFloats(row + size_t(c + u * 32) * kVec, wv[u]);
     LLMC_UNROLL
     for (int u = 0; u < kGemvUnroll; ++u) {
-      float nw[kVec];
-      if constexpr (NORM)
-        loadFloats(norm + size_t(c + u * 32) * kVec, nw);
       LLMC_UNROLL
       for (int m = 0; m < M; ++m) {
         float xv[kVec];
         loadRun<kVec>(x + size_t(m) * size_t(k) + size_t(c + u * 32) * kVec, xv);
-        if constexpr (NORM)
-          normalise<kVec, X>(xv, inv[m], nw, offset);
-        if constexpr (SWIGLU)
-          applySwiglu<kVec, X>(xv, up + size_t(m) * size_t(k) + size_t(c + u * 32) * kVec);
         LLMC_UNROLL
         for (int i = 0; i < kVec; ++i)
           acc[m] = fmaf(wv[u][i], xv[i], acc[m]);
@@ -209,18 +207,12 @@ LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *resi
     }
   }
   for (; c < c1; c += 32) {
-    float wv[kVec], nw[kVec];
+    float wv[kVec];
     loadFloats(row + size_t(c) * kVec, wv);
-    if constexpr (NORM)
-      loadFloats(norm + size_t(c) * kVec, nw);
     LLMC_UNROLL
     for (int m = 0; m < M; ++m) {
       float xv[kVec];
       loadRun<kVec>(x + size_t(m) * size_t(k) + size_t(c) * kVec, xv);
-      if constexpr (NORM)
-        normalise<kVec, X>(xv, inv[m], nw, offset);
-      if constexpr (SWIGLU)
-        applySwiglu<kVec, X>(xv, up + size_t(m) * size_t(k) + size_t(c) * kVec);
       LLMC_UNROLL
       for (int i = 0; i < kVec; ++i)
         acc[m] = fmaf(wv[i], xv[i], acc[m]);
@@ -229,16 +221,9 @@ LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *resi
   // The scalar tail past the last whole vector, in the last split.
   if (live && split == splits - 1)
     for (int e = chunks * kVec + int(lane); e < k; e += 32) {
-      float nw[1] = {NORM ? toFloat(norm[e]) : 0.0f};
       LLMC_UNROLL
-      for (int m = 0; m < M; ++m) {
-        float xv[1] = {toFloat(x[size_t(m) * size_t(k) + size_t(e)])};
-        if constexpr (NORM)
-          normalise<1, X>(xv, inv[m], nw, offset);
-        if constexpr (SWIGLU)
-          applySwiglu<1, X>(xv, up + size_t(m) * size_t(k) + size_t(e));
-        acc[m] = fmaf(toFloat(row[e]), xv[0], acc[m]);
-      }
+      for (int m = 0; m < M; ++m)
+        acc[m] = fmaf(toFloat(row[e]), toFloat(x[size_t(m) * size_t(k) + size_t(e)]), acc[m]);
     }
 
   if (live)
@@ -269,24 +254,27 @@ inline int gemvSplits(int n, int k, int sizeofW, int sms) {
 }
 
 /// gemv and normGemv.
-template <int PRO, class W, class X, class Y>
-std::string launchGemv(const X *x, const W *norm, float eps, float offset, const X *up, const W *w,
+template <bool NORM, class W, class X, class Y>
+std::string launchGemv(const X *x, const W *norm, float eps, float offset, const W *w,
                        const W *bias, const Y *residual, Y *y, float *partial,
                        unsigned *counters, int m, int n, int k, int splits, Stream stream) {
   if (m < 1 || m > kGemvMaxRows || n < 1 || k < 1 || splits < 1 ||
-      (splits > 1 && !splitWorkspace(partial, counters, n)) || (PRO == kRmsNormX && !norm) ||
-      (PRO == kSwigluX && !up))
+      (splits > 1 && !splitWorkspace(partial, counters, n)) || (NORM && !norm))
     return "gemv: invalid arguments";
   if (k % int(16 / sizeof(W)) != 0 && splits > 1)
     return "gemv: split-K needs K a multiple of the vector width";
+  size_t shared = NORM ? normGemvSharedBytes<X>(m, k) : 0;
+  if (shared > size_t(kGemvNormSharedBytes))
+    return "normGemv: " + std::to_string(m) + " x " + std::to_string(k) +
+           " normalised inputs exceed the block's shared memory";
   dim3 grid(ceilDiv(n, kGemvWarps), unsigned(splits));
   dim3 block(kGemvWarps * 32);
   std::string e;
   switch (m) {
 #define LLMC_GEMV_CASE(R)                                                                          \
   case R:                                                                                          \
-    e = launch(gemvKernel<W, X, Y, R, PRO>, grid, block, 0, stream, x, w, bias, residual, y,      \
-               partial, counters, n, k, norm, eps, offset, up);                                    \
+    e = launch(gemvKernel<W, X, Y, R, NORM>, grid, block, shared, stream, x, w, bias, residual, y, \
+               partial, counters, n, k, norm, eps, offset);                                        \
     break;
     LLMC_GEMV_CASE(1)
     LLMC_GEMV_CASE(2)
@@ -307,29 +295,19 @@ std::string launchGemv(const X *x, const W *norm, float eps, float offset, const
 template <class W, class X, class Y>
 std::string gemv(const X *x, const W *w, const W *bias, const Y *residual, Y *y, float *partial,
                  unsigned *counters, int m, int n, int k, int splits, Stream stream) {
-  return launchGemv<kPlainX>(x, static_cast<const W *>(nullptr), 0.0f, 0.0f,
-                             static_cast<const X *>(nullptr), w, bias, residual, y, partial,
-                             counters, m, n, k, splits, stream);
+  return launchGemv<false>(x, static_cast<const W *>(nullptr), 0.0f, 0.0f, w, bias, residual, y,
+                           partial, counters, m, n, k, splits, stream);
 }
 
 /// y = rms_norm(x; norm, eps, offset) W^T (+ bias) (+ residual), the norm's
-/// output rounded to X as llm.rms_norm's would be, without writing it.
+/// output rounded to X as llm.rms_norm's would be, without writing it
+/// (M * K * sizeof(X) at most kGemvNormSharedBytes).
 template <class W, class X, class Y>
 std::string normGemv(const X *x, const W *norm, float eps, float offset, const W *w, const W *bias,
                      const Y *residual, Y *y, float *partial, unsigned *counters, int m, int n,
                      int k, int splits, Stream stream) {
-  return launchGemv<kRmsNormX>(x, norm, eps, offset, static_cast<const X *>(nullptr), w, bias,
-                               residual, y, partial, counters, m, n, k, splits, stream);
-}
-
-/// y = swiglu(gate, up) W^T (+ bias) (+ residual), the gate's output
-/// rounded to X as llm.swiglu's would be, without writing it.
-template <class W, class X, class Y>
-std::string swigluGemv(const X *gate, const X *up, const W *w, const W *bias, const Y *residual,
-                       Y *y, float *partial, unsigned *counters, int m, int n, int k, int splits,
-                       Stream stream) {
-  return launchGemv<kSwigluX>(gate, static_cast<const W *>(nullptr), 0.0f, 0.0f, up, w, bias,
-                              residual, y, partial, counters, m, n, k, splits, stream);
+  return launchGemv<true>(x, norm, eps, offset, w, bias, residual, y, partial, counters, m, n, k,
+                          splits, stream);
 }
 
 } // namespace llmc::cuda
