@@ -257,20 +257,40 @@ LLMC_GLOBAL void
   // channel.
   if (!lastOfGroup(counters + size_t(b) * size_t(hkv) + size_t(kvh), unsigned(splits)))
     return;
+  // The splits go kCombineLoads at a time, their loads issued before any
+  // is used (a split's loads are L2 round trips; one after another they
+  // made this merge most of a short context's step), summed in split order.
+  constexpr int kCombineLoads = 8;
   for (int hi = int(warp); hi < g; hi += kAttnWarps) {
     size_t h = size_t(h0 + hi);
+    auto rowOf = [&](int s) { return (size_t(b) * size_t(splits) + size_t(s)) * size_t(hq) + h; };
     float m = -INFINITY;
-    for (int s = 0; s < splits; ++s)
-      m = fmaxf(m, __ldcg(lse + (size_t(b) * size_t(splits) + size_t(s)) * size_t(hq) + h));
+    for (int s0 = 0; s0 < splits; s0 += kCombineLoads) {
+      float l[kCombineLoads];
+      LLMC_UNROLL
+      for (int j = 0; j < kCombineLoads; ++j)
+        l[j] = s0 + j < splits ? __ldcg(lse + rowOf(s0 + j)) : -INFINITY;
+      LLMC_UNROLL
+      for (int j = 0; j < kCombineLoads; ++j)
+        m = fmaxf(m, l[j]);
+    }
     for (int d = int(lane); d < Dv; d += 32) {
       float num = 0.0f, den = 0.0f;
       if (m != -INFINITY)
-        for (int s = 0; s < splits; ++s) {
-          size_t row = (size_t(b) * size_t(splits) + size_t(s)) * size_t(hq) + h;
-          float l = __ldcg(lse + row);
-          float w = l == -INFINITY ? 0.0f : expf(l - m);
-          num = fmaf(w, __ldcg(partial + row * size_t(Dv) + size_t(d)), num);
-          den += w;
+        for (int s0 = 0; s0 < splits; s0 += kCombineLoads) {
+          float l[kCombineLoads], p[kCombineLoads];
+          LLMC_UNROLL
+          for (int j = 0; j < kCombineLoads; ++j) {
+            bool in = s0 + j < splits;
+            l[j] = in ? __ldcg(lse + rowOf(s0 + j)) : -INFINITY;
+            p[j] = in ? __ldcg(partial + rowOf(s0 + j) * size_t(Dv) + size_t(d)) : 0.0f;
+          }
+          LLMC_UNROLL
+          for (int j = 0; j < kCombineLoads; ++j) {
+            float w = l[j] == -INFINITY ? 0.0f : expf(l[j] - m);
+            num = fmaf(w, p[j], num);
+            den += w;
+          }
         }
       out[(size_t(b) * size_t(hq) + h) * size_t(Dv) + size_t(d)] =
           fromFloat<Y>(den > 0.0f ? num / den : 0.0f);
