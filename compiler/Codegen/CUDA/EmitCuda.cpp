@@ -94,7 +94,9 @@ bool CudaEmitter::pairable(Operation *first, Operation *second) {
     }
   if (auto a = dyn_cast<RopeOp>(first)) {
     auto b = dyn_cast<RopeOp>(second);
-    if (!b || !ropeSupported(a) || !ropeSupported(b) || a.getCos() != b.getCos() ||
+    // (A rope nothing reads is not emitted, and would take its pair along.)
+    if (!b || a.getResult().use_empty() || b.getResult().use_empty() || !ropeSupported(a) ||
+        !ropeSupported(b) || a.getCos() != b.getCos() ||
         a.getSin() != b.getSin() || a.getPositions() != b.getPositions() ||
         a.getRotaryDim() != b.getRotaryDim() || a.getInterleaved() != b.getInterleaved() ||
         cxxType(a.getX().getType()) != cxxType(b.getX().getType()) ||

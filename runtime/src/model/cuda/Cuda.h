@@ -209,22 +209,33 @@ inline std::string errorOf(cudaError_t e) {
 }
 
 /// Whether kernels launch with programmatic stream serialization (PDL): on
-/// devices of compute capability 9.0 and later, unless LLMC_CUDA_PDL=0.
+/// devices of compute capability 9.0 and later running code built for them
+/// (probeKernel), unless LLMC_CUDA_PDL=0. Decided once per library, by
+/// DeviceModel before any graph is captured.
 /// The next kernel's blocks are then scheduled as soon as every block of
 /// the one before has passed its LLMC_KERNEL_BEGIN() (which waits for the
 /// kernel before it to finish and its writes to be visible), so the launch
 /// and the ramp of one kernel overlap the tail of the other; inside a
 /// captured graph the edges become programmatic ones.
+/// The code of this library as the device runs it: a build whose PTX is for
+/// compute capability 9.0 or later (sm_90 SASS, or compute_90 PTX) has
+/// LLMC_KERNEL_BEGIN's wait; an sm_80 build that the driver compiles for a
+/// Hopper has it compiled out, and must launch plainly. (Every kernel of a
+/// library comes from one nvcc build, so this probe speaks for all.)
+template <int> __global__ void probeKernel() {}
+
 inline bool programmaticLaunches() {
   static const bool enabled = [] {
     const char *env = std::getenv("LLMC_CUDA_PDL");
     if (env && std::string(env) == "0")
       return false;
     int device = 0, major = 0;
+    cudaFuncAttributes probe{};
     return cudaGetDevice(&device) == cudaSuccess &&
            cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) ==
                cudaSuccess &&
-           major >= 9;
+           major >= 9 && cudaFuncGetAttributes(&probe, probeKernel<0>) == cudaSuccess &&
+           probe.ptxVersion >= 90;
   }();
   return enabled;
 }
@@ -438,6 +449,7 @@ template <> inline half fromFloat<half>(float x) { return {::llmc::cpu::floatToH
 template <> inline bfloat16 fromFloat<bfloat16>(float x) { return {::llmc::cpu::floatToBf16(x)}; }
 
 inline void prefetchL2(const void *) {}
+inline bool programmaticLaunches() { return false; }
 
 template <class T, int N> inline void loadFloats(const T *p, float (&out)[N]) {
   static_assert(sizeof(T) * N == 16, "16 bytes");

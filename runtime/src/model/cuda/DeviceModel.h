@@ -251,6 +251,7 @@ template <class M> struct Glue {
     LLMC_CUDA_TRY(pinned(&m.hostPos, 8));
     LLMC_CUDA_TRY(pinned(&m.hostLogits, maxLogits() * 4));
     LLMC_CUDA_TRY(pinned(&m.hostError, 8));
+    (void)programmaticLaunches(); // decided now, not while a graph is captured
     LLMC_CUDA_TRY(streamCreate(&m.stream));
     // The kernels that count their splits leave the counters at zero.
     LLMC_CUDA_TRY(memsetAsync(m.counters, 0, kSplitCounters * sizeof(unsigned), m.stream));
