@@ -8,7 +8,7 @@
 // output rows against a float64 softmax reference before timing. Random inputs.
 //   nvcc -std=c++17 -O3 -arch=sm_90 -I. bench/cuda/attention.cu -lcublas -o attention
 //   ./attention [S ...]            (default 1024 4096 8192)
-#include "runtime/src/model/cuda/Attention.h"
+#include "runtime/src/model/cuda/AttentionTensorCore.h"
 
 #include "bench/cuda/Timing.h"
 

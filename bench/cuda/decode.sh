@@ -15,15 +15,18 @@
 #      4224 positions;
 #   4. for each batch size and at contexts 128 and 4096 (a prompt of that
 #      many tokens per sequence, then 64 greedy tokens), in turns: llmc
-#      bench, llmc bench with LLMC_CUDA_PDL=0 (every kernel launched
-#      plainly: what programmatic launches are worth), transformers eager,
-#      and torch.compile over a static cache (bench/cuda/torch_decode.py:
-#      the same weights); each result printed as it comes;
+#      bench, llmc bench again under COMPARE when it is set (an environment
+#      setting such as LLMC_CUDA_PDL=0, every kernel launched plainly, or
+#      LLMC_CUDA_CUBLASLT=0, the prefill GEMMs on llmc's own kernels: what
+#      that feature is worth), transformers eager, and torch.compile over a
+#      static cache (bench/cuda/torch_decode.py: the same weights); each
+#      result printed as it comes;
 #   5. a Markdown table for bench/results/: time to first token, prefill
 #      tokens/s, time per decode step, decode tokens/s, and the decode's
 #      bytes per step over its time as a share of the measured copy
 #      bandwidth.
-#   bench/cuda/decode.sh [SHAPE (1b)] [ROUNDS (1)]   (WORK, LLMC, NVCC, BATCHES)
+#   bench/cuda/decode.sh [SHAPE (1b)] [ROUNDS (1)]   (WORK, LLMC, NVCC, BATCHES,
+#                                                     COMPARE)
 # PREPARE_ONLY=1 stops after the model, its compilation, PyTorch's copy of
 # its weights and the attention program (no GPU time: it can run beside
 # scripts/test-gpu.sh).
@@ -64,9 +67,11 @@ for round in $(seq "$rounds"); do
       "$llmc" bench "$work/model.llmc" --batch "$b" --prompt-len "$ctx" --gen 64 --runs 3 --json |
         python3 -c "import json,sys; print(json.dumps(json.load(sys.stdin)))" |
         tee "$work/llmc-$b-$ctx-$round.json"
-      LLMC_CUDA_PDL=0 "$llmc" bench "$work/model.llmc" --batch "$b" --prompt-len "$ctx" --gen 64 \
-        --runs 3 --json | python3 -c "import json,sys; print(json.dumps(json.load(sys.stdin)))" |
-        tee "$work/llmc-nopdl-$b-$ctx-$round.json"
+      if [ -n "${COMPARE:-}" ]; then
+        env "$COMPARE" "$llmc" bench "$work/model.llmc" --batch "$b" --prompt-len "$ctx" --gen 64 \
+          --runs 3 --json | python3 -c "import json,sys; print(json.dumps(json.load(sys.stdin)))" |
+          tee "$work/llmc-compare-$b-$ctx-$round.json"
+      fi
       for mode in eager compile; do
         python3 bench/cuda/torch_decode.py "$work/model" --mode "$mode" --batch "$b" \
           --prompt-len "$ctx" --gen 64 --runs 3 | tee "$work/torch-$mode-$b-$ctx-$round.json"
@@ -74,9 +79,10 @@ for round in $(seq "$rounds"); do
     done
   done
 done
-python3 - "$work" "$rounds" "$batches" <<'PY'
+python3 - "$work" "$rounds" "$batches" "${COMPARE:-}" <<'PY'
 import json, os, statistics, sys
 work, rounds, batches = sys.argv[1], int(sys.argv[2]), [int(b) for b in sys.argv[3].split()]
+compare = sys.argv[4]
 peaks = json.load(open(work + "/peaks.json"))
 gpu = open(work + "/gpu.txt").read().strip()
 print("GPU: %s; copy %.0f GB/s (read + written), fp16 matmul %.0f TFLOP/s, PyTorch causal "
@@ -107,9 +113,9 @@ for b in batches:
         step_bytes = ours[0]["decode_bytes_per_step"]
         rows = [("llmc", statistics.median(o["time_to_first_token_ms"] for o in ours),
                  statistics.median(o["time_per_output_token_ms"] for o in ours))]
-        plain = runs("llmc-nopdl-%d-%d" % (b, ctx))
+        plain = runs("llmc-compare-%d-%d" % (b, ctx)) if compare else []
         if plain:
-            rows.append(("llmc, LLMC_CUDA_PDL=0",
+            rows.append(("llmc, " + compare,
                          statistics.median(o["time_to_first_token_ms"] for o in plain),
                          statistics.median(o["time_per_output_token_ms"] for o in plain)))
         for mode in ("eager", "compile"):

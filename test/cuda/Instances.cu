@@ -8,7 +8,7 @@
 // of the common model families.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/src/model/cuda/Attention.h"
+#include "runtime/src/model/cuda/AttentionTensorCore.h"
 #include "runtime/src/model/cuda/Gemm.h"
 #include "runtime/src/model/cuda/Gemv.h"
 #include "runtime/src/model/cuda/Norm.h"

@@ -9,7 +9,7 @@
 // Built against the host emulation in CI and with nvcc on a GPU.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/src/model/cuda/Attention.h"
+#include "runtime/src/model/cuda/AttentionTensorCore.h"
 #include "runtime/src/model/cuda/Gemm.h"
 #include "runtime/src/model/cuda/Gemv.h"
 #include "runtime/src/model/cuda/Norm.h"
@@ -40,7 +40,8 @@ template <class T> double tolerance() { return kF32Tolerance + storageEpsilon<T>
 
 /// gemv (splits >= 1) or, with splits = 0, gemm against float64.
 template <class W, class X, class Y>
-void checkLinear(int m, int n, int k, int splits, bool withBias, bool withResidual, unsigned seed) {
+void checkLinear(int m, int n, int k, int splits, bool withBias, bool withResidual, unsigned seed,
+                 Blas *blas = nullptr) {
   SCOPED_TRACE("m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k) +
                " splits=" + std::to_string(splits));
   auto x = randomValues<X>(size_t(m) * size_t(k), 1.0f, seed);
@@ -60,7 +61,7 @@ void checkLinear(int m, int n, int k, int splits, bool withBias, bool withResidu
     EXPECT_EQ(counters.leftNonzero(), 0u);
   } else
     ASSERT_EQ(gemm(dx.get(), dw.get(), withBias ? db.get() : nullptr,
-                   withResidual ? dr.get() : nullptr, dy.get(), m, n, k, nullptr),
+                   withResidual ? dr.get() : nullptr, dy.get(), m, n, k, nullptr, blas),
               "");
   auto xd = widen(x), wd = widen(w), bd = widen(bias), rd = widen(residual);
   std::vector<double> want(size_t(m) * size_t(n));
@@ -191,6 +192,33 @@ TEST(CudaGemm, TensorCoreTiles) {
   checkLinear<half, half, float>(100, 70, 40, 0, true, true, 52);
   checkLinear<bfloat16, bfloat16, bfloat16>(33, 129, 96, 0, true, false, 53);
   checkLinear<bfloat16, bfloat16, float>(130, 20, 200, 0, false, true, 54);
+}
+
+// On a GPU, 16-bit GEMMs go to cuBLASLt (Blas.h) when it opens; the GPU
+// build requires it to (the CUDA toolkit's library, or LLMC_CUDA_CUBLASLT=0
+// to test without). The emulation has none: gemm runs llmc's kernels.
+TEST(CudaGemm, CublasLtWhereThere) {
+  Blas blas;
+  ASSERT_EQ(blas.open(), "");
+#if defined(__CUDACC__)
+  ASSERT_EQ(blas.ready(), Blas::wanted()) << "libcublasLt did not open";
+#else
+  ASSERT_FALSE(blas.ready());
+#endif
+  if (blas.ready()) { // cuBLASLt itself takes these (no fallback hides a refusal)
+    DeviceBuffer<half> x(size_t(64) * 64), w(size_t(64) * 64), y(size_t(64) * 64);
+    bool ran = false;
+    ASSERT_EQ(blas.matmul(x.get(), w.get(), (const half *)nullptr, (const half *)nullptr, y.get(),
+                          64, 64, 64, nullptr, &ran),
+              "");
+    EXPECT_TRUE(ran);
+  }
+  checkLinear<half, half, half>(64, 64, 32, 0, false, false, 61, &blas);
+  checkLinear<half, half, half>(100, 70, 40, 0, true, true, 62, &blas);  // odd sizes
+  checkLinear<half, half, half>(3, 37, 13, 0, true, false, 63, &blas);   // 2-byte alignment
+  checkLinear<bfloat16, bfloat16, bfloat16>(130, 129, 96, 0, true, true, 64, &blas);
+  checkLinear<half, half, float>(17, 64, 64, 0, true, true, 65, &blas);  // f32 out: llmc's
+  checkLinear<half, half, half>(300, 256, 512, 0, false, true, 66, &blas);
 }
 
 TEST(CudaGemv, SplitCountFillsTheDevice) {
@@ -799,7 +827,10 @@ void checkPrefill(int b, int s, int hq, int hkv, int cap, long long pos, bool ca
                               window, scale, softcap);
       want.insert(want.end(), row.begin(), row.end());
     }
-  EXPECT_LE(relativeError(out.download(), want), kF32Tolerance);
+  // The tensor-core form rounds the probabilities to T for the value
+  // product (its B operand): within one unit of T's rounding more.
+  double tol = kF32Tolerance + (kTensorCoreAttention<T, K, D, Dv> ? storageEpsilon<T>() : 0.0);
+  EXPECT_LE(relativeError(out.download(), want), tol);
 }
 
 TEST(CudaFlashAttention, CausalPrefillFromTheStart) {
@@ -818,6 +849,23 @@ TEST(CudaFlashAttention, Int8CachesWithTheirScales) {
   checkPrefill<half, 64, 64, int8_t>(1, 40, 4, 2, 64, 0, true, 0, 0);
   checkPrefill<float, 128, 128, int8_t>(1, 3, 2, 1, 80, 70, true, 13, 20.0f);
   checkPrefill<bfloat16, 32, 32, int8_t>(2, 9, 2, 2, 32, 3, false, 0, 0);
+}
+
+// Half and bfloat16 with D = Dv <= 128 run on tensor cores
+// (AttentionTensorCore.h): several 64-query blocks and 64-key tiles, a
+// partial last block with warps that have no query, a chunk after cached
+// tokens, GQA and MQA, windows that skip whole tiles, softcap, non-causal.
+TEST(CudaFlashAttention, TensorCoreTiles) {
+  static_assert(kTensorCoreAttention<half, half, 128, 128> &&
+                kTensorCoreAttention<bfloat16, bfloat16, 16, 16> &&
+                !kTensorCoreAttention<half, int8_t, 64, 64> &&
+                !kTensorCoreAttention<float, float, 64, 64> &&
+                !kTensorCoreAttention<half, half, 256, 256> &&
+                !kTensorCoreAttention<half, half, 64, 32>);
+  checkPrefill<half, 128, 128>(1, 150, 4, 2, 256, 30, true, 0, 0);
+  checkPrefill<bfloat16, 64, 64>(2, 70, 4, 1, 160, 5, true, 40, 30.0f);
+  checkPrefill<half, 64, 64>(1, 130, 2, 2, 130, 0, false, 0, 0);
+  checkPrefill<bfloat16, 16, 16>(1, 20, 2, 1, 64, 0, true, 0, 0);
 }
 
 TEST(CudaFlashAttention, WindowSoftcapAndNonCausal) {

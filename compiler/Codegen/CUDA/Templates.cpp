@@ -541,8 +541,8 @@ llvm::Error CudaEmitter::emitLinear(Operation *op, CpuModel::Entry &stats) {
                   " (" + fn + ") -> " + describeType(y.getType()));
   } else {
     fn += "gemm";
-    statement(llvm::formatv("{0}<{1}>({2}, {3}, {4}, {5}, {6}, {7}, a.stream)", fn, targs,
-                            ptr(x), wargs, b, res, ptr(y), sizes)
+    statement(llvm::formatv("{0}<{1}>({2}, {3}, {4}, {5}, {6}, {7}, a.stream{8})", fn, targs,
+                            ptr(x), wargs, b, res, ptr(y), sizes, quant ? "" : ", &m.blas")
                   .str(),
               shortName(op).str() + (add ? " + residual" : "") + " (" + fn + ") -> " +
                   describeType(y.getType()));

@@ -156,6 +156,21 @@ struct Fiber {
   uint64_t seen[32] = {};     // what each lane offered, once released
 };
 
+/// A block's dynamic shared memory: 128-byte aligned, as the GPU's (its
+/// base is at least 16-byte aligned; llmc's kernels declare 128, and
+/// tensor-core tiles need 32).
+struct DynamicSharedBytes {
+  explicit DynamicSharedBytes(size_t n) : storage(n + 127), bytes(n) {}
+  unsigned char *data() {
+    auto p = reinterpret_cast<uintptr_t>(storage.data());
+    return storage.data() + ((128 - p % 128) % 128);
+  }
+  size_t size() const { return bytes; }
+  bool empty() const { return bytes == 0; }
+  std::vector<unsigned char> storage;
+  size_t bytes;
+};
+
 struct Block {
   std::vector<Fiber> *fibers = nullptr;
   Context scheduler;
@@ -166,7 +181,7 @@ struct Block {
   // Shared memory: one slot per declaration site, and the dynamic part.
   std::vector<std::pair<const void *, std::unique_ptr<std::max_align_t[]>>> sharedVars;
   size_t staticSharedBytes = 0;
-  std::vector<unsigned char> *dynamicShared = nullptr;
+  DynamicSharedBytes *dynamicShared = nullptr;
   size_t sharedLimit = kDefaultSharedBytes;
   std::string error;
 };
@@ -537,7 +552,7 @@ inline std::string runGrid(const void *kernel, dim3 grid, dim3 block, size_t dyn
   if (!stacks.count)
     return "cannot allocate " + std::to_string(threads) + " fiber stacks";
   std::vector<Fiber> fibers(threads);
-  std::vector<unsigned char> dynamic(dynamicBytes);
+  DynamicSharedBytes dynamic(dynamicBytes);
   Block b;
   b.fibers = &fibers;
   b.blockDim = block;

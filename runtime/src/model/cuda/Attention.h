@@ -46,9 +46,10 @@
 //   scales go to shared memory beside it: a score is the int8 row's dot
 //   product times the key's scale, a value row's weight p times its scale.
 //
-//   This is the SIMT form (every architecture); tensor-core tiles (mma.sync
-//   / wgmma) for prefill come with the GPU benchmark. No __launch_bounds__:
-//   with it ptxas spilled a few bytes in the f32 instances.
+//   This is the SIMT form (every architecture and type); prefill over half
+//   or bfloat16 queries and caches runs on tensor cores instead
+//   (AttentionTensorCore.h). No __launch_bounds__: with it ptxas spilled a
+//   few bytes in the f32 instances.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_RUNTIME_MODEL_CUDA_ATTENTION_H
@@ -421,10 +422,12 @@ LLMC_GLOBAL void
   }
 }
 
-/// Flash prefill attention (K: the caches' type; with int8 caches kScales
-/// and vScales are their scales, else null).
+/// Flash prefill attention in SIMT form (K: the caches' type; with int8
+/// caches kScales and vScales are their scales, else null).
+/// AttentionTensorCore.h's flashAttention calls it where tensor-core tiles
+/// do not apply.
 template <class T, class K, int D, int Dv, class Y>
-std::string flashAttention(const T *q, const K *kCache, const K *vCache, const float *kScales,
+std::string flashAttentionSimt(const T *q, const K *kCache, const K *vCache, const float *kScales,
                            const float *vScales, const int64_t *pos, Y *out, int b, int s, int hq,
                            int hkv, int capacity, bool causal, int window, float scale,
                            float softcap, Stream stream) {

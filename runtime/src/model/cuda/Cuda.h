@@ -32,10 +32,10 @@
 //                                  nothing)
 //   loadWords<N>(p, out)           N (4, 8, 16) aligned bytes at p as N / 4
 //                                  little-endian 32-bit words
-//   tc::FragA<T>, FragB<T>, Acc    a warp's 16 x 16 x 16 tensor-core tiles (T
-//   tc::zero, loadA, loadB, mma,   half or bfloat16, f32 accumulators): WMMA
-//   store                          on the GPU; on the host every lane holds
-//                                  the whole A and B tiles and 8 of the 256
+//   tc::FragA<T>, FragB<T>,        a warp's 16 x 16 x 16 tensor-core tiles (T
+//   FragBRow<T>, Acc; tc::zero,    half or bfloat16, f32 accumulators): WMMA
+//   loadA, loadB, loadBRow, mma,   on the GPU; on the host every lane holds
+//   load, store                    the whole A and B tiles and 8 of the 256
 //                                  accumulators. Warp-collective, as WMMA:
 //                                  every lane calls them with the same
 //                                  pointers; pointers 32-byte aligned, ldm a
@@ -81,7 +81,7 @@ struct DeviceInfo {
 #define LLMC_HOST_DEVICE __host__ __device__ __forceinline__
 #define LLMC_SHARED(Type, name) __shared__ ::llmc::cuda::Id<Type> name
 #define LLMC_DYNAMIC_SHARED(Type, name)                                                           \
-  extern __shared__ __align__(16) unsigned char llmc_dynamic_shared_[];                           \
+  extern __shared__ __align__(128) unsigned char llmc_dynamic_shared_[];                           \
   Type *name = reinterpret_cast<Type *>(llmc_dynamic_shared_)
 #define LLMC_UNROLL _Pragma("unroll")
 #define LLMC_LAUNCH_BOUNDS(n) __launch_bounds__(n)
@@ -193,9 +193,22 @@ template <class T> LLMC_DEVICE void loadA(FragA<T> &a, const T *p, int ldm) {
 template <class T> LLMC_DEVICE void loadB(FragB<T> &b, const T *p, int ldm) {
   wmma::load_matrix_sync(b, p, unsigned(ldm));
 }
+template <class T> using FragBRow = wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major>;
+/// B [16 k][16 columns] stored by row at p (row k's 16 columns contiguous,
+/// row stride ldm): rows of a row-major V [keys, channels].
+template <class T> LLMC_DEVICE void loadBRow(FragBRow<T> &b, const T *p, int ldm) {
+  wmma::load_matrix_sync(b, p, unsigned(ldm));
+}
 /// c += a b.
 template <class T> LLMC_DEVICE void mma(Acc &c, const FragA<T> &a, const FragB<T> &b) {
   wmma::mma_sync(c, a, b, c);
+}
+template <class T> LLMC_DEVICE void mma(Acc &c, const FragA<T> &a, const FragBRow<T> &b) {
+  wmma::mma_sync(c, a, b, c);
+}
+/// c from row-major f32 at p, row stride ldm.
+LLMC_DEVICE void load(Acc &c, const float *p, int ldm) {
+  wmma::load_matrix_sync(c, p, unsigned(ldm), wmma::mem_row_major);
 }
 /// c row-major at p, row stride ldm.
 LLMC_DEVICE void store(float *p, const Acc &c, int ldm) {
@@ -505,7 +518,16 @@ template <class T> void loadB(FragB<T> &b, const T *p, int ldm) {
     for (int k = 0; k < 16; ++k)
       b.v[n][k] = toFloat(p[n * ldm + k]);
 }
-template <class T> void mma(Acc &c, const FragA<T> &a, const FragB<T> &b) {
+template <class T> struct FragBRow {
+  float v[16][16]; // [column][k]
+};
+template <class T> void loadBRow(FragBRow<T> &b, const T *p, int ldm) {
+  checkTile(p, ldm, 8);
+  for (int k = 0; k < 16; ++k)
+    for (int n = 0; n < 16; ++n)
+      b.v[n][k] = toFloat(p[k * ldm + n]);
+}
+template <class T, class B> void mma(Acc &c, const FragA<T> &a, const B &b) {
   unsigned lane = ::llmc::cudaemu::self()->lane;
   for (int i = 0; i < 8; ++i) {
     int e = int(lane) + 32 * i, r = e / 16, n = e % 16;
@@ -513,6 +535,14 @@ template <class T> void mma(Acc &c, const FragA<T> &a, const FragB<T> &b) {
     for (int k = 0; k < 16; ++k)
       s = std::fma(a.v[r][k], b.v[n][k], s);
     c.v[i] = s;
+  }
+}
+inline void load(Acc &c, const float *p, int ldm) {
+  checkTile(p, ldm, 4);
+  unsigned lane = ::llmc::cudaemu::self()->lane;
+  for (int i = 0; i < 8; ++i) {
+    int e = int(lane) + 32 * i;
+    c.v[i] = p[(e / 16) * ldm + e % 16];
   }
 }
 inline void store(float *p, const Acc &c, int ldm) {

@@ -11,7 +11,8 @@
 //             weights.bin once per process and model (contexts of one
 //             model share the copy), allocates the arena, the device token
 //             and position buffers, the error word, the split counters
-//             (Common.h, zeroed once) and pinned staging for
+//             (Common.h, zeroed once), cuBLASLt's handle and workspace
+//             when the library is there (Blas.h), and pinned staging for
 //             what crosses to and from the host, and a stream;
 //   cache_alloc  the session's KV caches on the device: one allocation,
 //             zeroed;
@@ -38,7 +39,8 @@
 #define LLMC_RUNTIME_MODEL_CUDA_DEVICEMODEL_H
 
 #include "llmc/model_abi.h"
-#include "runtime/src/model/cuda/Attention.h"
+#include "runtime/src/model/cuda/AttentionTensorCore.h"
+#include "runtime/src/model/cuda/Blas.h"
 #include "runtime/src/model/cuda/Common.h"
 #include "runtime/src/model/cuda/Gemm.h"
 #include "runtime/src/model/cuda/Gemv.h"
@@ -130,6 +132,7 @@ struct DeviceContext {
   double *uniforms = nullptr;           // and its uniforms [batch]
   unsigned long long *error = nullptr;  // the device error word
   unsigned *counters = nullptr;         // the split counters (Common.h), zero
+  Blas blas;                            // cuBLASLt for the prefill GEMMs, when there
   // Pinned staging: tokens, position, logits, ids, sampling, error word.
   int64_t *hostTokens = nullptr, *hostPos = nullptr;
   float *hostLogits = nullptr;
@@ -213,7 +216,8 @@ template <class M> struct Glue {
     DeviceInfo info;
     LLMC_CUDA_TRY(deviceInfo(&info));
     m.multiprocessors = info.multiprocessors;
-    size_t need = size_t(M::kWeightsBytes) + size_t(M::kArenaBytes) + maxLogits() * 4;
+    size_t need = size_t(M::kWeightsBytes) + size_t(M::kArenaBytes) + maxLogits() * 4 +
+                  (Blas::wanted() ? Blas::kWorkspaceBytes : 0);
     if (info.freeBytes < need)
       return "too little device memory on " + info.name + ": the weights and activations need " +
              std::to_string(need >> 20) + " MiB, " + std::to_string(info.freeBytes >> 20) +
@@ -252,6 +256,7 @@ template <class M> struct Glue {
     LLMC_CUDA_TRY(pinned(&m.hostLogits, maxLogits() * 4));
     LLMC_CUDA_TRY(pinned(&m.hostError, 8));
     (void)programmaticLaunches(); // decided now, not while a graph is captured
+    LLMC_CUDA_TRY(m.blas.open());
     LLMC_CUDA_TRY(streamCreate(&m.stream));
     // The kernels that count their splits leave the counters at zero.
     LLMC_CUDA_TRY(memsetAsync(m.counters, 0, kSplitCounters * sizeof(unsigned), m.stream));
@@ -283,6 +288,7 @@ template <class M> struct Glue {
       graphDestroy(g.graph);
     if (m->stream)
       streamDestroy(m->stream);
+    m->blas.close();
     for (void *p : {(void *)m->arena, (void *)m->tokens, (void *)m->pos, (void *)m->logits,
                     (void *)m->ids, (void *)m->params, (void *)m->uniforms, (void *)m->error,
                     (void *)m->counters})

@@ -23,11 +23,14 @@
 //   thread 4 x 4 of it in registers, over K in steps of 16 staged in shared
 //   memory (A and W tiles stored k-major, rows padded).
 //   Sums in f32 either way. Edges load zeros.
+//   On a GPU with cuBLASLt (Blas.h), gemm hands 16-bit X = W = Y to it
+//   instead; the kernels here run the rest, and everything on the emulation.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_RUNTIME_MODEL_CUDA_GEMM_H
 #define LLMC_RUNTIME_MODEL_CUDA_GEMM_H
 
+#include "runtime/src/model/cuda/Blas.h"
 #include "runtime/src/model/cuda/Common.h"
 
 #include <type_traits>
@@ -194,12 +197,21 @@ template <class W, class X>
 constexpr bool kTensorCoreGemm =
     std::is_same_v<W, X> && (std::is_same_v<W, half> || std::is_same_v<W, bfloat16>);
 
+/// C = A W^T (+ bias) (+ residual): through `blas` (cuBLASLt, Blas.h) when
+/// it is ready and W, X and Y are one 16-bit type, else llmc's kernels.
 template <class W, class X, class Y>
 std::string gemm(const X *a, const W *w, const W *bias, const Y *residual, Y *c, int m, int n, int k,
-                 Stream stream) {
+                 Stream stream, Blas *blas = nullptr) {
   if constexpr (kTensorCoreGemm<W, X>) {
     if (m < 1 || n < 1 || k < 1)
       return "gemm: invalid arguments";
+    if constexpr (std::is_same_v<W, Y>)
+      if (blas && blas->ready()) {
+        bool ran = false;
+        std::string e = blas->matmul(a, w, bias, residual, c, m, n, k, stream, &ran);
+        if (!e.empty() || ran)
+          return e;
+      }
     if (!std::is_same_v<W, bfloat16> || tc::bf16()) // bfloat16 tiles: sm_80 and later
       return launch(gemmTensorCoreKernel<W, Y>, dim3(ceilDiv(n, kTcTile), ceilDiv(m, kTcTile)),
                     dim3(kTcThreads), 0, stream, a, w, bias, residual, c, m, n, k);
