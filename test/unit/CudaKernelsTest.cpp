@@ -565,6 +565,61 @@ TEST(CudaCacheWrite, PairOfCachesInOneLaunch) {
   EXPECT_EQ(err.download()[0], 0u);
 }
 
+// An attention's ropes and cache writes in one launch (ropeCacheWrite):
+// queries and keys roped as float64 says, the key cache holding exactly
+// the roped keys and the value cache exactly the values (read at
+// [B, Hkv, S, D] strides) at the device position, nothing else written;
+// partial rotary dimension, more query heads than keys or fewer; past the
+// capacity: reported.
+TEST(CudaCacheWrite, RopesAndCacheWritesInOneLaunch) {
+  for (auto [nq, nkv, r] : {std::tuple{8, 2, 0}, std::tuple{1, 3, 16}}) {
+    SCOPED_TRACE("nq=" + std::to_string(nq) + " nkv=" + std::to_string(nkv));
+    int b = 2, s = 3, d = 32, p = 40, cap = 11;
+    RopeTables tables(p, r ? r : d);
+    std::vector<int64_t> positions = ropePositions(b, s, true, p);
+    auto xq = randomValues<half>(size_t(b * s * nq * d), 1.0f, 17);
+    auto xk = randomValues<half>(size_t(b * s * nkv * d), 1.0f, 18);
+    auto values = randomValues<half>(size_t(b * nkv * s * d), 1.0f, 19);
+    std::vector<half> init(size_t(b * nkv * cap * d), fromFloat<half>(-3.0f));
+    DeviceBuffer<half> dxq(xq), dxk(xk), dyq(xq.size()), dyk(xk.size()), dv(values), kc(init),
+        vc(init);
+    DeviceBuffer<float> dc(tables.cosT), ds(tables.sinT);
+    DeviceBuffer<int64_t> dp(positions), pos(std::vector<int64_t>{7});
+    DeviceBuffer<unsigned long long> err(std::vector<unsigned long long>{0});
+    auto run = [&] {
+      return ropeCacheWrite(dxq.get(), dyq.get(), nq, dxk.get(), dyk.get(), nkv, kc.get(),
+                            vc.get(), dv.get(), int64_t(nkv * s * d), int64_t(d), int64_t(s * d),
+                            dc.get(), ds.get(), dp.get(), true, pos.get(), b, s, d, r, p, false,
+                            cap, err.get(), nullptr);
+    };
+    ASSERT_EQ(run(), "");
+    EXPECT_LE(relativeError(dyq.download(),
+                            ropeReference(xq, tables, positions, b, s, nq, d, r, false, true)),
+              tolerance<half>());
+    std::vector<half> yk = dyk.download();
+    EXPECT_LE(relativeError(yk, ropeReference(xk, tables, positions, b, s, nkv, d, r, false, true)),
+              tolerance<half>());
+    std::vector<half> gotK = kc.download(), gotV = vc.download();
+    for (int bi = 0; bi < b; ++bi)
+      for (int hi = 0; hi < nkv; ++hi)
+        for (int row = 0; row < cap; ++row)
+          for (int di = 0; di < d; ++di) {
+            size_t at = size_t(((bi * nkv + hi) * cap + row) * d + di);
+            bool written = row >= 7 && row < 7 + s;
+            int si = row - 7;
+            float wantK = written ? toFloat(yk[size_t(((bi * s + si) * nkv + hi) * d + di)]) : -3.0f;
+            float wantV =
+                written ? toFloat(values[size_t(((bi * nkv + hi) * s + si) * d + di)]) : -3.0f;
+            ASSERT_EQ(toFloat(gotK[at]), wantK) << bi << " " << hi << " " << row << " " << di;
+            ASSERT_EQ(toFloat(gotV[at]), wantV) << bi << " " << hi << " " << row << " " << di;
+          }
+    EXPECT_EQ(err.download()[0], 0u);
+    pos.upload({9}); // rows 9 .. 11 of 11
+    ASSERT_EQ(run(), "");
+    EXPECT_EQ(err.download()[0] >> 32, kCacheOverflow);
+  }
+}
+
 TEST(CudaCacheWrite, Int8RowsAndScalesAsTheCpuRoundsThem) {
   // A [B, S, Hkv, D] f16 update into an int8 cache and its scales: every
   // value and scale equal to cpu::quantizeKvRow's (rows of 40 and of 160,

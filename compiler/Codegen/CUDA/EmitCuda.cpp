@@ -63,8 +63,9 @@ llvm::Error CudaEmitter::emitBlock(Block &block, CpuModel::Entry &stats) {
   }
   // Two ropes (queries and keys) or two cache writes (keys and values) one
   // after the other, with only views between them, become one launch at
-  // the second: the first is deferred to it.
-  Operation *pending = nullptr;
+  // the second: the first is deferred to it. A rope pair right before a
+  // cache-write pair of the same attention joins it (ropeCacheWrite).
+  Operation *pending = nullptr, *lastPair = nullptr;
   for (Operation &op : block.without_terminator()) {
     if (folded.contains(&op) || isa<ConstantOp>(&op) || isView(&op) ||
         shortName(&op) == "onnx.identity")
@@ -73,8 +74,16 @@ llvm::Error CudaEmitter::emitBlock(Block &block, CpuModel::Entry &stats) {
       pairs[&op] = pending;
       folded.insert(pending);
       pending = nullptr;
+      if (lastPair && isa<CacheUpdateOp>(&op) && ropeCacheFusable(lastPair, &op)) {
+        ropeCaches[&op] = lastPair;
+        folded.insert(lastPair);
+      }
+      lastPair = &op;
       continue;
     }
+    // (The pair before stays "last" only for the first half of the next.)
+    if (pending || !isa<CacheUpdateOp>(&op))
+      lastPair = nullptr;
     pending = isa<RopeOp, CacheUpdateOp>(&op) ? &op : nullptr;
   }
   for (Operation &op : block.without_terminator())
@@ -113,6 +122,31 @@ bool CudaEmitter::pairable(Operation *first, Operation *second) {
     return false;
   CacheSource as = cacheUpdateSource(a), bs = cacheUpdateSource(b);
   return as.s == bs.s && cxxType(as.value.getType()) == cxxType(bs.value.getType());
+}
+
+bool CudaEmitter::ropeCacheFusable(Operation *ropes, Operation *caches) {
+  auto r2 = dyn_cast<RopeOp>(ropes);
+  auto r1 = r2 ? dyn_cast_or_null<RopeOp>(pairs.lookup(r2)) : RopeOp();
+  auto c1 = dyn_cast_or_null<CacheUpdateOp>(pairs.lookup(caches));
+  if (!r1 || !c1)
+    return false;
+  // Which write caches a roped value: the keys'; the other the values'.
+  CacheSource s1 = cacheUpdateSource(c1), s2 = cacheUpdateSource(caches);
+  auto isRoped = [&](Value v) { return v == r1.getResult() || v == r2.getResult(); };
+  if (isRoped(s1.value) == isRoped(s2.value))
+    return false;
+  Operation *keysWrite = isRoped(s1.value) ? c1.getOperation() : caches;
+  CacheSource keys = isRoped(s1.value) ? s1 : s2, values = isRoped(s1.value) ? s2 : s1;
+  RopeOp keysRope = keys.value == r1.getResult() ? r1 : r2;
+  // The keys' write reads the rope's own [B, S, Hkv, D] layout, and one
+  // element type runs through ropes, updates and caches.
+  auto ks = shapeOf(keysRope.getX()), cs = shapeOf(keysWrite->getOperand(0));
+  std::string t = cxxType(keysRope.getX().getType());
+  return ks.size() == 4 && cs.size() == 4 && ks[0] == cs[0] && ks[1] == keys.s &&
+         ks[2] == cs[1] && ks[3] == cs[3] && keys.sb == ks[1] * ks[2] * ks[3] &&
+         keys.ss == ks[2] * ks[3] && keys.sh == ks[3] &&
+         cxxType(keysWrite->getOperand(0).getType()) == t &&
+         cxxType(values.value.getType()) == t;
 }
 
 int64_t CudaEmitter::planArena(std::string &text) {

@@ -214,6 +214,12 @@ private:
   /// place: the same kind over the same shape, tables and position, and
   /// nothing reading first's results before second.
   bool pairable(Operation *first, Operation *second);
+  /// Whether the rope pair ending at `ropes` and the cache-write pair ending
+  /// at `caches` (the next operations that are not views) are an
+  /// attention's queries and keys roped and its keys and values cached,
+  /// the keys' write reading the roped keys as [B, S, Hkv, D]: one
+  /// ropeCacheWrite launch at `caches`.
+  bool ropeCacheFusable(Operation *ropes, Operation *caches);
   /// llm.assert_equal: a kernel that records the first mismatch as
   /// kAssertFailed with the message's index; the value passes through.
   llvm::Error emitAssert(AssertEqualOp check, CpuModel::Entry &stats);
@@ -307,6 +313,9 @@ private:
   /// The second of a pair of ropes or cache writes -> the first, deferred to
   /// it (pairable).
   llvm::DenseMap<Operation *, Operation *> pairs;
+  /// The second cache write of a pair -> the second rope of the pair before
+  /// it, both pairs in one launch there (ropeCacheFusable).
+  llvm::DenseMap<Operation *, Operation *> ropeCaches;
   /// cache_update -> the [B, S, H, D] value its transposed update came from.
   llvm::DenseMap<Operation *, Value> transposedUpdates;
   std::set<std::string> missing;

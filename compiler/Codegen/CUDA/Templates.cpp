@@ -319,6 +319,37 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
                     .str(),
                 "quantized_cache_update -> " + describeType(cache.getType()) + ", " +
                     describeType(scales.getType()) + ", in place");
+    } else if (auto r2 = dyn_cast_or_null<RopeOp>(ropeCaches.lookup(op))) {
+      // (ropeCacheFusable: the rope pair before, one launch for all four)
+      auto r1 = cast<RopeOp>(pairs.lookup(r2));
+      Ref fr = refs[first->getOperand(0)];
+      refs[first->getResult(0)] = fr;
+      CacheSource fs = cacheUpdateSource(first);
+      bool keysFirst = fs.value == r1.getResult() || fs.value == r2.getResult();
+      CacheSource keys = keysFirst ? fs : src, values = keysFirst ? src : fs;
+      Value kCache = keysFirst ? first->getOperand(0) : cache;
+      Value vCache = keysFirst ? cache : first->getOperand(0);
+      RopeOp kr = keys.value == r1.getResult() ? r1 : r2, qr = kr == r1 ? r2 : r1;
+      define(qr.getResult());
+      define(kr.getResult());
+      auto xs = shapeOf(kr.getX()), ps = shapeOf(kr.getPositions());
+      bool perBatch = ps.size() == 2 && ps[0] == xs[0] && xs[0] > 1;
+      statement(
+          llvm::formatv(
+              "ropeCacheWrite<{0}, {1}>({2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, "
+              "{13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, "
+              "a.capacity, m.error, a.stream)",
+              cxxType(kr.getX().getType()), cxxType(kr.getCos().getType()), ptr(qr.getX()),
+              ptr(qr.getResult()), shapeOf(qr.getX())[2], ptr(kr.getX()), ptr(kr.getResult()),
+              xs[2], ptr(kCache), ptr(vCache), ptr(values.value), values.sb, values.ss, values.sh,
+              ptr(kr.getCos()), ptr(kr.getSin()), ptr(kr.getPositions()),
+              perBatch ? "true" : "false", ptr(pos), xs[0], xs[1], xs[3], kr.getRotaryDim(),
+              shapeOf(kr.getCos())[0], kr.getInterleaved() ? "true" : "false")
+              .str(),
+          "rope x 2 + cache_update x 2 -> " + describeType(qr.getResult().getType()) + ", " +
+              describeType(kr.getResult().getType()) + ", " + describeType(cache.getType()) +
+              " x 2, in place");
+      ++stats.kernelCalls;
     } else if (first) { // (pairs: the same shape, types and position)
       Ref fr = refs[first->getOperand(0)];
       refs[first->getResult(0)] = fr;

@@ -16,12 +16,14 @@
 //                   into chunks of ceil((*pos + 1) / splits) rounded up to
 //                   whole kAttnKeys tiles, so the number of busy blocks
 //                   follows the context, read on the device: a short one
-//                   leaves the last splits empty; each chunk's
-//                   softmax-normalised values and log-sum-exp, -inf and
-//                   zeros for an empty chunk); the block that finishes its
+//                   leaves the last splits empty, and their blocks leave
+//                   at once; each busy chunk's softmax-normalised values
+//                   and log-sum-exp, -inf and zeros for a chunk wholly
+//                   outside the window); the busy block that finishes its
 //                   (batch, kv head) last (Common.h's lastOfGroup over
-//                   `counters`, a word per pair) merges them into out [B,
-//                   Hq, Dv] (llm.attention_combine), in the same launch.
+//                   `counters`, a word per pair) merges the busy splits
+//                   into out [B, Hq, Dv] (llm.attention_combine), in the
+//                   same launch.
 //   prefill q       [B, S, Hq, D] at positions *pos .. *pos + S - 1 over
 //                   keys 0 .. *pos + S - 1; out [B, S, Hq, Dv]
 //                   (llm.flash_attention).
@@ -176,8 +178,12 @@ LLMC_GLOBAL void
   long long p0 = *pos;
   int n = int(p0 + 1);
   int chunk = ((n + splits - 1) / splits + kAttnKeys - 1) / kAttnKeys * kAttnKeys;
-  long long first = (long long)split * chunk; // (past n: an empty chunk)
-  int start = first < n ? int(first) : n, end = n - start > chunk ? start + chunk : n;
+  // The splits with keys (the others leave at once: they write nothing and
+  // are not counted, and the merge reads only these).
+  int busy = (n + chunk - 1) / chunk;
+  if (split >= busy)
+    return; // block-uniform
+  int start = split * chunk, end = n - start > chunk ? start + chunk : n;
   int lo = firstKey(p0, window);
   if (start < lo)
     start = lo;
@@ -256,7 +262,7 @@ LLMC_GLOBAL void
   // The group's last block: out[b, h, :] = sum_s exp(lse_s - L) partial_s,
   // L = log sum_s exp(lse_s), a warp per head of the group, a lane per
   // channel.
-  if (!lastOfGroup(counters + size_t(b) * size_t(hkv) + size_t(kvh), unsigned(splits)))
+  if (!lastOfGroup(counters + size_t(b) * size_t(hkv) + size_t(kvh), unsigned(busy)))
     return;
   // The splits go kCombineLoads at a time, their loads issued before any
   // is used (a split's loads are L2 round trips; one after another they
@@ -266,11 +272,11 @@ LLMC_GLOBAL void
     size_t h = size_t(h0 + hi);
     auto rowOf = [&](int s) { return (size_t(b) * size_t(splits) + size_t(s)) * size_t(hq) + h; };
     float m = -INFINITY;
-    for (int s0 = 0; s0 < splits; s0 += kCombineLoads) {
+    for (int s0 = 0; s0 < busy; s0 += kCombineLoads) {
       float l[kCombineLoads];
       LLMC_UNROLL
       for (int j = 0; j < kCombineLoads; ++j)
-        l[j] = s0 + j < splits ? __ldcg(lse + rowOf(s0 + j)) : -INFINITY;
+        l[j] = s0 + j < busy ? __ldcg(lse + rowOf(s0 + j)) : -INFINITY;
       LLMC_UNROLL
       for (int j = 0; j < kCombineLoads; ++j)
         m = fmaxf(m, l[j]);
@@ -278,11 +284,11 @@ LLMC_GLOBAL void
     for (int d = int(lane); d < Dv; d += 32) {
       float num = 0.0f, den = 0.0f;
       if (m != -INFINITY)
-        for (int s0 = 0; s0 < splits; s0 += kCombineLoads) {
+        for (int s0 = 0; s0 < busy; s0 += kCombineLoads) {
           float l[kCombineLoads], p[kCombineLoads];
           LLMC_UNROLL
           for (int j = 0; j < kCombineLoads; ++j) {
-            bool in = s0 + j < splits;
+            bool in = s0 + j < busy;
             l[j] = in ? __ldcg(lse + rowOf(s0 + j)) : -INFINITY;
             p[j] = in ? __ldcg(partial + rowOf(s0 + j) * size_t(Dv) + size_t(d)) : 0.0f;
           }

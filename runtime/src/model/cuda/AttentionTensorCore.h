@@ -121,6 +121,7 @@ LLMC_DEVICE void flashAttentionTcBody(const T *q, const T *kCache, const T *vCac
     tc::loadA(qf[c], kt + warp * 16 * kLd + 16 * c, kLd);
   for (int i = lane; i < 16 * kOLd; i += 32)
     ow[i] = 0.0f;
+  __syncwarp(); // (rows are zeroed by other lanes than the two that own them)
 
   // Two lanes per query row: `half` picks its 32 keys of a tile and its
   // D / 2 channels of O.

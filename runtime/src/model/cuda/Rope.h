@@ -19,6 +19,10 @@
 //            each step's position. A write past C records kCacheOverflow.
 // cacheWritePair  two such writes of one shape (the keys and the values of
 //            a layer) in one launch, blockIdx.y choosing the cache.
+// ropeCacheWrite  an attention's ropePair and cacheWritePair in one launch:
+//            the thread that ropes a key pair writes it into the key cache
+//            as well (the keys' update read as [B, S, Hkv, D]), blockIdx.y
+//            2 writes the values.
 // cacheWriteInt8  the same into an int8 cache and its scales [B, Hkv, C]
 //            (llm.quantized_cache_update): per row, s = max|x| / 127 and
 //            q = rint(x / s) in [-127, 127] (round half to even, as
@@ -39,19 +43,26 @@ template <class T> struct RopeTensor {
   int n;
 };
 
+/// Where a rope also writes its result (ropeCacheWrite's keys): cache [B,
+/// n, C, D] rows *pos + s, or nothing (cache null).
+template <class T> struct RopeCacheRows {
+  T *cache;
+  const int64_t *pos;
+  int capacity;
+};
+
+/// Work item i of a rope over t (one thread per (token, head, pair), then
+/// the channels past R, copied), and its cache row when `rows` has one.
 template <class T, class C>
-LLMC_GLOBAL void ropeKernel(RopeTensor<T> t0, RopeTensor<T> t1, const C *cosT, const C *sinT,
-                            const int64_t *positions, int positionsPerBatch, int b, int s, int d,
-                            int r, int p, bool interleaved, unsigned long long *error) {
-  LLMC_KERNEL_BEGIN();
-  const RopeTensor<T> &t = blockIdx.y == 0 ? t0 : t1;
+LLMC_DEVICE void ropeItem(const RopeTensor<T> &t, RopeCacheRows<T> rows, size_t i, const C *cosT,
+                          const C *sinT, const int64_t *positions, int positionsPerBatch, int b,
+                          int s, int d, int r, int p, bool interleaved,
+                          unsigned long long *error) {
   const T *x = t.x;
   T *y = t.y;
   int n = t.n;
   int half = r / 2, rest = d - r;
-  // Work items per head: the pairs, then the channels past R (copied).
   int perHead = half + rest;
-  size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   size_t total = size_t(b) * size_t(s) * size_t(n) * size_t(perHead);
   if (i >= total)
     return;
@@ -59,12 +70,26 @@ LLMC_GLOBAL void ropeKernel(RopeTensor<T> t0, RopeTensor<T> t1, const C *cosT, c
   size_t head = i / size_t(perHead); // (batch, token, head) flattened
   size_t token = head / size_t(n);
   size_t rowBase = head * size_t(d);
+  int bi = int(token / size_t(s)), si = int(token % size_t(s));
+  T *cacheRow = nullptr;
+  if (rows.cache) {
+    int64_t row = *rows.pos + si;
+    if (*rows.pos < 0 || row >= rows.capacity) {
+      recordError(error, kCacheOverflow, (long long)row);
+      return;
+    }
+    int hi = int(head % size_t(n));
+    cacheRow = rows.cache +
+               ((size_t(bi) * size_t(n) + size_t(hi)) * size_t(rows.capacity) + size_t(row)) *
+                   size_t(d);
+  }
   if (item >= half) {
     int ch = r + (item - half);
     y[rowBase + size_t(ch)] = x[rowBase + size_t(ch)];
+    if (cacheRow)
+      cacheRow[ch] = x[rowBase + size_t(ch)];
     return;
   }
-  int bi = int(token / size_t(s)), si = int(token % size_t(s));
   int64_t pos = positions[size_t(positionsPerBatch ? bi : 0) * size_t(s) + size_t(si)];
   if (pos < 0 || pos >= p) {
     recordError(error, kPositionOutOfRange, (long long)token);
@@ -72,11 +97,25 @@ LLMC_GLOBAL void ropeKernel(RopeTensor<T> t0, RopeTensor<T> t1, const C *cosT, c
   }
   float c = toFloat(cosT[size_t(pos) * size_t(half) + size_t(item)]);
   float sn = toFloat(sinT[size_t(pos) * size_t(half) + size_t(item)]);
-  size_t i1 = rowBase + size_t(interleaved ? 2 * item : item);
-  size_t i2 = rowBase + size_t(interleaved ? 2 * item + 1 : item + half);
-  float a = toFloat(x[i1]), bb = toFloat(x[i2]);
-  y[i1] = fromFloat<T>(a * c - bb * sn);
-  y[i2] = fromFloat<T>(bb * c + a * sn);
+  int c1 = interleaved ? 2 * item : item, c2 = interleaved ? 2 * item + 1 : item + half;
+  float a = toFloat(x[rowBase + size_t(c1)]), bb = toFloat(x[rowBase + size_t(c2)]);
+  T v1 = fromFloat<T>(a * c - bb * sn), v2 = fromFloat<T>(bb * c + a * sn);
+  y[rowBase + size_t(c1)] = v1;
+  y[rowBase + size_t(c2)] = v2;
+  if (cacheRow) {
+    cacheRow[c1] = v1;
+    cacheRow[c2] = v2;
+  }
+}
+
+template <class T, class C>
+LLMC_GLOBAL void ropeKernel(RopeTensor<T> t0, RopeTensor<T> t1, const C *cosT, const C *sinT,
+                            const int64_t *positions, int positionsPerBatch, int b, int s, int d,
+                            int r, int p, bool interleaved, unsigned long long *error) {
+  LLMC_KERNEL_BEGIN();
+  ropeItem(blockIdx.y == 0 ? t0 : t1, RopeCacheRows<T>{nullptr, nullptr, 0},
+           size_t(blockIdx.x) * blockDim.x + threadIdx.x, cosT, sinT, positions,
+           positionsPerBatch, b, s, d, r, p, interleaved, error);
 }
 
 /// ropePair's launch; rope's with t1 = t0 and one tensor (grid.y = 1).
@@ -154,16 +193,13 @@ template <class T, class U> struct CacheUpdate {
   int64_t sb, ss, sh;
 };
 
+/// Element i of a cache write (one thread per element of the update).
 template <class T, class U>
-LLMC_GLOBAL void cacheWriteKernel(CacheUpdate<T, U> u0, CacheUpdate<T, U> u1, const int64_t *pos,
-                                  int b, int hkv, int capacity, int s, int d,
-                                  unsigned long long *error) {
-  LLMC_KERNEL_BEGIN();
-  const CacheUpdate<T, U> &u = blockIdx.y == 0 ? u0 : u1;
+LLMC_DEVICE void cacheWriteItem(const CacheUpdate<T, U> &u, size_t i, const int64_t *pos, int b,
+                                int hkv, int capacity, int s, int d, unsigned long long *error) {
   T *cache = u.cache;
   const U *update = u.update;
   int64_t sb = u.sb, ss = u.ss, sh = u.sh;
-  size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   size_t total = size_t(b) * size_t(hkv) * size_t(s) * size_t(d);
   if (i >= total)
     return;
@@ -181,6 +217,15 @@ LLMC_GLOBAL void cacheWriteKernel(CacheUpdate<T, U> u0, CacheUpdate<T, U> u1, co
   T v = fromFloat<T>(toFloat(update[bi * sb + si * ss + hi * sh + di]));
   cache[((size_t(bi) * size_t(hkv) + size_t(hi)) * size_t(capacity) + size_t(row)) * size_t(d) +
         size_t(di)] = v;
+}
+
+template <class T, class U>
+LLMC_GLOBAL void cacheWriteKernel(CacheUpdate<T, U> u0, CacheUpdate<T, U> u1, const int64_t *pos,
+                                  int b, int hkv, int capacity, int s, int d,
+                                  unsigned long long *error) {
+  LLMC_KERNEL_BEGIN();
+  cacheWriteItem(blockIdx.y == 0 ? u0 : u1, size_t(blockIdx.x) * blockDim.x + threadIdx.x, pos, b,
+                 hkv, capacity, s, d, error);
 }
 
 /// cacheWritePair's launch; cacheWrite's with u1 = u0 and one cache.
@@ -213,6 +258,46 @@ std::string cacheWritePair(T *cache0, const U *update0, int64_t sb0, int64_t ss0
   return launchCacheWrite(CacheUpdate<T, U>{cache0, update0, sb0, ss0, sh0},
                           CacheUpdate<T, U>{cache1, update1, sb1, ss1, sh1}, 2, pos, b, hkv,
                           capacity, s, d, error, stream);
+}
+
+template <class T, class C>
+LLMC_GLOBAL void ropeCacheWriteKernel(RopeTensor<T> queries, RopeTensor<T> keys, T *kCache,
+                                      CacheUpdate<T, T> values, const C *cosT, const C *sinT,
+                                      const int64_t *positions, int positionsPerBatch,
+                                      const int64_t *pos, int b, int s, int d, int r, int p,
+                                      bool interleaved, int capacity, unsigned long long *error) {
+  LLMC_KERNEL_BEGIN();
+  size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (blockIdx.y == 2)
+    cacheWriteItem(values, i, pos, b, keys.n, capacity, s, d, error);
+  else
+    ropeItem(blockIdx.y == 0 ? queries : keys,
+             RopeCacheRows<T>{blockIdx.y == 0 ? nullptr : kCache, pos, capacity}, i, cosT, sinT,
+             positions, positionsPerBatch, b, s, d, r, p, interleaved, error);
+}
+
+/// An attention's ropes and cache writes in one launch: rope over the
+/// queries xq -> yq [B, S, nq, D] and the keys xk -> yk [B, S, nkv, D] (as
+/// ropePair), the roped keys also into kCache [B, nkv, C, D] at rows *pos ..
+/// *pos + S - 1, and the values into vCache as cacheWrite (read at their
+/// strides); blockIdx.y 0, 1, 2.
+template <class T, class C>
+std::string ropeCacheWrite(const T *xq, T *yq, int nq, const T *xk, T *yk, int nkv, T *kCache,
+                           T *vCache, const T *values, int64_t vsb, int64_t vss, int64_t vsh,
+                           const C *cosT, const C *sinT, const int64_t *positions,
+                           bool positionsPerBatch, const int64_t *pos, int b, int s, int d, int r,
+                           int p, bool interleaved, int capacity, unsigned long long *error,
+                           Stream stream) {
+  if (r == 0)
+    r = d;
+  if (b < 1 || s < 1 || nq < 1 || nkv < 1 || d < 1 || r % 2 || r > d || p < 1 || capacity < 1)
+    return "rope and cache write: invalid arguments";
+  size_t ropes = size_t(b) * size_t(s) * size_t(nq > nkv ? nq : nkv) * size_t(r / 2 + d - r);
+  size_t writes = size_t(b) * size_t(nkv) * size_t(s) * size_t(d);
+  return launch(ropeCacheWriteKernel<T, C>, dim3(ceilDiv(ropes > writes ? ropes : writes, 256), 3),
+                dim3(256), 0, stream, RopeTensor<T>{xq, yq, nq}, RopeTensor<T>{xk, yk, nkv}, kCache,
+                CacheUpdate<T, T>{vCache, values, vsb, vss, vsh}, cosT, sinT, positions,
+                positionsPerBatch ? 1 : 0, pos, b, s, d, r, p, interleaved, capacity, error);
 }
 
 template <class U>
