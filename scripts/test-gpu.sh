@@ -4,9 +4,10 @@
 # emulation, and test/cuda/fatbin.sh). Run from anywhere; builds in build-gpu/.
 #
 #   1. the CUDA execution-model and kernel tests (test/unit/CudaEmuTest.cpp,
-#      CudaKernelsTest.cpp, CudaQuantTest.cpp) built with nvcc for this GPU and run on it: the
-#      same assertions and float64 references as the emulated run, so the
-#      emulation and the hardware are held to the same results;
+#      CudaKernelsTest.cpp, CudaAttentionTest.cpp, CudaQuantTest.cpp) built
+#      with nvcc for this GPU and run on it: the same assertions and float64
+#      references as the emulated run, so the emulation and the hardware are
+#      held to the same results;
 #   2. compute-sanitizer memcheck and racecheck over them;
 #   3. the fatbin for every target architecture without register spills
 #      (SKIP_FATBIN=1 leaves it to CI's cuda.fatbin, which builds the same);
@@ -90,7 +91,7 @@ build_tests() {
   # (The sampling kernel's tests compare it with the runtime's sampler.)
   g++ -std=c++17 -O2 -I"$root" -c "$root/runtime/src/Sampler.cpp" -o "$build/Sampler.o" || return 1
   local objects=("$build/Sampler.o")
-  for t in CudaEmuTest CudaKernelsTest CudaQuantTest; do
+  for t in CudaEmuTest CudaKernelsTest CudaAttentionTest CudaQuantTest; do
     "$nvcc" -std=c++17 -O3 -lineinfo -diag-suppress 177 -arch="$arch" -x cu -I"$root" -I"$g/include" -c \
       "$root/test/unit/$t.cpp" -o "$build/$t.o" || return 1
     objects+=("$build/$t.o")

@@ -101,6 +101,12 @@ template <class T> double storageEpsilon() {
   return std::is_same_v<T, half> ? 1.0 / 2048 : 1.0 / 256;
 }
 
+/// f32 results: within this of the output's scale (f32 accumulation).
+constexpr double kF32Tolerance = 1e-5;
+
+/// A result written as T: f32's tolerance and one unit of T's rounding.
+template <class T> double tolerance() { return kF32Tolerance + storageEpsilon<T>(); }
+
 } // namespace llmc::cuda::test
 
 #endif // LLMC_TEST_UNIT_CUDATESTUTIL_H

@@ -40,7 +40,8 @@
 
 namespace llmc::cuda {
 
-constexpr int kArgmaxThreads = 512;
+constexpr int kArgmaxThreads = 1024;
+constexpr int kArgmaxLoads = 8; // per thread, issued before any is compared
 
 /// Whether (v, i) comes before (best, at) in the greedy order.
 LLMC_DEVICE bool takes(float v, int i, float best, int at) {
@@ -67,10 +68,22 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kArgmaxThreads)
   const T *row = logits + size_t(blockIdx.x) * rowStride;
   float best = -INFINITY;
   int at = vocab; // none yet
-  for (int i = int(threadIdx.x); i < vocab; i += int(blockDim.x)) {
-    float v = toFloat(row[i]);
-    if (takes(v, i, best, at))
-      best = v, at = i;
+  // (A thread's ids in increasing order; its loads kArgmaxLoads at a time:
+  // one after another they made a step's argmax 12 us on an H200.)
+  int threads = int(blockDim.x);
+  for (int base = int(threadIdx.x); base < vocab; base += threads * kArgmaxLoads) {
+    float v[kArgmaxLoads];
+    LLMC_UNROLL
+    for (int j = 0; j < kArgmaxLoads; ++j) {
+      int i = base + j * threads;
+      v[j] = i < vocab ? toFloat(row[i]) : -INFINITY;
+    }
+    LLMC_UNROLL
+    for (int j = 0; j < kArgmaxLoads; ++j) {
+      int i = base + j * threads;
+      if (i < vocab && takes(v[j], i, best, at))
+        best = v[j], at = i;
+    }
   }
   warpArgmax(best, at);
   unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;

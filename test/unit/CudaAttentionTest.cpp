@@ -1,0 +1,278 @@
+//===- CudaAttentionTest.cpp - the CUDA attention kernels against float64 -===//
+//
+// Split-KV decode attention (Attention.h) and flash prefill attention, SIMT
+// and tensor-core (AttentionTensorCore.h), against float64 attention over
+// the caches' stored values: GQA/MQA/MHA, empty split chunks, long
+// contexts over many splits, windows, softcap, several query blocks and key
+// tiles, chunks after cached tokens, int8 caches with their scales, and the
+// shared-memory opt-in. Built against the host emulation in CI and with
+// nvcc on a GPU.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/src/model/cuda/AttentionTensorCore.h"
+
+#include "runtime/src/cpu/Numeric.h"
+#include "test/unit/CudaTestUtil.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+using namespace llmc::cuda;
+using namespace llmc::cuda::test;
+
+namespace {
+
+/// float64 attention of the query row q (Hq heads of D) at position qpos
+/// over cache rows [0, keys) with llm.cached_attention's rules.
+std::vector<double> attentionRow(const std::vector<double> &q, const std::vector<double> &k,
+                                 const std::vector<double> &v, int bi, int hq, int hkv, int cap,
+                                 int d, int dv, long long qpos, int keys, bool causal, int window,
+                                 double scale, double softcap) {
+  std::vector<double> out(size_t(hq) * size_t(dv), 0.0);
+  for (int h = 0; h < hq; ++h) {
+    int kvh = h / (hq / hkv);
+    std::vector<double> sc;
+    std::vector<int> idx;
+    for (int j = 0; j < keys; ++j) {
+      if (causal && j > qpos)
+        continue;
+      if (window > 0 && j <= qpos - window)
+        continue;
+      double s = 0;
+      for (int e = 0; e < d; ++e)
+        s += q[size_t(h * d + e)] * k[((size_t(bi) * size_t(hkv) + size_t(kvh)) * size_t(cap) + size_t(j)) * size_t(d) + size_t(e)];
+      s *= scale;
+      if (softcap > 0)
+        s = softcap * std::tanh(s / softcap);
+      sc.push_back(s);
+      idx.push_back(j);
+    }
+    if (sc.empty())
+      continue;
+    double m = *std::max_element(sc.begin(), sc.end()), sum = 0;
+    for (double &s : sc)
+      sum += (s = std::exp(s - m));
+    for (size_t t = 0; t < sc.size(); ++t)
+      for (int e = 0; e < dv; ++e)
+        out[size_t(h * dv + e)] += sc[t] / sum *
+            v[((size_t(bi) * size_t(hkv) + size_t(kvh)) * size_t(cap) + size_t(idx[t])) * size_t(dv) + size_t(e)];
+  }
+  return out;
+}
+
+/// A cache of K with n-element rows over `values` (T's values): stored as
+/// K, or (K = int8_t) each row quantized as llm.quantized_cache_update does
+/// (cpu::quantizeKvRow) with its scale in `scales`; `exact` gets what the
+/// cache holds, in float64.
+template <class K, class T>
+std::vector<K> cacheRows(const std::vector<T> &values, int n, std::vector<float> &scales,
+                         std::vector<double> &exact) {
+  exact = widen(values);
+  if constexpr (std::is_same_v<K, int8_t>) {
+    std::vector<K> q(values.size());
+    scales.resize(values.size() / size_t(n));
+    std::vector<float> row(static_cast<size_t>(n));
+    for (size_t r = 0; r < scales.size(); ++r) {
+      for (int i = 0; i < n; ++i)
+        row[size_t(i)] = float(exact[r * size_t(n) + size_t(i)]);
+      scales[r] = llmc::cpu::quantizeKvRow(row.data(), n, q.data() + r * size_t(n));
+      for (int i = 0; i < n; ++i)
+        exact[r * size_t(n) + size_t(i)] = double(q[r * size_t(n) + size_t(i)]) * scales[r];
+    }
+    return q;
+  } else {
+    return values;
+  }
+}
+
+/// Random caches of K over values of T ([B, Hkv, cap, D] keys and
+/// [.., Dv] values, cacheRows) on the device, with their scales when int8,
+/// and the values they hold in float64.
+template <class T, class K> struct DeviceCaches {
+  std::vector<float> ks, vs;
+  std::vector<double> kd, vd;
+  DeviceBuffer<K> k, v;
+  DeviceBuffer<float> kScales, vScales;
+  DeviceCaches(size_t rows, int d, int dv, unsigned seed)
+      : k(cacheRows<K>(randomValues<T>(rows * size_t(d), 1.0f, seed), d, ks, kd)),
+        v(cacheRows<K>(randomValues<T>(rows * size_t(dv), 1.0f, seed + 1), dv, vs, vd)),
+        kScales(ks.empty() ? std::vector<float>{0} : ks),
+        vScales(vs.empty() ? std::vector<float>{0} : vs) {}
+  const float *ksPtr() { return ks.empty() ? nullptr : kScales.get(); }
+  const float *vsPtr() { return vs.empty() ? nullptr : vScales.get(); }
+};
+
+template <class T, int D, int Dv, class K = T>
+void checkDecode(int b, int hq, int hkv, int cap, long long pos, int splits, int window,
+                 float softcap) {
+  SCOPED_TRACE("hq=" + std::to_string(hq) + " hkv=" + std::to_string(hkv) + " pos=" +
+               std::to_string(pos) + " splits=" + std::to_string(splits) + " window=" +
+               std::to_string(window) + " softcap=" + std::to_string(softcap));
+  auto q = randomValues<T>(size_t(b * hq * D), 1.0f, 41);
+  DeviceCaches<T, K> c(size_t(b * hkv * cap), D, Dv, 42);
+  const std::vector<double> &kd = c.kd, &vd = c.vd;
+  DeviceBuffer<T> dq(q);
+  DeviceBuffer<int64_t> dpos(std::vector<int64_t>{pos});
+  DeviceBuffer<float> partial(size_t(b * splits * hq * Dv)), lse(size_t(b * splits * hq));
+  DeviceBuffer<float> out(size_t(b * hq * Dv));
+  SplitCounters counters;
+  float scale = 1.0f / std::sqrt(float(D)) * 2.0f; // sharper than usual
+  ASSERT_EQ((decodeAttention<T, K, D, Dv>(dq.get(), c.k.get(), c.v.get(), c.ksPtr(), c.vsPtr(),
+                                          dpos.get(), partial.get(), lse.get(), out.get(),
+                                          counters.get(), b, hq, hkv, cap, splits, window, scale,
+                                          softcap, nullptr)),
+            "");
+  EXPECT_EQ(counters.leftNonzero(), 0u);
+  auto qd = widen(q);
+  std::vector<double> want;
+  for (int bi = 0; bi < b; ++bi) {
+    std::vector<double> qrow(qd.begin() + bi * hq * D, qd.begin() + (bi + 1) * hq * D);
+    auto row = attentionRow(qrow, kd, vd, bi, hq, hkv, cap, D, Dv, pos, int(pos + 1), true, window,
+                            scale, softcap);
+    want.insert(want.end(), row.begin(), row.end());
+  }
+  EXPECT_LE(relativeError(out.download(), want), kF32Tolerance);
+}
+
+TEST(CudaDecodeAttention, GqaMqaMhaOverSplits) {
+  checkDecode<half, 64, 64>(1, 8, 2, 96, 77, 1, 0, 0);
+  checkDecode<half, 64, 64>(2, 8, 2, 96, 77, 4, 0, 0);
+  checkDecode<float, 64, 64>(1, 8, 1, 40, 33, 3, 0, 0); // MQA: 8 heads on one
+  checkDecode<bfloat16, 64, 64>(1, 4, 4, 40, 20, 2, 0, 0); // MHA
+  checkDecode<half, 128, 128>(1, 10, 2, 70, 69, 5, 0, 0); // 5 heads per kv head
+}
+
+TEST(CudaDecodeAttention, EmptyChunksAndFirstToken) {
+  checkDecode<half, 64, 64>(1, 4, 2, 16, 0, 4, 0, 0); // one key, three empty splits
+  checkDecode<float, 32, 32>(1, 2, 1, 16, 2, 7, 0, 0);
+}
+
+TEST(CudaDecodeAttention, LongContextOverManySplits) {
+  // The CUDA target's split count for a 1B Llama at batch 1 (33: 264 blocks
+  // over 8 kv heads): chunks of whole 32-key tiles over 3000 keys, the last
+  // splits empty; and the same splits over a short context (a tile each for
+  // the first three, the other 30 empty), and inside a window.
+  checkDecode<half, 64, 64>(1, 16, 4, 3072, 2999, 33, 0, 0);
+  checkDecode<half, 64, 64>(1, 16, 4, 3072, 70, 33, 0, 0);
+  checkDecode<float, 64, 64>(1, 8, 2, 3072, 2999, 33, 1000, 0);
+}
+
+TEST(CudaDecodeAttention, WindowAndSoftcap) {
+  checkDecode<half, 64, 64>(1, 8, 2, 96, 90, 4, 17, 0);     // whole splits outside the window
+  checkDecode<float, 64, 64>(1, 4, 2, 64, 50, 2, 0, 5.0f);  // Gemma-2's softcap form
+  checkDecode<bfloat16, 64, 64>(2, 4, 1, 64, 63, 3, 8, 30.0f);
+}
+
+TEST(CudaDecodeAttention, SmallHeads) {
+  checkDecode<float, 16, 16>(1, 4, 2, 24, 11, 2, 0, 0); // Dv < 32: lanes without a channel
+  checkDecode<half, 16, 16>(1, 2, 2, 24, 23, 1, 0, 0);
+}
+
+TEST(CudaDecodeAttention, LargeGroupsNeedTheSharedMemoryOptIn) {
+  // 32 query heads on one kv head of 128: 53 KiB of shared memory.
+  EXPECT_GT((decodeSharedBytes<half, 128, 128>(32)), size_t(48 * 1024));
+  checkDecode<half, 128, 128>(1, 32, 1, 40, 37, 2, 0, 0);
+}
+
+TEST(CudaDecodeAttention, Int8CachesWithTheirScales) {
+  // The caches as llm.quantized_cache_update leaves them: float64 attention
+  // over the values they hold.
+  checkDecode<half, 64, 64, int8_t>(1, 8, 2, 96, 77, 1, 0, 0);
+  checkDecode<float, 64, 64, int8_t>(2, 8, 2, 96, 77, 4, 17, 0);
+  checkDecode<bfloat16, 128, 128, int8_t>(1, 10, 2, 70, 69, 5, 0, 30.0f);
+  checkDecode<half, 16, 16, int8_t>(1, 4, 4, 24, 23, 2, 0, 0);
+  // Scales given for a float cache (or none for an int8 one): refused.
+  DeviceBuffer<half> q(size_t(64)), c(size_t(64 * 8));
+  DeviceBuffer<int64_t> pos(std::vector<int64_t>{0});
+  DeviceBuffer<float> scales(size_t(8)), partial(size_t(64)), lse(size_t(1)), out(size_t(64));
+  SplitCounters counters;
+  EXPECT_NE((decodeAttention<half, half, 64, 64>(q.get(), c.get(), c.get(), scales.get(),
+                                                 scales.get(), pos.get(), partial.get(), lse.get(),
+                                                 out.get(), counters.get(), 1, 1, 1, 8, 1, 0, 1.0f,
+                                                 0.0f, nullptr)),
+            "");
+  // Without the split counters: refused.
+  EXPECT_NE((decodeAttention<half, half, 64, 64>(q.get(), c.get(), c.get(), nullptr, nullptr,
+                                                 pos.get(), partial.get(), lse.get(), out.get(),
+                                                 nullptr, 1, 1, 1, 8, 1, 0, 1.0f, 0.0f, nullptr)),
+            "");
+}
+
+template <class T, int D, int Dv, class K = T>
+void checkPrefill(int b, int s, int hq, int hkv, int cap, long long pos, bool causal, int window,
+                  float softcap) {
+  SCOPED_TRACE("s=" + std::to_string(s) + " hq=" + std::to_string(hq) + " hkv=" +
+               std::to_string(hkv) + " pos=" + std::to_string(pos) + (causal ? " causal" : "") +
+               " window=" + std::to_string(window) + " softcap=" + std::to_string(softcap));
+  auto q = randomValues<T>(size_t(b * s * hq * D), 1.0f, 51);
+  DeviceCaches<T, K> c(size_t(b * hkv * cap), D, Dv, 52);
+  const std::vector<double> &kd = c.kd, &vd = c.vd;
+  DeviceBuffer<T> dq(q);
+  DeviceBuffer<int64_t> dpos(std::vector<int64_t>{pos});
+  DeviceBuffer<float> out(size_t(b * s * hq * Dv));
+  float scale = 1.5f / std::sqrt(float(D));
+  ASSERT_EQ((flashAttention<T, K, D, Dv, float>(dq.get(), c.k.get(), c.v.get(), c.ksPtr(),
+                                                c.vsPtr(), dpos.get(), out.get(), b, s, hq, hkv,
+                                                cap, causal, window, scale, softcap, nullptr)),
+            "");
+  auto qd = widen(q);
+  std::vector<double> want;
+  for (int bi = 0; bi < b; ++bi)
+    for (int si = 0; si < s; ++si) {
+      std::vector<double> qrow(qd.begin() + (bi * s + si) * hq * D,
+                               qd.begin() + (bi * s + si + 1) * hq * D);
+      auto row = attentionRow(qrow, kd, vd, bi, hq, hkv, cap, D, Dv, pos + si, int(pos + s), causal,
+                              window, scale, softcap);
+      want.insert(want.end(), row.begin(), row.end());
+    }
+  // The tensor-core form rounds the probabilities to T for the value
+  // product (its B operand): within one unit of T's rounding more.
+  double tol = kF32Tolerance + (kTensorCoreAttention<T, K, D, Dv> ? storageEpsilon<T>() : 0.0);
+  EXPECT_LE(relativeError(out.download(), want), tol);
+}
+
+TEST(CudaFlashAttention, CausalPrefillFromTheStart) {
+  checkPrefill<half, 64, 64>(1, 40, 4, 2, 64, 0, true, 0, 0); // three query blocks
+  checkPrefill<float, 32, 32>(2, 5, 2, 1, 16, 0, true, 0, 0);
+  checkPrefill<bfloat16, 64, 64>(1, 17, 4, 4, 32, 0, true, 0, 0);
+}
+
+TEST(CudaFlashAttention, ChunkedPrefillAfterCachedTokens) {
+  checkPrefill<half, 64, 64>(1, 20, 4, 2, 64, 9, true, 0, 0);
+  checkPrefill<float, 128, 128>(1, 3, 2, 1, 80, 70, true, 0, 0);
+  checkPrefill<half, 16, 16>(1, 6, 2, 2, 16, 4, true, 0, 0);
+}
+
+TEST(CudaFlashAttention, Int8CachesWithTheirScales) {
+  checkPrefill<half, 64, 64, int8_t>(1, 40, 4, 2, 64, 0, true, 0, 0);
+  checkPrefill<float, 128, 128, int8_t>(1, 3, 2, 1, 80, 70, true, 13, 20.0f);
+  checkPrefill<bfloat16, 32, 32, int8_t>(2, 9, 2, 2, 32, 3, false, 0, 0);
+}
+
+// Half and bfloat16 with D = Dv <= 128 run on tensor cores
+// (AttentionTensorCore.h): several 64-query blocks and 64-key tiles, a
+// partial last block with warps that have no query, a chunk after cached
+// tokens, GQA and MQA, windows that skip whole tiles, softcap, non-causal.
+TEST(CudaFlashAttention, TensorCoreTiles) {
+  static_assert(kTensorCoreAttention<half, half, 128, 128> &&
+                kTensorCoreAttention<bfloat16, bfloat16, 16, 16> &&
+                !kTensorCoreAttention<half, int8_t, 64, 64> &&
+                !kTensorCoreAttention<float, float, 64, 64> &&
+                !kTensorCoreAttention<half, half, 256, 256> &&
+                !kTensorCoreAttention<half, half, 64, 32>);
+  checkPrefill<half, 128, 128>(1, 150, 4, 2, 256, 30, true, 0, 0);
+  checkPrefill<bfloat16, 64, 64>(2, 70, 4, 1, 160, 5, true, 40, 30.0f);
+  checkPrefill<half, 64, 64>(1, 130, 2, 2, 130, 0, false, 0, 0);
+  checkPrefill<bfloat16, 16, 16>(1, 20, 2, 1, 64, 0, true, 0, 0);
+}
+
+TEST(CudaFlashAttention, WindowSoftcapAndNonCausal) {
+  checkPrefill<half, 64, 64>(1, 48, 4, 2, 64, 0, true, 13, 0);
+  checkPrefill<float, 64, 64>(1, 24, 2, 1, 48, 10, true, 0, 20.0f);
+  checkPrefill<half, 64, 64>(2, 9, 2, 2, 32, 3, false, 0, 0);
+}
+
+} // namespace
