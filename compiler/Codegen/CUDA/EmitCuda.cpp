@@ -135,6 +135,18 @@ bool CudaEmitter::ropeCacheFusable(Operation *ropes, Operation *caches) {
   auto isRoped = [&](Value v) { return v == r1.getResult() || v == r2.getResult(); };
   if (isRoped(s1.value) == isRoped(s2.value))
     return false;
+  // The launch defines the ropes' results at `caches`: nothing but the two
+  // writes (and transposes folded into them) may read them before.
+  for (RopeOp r : {r1, r2})
+    for (Operation *user : r.getResult().getUsers()) {
+      Operation *at = caches->getBlock()->findAncestorOpInBlock(*user);
+      bool intoWrites = at && folded.contains(at) && llvm::all_of(at->getUsers(), [&](Operation *u) {
+                          return u == c1.getOperation() || u == caches;
+                        });
+      if (!at || !(at == c1.getOperation() || at == caches || caches->isBeforeInBlock(at) ||
+                   intoWrites))
+        return false;
+    }
   Operation *keysWrite = isRoped(s1.value) ? c1.getOperation() : caches;
   CacheSource keys = isRoped(s1.value) ? s1 : s2, values = isRoped(s1.value) ? s2 : s1;
   RopeOp keysRope = keys.value == r1.getResult() ? r1 : r2;

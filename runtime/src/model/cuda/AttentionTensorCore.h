@@ -123,9 +123,9 @@ LLMC_DEVICE void flashAttentionTcBody(const T *q, const T *kCache, const T *vCac
     ow[i] = 0.0f;
   __syncwarp(); // (rows are zeroed by other lanes than the two that own them)
 
-  // Two lanes per query row: `half` picks its 32 keys of a tile and its
+  // Two lanes per query row: `side` picks its 32 keys of a tile and its
   // D / 2 channels of O.
-  int row = lane / 2, half = lane % 2;
+  int row = lane / 2, side = lane % 2;
   long long qpos = p0 + q0 + warp * 16 + row;
   int myFirst = firstKey(qpos, window);
   int warpQueries = queries - warp * 16; // (<= 0: this warp has none)
@@ -160,10 +160,10 @@ LLMC_DEVICE void flashAttentionTcBody(const T *q, const T *kCache, const T *vCac
     }
     __syncwarp();
 
-    float *srow = sw + row * kTcAttnSLd + half * 32;
+    float *srow = sw + row * kTcAttnSLd + side * 32;
     float most = -INFINITY;
     for (int j = 0; j < 32; ++j) {
-      int key = t + half * 32 + j;
+      int key = t + side * 32 + j;
       bool valid = key < kEnd && key >= myFirst && (!causal || key <= qpos);
       float sc = valid ? capScore(srow[j] * scale, softcap) : -INFINITY;
       srow[j] = sc;
@@ -171,7 +171,7 @@ LLMC_DEVICE void flashAttentionTcBody(const T *q, const T *kCache, const T *vCac
     }
     most = fmaxf(most, __shfl_xor_sync(kFullMask, most, 1));
     float mNew = fmaxf(mRow, most);
-    T *prow = pw + row * kTcAttnPLd + half * 32;
+    T *prow = pw + row * kTcAttnPLd + side * 32;
     float sum = 0.0f;
     for (int j = 0; j < 32; ++j) {
       float p = srow[j] == -INFINITY ? 0.0f : expf(srow[j] - mNew);
@@ -182,7 +182,7 @@ LLMC_DEVICE void flashAttentionTcBody(const T *q, const T *kCache, const T *vCac
     float alpha = mRow == -INFINITY ? 0.0f : expf(mRow - mNew);
     lRow = lRow * alpha + sum;
     mRow = mNew;
-    float *orow = ow + row * kOLd + half * kHalf;
+    float *orow = ow + row * kOLd + side * kHalf;
     for (int c = 0; c < kHalf; ++c)
       orow[c] *= alpha;
     __syncwarp();
@@ -209,9 +209,9 @@ LLMC_DEVICE void flashAttentionTcBody(const T *q, const T *kCache, const T *vCac
     Y *dst = out + ((size_t(b) * size_t(s) + size_t(q0 + warp * 16 + row)) * size_t(hq) +
                     size_t(h)) *
                        D +
-             half * kHalf;
+             side * kHalf;
     float inv = lRow > 0.0f ? 1.0f / lRow : 0.0f;
-    const float *orow = ow + row * kOLd + half * kHalf;
+    const float *orow = ow + row * kOLd + side * kHalf;
     for (int c = 0; c < kHalf; ++c)
       dst[c] = fromFloat<Y>(orow[c] * inv);
   }

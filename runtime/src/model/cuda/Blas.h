@@ -126,6 +126,10 @@ public:
     float one = 1.0f, beta = residual ? 1.0f : 0.0f;
     cublasStatus_t s = matmul_(handle_, p.desc, &one, w, p.w, a, p.a, &beta, residual ? residual : c,
                                p.c, c, p.c, &p.algo, workspace_, kWorkspaceBytes, stream);
+    if (s == CUBLAS_STATUS_NOT_SUPPORTED) { // (nothing enqueued: llmc's kernels run it)
+      p.found = false;
+      return {};
+    }
     if (s != CUBLAS_STATUS_SUCCESS)
       return "cuBLASLt matmul failed (status " + std::to_string(int(s)) + ") for M " +
              std::to_string(m) + ", N " + std::to_string(n) + ", K " + std::to_string(k);
@@ -179,12 +183,18 @@ private:
     if (ok) {
       // Split-K reductions only in f32 (the compute type), never in the
       // 16-bit output type.
+      // Every pointer is 16-byte aligned (matmul checks), and no more: the
+      // heuristic assumes 256 bytes unless told.
       size_t bytes = kWorkspaceBytes;
-      uint32_t reductions = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+      uint32_t reductions = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE, align = 16;
       ok = prefSet_(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &bytes, sizeof(bytes)) ==
                CUBLAS_STATUS_SUCCESS &&
            prefSet_(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reductions,
                     sizeof(reductions)) == CUBLAS_STATUS_SUCCESS;
+      for (cublasLtMatmulPreferenceAttributes_t a :
+           {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+        ok = ok && prefSet_(pref, a, &align, sizeof(align)) == CUBLAS_STATUS_SUCCESS;
     }
     if (ok) {
       cublasLtMatmulHeuristicResult_t result{};
@@ -210,9 +220,10 @@ private:
   bool load() {
     const char *env = std::getenv("LLMC_CUDA_CUBLASLT");
     std::string major = std::to_string(CUBLAS_VER_MAJOR);
+    // (Only the major version of the header its types and enums come from.)
     std::string names[] = {env && *env ? std::string(env) : std::string(),
                            "libcublasLt.so." + major,
-                           "/usr/local/cuda/lib64/libcublasLt.so." + major, "libcublasLt.so"};
+                           "/usr/local/cuda/lib64/libcublasLt.so." + major};
     for (const std::string &name : names)
       if (!name.empty() && (lib_ = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL)))
         break;
