@@ -18,9 +18,11 @@
 #      bench, llmc bench again under COMPARE when it is set (an environment
 #      setting such as LLMC_CUDA_PDL=0, every kernel launched plainly, or
 #      LLMC_CUDA_CUBLASLT=0, the prefill GEMMs on llmc's own kernels: what
-#      that feature is worth), transformers eager, and torch.compile over a
-#      static cache (bench/cuda/torch_decode.py: the same weights); each
-#      result printed as it comes;
+#      that feature is worth), transformers eager, torch.compile over a
+#      static cache (bench/cuda/torch_decode.py: the same weights), and
+#      onnxruntime-gpu on the same ONNX file in fp16 when ORT_SITE (default
+#      /tmp/ort/site: scripts/carry-ort-gpu.sh) holds it
+#      (bench/cuda/ort_decode.py); each result printed as it comes;
 #   5. a Markdown table for bench/results/: time to first token, prefill
 #      tokens/s, time per decode step, decode tokens/s, and the decode's
 #      bytes per step over its time as a share of the measured copy
@@ -53,6 +55,8 @@ python3 bench/cuda/make_model.py "$shape" "$work/model" 4224
   "$llmc" compile "$work/model/model.onnx" -o "$work/model.llmc" --target cuda --cuda-arch "$arch" \
     --dtype f16 --max-seq 4224 --prefill-buckets 128,4096 --batch "${batches// /,}" --stats
 python3 bench/cuda/torch_decode.py "$work/model" --mode convert
+ort_site=${ORT_SITE:-/tmp/ort/site}
+[ ! -d "$ort_site" ] || python3 bench/cuda/ort_decode.py "$work/model" --convert
 [ -x "$work/attention" ] ||
   "$NVCC" -std=c++17 -O3 -arch="$arch" -I. bench/cuda/attention.cu -lcublas -o "$work/attention"
 [ -z "${PREPARE_ONLY:-}" ] || exit 0
@@ -76,6 +80,10 @@ for round in $(seq "$rounds"); do
         python3 bench/cuda/torch_decode.py "$work/model" --mode "$mode" --batch "$b" \
           --prompt-len "$ctx" --gen 64 --runs 3 | tee "$work/torch-$mode-$b-$ctx-$round.json"
       done
+      if [ -d "$ort_site" ]; then
+        PYTHONPATH="$ort_site" python3 bench/cuda/ort_decode.py "$work/model" --batch "$b" \
+          --prompt-len "$ctx" --gen 64 --runs 3 | tee "$work/ort-$b-$ctx-$round.json"
+      fi
     done
   done
 done
@@ -123,6 +131,10 @@ for b in batches:
             if t:
                 rows.append(("torch " + mode, statistics.median(x["ttft_ms"] for x in t),
                              statistics.median(x["tpot_ms"] for x in t)))
+        t = runs("ort-%d-%d" % (b, ctx))
+        if t:
+            rows.append(("onnxruntime-gpu", statistics.median(x["ttft_ms"] for x in t),
+                         statistics.median(x["tpot_ms"] for x in t)))
         for name, ttft, tpot in rows:
             share = step_bytes / (tpot / 1e3) / (peaks["copy_gbs"] * 1e9)
             print("| %d | %d | %s | %.1f | %.0f | %.3f | %.0f | %.0f%% | %.2fx |" % (
