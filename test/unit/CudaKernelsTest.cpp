@@ -190,6 +190,59 @@ TEST(CudaGemm, TensorCoreTiles) {
   checkLinear<bfloat16, bfloat16, float>(130, 20, 200, 0, false, true, 54);
 }
 
+/// One warp: D = A B + C through tc::mma16816, each lane packing its
+/// fragments from A [16][16], B [8][16] (column n's k contiguous) and C
+/// [16][8] by PTX's layout and writing its results back by it.
+template <class T>
+LLMC_GLOBAL void mmaKernel(const T *a, const T *b, const float *c, float *d) {
+  LLMC_KERNEL_BEGIN();
+  int lane = int(threadIdx.x), g = lane / 4, t = lane % 4;
+  unsigned fa[4], fb[2];
+  for (int r = 0; r < 4; ++r) {
+    int row = g + 8 * (r % 2), k = 2 * t + 8 * (r / 2);
+    fa[r] = tc::pack(a[row * 16 + k], a[row * 16 + k + 1]);
+  }
+  for (int r = 0; r < 2; ++r) {
+    int k = 2 * t + 8 * r;
+    fb[r] = tc::pack(b[g * 16 + k], b[g * 16 + k + 1]);
+  }
+  float acc[4];
+  for (int i = 0; i < 4; ++i)
+    acc[i] = c[(g + 8 * (i / 2)) * 8 + 2 * t + i % 2];
+  tc::mma16816<T>(acc, fa, fb);
+  for (int i = 0; i < 4; ++i)
+    d[(g + 8 * (i / 2)) * 8 + 2 * t + i % 2] = acc[i];
+}
+
+// PTX's m16n8k16 fragment layout, which the emulation reproduces and
+// kernels may index (the GPU run holds the emulation to the instruction).
+template <class T> void checkMma16816(unsigned seed) {
+  auto a = randomValues<T>(16 * 16, 1.0f, seed);
+  auto b = randomValues<T>(8 * 16, 1.0f, seed + 1);
+  auto c = randomValues<float>(16 * 8, 1.0f, seed + 2);
+  DeviceBuffer<T> da(a), db(b);
+  DeviceBuffer<float> dc(c), dd(16 * 8);
+  ASSERT_EQ(launch(mmaKernel<T>, dim3(1), dim3(32), 0, nullptr, da.get(), db.get(), dc.get(),
+                   dd.get()),
+            "");
+  ASSERT_EQ(synchronize(), "");
+  auto ad = widen(a), bd = widen(b);
+  std::vector<double> want(16 * 8);
+  for (int i = 0; i < 16; ++i)
+    for (int n = 0; n < 8; ++n) {
+      double sum = c[size_t(i * 8 + n)];
+      for (int k = 0; k < 16; ++k)
+        sum += ad[size_t(i * 16 + k)] * bd[size_t(n * 16 + k)];
+      want[size_t(i * 8 + n)] = sum;
+    }
+  EXPECT_LE(relativeError(dd.download(), want), kF32Tolerance);
+}
+
+TEST(CudaTensorCore, Mma16816FragmentsAsPtxLaysThemOut) {
+  checkMma16816<half>(71);
+  checkMma16816<bfloat16>(72);
+}
+
 // On a GPU, 16-bit GEMMs go to cuBLASLt (Blas.h) when it opens; the GPU
 // build requires it to (the CUDA toolkit's library, or LLMC_CUDA_CUBLASLT=0
 // to test without). The emulation has none: gemm runs llmc's kernels.

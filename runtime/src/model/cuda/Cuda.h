@@ -41,6 +41,18 @@
 //                                  pointers; pointers 32-byte aligned, ldm a
 //                                  multiple of 8 (16-bit) or 4 (f32)
 //                                  elements; kernels never index fragments
+//   tc::mma16816<T>(c, a, b)       PTX's mma.sync m16n8k16 (sm_80+; T half
+//                                  or bfloat16, f32 c), fragments in PTX's
+//                                  documented layout, which kernels may
+//                                  index: with g = lane / 4, t = lane % 4,
+//                                  a[0] holds A(g, 2t), A(g, 2t + 1) (low
+//                                  half first), a[1] rows g + 8, a[2]
+//                                  columns 2t + 8, a[3] both; b[0] holds
+//                                  B(2t, g), B(2t + 1, g), b[1] k + 8;
+//                                  c[0], c[1] are D(g, 2t), D(g, 2t + 1),
+//                                  c[2], c[3] row g + 8. Warp-collective;
+//                                  the emulation exchanges the registers
+//   tc::pack(lo, hi)               two 16-bit values as one register
 // and the host side calls llmc::cuda::launch, deviceAlloc, copies, streams,
 // graph capture (captureBegin / captureEnd / graphLaunch) and deviceInfo,
 // which return an empty string or the error.
@@ -49,11 +61,14 @@
 #ifndef LLMC_RUNTIME_MODEL_CUDA_CUDA_H
 #define LLMC_RUNTIME_MODEL_CUDA_CUDA_H
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 namespace llmc::cuda {
@@ -213,6 +228,26 @@ LLMC_DEVICE void load(Acc &c, const float *p, int ldm) {
 /// c row-major at p, row stride ldm.
 LLMC_DEVICE void store(float *p, const Acc &c, int ldm) {
   wmma::store_matrix_sync(p, c, unsigned(ldm), wmma::mem_row_major);
+}
+/// mma.sync m16n8k16 (sm_80 and later): d (16 x 8, f32) += a (16 x 16, T,
+/// row-major) b (16 x 8, T, column-major), the warp's fragments as PTX lays
+/// them out (see the top of this file).
+template <class T>
+LLMC_DEVICE void mma16816(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (std::is_same_v<T, half>)
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
+                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
+                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+  (void)c, (void)a, (void)b; // (sm_75: not built for it; callers check tc::bf16()-like gates)
+#endif
 }
 } // namespace tc
 
@@ -553,6 +588,41 @@ inline void store(float *p, const Acc &c, int ldm) {
     p[(e / 16) * ldm + e % 16] = c.v[i];
   }
 }
+/// mma16816 (see the top of this file): every lane offers its A and B
+/// registers, then computes its four results from the warp's tiles.
+template <class T>
+void mma16816(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+  uint64_t words[3][32];
+  const uint64_t mine[3] = {uint64_t(a[0]) | uint64_t(a[1]) << 32,
+                            uint64_t(a[2]) | uint64_t(a[3]) << 32,
+                            uint64_t(b[0]) | uint64_t(b[1]) << 32};
+  for (int w = 0; w < 3; ++w) {
+    ::llmc::cudaemu::warpExchange(0xffffffffu, mine[w]);
+    std::copy(::llmc::cudaemu::self()->seen, ::llmc::cudaemu::self()->seen + 32, words[w]);
+  }
+  // Register r of lane l (A: 0..3 in words 0-1, B: 0..1 in word 2), half h.
+  auto value = [&](int word, int lane, int r, int h) {
+    unsigned reg = unsigned(words[word][lane] >> (32 * r));
+    uint16_t bits = uint16_t(reg >> (16 * h));
+    T v;
+    std::memcpy(&v, &bits, 2);
+    return toFloat(v);
+  };
+  auto aAt = [&](int row, int k) { // register (row / 8) + 2 (k / 8) of lane (row % 8) * 4 + (k % 8) / 2
+    int reg = row / 8 + 2 * (k / 8);
+    return value(reg / 2, (row % 8) * 4 + (k % 8) / 2, reg % 2, k % 2);
+  };
+  auto bAt = [&](int k, int n) { return value(2, n * 4 + (k % 8) / 2, k / 8, k % 2); };
+  unsigned lane = ::llmc::cudaemu::self()->lane;
+  int g = int(lane / 4), t = int(lane % 4);
+  for (int i = 0; i < 4; ++i) {
+    int row = g + 8 * (i / 2), col = 2 * t + i % 2;
+    float sum = c[i];
+    for (int k = 0; k < 16; ++k)
+      sum = std::fma(aAt(row, k), bAt(k, col), sum);
+    c[i] = sum;
+  }
+}
 } // namespace tc
 
 template <class... P, class... A>
@@ -667,5 +737,16 @@ inline std::string deviceInfo(DeviceInfo *out) {
 } // namespace llmc::cuda
 
 #endif
+
+namespace llmc::cuda::tc {
+/// Two 16-bit values as one mma16816 register, lo in the low half.
+template <class T> LLMC_HOST_DEVICE unsigned pack(T lo, T hi) {
+  static_assert(sizeof(T) == 2, "16-bit values");
+  uint16_t l, h;
+  memcpy(&l, &lo, 2);
+  memcpy(&h, &hi, 2);
+  return unsigned(l) | unsigned(h) << 16;
+}
+} // namespace llmc::cuda::tc
 
 #endif // LLMC_RUNTIME_MODEL_CUDA_CUDA_H
