@@ -50,7 +50,8 @@ fi
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 export NVCC
 arch=sm_$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
-python3 bench/cuda/make_model.py "$shape" "$work/model" 4224
+# (7b in half: in f32 its copies would not fit the GPU machines' 64 GB disk)
+python3 bench/cuda/make_model.py "$shape" "$work/model" 4224 "$([ "$shape" = 7b ] && echo f16 || echo f32)"
 [ -d "$work/model.llmc" ] ||
   "$llmc" compile "$work/model/model.onnx" -o "$work/model.llmc" --target cuda --cuda-arch "$arch" \
     --dtype f16 --max-seq 4224 --prefill-buckets 128,4096 --batch "${batches// /,}" --stats

@@ -13,7 +13,8 @@ one CUDA graph).
 In fp16 (the default on cuda) it runs MODEL_DIR/model-f16.onnx, written
 once from model.onnx: every float initializer, input, output and constant
 in half, casts to float made casts to half (what llmc compile --dtype f16
-does to the weights).
+does to the weights); model.onnx itself when make_model.py wrote it in
+half.
 
 Prints one JSON object: mode ("ort"), provider, batch, prompt, generated,
 ttft_ms, tpot_ms (medians over the runs), tokens_per_s, and the greedy ids
@@ -31,36 +32,19 @@ import argparse
 import json
 import os
 import statistics
+import sys
 import time
 
 import numpy as np
 import onnx
-import onnx.numpy_helper
-from onnx import TensorProto
-
-F32, F16 = TensorProto.FLOAT, TensorProto.FLOAT16
 
 
 def to_half(src, dst):
-    """model.onnx with every float tensor in half, saved to dst (external
-    data beside it)."""
-    m = onnx.load(src)
-    g = m.graph
-    for i, t in enumerate(g.initializer):
-        if t.data_type == F32:
-            h = onnx.numpy_helper.from_array(onnx.numpy_helper.to_array(t).astype(np.float16),
-                                             t.name)
-            g.initializer[i].CopyFrom(h)
-    for v in list(g.input) + list(g.output) + list(g.value_info):
-        if v.type.tensor_type.elem_type == F32:
-            v.type.tensor_type.elem_type = F16
-    for n in g.node:
-        for a in n.attribute:
-            if n.op_type == "Cast" and a.name == "to" and a.i == F32:
-                a.i = F16
-            if n.op_type == "Constant" and a.name == "value" and a.t.data_type == F32:
-                a.t.CopyFrom(onnx.numpy_helper.from_array(
-                    onnx.numpy_helper.to_array(a.t).astype(np.float16), a.t.name))
+    """model.onnx with every float tensor in half (make_model.half_model),
+    saved to dst (external data beside it)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from make_model import half_model
+    m = half_model(onnx.load(src))
     onnx.save(m, dst + ".tmp", save_as_external_data=True,
               location=os.path.basename(dst) + ".data")
     os.replace(dst + ".tmp", dst)
@@ -140,7 +124,11 @@ def main():
     a = ap.parse_args()
     dtype = a.dtype or ("f16" if a.device == "cuda" else "f32")
     path = os.path.join(a.model_dir, "model.onnx")
-    if dtype == "f16":
+    with open(os.path.join(a.model_dir, "config.json")) as f:
+        written = json.load(f).get("dtype", "f32")  # (make_model.py's DTYPE)
+    if written == "f16":
+        dtype = "f16"  # (the file is half already)
+    if dtype == "f16" and written != "f16":
         half = os.path.join(a.model_dir, "model-f16.onnx")
         if not os.path.exists(half):
             to_half(path, half)
