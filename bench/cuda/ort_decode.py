@@ -16,6 +16,9 @@ in half, casts to float made casts to half (what llmc compile --dtype f16
 does to the weights); model.onnx itself when make_model.py wrote it in
 half.
 
+(bench/cpu/ort_decode.py is the CPU benchmarks' counterpart: one sequence,
+caches through the host, f32.)
+
 Prints one JSON object: mode ("ort"), provider, batch, prompt, generated,
 ttft_ms, tpot_ms (medians over the runs), tokens_per_s, and the greedy ids
 of sequence 0.

@@ -74,10 +74,8 @@ llvm::Error CudaEmitter::emitBlock(Block &block, CpuModel::Entry &stats) {
       pairs[&op] = pending;
       folded.insert(pending);
       pending = nullptr;
-      if (lastPair && isa<CacheUpdateOp>(&op) && ropeCacheFusable(lastPair, &op)) {
-        ropeCaches[&op] = lastPair;
-        folded.insert(lastPair);
-      }
+      if (lastPair && isa<CacheUpdateOp>(&op) && ropeCacheFusable(lastPair, &op))
+        folded.insert(lastPair); // (ropeCaches[&op] says what joins it)
       lastPair = &op;
       continue;
     }
@@ -154,11 +152,19 @@ bool CudaEmitter::ropeCacheFusable(Operation *ropes, Operation *caches) {
   // element type runs through ropes, updates and caches.
   auto ks = shapeOf(keysRope.getX()), cs = shapeOf(keysWrite->getOperand(0));
   std::string t = cxxType(keysRope.getX().getType());
-  return ks.size() == 4 && cs.size() == 4 && ks[0] == cs[0] && ks[1] == keys.s &&
-         ks[2] == cs[1] && ks[3] == cs[3] && keys.sb == ks[1] * ks[2] * ks[3] &&
-         keys.ss == ks[2] * ks[3] && keys.sh == ks[3] &&
-         cxxType(keysWrite->getOperand(0).getType()) == t &&
-         cxxType(values.value.getType()) == t;
+  if (!(ks.size() == 4 && cs.size() == 4 && ks[0] == cs[0] && ks[1] == keys.s &&
+        ks[2] == cs[1] && ks[3] == cs[3] && keys.sb == ks[1] * ks[2] * ks[3] &&
+        keys.ss == ks[2] * ks[3] && keys.sh == ks[3] &&
+        cxxType(keysWrite->getOperand(0).getType()) == t &&
+        cxxType(values.value.getType()) == t))
+    return false;
+  ropeCaches[caches] = {keysRope == r1 ? r2 : r1, keysRope, keysWrite};
+  return true;
+}
+
+bool CudaEmitter::ropePositionsPerBatch(RopeOp r) {
+  auto xs = shapeOf(r.getX()), ps = shapeOf(r.getPositions());
+  return ps.size() == 2 && ps[0] == xs[0] && xs[0] > 1;
 }
 
 int64_t CudaEmitter::planArena(std::string &text) {

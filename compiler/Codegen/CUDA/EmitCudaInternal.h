@@ -220,6 +220,9 @@ private:
   /// the keys' write reading the roped keys as [B, S, Hkv, D]: one
   /// ropeCacheWrite launch at `caches`.
   bool ropeCacheFusable(Operation *ropes, Operation *caches);
+  /// Whether a rope's positions are [B, S] per sequence (else [1, S],
+  /// shared by the batch).
+  static bool ropePositionsPerBatch(RopeOp r);
   /// llm.assert_equal: a kernel that records the first mismatch as
   /// kAssertFailed with the message's index; the value passes through.
   llvm::Error emitAssert(AssertEqualOp check, CpuModel::Entry &stats);
@@ -313,9 +316,14 @@ private:
   /// The second of a pair of ropes or cache writes -> the first, deferred to
   /// it (pairable).
   llvm::DenseMap<Operation *, Operation *> pairs;
-  /// The second cache write of a pair -> the second rope of the pair before
-  /// it, both pairs in one launch there (ropeCacheFusable).
-  llvm::DenseMap<Operation *, Operation *> ropeCaches;
+  /// An attention's ropes and cache writes in one launch (ropeCacheFusable):
+  /// its queries' and keys' ropes, and which write caches the roped keys.
+  struct RopeCache {
+    RopeOp queries, keys;
+    Operation *keysWrite;
+  };
+  /// The second cache write of such a pair -> what joins it there.
+  llvm::DenseMap<Operation *, RopeCache> ropeCaches;
   /// cache_update -> the [B, S, H, D] value its transposed update came from.
   llvm::DenseMap<Operation *, Value> transposedUpdates;
   std::set<std::string> missing;

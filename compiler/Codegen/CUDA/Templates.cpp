@@ -262,7 +262,7 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
     return emitLinear(op, stats);
   if (auto r = dyn_cast<RopeOp>(op)) {
     Value x = r.getX(), y = r.getResult(), positions = r.getPositions();
-    auto xs = shapeOf(x), ps = shapeOf(positions);
+    auto xs = shapeOf(x);
     if (!ropeSupported(r)) {
       unsupported(op, "positions must be i64, x [B, S, N, D]");
       return llvm::Error::success();
@@ -272,7 +272,7 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
     if (first)
       define(first.getResult());
     define(y);
-    bool perBatch = ps.size() == 2 && ps[0] == xs[0] && xs[0] > 1;
+    bool perBatch = ropePositionsPerBatch(r);
     std::string tensors =
         first ? llvm::formatv("{0}, {1}, {2}, {3}, {4}, {5}", ptr(first.getX()),
                               ptr(first.getResult()), shapeOf(first.getX())[2], ptr(x), ptr(y),
@@ -309,6 +309,10 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
     CacheSource src = cacheUpdateSource(op);
     Value pos = op->getOperand(qu ? 3 : 2);
     refs[op->getResult(0)] = cr;
+    if (first) { // (the pair's first write: its cache, written in the same launch)
+      Ref fr = refs[first->getOperand(0)];
+      refs[first->getResult(0)] = fr;
+    }
     if (qu) {
       Ref sr = refs[scales];
       refs[qu.getOutputScales()] = sr;
@@ -319,21 +323,18 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
                     .str(),
                 "quantized_cache_update -> " + describeType(cache.getType()) + ", " +
                     describeType(scales.getType()) + ", in place");
-    } else if (auto r2 = dyn_cast_or_null<RopeOp>(ropeCaches.lookup(op))) {
+    } else if (auto fused = ropeCaches.find(op); fused != ropeCaches.end()) {
       // (ropeCacheFusable: the rope pair before, one launch for all four)
-      auto r1 = cast<RopeOp>(pairs.lookup(r2));
-      Ref fr = refs[first->getOperand(0)];
-      refs[first->getResult(0)] = fr;
+      RopeOp qr = fused->second.queries, kr = fused->second.keys;
+      bool keysFirst = fused->second.keysWrite == first;
       CacheSource fs = cacheUpdateSource(first);
-      bool keysFirst = fs.value == r1.getResult() || fs.value == r2.getResult();
-      CacheSource keys = keysFirst ? fs : src, values = keysFirst ? src : fs;
+      CacheSource values = keysFirst ? src : fs;
       Value kCache = keysFirst ? first->getOperand(0) : cache;
       Value vCache = keysFirst ? cache : first->getOperand(0);
-      RopeOp kr = keys.value == r1.getResult() ? r1 : r2, qr = kr == r1 ? r2 : r1;
       define(qr.getResult());
       define(kr.getResult());
-      auto xs = shapeOf(kr.getX()), ps = shapeOf(kr.getPositions());
-      bool perBatch = ps.size() == 2 && ps[0] == xs[0] && xs[0] > 1;
+      auto xs = shapeOf(kr.getX());
+      bool perBatch = ropePositionsPerBatch(kr);
       statement(
           llvm::formatv(
               "ropeCacheWrite<{0}, {1}>({2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, "
@@ -351,8 +352,6 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
               " x 2, in place");
       ++stats.kernelCalls;
     } else if (first) { // (pairs: the same shape, types and position)
-      Ref fr = refs[first->getOperand(0)];
-      refs[first->getResult(0)] = fr;
       CacheSource fs = cacheUpdateSource(first);
       statement(llvm::formatv("cacheWritePair<{0}, {1}>({2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, "
                               "{10}, {11}, {12}, {13}, {14}, a.capacity, {15}, {16}, m.error, "

@@ -80,15 +80,20 @@ LLMC_DEVICE float capScore(float s, float softcap) {
 }
 
 /// Copies rows [row0, row0 + rows) of a [.., C, n] cache slice into a padded
-/// shared tile with 16-byte vectors, all threads of the block.
+/// shared tile with 16-byte vectors, all threads of the block; the tile's
+/// rows [rows, zeroTo) are zeroed (a tensor-core product reads whole
+/// tiles, and 0 times stale shared memory could be NaN).
 template <class T>
-LLMC_DEVICE void loadTile(T *tile, const T *src, int row0, int rows, int n) {
+LLMC_DEVICE void loadTile(T *tile, const T *src, int row0, int rows, int n, int zeroTo = 0) {
   constexpr int kVec = int(16 / sizeof(T));
-  int vecs = n / kVec, stride = paddedRow<T>(n);
-  for (int i = int(threadIdx.x); i < rows * vecs; i += int(blockDim.x)) {
+  int vecs = n / kVec, stride = paddedRow<T>(n), total = rows > zeroTo ? rows : zeroTo;
+  for (int i = int(threadIdx.x); i < total * vecs; i += int(blockDim.x)) {
     int r = i / vecs, v = i % vecs;
-    *reinterpret_cast<uint4 *>(tile + r * stride + v * kVec) =
-        *reinterpret_cast<const uint4 *>(src + size_t(row0 + r) * size_t(n) + size_t(v) * kVec);
+    uint4 value = {0, 0, 0, 0};
+    if (r < rows)
+      value = *reinterpret_cast<const uint4 *>(src + size_t(row0 + r) * size_t(n) +
+                                               size_t(v) * kVec);
+    *reinterpret_cast<uint4 *>(tile + r * stride + v * kVec) = value;
   }
 }
 

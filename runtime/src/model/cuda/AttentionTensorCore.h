@@ -12,8 +12,8 @@
 //   A block of 4 warps takes kTcAttnQueries = 64 queries of one head (each
 //   warp 16, its queries' D values held as WMMA A tiles for the whole
 //   kernel) and walks the keys in tiles of kTcAttnKeys = 64 rows, staged
-//   in shared memory (16-byte loads; rows past the last key zeroed; rows
-//   padded by 8 elements). Per tile and warp:
+//   in shared memory (Attention.h's loadTile: 16-byte loads, rows padded by
+//   8 elements; rows past the last key zeroed). Per tile and warp:
 //     S = Q K^T     16 x 64 scores, f32 WMMA accumulators, then to the
 //                   warp's f32 tile in shared memory;
 //     softmax       two lanes per query row, 32 keys each: scale, softcap,
@@ -49,7 +49,8 @@ constexpr int kTcAttnPLd = kTcAttnKeys + 8;   // T probability rows (a multiple 
 /// Where each part of the kernel's dynamic shared memory starts (bytes; all
 /// multiples of 128, so every WMMA tile pointer is 32-byte aligned).
 template <class T, int D> struct TcAttnLayout {
-  static constexpr int kLd = D + 8; // K, V (and Q, at first) rows, elements
+  static_assert(sizeof(T) == 2, "16-bit tiles: D + 8 is Attention.h's padded row");
+  static constexpr int kLd = D + 8; // K, V (and Q, at first) rows: paddedRow<T>(D)
   static constexpr int kOLd = D + 4;
   static constexpr size_t round(size_t n) { return (n + 127) / 128 * 128; }
   static constexpr size_t kTile = round(sizeof(T) * kTcAttnKeys * kLd);
@@ -66,23 +67,6 @@ template <class T, class K, int D, int Dv>
 constexpr bool kTensorCoreAttention =
     std::is_same_v<T, K> && (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) && D == Dv &&
     D % 16 == 0 && D <= 128;
-
-/// Rows [row0, row0 + rows) of a [.., C, n] slice into a padded tile of
-/// kTcAttnKeys rows, the rest zeroed (their P is 0, and 0 * garbage could
-/// be NaN), all threads of the block.
-template <class T>
-LLMC_DEVICE void loadTileZeroed(T *tile, const T *src, int row0, int rows, int n, int ld) {
-  constexpr int kVec = int(16 / sizeof(T));
-  int vecs = n / kVec;
-  for (int i = int(threadIdx.x); i < kTcAttnKeys * vecs; i += int(blockDim.x)) {
-    int r = i / vecs, v = i % vecs;
-    uint4 value = {0, 0, 0, 0};
-    if (r < rows)
-      value = *reinterpret_cast<const uint4 *>(src + size_t(row0 + r) * size_t(n) +
-                                               size_t(v) * kVec);
-    *reinterpret_cast<uint4 *>(tile + r * ld + v * kVec) = value;
-  }
-}
 
 template <class T, int D, class Y>
 LLMC_DEVICE void flashAttentionTcBody(const T *q, const T *kCache, const T *vCache,
@@ -139,8 +123,8 @@ LLMC_DEVICE void flashAttentionTcBody(const T *q, const T *kCache, const T *vCac
   for (int t = kStart - kStart % kTcAttnKeys; t < kEnd; t += kTcAttnKeys) {
     int rows = kEnd - t < kTcAttnKeys ? kEnd - t : kTcAttnKeys;
     __syncthreads(); // every warp is done with the last tile (and Q)
-    loadTileZeroed(kt, kCache + head * D, t, rows, D, kLd);
-    loadTileZeroed(vt, vCache + head * D, t, rows, D, kLd);
+    loadTile(kt, kCache + head * D, t, rows, D, kTcAttnKeys); // (the rest zeroed)
+    loadTile(vt, vCache + head * D, t, rows, D, kTcAttnKeys);
     __syncthreads();
     if (warpQueries <= 0 || (causal && t > warpLast) ||
         t + kTcAttnKeys <= firstKey(p0 + q0 + warp * 16, window))

@@ -603,10 +603,7 @@ void mma16816(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
   // Register r of lane l (A: 0..3 in words 0-1, B: 0..1 in word 2), half h.
   auto value = [&](int word, int lane, int r, int h) {
     unsigned reg = unsigned(words[word][lane] >> (32 * r));
-    uint16_t bits = uint16_t(reg >> (16 * h));
-    T v;
-    std::memcpy(&v, &bits, 2);
-    return toFloat(v);
+    return toFloat(::llmc::cudaemu::fromBits<T>(uint16_t(reg >> (16 * h))));
   };
   auto aAt = [&](int row, int k) { // register (row / 8) + 2 (k / 8) of lane (row % 8) * 4 + (k % 8) / 2
     int reg = row / 8 + 2 * (k / 8);
