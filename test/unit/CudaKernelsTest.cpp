@@ -251,6 +251,21 @@ TEST(CudaGemm, CublasLtWhereThere) {
   ASSERT_EQ(blas.open(), "");
 #if defined(__CUDACC__)
   ASSERT_EQ(blas.ready(), Blas::wanted()) << "libcublasLt did not open";
+  { // A library named by LLMC_CUDA_CUBLASLT that does not open: a clear error.
+    const char *was = std::getenv("LLMC_CUDA_CUBLASLT");
+    std::string saved = was ? was : "";
+    setenv("LLMC_CUDA_CUBLASLT", "/nonexistent/libcublasLt.so", 1);
+    Blas named;
+    std::string e = named.open();
+    if (was)
+      setenv("LLMC_CUDA_CUBLASLT", saved.c_str(), 1);
+    else
+      unsetenv("LLMC_CUDA_CUBLASLT");
+    EXPECT_NE(e.find("LLMC_CUDA_CUBLASLT names /nonexistent/libcublasLt.so, which does not open"),
+              std::string::npos)
+        << e;
+    EXPECT_FALSE(named.ready());
+  }
 #else
   ASSERT_FALSE(blas.ready());
 #endif

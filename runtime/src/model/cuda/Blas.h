@@ -5,7 +5,8 @@
 // near the device's dense rate where llmc's WMMA tiles reach a tenth of it.
 // The library is opened at run time (dlopen), not linked: an artifact runs
 // where it is absent, on llmc's own kernels, and LLMC_CUDA_CUBLASLT=0 asks
-// for those anyway (LLMC_CUDA_CUBLASLT=PATH names the library to open).
+// for those anyway (LLMC_CUDA_CUBLASLT=PATH names the library to open: a
+// context cannot be created if it does not open as cuBLASLt).
 // The host emulation has no cuBLASLt: its Blas is never ready.
 //
 // Layouts: row-major C [M, N] is column-major C^T [N, M] = W A^T, so W
@@ -66,8 +67,9 @@ public:
   std::string open() {
     if (ready() || !wanted())
       return {};
-    if (!load())
-      return {};
+    bool loaded = false;
+    if (std::string e = load(&loaded); !e.empty() || !loaded)
+      return e;
     if (create_(&handle_) != CUBLAS_STATUS_SUCCESS) {
       handle_ = nullptr;
       unload();
@@ -217,18 +219,25 @@ private:
     return descSet_(d, attr, value, bytes);
   }
 
-  bool load() {
+  /// Opens the library LLMC_CUDA_CUBLASLT names (an error if it does not
+  /// open as cuBLASLt), else the toolkit's of this header's major version
+  /// (the one its types and enums come from; absent: not an error).
+  std::string load(bool *loaded) {
+    *loaded = false;
     const char *env = std::getenv("LLMC_CUDA_CUBLASLT");
+    bool named = env && *env; // (wanted(): not "0")
     std::string major = std::to_string(CUBLAS_VER_MAJOR);
-    // (Only the major version of the header its types and enums come from.)
-    std::string names[] = {env && *env ? std::string(env) : std::string(),
-                           "libcublasLt.so." + major,
-                           "/usr/local/cuda/lib64/libcublasLt.so." + major};
+    std::string names[] = {named ? std::string(env) : "libcublasLt.so." + major,
+                           named ? std::string() : "/usr/local/cuda/lib64/libcublasLt.so." + major};
     for (const std::string &name : names)
       if (!name.empty() && (lib_ = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL)))
         break;
-    if (!lib_)
-      return false;
+    if (!lib_) {
+      const char *why = dlerror();
+      return named ? "LLMC_CUDA_CUBLASLT names " + std::string(env) +
+                         ", which does not open: " + (why ? why : "dlopen failed")
+                   : std::string();
+    }
     bool ok = sym(create_, "cublasLtCreate") && sym(destroy_, "cublasLtDestroy") &&
               sym(descCreate_, "cublasLtMatmulDescCreate") &&
               sym(descDestroy_, "cublasLtMatmulDescDestroy") &&
@@ -239,9 +248,14 @@ private:
               sym(prefDestroy_, "cublasLtMatmulPreferenceDestroy") &&
               sym(prefSet_, "cublasLtMatmulPreferenceSetAttribute") &&
               sym(heuristic_, "cublasLtMatmulAlgoGetHeuristic") && sym(matmul_, "cublasLtMatmul");
-    if (!ok)
+    if (!ok) {
       unload();
-    return ok;
+      return named ? "LLMC_CUDA_CUBLASLT names " + std::string(env) +
+                         ", which lacks cuBLASLt's functions"
+                   : std::string();
+    }
+    *loaded = true;
+    return {};
   }
   template <class F> bool sym(F *&out, const char *name) {
     out = reinterpret_cast<F *>(dlsym(lib_, name));
