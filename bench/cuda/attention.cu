@@ -6,6 +6,8 @@
 // f32 accumulation), the issue's target being >= 50% of it at head_dim 128. Medians of 10
 // timed runs after a warm-up, by CUDA events, three rounds in turns. Checks 64 random
 // output rows against a float64 softmax reference before timing. Random inputs.
+// The last column times AttentionTensorCore.h's WMMA form on the same inputs, in
+// turns with flashAttention's (mma.sync on sm_80 and later).
 //   nvcc -std=c++17 -O3 -arch=sm_90 -I. bench/cuda/attention.cu -lcublas -o attention
 //   ./attention [S ...]            (default 1024 4096 8192)
 #include "runtime/src/model/cuda/AttentionTensorCore.h"
@@ -70,6 +72,14 @@ template <int D> static void run(int s, double dense) {
     if (!e.empty())
       std::fprintf(stderr, "%s\n", e.c_str()), std::exit(1);
   };
+  // The WMMA form, which flashAttention takes only before sm_80 (measured
+  // beside it; its output is not checked here, the kernel tests do that).
+  auto attendWmma = [&] {
+    std::string e = llmc::cuda::flashAttentionWmma<half, D, half>(dq, dk, dv, dpos, dout, 1, s, hq,
+                                                                 hkv, s, true, 0, scale, 0.0f, 0);
+    if (!e.empty())
+      std::fprintf(stderr, "%s\n", e.c_str()), std::exit(1);
+  };
   attend();
   check(cudaDeviceSynchronize(), "attention");
   std::vector<__half> out(q.size());
@@ -97,12 +107,15 @@ template <int D> static void run(int s, double dense) {
       worst = std::isnan(got) ? INFINITY : std::max(worst, std::fabs(got - want));
     }
   }
-  float ms = 0;
-  for (int round = 0; round < 3; ++round)
+  float ms = 0, wmmaMs = 0;
+  for (int round = 0; round < 3; ++round) {
     ms = medianMs(attend, 10);
+    wmmaMs = medianMs(attendWmma, 10);
+  }
   double flop = 4.0 * D * hq * (double(s) * (s + 1) / 2);
-  std::printf("| %d | %d | %.3f | %.1f TFLOP/s | %.1f%% | %.1e |\n", D, s, ms,
-              flop / (ms / 1e3) / 1e12, 100 * flop / (ms / 1e3) / dense, worst);
+  std::printf("| %d | %d | %.3f | %.1f TFLOP/s | %.1f%% | %.1e | %.1f TFLOP/s |\n", D, s, ms,
+              flop / (ms / 1e3) / 1e12, 100 * flop / (ms / 1e3) / dense, worst,
+              flop / (wmmaMs / 1e3) / 1e12);
   cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dout), cudaFree(dpos);
 }
 
@@ -126,7 +139,8 @@ int main(int argc, char **argv) {
   std::printf("%s: dense fp16 matrix product (cuBLAS, 8192^3) %.1f TFLOP/s\n"
               "causal prefill attention, 32 query / 8 key-value heads, batch 1, half:\n\n"
               "| head_dim | S | ms | llmc flash attention | share of the dense rate | max abs. "
-              "error (64 rows vs float64) |\n| --- | --- | --- | --- | --- | --- |\n",
+              "error (64 rows vs float64) | the WMMA form |\n"
+              "| --- | --- | --- | --- | --- | --- | --- |\n",
               p.name, dense / 1e12);
   for (int s : lengths) {
     run<64>(s, dense);

@@ -1,7 +1,7 @@
 //===- CudaAttentionTest.cpp - the CUDA attention kernels against float64 -===//
 //
 // Split-KV decode attention (Attention.h) and flash prefill attention, SIMT
-// and tensor-core (AttentionTensorCore.h), against float64 attention over
+// and tensor-core (AttentionMma.h, and AttentionTensorCore.h's WMMA form), against float64 attention over
 // the caches' stored values: GQA/MQA/MHA, empty split chunks, long
 // contexts over many splits, windows, softcap, several query blocks and key
 // tiles, chunks after cached tokens, int8 caches with their scales, and the
@@ -201,9 +201,11 @@ TEST(CudaDecodeAttention, Int8CachesWithTheirScales) {
             "");
 }
 
+/// Prefill attention through flashAttention, or (wmma) AttentionTensorCore.h's
+/// WMMA form, which flashAttention takes only before sm_80.
 template <class T, int D, int Dv, class K = T>
 void checkPrefill(int b, int s, int hq, int hkv, int cap, long long pos, bool causal, int window,
-                  float softcap) {
+                  float softcap, bool wmma = false) {
   SCOPED_TRACE("s=" + std::to_string(s) + " hq=" + std::to_string(hq) + " hkv=" +
                std::to_string(hkv) + " pos=" + std::to_string(pos) + (causal ? " causal" : "") +
                " window=" + std::to_string(window) + " softcap=" + std::to_string(softcap));
@@ -214,10 +216,20 @@ void checkPrefill(int b, int s, int hq, int hkv, int cap, long long pos, bool ca
   DeviceBuffer<int64_t> dpos(std::vector<int64_t>{pos});
   DeviceBuffer<float> out(size_t(b * s * hq * Dv));
   float scale = 1.5f / std::sqrt(float(D));
-  ASSERT_EQ((flashAttention<T, K, D, Dv, float>(dq.get(), c.k.get(), c.v.get(), c.ksPtr(),
-                                                c.vsPtr(), dpos.get(), out.get(), b, s, hq, hkv,
-                                                cap, causal, window, scale, softcap, nullptr)),
-            "");
+  if constexpr (kTensorCoreAttention<T, K, D, Dv>) {
+    if (wmma) {
+      ASSERT_EQ((flashAttentionWmma<T, D, float>(dq.get(), c.k.get(), c.v.get(), dpos.get(),
+                                                 out.get(), b, s, hq, hkv, cap, causal, window,
+                                                 scale, softcap, nullptr)),
+                "");
+    }
+  }
+  if (!wmma) {
+    ASSERT_EQ((flashAttention<T, K, D, Dv, float>(dq.get(), c.k.get(), c.v.get(), c.ksPtr(),
+                                                  c.vsPtr(), dpos.get(), out.get(), b, s, hq, hkv,
+                                                  cap, causal, window, scale, softcap, nullptr)),
+              "");
+  }
   auto qd = widen(q);
   std::vector<double> want;
   for (int bi = 0; bi < b; ++bi)
@@ -252,10 +264,11 @@ TEST(CudaFlashAttention, Int8CachesWithTheirScales) {
   checkPrefill<bfloat16, 32, 32, int8_t>(2, 9, 2, 2, 32, 3, false, 0, 0);
 }
 
-// Half and bfloat16 with D = Dv <= 128 run on tensor cores
-// (AttentionTensorCore.h): several 64-query blocks and 64-key tiles, a
-// partial last block with warps that have no query, a chunk after cached
-// tokens, GQA and MQA, windows that skip whole tiles, softcap, non-causal.
+// Half and bfloat16 with D = Dv <= 128 run on tensor cores (mma.sync,
+// AttentionMma.h): several query blocks (64 or 128 queries) and 64-key
+// tiles, a partial last block with warps that have no query, a chunk after
+// cached tokens, GQA and MQA, windows that skip whole tiles, softcap,
+// non-causal; one query block whose key range is a single partial tile.
 TEST(CudaFlashAttention, TensorCoreTiles) {
   static_assert(kTensorCoreAttention<half, half, 128, 128> &&
                 kTensorCoreAttention<bfloat16, bfloat16, 16, 16> &&
@@ -267,6 +280,16 @@ TEST(CudaFlashAttention, TensorCoreTiles) {
   checkPrefill<bfloat16, 64, 64>(2, 70, 4, 1, 160, 5, true, 40, 30.0f);
   checkPrefill<half, 64, 64>(1, 130, 2, 2, 130, 0, false, 0, 0);
   checkPrefill<bfloat16, 16, 16>(1, 20, 2, 1, 64, 0, true, 0, 0);
+  checkPrefill<half, 32, 32>(1, 3, 2, 1, 8, 2, true, 0, 0);
+  checkPrefill<bfloat16, 128, 128>(1, 70, 2, 2, 300, 200, true, 0, 0);
+  checkPrefill<half, 96, 96>(2, 33, 2, 1, 64, 0, false, 5, 10.0f);
+}
+
+// The WMMA form (before sm_80) on the same shapes.
+TEST(CudaFlashAttention, WmmaTiles) {
+  checkPrefill<half, 128, 128>(1, 150, 4, 2, 256, 30, true, 0, 0, true);
+  checkPrefill<half, 64, 64>(1, 130, 2, 2, 130, 0, false, 0, 0, true);
+  checkPrefill<half, 64, 64>(2, 70, 4, 1, 160, 5, true, 40, 30.0f, true);
 }
 
 TEST(CudaFlashAttention, WindowSoftcapAndNonCausal) {

@@ -2,7 +2,7 @@
 //
 // Each test is a small kernel whose result follows from CUDA's rules alone
 // (thread and block indexing, barriers, shared memory per block, warp
-// shuffles and votes, atomics); the expected values are computed here from
+// shuffles and votes, atomics, cp.async groups); the expected values are computed here from
 // those rules. Built against the host emulation in CI and with nvcc on a
 // GPU (scripts/test-gpu.sh), so the emulation is checked against the
 // hardware whenever one is lent. The last tests check that the emulation
@@ -206,6 +206,50 @@ TEST(CudaEmu, HalfAndBfloat16RoundToNearestEven) {
   EXPECT_EQ(toFloat(fromFloat<half>(70000.0f)), INFINITY);
 }
 
+/// cp.async in three groups: words 0-7 and 8-15 (its thread's two rows of
+/// 16 bytes, the second zero-filled for odd threads), then 16-23; after
+/// waiting for all but the newest group and a barrier, each thread reads
+/// its neighbour's first two rows; after waiting for all, its third.
+LLMC_GLOBAL void asyncGroups(const unsigned *src, unsigned *out) {
+  LLMC_KERNEL_BEGIN();
+  LLMC_DYNAMIC_SHARED(unsigned, rows);
+  unsigned t = threadIdx.x, n = blockDim.x;
+  asyncCopy16(rows + 4 * t, src + 4 * t, true);
+  asyncCommit();
+  asyncCopy16(rows + 4 * (n + t), src + 4 * (n + t), t % 2 == 0);
+  asyncCommit();
+  asyncCopy16(rows + 4 * (2 * n + t), src + 4 * (2 * n + t), true);
+  asyncCommit();
+  asyncWait<1>();
+  __syncthreads();
+  unsigned other = (t + 1) % n;
+  for (unsigned i = 0; i < 4; ++i) {
+    out[4 * t + i] = rows[4 * other + i];
+    out[4 * (n + t) + i] = rows[4 * (n + other) + i];
+  }
+  asyncWait<0>();
+  __syncthreads();
+  for (unsigned i = 0; i < 4; ++i)
+    out[4 * (2 * n + t) + i] = rows[4 * (2 * n + other) + i];
+}
+
+TEST(CudaEmu, AsyncCopiesLandByTheirWait) {
+  const unsigned n = 64;
+  std::vector<unsigned> src(12 * n);
+  std::iota(src.begin(), src.end(), 1000u);
+  DeviceBuffer<unsigned> dsrc(src), out(12 * n);
+  ASSERT_EQ(launch(asyncGroups, dim3(1), dim3(n), 12 * n * sizeof(unsigned), nullptr, dsrc.get(),
+                   out.get()),
+            "");
+  std::vector<unsigned> got = out.download();
+  for (unsigned row = 0; row < 3 * n; ++row) {
+    unsigned thread = (row % n + 1) % n, from = row / n * n + thread;
+    bool zeros = row / n == 1 && thread % 2 == 1;
+    for (unsigned i = 0; i < 4; ++i)
+      ASSERT_EQ(got[4 * row + i], zeros ? 0u : src[4 * from + i]) << row << " " << i;
+  }
+}
+
 LLMC_GLOBAL void addAtPosition(const int64_t *pos, float *buf, float v) {
   LLMC_KERNEL_BEGIN();
   if (threadIdx.x == 0)
@@ -256,6 +300,55 @@ TEST(CudaDevice, ReportsWhatTheRuntimeChecks) {
 #if LLMC_CUDA_EMULATED
 
 // What the GPU leaves undefined or refuses, the emulation reports.
+
+/// Reads the shared word its cp.async is writing before waiting for it.
+LLMC_GLOBAL void readBeforeTheWait(const unsigned *src, unsigned *out) {
+  LLMC_KERNEL_BEGIN();
+  LLMC_DYNAMIC_SHARED(unsigned, rows);
+  rows[4 * threadIdx.x] = 7;
+  __syncthreads();
+  asyncCopy16(rows + 4 * threadIdx.x, src + 4 * threadIdx.x, true);
+  asyncCommit();
+  out[threadIdx.x] = rows[4 * threadIdx.x]; // a race on the GPU
+  asyncWait<0>();
+  out[32 + threadIdx.x] = rows[4 * threadIdx.x];
+}
+
+LLMC_GLOBAL void asyncCopyToGlobal(const unsigned *src, unsigned *out) {
+  LLMC_KERNEL_BEGIN();
+  asyncCopy16(out, src, true);
+  asyncCommit();
+  asyncWait<0>();
+}
+
+LLMC_GLOBAL void ldmatrixFromGlobal(const unsigned *src, unsigned *out) {
+  LLMC_KERNEL_BEGIN();
+  unsigned r[4];
+  tc::ldmatrix(r, src + 4 * threadIdx.x);
+  out[threadIdx.x] = r[0];
+}
+
+// A cp.async lands at the latest moment the GPU allows (its wait), so a
+// kernel that reads early reads stale bytes; cp.async and ldmatrix address
+// the block's dynamic shared memory.
+TEST(CudaEmuChecks, AsyncCopiesAndLdmatrixAreChecked) {
+  std::vector<unsigned> src(128);
+  std::iota(src.begin(), src.end(), 1u);
+  DeviceBuffer<unsigned> dsrc(src), out(64);
+  ASSERT_EQ(launch(readBeforeTheWait, dim3(1), dim3(32), 512, nullptr, dsrc.get(), out.get()), "");
+  std::vector<unsigned> got = out.download();
+  for (unsigned t = 0; t < 32; ++t) {
+    EXPECT_EQ(got[t], 7u);
+    EXPECT_EQ(got[32 + t], src[4 * t]);
+  }
+  std::string e = launch(asyncCopyToGlobal, dim3(1), dim3(1), 0, nullptr, dsrc.get(), out.get());
+  EXPECT_NE(e.find("cp.async to an address outside the block's dynamic shared memory"),
+            std::string::npos)
+      << e;
+  e = launch(ldmatrixFromGlobal, dim3(1), dim3(32), 0, nullptr, dsrc.get(), out.get());
+  EXPECT_NE(e.find("ldmatrix row outside the block's dynamic shared memory"), std::string::npos)
+      << e;
+}
 
 TEST(CudaEmuChecks, NoAllocationOrSynchronisationWhileCapturing) {
   Stream s = nullptr;

@@ -243,6 +243,52 @@ TEST(CudaTensorCore, Mma16816FragmentsAsPtxLaysThemOut) {
   checkMma16816<bfloat16>(72);
 }
 
+/// One warp: four 8 x 8 matrices of 16-bit values (matrix i's row r at
+/// src[(8 i + r) * 8]) into shared memory by cp.async, rows 24 elements
+/// apart (matrix 3's row 7 zero-filled), then each lane's registers from
+/// tc::ldmatrix and tc::ldmatrixTrans into out [2][32][4].
+LLMC_GLOBAL void ldmatrixKernel(const uint16_t *src, unsigned *out) {
+  LLMC_KERNEL_BEGIN();
+  LLMC_DYNAMIC_SHARED(uint16_t, rows);
+  unsigned lane = threadIdx.x;
+  asyncCopy16(rows + lane * 24, src + lane * 8, lane != 31);
+  asyncCommit();
+  asyncWait<0>();
+  __syncthreads();
+  unsigned r[4];
+  tc::ldmatrix(r, rows + lane * 24);
+  for (int i = 0; i < 4; ++i)
+    out[lane * 4 + unsigned(i)] = r[i];
+  tc::ldmatrixTrans(r, rows + lane * 24);
+  for (int i = 0; i < 4; ++i)
+    out[128 + lane * 4 + unsigned(i)] = r[i];
+}
+
+// PTX's ldmatrix layouts (the attention's fragments come from them), with
+// the values computed here from PTX's description.
+TEST(CudaTensorCore, LdmatrixFragmentsAsPtxLaysThemOut) {
+  std::vector<uint16_t> src(256);
+  for (size_t i = 0; i < src.size(); ++i)
+    src[i] = uint16_t(i * 37 + 11);
+  DeviceBuffer<uint16_t> dsrc(src);
+  DeviceBuffer<unsigned> out(256);
+  ASSERT_EQ(launch(ldmatrixKernel, dim3(1), dim3(32), 32 * 24 * sizeof(uint16_t), nullptr,
+                   dsrc.get(), out.get()),
+            "");
+  std::vector<unsigned> got = out.download();
+  auto at = [&](int m, int row, int col) {
+    return m == 3 && row == 7 ? 0u : unsigned(src[size_t((8 * m + row) * 8 + col)]);
+  };
+  for (int lane = 0; lane < 32; ++lane)
+    for (int i = 0; i < 4; ++i) {
+      int g = lane / 4, t = lane % 4;
+      EXPECT_EQ(got[size_t(lane * 4 + i)], at(i, g, 2 * t) | at(i, g, 2 * t + 1) << 16)
+          << "lane " << lane << " register " << i;
+      EXPECT_EQ(got[size_t(128 + lane * 4 + i)], at(i, 2 * t, g) | at(i, 2 * t + 1, g) << 16)
+          << "trans: lane " << lane << " register " << i;
+    }
+}
+
 // On a GPU, 16-bit GEMMs go to cuBLASLt (Blas.h) when it opens; the GPU
 // build requires it to (the CUDA toolkit's library, or LLMC_CUDA_CUBLASLT=0
 // to test without). The emulation has none: gemm runs llmc's kernels.

@@ -26,7 +26,12 @@
 //     of each block so that a kernel reading what it never wrote is seen.
 //   - Atomics are real atomics (blocks may later run on several host
 //     threads).
-//   - Tensor-core tiles (WMMA) are emulated in Cuda.h's tc:: on top of this.
+//   - Tensor-core tiles (WMMA), mma.sync and ldmatrix are emulated in
+//     Cuda.h's tc:: on top of this.
+//   - cp.async (asyncCopy): each thread's copies are queued by group and
+//     done at the asyncWait that releases their group, the latest moment
+//     the GPU may complete them, so a kernel that reads a tile before its
+//     wait reads stale bytes (and fails its tests) here too.
 //
 // Device memory (deviceAlloc) ends at an inaccessible page: a kernel that
 // runs past the end of a buffer faults at the access.
@@ -39,7 +44,8 @@
 // barriers (deadlock), a warp exchange whose mask names a lane that does not
 // exist or has exited, block and grid sizes past the GPU's limits, shared
 // memory past 48 KiB per block without the dynamic-size opt-in (and past
-// 227 KiB with it, the H100's limit).
+// 227 KiB with it, the H100's limit), cp.async and ldmatrix addresses
+// outside the block's dynamic shared memory or misaligned.
 //
 // Streams run their work when it is issued; a capturing stream records it
 // into a graph that replays it (CUDA graphs), and refuses allocation and
@@ -143,6 +149,15 @@ using Context = void *; // a parked stack's pointer
 using Context = ucontext_t;
 #endif
 
+/// One cp.async of a thread (asyncCopy): `bytes` from src to the shared
+/// dst, or zeros when !valid.
+struct AsyncCopy {
+  void *dst;
+  const void *src;
+  size_t bytes;
+  bool valid;
+};
+
 struct Fiber {
   enum class State { Ready, AtBlockBarrier, AtWarpExchange, Done };
   Context context;
@@ -154,6 +169,10 @@ struct Fiber {
   unsigned exchangeMask = 0;  // the lanes of the exchange it waits at
   uint64_t offered = 0;       // the value it offers there
   uint64_t seen[32] = {};     // what each lane offered, once released
+  // Its cp.async copies not yet done: those since the last commit, and the
+  // committed groups, oldest first (done at the wait that needs them).
+  std::vector<AsyncCopy> asyncOpen;
+  std::vector<std::vector<AsyncCopy>> asyncGroups;
 };
 
 /// A block's dynamic shared memory: 128-byte aligned, as the GPU's (its
@@ -283,6 +302,48 @@ template <class T> T &sharedVariable(const void *site) {
 }
 
 inline unsigned char *dynamicShared() { return selfBlock()->dynamicShared->data(); }
+
+/// Whether [p, p + n) lies in the running block's dynamic shared memory
+/// (where llmc's kernels keep what cp.async and ldmatrix address).
+inline bool inDynamicShared(const void *p, size_t n) {
+  DynamicSharedBytes &d = *selfBlock()->dynamicShared;
+  auto at = reinterpret_cast<uintptr_t>(p), base = reinterpret_cast<uintptr_t>(d.data());
+  return at >= base && at + n <= base + d.size();
+}
+
+/// cp.async: queued, and done only at the asyncWait that releases its
+/// group: the latest a GPU may complete it, so a kernel that reads the
+/// destination before its wait (and barrier) reads stale bytes here.
+inline void asyncCopy(void *dst, const void *src, size_t bytes, bool valid) {
+  auto d = reinterpret_cast<uintptr_t>(dst), s = reinterpret_cast<uintptr_t>(src);
+  if (d % bytes != 0 || (valid && s % bytes != 0))
+    fail("misaligned " + std::to_string(bytes) + "-byte cp.async");
+  if (!inDynamicShared(dst, bytes))
+    fail("cp.async to an address outside the block's dynamic shared memory");
+  self()->asyncOpen.push_back({dst, src, bytes, valid});
+}
+
+/// cp.async.commit_group: the copies since the last commit become a group
+/// (possibly empty, as on the GPU).
+inline void asyncCommit() {
+  Fiber &f = *self();
+  f.asyncGroups.push_back(std::move(f.asyncOpen));
+  f.asyncOpen.clear();
+}
+
+/// cp.async.wait_group n: every committed group but the newest n is done.
+inline void asyncWait(int n) {
+  Fiber &f = *self();
+  size_t keep = size_t(std::max(n, 0)), done = 0;
+  for (; f.asyncGroups.size() - done > keep; ++done)
+    for (const AsyncCopy &c : f.asyncGroups[done]) {
+      if (c.valid)
+        std::memcpy(c.dst, c.src, c.bytes);
+      else
+        std::memset(c.dst, 0, c.bytes);
+    }
+  f.asyncGroups.erase(f.asyncGroups.begin(), f.asyncGroups.begin() + long(done));
+}
 
 /// A fiber's body: the kernel, then back to the scheduler for good.
 inline void fiberMain() {
@@ -474,6 +535,8 @@ inline bool runBlock(Block &b, const StackSet &stacks) {
     Fiber &f = fs[i];
     f.state = Fiber::State::Ready;
     f.begun = false;
+    f.asyncOpen.clear(); // (a thread's copies never waited for are dropped)
+    f.asyncGroups.clear();
     f.threadIdx = {unsigned(i % b.blockDim.x), unsigned(i / b.blockDim.x % b.blockDim.y),
                    unsigned(i / (size_t(b.blockDim.x) * b.blockDim.y))};
     f.lane = unsigned(i % 32);

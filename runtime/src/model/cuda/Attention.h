@@ -324,15 +324,10 @@ std::string decodeAttention(const T *q, const K *kCache, const K *vCache, const 
       size_t(b) * size_t(hkv) > size_t(kSplitCounters))
     return "decode attention: invalid arguments";
   size_t bytes = decodeSharedBytes<K, D, Dv>(hq / hkv);
-  if (bytes > 47 * 1024) { // (lastOfGroup's static word counts against 48 KiB)
-    std::string e = setMaxDynamicShared(decodeAttentionKernel<T, K, D, Dv, Y>, bytes);
-    if (!e.empty())
-      return e;
-  }
-  return launch(decodeAttentionKernel<T, K, D, Dv, Y>,
-                dim3(unsigned(hkv), unsigned(splits), unsigned(b)), dim3(kAttnThreads), bytes,
-                stream, q, kCache, vCache, kScales, vScales, pos, partial, lse, out, counters, hq,
-                hkv, capacity, window, scale, softcap);
+  return launchWithShared(decodeAttentionKernel<T, K, D, Dv, Y>,
+                          dim3(unsigned(hkv), unsigned(splits), unsigned(b)), dim3(kAttnThreads),
+                          bytes, stream, q, kCache, vCache, kScales, vScales, pos, partial, lse,
+                          out, counters, hq, hkv, capacity, window, scale, softcap);
 }
 
 template <class K, int D, int Dv> size_t prefillSharedBytes() {
@@ -447,15 +442,10 @@ std::string flashAttentionSimt(const T *q, const K *kCache, const K *vCache, con
       (sizeof(K) == 1) != (kScales && vScales))
     return "flash attention: invalid arguments";
   size_t bytes = prefillSharedBytes<K, D, Dv>();
-  if (bytes > 48 * 1024) {
-    std::string e = setMaxDynamicShared(flashAttentionKernel<T, K, D, Dv, Y>, bytes);
-    if (!e.empty())
-      return e;
-  }
-  return launch(flashAttentionKernel<T, K, D, Dv, Y>,
-                dim3(ceilDiv(s, kAttnQueries), unsigned(hq), unsigned(b)), dim3(kAttnThreads),
-                bytes, stream, q, kCache, vCache, kScales, vScales, pos, out, s, hq, hkv,
-                capacity, causal, window, scale, softcap);
+  return launchWithShared(flashAttentionKernel<T, K, D, Dv, Y>,
+                          dim3(ceilDiv(s, kAttnQueries), unsigned(hq), unsigned(b)),
+                          dim3(kAttnThreads), bytes, stream, q, kCache, vCache, kScales, vScales,
+                          pos, out, s, hq, hkv, capacity, causal, window, scale, softcap);
 }
 
 } // namespace llmc::cuda

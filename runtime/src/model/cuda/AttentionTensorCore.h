@@ -3,12 +3,14 @@
 // Shapes, layouts and semantics: Attention.h's prefill (q [B, S, Hq, D],
 // keys 0 .. *pos + S - 1 of the [B, Hkv, C, D] caches, out [B, S, Hq, Dv],
 // scale, softcap, causal, window, GQA/MQA; a query with no key gives
-// zeros). flashAttention runs this form when queries and caches are both
-// half or both bfloat16 (bfloat16 tiles: sm_80 and later), D = Dv, a
-// multiple of 16 up to 128; Attention.h's SIMT form runs the rest (f32,
-// int8 caches, other head sizes).
+// zeros). flashAttention takes a tensor-core form when queries and caches
+// are both half or both bfloat16, D = Dv, a multiple of 16 up to 128: on
+// sm_80 and later AttentionMma.h's (mma.sync, everything in registers),
+// before it, for half, the WMMA form below (kept also to be measured
+// against it); Attention.h's SIMT form runs the rest (f32, int8 caches,
+// other head sizes).
 //
-// Tiling
+// Tiling of the WMMA form
 //   A block of 4 warps takes kTcAttnQueries = 64 queries of one head (each
 //   warp 16, its queries' D values held as WMMA A tiles for the whole
 //   kernel) and walks the keys in tiles of kTcAttnKeys = 64 rows, staged
@@ -36,7 +38,7 @@
 #ifndef LLMC_RUNTIME_MODEL_CUDA_ATTENTIONTENSORCORE_H
 #define LLMC_RUNTIME_MODEL_CUDA_ATTENTIONTENSORCORE_H
 
-#include "runtime/src/model/cuda/Attention.h"
+#include "runtime/src/model/cuda/AttentionMma.h"
 
 #include <type_traits>
 
@@ -214,9 +216,24 @@ LLMC_GLOBAL void
                                   window, scale, softcap);
 }
 
+/// Launches the WMMA form (the caller checked the arguments and, for
+/// bfloat16, tc::bf16()).
+template <class T, int D, class Y>
+std::string flashAttentionWmma(const T *q, const T *kCache, const T *vCache, const int64_t *pos,
+                               Y *out, int b, int s, int hq, int hkv, int capacity, bool causal,
+                               int window, float scale, float softcap, Stream stream) {
+  constexpr size_t bytes = TcAttnLayout<T, D>::kBytes;
+  return launchWithShared(flashAttentionTcKernel<T, D, Y>,
+                          dim3(ceilDiv(s, kTcAttnQueries), unsigned(hq), unsigned(b)),
+                          dim3(kTcAttnThreads), bytes, stream, q, kCache, vCache, pos, out, s, hq,
+                          hkv, capacity, causal, window, scale, softcap);
+}
+
 /// Flash prefill attention (K: the caches' type; with int8 caches kScales
-/// and vScales are their scales, else null): the tensor-core form where it
-/// applies (see the top of this file), else the SIMT one.
+/// and vScales are their scales, else null): on tensor cores where it
+/// applies (see the top of this file), by mma.sync on sm_80 and later
+/// (AttentionMma.h), else by WMMA (half on sm_70 and sm_75); else the SIMT
+/// form.
 template <class T, class K, int D, int Dv, class Y>
 std::string flashAttention(const T *q, const K *kCache, const K *vCache, const float *kScales,
                            const float *vScales, const int64_t *pos, Y *out, int b, int s, int hq,
@@ -225,18 +242,12 @@ std::string flashAttention(const T *q, const K *kCache, const K *vCache, const f
   if constexpr (kTensorCoreAttention<T, K, D, Dv>) {
     if (b < 1 || s < 1 || hq < 1 || hkv < 1 || hq % hkv || capacity < 1 || kScales || vScales)
       return "flash attention: invalid arguments";
-    if (!std::is_same_v<T, bfloat16> || tc::bf16()) {
-      constexpr size_t bytes = TcAttnLayout<T, D>::kBytes;
-      if (bytes > 48 * 1024) {
-        std::string e = setMaxDynamicShared(flashAttentionTcKernel<T, D, Y>, bytes);
-        if (!e.empty())
-          return e;
-      }
-      return launch(flashAttentionTcKernel<T, D, Y>,
-                    dim3(ceilDiv(s, kTcAttnQueries), unsigned(hq), unsigned(b)),
-                    dim3(kTcAttnThreads), bytes, stream, q, kCache, vCache, pos, out, s, hq, hkv,
-                    capacity, causal, window, scale, softcap);
-    }
+    if (tc::bf16())
+      return flashAttentionMma<T, D, Y>(q, kCache, vCache, pos, out, b, s, hq, hkv, capacity,
+                                        causal, window, scale, softcap, stream);
+    if (std::is_same_v<T, half>)
+      return flashAttentionWmma<T, D, Y>(q, kCache, vCache, pos, out, b, s, hq, hkv, capacity,
+                                         causal, window, scale, softcap, stream);
   }
   return flashAttentionSimt<T, K, D, Dv, Y>(q, kCache, vCache, kScales, vScales, pos, out, b, s,
                                             hq, hkv, capacity, causal, window, scale, softcap,

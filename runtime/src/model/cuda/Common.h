@@ -109,6 +109,20 @@ inline std::string describeDeviceError(unsigned long long word) {
   }
 }
 
+/// launch() with `bytes` of dynamic shared memory, the kernel opted in to
+/// them first when they pass the 48 KiB a block has without it (less the
+/// KiB kept for a kernel's own static shared words, such as lastOfGroup's).
+template <class... P, class... A>
+std::string launchWithShared(void (*kernel)(P...), dim3 grid, dim3 block, size_t bytes,
+                             Stream stream, A &&...args) {
+  if (bytes > 47 * 1024) {
+    std::string e = setMaxDynamicShared(kernel, bytes);
+    if (!e.empty())
+      return e;
+  }
+  return launch(kernel, grid, block, bytes, stream, std::forward<A>(args)...);
+}
+
 constexpr int kSplitCounters = 4096;
 
 /// Called by every thread of a block once the block has written its share

@@ -52,7 +52,28 @@
 //                                  c[0], c[1] are D(g, 2t), D(g, 2t + 1),
 //                                  c[2], c[3] row g + 8. Warp-collective;
 //                                  the emulation exchanges the registers
-//   tc::pack(lo, hi)               two 16-bit values as one register
+//   tc::pack(lo, hi)               two 16-bit values as one register;
+//   tc::packFloats<T>(lo, hi)      two floats rounded to T, as one register
+//   tc::ldmatrix(r, row),          PTX's ldmatrix .x4 (.trans): four 8 x 8
+//   tc::ldmatrixTrans(r, row)      matrices of 16-bit values from shared
+//                                  memory, lane l giving the address of row
+//                                  l % 8 of matrix l / 8 (16 bytes, 16-byte
+//                                  aligned); r[i] of lane l holds matrix
+//                                  i's (l / 4, 2 (l % 4) .. + 1), or with
+//                                  Trans (2 (l % 4) .. + 1, l / 4): A and B
+//                                  fragments of mma16816 (sm_75+).
+//                                  Warp-collective; the emulation reads the
+//                                  rows as the lanes arrive
+//   asyncCopy16(dst, src, valid)   cp.async (sm_80+): 16 bytes from global
+//   asyncCommit(), asyncWait<N>()  src to shared dst (zeros when !valid,
+//                                  src not read), done by the time a later
+//                                  asyncWait<N>() returns with at most N
+//                                  newer committed groups pending; then a
+//                                  barrier shows them to the block. The
+//                                  emulation copies at that wait, the
+//                                  latest the GPU may, so reading early
+//                                  reads stale bytes there too; dst in the
+//                                  dynamic shared memory
 // and the host side calls llmc::cuda::launch, deviceAlloc, copies, streams,
 // graph capture (captureBegin / captureEnd / graphLaunch) and deviceInfo,
 // which return an empty string or the error.
@@ -174,6 +195,28 @@ template <int N> LLMC_DEVICE void loadWords(const uint8_t *p, unsigned (&out)[N 
   }
 }
 
+/// cp.async and its groups (see the top of this file). Before sm_80 (not
+/// in llmc's fatbins; kernel tests may build for it) a plain copy.
+LLMC_DEVICE void asyncCopy16(void *dst, const void *src, bool valid) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  unsigned at = unsigned(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(at), "l"(src),
+               "r"(valid ? 16 : 0));
+#else
+  *reinterpret_cast<uint4 *>(dst) = valid ? *reinterpret_cast<const uint4 *>(src) : uint4{0, 0, 0, 0};
+#endif
+}
+LLMC_DEVICE void asyncCommit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+template <int N> LLMC_DEVICE void asyncWait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+#endif
+}
+
 /// Tensor-core tiles (see the top of this file): WMMA 16 x 16 x 16. Half
 /// tiles need sm_70, bfloat16 ones sm_80: kBf16 says whether the
 /// architecture this device code is compiled for has them (the host pass:
@@ -248,6 +291,30 @@ LLMC_DEVICE void mma16816(float (&c)[4], const unsigned (&a)[4], const unsigned 
 #else
   (void)c, (void)a, (void)b; // (sm_75: not built for it; callers check tc::bf16()-like gates)
 #endif
+}
+/// ldmatrix .x4 / .x4.trans (see the top of this file).
+LLMC_DEVICE void ldmatrix(unsigned (&r)[4], const void *row) {
+  unsigned at = unsigned(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(at));
+}
+LLMC_DEVICE void ldmatrixTrans(unsigned (&r)[4], const void *row) {
+  unsigned at = unsigned(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(at));
+}
+/// Two floats rounded to T (round to nearest even) as one register, lo in
+/// the low half: one conversion instruction.
+template <class T> LLMC_DEVICE unsigned packFloats(float lo, float hi) {
+  if constexpr (std::is_same_v<T, half>) {
+    __half2 v = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<unsigned *>(&v);
+  } else {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<unsigned *>(&v);
+  }
 }
 } // namespace tc
 
@@ -620,7 +687,37 @@ void mma16816(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
     c[i] = sum;
   }
 }
+/// ldmatrix .x4 (.trans): each lane reads its row as it arrives (so no
+/// lane's later write is seen) and offers it; then takes its values.
+inline void ldmatrixRows(unsigned (&r)[4], const void *row, bool trans) {
+  if (reinterpret_cast<uintptr_t>(row) % 16 != 0)
+    ::llmc::cudaemu::fail("ldmatrix row address not 16-byte aligned");
+  if (!::llmc::cudaemu::inDynamicShared(row, 16))
+    ::llmc::cudaemu::fail("ldmatrix row outside the block's dynamic shared memory");
+  uint64_t mine[2], words[2][32];
+  std::memcpy(mine, row, 16);
+  for (int w = 0; w < 2; ++w) {
+    ::llmc::cudaemu::warpExchange(0xffffffffu, mine[w]);
+    std::copy(::llmc::cudaemu::self()->seen, ::llmc::cudaemu::self()->seen + 32, words[w]);
+  }
+  // Element c (0..7) of the row that lane `at` gave.
+  auto element = [&](int at, int c) {
+    return unsigned(words[c / 4][at] >> (16 * (c % 4))) & 0xffffu;
+  };
+  int lane = int(::llmc::cudaemu::self()->lane), g = lane / 4, t = lane % 4;
+  for (int i = 0; i < 4; ++i)
+    r[i] = trans ? element(8 * i + 2 * t, g) | element(8 * i + 2 * t + 1, g) << 16
+                 : element(8 * i + g, 2 * t) | element(8 * i + g, 2 * t + 1) << 16;
+}
+inline void ldmatrix(unsigned (&r)[4], const void *row) { ldmatrixRows(r, row, false); }
+inline void ldmatrixTrans(unsigned (&r)[4], const void *row) { ldmatrixRows(r, row, true); }
 } // namespace tc
+
+inline void asyncCopy16(void *dst, const void *src, bool valid) {
+  ::llmc::cudaemu::asyncCopy(dst, src, 16, valid);
+}
+inline void asyncCommit() { ::llmc::cudaemu::asyncCommit(); }
+template <int N> void asyncWait() { ::llmc::cudaemu::asyncWait(N); }
 
 template <class... P, class... A>
 std::string launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t sharedBytes, Stream stream,
@@ -744,6 +841,11 @@ template <class T> LLMC_HOST_DEVICE unsigned pack(T lo, T hi) {
   memcpy(&h, &hi, 2);
   return unsigned(l) | unsigned(h) << 16;
 }
+#if !defined(__CUDACC__)
+template <class T> unsigned packFloats(float lo, float hi) {
+  return pack(fromFloat<T>(lo), fromFloat<T>(hi));
+}
+#endif
 } // namespace llmc::cuda::tc
 
 #endif // LLMC_RUNTIME_MODEL_CUDA_CUDA_H
