@@ -1,6 +1,7 @@
 // What the GPU benchmarks of bench/cuda share: a CUDA error stops the
 // program with its message; medianMs times a callable with CUDA events (a
-// warm-up, then `runs` timed runs, their median in milliseconds).
+// warm-up, then `runs` timed runs, their median in milliseconds; the events on
+// `stream`, where f's work goes).
 #ifndef LLMC_BENCH_CUDA_TIMING_H
 #define LLMC_BENCH_CUDA_TIMING_H
 
@@ -18,7 +19,7 @@ static void check(cudaError_t e, const char *what) {
   }
 }
 
-template <class F> static float medianMs(F &&f, int runs) {
+template <class F> static float medianMs(F &&f, int runs, cudaStream_t stream = 0) {
   cudaEvent_t a, b;
   check(cudaEventCreate(&a), "event");
   check(cudaEventCreate(&b), "event");
@@ -26,9 +27,9 @@ template <class F> static float medianMs(F &&f, int runs) {
   check(cudaDeviceSynchronize(), "warm-up");
   std::vector<float> t;
   for (int i = 0; i < runs; ++i) {
-    check(cudaEventRecord(a), "record");
+    check(cudaEventRecord(a, stream), "record");
     f();
-    check(cudaEventRecord(b), "record");
+    check(cudaEventRecord(b, stream), "record");
     check(cudaEventSynchronize(b), "sync");
     float ms = 0;
     check(cudaEventElapsedTime(&ms, a, b), "elapsed");

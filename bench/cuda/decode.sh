@@ -5,8 +5,11 @@
 # carried):
 #   1. the GPU's ceilings: device-to-device copy bandwidth, the fp16
 #      matrix-product rate and PyTorch's causal prefill attention
-#      (bench/cuda/device_peaks.py), and llmc's prefill attention against
-#      that matrix-product rate (bench/cuda/attention.cu, built here);
+#      (bench/cuda/device_peaks.py), llmc's prefill attention against
+#      that matrix-product rate (bench/cuda/attention.cu, built here), and
+#      llmc's decode GEMVs at the model's layer shapes against the copy and
+#      a streaming read, each tiling variant (bench/cuda/gemv.cu, built
+#      here);
 #   2. the model: a Llama of SHAPE (bench/cuda/make_model.py: 1b = hidden
 #      2048, 16 layers, 32/8 heads, MLP 8192, vocab 32000; random weights,
 #      generated into WORK, never committed);
@@ -30,7 +33,7 @@
 #   bench/cuda/decode.sh [SHAPE (1b)] [ROUNDS (1)]   (WORK, LLMC, NVCC, BATCHES,
 #                                                     COMPARE)
 # PREPARE_ONLY=1 stops after the model, its compilation, PyTorch's copy of
-# its weights and the attention program (no GPU time: it can run beside
+# its weights and the attention and GEMV programs (no GPU time: it can run beside
 # scripts/test-gpu.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -60,12 +63,14 @@ ort_site=${ORT_SITE:-/tmp/ort/site}
 [ ! -d "$ort_site" ] || python3 bench/cuda/ort_decode.py "$work/model" --convert
 [ -x "$work/attention" ] ||
   "$NVCC" -std=c++17 -O3 -arch="$arch" -I. bench/cuda/attention.cu -lcublas -o "$work/attention"
+[ -x "$work/gemv" ] || "$NVCC" -std=c++17 -O3 -arch="$arch" -I. bench/cuda/gemv.cu -o "$work/gemv"
 [ -z "${PREPARE_ONLY:-}" ] || exit 0
 
 nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv,noheader |
   tee "$work/gpu.txt"
 python3 bench/cuda/device_peaks.py | tee "$work/peaks.json"
 "$work/attention" | tee "$work/attention.md"
+"$work/gemv" | tee "$work/gemv.md"
 for round in $(seq "$rounds"); do
   for b in $batches; do
     for ctx in 128 4096; do

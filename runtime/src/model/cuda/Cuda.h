@@ -27,7 +27,9 @@
 //   LLMC_UNROLL                    #pragma unroll
 //   llmc::cuda::half, bfloat16     storage types; toFloat(x), fromFloat<T>(f)
 //                                  (round to nearest even on both)
-//   loadFloats(p, out)             16 aligned bytes of T at p as floats
+//   loadFloats(p, out)             16 aligned bytes of T at p as floats;
+//   load16(p), unpackFloats(raw,   the same in two steps (the load, then
+//   out, (const T *)tag)           the conversion where it is used)
 //   prefetchL2(p)                  the line at p toward L2 (the emulation:
 //                                  nothing)
 //   loadWords<N>(p, out)           N (4, 8, 16) aligned bytes at p as N / 4
@@ -152,12 +154,15 @@ template <> LLMC_HOST_DEVICE bfloat16 fromFloat<bfloat16>(float x) { return __fl
 /// Asks for the line at p in L2 (no register written, nothing waited for).
 LLMC_DEVICE void prefetchL2(const void *p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 
-LLMC_DEVICE void loadFloats(const float *p, float (&out)[4]) {
-  float4 v = *reinterpret_cast<const float4 *>(p);
-  out[0] = v.x, out[1] = v.y, out[2] = v.z, out[3] = v.w;
+/// 16 aligned bytes at p, as they are.
+LLMC_DEVICE uint4 load16(const void *p) { return *reinterpret_cast<const uint4 *>(p); }
+
+/// 16 bytes of T (as load16 read them) as floats; the pointer only names T.
+LLMC_DEVICE void unpackFloats(const uint4 &raw, float (&out)[4], const float *) {
+  out[0] = __uint_as_float(raw.x), out[1] = __uint_as_float(raw.y);
+  out[2] = __uint_as_float(raw.z), out[3] = __uint_as_float(raw.w);
 }
-LLMC_DEVICE void loadFloats(const half *p, float (&out)[8]) {
-  uint4 raw = *reinterpret_cast<const uint4 *>(p);
+LLMC_DEVICE void unpackFloats(const uint4 &raw, float (&out)[8], const half *) {
   const __half2 *h = reinterpret_cast<const __half2 *>(&raw);
   LLMC_UNROLL
   for (int i = 0; i < 4; ++i) {
@@ -165,21 +170,22 @@ LLMC_DEVICE void loadFloats(const half *p, float (&out)[8]) {
     out[2 * i] = f.x, out[2 * i + 1] = f.y;
   }
 }
-LLMC_DEVICE void loadFloats(const int8_t *p, float (&out)[16]) {
-  uint4 raw = *reinterpret_cast<const uint4 *>(p);
+LLMC_DEVICE void unpackFloats(const uint4 &raw, float (&out)[16], const int8_t *) {
   const unsigned words[4] = {raw.x, raw.y, raw.z, raw.w};
   LLMC_UNROLL
   for (int i = 0; i < 16; ++i)
     out[i] = float(int8_t(words[i / 4] >> (8 * (i % 4))));
 }
-LLMC_DEVICE void loadFloats(const bfloat16 *p, float (&out)[8]) {
-  uint4 raw = *reinterpret_cast<const uint4 *>(p);
+LLMC_DEVICE void unpackFloats(const uint4 &raw, float (&out)[8], const bfloat16 *) {
   const unsigned words[4] = {raw.x, raw.y, raw.z, raw.w};
   LLMC_UNROLL
   for (int i = 0; i < 4; ++i) {
     out[2 * i] = __uint_as_float(words[i] << 16);
     out[2 * i + 1] = __uint_as_float(words[i] & 0xffff0000u);
   }
+}
+template <class T, int N> LLMC_DEVICE void loadFloats(const T *p, float (&out)[N]) {
+  unpackFloats(load16(p), out, p);
 }
 
 template <int N> LLMC_DEVICE void loadWords(const uint8_t *p, unsigned (&out)[N / 4]) {
@@ -566,13 +572,25 @@ template <> inline bfloat16 fromFloat<bfloat16>(float x) { return {::llmc::cpu::
 inline void prefetchL2(const void *) {}
 inline bool programmaticLaunches() { return false; }
 
-template <class T, int N> inline void loadFloats(const T *p, float (&out)[N]) {
-  static_assert(sizeof(T) * N == 16, "16 bytes");
+inline uint4 load16(const void *p) {
   // The GPU faults on a misaligned vector load; so does the emulation.
   if (reinterpret_cast<uintptr_t>(p) % 16 != 0)
     ::llmc::cudaemu::fail("misaligned 16-byte load");
+  uint4 v;
+  std::memcpy(&v, p, 16);
+  return v;
+}
+
+template <class T, int N> void unpackFloats(const uint4 &raw, float (&out)[N], const T *) {
+  static_assert(sizeof(T) * N == 16, "16 bytes");
+  T values[N];
+  std::memcpy(values, &raw, 16);
   for (int i = 0; i < N; ++i)
-    out[i] = toFloat(p[i]);
+    out[i] = toFloat(values[i]);
+}
+
+template <class T, int N> inline void loadFloats(const T *p, float (&out)[N]) {
+  unpackFloats(load16(p), out, p);
 }
 
 template <int N> inline void loadWords(const uint8_t *p, unsigned (&out)[N / 4]) {

@@ -10,7 +10,9 @@
 //
 // Tiling
 //   One warp per output column n (a row of W), kWarps warps per block:
-//   grid = (ceil(N / kWarps), splits). Each lane reads W in 16-byte vectors
+//   grid = (ceil(N / kWarps), splits). (gemvKernel also takes C columns
+//   per warp and U loads in flight, for bench/cuda/gemv.cu to measure
+//   other tilings against this one; the runtime runs C = 1, U = kUnroll.) Each lane reads W in 16-byte vectors
 //   (8 halves or 4 floats), lanes side by side so a warp reads 512
 //   contiguous bytes per step, kUnroll steps issued before any is used so
 //   that enough bytes are in flight to saturate HBM; x is read through L1
@@ -47,6 +49,8 @@
 
 #include "runtime/src/model/cuda/Common.h"
 
+#include <type_traits>
+
 namespace llmc::cuda {
 
 constexpr int kGemvWarps = 8;
@@ -60,6 +64,18 @@ constexpr int kGemvNormSharedBytes = 40 * 1024;
 template <class X> constexpr size_t normGemvSharedBytes(int m, int k) {
   return size_t(m) * size_t(k) * sizeof(X);
 }
+
+/// From this many rows of half or bfloat16 x and W (K a multiple of 32, on
+/// sm_80 and later) gemv and normGemv run on tensor cores
+/// (GemvTensorCore.h, included at the end of this file).
+constexpr int kTcGemvMinRows = 3;
+template <class W, class X>
+constexpr bool kTensorCoreGemv =
+    std::is_same_v<W, X> && (std::is_same_v<W, half> || std::is_same_v<W, bfloat16>);
+template <bool NORM, class T, class Y>
+std::string launchGemvTc(const T *x, const T *norm, float eps, float offset, const T *w,
+                         const T *bias, const Y *residual, Y *y, float *partial,
+                         unsigned *counters, int m, int n, int k, int splits, Stream stream);
 
 /// The end of a warp's column `col` of a GEMV (gemv, qgemv): the lanes'
 /// sums of its M rows reduced across the warp, then lane 0 writes them to
@@ -90,17 +106,17 @@ LLMC_DEVICE void finishColumn(float (&acc)[M], unsigned lane, int split, int spl
 
 /// Split-K's end, by every thread of every block of a gemv or qgemv launch
 /// after its warps' finishColumn: in the block that finishes its column
-/// group last, y[m, col] = the splits' partial sums added in split order +
-/// bias + residual for the group's kGemvWarps columns. Nothing without
-/// splits (finishColumn wrote y).
-template <int M, class B, class Y>
+/// group (the G columns of the block) last, y[m, col] = the splits' partial
+/// sums added in split order + bias + residual for the group's columns.
+/// Nothing without splits (finishColumn wrote y).
+template <int M, int G = kGemvWarps, class B, class Y>
 LLMC_DEVICE void finishSplits(const float *partial, unsigned *counters, const B *bias,
                               const Y *residual, Y *y, int n) {
   int splits = int(gridDim.y);
   if (splits == 1 || !lastOfGroup(counters + blockIdx.x, unsigned(splits)))
     return;
-  for (int i = int(threadIdx.x); i < M * kGemvWarps; i += int(blockDim.x)) {
-    int m = i / kGemvWarps, col = int(blockIdx.x) * kGemvWarps + i % kGemvWarps;
+  for (int i = int(threadIdx.x); i < M * G; i += int(blockDim.x)) {
+    int m = i / G, col = int(blockIdx.x) * G + i % G;
     if (col >= n)
       continue;
     size_t at = size_t(m) * size_t(n) + size_t(col);
@@ -150,16 +166,20 @@ LLMC_DEVICE void normaliseRows(const X *x, const W *norm, int k, float eps, floa
 // (No __launch_bounds__: with it ptxas trades registers for occupancy and
 // spills at M = 8; without it M = 8 takes 80 registers and 3 blocks fit an
 // SM, which keeps enough loads in flight.) NORM: x goes through rms_norm
-// (norm, eps, offset) into shared memory first.
-template <class W, class X, class Y, int M, bool NORM>
+// (norm, eps, offset) into shared memory first. C columns per warp (rows
+// of W: a column past N reads the warp's first row and drops its sums), U
+// loads per lane and column issued before any is used; the runtime's
+// tiling is C = 1, U = kGemvUnroll (launchGemv), others are measured
+// against it by bench/cuda/gemv.cu.
+template <class W, class X, class Y, int M, bool NORM, int C, int U>
 LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *residual, Y *y,
                             float *partial, unsigned *counters, int n, int k, const W *norm,
                             float eps, float offset) {
   constexpr int kVec = int(16 / sizeof(W));
   unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  int col = int(blockIdx.x) * kGemvWarps + int(warp);
+  int col0 = (int(blockIdx.x) * kGemvWarps + int(warp)) * C;
   int splits = int(gridDim.y), split = int(blockIdx.y);
-  bool live = col < n;
+  bool live = col0 < n;
   // Whole vectors per row; none when rows are not 16-byte aligned (K not a
   // multiple of the vector width): then the scalar tail does everything.
   int chunks = k % kVec == 0 ? k / kVec : 0;
@@ -167,11 +187,16 @@ LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *resi
   int c0 = split * perSplit, c1 = c0 + perSplit < chunks ? c0 + perSplit : chunks;
   if (!live)
     c1 = c0;
-  const W *row = w + static_cast<size_t>(live ? col : 0) * size_t(k);
+  const W *row[C];
+  LLMC_UNROLL
+  for (int c = 0; c < C; ++c)
+    row[c] = w + static_cast<size_t>(live ? (col0 + c < n ? col0 + c : col0) : 0) * size_t(k);
   // The lane's first steps of W toward L2 while the kernel before this one
   // (programmatic launches) finishes: no kernel writes the weights.
-  for (int c = c0 + int(lane), u = 0; c < c1 && u < kGemvPrefetch; c += 32, ++u)
-    prefetchL2(row + size_t(c) * kVec);
+  for (int v = c0 + int(lane), u = 0; v < c1 && u < kGemvPrefetch; v += 32, ++u)
+    LLMC_UNROLL
+    for (int c = 0; c < C; ++c)
+      prefetchL2(row[c] + size_t(v) * kVec);
   LLMC_KERNEL_BEGIN();
   if constexpr (NORM) { // (block barriers: before any warp leaves)
     LLMC_DYNAMIC_SHARED(X, xs);
@@ -182,53 +207,66 @@ LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *resi
     return; // the whole warp leaves together; no block barrier follows
   // (With splits, a warp past N stays for lastOfGroup's barriers.)
 
-  float acc[M];
+  float acc[C][M];
   LLMC_UNROLL
-  for (int m = 0; m < M; ++m)
-    acc[m] = 0.0f;
-
-  int c = c0 + int(lane);
-  // kUnroll vectors per lane in flight, then their products.
-  for (; c + (kGemvUnroll - 1) * 32 < c1; c += kGemvUnroll * 32) {
-    float wv[kGemvUnroll][kVec];
+  for (int c = 0; c < C; ++c)
     LLMC_UNROLL
-    for (int u = 0; u < kGemvUnroll; ++u)
-      loadFloats(row + size_t(c + u * 32) * kVec, wv[u]);
+    for (int m = 0; m < M; ++m)
+      acc[c][m] = 0.0f;
+  // x's vector at chunk v of every row, times the C columns' vectors.
+  auto multiply = [&](const uint4 (&raw)[C], int v) {
+    float wv[C][kVec];
     LLMC_UNROLL
-    for (int u = 0; u < kGemvUnroll; ++u) {
-      LLMC_UNROLL
-      for (int m = 0; m < M; ++m) {
-        float xv[kVec];
-        loadRun<kVec>(x + size_t(m) * size_t(k) + size_t(c + u * 32) * kVec, xv);
-        LLMC_UNROLL
-        for (int i = 0; i < kVec; ++i)
-          acc[m] = fmaf(wv[u][i], xv[i], acc[m]);
-      }
-    }
-  }
-  for (; c < c1; c += 32) {
-    float wv[kVec];
-    loadFloats(row + size_t(c) * kVec, wv);
+    for (int c = 0; c < C; ++c)
+      unpackFloats(raw[c], wv[c], w);
     LLMC_UNROLL
     for (int m = 0; m < M; ++m) {
       float xv[kVec];
-      loadRun<kVec>(x + size_t(m) * size_t(k) + size_t(c) * kVec, xv);
+      loadRun<kVec>(x + size_t(m) * size_t(k) + size_t(v) * kVec, xv);
       LLMC_UNROLL
-      for (int i = 0; i < kVec; ++i)
-        acc[m] = fmaf(wv[i], xv[i], acc[m]);
+      for (int c = 0; c < C; ++c)
+        LLMC_UNROLL
+        for (int i = 0; i < kVec; ++i)
+          acc[c][m] = fmaf(wv[c][i], xv[i], acc[c][m]);
     }
+  };
+
+  int v = c0 + int(lane);
+  // U vectors per lane and column in flight, then their products.
+  for (; v + (U - 1) * 32 < c1; v += U * 32) {
+    uint4 raw[U][C];
+    LLMC_UNROLL
+    for (int u = 0; u < U; ++u)
+      LLMC_UNROLL
+      for (int c = 0; c < C; ++c)
+        raw[u][c] = load16(row[c] + size_t(v + u * 32) * kVec);
+    LLMC_UNROLL
+    for (int u = 0; u < U; ++u)
+      multiply(raw[u], v + u * 32);
+  }
+  for (; v < c1; v += 32) {
+    uint4 raw[C];
+    LLMC_UNROLL
+    for (int c = 0; c < C; ++c)
+      raw[c] = load16(row[c] + size_t(v) * kVec);
+    multiply(raw, v);
   }
   // The scalar tail past the last whole vector, in the last split.
   if (live && split == splits - 1)
-    for (int e = chunks * kVec + int(lane); e < k; e += 32) {
+    for (int e = chunks * kVec + int(lane); e < k; e += 32)
       LLMC_UNROLL
-      for (int m = 0; m < M; ++m)
-        acc[m] = fmaf(toFloat(row[e]), toFloat(x[size_t(m) * size_t(k) + size_t(e)]), acc[m]);
-    }
+      for (int m = 0; m < M; ++m) {
+        float xe = toFloat(x[size_t(m) * size_t(k) + size_t(e)]);
+        LLMC_UNROLL
+        for (int c = 0; c < C; ++c)
+          acc[c][m] = fmaf(toFloat(row[c][e]), xe, acc[c][m]);
+      }
 
-  if (live)
-    finishColumn<M>(acc, lane, split, splits, col, n, bias, residual, y, partial);
-  finishSplits<M>(partial, counters, bias, residual, y, n);
+  LLMC_UNROLL
+  for (int c = 0; c < C; ++c)
+    if (live && col0 + c < n) // (warp-uniform: finishColumn shuffles)
+      finishColumn<M>(acc[c], lane, split, splits, col0 + c, n, bias, residual, y, partial);
+  finishSplits<M, kGemvWarps * C>(partial, counters, bias, residual, y, n);
 }
 
 /// Whether split-K has its workspace: partial sums and a split counter per
@@ -238,10 +276,11 @@ inline bool splitWorkspace(const float *partial, const unsigned *counters, int n
 }
 
 /// The split count for a layer of n columns whose rows are `vectors` loads
-/// of a lane on a device of `sms` multiprocessors: enough blocks for two
-/// waves, each split keeping at least 8 loads per lane.
-inline int splitCount(int n, int vectors, int sms) {
-  int blocks = (n + kGemvWarps - 1) / kGemvWarps;
+/// of a lane on a device of `sms` multiprocessors, `columns` columns a
+/// block: enough blocks for two waves, each split keeping at least 8 loads
+/// per lane.
+inline int splitCount(int n, int vectors, int sms, int columns = kGemvWarps) {
+  int blocks = (n + columns - 1) / columns;
   int splits = 1;
   while (blocks * splits < 2 * sms && vectors / (splits * 2) >= 8 * 32)
     splits *= 2;
@@ -253,28 +292,39 @@ inline int gemvSplits(int n, int k, int sizeofW, int sms) {
   return splitCount(n, k / (16 / sizeofW), sms);
 }
 
-/// gemv and normGemv.
-template <bool NORM, class W, class X, class Y>
-std::string launchGemv(const X *x, const W *norm, float eps, float offset, const W *w,
-                       const W *bias, const Y *residual, Y *y, float *partial,
-                       unsigned *counters, int m, int n, int k, int splits, Stream stream) {
+/// gemv and normGemv with C columns per warp and U loads in flight per
+/// lane and column (see gemvKernel).
+/// What is wrong with a gemv's or normGemv's arguments, or "".
+template <bool NORM, class W, class X>
+std::string gemvArgumentError(const W *norm, const float *partial, const unsigned *counters,
+                              int m, int n, int k, int splits) {
   if (m < 1 || m > kGemvMaxRows || n < 1 || k < 1 || splits < 1 ||
       (splits > 1 && !splitWorkspace(partial, counters, n)) || (NORM && !norm))
     return "gemv: invalid arguments";
   if (k % int(16 / sizeof(W)) != 0 && splits > 1)
     return "gemv: split-K needs K a multiple of the vector width";
-  size_t shared = NORM ? normGemvSharedBytes<X>(m, k) : 0;
-  if (shared > size_t(kGemvNormSharedBytes))
+  if (NORM && normGemvSharedBytes<X>(m, k) > size_t(kGemvNormSharedBytes))
     return "normGemv: " + std::to_string(m) + " x " + std::to_string(k) +
            " normalised inputs exceed the block's shared memory";
-  dim3 grid(ceilDiv(n, kGemvWarps), unsigned(splits));
+  return "";
+}
+
+template <bool NORM, int C, int U, class W, class X, class Y>
+std::string launchGemvWith(const X *x, const W *norm, float eps, float offset, const W *w,
+                           const W *bias, const Y *residual, Y *y, float *partial,
+                           unsigned *counters, int m, int n, int k, int splits, Stream stream) {
+  if (std::string e = gemvArgumentError<NORM, W, X>(norm, partial, counters, m, n, k, splits);
+      !e.empty())
+    return e;
+  size_t shared = NORM ? normGemvSharedBytes<X>(m, k) : 0;
+  dim3 grid(ceilDiv(n, kGemvWarps * C), unsigned(splits));
   dim3 block(kGemvWarps * 32);
   std::string e;
   switch (m) {
 #define LLMC_GEMV_CASE(R)                                                                          \
   case R:                                                                                          \
-    e = launch(gemvKernel<W, X, Y, R, NORM>, grid, block, shared, stream, x, w, bias, residual, y, \
-               partial, counters, n, k, norm, eps, offset);                                        \
+    e = launch(gemvKernel<W, X, Y, R, NORM, C, U>, grid, block, shared, stream, x, w, bias,        \
+               residual, y, partial, counters, n, k, norm, eps, offset);                           \
     break;
     LLMC_GEMV_CASE(1)
     LLMC_GEMV_CASE(2)
@@ -287,6 +337,24 @@ std::string launchGemv(const X *x, const W *norm, float eps, float offset, const
 #undef LLMC_GEMV_CASE
   }
   return e;
+}
+
+/// gemv and normGemv as the runtime runs them: on tensor cores from
+/// kTcGemvMinRows rows where they apply, else one column per warp.
+template <bool NORM, class W, class X, class Y>
+std::string launchGemv(const X *x, const W *norm, float eps, float offset, const W *w,
+                       const W *bias, const Y *residual, Y *y, float *partial,
+                       unsigned *counters, int m, int n, int k, int splits, Stream stream) {
+  if constexpr (kTensorCoreGemv<W, X>)
+    if (m >= kTcGemvMinRows && k % 32 == 0 && tc::bf16()) {
+      if (std::string e = gemvArgumentError<NORM, W, X>(norm, partial, counters, m, n, k, splits);
+          !e.empty())
+        return e;
+      return launchGemvTc<NORM>(x, norm, eps, offset, w, bias, residual, y, partial, counters, m,
+                                n, k, splits, stream);
+    }
+  return launchGemvWith<NORM, 1, kGemvUnroll>(x, norm, eps, offset, w, bias, residual, y, partial,
+                                              counters, m, n, k, splits, stream);
 }
 
 /// Launches y = x W^T (+ bias) (+ residual) for M rows (1 .. kGemvMaxRows).
@@ -311,5 +379,7 @@ std::string normGemv(const X *x, const W *norm, float eps, float offset, const W
 }
 
 } // namespace llmc::cuda
+
+#include "runtime/src/model/cuda/GemvTensorCore.h"
 
 #endif // LLMC_RUNTIME_MODEL_CUDA_GEMV_H

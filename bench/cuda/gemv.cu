@@ -1,0 +1,221 @@
+// Decode GEMVs on a GPU (runtime/src/model/cuda/Gemv.h) at the layer shapes of the 1B
+// benchmark model (hidden 2048, 32/8 heads, MLP 8192, vocab 32000; half weights and
+// activations), batch 1, 2, 4 and 8: each tiling variant's time per launch and read bandwidth,
+// against two ceilings measured in the same run: a device-to-device copy (bytes read plus
+// written, as bench/cuda/device_peaks.py) and a plain streaming read (every byte of a 1 GiB
+// buffer read once by 16-byte loads, nothing written).
+//
+// A timed unit is a CUDA graph of 64 launches of one layer over distinct copies of its
+// weights (a 1 GiB pool, so the 50-60 MB L2 holds none of a copy at its next use, as in a
+// decode step where every layer reads its own weights), launched as the runtime launches
+// them (programmatic on sm_90: each launch's ramp overlaps the tail of the one before). Per
+// launch: the graph's median time (10 replays after a warm-up, CUDA events) over 64, three
+// rounds with the variants in turns, the last round printed. Each variant's output is
+// compared with the first variant's (the kernel tests hold them all to float64).
+//   nvcc -std=c++17 -O3 -arch=sm_90 -I. bench/cuda/gemv.cu -o gemv && ./gemv
+// Variants: the SIMT kernel with C columns (rows of W) per warp and U 16-byte loads per lane
+// and column in flight, and the tensor-core form (GemvTensorCore.h), which the runtime takes
+// from kTcGemvMinRows rows. Split counts: Gemv.h's splitCount for each SIMT variant's columns
+// a block; the tensor-core form gets the runtime tiling's (the compiler's, which it is passed).
+#include "runtime/src/model/cuda/Gemv.h"
+
+#include "bench/cuda/Timing.h"
+
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+using namespace llmc::cuda;
+
+namespace {
+
+struct Shape {
+  const char *name;
+  int n, k;
+  bool norm, residual;
+};
+const Shape kShapes[] = {
+    {"q/k/v (rms_norm folded in)", 3072, 2048, true, false},
+    {"o (+ residual)", 2048, 2048, false, true},
+    {"gate/up (rms_norm folded in)", 16384, 2048, true, false},
+    {"down (+ residual)", 2048, 8192, false, true},
+    {"lm_head (rms_norm folded in)", 32000, 2048, true, false},
+};
+
+struct Variant {
+  const char *name;
+  int columns; // per warp
+  std::function<std::string(const half *x, const half *norm, const half *w, const half *res,
+                            half *y, float *partial, unsigned *counters, int m, int n, int k,
+                            int splits, bool withNorm, cudaStream_t s)>
+      run;
+};
+
+/// GemvTensorCore.h's form (mma.sync over the rows of x).
+Variant tensorCores(const char *name) {
+  return {name, 1, // (the compiler's split count for the runtime's SIMT tiling, as it passes)
+          [](const half *x, const half *norm, const half *w, const half *res, half *y,
+             float *partial, unsigned *counters, int m, int n, int k, int splits, bool withNorm,
+             cudaStream_t s) {
+            if (withNorm)
+              return launchGemvTc<true>(x, norm, 1e-5f, 0.0f, w, (const half *)nullptr, res, y,
+                                        partial, counters, m, n, k, splits, s);
+            return launchGemvTc<false>(x, (const half *)nullptr, 0.0f, 0.0f, w,
+                                       (const half *)nullptr, res, y, partial, counters, m, n, k,
+                                       splits, s);
+          }};
+}
+
+template <int C, int U> Variant variant(const char *name) {
+  return {name, C,
+          [](const half *x, const half *norm, const half *w, const half *res, half *y,
+             float *partial, unsigned *counters, int m, int n, int k, int splits, bool withNorm,
+             cudaStream_t s) {
+            if (withNorm)
+              return launchGemvWith<true, C, U>(x, norm, 1e-5f, 0.0f, w, (const half *)nullptr,
+                                                res, y, partial, counters, m, n, k, splits, s);
+            return launchGemvWith<false, C, U>(x, (const half *)nullptr, 0.0f, 0.0f, w,
+                                               (const half *)nullptr, res, y, partial, counters,
+                                               m, n, k, splits, s);
+          }};
+}
+
+__global__ void fill(half *p, size_t n, unsigned seed, float amplitude) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x) {
+    unsigned h = unsigned(i) * 2654435761u ^ seed;
+    h ^= h >> 13, h *= 0x5bd1e995u, h ^= h >> 15;
+    p[i] = __float2half(amplitude * (float(h & 0xffff) / 32768.0f - 1.0f));
+  }
+}
+
+/// Reads every 16 bytes of p once (four loads in flight per thread), writes
+/// nothing unless the data's XOR is a magic word (never, for random data).
+__global__ void readAll(const uint4 *p, size_t n, unsigned *sink) {
+  unsigned acc = 0;
+  size_t stride = size_t(gridDim.x) * blockDim.x;
+  size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
+  for (; i + 3 * stride < n; i += 4 * stride) {
+    uint4 a = p[i], b = p[i + stride], c = p[i + 2 * stride], d = p[i + 3 * stride];
+    acc ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w ^ c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^
+           d.z ^ d.w;
+  }
+  for (; i < n; i += stride) {
+    uint4 a = p[i];
+    acc ^= a.x ^ a.y ^ a.z ^ a.w;
+  }
+  if (acc == 0x9e3779b9u)
+    *sink = acc;
+}
+
+std::vector<float> download(const half *p, size_t n) {
+  std::vector<half> h(n);
+  check(cudaMemcpy(h.data(), p, n * 2, cudaMemcpyDeviceToHost), "copy");
+  std::vector<float> f(n);
+  for (size_t i = 0; i < n; ++i)
+    f[i] = __half2float(h[i]);
+  return f;
+}
+
+} // namespace
+
+int main() {
+  cudaDeviceProp prop;
+  check(cudaGetDeviceProperties(&prop, 0), "device");
+  const size_t poolBytes = size_t(1) << 30;
+  half *pool, *x, *norm, *res, *y;
+  float *partial;
+  unsigned *counters, *sink;
+  check(cudaMalloc(&pool, poolBytes), "malloc");
+  check(cudaMalloc(&x, size_t(8) * 8192 * 2), "malloc");
+  check(cudaMalloc(&norm, size_t(8192) * 2), "malloc");
+  check(cudaMalloc(&res, size_t(8) * 32000 * 2), "malloc");
+  check(cudaMalloc(&y, size_t(8) * 32000 * 2), "malloc");
+  check(cudaMalloc(&partial, size_t(64) * 8 * 32000 * 4), "malloc");
+  check(cudaMalloc(&counters, kSplitCounters * sizeof(unsigned)), "malloc");
+  check(cudaMalloc(&sink, sizeof(unsigned)), "malloc");
+  check(cudaMemset(counters, 0, kSplitCounters * sizeof(unsigned)), "zero");
+  fill<<<1024, 256>>>(pool, poolBytes / 2, 1u, 0.05f);
+  fill<<<64, 256>>>(x, size_t(8) * 8192, 2u, 1.0f);
+  fill<<<8, 256>>>(norm, 8192, 3u, 1.0f);
+  fill<<<64, 256>>>(res, size_t(8) * 32000, 4u, 1.0f);
+  check(cudaDeviceSynchronize(), "fill");
+
+  // The ceilings.
+  half *copyDst;
+  check(cudaMalloc(&copyDst, poolBytes), "malloc");
+  float copyMs = medianMs([&] { cudaMemcpyAsync(copyDst, pool, poolBytes, cudaMemcpyDeviceToDevice); }, 10);
+  check(cudaFree(copyDst), "free");
+  float readMs = medianMs([&] {
+    readAll<<<prop.multiProcessorCount * 8, 256>>>(reinterpret_cast<const uint4 *>(pool),
+                                                   poolBytes / 16, sink);
+  }, 10);
+  double copyGbs = 2.0 * poolBytes / (copyMs / 1e3) / 1e9;
+  double readGbs = double(poolBytes) / (readMs / 1e3) / 1e9;
+  std::printf("%s: copy %.0f GB/s (read + written), streaming read %.0f GB/s\n\n", prop.name,
+              copyGbs, readGbs);
+  std::printf("| layer | rows | variant | splits | us per launch | GB/s read | share of the "
+              "streaming read | share of the copy | max diff. vs the first |\n"
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+
+  const std::vector<Variant> variants = {
+      variant<1, 4>("1 column / warp, 4 loads in flight (the runtime's)"),
+      variant<1, 8>("1 column / warp, 8 loads in flight"),
+      variant<2, 4>("2 columns / warp, 4 loads each"),
+      variant<4, 4>("4 columns / warp, 4 loads each"),
+      tensorCores("tensor cores: mma.sync, 16 columns / block of 8 warps"),
+  };
+  cudaStream_t stream;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+  const int kLaunches = 64;
+  for (const Shape &sh : kShapes)
+    for (int m : {1, 2, 4, 8}) {
+      size_t wBytes = size_t(sh.n) * size_t(sh.k) * 2;
+      int copies = int(poolBytes / wBytes);
+      std::vector<float> ms(variants.size()), first;
+      std::vector<int> splitsOf(variants.size());
+      std::vector<double> diff(variants.size(), 0.0);
+      std::vector<cudaGraphExec_t> graphs(variants.size());
+      for (size_t v = 0; v < variants.size(); ++v) {
+        int splits = splitCount(sh.n, sh.k / 8, prop.multiProcessorCount,
+                                kGemvWarps * variants[v].columns);
+        splitsOf[v] = splits;
+        auto once = [&](int i) {
+          std::string e = variants[v].run(x, norm, pool + size_t(i % copies) * wBytes / 2,
+                                          sh.residual ? res : nullptr, y, partial, counters, m,
+                                          sh.n, sh.k, splits, sh.norm, stream);
+          if (!e.empty())
+            std::fprintf(stderr, "%s: %s\n", variants[v].name, e.c_str()), std::exit(1);
+        };
+        once(0);
+        check(cudaStreamSynchronize(stream), "gemv");
+        std::vector<float> out = download(y, size_t(m) * size_t(sh.n));
+        if (v == 0)
+          first = out;
+        for (size_t i = 0; i < out.size(); ++i)
+          diff[v] = std::isnan(out[i]) ? INFINITY
+                                       : std::fmax(diff[v], std::fabs(out[i] - first[i]));
+        cudaGraph_t g;
+        check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
+        for (int i = 0; i < kLaunches; ++i)
+          once(i);
+        check(cudaStreamEndCapture(stream, &g), "capture");
+        check(cudaGraphInstantiate(&graphs[v], g, 0), "instantiate");
+        check(cudaGraphDestroy(g), "graph");
+      }
+      for (int round = 0; round < 3; ++round)
+        for (size_t v = 0; v < variants.size(); ++v)
+          ms[v] = medianMs([&] { check(cudaGraphLaunch(graphs[v], stream), "replay"); }, 10,
+                           stream);
+      for (size_t v = 0; v < variants.size(); ++v) {
+        double us = ms[v] * 1e3 / kLaunches, gbs = wBytes / (us / 1e6) / 1e9;
+        std::printf("| %s | %d | %s | %d | %.2f | %.0f | %.1f%% | %.1f%% | %.1e |\n", sh.name, m,
+                    variants[v].name, splitsOf[v], us, gbs, 100 * gbs / readGbs,
+                    100 * gbs / copyGbs, diff[v]);
+        check(cudaGraphExecDestroy(graphs[v]), "graph");
+      }
+    }
+  return 0;
+}

@@ -1,0 +1,170 @@
+//===- GemvTensorCore.h - decode linear layers of several rows on tensor cores -===//
+//
+// Shapes, layouts and semantics: Gemv.h's (y = x W^T (+ bias) (+ residual)
+// for M <= kGemvMaxRows rows of x, normGemv's rms_norm folded in, split-K
+// over `partial` and the split counters), for x and W both half or both
+// bfloat16 and K a multiple of 32, on sm_80 and later (Gemv.h's launchGemv
+// takes this form from kTcGemvMinRows rows). With several rows
+// the SIMT GEMV converts and multiplies every weight once per row in f32,
+// which at 8 rows makes it compute-bound; here each weight feeds a
+// tensor-core product with all the rows at once.
+//
+// Tiling
+//   A block of 8 warps takes 16 columns (rows of W); its warps cut the
+//   block's K range (its split's) into 8 consecutive parts. One mma.sync
+//   m16n8k16 multiplies the 16 columns' weights (A: 16 x 16) by the M rows
+//   of x (B: 16 x 8, rows past M zero). A lane (g = lane / 4, t = lane % 4)
+//   loads 16 bytes of W rows g and g + 8 and of x row g, all at K offset
+//   32 j + 8 t: its 8 values are two mma steps' worth, registers 0-1 the
+//   first (A's k pairs 2t and 2t + 8, B's the same), 2-3 the second. Which
+//   physical k a step's slot holds does not matter to the sum, as long as A
+//   and B agree, and they do: so every load is a plain 16-byte vector and
+//   no value moves between lanes. kTcGemvUnroll such chunks per lane in
+//   flight. The warps' accumulators meet in shared memory and warp 0 adds
+//   them in warp order (deterministic), then writes y (bias, residual) or
+//   its split's partial sums; Gemv.h's finishSplits ends split-K.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_RUNTIME_MODEL_CUDA_GEMVTENSORCORE_H
+#define LLMC_RUNTIME_MODEL_CUDA_GEMVTENSORCORE_H
+
+#include "runtime/src/model/cuda/Gemv.h"
+
+#include <type_traits>
+
+namespace llmc::cuda {
+
+constexpr int kTcGemvWarps = 8, kTcGemvColumns = 16, kTcGemvUnroll = 4;
+
+template <class T, class Y, int M, bool NORM>
+LLMC_DEVICE void gemvTcBody(const T *x, const T *w, const T *bias, const Y *residual, Y *y,
+                            float *partial, unsigned *counters, int n, int k, const T *norm,
+                            float eps, float offset) {
+  constexpr int U = kTcGemvUnroll;
+  int lane = int(threadIdx.x % 32), warp = int(threadIdx.x / 32), g = lane / 4, t = lane % 4;
+  int col0 = int(blockIdx.x) * kTcGemvColumns;
+  int splits = int(gridDim.y), split = int(blockIdx.y);
+  // Chunks of 32 values of K: the split's, then the warp's share of them.
+  int chunks = k / 32, perSplit = (chunks + splits - 1) / splits;
+  int s0 = split * perSplit < chunks ? split * perSplit : chunks;
+  int s1 = s0 + perSplit < chunks ? s0 + perSplit : chunks;
+  int perWarp = (s1 - s0 + kTcGemvWarps - 1) / kTcGemvWarps;
+  int c0 = s0 + warp * perWarp < s1 ? s0 + warp * perWarp : s1;
+  int c1 = c0 + perWarp < s1 ? c0 + perWarp : s1;
+  int r0 = col0 + g, r1 = col0 + g + 8; // (a column past N reads column col0; dropped)
+  const T *w0 = w + size_t(r0 < n ? r0 : col0) * size_t(k) + 8 * t;
+  const T *w1 = w + size_t(r1 < n ? r1 : col0) * size_t(k) + 8 * t;
+  for (int j = c0; j < c1 && j < c0 + 2 * U; ++j) { // toward L2 before the wait
+    prefetchL2(w0 + size_t(j) * 32);
+    prefetchL2(w1 + size_t(j) * 32);
+  }
+  LLMC_KERNEL_BEGIN();
+  if constexpr (NORM) { // (block barriers: every thread is here)
+    LLMC_DYNAMIC_SHARED(T, xs);
+    normaliseRows<M>(x, norm, k, eps, offset, xs);
+    x = xs;
+  }
+  const T *xr = x + size_t(g < M ? g : 0) * size_t(k) + 8 * t;
+
+  float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  // Two m16n8k16 steps over one chunk's loads.
+  auto multiply = [&](const uint4 &a, const uint4 &b, const uint4 &xv) {
+    const unsigned a0[4] = {a.x, b.x, a.y, b.y}, x0[2] = {xv.x, xv.y};
+    tc::mma16816<T>(c, a0, x0);
+    const unsigned a1[4] = {a.z, b.z, a.w, b.w}, x1[2] = {xv.z, xv.w};
+    tc::mma16816<T>(c, a1, x1);
+  };
+  const uint4 zero = {0, 0, 0, 0};
+  int j = c0;
+  for (; j + U <= c1; j += U) {
+    uint4 a[U], b[U], xv[U];
+    LLMC_UNROLL
+    for (int u = 0; u < U; ++u) {
+      a[u] = load16(w0 + size_t(j + u) * 32);
+      b[u] = load16(w1 + size_t(j + u) * 32);
+      xv[u] = g < M ? load16(xr + size_t(j + u) * 32) : zero;
+    }
+    LLMC_UNROLL
+    for (int u = 0; u < U; ++u)
+      multiply(a[u], b[u], xv[u]);
+  }
+  for (; j < c1; ++j)
+    multiply(load16(w0 + size_t(j) * 32), load16(w1 + size_t(j) * 32),
+             g < M ? load16(xr + size_t(j) * 32) : zero);
+
+  // The warps' sums, added in warp order by warp 0: c[i] is column
+  // (i < 2 ? r0 : r1), row 2t + i % 2.
+  LLMC_SHARED(float[kTcGemvWarps][4][32], sums);
+  LLMC_UNROLL
+  for (int i = 0; i < 4; ++i)
+    sums[warp][i][lane] = c[i];
+  __syncthreads();
+  if (warp == 0) {
+    LLMC_UNROLL
+    for (int i = 0; i < 4; ++i) {
+      float v = sums[0][i][lane];
+      for (int from = 1; from < kTcGemvWarps; ++from)
+        v += sums[from][i][lane];
+      int col = i < 2 ? r0 : r1, row = 2 * t + i % 2;
+      if (row >= M || col >= n)
+        continue;
+      size_t at = size_t(row) * size_t(n) + size_t(col);
+      if (splits > 1) {
+        partial[size_t(split) * M * size_t(n) + at] = v;
+        continue;
+      }
+      if (bias)
+        v += toFloat(bias[col]);
+      if (residual)
+        v += toFloat(residual[at]);
+      y[at] = fromFloat<Y>(v);
+    }
+  }
+  finishSplits<M, kTcGemvColumns>(partial, counters, bias, residual, y, n);
+}
+
+template <class T, class Y, int M, bool NORM>
+LLMC_GLOBAL void gemvTcKernel(const T *x, const T *w, const T *bias, const Y *residual, Y *y,
+                              float *partial, unsigned *counters, int n, int k, const T *norm,
+                              float eps, float offset) {
+  if constexpr (!tc::kBf16) { // mma.sync m16n8k16: sm_80 and later (tc::bf16() on the host)
+    LLMC_KERNEL_BEGIN();
+  } else {
+    gemvTcBody<T, Y, M, NORM>(x, w, bias, residual, y, partial, counters, n, k, norm, eps,
+                              offset);
+  }
+}
+
+/// The tensor-core form of launchGemv (the caller checked the arguments,
+/// K % 32 == 0 and tc::bf16()).
+template <bool NORM, class T, class Y>
+std::string launchGemvTc(const T *x, const T *norm, float eps, float offset, const T *w,
+                         const T *bias, const Y *residual, Y *y, float *partial,
+                         unsigned *counters, int m, int n, int k, int splits, Stream stream) {
+  size_t shared = NORM ? normGemvSharedBytes<T>(m, k) : 0;
+  dim3 grid(ceilDiv(n, kTcGemvColumns), unsigned(splits)), block(kTcGemvWarps * 32);
+  std::string e;
+  switch (m) {
+#define LLMC_GEMV_TC_CASE(R)                                                                       \
+  case R:                                                                                          \
+    e = launch(gemvTcKernel<T, Y, R, NORM>, grid, block, shared, stream, x, w, bias, residual, y,  \
+               partial, counters, n, k, norm, eps, offset);                                        \
+    break;
+    LLMC_GEMV_TC_CASE(1)
+    LLMC_GEMV_TC_CASE(2)
+    LLMC_GEMV_TC_CASE(3)
+    LLMC_GEMV_TC_CASE(4)
+    LLMC_GEMV_TC_CASE(5)
+    LLMC_GEMV_TC_CASE(6)
+    LLMC_GEMV_TC_CASE(7)
+    LLMC_GEMV_TC_CASE(8)
+#undef LLMC_GEMV_TC_CASE
+  default:
+    e = "gemv: invalid arguments";
+  }
+  return e;
+}
+
+} // namespace llmc::cuda
+
+#endif // LLMC_RUNTIME_MODEL_CUDA_GEMVTENSORCORE_H
