@@ -8,7 +8,7 @@
 #      with nvcc for this GPU and run on it: the same assertions and float64
 #      references as the emulated run, so the emulation and the hardware are
 #      held to the same results;
-#   2. compute-sanitizer memcheck and racecheck over them;
+#   2. compute-sanitizer memcheck, racecheck and synccheck over them;
 #   3. the fatbin for every target architecture without register spills
 #      (SKIP_FATBIN=1 leaves it to CI's cuda.fatbin, which builds the same);
 #   4. every fixture scripts/prepare-gpu.sh lists (.gpu/fixtures), compiled
@@ -115,9 +115,13 @@ if [ -x "$build/llmc-cuda-device" ]; then
   if [ -n "$cs" ]; then
     step "compute-sanitizer memcheck" "$cs" --tool memcheck --error-exitcode 1 \
       "$build/llmc-cuda-device"
+    # (the kernels with shared memory, barriers or warp-collective operations)
+    shared_filter='Cuda*Attention*:CudaRmsNorm*:CudaArgmax*:CudaSample*:CudaGemm*:CudaGemv*:CudaQuantGemm*:CudaTensorCore*:CudaEmu.*'
     step "compute-sanitizer racecheck (shared memory hazards)" "$cs" --tool racecheck \
       --racecheck-report hazard --error-exitcode 1 "$build/llmc-cuda-device" \
-      --gtest_filter='Cuda*Attention*:CudaRmsNorm*:CudaArgmax*:CudaSample*:CudaGemm*:CudaQuantGemm*:CudaEmu.*'
+      --gtest_filter="$shared_filter"
+    step "compute-sanitizer synccheck (barriers and warp-collective operations)" "$cs" \
+      --tool synccheck --error-exitcode 1 "$build/llmc-cuda-device" --gtest_filter="$shared_filter"
   else
     echo "test-gpu: compute-sanitizer not found"; failed=$((failed + 1))
   fi

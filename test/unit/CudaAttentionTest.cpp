@@ -283,6 +283,9 @@ TEST(CudaFlashAttention, TensorCoreTiles) {
   checkPrefill<half, 32, 32>(1, 3, 2, 1, 8, 2, true, 0, 0);
   checkPrefill<bfloat16, 128, 128>(1, 70, 2, 2, 300, 200, true, 0, 0);
   checkPrefill<half, 96, 96>(2, 33, 2, 1, 64, 0, false, 5, 10.0f);
+  // A window that leaves a block's first key tiles out (its first tile
+  // past 0) and some warps without keys in a tile.
+  checkPrefill<bfloat16, 64, 64>(1, 130, 2, 1, 384, 200, true, 40, 0);
 }
 
 // The WMMA form (before sm_80) on the same shapes.

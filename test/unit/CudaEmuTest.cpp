@@ -301,17 +301,36 @@ TEST(CudaDevice, ReportsWhatTheRuntimeChecks) {
 
 // What the GPU leaves undefined or refuses, the emulation reports.
 
-/// Reads the shared word its cp.async is writing before waiting for it.
+/// Reads the shared word its cp.async is writing before waiting for it (a
+/// race on the GPU), then waits for all but the newest of two groups and
+/// reads both destinations.
 LLMC_GLOBAL void readBeforeTheWait(const unsigned *src, unsigned *out) {
   LLMC_KERNEL_BEGIN();
   LLMC_DYNAMIC_SHARED(unsigned, rows);
-  rows[4 * threadIdx.x] = 7;
+  unsigned t = threadIdx.x;
+  rows[4 * t] = 7;
   __syncthreads();
-  asyncCopy16(rows + 4 * threadIdx.x, src + 4 * threadIdx.x, true);
+  asyncCopy16(rows + 4 * t, src + 4 * t, true);
   asyncCommit();
-  out[threadIdx.x] = rows[4 * threadIdx.x]; // a race on the GPU
+  out[t] = rows[4 * t];
   asyncWait<0>();
-  out[32 + threadIdx.x] = rows[4 * threadIdx.x];
+  out[32 + t] = rows[4 * t];
+  asyncCopy16(rows + 4 * (32 + t), src + 4 * (32 + t), true);
+  asyncCommit();
+  asyncCopy16(rows + 4 * (64 + t), src + 4 * (64 + t), true);
+  asyncCommit();
+  asyncWait<1>();
+  out[64 + t] = rows[4 * (32 + t)];
+  out[96 + t] = rows[4 * (64 + t)];
+}
+
+/// Half the warp shuffles while the other half votes, with the same mask.
+LLMC_GLOBAL void shuffleBesideVote(int *out) {
+  LLMC_KERNEL_BEGIN();
+  if (threadIdx.x < 16)
+    out[threadIdx.x] = __shfl_xor_sync(kFullMask, int(threadIdx.x), 1);
+  else
+    out[threadIdx.x] = int(__ballot_sync(kFullMask, 1));
 }
 
 LLMC_GLOBAL void asyncCopyToGlobal(const unsigned *src, unsigned *out) {
@@ -328,19 +347,29 @@ LLMC_GLOBAL void ldmatrixFromGlobal(const unsigned *src, unsigned *out) {
   out[threadIdx.x] = r[0];
 }
 
-// A cp.async lands at the latest moment the GPU allows (its wait), so a
-// kernel that reads early reads stale bytes; cp.async and ldmatrix address
-// the block's dynamic shared memory.
-TEST(CudaEmuChecks, AsyncCopiesAndLdmatrixAreChecked) {
-  std::vector<unsigned> src(128);
+// A cp.async's destination holds NaNs (0xff bytes) until the wait that
+// releases its group, the latest moment the GPU may complete the copy, so a
+// kernel that reads early, or copies over a tile still being read, reads
+// NaNs; asyncWait<1> leaves the newest group pending; cp.async and ldmatrix
+// address the block's dynamic shared memory; the lanes of a warp exchange
+// must be at the same kind of operation.
+TEST(CudaEmuChecks, AsyncCopiesLdmatrixAndExchangesAreChecked) {
+  std::vector<unsigned> src(384);
   std::iota(src.begin(), src.end(), 1u);
-  DeviceBuffer<unsigned> dsrc(src), out(64);
-  ASSERT_EQ(launch(readBeforeTheWait, dim3(1), dim3(32), 512, nullptr, dsrc.get(), out.get()), "");
+  DeviceBuffer<unsigned> dsrc(src), out(128);
+  ASSERT_EQ(launch(readBeforeTheWait, dim3(1), dim3(32), 1536, nullptr, dsrc.get(), out.get()),
+            "");
   std::vector<unsigned> got = out.download();
   for (unsigned t = 0; t < 32; ++t) {
-    EXPECT_EQ(got[t], 7u);
+    EXPECT_EQ(got[t], 0xffffffffu);
     EXPECT_EQ(got[32 + t], src[4 * t]);
+    EXPECT_EQ(got[64 + t], src[4 * (32 + t)]);
+    EXPECT_EQ(got[96 + t], 0xffffffffu);
   }
+  DeviceBuffer<int> words(32);
+  std::string mixed = launch(shuffleBesideVote, dim3(1), dim3(32), 0, nullptr, words.get());
+  EXPECT_NE(mixed.find("meet at different warp-collective operations (a "), std::string::npos)
+      << mixed;
   std::string e = launch(asyncCopyToGlobal, dim3(1), dim3(1), 0, nullptr, dsrc.get(), out.get());
   EXPECT_NE(e.find("cp.async to an address outside the block's dynamic shared memory"),
             std::string::npos)

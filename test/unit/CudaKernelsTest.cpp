@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <tuple>
 #include <type_traits>
@@ -153,10 +154,26 @@ TEST(CudaGemv, SeveralRowsOnTensorCores) {
   checkLinear<half, half, half, kTc>(4, 16, 64, 1, false, true, 100);
   checkLinear<half, half, float, kTc>(8, 24, 2048, 4, true, true, 101);
   checkLinear<bfloat16, bfloat16, float, kTc>(3, 33, 96, 8, true, false, 102);
-  // Through gemv(): the tensor-core form from kTcGemvMinRows rows, the
-  // SIMT one below them or for K not a multiple of 32.
+  // Through gemv(): the tensor-core form from kTcGemvMinRows rows (the same
+  // bits as launchGemvTc's), the SIMT one below them or for K not a
+  // multiple of 32.
   checkLinear<half, half, half>(kTcGemvMinRows, 40, 512, 2, true, true, 103);
   checkLinear<half, half, half>(8, 40, 520, 1, true, true, 104);
+  {
+    const int m = 6, n = 40, k = 512;
+    DeviceBuffer<half> x(randomValues<half>(size_t(m) * k, 1.0f, 105)),
+        w(randomValues<half>(size_t(n) * k, 1.0f, 106)), viaGemv(size_t(m) * n),
+        viaTc(size_t(m) * n);
+    ASSERT_EQ(gemv(x.get(), w.get(), (const half *)nullptr, (const half *)nullptr, viaGemv.get(),
+                   nullptr, nullptr, m, n, k, 1, nullptr),
+              "");
+    ASSERT_EQ(launchGemvTc<false>(x.get(), (const half *)nullptr, 0.0f, 0.0f, w.get(),
+                                  (const half *)nullptr, (const half *)nullptr, viaTc.get(),
+                                  nullptr, nullptr, m, n, k, 1, nullptr),
+              "");
+    std::vector<half> a = viaGemv.download(), b = viaTc.download();
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(half)), 0);
+  }
 }
 
 /// normGemv (llm.rms_norm folded into the decode GEMV) against float64:

@@ -83,14 +83,19 @@ template <class T> std::vector<double> widen(const std::vector<T> &v) {
   return d;
 }
 
-/// The largest |got - want| over the largest |want| (or 1 if that is 0).
+/// The largest |got - want| over the largest |want| (or 1 if that is 0);
+/// infinite where got holds a NaN (std::max would pass over it).
 template <class T> double relativeError(const std::vector<T> &got, const std::vector<double> &want) {
   EXPECT_EQ(got.size(), want.size());
   double scale = 0, err = 0;
   for (double w : want)
     scale = std::max(scale, std::fabs(w));
-  for (size_t i = 0; i < got.size() && i < want.size(); ++i)
-    err = std::max(err, std::fabs(double(toFloat(got[i])) - want[i]));
+  for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
+    double d = std::fabs(double(toFloat(got[i])) - want[i]);
+    if (std::isnan(d))
+      return INFINITY;
+    err = std::max(err, d);
+  }
   return err / (scale > 0 ? scale : 1);
 }
 

@@ -87,12 +87,14 @@ std::vector<float> randomFloats(size_t n, unsigned seed, float lo = -1, float hi
   return v;
 }
 
-/// Largest |got - want| over the largest |want| (1 when the reference is 0).
+/// Largest |got - want| over the largest |want| (1 when the reference is 0);
+/// infinite where got holds a NaN (std::max would pass over it).
 double scaledError(const std::vector<double> &got, const std::vector<double> &want) {
   EXPECT_EQ(got.size(), want.size());
   double err = 0, scale = 0;
   for (size_t i = 0; i < std::min(got.size(), want.size()); ++i) {
-    err = std::max(err, std::abs(got[i] - want[i]));
+    double d = std::abs(got[i] - want[i]);
+    err = std::isnan(d) ? INFINITY : std::max(err, d);
     scale = std::max(scale, std::abs(want[i]));
   }
   return err / (scale > 0 ? scale : 1);

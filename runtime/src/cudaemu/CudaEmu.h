@@ -22,16 +22,19 @@
 //     mask, then each lane reads the values the others offered. Lanes are
 //     the linear thread index (x + y Dx + z Dx Dy) modulo 32, as on the GPU.
 //   - Shared memory (LLMC_SHARED, by declaration site) and dynamic shared
-//     memory are per block, filled with a byte pattern (0xcd) at the start
-//     of each block so that a kernel reading what it never wrote is seen.
+//     memory are per block, filled with 0xff bytes at the start of each
+//     block (NaN in f32, half and bfloat16, as leftover shared memory may
+//     be on a GPU) so that a kernel reading what it never wrote is seen,
+//     even where it multiplies it by zero.
 //   - Atomics are real atomics (blocks may later run on several host
 //     threads).
 //   - Tensor-core tiles (WMMA), mma.sync and ldmatrix are emulated in
 //     Cuda.h's tc:: on top of this.
 //   - cp.async (asyncCopy): each thread's copies are queued by group and
 //     done at the asyncWait that releases their group, the latest moment
-//     the GPU may complete them, so a kernel that reads a tile before its
-//     wait reads stale bytes (and fails its tests) here too.
+//     the GPU may complete them; meanwhile the destination holds NaNs. A
+//     kernel that reads a tile before its wait, or copies over a tile that
+//     other warps still read, reads NaNs (and fails its tests) here too.
 //
 // Device memory (deviceAlloc) ends at an inaccessible page: a kernel that
 // runs past the end of a buffer faults at the access.
@@ -158,6 +161,26 @@ struct AsyncCopy {
   bool valid;
 };
 
+/// What a warp exchange is for: the lanes of one exchange must all be at
+/// the same kind of warp-collective operation (PTX's .sync.aligned: the
+/// same instruction), else the emulation would pair unrelated values.
+enum class Exchange { Syncwarp, Shuffle, Vote, Mma, Ldmatrix };
+inline const char *exchangeName(Exchange e) {
+  switch (e) {
+  case Exchange::Syncwarp:
+    return "__syncwarp";
+  case Exchange::Shuffle:
+    return "a shuffle";
+  case Exchange::Vote:
+    return "a vote";
+  case Exchange::Mma:
+    return "mma.sync";
+  case Exchange::Ldmatrix:
+    return "ldmatrix";
+  }
+  return "?";
+}
+
 struct Fiber {
   enum class State { Ready, AtBlockBarrier, AtWarpExchange, Done };
   Context context;
@@ -167,6 +190,7 @@ struct Fiber {
   State state = State::Ready;
   bool begun = false;         // LLMC_KERNEL_BEGIN() ran
   unsigned exchangeMask = 0;  // the lanes of the exchange it waits at
+  Exchange exchangeKind = Exchange::Syncwarp;
   uint64_t offered = 0;       // the value it offers there
   uint64_t seen[32] = {};     // what each lane offered, once released
   // Its cp.async copies not yet done: those since the last commit, and the
@@ -249,7 +273,7 @@ inline void syncthreads() {
 
 /// One warp exchange: offers `value`, waits for the lanes of `mask`, and
 /// returns with the fiber's `seen` holding every lane's offer.
-inline void warpExchange(unsigned mask, uint64_t value) {
+inline void warpExchange(unsigned mask, uint64_t value, Exchange kind) {
   Fiber &f = *self();
   if (!(mask >> f.lane & 1u)) {
     char hex[16];
@@ -258,6 +282,7 @@ inline void warpExchange(unsigned mask, uint64_t value) {
          " with a mask (0x" + hex + ") that does not name it");
   }
   f.exchangeMask = mask;
+  f.exchangeKind = kind;
   f.offered = value;
   f.state = Fiber::State::AtWarpExchange;
   park();
@@ -292,7 +317,7 @@ template <class T> T &sharedVariable(const void *site) {
       return *aligned(storage.get());
   size_t units = (sizeof(T) + alignof(T) + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t);
   std::unique_ptr<std::max_align_t[]> storage(new std::max_align_t[units]);
-  std::memset(aligned(storage.get()), 0xcd, sizeof(T));
+  std::memset(aligned(storage.get()), 0xff, sizeof(T));
   b.staticSharedBytes += sizeof(T);
   if (b.staticSharedBytes + b.dynamicShared->size() > b.sharedLimit)
     fail("shared memory of " + std::to_string(b.staticSharedBytes + b.dynamicShared->size()) +
@@ -311,15 +336,19 @@ inline bool inDynamicShared(const void *p, size_t n) {
   return at >= base && at + n <= base + d.size();
 }
 
-/// cp.async: queued, and done only at the asyncWait that releases its
-/// group: the latest a GPU may complete it, so a kernel that reads the
-/// destination before its wait (and barrier) reads stale bytes here.
+/// cp.async: the destination becomes 0xff bytes (NaN in f32, half and
+/// bfloat16) at once and takes the copied bytes only at the asyncWait that
+/// releases its group. On a GPU the copy may land at any moment between the
+/// two, so a kernel that reads the destination before its wait (and
+/// barrier), or that issues a copy over a tile other threads may still be
+/// reading, reads NaNs here.
 inline void asyncCopy(void *dst, const void *src, size_t bytes, bool valid) {
   auto d = reinterpret_cast<uintptr_t>(dst), s = reinterpret_cast<uintptr_t>(src);
   if (d % bytes != 0 || (valid && s % bytes != 0))
     fail("misaligned " + std::to_string(bytes) + "-byte cp.async");
   if (!inDynamicShared(dst, bytes))
     fail("cp.async to an address outside the block's dynamic shared memory");
+  std::memset(dst, 0xff, bytes);
   self()->asyncOpen.push_back({dst, src, bytes, valid});
 }
 
@@ -488,6 +517,14 @@ inline bool releaseBarriers(Block &b) {
         }
         if (!complete)
           continue;
+        for (unsigned m = 0; m < 32; ++m)
+          if ((mask >> m & 1u) && fs[base + m].exchangeKind != f.exchangeKind) {
+            b.error = "lanes " + std::to_string(l) + " and " + std::to_string(m) + " of warp " +
+                      std::to_string(w) + " meet at different warp-collective operations (" +
+                      exchangeName(f.exchangeKind) + ", " +
+                      exchangeName(fs[base + m].exchangeKind) + ")";
+            return false;
+          }
         uint64_t values[32] = {};
         for (unsigned m = 0; m < 32; ++m)
           if (mask >> m & 1u)
@@ -530,7 +567,7 @@ inline bool runBlock(Block &b, const StackSet &stacks) {
   b.sharedVars.clear();
   b.staticSharedBytes = 0;
   if (!b.dynamicShared->empty())
-    std::memset(b.dynamicShared->data(), 0xcd, b.dynamicShared->size());
+    std::memset(b.dynamicShared->data(), 0xff, b.dynamicShared->size());
   for (size_t i = 0; i < fs.size(); ++i) {
     Fiber &f = fs[i];
     f.state = Fiber::State::Ready;
@@ -726,7 +763,7 @@ inline std::string issue(Stream *s, std::function<std::string()> work) {
 //===----------------------------------------------------------------------===//
 
 template <class T> T shfl(unsigned mask, T v, int srcLane, int width) {
-  warpExchange(mask, toBits(v));
+  warpExchange(mask, toBits(v), Exchange::Shuffle);
   Fiber &f = *self();
   unsigned base = f.lane & ~unsigned(width - 1);
   unsigned src = base + (unsigned(srcLane) & unsigned(width - 1));
@@ -734,7 +771,7 @@ template <class T> T shfl(unsigned mask, T v, int srcLane, int width) {
 }
 
 template <class T> T shflXor(unsigned mask, T v, int laneMask, int width) {
-  warpExchange(mask, toBits(v));
+  warpExchange(mask, toBits(v), Exchange::Shuffle);
   Fiber &f = *self();
   unsigned base = f.lane & ~unsigned(width - 1);
   unsigned src = f.lane ^ unsigned(laneMask);
@@ -746,7 +783,7 @@ template <class T> T shflXor(unsigned mask, T v, int laneMask, int width) {
 }
 
 template <class T> T shflDown(unsigned mask, T v, unsigned delta, int width) {
-  warpExchange(mask, toBits(v));
+  warpExchange(mask, toBits(v), Exchange::Shuffle);
   Fiber &f = *self();
   unsigned inSegment = f.lane & unsigned(width - 1);
   if (inSegment + delta >= unsigned(width))
@@ -755,7 +792,7 @@ template <class T> T shflDown(unsigned mask, T v, unsigned delta, int width) {
 }
 
 template <class T> T shflUp(unsigned mask, T v, unsigned delta, int width) {
-  warpExchange(mask, toBits(v));
+  warpExchange(mask, toBits(v), Exchange::Shuffle);
   Fiber &f = *self();
   unsigned inSegment = f.lane & unsigned(width - 1);
   if (inSegment < delta)
@@ -764,7 +801,7 @@ template <class T> T shflUp(unsigned mask, T v, unsigned delta, int width) {
 }
 
 inline unsigned ballot(unsigned mask, int predicate) {
-  warpExchange(mask, predicate ? 1 : 0);
+  warpExchange(mask, predicate ? 1 : 0, Exchange::Vote);
   unsigned bits = 0;
   for (unsigned m = 0; m < 32; ++m)
     if ((mask >> m & 1u) && self()->seen[m])

@@ -49,7 +49,9 @@ template <class T, int D> struct MmaAttnLayout {
   static_assert(sizeof(T) == 2 && D % 16 == 0 && D <= 128, "16-bit tiles, D a multiple of 16");
   /// 16-query atoms per warp: two, so that each K and V fragment read from
   /// shared memory feeds two products (at D = 128 ptxas then holds the
-  /// kernel in 255 registers without spilling: 2 blocks an SM).
+  /// kernel in 255 registers without spilling: 2 blocks an SM on sm_80 and
+  /// sm_90 by registers and shared memory, 1 on sm_86 and sm_89, whose
+  /// 100 KiB of shared memory hold one block's 68).
   static constexpr int kAtoms = 2;
   static constexpr int kQueries = 4 * 16 * kAtoms;
   static constexpr int kLd = D + 8; // elements per shared row
@@ -266,7 +268,8 @@ LLMC_GLOBAL void
                             float scale, float softcap) {
   LLMC_KERNEL_BEGIN();
   if constexpr (!tc::kBf16)
-    return; // mma.sync m16n8k16 and cp.async: sm_80 and later (tc::bf16() on the host)
+    __trap(); // mma.sync m16n8k16 and cp.async: sm_80 and later (tc::bf16() on the host);
+              // code built for an older GPU on a newer one: a launch error, not silence
   else
     flashAttentionMmaBody<T, D, Y>(q, kCache, vCache, pos, out, s, hq, hkv, capacity, causal,
                                    window, scale, softcap);

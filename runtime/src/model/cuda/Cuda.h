@@ -491,7 +491,10 @@ struct alignas(16) uint4 {
 };
 
 inline void __syncthreads() { ::llmc::cudaemu::syncthreads(); }
-inline void __syncwarp(unsigned mask = 0xffffffffu) { ::llmc::cudaemu::warpExchange(mask, 0); }
+inline void __trap() { ::llmc::cudaemu::fail("__trap()"); }
+inline void __syncwarp(unsigned mask = 0xffffffffu) {
+  ::llmc::cudaemu::warpExchange(mask, 0, ::llmc::cudaemu::Exchange::Syncwarp);
+}
 template <class T> T __shfl_sync(unsigned mask, T v, int srcLane, int width = 32) {
   return ::llmc::cudaemu::shfl(mask, v, srcLane, width);
 }
@@ -682,7 +685,7 @@ void mma16816(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
                             uint64_t(a[2]) | uint64_t(a[3]) << 32,
                             uint64_t(b[0]) | uint64_t(b[1]) << 32};
   for (int w = 0; w < 3; ++w) {
-    ::llmc::cudaemu::warpExchange(0xffffffffu, mine[w]);
+    ::llmc::cudaemu::warpExchange(0xffffffffu, mine[w], ::llmc::cudaemu::Exchange::Mma);
     std::copy(::llmc::cudaemu::self()->seen, ::llmc::cudaemu::self()->seen + 32, words[w]);
   }
   // Register r of lane l (A: 0..3 in words 0-1, B: 0..1 in word 2), half h.
@@ -715,7 +718,7 @@ inline void ldmatrixRows(unsigned (&r)[4], const void *row, bool trans) {
   uint64_t mine[2], words[2][32];
   std::memcpy(mine, row, 16);
   for (int w = 0; w < 2; ++w) {
-    ::llmc::cudaemu::warpExchange(0xffffffffu, mine[w]);
+    ::llmc::cudaemu::warpExchange(0xffffffffu, mine[w], ::llmc::cudaemu::Exchange::Ldmatrix);
     std::copy(::llmc::cudaemu::self()->seen, ::llmc::cudaemu::self()->seen + 32, words[w]);
   }
   // Element c (0..7) of the row that lane `at` gave.

@@ -129,6 +129,7 @@ LLMC_GLOBAL void gemvTcKernel(const T *x, const T *w, const T *bias, const Y *re
                               float eps, float offset) {
   if constexpr (!tc::kBf16) { // mma.sync m16n8k16: sm_80 and later (tc::bf16() on the host)
     LLMC_KERNEL_BEGIN();
+    __trap(); // code built for an older GPU on a newer one: a launch error, not silence
   } else {
     gemvTcBody<T, Y, M, NORM>(x, w, bias, residual, y, partial, counters, n, k, norm, eps,
                               offset);
