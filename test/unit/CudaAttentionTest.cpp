@@ -177,6 +177,17 @@ TEST(CudaDecodeAttention, LargeGroupsNeedTheSharedMemoryOptIn) {
   checkDecode<half, 128, 128>(1, 32, 1, 40, 37, 2, 0, 0);
 }
 
+// The tiles go through shared memory by cp.async, double-buffered where two
+// stages fit kDecodeTwoStageBytes: several tiles per split both ways (f32
+// with head size 256 and 8 heads a group takes one stage).
+TEST(CudaDecodeAttention, OneAndTwoTileStages) {
+  EXPECT_LE((decodeSharedBytes<half, 64, 64>(4, 2)), kDecodeTwoStageBytes);
+  EXPECT_GT((decodeSharedBytes<float, 256, 256>(8, 2)), kDecodeTwoStageBytes);
+  checkDecode<half, 64, 64>(1, 8, 2, 400, 300, 2, 0, 0);
+  checkDecode<float, 256, 256>(1, 16, 2, 200, 150, 2, 0, 0);
+  checkDecode<float, 256, 256, int8_t>(1, 16, 2, 200, 199, 1, 40, 0);
+}
+
 TEST(CudaDecodeAttention, Int8CachesWithTheirScales) {
   // The caches as llm.quantized_cache_update leaves them: float64 attention
   // over the values they hold.

@@ -39,7 +39,9 @@
 //   kAttnKeys scores per query exist at once (never the [S, S] matrix).
 //   Decode: a block per (kv head, split, batch) serves the G = Hq / Hkv
 //   query heads that share the kv head, so each cache row is read once for
-//   all of them; scores are computed thread per (head, key), the softmax
+//   all of them; its tiles come by cp.async, two stages (the next tile's
+//   copy in flight while the current one is used) where they fit
+//   kDecodeTwoStageBytes of shared memory, else one; scores are computed thread per (head, key), the softmax
 //   and the value sum warp per head (lane per key, lane per value channel).
 //   Prefill: a block per (kAttnQueries queries, head, batch), each warp four
 //   queries, lane per key for the scores, lane per channel for the values;
@@ -66,9 +68,11 @@ constexpr int kAttnThreads = 128; // 4 warps
 constexpr int kAttnWarps = kAttnThreads / 32;
 constexpr int kAttnQueries = 16; // prefill queries per block
 constexpr int kAttnQueriesPerWarp = kAttnQueries / kAttnWarps;
+/// The decode kernel double-buffers its tiles up to this much shared memory.
+constexpr size_t kDecodeTwoStageBytes = 99 * 1024;
 
 /// Elements of T per padded shared-memory row of n elements.
-template <class T> LLMC_HOST_DEVICE int paddedRow(int n) { return n + int(16 / sizeof(T)); }
+template <class T> constexpr LLMC_HOST_DEVICE int paddedRow(int n) { return n + int(16 / sizeof(T)); }
 
 /// softcap * tanh(s / softcap), tanh as 1 - 2 / (e^2x + 1): within a few
 /// ulps of the scores' scale, and without tanhf's slow path, whose call
@@ -94,6 +98,21 @@ LLMC_DEVICE void loadTile(T *tile, const T *src, int row0, int rows, int n, int 
       value = *reinterpret_cast<const uint4 *>(src + size_t(row0 + r) * size_t(n) +
                                                size_t(v) * kVec);
     *reinterpret_cast<uint4 *>(tile + r * stride + v * kVec) = value;
+  }
+}
+
+/// Rows [0, rows) of a [*, D] tile of T at src (row stride `stride`
+/// elements) into the padded tile dst [N][paddedRow<T>(D)] by cp.async, by
+/// every thread of the block (the caller commits and waits); rows from
+/// `rows` to N become zeros.
+template <class T, int D, int N>
+LLMC_DEVICE void asyncTile(T *dst, const T *src, size_t stride, int rows) {
+  constexpr int kVec = int(16 / sizeof(T)), kChunks = D / kVec;
+  for (int i = int(threadIdx.x); i < N * kChunks; i += int(blockDim.x)) {
+    int r = i / kChunks, c = i % kChunks;
+    bool valid = r < rows;
+    asyncCopy16(dst + r * paddedRow<T>(D) + c * kVec,
+                src + (valid ? size_t(r) * stride + size_t(c) * kVec : 0), valid);
   }
 }
 
@@ -144,10 +163,12 @@ template <int D, int Dv> LLMC_HOST_DEVICE int decodeFloats(int g) {
   return (g * (D + Dv + kAttnKeys + 2) + 2 * kAttnKeys + 3) / 4 * 4;
 }
 
+/// The decode kernel's shared memory with `stages` key and value tiles
+/// (2: the next tile's copy overlaps the current one's work).
 template <class K, int D, int Dv>
-size_t decodeSharedBytes(int g) {
+size_t decodeSharedBytes(int g, int stages = 2) {
   return sizeof(float) * size_t(decodeFloats<D, Dv>(g)) +
-         sizeof(K) * size_t(kAttnKeys) * size_t(paddedRow<K>(D) + paddedRow<K>(Dv));
+         size_t(stages) * sizeof(K) * size_t(kAttnKeys) * size_t(paddedRow<K>(D) + paddedRow<K>(Dv));
 }
 
 /// The scales of a tile's rows (int8 caches) into shared memory, or null.
@@ -164,7 +185,7 @@ LLMC_GLOBAL void
     decodeAttentionKernel(const T *q, const K *kCache, const K *vCache, const float *kScales,
                           const float *vScales, const int64_t *pos, float *partial, float *lse,
                           Y *out, unsigned *counters, int hq, int hkv, int capacity, int window,
-                          float scale, float softcap) {
+                          float scale, float softcap, int stages) {
   LLMC_KERNEL_BEGIN();
   constexpr int kOut = (Dv + 31) / 32; // value channels per lane
   int g = hq / hkv;
@@ -177,8 +198,9 @@ LLMC_GLOBAL void
   LLMC_DYNAMIC_SHARED(float, smem);
   float *qs = smem, *os = qs + g * D, *sc = os + g * Dv, *ms = sc + g * kAttnKeys, *ls = ms + g;
   float *kst = ls + g, *vst = kst + kAttnKeys;
-  K *kt = reinterpret_cast<K *>(smem + decodeFloats<D, Dv>(g));
-  K *vt = kt + kAttnKeys * paddedRow<K>(D);
+  // Tile buffers: stage i's keys at tiles + i * kStage, its values after.
+  K *tiles = reinterpret_cast<K *>(smem + decodeFloats<D, Dv>(g));
+  constexpr int kStage = kAttnKeys * (paddedRow<K>(D) + paddedRow<K>(Dv));
 
   long long p0 = *pos;
   int n = int(p0 + 1);
@@ -193,6 +215,25 @@ LLMC_GLOBAL void
   if (start < lo)
     start = lo;
 
+  size_t head = (size_t(b) * size_t(hkv) + size_t(kvh)) * size_t(capacity);
+  const K *kBase = kCache + head * D;
+  const K *vBase = vCache + head * Dv;
+  const float *ksBase = kScales ? kScales + head : nullptr;
+  const float *vsBase = vScales ? vScales + head : nullptr;
+  // Tiles by cp.async: with two stages the next tile's copy is issued
+  // before the current one is used (after the barrier that says its buffer
+  // is free), with one each tile is waited for at once.
+  auto issue = [&](int stage, int t0) {
+    int rows = end - t0 < kAttnKeys ? end - t0 : kAttnKeys;
+    K *kDst = tiles + stage * kStage;
+    asyncTile<K, D, kAttnKeys>(kDst, kBase + size_t(t0) * D, D, rows);
+    asyncTile<K, Dv, kAttnKeys>(kDst + kAttnKeys * paddedRow<K>(D), vBase + size_t(t0) * Dv, Dv,
+                                rows);
+    asyncCommit();
+  };
+  if (start < end) // (first: its copy overlaps the loads of q below)
+    issue(0, start);
+
   int h0 = kvh * g;
   for (int i = int(threadIdx.x); i < g * D; i += int(blockDim.x))
     qs[i] = toFloat(q[(size_t(b) * size_t(hq) + size_t(h0)) * D + size_t(i)]) * scale;
@@ -202,17 +243,20 @@ LLMC_GLOBAL void
     ms[i] = -INFINITY;
     ls[i] = 0.0f;
   }
-  size_t head = (size_t(b) * size_t(hkv) + size_t(kvh)) * size_t(capacity);
-  const K *kBase = kCache + head * D;
-  const K *vBase = vCache + head * Dv;
-  const float *ksBase = kScales ? kScales + head : nullptr;
-  const float *vsBase = vScales ? vScales + head : nullptr;
 
-  for (int t = start; t < end; t += kAttnKeys) {
+  for (int t = start, i = 0; t < end; t += kAttnKeys, ++i) {
     int rows = end - t < kAttnKeys ? end - t : kAttnKeys;
+    int stage = stages == 2 ? i % 2 : 0;
     __syncthreads(); // the previous tile is consumed (and q, o are set)
-    loadTile(kt, kBase, t, rows, D);
-    loadTile(vt, vBase, t, rows, Dv);
+    if (stages == 1 && i > 0)
+      issue(0, t);
+    if (stages == 2 && t + kAttnKeys < end) {
+      issue(stage ^ 1, t + kAttnKeys);
+      asyncWait<1>(); // this tile's copies; the next one's may still be on their way
+    } else {
+      asyncWait<0>();
+    }
+    const K *kt = tiles + stage * kStage, *vt = kt + kAttnKeys * paddedRow<K>(D);
     const float *ksTile = loadTileScales(kst, ksBase, t, rows);
     const float *vsTile = loadTileScales(vst, vsBase, t, rows);
     __syncthreads();
@@ -323,11 +367,14 @@ std::string decodeAttention(const T *q, const K *kCache, const K *vCache, const 
       (sizeof(K) == 1) != (kScales && vScales) || !counters ||
       size_t(b) * size_t(hkv) > size_t(kSplitCounters))
     return "decode attention: invalid arguments";
-  size_t bytes = decodeSharedBytes<K, D, Dv>(hq / hkv);
+  // Two tile stages where they fit the smallest opt-in of the GPUs llmc
+  // builds for (sm_86 and sm_89: 99 KiB), else one.
+  int stages = decodeSharedBytes<K, D, Dv>(hq / hkv, 2) <= kDecodeTwoStageBytes ? 2 : 1;
+  size_t bytes = decodeSharedBytes<K, D, Dv>(hq / hkv, stages);
   return launchWithShared(decodeAttentionKernel<T, K, D, Dv, Y>,
                           dim3(unsigned(hkv), unsigned(splits), unsigned(b)), dim3(kAttnThreads),
                           bytes, stream, q, kCache, vCache, kScales, vScales, pos, partial, lse,
-                          out, counters, hq, hkv, capacity, window, scale, softcap);
+                          out, counters, hq, hkv, capacity, window, scale, softcap, stages);
 }
 
 template <class K, int D, int Dv> size_t prefillSharedBytes() {

@@ -60,20 +60,6 @@ template <class T, int D> struct MmaAttnLayout {
   static constexpr size_t kBytes = kQ + 2 * kTile;
 };
 
-/// Rows [0, rows) of a [*, D] tile of T at src (row stride `stride`
-/// elements) into dst [n][D + 8] by cp.async, by every thread of the
-/// block; rows from `rows` to n become zeros.
-template <class T, int D, int N>
-LLMC_DEVICE void asyncTile(T *dst, const T *src, size_t stride, int rows) {
-  constexpr int kChunks = D * int(sizeof(T)) / 16, kVec = 16 / int(sizeof(T));
-  for (int i = int(threadIdx.x); i < N * kChunks; i += int(blockDim.x)) {
-    int r = i / kChunks, c = i % kChunks;
-    bool valid = r < rows;
-    asyncCopy16(dst + r * (D + 8) + c * kVec,
-                src + (valid ? size_t(r) * stride + size_t(c) * kVec : 0), valid);
-  }
-}
-
 template <class T, int D, class Y>
 LLMC_DEVICE void flashAttentionMmaBody(const T *q, const T *kCache, const T *vCache,
                                        const int64_t *pos, Y *out, int s, int hq, int hkv,
