@@ -324,6 +324,19 @@ LLMC_GLOBAL void readBeforeTheWait(const unsigned *src, unsigned *out) {
   out[96 + t] = rows[4 * (64 + t)];
 }
 
+/// Warp 0 writes a shared word after the barrier; the other warps read it
+/// with no barrier between (a race on the GPU).
+LLMC_GLOBAL void readWithoutBarrier(int *out) {
+  LLMC_KERNEL_BEGIN();
+  LLMC_SHARED(int, word);
+  if (threadIdx.x == 0)
+    word = 0;
+  __syncthreads();
+  if (threadIdx.x == 0)
+    word = 1;
+  out[threadIdx.x] = word;
+}
+
 /// Half the warp shuffles while the other half votes, with the same mask.
 LLMC_GLOBAL void shuffleBesideVote(int *out) {
   LLMC_KERNEL_BEGIN();
@@ -366,6 +379,13 @@ TEST(CudaEmuChecks, AsyncCopiesLdmatrixAndExchangesAreChecked) {
     EXPECT_EQ(got[64 + t], src[4 * (32 + t)]);
     EXPECT_EQ(got[96 + t], 0xffffffffu);
   }
+  // Between barriers the warps run one after another: warp 0's write is
+  // what the later warps read.
+  DeviceBuffer<int> seen(96);
+  ASSERT_EQ(launch(readWithoutBarrier, dim3(1), dim3(96), 0, nullptr, seen.get()), "");
+  std::vector<int> s = seen.download();
+  for (int t = 32; t < 96; ++t)
+    EXPECT_EQ(s[size_t(t)], 1) << t;
   DeviceBuffer<int> words(32);
   std::string mixed = launch(shuffleBesideVote, dim3(1), dim3(32), 0, nullptr, words.get());
   EXPECT_NE(mixed.find("meet at different warp-collective operations (a "), std::string::npos)

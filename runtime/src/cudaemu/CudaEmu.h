@@ -16,6 +16,11 @@
 //     from the stack pointer (stacks are aligned to their size, its Fiber
 //     pointer at the bottom), not from thread-local storage, which in a
 //     dlopen'ed model library costs a __tls_get_addr call per threadIdx.
+//   - Between block barriers the warps run one after another: each runs
+//     until all its threads wait at a barrier or have ended, then the next
+//     (a legal GPU order, and the one in which a warp that writes shared
+//     memory another warp has yet to read, with no barrier between, is
+//     seen: the reader gets the new bytes, or cp.async's NaNs).
 //   - __syncthreads() parks the fiber until every thread of the block is
 //     parked there; __syncwarp, the shuffles and the votes park it until
 //     every lane of their mask is parked at a warp exchange with the same
@@ -477,6 +482,57 @@ inline std::string coords(uint3 v) {
   return "(" + std::to_string(v.x) + ", " + std::to_string(v.y) + ", " + std::to_string(v.z) + ")";
 }
 
+/// Releases warp w's exchanges whose lanes have all arrived (setting
+/// `released`). Returns false when the block can go no further (error set).
+inline bool releaseWarp(Block &b, size_t w, bool &released) {
+  std::vector<Fiber> &fs = *b.fibers;
+  size_t base = w * 32, lanes = std::min<size_t>(32, fs.size() - base);
+  for (size_t l = 0; l < lanes; ++l) {
+    Fiber &f = fs[base + l];
+    if (f.state != Fiber::State::AtWarpExchange)
+      continue;
+    unsigned mask = f.exchangeMask;
+    bool complete = true;
+    for (unsigned m = 0; m < 32 && complete; ++m) {
+      if (!(mask >> m & 1u))
+        continue;
+      if (m >= lanes) {
+        b.error = "warp exchange mask names lane " + std::to_string(m) + " of warp " +
+                  std::to_string(w) + ", which has " + std::to_string(lanes) + " threads";
+        return false;
+      }
+      Fiber &o = fs[base + m];
+      if (o.state == Fiber::State::Done) {
+        b.error = "warp exchange waits for lane " + std::to_string(m) + " of warp " +
+                  std::to_string(w) + ", which has exited";
+        return false;
+      }
+      complete = o.state == Fiber::State::AtWarpExchange && o.exchangeMask == mask;
+    }
+    if (!complete)
+      continue;
+    for (unsigned m = 0; m < 32; ++m)
+      if ((mask >> m & 1u) && fs[base + m].exchangeKind != f.exchangeKind) {
+        b.error = "lanes " + std::to_string(l) + " and " + std::to_string(m) + " of warp " +
+                  std::to_string(w) + " meet at different warp-collective operations (" +
+                  exchangeName(f.exchangeKind) + ", " +
+                  exchangeName(fs[base + m].exchangeKind) + ")";
+        return false;
+      }
+    uint64_t values[32] = {};
+    for (unsigned m = 0; m < 32; ++m)
+      if (mask >> m & 1u)
+        values[m] = fs[base + m].offered;
+    for (unsigned m = 0; m < 32; ++m)
+      if (mask >> m & 1u) {
+        std::memcpy(fs[base + m].seen, values, sizeof values);
+        fs[base + m].state = Fiber::State::Ready;
+      }
+    released = true;
+  }
+  return true;
+}
+
 /// Releases what can be released after every ready fiber ran until it
 /// parked. Returns false when the block can go no further (error set).
 inline bool releaseBarriers(Block &b) {
@@ -490,54 +546,10 @@ inline bool releaseBarriers(Block &b) {
   bool released = false;
   // Warp exchanges: a lane is released with the others of its mask when
   // all of them wait with the same mask.
-  if (atExchange) {
-    for (size_t w = 0; w * 32 < fs.size(); ++w) {
-      size_t base = w * 32, lanes = std::min<size_t>(32, fs.size() - base);
-      for (size_t l = 0; l < lanes; ++l) {
-        Fiber &f = fs[base + l];
-        if (f.state != Fiber::State::AtWarpExchange)
-          continue;
-        unsigned mask = f.exchangeMask;
-        bool complete = true;
-        for (unsigned m = 0; m < 32 && complete; ++m) {
-          if (!(mask >> m & 1u))
-            continue;
-          if (m >= lanes) {
-            b.error = "warp exchange mask names lane " + std::to_string(m) + " of warp " +
-                      std::to_string(w) + ", which has " + std::to_string(lanes) + " threads";
-            return false;
-          }
-          Fiber &o = fs[base + m];
-          if (o.state == Fiber::State::Done) {
-            b.error = "warp exchange waits for lane " + std::to_string(m) + " of warp " +
-                      std::to_string(w) + ", which has exited";
-            return false;
-          }
-          complete = o.state == Fiber::State::AtWarpExchange && o.exchangeMask == mask;
-        }
-        if (!complete)
-          continue;
-        for (unsigned m = 0; m < 32; ++m)
-          if ((mask >> m & 1u) && fs[base + m].exchangeKind != f.exchangeKind) {
-            b.error = "lanes " + std::to_string(l) + " and " + std::to_string(m) + " of warp " +
-                      std::to_string(w) + " meet at different warp-collective operations (" +
-                      exchangeName(f.exchangeKind) + ", " +
-                      exchangeName(fs[base + m].exchangeKind) + ")";
-            return false;
-          }
-        uint64_t values[32] = {};
-        for (unsigned m = 0; m < 32; ++m)
-          if (mask >> m & 1u)
-            values[m] = fs[base + m].offered;
-        for (unsigned m = 0; m < 32; ++m)
-          if (mask >> m & 1u) {
-            std::memcpy(fs[base + m].seen, values, sizeof values);
-            fs[base + m].state = Fiber::State::Ready;
-          }
-        released = true;
-      }
-    }
-  }
+  if (atExchange)
+    for (size_t w = 0; w * 32 < fs.size(); ++w)
+      if (!releaseWarp(b, w, released))
+        return false;
   if (released)
     return true;
   if (atBarrier && atBarrier + done == fs.size()) {
@@ -584,13 +596,29 @@ inline bool runBlock(Block &b, const StackSet &stacks) {
     // Past the Fiber pointer and the guard page.
     startFiber(f, stack + 2 * page, stack + kFiberStackBytes);
   }
+  // Warp after warp: each runs, its exchanges released as they complete,
+  // until all its threads wait at a block barrier or have ended, before the
+  // next one starts. (A legal order on the GPU, and the one that shows a
+  // warp that writes shared memory another warp has yet to read without a
+  // barrier between them.)
   while (true) {
-    for (Fiber &f : fs) {
-      if (f.state != Fiber::State::Ready)
-        continue;
-      switchTo(b.scheduler, f.context);
-      if (!b.error.empty())
-        return false;
+    for (size_t w = 0; w * 32 < fs.size(); ++w) {
+      size_t base = w * 32, lanes = std::min<size_t>(32, fs.size() - base);
+      for (bool ran = true; ran;) {
+        ran = false;
+        for (size_t l = 0; l < lanes; ++l) {
+          Fiber &f = fs[base + l];
+          if (f.state != Fiber::State::Ready)
+            continue;
+          ran = true;
+          switchTo(b.scheduler, f.context);
+          if (!b.error.empty())
+            return false;
+        }
+        bool released = false;
+        if (ran && !releaseWarp(b, w, released))
+          return false;
+      }
     }
     if (!releaseBarriers(b))
       return false;
