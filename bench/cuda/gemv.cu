@@ -46,7 +46,7 @@ const Shape kShapes[] = {
 
 struct Variant {
   const char *name;
-  int columns; // per warp
+  int splitColumns; // the columns a block that the variant's split count is chosen for
   std::function<std::string(const half *x, const half *norm, const half *w, const half *res,
                             half *y, float *partial, unsigned *counters, int m, int n, int k,
                             int splits, bool withNorm, cudaStream_t s)>
@@ -55,7 +55,7 @@ struct Variant {
 
 /// GemvTensorCore.h's form (mma.sync over the rows of x).
 Variant tensorCores(const char *name) {
-  return {name, 1, // (the compiler's split count for the runtime's SIMT tiling, as it passes)
+  return {name, kGemvWarps, // (the compiler's split count, chosen for the SIMT tiling, as passed)
           [](const half *x, const half *norm, const half *w, const half *res, half *y,
              float *partial, unsigned *counters, int m, int n, int k, int splits, bool withNorm,
              cudaStream_t s) {
@@ -69,7 +69,7 @@ Variant tensorCores(const char *name) {
 }
 
 template <int C, int U> Variant variant(const char *name) {
-  return {name, C,
+  return {name, kGemvWarps * C,
           [](const half *x, const half *norm, const half *w, const half *res, half *y,
              float *partial, unsigned *counters, int m, int n, int k, int splits, bool withNorm,
              cudaStream_t s) {
@@ -179,8 +179,8 @@ int main() {
       std::vector<double> diff(variants.size(), 0.0);
       std::vector<cudaGraphExec_t> graphs(variants.size());
       for (size_t v = 0; v < variants.size(); ++v) {
-        int splits = splitCount(sh.n, sh.k / 8, prop.multiProcessorCount,
-                                kGemvWarps * variants[v].columns);
+        int splits =
+            splitCount(sh.n, sh.k / 8, prop.multiProcessorCount, variants[v].splitColumns);
         splitsOf[v] = splits;
         auto once = [&](int i) {
           std::string e = variants[v].run(x, norm, pool + size_t(i % copies) * wBytes / 2,

@@ -12,7 +12,8 @@
 //   One warp per output column n (a row of W), kWarps warps per block:
 //   grid = (ceil(N / kWarps), splits). (gemvKernel also takes C columns
 //   per warp and U loads in flight, for bench/cuda/gemv.cu to measure
-//   other tilings against this one; the runtime runs C = 1, U = kUnroll.) Each lane reads W in 16-byte vectors
+//   other tilings against this one; the runtime runs C = 1, U = kUnroll.)
+//   Each lane reads W in 16-byte vectors
 //   (8 halves or 4 floats), lanes side by side so a warp reads 512
 //   contiguous bytes per step, kUnroll steps issued before any is used so
 //   that enough bytes are in flight to saturate HBM; x is read through L1
