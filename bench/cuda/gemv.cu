@@ -12,7 +12,8 @@
 // launch: the graph's median time (10 replays after a warm-up, CUDA events) over 64, three
 // rounds with the variants in turns, the last round printed. Each variant's output is
 // compared with the first variant's (the kernel tests hold them all to float64).
-//   nvcc -std=c++17 -O3 -arch=sm_90 -I. bench/cuda/gemv.cu -o gemv && ./gemv
+//   nvcc -std=c++17 -O3 -arch=sm_90 -I. bench/cuda/gemv.cu -o gemv && ./gemv [ROWS...]
+// (ROWS: the batch sizes to time, 1 2 4 8 by default.)
 // Variants: the SIMT kernel with C columns (rows of W) per warp and U 16-byte loads per lane
 // and column in flight, and the tensor-core form (GemvTensorCore.h), which the runtime takes
 // from kTcGemvMinRows rows. Split counts: Gemv.h's splitCount for each SIMT variant's columns
@@ -23,6 +24,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -121,7 +123,16 @@ std::vector<float> download(const half *p, size_t n) {
 
 } // namespace
 
-int main() {
+int main(int argc, char **argv) {
+  std::vector<int> rowCounts; // the batch sizes to time: the arguments, else 1 2 4 8
+  for (int i = 1; i < argc; ++i) {
+    int m = std::atoi(argv[i]);
+    if (m < 1 || m > kGemvMaxRows)
+      return std::fprintf(stderr, "gemv: rows must be 1..%d: %s\n", kGemvMaxRows, argv[i]), 2;
+    rowCounts.push_back(m);
+  }
+  if (rowCounts.empty())
+    rowCounts = {1, 2, 4, 8};
   cudaDeviceProp prop;
   check(cudaGetDeviceProperties(&prop, 0), "device");
   const size_t poolBytes = size_t(1) << 30;
@@ -171,7 +182,7 @@ int main() {
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
   const int kLaunches = 64;
   for (const Shape &sh : kShapes)
-    for (int m : {1, 2, 4, 8}) {
+    for (int m : rowCounts) {
       size_t wBytes = size_t(sh.n) * size_t(sh.k) * 2;
       int copies = int(poolBytes / wBytes);
       std::vector<float> ms(variants.size()), first;

@@ -33,9 +33,14 @@
 //   ones' bandwidth, and a SwiGLU folded the same way, with an exp per
 //   value, at a fifth. SwiGLU stays a kernel of its own.)
 //
-//   Before LLMC_KERNEL_BEGIN() (the wait for the kernel before, launches
-//   being programmatic on sm_90+), each lane asks for its first
-//   kPrefetch vectors of W in L2: weights are written by no kernel.
+//   A lane keeps two batches of kUnroll vectors per column in flight: the
+//   next batch's loads are issued before the current one is multiplied.
+//   Its first batch is loaded before LLMC_KERNEL_BEGIN() (the wait for the
+//   kernel before, launches being programmatic on sm_90+) and before
+//   normGemv's norm, and the next kPrefetch vectors are asked for in L2:
+//   weights are written by no kernel. (On an H200, with each batch issued
+//   after the norm and used before the next was issued, the folded layers
+//   of K = 2048 ran at 38-64% of a streaming read, the plain ones at 54%.)
 //
 //   Split-K (splits > 1, for layers with few columns): split s covers
 //   K-chunks [s * per, (s + 1) * per) and writes its sums to `partial`; the
@@ -132,35 +137,96 @@ LLMC_DEVICE void finishSplits(const float *partial, unsigned *counters, const B 
   }
 }
 
-/// The inverse RMS of each of the M rows of x [M, k] (rms_norm's
-/// 1 / sqrt(mean(x^2) + eps)), by every thread of the block.
-template <int M, class X>
-LLMC_DEVICE void rowInverseRms(const X *x, int k, float eps, float (&inv)[M]) {
-  LLMC_SHARED(float[32], scratch);
+/// Each thread's v[m] summed over the block, in every thread, M sums at
+/// once (two barriers in all). `scratch` is M * 32 floats of shared memory
+/// that no other thread uses meanwhile; it is free again when this returns.
+template <int M> LLMC_DEVICE void blockSums(float (&v)[M], float *scratch) {
+  unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
   LLMC_UNROLL
   for (int m = 0; m < M; ++m) {
-    float squares = 0.0f;
-    for (int i = int(threadIdx.x); i < k; i += int(blockDim.x)) {
-      float v = toFloat(x[size_t(m) * size_t(k) + size_t(i)]);
-      squares = fmaf(v, v, squares);
-    }
-    inv[m] = rsqrtf(blockSum(squares, scratch) / float(k) + eps);
+    v[m] = warpSum(v[m]);
+    if (lane == 0)
+      scratch[m * 32 + int(warp)] = v[m];
   }
-}
-
-/// x [M, k] as rms_norm writes it (v * inv * (norm + offset), rounded to X)
-/// into xs [M, k] in shared memory, by every thread of the block: once per
-/// block, so that the warps then read it as they would read x.
-template <int M, class X, class W>
-LLMC_DEVICE void normaliseRows(const X *x, const W *norm, int k, float eps, float offset, X *xs) {
-  float inv[M];
-  rowInverseRms<M>(x, k, eps, inv);
+  __syncthreads();
   LLMC_UNROLL
   for (int m = 0; m < M; ++m)
-    for (int i = int(threadIdx.x); i < k; i += int(blockDim.x)) {
-      size_t at = size_t(m) * size_t(k) + size_t(i);
-      xs[at] = fromFloat<X>(toFloat(x[at]) * inv[m] * (toFloat(norm[i]) + offset));
+    v[m] = warpSum(lane < warps ? scratch[m * 32 + int(lane)] : 0.0f);
+  __syncthreads();
+}
+
+/// Whether p is 16-byte aligned.
+LLMC_HOST_DEVICE bool aligned16(const void *p) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
+
+/// x [M, k] as rms_norm writes it (v * inv * (norm + offset), rounded to X,
+/// inv = 1 / sqrt(mean(v^2) + eps) per row) into xs [M, k] in shared
+/// memory, by every thread of the block: once per block, so that the warps
+/// then read it as they would read x. x and norm are read in 16-byte
+/// vectors where K is a whole number of them (all of a row's loads of a
+/// thread issued before their sums: at K = 2048 each thread has one vector
+/// per row), else element by element.
+template <int M, class X, class W>
+LLMC_DEVICE void normaliseRows(const X *x, const W *norm, int k, float eps, float offset, X *xs) {
+  constexpr int kVec = int(16 / sizeof(X));
+  LLMC_SHARED(float[M * 32], scratch);
+  int tid = int(threadIdx.x), threads = int(blockDim.x);
+  bool vectors = k % kVec == 0 && aligned16(x) && aligned16(norm) &&
+                 (kVec * sizeof(W)) % 16 == 0;
+  float inv[M];
+  LLMC_UNROLL
+  for (int m = 0; m < M; ++m)
+    inv[m] = 0.0f;
+  if (vectors) {
+    for (int i = tid; i < k / kVec; i += threads) {
+      uint4 raw[M];
+      LLMC_UNROLL
+      for (int m = 0; m < M; ++m)
+        raw[m] = load16(x + size_t(m) * size_t(k) + size_t(i) * kVec);
+      LLMC_UNROLL
+      for (int m = 0; m < M; ++m) {
+        float v[kVec];
+        unpackFloats(raw[m], v, x);
+        LLMC_UNROLL
+        for (int e = 0; e < kVec; ++e)
+          inv[m] = fmaf(v[e], v[e], inv[m]);
+      }
     }
+  } else {
+    for (int i = tid; i < k; i += threads)
+      LLMC_UNROLL
+      for (int m = 0; m < M; ++m) {
+        float v = toFloat(x[size_t(m) * size_t(k) + size_t(i)]);
+        inv[m] = fmaf(v, v, inv[m]);
+      }
+  }
+  blockSums<M>(inv, scratch);
+  LLMC_UNROLL
+  for (int m = 0; m < M; ++m)
+    inv[m] = rsqrtf(inv[m] / float(k) + eps);
+  if (vectors) {
+    for (int i = tid; i < k / kVec; i += threads) {
+      float scale[kVec];
+      loadRun<kVec>(norm + size_t(i) * kVec, scale);
+      LLMC_UNROLL
+      for (int m = 0; m < M; ++m) {
+        size_t at = size_t(m) * size_t(k) + size_t(i) * kVec;
+        float v[kVec];
+        loadFloats(x + at, v);
+        LLMC_UNROLL
+        for (int e = 0; e < kVec; ++e)
+          xs[at + e] = fromFloat<X>(v[e] * inv[m] * (scale[e] + offset));
+      }
+    }
+  } else {
+    LLMC_UNROLL
+    for (int m = 0; m < M; ++m)
+      for (int i = tid; i < k; i += threads) {
+        size_t at = size_t(m) * size_t(k) + size_t(i);
+        xs[at] = fromFloat<X>(toFloat(x[at]) * inv[m] * (toFloat(norm[i]) + offset));
+      }
+  }
   __syncthreads();
 }
 
@@ -192,12 +258,25 @@ LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *resi
   LLMC_UNROLL
   for (int c = 0; c < C; ++c)
     row[c] = w + static_cast<size_t>(live ? (col0 + c < n ? col0 + c : col0) : 0) * size_t(k);
-  // The lane's first steps of W toward L2 while the kernel before this one
-  // (programmatic launches) finishes: no kernel writes the weights.
-  for (int v = c0 + int(lane), u = 0; v < c1 && u < kGemvPrefetch; v += 32, ++u)
+  // U vectors per lane and column in flight (a batch): batch b + 1 is
+  // issued before batch b is used. The first batch is issued before the
+  // wait for the kernel before this one (programmatic launches) and before
+  // normGemv's norm, and the batch after it asked for in L2: no kernel
+  // writes the weights. (A lane's vector past its range is zero, unused.)
+  auto issue = [&](uint4 (&raw)[U][C], int at) {
+    LLMC_UNROLL
+    for (int u = 0; u < U; ++u)
+      LLMC_UNROLL
+      for (int c = 0; c < C; ++c)
+        raw[u][c] = at + u * 32 < c1 ? load16(row[c] + size_t(at + u * 32) * kVec) : uint4{};
+  };
+  int v = c0 + int(lane);
+  uint4 batch[U][C];
+  issue(batch, v);
+  for (int p = v + U * 32, u = 0; p < c1 && u < kGemvPrefetch; p += 32, ++u)
     LLMC_UNROLL
     for (int c = 0; c < C; ++c)
-      prefetchL2(row[c] + size_t(v) * kVec);
+      prefetchL2(row[c] + size_t(p) * kVec);
   LLMC_KERNEL_BEGIN();
   if constexpr (NORM) { // (block barriers: before any warp leaves)
     LLMC_DYNAMIC_SHARED(X, xs);
@@ -214,8 +293,8 @@ LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *resi
     LLMC_UNROLL
     for (int m = 0; m < M; ++m)
       acc[c][m] = 0.0f;
-  // x's vector at chunk v of every row, times the C columns' vectors.
-  auto multiply = [&](const uint4 (&raw)[C], int v) {
+  // x's vector at chunk at of every row, times the C columns' vectors.
+  auto multiply = [&](const uint4 (&raw)[C], int at) {
     float wv[C][kVec];
     LLMC_UNROLL
     for (int c = 0; c < C; ++c)
@@ -223,7 +302,7 @@ LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *resi
     LLMC_UNROLL
     for (int m = 0; m < M; ++m) {
       float xv[kVec];
-      loadRun<kVec>(x + size_t(m) * size_t(k) + size_t(v) * kVec, xv);
+      loadRun<kVec>(x + size_t(m) * size_t(k) + size_t(at) * kVec, xv);
       LLMC_UNROLL
       for (int c = 0; c < C; ++c)
         LLMC_UNROLL
@@ -231,26 +310,18 @@ LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *resi
           acc[c][m] = fmaf(wv[c][i], xv[i], acc[c][m]);
     }
   };
-
-  int v = c0 + int(lane);
-  // U vectors per lane and column in flight, then their products.
-  for (; v + (U - 1) * 32 < c1; v += U * 32) {
-    uint4 raw[U][C];
+  for (; v < c1; v += U * 32) {
+    uint4 next[U][C];
+    issue(next, v + U * 32);
+    LLMC_UNROLL
+    for (int u = 0; u < U; ++u)
+      if (v + u * 32 < c1)
+        multiply(batch[u], v + u * 32);
     LLMC_UNROLL
     for (int u = 0; u < U; ++u)
       LLMC_UNROLL
       for (int c = 0; c < C; ++c)
-        raw[u][c] = load16(row[c] + size_t(v + u * 32) * kVec);
-    LLMC_UNROLL
-    for (int u = 0; u < U; ++u)
-      multiply(raw[u], v + u * 32);
-  }
-  for (; v < c1; v += 32) {
-    uint4 raw[C];
-    LLMC_UNROLL
-    for (int c = 0; c < C; ++c)
-      raw[c] = load16(row[c] + size_t(v) * kVec);
-    multiply(raw, v);
+        batch[u][c] = next[u][c];
   }
   // The scalar tail past the last whole vector, in the last split.
   if (live && split == splits - 1)

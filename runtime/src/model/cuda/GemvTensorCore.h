@@ -20,7 +20,9 @@
 //   physical k a step's slot holds does not matter to the sum, as long as A
 //   and B agree, and they do: so every load is a plain 16-byte vector and
 //   no value moves between lanes. kTcGemvUnroll such chunks per lane in
-//   flight. The warps' accumulators meet in shared memory and warp 0 adds
+//   flight, twice over (the next batch issued before the current one is
+//   multiplied; the first before the wait for the kernel before and the
+//   norm, as Gemv.h's). The warps' accumulators meet in shared memory and warp 0 adds
 //   them in warp order (deterministic), then writes y (bias, residual) or
 //   its split's partial sums; Gemv.h's finishSplits ends split-K.
 //
@@ -54,7 +56,22 @@ LLMC_DEVICE void gemvTcBody(const T *x, const T *w, const T *bias, const Y *resi
   int r0 = col0 + g, r1 = col0 + g + 8; // (a column past N reads column col0; dropped)
   const T *w0 = w + size_t(r0 < n ? r0 : col0) * size_t(k) + 8 * t;
   const T *w1 = w + size_t(r1 < n ? r1 : col0) * size_t(k) + 8 * t;
-  for (int j = c0; j < c1 && j < c0 + 2 * U; ++j) { // toward L2 before the wait
+  // U chunks of W per lane in flight (a batch), the next batch issued
+  // before the current one is multiplied; the first before the wait for
+  // the kernel before (programmatic launches) and normGemv's norm, the one
+  // after it asked for in L2 (no kernel writes the weights). A chunk past
+  // the warp's range is zero, unused.
+  const uint4 zero = {0, 0, 0, 0};
+  auto issue = [&](uint4 (&a)[U], uint4 (&b)[U], int at) {
+    LLMC_UNROLL
+    for (int u = 0; u < U; ++u) {
+      a[u] = at + u < c1 ? load16(w0 + size_t(at + u) * 32) : zero;
+      b[u] = at + u < c1 ? load16(w1 + size_t(at + u) * 32) : zero;
+    }
+  };
+  uint4 a[U], b[U];
+  issue(a, b, c0);
+  for (int j = c0 + U; j < c1 && j < c0 + 2 * U; ++j) {
     prefetchL2(w0 + size_t(j) * 32);
     prefetchL2(w1 + size_t(j) * 32);
   }
@@ -68,29 +85,26 @@ LLMC_DEVICE void gemvTcBody(const T *x, const T *w, const T *bias, const Y *resi
 
   float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   // Two m16n8k16 steps over one chunk's loads.
-  auto multiply = [&](const uint4 &a, const uint4 &b, const uint4 &xv) {
-    const unsigned a0[4] = {a.x, b.x, a.y, b.y}, x0[2] = {xv.x, xv.y};
+  auto multiply = [&](const uint4 &wa, const uint4 &wb, const uint4 &xv) {
+    const unsigned a0[4] = {wa.x, wb.x, wa.y, wb.y}, x0[2] = {xv.x, xv.y};
     tc::mma16816<T>(c, a0, x0);
-    const unsigned a1[4] = {a.z, b.z, a.w, b.w}, x1[2] = {xv.z, xv.w};
+    const unsigned a1[4] = {wa.z, wb.z, wa.w, wb.w}, x1[2] = {xv.z, xv.w};
     tc::mma16816<T>(c, a1, x1);
   };
-  const uint4 zero = {0, 0, 0, 0};
-  int j = c0;
-  for (; j + U <= c1; j += U) {
-    uint4 a[U], b[U], xv[U];
-    LLMC_UNROLL
-    for (int u = 0; u < U; ++u) {
-      a[u] = load16(w0 + size_t(j + u) * 32);
-      b[u] = load16(w1 + size_t(j + u) * 32);
-      xv[u] = g < M ? load16(xr + size_t(j + u) * 32) : zero;
-    }
+  for (int j = c0; j < c1; j += U) {
+    uint4 xv[U], na[U], nb[U];
     LLMC_UNROLL
     for (int u = 0; u < U; ++u)
-      multiply(a[u], b[u], xv[u]);
+      xv[u] = g < M && j + u < c1 ? load16(xr + size_t(j + u) * 32) : zero;
+    issue(na, nb, j + U);
+    LLMC_UNROLL
+    for (int u = 0; u < U; ++u)
+      if (j + u < c1) // (warp-uniform: c1 is the warp's)
+        multiply(a[u], b[u], xv[u]);
+    LLMC_UNROLL
+    for (int u = 0; u < U; ++u)
+      a[u] = na[u], b[u] = nb[u];
   }
-  for (; j < c1; ++j)
-    multiply(load16(w0 + size_t(j) * 32), load16(w1 + size_t(j) * 32),
-             g < M ? load16(xr + size_t(j) * 32) : zero);
 
   // The warps' sums, added in warp order by warp 0: c[i] is column
   // (i < 2 ? r0 : r1), row 2t + i % 2.
