@@ -1,6 +1,6 @@
 // Decode GEMVs on a GPU (runtime/src/model/cuda/Gemv.h) at the layer shapes of the 1B
 // benchmark model (hidden 2048, 32/8 heads, MLP 8192, vocab 32000; half weights and
-// activations), batch 1, 2, 4 and 8: each tiling variant's time per launch and read bandwidth,
+// activations), batch 1, 2, 4 and 8: each form's time per launch and read bandwidth,
 // against two ceilings measured in the same run: a device-to-device copy (bytes read plus
 // written, as bench/cuda/device_peaks.py) and a plain streaming read (every byte of a 1 GiB
 // buffer read once by 16-byte loads, nothing written).
@@ -14,10 +14,10 @@
 // compared with the first variant's (the kernel tests hold them all to float64).
 //   nvcc -std=c++17 -O3 -arch=sm_90 -I. bench/cuda/gemv.cu -o gemv && ./gemv [ROWS...]
 // (ROWS: the batch sizes to time, 1 2 4 8 by default.)
-// Variants: the SIMT kernel with C columns (rows of W) per warp and U 16-byte loads per lane
-// and column in flight, and the tensor-core form (GemvTensorCore.h), which the runtime takes
-// from kTcGemvMinRows rows. Split counts: Gemv.h's splitCount for each SIMT variant's columns
-// a block; the tensor-core form gets the runtime tiling's (the compiler's, which it is passed).
+// Variants: Gemv.h's SIMT form (one column a warp), which the runtime runs below
+// kTcGemvMinRows rows, and the tensor-core form (GemvTensorCore.h), which it runs from there;
+// both with the compiler's split count (gemvSplits). (Other SIMT tilings, 2 and 4 columns a
+// warp and 8 loads in flight, lost on an H200: bench/results/2026-11-27-cuda-decode-h200-4.md.)
 #include "runtime/src/model/cuda/Gemv.h"
 
 #include "bench/cuda/Timing.h"
@@ -48,7 +48,6 @@ const Shape kShapes[] = {
 
 struct Variant {
   const char *name;
-  int splitColumns; // the columns a block that the variant's split count is chosen for
   std::function<std::string(const half *x, const half *norm, const half *w, const half *res,
                             half *y, float *partial, unsigned *counters, int m, int n, int k,
                             int splits, bool withNorm, cudaStream_t s)>
@@ -57,7 +56,7 @@ struct Variant {
 
 /// GemvTensorCore.h's form (mma.sync over the rows of x).
 Variant tensorCores(const char *name) {
-  return {name, kGemvWarps, // (the compiler's split count, chosen for the SIMT tiling, as passed)
+  return {name,
           [](const half *x, const half *norm, const half *w, const half *res, half *y,
              float *partial, unsigned *counters, int m, int n, int k, int splits, bool withNorm,
              cudaStream_t s) {
@@ -70,17 +69,18 @@ Variant tensorCores(const char *name) {
           }};
 }
 
-template <int C, int U> Variant variant(const char *name) {
-  return {name, kGemvWarps * C,
+/// Gemv.h's SIMT form (one column a warp).
+Variant simt(const char *name) {
+  return {name,
           [](const half *x, const half *norm, const half *w, const half *res, half *y,
              float *partial, unsigned *counters, int m, int n, int k, int splits, bool withNorm,
              cudaStream_t s) {
             if (withNorm)
-              return launchGemvWith<true, C, U>(x, norm, 1e-5f, 0.0f, w, (const half *)nullptr,
-                                                res, y, partial, counters, m, n, k, splits, s);
-            return launchGemvWith<false, C, U>(x, (const half *)nullptr, 0.0f, 0.0f, w,
-                                               (const half *)nullptr, res, y, partial, counters,
-                                               m, n, k, splits, s);
+              return launchGemvSimt<true>(x, norm, 1e-5f, 0.0f, w, (const half *)nullptr, res, y,
+                                          partial, counters, m, n, k, splits, s);
+            return launchGemvSimt<false>(x, (const half *)nullptr, 0.0f, 0.0f, w,
+                                         (const half *)nullptr, res, y, partial, counters, m, n, k,
+                                         splits, s);
           }};
 }
 
@@ -172,11 +172,8 @@ int main(int argc, char **argv) {
               "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
 
   const std::vector<Variant> variants = {
-      variant<1, 4>("1 column / warp, 4 loads in flight (the runtime's)"),
-      variant<1, 8>("1 column / warp, 8 loads in flight"),
-      variant<2, 4>("2 columns / warp, 4 loads each"),
-      variant<4, 4>("4 columns / warp, 4 loads each"),
-      tensorCores("tensor cores: mma.sync, 16 columns / block of 8 warps"),
+      simt("SIMT: 1 column / warp (the runtime's below kTcGemvMinRows rows)"),
+      tensorCores("tensor cores: mma.sync, 16 columns / block of 8 warps (from kTcGemvMinRows)"),
   };
   cudaStream_t stream;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
@@ -190,8 +187,7 @@ int main(int argc, char **argv) {
       std::vector<double> diff(variants.size(), 0.0);
       std::vector<cudaGraphExec_t> graphs(variants.size());
       for (size_t v = 0; v < variants.size(); ++v) {
-        int splits =
-            splitCount(sh.n, sh.k / 8, prop.multiProcessorCount, variants[v].splitColumns);
+        int splits = gemvSplits(sh.n, sh.k, 2, prop.multiProcessorCount);
         splitsOf[v] = splits;
         auto once = [&](int i) {
           std::string e = variants[v].run(x, norm, pool + size_t(i % copies) * wBytes / 2,

@@ -35,17 +35,16 @@ namespace {
 // gemv
 //===----------------------------------------------------------------------===//
 
-constexpr int kTc = -1; // checkLinear's and checkNormGemv's C for the tensor-core form
+/// Which GEMV form checkLinear and checkNormGemv run: the one gemv() and
+/// normGemv() choose, the SIMT one or the tensor-core one, whatever the rows.
+enum class Form { Chosen, Simt, TensorCores };
 
-/// gemv (splits >= 1; C columns per warp and U loads in flight per column
-/// when given, C = kTc: GemvTensorCore.h's form) or, with splits = 0, gemm
-/// against float64.
-template <class W, class X, class Y, int C = 0, int U = kGemvUnroll>
+/// gemv (splits >= 1, in `form`) or, with splits = 0, gemm against float64.
+template <class W, class X, class Y, Form F = Form::Chosen>
 void checkLinear(int m, int n, int k, int splits, bool withBias, bool withResidual, unsigned seed,
                  Blas *blas = nullptr) {
   SCOPED_TRACE("m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k) +
-               " splits=" + std::to_string(splits) + " C=" + std::to_string(C) +
-               " U=" + std::to_string(U));
+               " splits=" + std::to_string(splits) + " form=" + std::to_string(int(F)));
   auto x = randomValues<X>(size_t(m) * size_t(k), 1.0f, seed);
   auto w = randomValues<W>(size_t(n) * size_t(k), 1.0f, seed + 1);
   auto bias = randomValues<W>(size_t(n), 1.0f, seed + 2);
@@ -55,7 +54,7 @@ void checkLinear(int m, int n, int k, int splits, bool withBias, bool withResidu
   DeviceBuffer<Y> dr(residual), dy(size_t(m) * size_t(n));
   DeviceBuffer<float> partial(size_t(splits) * size_t(m) * size_t(n));
   SplitCounters counters;
-  if constexpr (C == kTc) {
+  if constexpr (F == Form::TensorCores) {
     ASSERT_GT(splits, 0);
     ASSERT_EQ(launchGemvTc<false>(dx.get(), static_cast<const W *>(nullptr), 0.0f, 0.0f, dw.get(),
                                   withBias ? db.get() : nullptr, withResidual ? dr.get() : nullptr,
@@ -63,13 +62,12 @@ void checkLinear(int m, int n, int k, int splits, bool withBias, bool withResidu
                                   nullptr),
               "");
     EXPECT_EQ(counters.leftNonzero(), 0u);
-  } else if constexpr (C > 0) {
+  } else if constexpr (F == Form::Simt) {
     ASSERT_GT(splits, 0);
-    ASSERT_EQ((launchGemvWith<false, C, U>(dx.get(), static_cast<const W *>(nullptr), 0.0f, 0.0f,
-                                            dw.get(), withBias ? db.get() : nullptr,
-                                            withResidual ? dr.get() : nullptr, dy.get(),
-                                            partial.get(), counters.get(), m, n, k, splits,
-                                            nullptr)),
+    ASSERT_EQ((launchGemvSimt<false>(dx.get(), static_cast<const W *>(nullptr), 0.0f, 0.0f,
+                                      dw.get(), withBias ? db.get() : nullptr,
+                                      withResidual ? dr.get() : nullptr, dy.get(), partial.get(),
+                                      counters.get(), m, n, k, splits, nullptr)),
               "");
     EXPECT_EQ(counters.leftNonzero(), 0u);
   } else if (splits > 0) {
@@ -123,21 +121,16 @@ TEST(CudaGemv, SplitK) {
   checkLinear<half, float, float>(1, 8, 64, 16, true, false, 34);
 }
 
-// The tilings bench/cuda/gemv.cu measures against the runtime's (one
-// column per warp, kGemvUnroll loads): several columns per warp (N not a
-// multiple of a block's columns: the last warp's columns past N are read
-// from its first row and dropped), more loads in flight, split-K, K not a
-// multiple of the vector width, every row count.
-TEST(CudaGemv, SeveralColumnsPerWarpAndMoreLoadsInFlight) {
-  checkLinear<half, half, half, 2, 4>(1, 45, 520, 1, true, true, 35);
-  checkLinear<half, float, float, 4, 4>(3, 37, 1032, 1, false, true, 36);
-  checkLinear<bfloat16, bfloat16, bfloat16, 4, 2>(8, 70, 512, 1, true, false, 37);
-  checkLinear<half, float, float, 1, 8>(2, 33, 2048, 1, true, true, 38);
-  checkLinear<half, float, float, 4, 4>(1, 16, 4096, 4, true, true, 39);
-  checkLinear<float, float, float, 2, 8>(5, 24, 2048, 3, false, true, 40);
-  checkLinear<half, float, float, 2, 4>(2, 21, 100, 1, true, false, 41);
+// The SIMT form where gemv() would take the tensor-core one (half or
+// bfloat16 from kTcGemvMinRows rows): every row count, a lane's last batch
+// part-filled (K = 1032 halves: 129 vectors, batches of 4 x 32), split-K,
+// N not a multiple of a block's columns.
+TEST(CudaGemv, SimtFormAtEveryRowCount) {
   for (int m = 1; m <= kGemvMaxRows; ++m)
-    checkLinear<half, half, float, 4, 4>(m, 9, 264, 1, true, false, 42 + unsigned(m));
+    checkLinear<half, half, half, Form::Simt>(m, 45, 1032, 1 + m % 3, m % 2 == 0, m % 3 != 1,
+                                              35 + unsigned(m));
+  checkLinear<bfloat16, bfloat16, bfloat16, Form::Simt>(8, 70, 512, 1, true, false, 44);
+  checkLinear<half, half, float, Form::Simt>(4, 16, 4096, 4, true, true, 45);
 }
 
 // Several rows on tensor cores (GemvTensorCore.h): every row count, N not a
@@ -149,11 +142,11 @@ TEST(CudaGemv, SeveralRowsOnTensorCores) {
   static_assert(kTensorCoreGemv<half, half> && kTensorCoreGemv<bfloat16, bfloat16> &&
                 !kTensorCoreGemv<half, float> && !kTensorCoreGemv<float, float>);
   for (int m = 1; m <= kGemvMaxRows; ++m)
-    checkLinear<half, half, float, kTc>(m, 37, 256, 1, m % 2 == 1, m % 3 == 0, 90 + unsigned(m));
-  checkLinear<bfloat16, bfloat16, bfloat16, kTc>(8, 70, 1024, 1, true, true, 99);
-  checkLinear<half, half, half, kTc>(4, 16, 64, 1, false, true, 100);
-  checkLinear<half, half, float, kTc>(8, 24, 2048, 4, true, true, 101);
-  checkLinear<bfloat16, bfloat16, float, kTc>(3, 33, 96, 8, true, false, 102);
+    checkLinear<half, half, float, Form::TensorCores>(m, 37, 256, 1, m % 2 == 1, m % 3 == 0, 90 + unsigned(m));
+  checkLinear<bfloat16, bfloat16, bfloat16, Form::TensorCores>(8, 70, 1024, 1, true, true, 99);
+  checkLinear<half, half, half, Form::TensorCores>(4, 16, 64, 1, false, true, 100);
+  checkLinear<half, half, float, Form::TensorCores>(8, 24, 2048, 4, true, true, 101);
+  checkLinear<bfloat16, bfloat16, float, Form::TensorCores>(3, 33, 96, 8, true, false, 102);
   // Through gemv(): the tensor-core form from kTcGemvMinRows rows (the same
   // bits as launchGemvTc's), the SIMT one below them or for K not a
   // multiple of 32.
@@ -180,7 +173,7 @@ TEST(CudaGemv, SeveralRowsOnTensorCores) {
 /// y = f(x) W^T + bias + residual, f(x) = x / sqrt(mean(x^2) + eps) *
 /// (norm + offset). (The kernel rounds f(x) to X as the norm's output would
 /// be: within X's storage epsilon of the unrounded reference.)
-template <class W, class X, class Y, int C = 0, int U = kGemvUnroll>
+template <class W, class X, class Y, Form F = Form::Chosen>
 void checkNormGemv(int m, int n, int k, int splits, bool withBias, bool withResidual,
                    float offset, unsigned seed) {
   SCOPED_TRACE("m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k) +
@@ -198,14 +191,13 @@ void checkNormGemv(int m, int n, int k, int splits, bool withBias, bool withResi
   SplitCounters counters;
   const W *b = withBias ? db.get() : nullptr;
   const Y *r = withResidual ? dr.get() : nullptr;
-  if constexpr (C == kTc) {
+  if constexpr (F == Form::TensorCores) {
     ASSERT_EQ(launchGemvTc<true>(dx.get(), dn.get(), eps, offset, dw.get(), b, r, dy.get(),
                                  partial.get(), counters.get(), m, n, k, splits, nullptr),
               "");
-  } else if constexpr (C > 0) {
-    ASSERT_EQ((launchGemvWith<true, C, U>(dx.get(), dn.get(), eps, offset, dw.get(), b, r, dy.get(),
-                                           partial.get(), counters.get(), m, n, k, splits,
-                                           nullptr)),
+  } else if constexpr (F == Form::Simt) {
+    ASSERT_EQ((launchGemvSimt<true>(dx.get(), dn.get(), eps, offset, dw.get(), b, r, dy.get(),
+                                     partial.get(), counters.get(), m, n, k, splits, nullptr)),
               "");
   } else {
     ASSERT_EQ(normGemv(dx.get(), dn.get(), eps, offset, dw.get(), b, r, dy.get(), partial.get(),
@@ -246,13 +238,13 @@ TEST(CudaGemv, NormFoldedIn) {
   // at batch 8), and 2 x 5120 floats.
   checkNormGemv<half, half, half>(8, 16, 2048, 1, false, true, 0.0f, 67);
   checkNormGemv<float, float, float>(2, 9, 5120, 1, true, false, 0.0f, 68);
-  // Other tilings (see SeveralColumnsPerWarpAndMoreLoadsInFlight).
-  checkNormGemv<half, half, half, 4, 4>(3, 40, 1024, 4, true, true, 0.0f, 69);
-  checkNormGemv<half, half, half, 2, 4>(1, 70, 2048, 1, false, true, 0.0f, 70);
-  checkNormGemv<bfloat16, bfloat16, bfloat16, 1, 8>(8, 24, 1003, 1, true, false, 1.0f, 71);
-  checkNormGemv<half, half, half, kTc>(8, 40, 1024, 1, true, true, 0.0f, 72);
-  checkNormGemv<bfloat16, bfloat16, float, kTc>(3, 17, 2048, 2, false, false, 1.0f, 73);
-  checkNormGemv<half, half, half, kTc>(1, 64, 512, 1, false, true, 0.0f, 74);
+  // Each form whatever the rows (gemv() picks by rows).
+  checkNormGemv<half, half, half, Form::Simt>(3, 40, 1024, 4, true, true, 0.0f, 69);
+  checkNormGemv<half, half, half, Form::Simt>(8, 70, 2048, 1, false, true, 0.0f, 70);
+  checkNormGemv<bfloat16, bfloat16, bfloat16, Form::Simt>(8, 24, 1003, 1, true, false, 1.0f, 71);
+  checkNormGemv<half, half, half, Form::TensorCores>(8, 40, 1024, 1, true, true, 0.0f, 72);
+  checkNormGemv<bfloat16, bfloat16, float, Form::TensorCores>(3, 17, 2048, 2, false, false, 1.0f, 73);
+  checkNormGemv<half, half, half, Form::TensorCores>(1, 64, 512, 1, false, true, 0.0f, 74);
   // Without the norm's weights, or with more normalised inputs than the
   // shared memory holds (8 x 2048 floats): refused.
   EXPECT_NE((normGemv<half, half, half>(nullptr, nullptr, 1e-5f, 0.0f, nullptr, nullptr, nullptr,

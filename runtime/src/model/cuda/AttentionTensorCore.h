@@ -6,9 +6,10 @@
 // zeros). flashAttention takes a tensor-core form when queries and caches
 // are both half or both bfloat16, D = Dv, a multiple of 16 up to 128: on
 // sm_80 and later AttentionMma.h's (mma.sync, everything in registers),
-// before it, for half, the WMMA form below (kept also to be measured
-// against it); Attention.h's SIMT form runs the rest (f32, int8 caches,
-// other head sizes).
+// before it (sm_75, which `--cuda-arch` accepts), for half, the WMMA form
+// below (on an H200 the mma.sync form ran 2.1-2.5x faster at head_dim 128:
+// bench/results/2026-11-27-cuda-decode-h200-4.md); Attention.h's SIMT form
+// runs the rest (f32, int8 caches, other head sizes).
 //
 // Tiling of the WMMA form
 //   A block of 4 warps takes kTcAttnQueries = 64 queries of one head (each

@@ -10,19 +10,18 @@
 //
 // Tiling
 //   One warp per output column n (a row of W), kWarps warps per block:
-//   grid = (ceil(N / kWarps), splits). (gemvKernel also takes C columns
-//   per warp and U loads in flight, for bench/cuda/gemv.cu to measure
-//   other tilings against this one; the runtime runs C = 1, U = kUnroll.)
-//   Each lane reads W in 16-byte vectors
-//   (8 halves or 4 floats), lanes side by side so a warp reads 512
-//   contiguous bytes per step, kUnroll steps issued before any is used so
-//   that enough bytes are in flight to saturate HBM; x is read through L1
-//   (every warp of the block reads the same rows). Sums in f32, reduced
+//   grid = (ceil(N / kWarps), splits). Each lane reads W in 16-byte
+//   vectors (8 halves or 4 floats), lanes side by side so a warp reads 512
+//   contiguous bytes per step, kUnroll steps in flight (see below); x is
+//   read through L1 (every warp of the block reads the same rows). Sums in f32, reduced
 //   across the warp with shuffles. K that is not a multiple of the vector
 //   width is read element by element. w, x and y are 16-byte aligned.
 //
 //   normGemv: the same over llm.rms_norm(x) folded in (norm [K] of W):
-//   each block first sums the squares of its M rows of x, then writes them
+//   each block first sums the squares of its M rows of x (16-byte loads,
+//   all of a thread's issued together, one pair of barriers for all rows:
+//   element loads, each waiting for the one before, took the folded layers
+//   to half the plain ones' speed on an H200), then writes them
 //   scaled by the row's inverse RMS and (norm + offset), rounded to X as
 //   rmsNorm would have written them, into shared memory (M * K values, at
 //   most kNormSharedBytes; all its threads, before any warp leaves), which
@@ -33,7 +32,7 @@
 //   ones' bandwidth, and a SwiGLU folded the same way, with an exp per
 //   value, at a fifth. SwiGLU stays a kernel of its own.)
 //
-//   A lane keeps two batches of kUnroll vectors per column in flight: the
+//   A lane keeps two batches of kUnroll vectors in flight: the
 //   next batch's loads are issued before the current one is multiplied.
 //   Its first batch is loaded before LLMC_KERNEL_BEGIN() (the wait for the
 //   kernel before, launches being programmatic on sm_90+) and before
@@ -41,6 +40,10 @@
 //   weights are written by no kernel. (On an H200, with each batch issued
 //   after the norm and used before the next was issued, the folded layers
 //   of K = 2048 ran at 38-64% of a streaming read, the plain ones at 54%.)
+//   This tiling runs below kTcGemvMinRows rows; at one row it beat 2 and 4
+//   columns per warp and 8 loads in flight on an H200, and from 3 rows the
+//   tensor-core form beat them all
+//   (bench/results/2026-11-27-cuda-decode-h200-4.md).
 //
 //   Split-K (splits > 1, for layers with few columns): split s covers
 //   K-chunks [s * per, (s + 1) * per) and writes its sums to `partial`; the
@@ -73,7 +76,9 @@ template <class X> constexpr size_t normGemvSharedBytes(int m, int k) {
 
 /// From this many rows of half or bfloat16 x and W (K a multiple of 32, on
 /// sm_80 and later) gemv and normGemv run on tensor cores
-/// (GemvTensorCore.h, included at the end of this file).
+/// (GemvTensorCore.h, included at the end of this file). On an H200 the
+/// faster form at every layer of a 1B Llama from 3 rows, within 2% of the
+/// SIMT one at 2 (bench/results/2026-11-27-cuda-decode-h200-4.md).
 constexpr int kTcGemvMinRows = 3;
 template <class W, class X>
 constexpr bool kTensorCoreGemv =
@@ -231,22 +236,18 @@ LLMC_DEVICE void normaliseRows(const X *x, const W *norm, int k, float eps, floa
 }
 
 // (No __launch_bounds__: with it ptxas trades registers for occupancy and
-// spills at M = 8; without it M = 8 takes 80 registers and 3 blocks fit an
+// spills at M = 8; without it M = 8 takes 78 registers and 3 blocks fit an
 // SM, which keeps enough loads in flight.) NORM: x goes through rms_norm
-// (norm, eps, offset) into shared memory first. C columns per warp (rows
-// of W: a column past N reads the warp's first row and drops its sums), U
-// loads per lane and column issued before any is used; the runtime's
-// tiling is C = 1, U = kGemvUnroll (launchGemv), others are measured
-// against it by bench/cuda/gemv.cu.
-template <class W, class X, class Y, int M, bool NORM, int C, int U>
+// (norm, eps, offset) into shared memory first.
+template <class W, class X, class Y, int M, bool NORM>
 LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *residual, Y *y,
                             float *partial, unsigned *counters, int n, int k, const W *norm,
                             float eps, float offset) {
-  constexpr int kVec = int(16 / sizeof(W));
+  constexpr int kVec = int(16 / sizeof(W)), U = kGemvUnroll;
   unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  int col0 = (int(blockIdx.x) * kGemvWarps + int(warp)) * C;
+  int col = int(blockIdx.x) * kGemvWarps + int(warp);
   int splits = int(gridDim.y), split = int(blockIdx.y);
-  bool live = col0 < n;
+  bool live = col < n;
   // Whole vectors per row; none when rows are not 16-byte aligned (K not a
   // multiple of the vector width): then the scalar tail does everything.
   int chunks = k % kVec == 0 ? k / kVec : 0;
@@ -254,29 +255,22 @@ LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *resi
   int c0 = split * perSplit, c1 = c0 + perSplit < chunks ? c0 + perSplit : chunks;
   if (!live)
     c1 = c0;
-  const W *row[C];
-  LLMC_UNROLL
-  for (int c = 0; c < C; ++c)
-    row[c] = w + static_cast<size_t>(live ? (col0 + c < n ? col0 + c : col0) : 0) * size_t(k);
-  // U vectors per lane and column in flight (a batch): batch b + 1 is
-  // issued before batch b is used. The first batch is issued before the
-  // wait for the kernel before this one (programmatic launches) and before
-  // normGemv's norm, and the batch after it asked for in L2: no kernel
-  // writes the weights. (A lane's vector past its range is zero, unused.)
-  auto issue = [&](uint4 (&raw)[U][C], int at) {
+  const W *row = w + static_cast<size_t>(live ? col : 0) * size_t(k);
+  // U vectors per lane in flight (a batch): batch b + 1 is issued before
+  // batch b is used. The first batch is issued before the wait for the
+  // kernel before this one (programmatic launches) and before normGemv's
+  // norm, and the batch after it asked for in L2: no kernel writes the
+  // weights. (A lane's vector past its range is zero, unused.)
+  auto issue = [&](uint4 (&raw)[U], int at) {
     LLMC_UNROLL
     for (int u = 0; u < U; ++u)
-      LLMC_UNROLL
-      for (int c = 0; c < C; ++c)
-        raw[u][c] = at + u * 32 < c1 ? load16(row[c] + size_t(at + u * 32) * kVec) : uint4{};
+      raw[u] = at + u * 32 < c1 ? load16(row + size_t(at + u * 32) * kVec) : uint4{};
   };
   int v = c0 + int(lane);
-  uint4 batch[U][C];
+  uint4 batch[U];
   issue(batch, v);
   for (int p = v + U * 32, u = 0; p < c1 && u < kGemvPrefetch; p += 32, ++u)
-    LLMC_UNROLL
-    for (int c = 0; c < C; ++c)
-      prefetchL2(row[c] + size_t(p) * kVec);
+    prefetchL2(row + size_t(p) * kVec);
   LLMC_KERNEL_BEGIN();
   if constexpr (NORM) { // (block barriers: before any warp leaves)
     LLMC_DYNAMIC_SHARED(X, xs);
@@ -287,31 +281,25 @@ LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *resi
     return; // the whole warp leaves together; no block barrier follows
   // (With splits, a warp past N stays for lastOfGroup's barriers.)
 
-  float acc[C][M];
+  float acc[M];
   LLMC_UNROLL
-  for (int c = 0; c < C; ++c)
-    LLMC_UNROLL
-    for (int m = 0; m < M; ++m)
-      acc[c][m] = 0.0f;
-  // x's vector at chunk at of every row, times the C columns' vectors.
-  auto multiply = [&](const uint4 (&raw)[C], int at) {
-    float wv[C][kVec];
-    LLMC_UNROLL
-    for (int c = 0; c < C; ++c)
-      unpackFloats(raw[c], wv[c], w);
+  for (int m = 0; m < M; ++m)
+    acc[m] = 0.0f;
+  // x's vector at chunk `at` of every row, times W's.
+  auto multiply = [&](const uint4 &raw, int at) {
+    float wv[kVec];
+    unpackFloats(raw, wv, w);
     LLMC_UNROLL
     for (int m = 0; m < M; ++m) {
       float xv[kVec];
       loadRun<kVec>(x + size_t(m) * size_t(k) + size_t(at) * kVec, xv);
       LLMC_UNROLL
-      for (int c = 0; c < C; ++c)
-        LLMC_UNROLL
-        for (int i = 0; i < kVec; ++i)
-          acc[c][m] = fmaf(wv[c][i], xv[i], acc[c][m]);
+      for (int i = 0; i < kVec; ++i)
+        acc[m] = fmaf(wv[i], xv[i], acc[m]);
     }
   };
   for (; v < c1; v += U * 32) {
-    uint4 next[U][C];
+    uint4 next[U];
     issue(next, v + U * 32);
     LLMC_UNROLL
     for (int u = 0; u < U; ++u)
@@ -319,26 +307,18 @@ LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *resi
         multiply(batch[u], v + u * 32);
     LLMC_UNROLL
     for (int u = 0; u < U; ++u)
-      LLMC_UNROLL
-      for (int c = 0; c < C; ++c)
-        batch[u][c] = next[u][c];
+      batch[u] = next[u];
   }
   // The scalar tail past the last whole vector, in the last split.
   if (live && split == splits - 1)
     for (int e = chunks * kVec + int(lane); e < k; e += 32)
       LLMC_UNROLL
-      for (int m = 0; m < M; ++m) {
-        float xe = toFloat(x[size_t(m) * size_t(k) + size_t(e)]);
-        LLMC_UNROLL
-        for (int c = 0; c < C; ++c)
-          acc[c][m] = fmaf(toFloat(row[c][e]), xe, acc[c][m]);
-      }
+      for (int m = 0; m < M; ++m)
+        acc[m] = fmaf(toFloat(row[e]), toFloat(x[size_t(m) * size_t(k) + size_t(e)]), acc[m]);
 
-  LLMC_UNROLL
-  for (int c = 0; c < C; ++c)
-    if (live && col0 + c < n) // (warp-uniform: finishColumn shuffles)
-      finishColumn<M>(acc[c], lane, split, splits, col0 + c, n, bias, residual, y, partial);
-  finishSplits<M, kGemvWarps * C>(partial, counters, bias, residual, y, n);
+  if (live) // (warp-uniform: finishColumn shuffles)
+    finishColumn<M>(acc, lane, split, splits, col, n, bias, residual, y, partial);
+  finishSplits<M>(partial, counters, bias, residual, y, n);
 }
 
 /// Whether split-K has its workspace: partial sums and a split counter per
@@ -364,8 +344,6 @@ inline int gemvSplits(int n, int k, int sizeofW, int sms) {
   return splitCount(n, k / (16 / sizeofW), sms);
 }
 
-/// gemv and normGemv with C columns per warp and U loads in flight per
-/// lane and column (see gemvKernel).
 /// What is wrong with a gemv's or normGemv's arguments, or "".
 template <bool NORM, class W, class X>
 std::string gemvArgumentError(const W *norm, const float *partial, const unsigned *counters,
@@ -381,21 +359,23 @@ std::string gemvArgumentError(const W *norm, const float *partial, const unsigne
   return "";
 }
 
-template <bool NORM, int C, int U, class W, class X, class Y>
-std::string launchGemvWith(const X *x, const W *norm, float eps, float offset, const W *w,
+/// gemv and normGemv in the SIMT form (one column a warp; see gemvKernel),
+/// whatever the rows.
+template <bool NORM, class W, class X, class Y>
+std::string launchGemvSimt(const X *x, const W *norm, float eps, float offset, const W *w,
                            const W *bias, const Y *residual, Y *y, float *partial,
                            unsigned *counters, int m, int n, int k, int splits, Stream stream) {
   if (std::string e = gemvArgumentError<NORM, W, X>(norm, partial, counters, m, n, k, splits);
       !e.empty())
     return e;
   size_t shared = NORM ? normGemvSharedBytes<X>(m, k) : 0;
-  dim3 grid(ceilDiv(n, kGemvWarps * C), unsigned(splits));
+  dim3 grid(ceilDiv(n, kGemvWarps), unsigned(splits));
   dim3 block(kGemvWarps * 32);
   std::string e;
   switch (m) {
 #define LLMC_GEMV_CASE(R)                                                                          \
   case R:                                                                                          \
-    e = launch(gemvKernel<W, X, Y, R, NORM, C, U>, grid, block, shared, stream, x, w, bias,        \
+    e = launch(gemvKernel<W, X, Y, R, NORM>, grid, block, shared, stream, x, w, bias,        \
                residual, y, partial, counters, n, k, norm, eps, offset);                           \
     break;
     LLMC_GEMV_CASE(1)
@@ -425,8 +405,8 @@ std::string launchGemv(const X *x, const W *norm, float eps, float offset, const
       return launchGemvTc<NORM>(x, norm, eps, offset, w, bias, residual, y, partial, counters, m,
                                 n, k, splits, stream);
     }
-  return launchGemvWith<NORM, 1, kGemvUnroll>(x, norm, eps, offset, w, bias, residual, y, partial,
-                                              counters, m, n, k, splits, stream);
+  return launchGemvSimt<NORM>(x, norm, eps, offset, w, bias, residual, y, partial, counters, m, n,
+                              k, splits, stream);
 }
 
 /// Launches y = x W^T (+ bias) (+ residual) for M rows (1 .. kGemvMaxRows).
