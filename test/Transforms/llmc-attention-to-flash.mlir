@@ -44,3 +44,15 @@ func.func @decode_gpu(%q: tensor<1x1x32x64xf16>, %k: tensor<1x8x4224x64xf16>, %v
   %o = llm.cached_attention %q, %k, %v, %pos {num_heads = 32 : i64, num_kv_heads = 8 : i64, scale = 0.125 : f32} : (tensor<1x1x32x64xf16>, tensor<1x8x4224x64xf16>, tensor<1x8x4224x64xf16>, tensor<i64>) -> tensor<1x1x32x64xf16>
   return %o : tensor<1x1x32x64xf16>
 }
+
+// -----
+
+// At batch 8 the blocks alone would want 5 splits (264 over 8 kv heads x 8
+// sequences), 26 tiles of 32 rows each over 4224 cache rows; a split has at
+// most 8 tiles of the whole cache: 17.
+// AUTO-LABEL: func.func @decode_gpu_batch8
+// AUTO: llm.decode_attention_partial {{.*}}num_splits = 17 : i64
+func.func @decode_gpu_batch8(%q: tensor<8x1x32x64xf16>, %k: tensor<8x8x4224x64xf16>, %v: tensor<8x8x4224x64xf16>, %pos: tensor<i64>) -> tensor<8x1x32x64xf16> {
+  %o = llm.cached_attention %q, %k, %v, %pos {num_heads = 32 : i64, num_kv_heads = 8 : i64, scale = 0.125 : f32} : (tensor<8x1x32x64xf16>, tensor<8x8x4224x64xf16>, tensor<8x8x4224x64xf16>, tensor<i64>) -> tensor<8x1x32x64xf16>
+  return %o : tensor<8x1x32x64xf16>
+}

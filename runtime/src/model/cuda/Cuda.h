@@ -123,6 +123,7 @@ struct DeviceInfo {
   Type *name = reinterpret_cast<Type *>(llmc_dynamic_shared_)
 #define LLMC_UNROLL _Pragma("unroll")
 #define LLMC_LAUNCH_BOUNDS(n) __launch_bounds__(n)
+#define LLMC_LAUNCH_BOUNDS_MIN(n, blocks) __launch_bounds__(n, blocks)
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define LLMC_KERNEL_BEGIN()                                                                        \
   do {                                                                                             \
@@ -472,6 +473,7 @@ inline std::string deviceInfo(DeviceInfo *out) {
   Type *name = reinterpret_cast<Type *>(::llmc::cudaemu::dynamicShared())
 #define LLMC_UNROLL
 #define LLMC_LAUNCH_BOUNDS(n)
+#define LLMC_LAUNCH_BOUNDS_MIN(n, blocks)
 #define LLMC_KERNEL_BEGIN() ::llmc::cudaemu::kernelBegin()
 
 #define threadIdx (::llmc::cudaemu::self()->threadIdx)
