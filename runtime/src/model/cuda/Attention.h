@@ -54,8 +54,8 @@
 //   or bfloat16 queries and caches runs on tensor cores instead
 //   (AttentionTensorCore.h). The prefill kernel has no __launch_bounds__
 //   (with it ptxas spilled a few bytes in the f32 instances); the decode
-//   kernel asks for kDecodeMinBlocks blocks a multiprocessor (64 registers,
-//   no spills at head_dim 64-256 in f32, half and int8).
+//   kernel asks for kDecodeMinBlocks blocks a multiprocessor (64 registers
+//   over float caches, 128 over int8 ones: no spills).
 //
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_RUNTIME_MODEL_CUDA_ATTENTION_H
@@ -73,10 +73,11 @@ constexpr int kAttnQueriesPerWarp = kAttnQueries / kAttnWarps;
 /// The decode kernel double-buffers its tiles up to this much shared memory.
 constexpr size_t kDecodeTwoStageBytes = 99 * 1024;
 /// Blocks of the decode kernel that its registers let share a
-/// multiprocessor (64 registers a thread: ptxas gave it 128 unbounded,
-/// which let only 4 blocks of 4 warps run at once beside each other, and a
-/// block walks its tiles one after another).
-constexpr int kDecodeMinBlocks = 8;
+/// multiprocessor: 8 (64 registers a thread) over float caches (ptxas gave
+/// it 128 unbounded, which let only 4 blocks of 4 warps run at once beside
+/// each other, and a block walks its tiles one after another); 4 over int8
+/// ones, whose scales spilled in 64.
+template <class K> constexpr int kDecodeMinBlocks = sizeof(K) == 1 ? 4 : 8;
 
 /// Elements of T per padded shared-memory row of n elements.
 template <class T> constexpr LLMC_HOST_DEVICE int paddedRow(int n) { return n + int(16 / sizeof(T)); }
@@ -188,7 +189,7 @@ LLMC_DEVICE const float *loadTileScales(float *tile, const float *scales, int ro
 }
 
 template <class T, class K, int D, int Dv, class Y>
-LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, kDecodeMinBlocks)
+LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, kDecodeMinBlocks<K>)
     decodeAttentionKernel(const T *q, const K *kCache, const K *vCache, const float *kScales,
                           const float *vScales, const int64_t *pos, float *partial, float *lse,
                           Y *out, unsigned *counters, int hq, int hkv, int capacity, int window,

@@ -32,6 +32,8 @@
 //   out, (const T *)tag)           the conversion where it is used)
 //   prefetchL2(p)                  the line at p toward L2 (the emulation:
 //                                  nothing)
+//   fastExp2(x)                    2^x by ex2.approx.ftz (the emulation:
+//                                  std::exp2)
 //   loadWords<N>(p, out)           N (4, 8, 16) aligned bytes at p as N / 4
 //                                  little-endian 32-bit words
 //   tc::FragA<T>, FragB<T>,        a warp's 16 x 16 x 16 tensor-core tiles (T
@@ -151,6 +153,14 @@ template <class T> LLMC_HOST_DEVICE T fromFloat(float x);
 template <> LLMC_HOST_DEVICE float fromFloat<float>(float x) { return x; }
 template <> LLMC_HOST_DEVICE half fromFloat<half>(float x) { return __float2half_rn(x); }
 template <> LLMC_HOST_DEVICE bfloat16 fromFloat<bfloat16>(float x) { return __float2bfloat16_rn(x); }
+
+/// 2^x by the hardware's approximation (ex2.approx.ftz: 2 ulp, subnormal
+/// results flushed to zero; exp2f adds a range fix-up around it).
+LLMC_DEVICE float fastExp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
 
 /// Asks for the line at p in L2 (no register written, nothing waited for).
 LLMC_DEVICE void prefetchL2(const void *p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
@@ -574,6 +584,7 @@ template <> inline float fromFloat<float>(float x) { return x; }
 template <> inline half fromFloat<half>(float x) { return {::llmc::cpu::floatToHalf(x)}; }
 template <> inline bfloat16 fromFloat<bfloat16>(float x) { return {::llmc::cpu::floatToBf16(x)}; }
 
+inline float fastExp2(float x) { return std::exp2(x); }
 inline void prefetchL2(const void *) {}
 inline bool programmaticLaunches() { return false; }
 
