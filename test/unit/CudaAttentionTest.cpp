@@ -297,6 +297,9 @@ TEST(CudaFlashAttention, TensorCoreTiles) {
   // A window that leaves a block's first key tiles out (its first tile
   // past 0) and some warps without keys in a tile.
   checkPrefill<bfloat16, 64, 64>(1, 130, 2, 1, 384, 200, true, 40, 0);
+  // A window without causality or softcap (masks in the exp2 domain of the
+  // scale).
+  checkPrefill<half, 64, 64>(1, 100, 2, 1, 128, 0, false, 20, 0);
 }
 
 // The WMMA form (before sm_80) on the same shapes.

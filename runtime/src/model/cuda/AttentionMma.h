@@ -154,50 +154,33 @@ LLMC_DEVICE void flashAttentionMmaBody(const T *q, const T *kCache, const T *vCa
       asyncCommit();
     }
     if (busy) {
-      // Scores into the exp2 domain: x * f - m, with f = scale * log2(e)
-      // and x the raw dot product (one FFMA per score inside the exp2), or
-      // with a softcap x already capped and in base 2 (f = 1). Each case,
-      // and the masks, as a loop of its own: a test per score made ptxas
-      // branch around every pair.
-      if (softcap > 0.0f) {
-        LLMC_UNROLL
-        for (int a = 0; a < A; ++a)
-          LLMC_UNROLL
-          for (int j = 0; j < kNt; ++j)
-            LLMC_UNROLL
-            for (int e = 0; e < 4; ++e)
-              sc[a][j][e] = capScore(sc[a][j][e] * scale, softcap) * kLog2e;
-      }
-      float f = softcap > 0.0f ? 1.0f : scaleLog2;
-      if (masked) {
-        LLMC_UNROLL
-        for (int a = 0; a < A; ++a)
-          LLMC_UNROLL
-          for (int hr = 0; hr < 2; ++hr) {
-            // (Positions fit an int: they are below the cache's capacity.)
-            int qpos = int(wFirst) + 16 * a + g + 8 * hr, lo = firstKey(qpos, window);
-            int last = causal && qpos < kEnd - 1 ? qpos : kEnd - 1;
-            LLMC_UNROLL
-            for (int j = 0; j < kNt; ++j)
-              LLMC_UNROLL
-              for (int e = 0; e < 2; ++e) {
-                int key = t + 8 * j + 2 * t4 + e;
-                if (key < lo || key > last)
-                  sc[a][j][2 * hr + e] = -INFINITY;
-              }
-          }
-      }
       LLMC_UNROLL
       for (int a = 0; a < A; ++a)
         LLMC_UNROLL
         for (int hr = 0; hr < 2; ++hr) {
+          // (Positions fit an int: they are below the cache's capacity.
+          // The softcap and mask tests stay per score: hoisting them into
+          // loops of their own, or folding the scale into the exp2's FFMA,
+          // cut the instructions between the two products by a third at
+          // head_dim 128 but spilled 8 bytes at 255 registers on sm_80-89.)
+          int qpos = int(wFirst) + 16 * a + g + 8 * hr, lo = firstKey(qpos, window);
+          int last = causal && qpos < kEnd - 1 ? qpos : kEnd - 1;
           float most = -INFINITY;
           LLMC_UNROLL
           for (int j = 0; j < kNt; ++j)
-            most = fmaxf(most, fmaxf(sc[a][j][2 * hr], sc[a][j][2 * hr + 1]));
+            LLMC_UNROLL
+            for (int e = 0; e < 2; ++e) {
+              float &x = sc[a][j][2 * hr + e];
+              float v = softcap > 0.0f ? capScore(x * scale, softcap) * kLog2e : x * scaleLog2;
+              int key = t + 8 * j + 2 * t4 + e;
+              if (masked && (key < lo || key > last))
+                v = -INFINITY;
+              x = v;
+              most = fmaxf(most, v);
+            }
           most = fmaxf(most, __shfl_xor_sync(kFullMask, most, 1));
           most = fmaxf(most, __shfl_xor_sync(kFullMask, most, 2));
-          float mNew = fmaxf(mMax[a][hr], most * f); // (f > 0: the order is kept)
+          float mNew = fmaxf(mMax[a][hr], most);
           float mUse = mNew == -INFINITY ? 0.0f : mNew; // (no key yet: p and alpha 0)
           float alpha = fastExp2(mMax[a][hr] - mUse), sum = 0.0f;
           LLMC_UNROLL
@@ -205,7 +188,7 @@ LLMC_DEVICE void flashAttentionMmaBody(const T *q, const T *kCache, const T *vCa
             LLMC_UNROLL
             for (int e = 0; e < 2; ++e) {
               float &x = sc[a][j][2 * hr + e];
-              x = fastExp2(fmaf(x, f, -mUse));
+              x = fastExp2(x - mUse);
               sum += x;
             }
           lSum[a][hr] = lSum[a][hr] * alpha + sum;
