@@ -26,13 +26,17 @@ constexpr int64_t kGpuDecodeTile = 32;
 /// at batch 8 and context 4096 a 1B Llama's 5 splits of 26 tiles read the
 /// cache at about 1 TB/s on an H200.
 constexpr int64_t kGpuDecodeMaxTiles = 8;
+/// Nor more splits than this (each costs the partial results of its block,
+/// B * splits * Hq * Dv floats, and a turn of the merge): a 128k cache
+/// would otherwise ask for 512.
+constexpr int64_t kGpuDecodeMaxSplits = 64;
 
 struct AttentionToFlashPass : mlir::llmc::impl::AttentionToFlashPassBase<AttentionToFlashPass> {
   using AttentionToFlashPassBase::AttentionToFlashPassBase;
 
   /// num-splits, or (0) enough splits for kGpuDecodeBlocks blocks and for
   /// at most kGpuDecodeMaxTiles tiles each over the whole cache, at most one
-  /// per kGpuDecodeTile cache rows. At context 4096 a 1B Llama (8 kv heads,
+  /// per kGpuDecodeTile cache rows and kGpuDecodeMaxSplits in all. At context 4096 a 1B Llama (8 kv heads,
   /// batch 1) then reads its cache with 33 blocks per kv head rather than 4
   /// (which ran at 65 GB/s on an H200), and at batch 8 with 17 rather than
   /// 5. (The kernel counts the splits with keys on the device: a short
@@ -48,7 +52,9 @@ struct AttentionToFlashPass : mlir::llmc::impl::AttentionToFlashPassBase<Attenti
     int64_t want = std::max((kGpuDecodeBlocks + streams - 1) / streams,
                             (rows + kGpuDecodeMaxTiles * kGpuDecodeTile - 1) /
                                 (kGpuDecodeMaxTiles * kGpuDecodeTile));
-    return std::clamp<int64_t>(want, 1, (rows + kGpuDecodeTile - 1) / kGpuDecodeTile);
+    return std::clamp<int64_t>(want, 1,
+                               std::min(kGpuDecodeMaxSplits,
+                                        (rows + kGpuDecodeTile - 1) / kGpuDecodeTile));
   }
 
   void runOnOperation() override {

@@ -56,3 +56,13 @@ func.func @decode_gpu_batch8(%q: tensor<8x1x32x64xf16>, %k: tensor<8x8x4224x64xf
   %o = llm.cached_attention %q, %k, %v, %pos {num_heads = 32 : i64, num_kv_heads = 8 : i64, scale = 0.125 : f32} : (tensor<8x1x32x64xf16>, tensor<8x8x4224x64xf16>, tensor<8x8x4224x64xf16>, tensor<i64>) -> tensor<8x1x32x64xf16>
   return %o : tensor<8x1x32x64xf16>
 }
+
+// -----
+
+// A 128k cache would want 512 splits of 8 tiles; at most 64.
+// AUTO-LABEL: func.func @decode_gpu_long
+// AUTO: llm.decode_attention_partial {{.*}}num_splits = 64 : i64
+func.func @decode_gpu_long(%q: tensor<1x1x32x64xf16>, %k: tensor<1x8x131072x64xf16>, %v: tensor<1x8x131072x64xf16>, %pos: tensor<i64>) -> tensor<1x1x32x64xf16> {
+  %o = llm.cached_attention %q, %k, %v, %pos {num_heads = 32 : i64, num_kv_heads = 8 : i64, scale = 0.125 : f32} : (tensor<1x1x32x64xf16>, tensor<1x8x131072x64xf16>, tensor<1x8x131072x64xf16>, tensor<i64>) -> tensor<1x1x32x64xf16>
+  return %o : tensor<1x1x32x64xf16>
+}

@@ -54,8 +54,8 @@
 //   or bfloat16 queries and caches runs on tensor cores instead
 //   (AttentionTensorCore.h). The prefill kernel has no __launch_bounds__
 //   (with it ptxas spilled a few bytes in the f32 instances); the decode
-//   kernel asks for kDecodeMinBlocks blocks a multiprocessor (64 registers
-//   over float caches, 128 over int8 ones: no spills).
+//   kernel asks for kDecodeMinBlocks blocks a multiprocessor over float
+//   caches (64 registers, no spills), none over int8 ones.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_RUNTIME_MODEL_CUDA_ATTENTION_H
@@ -75,9 +75,9 @@ constexpr size_t kDecodeTwoStageBytes = 99 * 1024;
 /// Blocks of the decode kernel that its registers let share a
 /// multiprocessor: 8 (64 registers a thread) over float caches (ptxas gave
 /// it 128 unbounded, which let only 4 blocks of 4 warps run at once beside
-/// each other, and a block walks its tiles one after another); 4 over int8
-/// ones, whose scales spilled in 64.
-template <class K> constexpr int kDecodeMinBlocks = sizeof(K) == 1 ? 4 : 8;
+/// each other, and a block walks its tiles one after another); no bound over
+/// int8 ones, which spilled in 64 registers and, at head_dim 256, in 128.
+template <class K> constexpr int kDecodeMinBlocks = sizeof(K) == 1 ? 1 : 8;
 
 /// Elements of T per padded shared-memory row of n elements.
 template <class T> constexpr LLMC_HOST_DEVICE int paddedRow(int n) { return n + int(16 / sizeof(T)); }
