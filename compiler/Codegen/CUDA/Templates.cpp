@@ -426,7 +426,8 @@ static bool readOnlyByGemvs(Value v, const std::string &wt) {
       continue;
     }
     auto l = dyn_cast<LinearOp>(user);
-    if (!l || use.getOperandNumber() != 0 || !isFloatType(l.getWeight().getType()) ||
+    if (!l || use.getOperandNumber() != 0 || !l.getWeight().getDefiningOp<ConstantOp>() ||
+        !isFloatType(l.getWeight().getType()) ||
         (!wt.empty() && cxxType(l.getWeight().getType()) != wt))
       return false;
   }
@@ -503,6 +504,7 @@ llvm::Error CudaEmitter::emitLinear(Operation *op, CpuModel::Entry &stats) {
   // The template arguments and operands after x of the two forms.
   std::string targs, wargs, bt;
   int64_t splits = 1;
+  bool gemv = true; // rows permitting
   if (quant) {
     int64_t bits = quant.getBits(), group = quant.getGroupSize();
     Value q = quant.getWeight(), scales = quant.getScales(), zeros = quant.getZeroPoints();
@@ -535,8 +537,13 @@ llvm::Error CudaEmitter::emitLinear(Operation *op, CpuModel::Entry &stats) {
     }
     targs = wt + ", " + xt + ", " + yt;
     wargs = ptr(w);
+    // gemv reads its weights before the wait for the kernel before it
+    // (Gemv.h): a weight some kernel computes (none, as the importer raises
+    // linear layers today: their weights are constants) takes gemm.
+    auto wr = refs.find(w);
+    gemv = wr != refs.end() && wr->second.kind == Ref::Weight;
     int64_t eb = elemBytes(w.getType());
-    if (rows <= ::llmc::cuda::kGemvMaxRows && k % (16 / eb) == 0)
+    if (gemv && rows <= ::llmc::cuda::kGemvMaxRows && k % (16 / eb) == 0)
       splits = ::llmc::cuda::gemvSplits(int(n), int(k), int(eb), kCudaAssumedMultiprocessors);
   }
   define(y);
@@ -550,7 +557,7 @@ llvm::Error CudaEmitter::emitLinear(Operation *op, CpuModel::Entry &stats) {
   std::string fn = quant ? "q" : "";
   std::string sizes = llvm::formatv("{0}, {1}, {2}", rows, n, k).str() +
                       (quant ? ", " + std::to_string(quant.getGroupSize()) : "");
-  if (rows <= ::llmc::cuda::kGemvMaxRows) {
+  if (gemv && rows <= ::llmc::cuda::kGemvMaxRows) {
     std::string partial = "nullptr, nullptr";
     if (splits > 1) { // a workspace buffer of its own, live for this statement
       buffers.push_back({splits * rows * n * 4, step, step, -1});
