@@ -131,6 +131,9 @@ TEST(CudaGemv, SimtFormAtEveryRowCount) {
                                               35 + unsigned(m));
   checkLinear<bfloat16, bfloat16, bfloat16, Form::Simt>(8, 70, 512, 1, true, false, 44);
   checkLinear<half, half, float, Form::Simt>(4, 16, 4096, 4, true, true, 45);
+  // 16 vectors a lane: four batches, each issued before the one before it
+  // is used.
+  checkLinear<half, float, float>(1, 9, 4096, 1, true, false, 46);
 }
 
 // Several rows on tensor cores (GemvTensorCore.h): every row count, N not a
@@ -147,6 +150,8 @@ TEST(CudaGemv, SeveralRowsOnTensorCores) {
   checkLinear<half, half, half, Form::TensorCores>(4, 16, 64, 1, false, true, 100);
   checkLinear<half, half, float, Form::TensorCores>(8, 24, 2048, 4, true, true, 101);
   checkLinear<bfloat16, bfloat16, float, Form::TensorCores>(3, 33, 96, 8, true, false, 102);
+  // 6 chunks a warp: a second batch of 2 after the first of 4.
+  checkLinear<half, half, float, Form::TensorCores>(4, 20, 1536, 1, true, false, 107);
   // Through gemv(): the tensor-core form from kTcGemvMinRows rows (the same
   // bits as launchGemvTc's), the SIMT one below them or for K not a
   // multiple of 32.
@@ -245,6 +250,9 @@ TEST(CudaGemv, NormFoldedIn) {
   checkNormGemv<half, half, half, Form::TensorCores>(8, 40, 1024, 1, true, true, 0.0f, 72);
   checkNormGemv<bfloat16, bfloat16, float, Form::TensorCores>(3, 17, 2048, 2, false, false, 1.0f, 73);
   checkNormGemv<half, half, half, Form::TensorCores>(1, 64, 512, 1, false, true, 0.0f, 74);
+  // f32 norm weights beside 16-bit x: the norm's vectors read in two loads.
+  checkNormGemv<float, half, half>(2, 24, 512, 1, true, true, 0.0f, 75);
+  checkNormGemv<float, bfloat16, float>(3, 10, 1024, 2, false, false, 1.0f, 76);
   // Without the norm's weights, or with more normalised inputs than the
   // shared memory holds (8 x 2048 floats): refused.
   EXPECT_NE((normGemv<half, half, half>(nullptr, nullptr, 1e-5f, 0.0f, nullptr, nullptr, nullptr,
