@@ -16,8 +16,9 @@
 // (ROWS: the batch sizes to time, 1 2 4 8 by default.)
 // Variants: Gemv.h's SIMT form (one column a warp), which the runtime runs below
 // kTcGemvMinRows rows, and the tensor-core form (GemvTensorCore.h), which it runs from there;
-// both with the compiler's split count (gemvSplits). (Other SIMT tilings, 2 and 4 columns a
-// warp and 8 loads in flight, lost on an H200: bench/results/2026-11-27-cuda-decode-h200-4.md.)
+// each with the compiler's split count (gemvSplits) and with 2x and 4x as many (is its rule,
+// two waves of blocks, right?). (Other SIMT tilings, 2 and 4 columns a warp and 8 loads in
+// flight, lost on an H200: bench/results/2026-11-27-cuda-decode-h200-4.md.)
 #include "runtime/src/model/cuda/Gemv.h"
 
 #include "bench/cuda/Timing.h"
@@ -48,6 +49,7 @@ const Shape kShapes[] = {
 
 struct Variant {
   const char *name;
+  int splitFactor; // times the compiler's split count
   std::function<std::string(const half *x, const half *norm, const half *w, const half *res,
                             half *y, float *partial, unsigned *counters, int m, int n, int k,
                             int splits, bool withNorm, cudaStream_t s)>
@@ -55,8 +57,8 @@ struct Variant {
 };
 
 /// GemvTensorCore.h's form (mma.sync over the rows of x).
-Variant tensorCores(const char *name) {
-  return {name,
+Variant tensorCores(const char *name, int splitFactor = 1) {
+  return {name, splitFactor,
           [](const half *x, const half *norm, const half *w, const half *res, half *y,
              float *partial, unsigned *counters, int m, int n, int k, int splits, bool withNorm,
              cudaStream_t s) {
@@ -70,8 +72,8 @@ Variant tensorCores(const char *name) {
 }
 
 /// Gemv.h's SIMT form (one column a warp).
-Variant simt(const char *name) {
-  return {name,
+Variant simt(const char *name, int splitFactor = 1) {
+  return {name, splitFactor,
           [](const half *x, const half *norm, const half *w, const half *res, half *y,
              float *partial, unsigned *counters, int m, int n, int k, int splits, bool withNorm,
              cudaStream_t s) {
@@ -173,7 +175,10 @@ int main(int argc, char **argv) {
 
   const std::vector<Variant> variants = {
       simt("SIMT: 1 column / warp (the runtime's below kTcGemvMinRows rows)"),
+      simt("SIMT, twice the splits", 2),
+      simt("SIMT, 4x the splits", 4),
       tensorCores("tensor cores: mma.sync, 16 columns / block of 8 warps (from kTcGemvMinRows)"),
+      tensorCores("tensor cores, twice the splits", 2),
   };
   cudaStream_t stream;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
@@ -187,7 +192,8 @@ int main(int argc, char **argv) {
       std::vector<double> diff(variants.size(), 0.0);
       std::vector<cudaGraphExec_t> graphs(variants.size());
       for (size_t v = 0; v < variants.size(); ++v) {
-        int splits = gemvSplits(sh.n, sh.k, 2, prop.multiProcessorCount);
+        int splits =
+            gemvSplits(sh.n, sh.k, 2, prop.multiProcessorCount) * variants[v].splitFactor;
         splitsOf[v] = splits;
         auto once = [&](int i) {
           std::string e = variants[v].run(x, norm, pool + size_t(i % copies) * wBytes / 2,
