@@ -36,10 +36,10 @@ struct AttentionToFlashPass : mlir::llmc::impl::AttentionToFlashPassBase<Attenti
 
   /// num-splits, or (0) enough splits for kGpuDecodeBlocks blocks and for
   /// at most kGpuDecodeMaxTiles tiles each over the whole cache, at most one
-  /// per kGpuDecodeTile cache rows and kGpuDecodeMaxSplits in all. At context 4096 a 1B Llama (8 kv heads,
-  /// batch 1) then reads its cache with 33 blocks per kv head rather than 4
-  /// (which ran at 65 GB/s on an H200), and at batch 8 with 17 rather than
-  /// 5. (The kernel counts the splits with keys on the device: a short
+  /// per kGpuDecodeTile cache rows and kGpuDecodeMaxSplits in all. At
+  /// context 4096 a 1B Llama (8 kv heads, batch 1) then reads its cache
+  /// with 33 blocks per kv head rather than 4 (which ran at 65 GB/s on an
+  /// H200), and at batch 8 with 17 rather than 5. (The kernel counts the splits with keys on the device: a short
   /// context leaves the rest idle.)
   int64_t splitsFor(CachedAttentionOp a, RankedTensorType q) {
     if (numSplits > 0)

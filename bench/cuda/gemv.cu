@@ -26,7 +26,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -47,44 +46,28 @@ const Shape kShapes[] = {
     {"lm_head (rms_norm folded in)", 32000, 2048, true, false},
 };
 
+/// One launch of a form: Gemv.h's SIMT form (one column a warp) or, with
+/// TC, GemvTensorCore.h's (mma.sync over the rows of x); rms_norm folded in
+/// with NORM.
+template <bool TC, bool NORM>
+std::string launchForm(const half *x, const half *norm, const half *w, const half *res, half *y,
+                       float *partial, unsigned *counters, int m, int n, int k, int splits,
+                       cudaStream_t s) {
+  const half *nw = NORM ? norm : nullptr, *bias = nullptr;
+  float eps = NORM ? 1e-5f : 0.0f;
+  if constexpr (TC)
+    return launchGemvTc<NORM>(x, nw, eps, 0.0f, w, bias, res, y, partial, counters, m, n, k,
+                              splits, s);
+  else
+    return launchGemvSimt<NORM>(x, nw, eps, 0.0f, w, bias, res, y, partial, counters, m, n, k,
+                                splits, s);
+}
+
 struct Variant {
   const char *name;
-  int splitFactor; // times the compiler's split count
-  std::function<std::string(const half *x, const half *norm, const half *w, const half *res,
-                            half *y, float *partial, unsigned *counters, int m, int n, int k,
-                            int splits, bool withNorm, cudaStream_t s)>
-      run;
+  bool tensorCores;
+  int splitFactor = 1; // times the compiler's split count
 };
-
-/// GemvTensorCore.h's form (mma.sync over the rows of x).
-Variant tensorCores(const char *name, int splitFactor = 1) {
-  return {name, splitFactor,
-          [](const half *x, const half *norm, const half *w, const half *res, half *y,
-             float *partial, unsigned *counters, int m, int n, int k, int splits, bool withNorm,
-             cudaStream_t s) {
-            if (withNorm)
-              return launchGemvTc<true>(x, norm, 1e-5f, 0.0f, w, (const half *)nullptr, res, y,
-                                        partial, counters, m, n, k, splits, s);
-            return launchGemvTc<false>(x, (const half *)nullptr, 0.0f, 0.0f, w,
-                                       (const half *)nullptr, res, y, partial, counters, m, n, k,
-                                       splits, s);
-          }};
-}
-
-/// Gemv.h's SIMT form (one column a warp).
-Variant simt(const char *name, int splitFactor = 1) {
-  return {name, splitFactor,
-          [](const half *x, const half *norm, const half *w, const half *res, half *y,
-             float *partial, unsigned *counters, int m, int n, int k, int splits, bool withNorm,
-             cudaStream_t s) {
-            if (withNorm)
-              return launchGemvSimt<true>(x, norm, 1e-5f, 0.0f, w, (const half *)nullptr, res, y,
-                                          partial, counters, m, n, k, splits, s);
-            return launchGemvSimt<false>(x, (const half *)nullptr, 0.0f, 0.0f, w,
-                                         (const half *)nullptr, res, y, partial, counters, m, n, k,
-                                         splits, s);
-          }};
-}
 
 __global__ void fill(half *p, size_t n, unsigned seed, float amplitude) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
@@ -159,7 +142,8 @@ int main(int argc, char **argv) {
   // The ceilings.
   half *copyDst;
   check(cudaMalloc(&copyDst, poolBytes), "malloc");
-  float copyMs = medianMs([&] { cudaMemcpyAsync(copyDst, pool, poolBytes, cudaMemcpyDeviceToDevice); }, 10);
+  float copyMs = medianMs(
+      [&] { cudaMemcpyAsync(copyDst, pool, poolBytes, cudaMemcpyDeviceToDevice); }, 10);
   check(cudaFree(copyDst), "free");
   float readMs = medianMs([&] {
     readAll<<<prop.multiProcessorCount * 8, 256>>>(reinterpret_cast<const uint4 *>(pool),
@@ -174,11 +158,11 @@ int main(int argc, char **argv) {
               "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
 
   const std::vector<Variant> variants = {
-      simt("SIMT: 1 column / warp (the runtime's below kTcGemvMinRows rows)"),
-      simt("SIMT, twice the splits", 2),
-      simt("SIMT, 4x the splits", 4),
-      tensorCores("tensor cores: mma.sync, 16 columns / block of 8 warps (from kTcGemvMinRows)"),
-      tensorCores("tensor cores, twice the splits", 2),
+      {"SIMT: 1 column / warp (the runtime's below kTcGemvMinRows rows)", false},
+      {"SIMT, twice the splits", false, 2},
+      {"SIMT, 4x the splits", false, 4},
+      {"tensor cores: mma.sync, 16 columns / block of 8 warps (from kTcGemvMinRows)", true},
+      {"tensor cores, twice the splits", true, 2},
   };
   cudaStream_t stream;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
@@ -196,9 +180,12 @@ int main(int argc, char **argv) {
             gemvSplits(sh.n, sh.k, 2, prop.multiProcessorCount) * variants[v].splitFactor;
         splitsOf[v] = splits;
         auto once = [&](int i) {
-          std::string e = variants[v].run(x, norm, pool + size_t(i % copies) * wBytes / 2,
-                                          sh.residual ? res : nullptr, y, partial, counters, m,
-                                          sh.n, sh.k, splits, sh.norm, stream);
+          const half *w = pool + size_t(i % copies) * wBytes / 2, *r = sh.residual ? res : nullptr;
+          auto form = variants[v].tensorCores ? (sh.norm ? launchForm<true, true>
+                                                         : launchForm<true, false>)
+                                              : (sh.norm ? launchForm<false, true>
+                                                         : launchForm<false, false>);
+          std::string e = form(x, norm, w, r, y, partial, counters, m, sh.n, sh.k, splits, stream);
           if (!e.empty())
             std::fprintf(stderr, "%s: %s\n", variants[v].name, e.c_str()), std::exit(1);
         };

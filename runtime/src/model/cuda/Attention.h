@@ -41,7 +41,8 @@
 //   query heads that share the kv head, so each cache row is read once for
 //   all of them; its tiles come by cp.async, two stages (the next tile's
 //   copy in flight while the current one is used) where they fit
-//   kDecodeTwoStageBytes of shared memory, else one; scores are computed thread per (head, key), the softmax
+//   kDecodeTwoStageBytes of shared memory, else one; scores are computed
+//   thread per (head, key), the softmax
 //   and the value sum warp per head (lane per key, lane per value channel).
 //   Prefill: a block per (kAttnQueries queries, head, batch), each warp four
 //   queries, lane per key for the scores, lane per channel for the values;
@@ -80,7 +81,9 @@ constexpr size_t kDecodeTwoStageBytes = 99 * 1024;
 template <class K> constexpr int kDecodeMinBlocks = sizeof(K) == 1 ? 1 : 8;
 
 /// Elements of T per padded shared-memory row of n elements.
-template <class T> constexpr LLMC_HOST_DEVICE int paddedRow(int n) { return n + int(16 / sizeof(T)); }
+template <class T> constexpr LLMC_HOST_DEVICE int paddedRow(int n) {
+  return n + int(16 / sizeof(T));
+}
 
 /// softcap * tanh(s / softcap), tanh as 1 - 2 / (e^2x + 1): within a few
 /// ulps of the scores' scale, and without tanhf's slow path, whose call
@@ -176,7 +179,8 @@ template <int D, int Dv> LLMC_HOST_DEVICE int decodeFloats(int g) {
 template <class K, int D, int Dv>
 size_t decodeSharedBytes(int g, int stages = 2) {
   return sizeof(float) * size_t(decodeFloats<D, Dv>(g)) +
-         size_t(stages) * sizeof(K) * size_t(kAttnKeys) * size_t(paddedRow<K>(D) + paddedRow<K>(Dv));
+         size_t(stages) * sizeof(K) * size_t(kAttnKeys) *
+             size_t(paddedRow<K>(D) + paddedRow<K>(Dv));
 }
 
 /// The scales of a tile's rows (int8 caches) into shared memory, or null.

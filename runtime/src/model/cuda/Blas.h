@@ -28,7 +28,7 @@
 #ifndef LLMC_RUNTIME_MODEL_CUDA_BLAS_H
 #define LLMC_RUNTIME_MODEL_CUDA_BLAS_H
 
-#include "runtime/src/model/cuda/Cuda.h"
+#include "runtime/src/model/cuda/Common.h"
 
 #include <type_traits>
 
@@ -111,8 +111,8 @@ public:
     // 70-column product with a residual came back a unit of half's
     // rounding further from float64 than llmc's kernels; such shapes stay
     // with those.
-    if (k % 8 != 0 || n % 8 != 0 || !aligned(a) || !aligned(w) || !aligned(c) ||
-        (bias && !aligned(bias)) || (residual && !aligned(residual)))
+    if (k % 8 != 0 || n % 8 != 0 || !aligned16(a) || !aligned16(w) || !aligned16(c) ||
+        (bias && !aligned16(bias)) || (residual && !aligned16(residual)))
       return {};
     cudaDataType_t type = std::is_same_v<T, half> ? CUDA_R_16F : CUDA_R_16BF;
     Key key{int(type), m, n, k, bias != nullptr, residual != nullptr};
@@ -156,7 +156,6 @@ private:
     }
   };
 
-  static bool aligned(const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
   Plan plan(const Key &key, cudaDataType_t type) {
     auto [t, m, n, k, hasBias, hasResidual] = key;

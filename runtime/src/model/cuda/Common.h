@@ -40,19 +40,35 @@ LLMC_DEVICE float warpMax(float v) {
   return v;
 }
 
-/// The sum over the block, in every thread. `scratch` is 32 floats of
-/// shared memory that no other thread uses meanwhile; it is free again when
-/// this returns.
-LLMC_DEVICE float blockSum(float v, float *scratch) {
+/// Each thread's v[m] summed over the block, in every thread, M sums at
+/// once (two barriers in all). `scratch` is M * 32 floats of shared memory
+/// that no other thread uses meanwhile; it is free again when this returns.
+template <int M> LLMC_DEVICE void blockSums(float (&v)[M], float *scratch) {
   unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
-  v = warpSum(v);
-  if (lane == 0)
-    scratch[warp] = v;
+  LLMC_UNROLL
+  for (int m = 0; m < M; ++m) {
+    v[m] = warpSum(v[m]);
+    if (lane == 0)
+      scratch[m * 32 + int(warp)] = v[m];
+  }
   __syncthreads();
-  v = lane < warps ? scratch[lane] : 0.0f;
-  v = warpSum(v);
+  LLMC_UNROLL
+  for (int m = 0; m < M; ++m)
+    v[m] = warpSum(lane < warps ? scratch[m * 32 + int(lane)] : 0.0f);
   __syncthreads();
-  return v;
+}
+
+/// The sum over the block, in every thread (blockSums of one value;
+/// `scratch` 32 floats).
+LLMC_DEVICE float blockSum(float v, float *scratch) {
+  float one[1] = {v};
+  blockSums<1>(one, scratch);
+  return one[0];
+}
+
+/// Whether p is 16-byte aligned.
+LLMC_HOST_DEVICE bool aligned16(const void *p) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 }
 
 /// Loads p[0 .. N) as floats: 16-byte loads when N elements are a whole

@@ -13,9 +13,10 @@
 //   grid = (ceil(N / kWarps), splits). Each lane reads W in 16-byte
 //   vectors (8 halves or 4 floats), lanes side by side so a warp reads 512
 //   contiguous bytes per step, kUnroll steps in flight (see below); x is
-//   read through L1 (every warp of the block reads the same rows). Sums in f32, reduced
-//   across the warp with shuffles. K that is not a multiple of the vector
-//   width is read element by element. w, x and y are 16-byte aligned.
+//   read through L1 (every warp of the block reads the same rows). Sums in
+//   f32, reduced across the warp with shuffles. K that is not a multiple of
+//   the vector width is read element by element. w, x and y are 16-byte
+//   aligned.
 //
 //   normGemv: the same over llm.rms_norm(x) folded in (norm [K] of W):
 //   each block first sums the squares of its M rows of x (16-byte loads,
@@ -140,29 +141,6 @@ LLMC_DEVICE void finishSplits(const float *partial, unsigned *counters, const B 
       v += toFloat(residual[at]);
     y[at] = fromFloat<Y>(v);
   }
-}
-
-/// Each thread's v[m] summed over the block, in every thread, M sums at
-/// once (two barriers in all). `scratch` is M * 32 floats of shared memory
-/// that no other thread uses meanwhile; it is free again when this returns.
-template <int M> LLMC_DEVICE void blockSums(float (&v)[M], float *scratch) {
-  unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
-  LLMC_UNROLL
-  for (int m = 0; m < M; ++m) {
-    v[m] = warpSum(v[m]);
-    if (lane == 0)
-      scratch[m * 32 + int(warp)] = v[m];
-  }
-  __syncthreads();
-  LLMC_UNROLL
-  for (int m = 0; m < M; ++m)
-    v[m] = warpSum(lane < warps ? scratch[m * 32 + int(lane)] : 0.0f);
-  __syncthreads();
-}
-
-/// Whether p is 16-byte aligned.
-LLMC_HOST_DEVICE bool aligned16(const void *p) {
-  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 }
 
 /// x [M, k] as rms_norm writes it (v * inv * (norm + offset), rounded to X,
@@ -328,11 +306,10 @@ inline bool splitWorkspace(const float *partial, const unsigned *counters, int n
 }
 
 /// The split count for a layer of n columns whose rows are `vectors` loads
-/// of a lane on a device of `sms` multiprocessors, `columns` columns a
-/// block: enough blocks for two waves, each split keeping at least 8 loads
-/// per lane.
-inline int splitCount(int n, int vectors, int sms, int columns = kGemvWarps) {
-  int blocks = (n + columns - 1) / columns;
+/// of a lane on a device of `sms` multiprocessors: enough blocks for two
+/// waves, each split keeping at least 8 loads per lane.
+inline int splitCount(int n, int vectors, int sms) {
+  int blocks = (n + kGemvWarps - 1) / kGemvWarps;
   int splits = 1;
   while (blocks * splits < 2 * sms && vectors / (splits * 2) >= 8 * 32)
     splits *= 2;
@@ -375,8 +352,8 @@ std::string launchGemvSimt(const X *x, const W *norm, float eps, float offset, c
   switch (m) {
 #define LLMC_GEMV_CASE(R)                                                                          \
   case R:                                                                                          \
-    e = launch(gemvKernel<W, X, Y, R, NORM>, grid, block, shared, stream, x, w, bias,        \
-               residual, y, partial, counters, n, k, norm, eps, offset);                           \
+    e = launch(gemvKernel<W, X, Y, R, NORM>, grid, block, shared, stream, x, w, bias, residual, y, \
+               partial, counters, n, k, norm, eps, offset);                                        \
     break;
     LLMC_GEMV_CASE(1)
     LLMC_GEMV_CASE(2)
