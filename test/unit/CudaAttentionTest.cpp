@@ -213,20 +213,22 @@ TEST(CudaDecodeAttention, Int8CachesWithTheirScales) {
 }
 
 /// Prefill attention through flashAttention, or (wmma) AttentionTensorCore.h's
-/// WMMA form, which flashAttention takes only before sm_80.
+/// WMMA form, which flashAttention takes only before sm_80; the scale is
+/// scaleTimes / sqrt(D).
 template <class T, int D, int Dv, class K = T>
 void checkPrefill(int b, int s, int hq, int hkv, int cap, long long pos, bool causal, int window,
-                  float softcap, bool wmma = false) {
+                  float softcap, bool wmma = false, float scaleTimes = 1.5f) {
   SCOPED_TRACE("s=" + std::to_string(s) + " hq=" + std::to_string(hq) + " hkv=" +
                std::to_string(hkv) + " pos=" + std::to_string(pos) + (causal ? " causal" : "") +
-               " window=" + std::to_string(window) + " softcap=" + std::to_string(softcap));
+               " window=" + std::to_string(window) + " softcap=" + std::to_string(softcap) +
+               " scale x" + std::to_string(scaleTimes));
   auto q = randomValues<T>(size_t(b * s * hq * D), 1.0f, 51);
   DeviceCaches<T, K> c(size_t(b * hkv * cap), D, Dv, 52);
   const std::vector<double> &kd = c.kd, &vd = c.vd;
   DeviceBuffer<T> dq(q);
   DeviceBuffer<int64_t> dpos(std::vector<int64_t>{pos});
   DeviceBuffer<float> out(size_t(b * s * hq * Dv));
-  float scale = 1.5f / std::sqrt(float(D));
+  float scale = scaleTimes / std::sqrt(float(D));
   if constexpr (kTensorCoreAttention<T, K, D, Dv>) {
     if (wmma) {
       ASSERT_EQ((flashAttentionWmma<T, D, float>(dq.get(), c.k.get(), c.v.get(), dpos.get(),
@@ -300,6 +302,13 @@ TEST(CudaFlashAttention, TensorCoreTiles) {
   // A window without causality or softcap (masks in the exp2 domain of the
   // scale).
   checkPrefill<half, 64, 64>(1, 100, 2, 1, 128, 0, false, 20, 0);
+  // Without a softcap and with a positive scale the kernel folds the scale
+  // into the exp2 (the row maximum taken over the raw products); a negative
+  // or zero scale (no model's, but the operator allows it) takes the
+  // instance that scales each score first: with masks and a window, and
+  // over several key tiles.
+  checkPrefill<half, 64, 64>(1, 130, 2, 1, 384, 200, true, 100, 0, false, -1.5f);
+  checkPrefill<bfloat16, 32, 32>(1, 70, 2, 2, 128, 0, true, 0, 0, false, 0.0f);
 }
 
 // The WMMA form (before sm_80) on the same shapes.

@@ -85,13 +85,15 @@ template <class T> constexpr LLMC_HOST_DEVICE int paddedRow(int n) {
   return n + int(16 / sizeof(T));
 }
 
-/// softcap * tanh(s / softcap), tanh as 1 - 2 / (e^2x + 1): within a few
-/// ulps of the scores' scale, and without tanhf's slow path, whose call
-/// made ptxas spill in the attention kernels.
+/// softcap * tanh(s / softcap), tanh as 1 - 2 / (2^(2x log2 e) + 1) by
+/// ex2.approx and the fast division (each within 2 ulps): within a few
+/// ulps of the scores' scale, and no call or branch per score (tanhf's
+/// slow path made ptxas spill in the attention kernels; an IEEE division
+/// branched around each score).
 LLMC_DEVICE float capScore(float s, float softcap) {
   if (softcap <= 0.0f)
     return s;
-  return softcap * (1.0f - 2.0f / (expf(2.0f * s / softcap) + 1.0f));
+  return softcap * (1.0f - fastDivide(2.0f, fastExp2(s * (2.8853900817779268f / softcap)) + 1.0f));
 }
 
 /// Copies rows [row0, row0 + rows) of a [.., C, n] cache slice into a padded
@@ -115,15 +117,28 @@ LLMC_DEVICE void loadTile(T *tile, const T *src, int row0, int rows, int n, int 
 /// Rows [0, rows) of a [*, D] tile of T at src (row stride `stride`
 /// elements) into the padded tile dst [N][paddedRow<T>(D)] by cp.async, by
 /// every thread of the block (the caller commits and waits); rows from
-/// `rows` to N become zeros.
-template <class T, int D, int N>
+/// `rows` to N become zeros. kThreads, when not 0, is the block's size.
+template <class T, int D, int N, int kThreads = 0>
 LLMC_DEVICE void asyncTile(T *dst, const T *src, size_t stride, int rows) {
   constexpr int kVec = int(16 / sizeof(T)), kChunks = D / kVec;
-  for (int i = int(threadIdx.x); i < N * kChunks; i += int(blockDim.x)) {
-    int r = i / kChunks, c = i % kChunks;
-    bool valid = r < rows;
-    asyncCopy16(dst + r * paddedRow<T>(D) + c * kVec,
-                src + (valid ? size_t(r) * stride + size_t(c) * kVec : 0), valid);
+  if constexpr (kThreads > 0 && kThreads % kChunks == 0) {
+    // A thread's chunk is the same in every row it copies: pointers step by
+    // whole rows (not unrolled: the unrolled addresses held registers that
+    // the attention kernels spill without).
+    constexpr int kRowStep = kThreads / kChunks;
+    int r = int(threadIdx.x) / kChunks, c = int(threadIdx.x) % kChunks;
+    T *d = dst + r * paddedRow<T>(D) + c * kVec;
+    const T *p = src + size_t(r) * stride + size_t(c) * kVec;
+    LLMC_NO_UNROLL
+    for (; r < N; r += kRowStep, d += kRowStep * paddedRow<T>(D), p += kRowStep * stride)
+      asyncCopy16(d, r < rows ? p : src, r < rows);
+  } else {
+    for (int i = int(threadIdx.x); i < N * kChunks; i += int(blockDim.x)) {
+      int r = i / kChunks, c = i % kChunks;
+      bool valid = r < rows;
+      asyncCopy16(dst + r * paddedRow<T>(D) + c * kVec,
+                  src + (valid ? size_t(r) * stride + size_t(c) * kVec : 0), valid);
+    }
   }
 }
 

@@ -22,15 +22,23 @@
 //                  columns); f32 accumulators: a lane holds rows g, g + 8
 //                  of each 16 x 8 tile (g = lane / 4), keys 2t, 2t + 1
 //     copy K(j+1)  (overlaps the softmax and P V)
-//     softmax      scale, softcap, masks (only on tiles that need them),
-//                  running maximum over the row's four lanes (shuffles),
-//                  p = 2^(s log2 e - m), the lane's share of the row sum;
-//                  O's rows rescaled in registers
+//     softmax      masks (only on tiles that need them), the running
+//                  maximum over the row's four lanes (shuffles), p =
+//                  2^(s * scale * log2 e - m) with the scale in the exp2's
+//                  FFMA, the lane's share of the row sum; O's rows rescaled
+//                  in registers. That is the kernel instance for a positive
+//                  scale without softcap (every model's); the other scales
+//                  (and caps) each score first. At head_dim 128 an unmasked
+//                  tile's softmax is about 430 SASS instructions a warp
+//                  (per-score tests for the softcap and masks had made it
+//                  about 4000, branching around every pair of scores)
 //     wait V(j)
 //     O += P V     P's A fragments are S's accumulators rounded to T (the
 //                  m16n8k16 C layout of two key tiles is the A layout of
 //                  one 16-key step), V fragments by ldmatrix.trans
 //   then O / l (the row sum reduced over its four lanes) to out.
+//   Tiles are copied by the block's 128 threads with a fixed 16-byte
+//   chunk of a row per thread (Attention.h's asyncTile<.., kThreads>).
 //   No [S, S] buffer: 64 scores per query exist at once. Shared memory:
 //   the queries, one K and one V tile (256 * (D + 8) * 2 bytes: 68 KiB at
 //   D = 128; sm_86 and sm_89 allow 99).
@@ -60,7 +68,7 @@ template <class T, int D> struct MmaAttnLayout {
   static constexpr size_t kBytes = kQ + 2 * kTile;
 };
 
-template <class T, int D, class Y>
+template <class T, int D, class Y, bool kFold>
 LLMC_DEVICE void flashAttentionMmaBody(const T *q, const T *kCache, const T *vCache,
                                        const int64_t *pos, Y *out, int s, int hq, int hkv,
                                        int capacity, bool causal, int window, float scale,
@@ -80,25 +88,29 @@ LLMC_DEVICE void flashAttentionMmaBody(const T *q, const T *kCache, const T *vCa
   T *sk = reinterpret_cast<T *>(smem + L::kQ);
   T *sv = reinterpret_cast<T *>(smem + L::kQ + L::kTile);
 
-  long long p0 = *pos;
+  // Positions and cache rows as ints (they are below the cache's capacity,
+  // and the caches' rows fit an int): fewer registers for 64-bit values
+  // (at head_dim 128 ptxas has none to spare).
+  int p0 = int(*pos);
   int queries = s - q0 < L::kQueries ? s - q0 : L::kQueries;
-  long long firstPos = p0 + q0, lastPos = firstPos + queries - 1;
-  int kEnd = causal ? int(lastPos + 1) : int(p0 + s);
+  int firstPos = p0 + q0, lastPos = firstPos + queries - 1;
+  int kEnd = causal ? lastPos + 1 : p0 + s;
   int kStart = firstKey(firstPos, window);
   int tFirst = kStart - kStart % kMmaAttnKeys;
-  size_t head = (size_t(b) * size_t(hkv) + size_t(kvh)) * size_t(capacity);
-  const T *kBase = kCache + head * D, *vBase = vCache + head * D;
+  int head = (b * hkv + kvh) * capacity; // the (batch, kv head)'s first cache row
+  auto keys = [&](int t) { return kCache + size_t(head + t) * D; };
+  auto values = [&](int t) { return vCache + size_t(head + t) * D; };
   auto rowsFrom = [&](int t) { return kEnd - t < kMmaAttnKeys ? kEnd - t : kMmaAttnKeys; };
 
-  asyncTile<T, D, L::kQueries>(
+  asyncTile<T, D, L::kQueries, kMmaAttnThreads>(
       sq, q + ((size_t(b) * size_t(s) + size_t(q0)) * size_t(hq) + size_t(h)) * D,
       size_t(hq) * D, queries);
-  asyncTile<T, D, kMmaAttnKeys>(sk, kBase + size_t(tFirst) * D, D, rowsFrom(tFirst));
+  asyncTile<T, D, kMmaAttnKeys, kMmaAttnThreads>(sk, keys(tFirst), D, rowsFrom(tFirst));
   asyncCommit();
 
   int wq0 = warp * 16 * A; // the warp's first query in the block
   int warpQueries = queries - wq0 < 16 * A ? queries - wq0 : 16 * A;
-  long long wFirst = firstPos + wq0, wLast = wFirst + warpQueries - 1;
+  int wFirst = firstPos + wq0, wLast = wFirst + warpQueries - 1;
   float o[A][kDt][4], sc[A][kNt][4], mMax[A][2], lSum[A][2];
   LLMC_UNROLL
   for (int a = 0; a < A; ++a) {
@@ -108,11 +120,11 @@ LLMC_DEVICE void flashAttentionMmaBody(const T *q, const T *kCache, const T *vCa
     mMax[a][0] = mMax[a][1] = -INFINITY;
     lSum[a][0] = lSum[a][1] = 0.0f;
   }
-  float scaleLog2 = scale * kLog2e;
+  const float f = kFold ? scale * kLog2e : 1.0f; // the exp2's factor (see the softmax)
 
   for (int t = tFirst; t < kEnd; t += kMmaAttnKeys) {
     bool more = t + kMmaAttnKeys < kEnd;
-    asyncTile<T, D, kMmaAttnKeys>(sv, vBase + size_t(t) * D, D, rowsFrom(t));
+    asyncTile<T, D, kMmaAttnKeys, kMmaAttnThreads>(sv, values(t), D, rowsFrom(t));
     asyncCommit();
     asyncWait<1>(); // K(t) (and the queries) are here
     __syncthreads();
@@ -149,38 +161,64 @@ LLMC_DEVICE void flashAttentionMmaBody(const T *q, const T *kCache, const T *vCa
     }
     __syncthreads(); // every warp is done with K(t)
     if (more) {
-      asyncTile<T, D, kMmaAttnKeys>(sk, kBase + size_t(t + kMmaAttnKeys) * D, D,
-                                    rowsFrom(t + kMmaAttnKeys));
+      asyncTile<T, D, kMmaAttnKeys, kMmaAttnThreads>(sk, keys(t + kMmaAttnKeys), D,
+                                                     rowsFrom(t + kMmaAttnKeys));
       asyncCommit();
     }
     if (busy) {
+      // Scores into base 2: with kFold, x * f - m inside the exp2's FFMA
+      // (f = scale * log2 e > 0, so the row maximum of the raw products is
+      // the maximum of the scaled ones); else each score scaled, capped and
+      // times log2 e first (f = 1). Each step a loop of its own, the masks
+      // only on tiles that need them: a test per score made ptxas branch
+      // around every pair of scores.
+      if constexpr (!kFold) {
+        if (softcap > 0.0f) {
+          LLMC_UNROLL
+          for (int a = 0; a < A; ++a)
+            LLMC_UNROLL
+            for (int j = 0; j < kNt; ++j)
+              LLMC_UNROLL
+              for (int e = 0; e < 4; ++e)
+                sc[a][j][e] = capScore(sc[a][j][e] * scale, softcap) * kLog2e;
+        } else {
+          LLMC_UNROLL
+          for (int a = 0; a < A; ++a)
+            LLMC_UNROLL
+            for (int j = 0; j < kNt; ++j)
+              LLMC_UNROLL
+              for (int e = 0; e < 4; ++e)
+                sc[a][j][e] *= scale * kLog2e;
+        }
+      }
+      if (masked) {
+        LLMC_UNROLL
+        for (int a = 0; a < A; ++a)
+          LLMC_UNROLL
+          for (int hr = 0; hr < 2; ++hr) {
+            int qpos = wFirst + 16 * a + g + 8 * hr, lo = firstKey(qpos, window);
+            int last = causal && qpos < kEnd - 1 ? qpos : kEnd - 1;
+            LLMC_UNROLL
+            for (int j = 0; j < kNt; ++j)
+              LLMC_UNROLL
+              for (int e = 0; e < 2; ++e) {
+                int key = t + 8 * j + 2 * t4 + e;
+                if (key < lo || key > last)
+                  sc[a][j][2 * hr + e] = -INFINITY;
+              }
+          }
+      }
       LLMC_UNROLL
       for (int a = 0; a < A; ++a)
         LLMC_UNROLL
         for (int hr = 0; hr < 2; ++hr) {
-          // (Positions fit an int: they are below the cache's capacity.
-          // The softcap and mask tests stay per score: hoisting them into
-          // loops of their own, or folding the scale into the exp2's FFMA,
-          // cut the instructions between the two products by a third at
-          // head_dim 128 but spilled 8 bytes at 255 registers on sm_80-89.)
-          int qpos = int(wFirst) + 16 * a + g + 8 * hr, lo = firstKey(qpos, window);
-          int last = causal && qpos < kEnd - 1 ? qpos : kEnd - 1;
           float most = -INFINITY;
           LLMC_UNROLL
           for (int j = 0; j < kNt; ++j)
-            LLMC_UNROLL
-            for (int e = 0; e < 2; ++e) {
-              float &x = sc[a][j][2 * hr + e];
-              float v = softcap > 0.0f ? capScore(x * scale, softcap) * kLog2e : x * scaleLog2;
-              int key = t + 8 * j + 2 * t4 + e;
-              if (masked && (key < lo || key > last))
-                v = -INFINITY;
-              x = v;
-              most = fmaxf(most, v);
-            }
+            most = fmaxf(most, fmaxf(sc[a][j][2 * hr], sc[a][j][2 * hr + 1]));
           most = fmaxf(most, __shfl_xor_sync(kFullMask, most, 1));
           most = fmaxf(most, __shfl_xor_sync(kFullMask, most, 2));
-          float mNew = fmaxf(mMax[a][hr], most);
+          float mNew = fmaxf(mMax[a][hr], most * f);
           float mUse = mNew == -INFINITY ? 0.0f : mNew; // (no key yet: p and alpha 0)
           float alpha = fastExp2(mMax[a][hr] - mUse), sum = 0.0f;
           LLMC_UNROLL
@@ -188,7 +226,7 @@ LLMC_DEVICE void flashAttentionMmaBody(const T *q, const T *kCache, const T *vCa
             LLMC_UNROLL
             for (int e = 0; e < 2; ++e) {
               float &x = sc[a][j][2 * hr + e];
-              x = fastExp2(x - mUse);
+              x = fastExp2(fmaf(x, f, -mUse));
               sum += x;
             }
           lSum[a][hr] = lSum[a][hr] * alpha + sum;
@@ -252,7 +290,7 @@ LLMC_DEVICE void flashAttentionMmaBody(const T *q, const T *kCache, const T *vCa
     }
 }
 
-template <class T, int D, class Y>
+template <class T, int D, class Y, bool kFold>
 LLMC_GLOBAL void
     flashAttentionMmaKernel(const T *q, const T *kCache, const T *vCache, const int64_t *pos,
                             Y *out, int s, int hq, int hkv, int capacity, bool causal, int window,
@@ -262,22 +300,26 @@ LLMC_GLOBAL void
     __trap(); // mma.sync m16n8k16 and cp.async: sm_80 and later (tc::bf16() on the host);
               // code built for an older GPU on a newer one: a launch error, not silence
   else
-    flashAttentionMmaBody<T, D, Y>(q, kCache, vCache, pos, out, s, hq, hkv, capacity, causal,
-                                   window, scale, softcap);
+    flashAttentionMmaBody<T, D, Y, kFold>(q, kCache, vCache, pos, out, s, hq, hkv, capacity,
+                                          causal, window, scale, softcap);
 }
 
 /// Launches the mma.sync form (the caller checked the arguments and that
-/// the device is sm_80 or later).
+/// the device is sm_80 or later): without a softcap and with a positive
+/// scale (every model's), the instance that folds the scale into the
+/// exp2; else the one that scales (and caps) each score first.
 template <class T, int D, class Y>
 std::string flashAttentionMma(const T *q, const T *kCache, const T *vCache, const int64_t *pos,
                               Y *out, int b, int s, int hq, int hkv, int capacity, bool causal,
                               int window, float scale, float softcap, Stream stream) {
   constexpr size_t bytes = MmaAttnLayout<T, D>::kBytes;
-  return launchWithShared(
-      flashAttentionMmaKernel<T, D, Y>,
-      dim3(ceilDiv(s, MmaAttnLayout<T, D>::kQueries), unsigned(hq), unsigned(b)),
-      dim3(kMmaAttnThreads), bytes, stream, q, kCache, vCache, pos, out, s, hq, hkv, capacity,
-      causal, window, scale, softcap);
+  if (int64_t(b) * hkv * capacity > INT32_MAX) // (the kernel counts cache rows in ints)
+    return "flash attention: more cache rows than an int counts";
+  dim3 grid(ceilDiv(s, MmaAttnLayout<T, D>::kQueries), unsigned(hq), unsigned(b));
+  auto kernel = softcap <= 0.0f && scale > 0.0f ? flashAttentionMmaKernel<T, D, Y, true>
+                                                : flashAttentionMmaKernel<T, D, Y, false>;
+  return launchWithShared(kernel, grid, dim3(kMmaAttnThreads), bytes, stream, q, kCache, vCache,
+                          pos, out, s, hq, hkv, capacity, causal, window, scale, softcap);
 }
 
 } // namespace llmc::cuda

@@ -24,7 +24,7 @@
 //                                  threads skip it. Before it a kernel may
 //                                  only read what no kernel writes (the
 //                                  weights)
-//   LLMC_UNROLL                    #pragma unroll
+//   LLMC_UNROLL, LLMC_NO_UNROLL    #pragma unroll, #pragma unroll 1
 //   llmc::cuda::half, bfloat16     storage types; toFloat(x), fromFloat<T>(f)
 //                                  (round to nearest even on both)
 //   loadFloats(p, out)             16 aligned bytes of T at p as floats;
@@ -34,6 +34,8 @@
 //                                  nothing)
 //   fastExp2(x)                    2^x by ex2.approx.ftz (the emulation:
 //                                  std::exp2)
+//   fastDivide(a, b)               a / b by __fdividef (within 2 ulps; 0
+//                                  for |b| above 2^126; the emulation: a / b)
 //   loadWords<N>(p, out)           N (4, 8, 16) aligned bytes at p as N / 4
 //                                  little-endian 32-bit words
 //   tc::FragA<T>, FragB<T>,        a warp's 16 x 16 x 16 tensor-core tiles (T
@@ -124,6 +126,7 @@ struct DeviceInfo {
   extern __shared__ __align__(128) unsigned char llmc_dynamic_shared_[];                           \
   Type *name = reinterpret_cast<Type *>(llmc_dynamic_shared_)
 #define LLMC_UNROLL _Pragma("unroll")
+#define LLMC_NO_UNROLL _Pragma("unroll 1")
 #define LLMC_LAUNCH_BOUNDS(n) __launch_bounds__(n)
 #define LLMC_LAUNCH_BOUNDS_MIN(n, blocks) __launch_bounds__(n, blocks)
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -161,6 +164,8 @@ LLMC_DEVICE float fastExp2(float x) {
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
 }
+
+LLMC_DEVICE float fastDivide(float a, float b) { return __fdividef(a, b); }
 
 /// Asks for the line at p in L2 (no register written, nothing waited for).
 LLMC_DEVICE void prefetchL2(const void *p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
@@ -482,6 +487,7 @@ inline std::string deviceInfo(DeviceInfo *out) {
 #define LLMC_DYNAMIC_SHARED(Type, name)                                                           \
   Type *name = reinterpret_cast<Type *>(::llmc::cudaemu::dynamicShared())
 #define LLMC_UNROLL
+#define LLMC_NO_UNROLL
 #define LLMC_LAUNCH_BOUNDS(n)
 #define LLMC_LAUNCH_BOUNDS_MIN(n, blocks)
 #define LLMC_KERNEL_BEGIN() ::llmc::cudaemu::kernelBegin()
@@ -585,6 +591,7 @@ template <> inline half fromFloat<half>(float x) { return {::llmc::cpu::floatToH
 template <> inline bfloat16 fromFloat<bfloat16>(float x) { return {::llmc::cpu::floatToBf16(x)}; }
 
 inline float fastExp2(float x) { return std::exp2(x); }
+inline float fastDivide(float a, float b) { return a / b; }
 inline void prefetchL2(const void *) {}
 inline bool programmaticLaunches() { return false; }
 
