@@ -404,9 +404,21 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
 }
 
 
+/// Whether v is a constant: defined by one, or a fused region's argument
+/// whose operand is (the linear layers sit in fused regions by then).
+static bool isConstant(Value v) {
+  while (auto arg = dyn_cast<BlockArgument>(v)) {
+    auto fused = dyn_cast_or_null<FusedOp>(arg.getOwner()->getParentOp());
+    if (!fused)
+      return false;
+    v = fused->getOperand(arg.getArgNumber());
+  }
+  return v.getDefiningOp<ConstantOp>() != nullptr;
+}
+
 /// Whether every reader of `v` (through the fused regions that take it or
-/// yield it) is operand 0 of an llm.linear with float weights, of type `wt`
-/// unless that is empty.
+/// yield it) is operand 0 of an llm.linear with constant float weights, of
+/// type `wt` unless that is empty.
 static bool readOnlyByGemvs(Value v, const std::string &wt) {
   if (v.use_empty())
     return false;
@@ -426,7 +438,7 @@ static bool readOnlyByGemvs(Value v, const std::string &wt) {
       continue;
     }
     auto l = dyn_cast<LinearOp>(user);
-    if (!l || use.getOperandNumber() != 0 || !l.getWeight().getDefiningOp<ConstantOp>() ||
+    if (!l || use.getOperandNumber() != 0 || !isConstant(l.getWeight()) ||
         !isFloatType(l.getWeight().getType()) ||
         (!wt.empty() && cxxType(l.getWeight().getType()) != wt))
       return false;
