@@ -39,12 +39,14 @@ namespace {
 /// normGemv() choose, the SIMT one or the tensor-core one, whatever the rows.
 enum class Form { Chosen, Simt, TensorCores };
 
-/// gemv (splits >= 1, in `form`) or, with splits = 0, gemm against float64.
+/// gemv (splits >= 1, in `form`, y in seg's layout) or, with splits = 0,
+/// gemm against float64.
 template <class W, class X, class Y, Form F = Form::Chosen>
 void checkLinear(int m, int n, int k, int splits, bool withBias, bool withResidual, unsigned seed,
-                 Blas *blas = nullptr) {
+                 Blas *blas = nullptr, GemvSegments seg = {}) {
   SCOPED_TRACE("m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k) +
-               " splits=" + std::to_string(splits) + " form=" + std::to_string(int(F)));
+               " splits=" + std::to_string(splits) + " form=" + std::to_string(int(F)) +
+               " segments=" + std::to_string(seg.e1) + "," + std::to_string(seg.e2));
   auto x = randomValues<X>(size_t(m) * size_t(k), 1.0f, seed);
   auto w = randomValues<W>(size_t(n) * size_t(k), 1.0f, seed + 1);
   auto bias = randomValues<W>(size_t(n), 1.0f, seed + 2);
@@ -59,7 +61,7 @@ void checkLinear(int m, int n, int k, int splits, bool withBias, bool withResidu
     ASSERT_EQ(launchGemvTc<false>(dx.get(), static_cast<const W *>(nullptr), 0.0f, 0.0f, dw.get(),
                                   withBias ? db.get() : nullptr, withResidual ? dr.get() : nullptr,
                                   dy.get(), partial.get(), counters.get(), m, n, k, splits,
-                                  nullptr),
+                                  nullptr, seg),
               "");
     EXPECT_EQ(counters.leftNonzero(), 0u);
   } else if constexpr (F == Form::Simt) {
@@ -67,13 +69,13 @@ void checkLinear(int m, int n, int k, int splits, bool withBias, bool withResidu
     ASSERT_EQ((launchGemvSimt<false>(dx.get(), static_cast<const W *>(nullptr), 0.0f, 0.0f,
                                       dw.get(), withBias ? db.get() : nullptr,
                                       withResidual ? dr.get() : nullptr, dy.get(), partial.get(),
-                                      counters.get(), m, n, k, splits, nullptr)),
+                                      counters.get(), m, n, k, splits, nullptr, seg)),
               "");
     EXPECT_EQ(counters.leftNonzero(), 0u);
   } else if (splits > 0) {
     ASSERT_EQ(gemv(dx.get(), dw.get(), withBias ? db.get() : nullptr,
                    withResidual ? dr.get() : nullptr, dy.get(), partial.get(), counters.get(), m,
-                   n, k, splits, nullptr),
+                   n, k, splits, nullptr, seg),
               "");
     EXPECT_EQ(counters.leftNonzero(), 0u);
   } else
@@ -89,7 +91,7 @@ void checkLinear(int m, int n, int k, int splits, bool withBias, bool withResidu
         s += wd[size_t(j) * size_t(k) + size_t(e)] * xd[size_t(i) * size_t(k) + size_t(e)];
       if (withResidual)
         s += rd[size_t(i) * size_t(n) + size_t(j)];
-      want[size_t(i) * size_t(n) + size_t(j)] = s;
+      want[outputAt(seg, m, i, j, n)] = s;
     }
   EXPECT_LE(relativeError(dy.download(), want), tolerance<Y>());
 }
@@ -180,9 +182,10 @@ TEST(CudaGemv, SeveralRowsOnTensorCores) {
 /// be: within X's storage epsilon of the unrounded reference.)
 template <class W, class X, class Y, Form F = Form::Chosen>
 void checkNormGemv(int m, int n, int k, int splits, bool withBias, bool withResidual,
-                   float offset, unsigned seed) {
+                   float offset, unsigned seed, GemvSegments seg = {}) {
   SCOPED_TRACE("m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k) +
-               " splits=" + std::to_string(splits) + " offset=" + std::to_string(offset));
+               " splits=" + std::to_string(splits) + " offset=" + std::to_string(offset) +
+               " segments=" + std::to_string(seg.e1) + "," + std::to_string(seg.e2));
   const float eps = 1e-5f;
   auto x = randomValues<X>(size_t(m) * size_t(k), 3.0f, seed);
   auto norm = randomValues<W>(size_t(k), 1.0f, seed + 1);
@@ -198,15 +201,16 @@ void checkNormGemv(int m, int n, int k, int splits, bool withBias, bool withResi
   const Y *r = withResidual ? dr.get() : nullptr;
   if constexpr (F == Form::TensorCores) {
     ASSERT_EQ(launchGemvTc<true>(dx.get(), dn.get(), eps, offset, dw.get(), b, r, dy.get(),
-                                 partial.get(), counters.get(), m, n, k, splits, nullptr),
+                                 partial.get(), counters.get(), m, n, k, splits, nullptr, seg),
               "");
   } else if constexpr (F == Form::Simt) {
     ASSERT_EQ((launchGemvSimt<true>(dx.get(), dn.get(), eps, offset, dw.get(), b, r, dy.get(),
-                                     partial.get(), counters.get(), m, n, k, splits, nullptr)),
+                                     partial.get(), counters.get(), m, n, k, splits, nullptr,
+                                     seg)),
               "");
   } else {
     ASSERT_EQ(normGemv(dx.get(), dn.get(), eps, offset, dw.get(), b, r, dy.get(), partial.get(),
-                       counters.get(), m, n, k, splits, nullptr),
+                       counters.get(), m, n, k, splits, nullptr, seg),
               "");
   }
   EXPECT_EQ(counters.leftNonzero(), 0u);
@@ -226,7 +230,7 @@ void checkNormGemv(int m, int n, int k, int splits, bool withBias, bool withResi
         s += wd[size_t(j) * size_t(k) + size_t(e)] * f[size_t(e)];
       if (withResidual)
         s += rd[size_t(i) * size_t(n) + size_t(j)];
-      want[size_t(i) * size_t(n) + size_t(j)] = s;
+      want[outputAt(seg, m, i, j, n)] = s;
     }
   }
   EXPECT_LE(relativeError(dy.download(), want), tolerance<Y>() + storageEpsilon<X>());
@@ -429,6 +433,22 @@ TEST(CudaGemm, CublasLtWhereThere) {
   checkLinear<half, half, float>(17, 64, 64, 0, true, true, 65, &blas);
 }
 
+// A merged projection's output in column ranges (q, k, v: three; gate and
+// up: two), each a [M, width] block of its own: both forms, with split-K
+// (the ranges written by the last block of a column group) and a column
+// group that spans two ranges, and normGemv.
+TEST(CudaGemv, OutputInColumnRanges) {
+  checkLinear<half, half, half, Form::Simt>(2, 48, 512, 2, true, false, 120, nullptr, {32, 40});
+  checkLinear<float, float, float, Form::Simt>(1, 20, 64, 1, false, false, 121, nullptr, {13, 0});
+  checkLinear<half, half, float, Form::TensorCores>(8, 40, 256, 1, true, false, 122, nullptr,
+                                                    {24, 0});
+  checkLinear<bfloat16, bfloat16, bfloat16, Form::TensorCores>(5, 56, 512, 2, false, false, 123,
+                                                               nullptr, {20, 44});
+  checkNormGemv<half, half, half, Form::Simt>(2, 36, 256, 2, false, false, 0.0f, 124, {12, 30});
+  checkNormGemv<half, half, half, Form::TensorCores>(8, 48, 512, 1, true, false, 1.0f, 125,
+                                                     {32, 40});
+}
+
 TEST(CudaGemv, SplitCountFillsTheDevice) {
   EXPECT_EQ(gemvSplits(4096, 4096, 2, 132), 1);
   EXPECT_GT(gemvSplits(64, 8192, 2, 132), 1);
@@ -453,6 +473,19 @@ TEST(CudaGemv, RejectsBadArguments) {
                                        counters.get(), 1, (kSplitCounters + 1) * kGemvWarps, 64,
                                        2, nullptr)),
             "");
+  // Output ranges out of order, past N, a second end without a first, or
+  // with a residual (read as [M, N]): refused.
+  DeviceBuffer<float> x(size_t(64)), w(size_t(8 * 64)), y(size_t(8));
+  auto segmented = [&](GemvSegments seg, const float *residual) {
+    return gemv<float, float, float>(x.get(), w.get(), nullptr, residual, y.get(), nullptr,
+                                     nullptr, 1, 8, 64, 1, nullptr, seg);
+  };
+  EXPECT_EQ(segmented({3, 5}, nullptr), "");
+  EXPECT_EQ(segmented({5, 3}, nullptr), "gemv: invalid output segments");
+  EXPECT_EQ(segmented({8, 0}, nullptr), "gemv: invalid output segments");
+  EXPECT_EQ(segmented({3, 8}, nullptr), "gemv: invalid output segments");
+  EXPECT_EQ(segmented({0, 3}, nullptr), "gemv: invalid output segments");
+  EXPECT_EQ(segmented({3, 0}, y.get()), "gemv: output segments with a residual");
 }
 
 //===----------------------------------------------------------------------===//

@@ -55,10 +55,11 @@ Packed pack(int n, int k, int bits, int groupSize, bool withZeros, unsigned seed
   return p;
 }
 
-/// qgemv (splits >= 1) or, with splits = 0, qgemm against float64.
+/// qgemv (splits >= 1, y in seg's layout) or, with splits = 0, qgemm
+/// against float64.
 template <class X, class Y, class S, int BITS>
 void checkQuant(int m, int n, int k, int groupSize, bool withZeros, int splits, bool withBias,
-                bool withResidual, unsigned seed) {
+                bool withResidual, unsigned seed, GemvSegments seg = {}) {
   SCOPED_TRACE("bits=" + std::to_string(BITS) + " m=" + std::to_string(m) + " n=" +
                std::to_string(n) + " k=" + std::to_string(k) + " group=" +
                std::to_string(groupSize) + " zeros=" + std::to_string(withZeros) + " splits=" +
@@ -84,7 +85,7 @@ void checkQuant(int m, int n, int k, int groupSize, bool withZeros, int splits, 
   if (splits > 0) {
     ASSERT_EQ((qgemv<X, Y, S, float, BITS>(dx.get(), dq.get(), ds.get(), zeros, b, r, dy.get(),
                                            partial.get(), counters.get(), m, n, k, groupSize,
-                                           splits, nullptr)),
+                                           splits, nullptr, seg)),
               "");
     EXPECT_EQ(counters.leftNonzero(), 0u);
   } else
@@ -100,7 +101,7 @@ void checkQuant(int m, int n, int k, int groupSize, bool withZeros, int splits, 
         s += p.at(j, e) * xd[size_t(i) * size_t(k) + size_t(e)];
       if (withResidual)
         s += rd[size_t(i) * size_t(n) + size_t(j)];
-      want[size_t(i) * size_t(n) + size_t(j)] = s;
+      want[outputAt(seg, m, i, j, n)] = s;
     }
   EXPECT_LE(relativeError(dy.download(), want), 1e-5 + storageEpsilon<Y>());
 }
@@ -147,6 +148,13 @@ TEST(CudaQuantGemv, SplitK) {
   checkQuant<half, half, float, 8>(3, 8, 2048, 128, true, 3, true, false, 62);
   // More splits than chunks: the last splits are empty.
   checkQuant<float, float, float, 4>(1, 8, 128, 32, false, 16, false, false, 63);
+}
+
+// A merged projection's output in column ranges (Gemv.h's segments), with
+// and without split-K.
+TEST(CudaQuantGemv, OutputInColumnRanges) {
+  checkQuant<half, half, half, 4>(3, 40, 256, 32, true, 1, true, false, 64, {16, 24});
+  checkQuant<float, float, float, 8>(2, 24, 1024, 64, false, 2, false, false, 65, {8, 0});
 }
 
 TEST(CudaQuantGemm, TilesAndEdges) {

@@ -200,6 +200,13 @@ private:
   /// within normGemv's shared memory): then normGemv applies it as it reads
   /// x, and `op` writes nothing.
   bool foldsIntoGemv(Operation *op);
+  /// For a decode linear's result `y` ([rows, .., n], rows > 1) whose every
+  /// reader (through fused regions) is a slice of whole columns along the
+  /// last axis, the slices' column ranges cutting [0, n) into 2 or 3: their
+  /// starts after the first (gemv's segment ends); else none. The GEMV then
+  /// writes each range as a [rows, width] block of its own, and the slices
+  /// become views (segmented).
+  SmallVector<int64_t, 2> outputSegments(Value y, int64_t rows, int64_t n);
   /// Whether rope's operands are what the rope template takes.
   bool ropeSupported(RopeOp r);
   /// A cache update's source: the value read, its S and its strides per
@@ -311,6 +318,13 @@ private:
   /// RMS norms applied by the GEMVs that read them
   /// (foldsIntoGemv), by their results.
   llvm::DenseMap<Value, Operation *> foldedInputs;
+  /// Arena buffers a GEMV wrote in column ranges (outputSegments): their
+  /// rows, columns and range starts, by buffer.
+  struct Segmented {
+    int64_t rows, n;
+    SmallVector<int64_t, 3> starts;
+  };
+  std::map<int, Segmented> segmented;
   /// The last operation of a run of element-wise ones -> the run, in order.
   llvm::DenseMap<Operation *, SmallVector<Operation *>> chains;
   /// The second of a pair of ropes or cache writes -> the first, deferred to

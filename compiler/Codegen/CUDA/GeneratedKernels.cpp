@@ -199,6 +199,25 @@ llvm::Error CudaEmitter::emitCopy(Operation *op, CpuModel::Entry &stats) {
       ++stats.views;
       return llvm::Error::success();
     }
+    // One column range of a GEMV's result written range by range
+    // (outputSegments): a [rows, width] block at rows * start.
+    if (auto it = refs.find(x); it != refs.end() && it->second.kind == Ref::Arena &&
+                                it->second.offset == 0) {
+      auto sg = segmented.find(it->second.buffer);
+      if (sg != segmented.end() && seg->count == sg->second.rows && seg->stride == sg->second.n) {
+        const SmallVector<int64_t, 3> &starts = sg->second.starts;
+        for (size_t i = 0; i < starts.size(); ++i) {
+          int64_t end = i + 1 < starts.size() ? starts[i + 1] : sg->second.n;
+          if (starts[i] == seg->base && end - starts[i] == seg->len) {
+            Ref r = it->second;
+            r.offset = sg->second.rows * seg->base * eb;
+            refs[y] = r;
+            ++stats.views;
+            return llvm::Error::success();
+          }
+        }
+      }
+    }
     define(y);
     std::string t = cxxType(x.getType());
     statement(generated("slice", {seg->count, seg->len},

@@ -403,7 +403,6 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
   return llvm::Error::success();
 }
 
-
 /// Whether v is a constant: defined by one, or a fused region's argument
 /// whose operand is (the linear layers sit in fused regions by then).
 static bool isConstant(Value v) {
@@ -468,6 +467,57 @@ CudaEmitter::CacheSource CudaEmitter::cacheUpdateSource(Operation *op) {
     src.sb = h * src.s * d, src.sh = src.s * d, src.ss = d;
   }
   return src;
+}
+
+/// The operations that read `v`, looking through fused regions (into a
+/// region's argument, out of its yield); false when an attention region
+/// or something other than a fused region's yield ends a region's use.
+static bool readersThroughRegions(Value v, SmallVectorImpl<Operation *> &out) {
+  for (OpOperand &use : v.getUses()) {
+    Operation *user = use.getOwner();
+    if (isa<YieldOp>(user)) {
+      auto fused = dyn_cast<FusedOp>(user->getParentOp());
+      if (!fused || !readersThroughRegions(fused->getResult(use.getOperandNumber()), out))
+        return false;
+    } else if (auto fused = dyn_cast<FusedOp>(user)) {
+      if (fused.getKind() == "attention" ||
+          !readersThroughRegions(fused.getRegion().front().getArgument(use.getOperandNumber()),
+                                 out))
+        return false;
+    } else {
+      out.push_back(user);
+    }
+  }
+  return true;
+}
+
+SmallVector<int64_t, 2> CudaEmitter::outputSegments(Value y, int64_t rows, int64_t n) {
+  SmallVector<Operation *> readers;
+  if (rows < 2 || !readersThroughRegions(y, readers) || readers.empty())
+    return {};
+  std::map<int64_t, int64_t> ranges; // start -> width
+  for (Operation *r : readers) {
+    std::optional<SliceSegments> seg =
+        shortName(r) == "onnx.slice" ? sliceSegments(r) : std::nullopt;
+    if (!seg || seg->count != rows || seg->stride != n || seg->len < 1)
+      return {};
+    auto [it, fresh] = ranges.try_emplace(seg->base, seg->len);
+    if (!fresh && it->second != seg->len)
+      return {};
+  }
+  // Consecutive ranges from 0 to n, two or three of them.
+  SmallVector<int64_t, 2> ends;
+  int64_t at = 0;
+  for (auto [start, width] : ranges) {
+    if (start != at)
+      return {};
+    at += width;
+    if (at < n)
+      ends.push_back(at);
+  }
+  if (at != n || ends.empty() || ends.size() > 2)
+    return {};
+  return ends;
 }
 
 bool CudaEmitter::foldsIntoGemv(Operation *op) {
@@ -564,6 +614,18 @@ llvm::Error CudaEmitter::emitLinear(Operation *op, CpuModel::Entry &stats) {
     refs[add->getResult(0)] = same;
     folded.insert(add);
   }
+  // A result read only as slices of whole column ranges (a merged
+  // projection's q, k, v or gate and up): each range written as a block of
+  // its own, so that the slices are views rather than copy kernels.
+  SmallVector<int64_t, 2> ends;
+  if (gemv && !add && rows <= ::llmc::cuda::kGemvMaxRows) {
+    ends = outputSegments(y, rows, n);
+    if (!ends.empty()) {
+      Segmented sg{rows, n, {0}};
+      sg.starts.append(ends.begin(), ends.end());
+      segmented[refs[y].buffer] = sg;
+    }
+  }
   std::string res = add ? ptr(residual) : "nullptr";
   std::string b = hasBias ? ptr(bias, bt) : "nullptr";
   std::string fn = quant ? "q" : "";
@@ -582,8 +644,12 @@ llvm::Error CudaEmitter::emitLinear(Operation *op, CpuModel::Entry &stats) {
                           norm.getEpsilon().convertToFloat(),
                           norm.getWeightOffset().convertToFloat())
                 .str();
-    statement(llvm::formatv("{0}<{1}>({2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, a.stream)", fn,
-                            targs, in, wargs, b, res, ptr(y), partial, sizes, splits)
+    std::string segs = ends.empty() ? ""
+                       : llvm::formatv(", GemvSegments{{{0}, {1}}", ends[0],
+                                       ends.size() > 1 ? ends[1] : 0)
+                             .str();
+    statement(llvm::formatv("{0}<{1}>({2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, a.stream{10})", fn,
+                            targs, in, wargs, b, res, ptr(y), partial, sizes, splits, segs)
                   .str(),
               (prologue ? shortName(prologue).str() + " + " : "") + shortName(op).str() +
                   (add ? " + residual" : "") +

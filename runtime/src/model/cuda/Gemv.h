@@ -4,7 +4,11 @@
 //   x         [M, K] of X, row-major (M <= kMaxRows: the decode batch)
 //   w         [N, K] of W (f32, f16, bf16), row-major: llm.linear's weight
 //   bias      [N] of W or null; residual [M, N] of Y or null (added last)
-//   y         [M, N] of Y
+//   y         [M, N] of Y; or, with segments (GemvSegments: column ends
+//             e1 < e2 < N), each column range [0, e1), [e1, e2), [e2, N)
+//             as a [M, width] block of its own at M * start (a merged
+//             projection's q, k and v, or gate and up: the slices its
+//             readers take are then contiguous)
 //   partial   [splits, M, N] f32 workspace when splits > 1; counters:
 //             Common.h's split counters (at least ceil(N / kWarps))
 //
@@ -84,17 +88,52 @@ constexpr int kTcGemvMinRows = 3;
 template <class W, class X>
 constexpr bool kTensorCoreGemv =
     std::is_same_v<W, X> && (std::is_same_v<W, half> || std::is_same_v<W, bfloat16>);
+/// A GEMV's output in column ranges (see the top of this file): the ends
+/// of the first one or two ranges (e1 < e2 < N), 0 where there is none.
+struct GemvSegments {
+  int e1 = 0, e2 = 0;
+};
 template <bool NORM, class T, class Y>
 std::string launchGemvTc(const T *x, const T *norm, float eps, float offset, const T *w,
                          const T *bias, const Y *residual, Y *y, float *partial,
-                         unsigned *counters, int m, int n, int k, int splits, Stream stream);
+                         unsigned *counters, int m, int n, int k, int splits, Stream stream,
+                         const GemvSegments &seg = {});
+
+/// Where y[m, col] of `rows` rows of n columns is, in `seg`'s layout.
+LLMC_HOST_DEVICE size_t outputAt(const GemvSegments &seg, int rows, int m, int col, int n) {
+  int start = 0, end = n;
+  if (seg.e1 > 0) {
+    if (col < seg.e1)
+      end = seg.e1;
+    else if (seg.e2 > 0 && col < seg.e2)
+      start = seg.e1, end = seg.e2;
+    else
+      start = seg.e2 > 0 ? seg.e2 : seg.e1;
+  }
+  return size_t(rows) * size_t(start) + size_t(m) * size_t(end - start) + size_t(col - start);
+}
+
+/// What is wrong with segments for n columns (a residual is read as
+/// [M, N], so none goes with them), or "".
+inline std::string segmentsError(const GemvSegments &seg, int n, bool residual) {
+  bool valid = seg.e1 == 0 ? seg.e2 == 0
+                           : seg.e1 > 0 && seg.e1 < n &&
+                                 (seg.e2 == 0 || (seg.e2 > seg.e1 && seg.e2 < n));
+  if (!valid)
+    return "gemv: invalid output segments";
+  if (seg.e1 > 0 && residual)
+    return "gemv: output segments with a residual";
+  return "";
+}
 
 /// The end of a warp's column `col` of a GEMV (gemv, qgemv): the lanes'
 /// sums of its M rows reduced across the warp, then lane 0 writes them to
-/// `partial` (split-K) or to y with the bias and residual added.
+/// `partial` (split-K) or to y (in seg's layout) with the bias and residual
+/// added.
 template <int M, class B, class Y>
 LLMC_DEVICE void finishColumn(float (&acc)[M], unsigned lane, int split, int splits, int col,
-                              int n, const B *bias, const Y *residual, Y *y, float *partial) {
+                              int n, const B *bias, const Y *residual, Y *y, float *partial,
+                              const GemvSegments &seg) {
   LLMC_UNROLL
   for (int m = 0; m < M; ++m)
     acc[m] = warpSum(acc[m]);
@@ -112,18 +151,18 @@ LLMC_DEVICE void finishColumn(float (&acc)[M], unsigned lane, int split, int spl
     float v = acc[m] + b;
     if (residual)
       v += toFloat(residual[size_t(m) * size_t(n) + size_t(col)]);
-    y[size_t(m) * size_t(n) + size_t(col)] = fromFloat<Y>(v);
+    y[outputAt(seg, M, m, col, n)] = fromFloat<Y>(v);
   }
 }
 
 /// Split-K's end, by every thread of every block of a gemv or qgemv launch
 /// after its warps' finishColumn: in the block that finishes its column
 /// group (the G columns of the block) last, y[m, col] = the splits' partial
-/// sums added in split order + bias + residual for the group's columns.
-/// Nothing without splits (finishColumn wrote y).
+/// sums added in split order + bias + residual for the group's columns
+/// (y in seg's layout). Nothing without splits (finishColumn wrote y).
 template <int M, int G = kGemvWarps, class B, class Y>
 LLMC_DEVICE void finishSplits(const float *partial, unsigned *counters, const B *bias,
-                              const Y *residual, Y *y, int n) {
+                              const Y *residual, Y *y, int n, const GemvSegments &seg) {
   int splits = int(gridDim.y);
   if (splits == 1 || !lastOfGroup(counters + blockIdx.x, unsigned(splits)))
     return;
@@ -139,7 +178,7 @@ LLMC_DEVICE void finishSplits(const float *partial, unsigned *counters, const B 
       v += toFloat(bias[col]);
     if (residual)
       v += toFloat(residual[at]);
-    y[at] = fromFloat<Y>(v);
+    y[outputAt(seg, M, m, col, n)] = fromFloat<Y>(v);
   }
 }
 
@@ -220,7 +259,7 @@ LLMC_DEVICE void normaliseRows(const X *x, const W *norm, int k, float eps, floa
 template <class W, class X, class Y, int M, bool NORM>
 LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *residual, Y *y,
                             float *partial, unsigned *counters, int n, int k, const W *norm,
-                            float eps, float offset) {
+                            float eps, float offset, GemvSegments seg) {
   constexpr int kVec = int(16 / sizeof(W)), U = kGemvUnroll;
   unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   int col = int(blockIdx.x) * kGemvWarps + int(warp);
@@ -295,8 +334,8 @@ LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *resi
         acc[m] = fmaf(toFloat(row[e]), toFloat(x[size_t(m) * size_t(k) + size_t(e)]), acc[m]);
 
   if (live) // (warp-uniform: finishColumn shuffles)
-    finishColumn<M>(acc, lane, split, splits, col, n, bias, residual, y, partial);
-  finishSplits<M>(partial, counters, bias, residual, y, n);
+    finishColumn<M>(acc, lane, split, splits, col, n, bias, residual, y, partial, seg);
+  finishSplits<M>(partial, counters, bias, residual, y, n, seg);
 }
 
 /// Whether split-K has its workspace: partial sums and a split counter per
@@ -324,10 +363,13 @@ inline int gemvSplits(int n, int k, int sizeofW, int sms) {
 /// What is wrong with a gemv's or normGemv's arguments, or "".
 template <bool NORM, class W, class X>
 std::string gemvArgumentError(const W *norm, const float *partial, const unsigned *counters,
-                              int m, int n, int k, int splits) {
+                              int m, int n, int k, int splits, const GemvSegments &seg,
+                              bool residual) {
   if (m < 1 || m > kGemvMaxRows || n < 1 || k < 1 || splits < 1 ||
       (splits > 1 && !splitWorkspace(partial, counters, n)) || (NORM && !norm))
     return "gemv: invalid arguments";
+  if (std::string e = segmentsError(seg, n, residual); !e.empty())
+    return e;
   if (k % int(16 / sizeof(W)) != 0 && splits > 1)
     return "gemv: split-K needs K a multiple of the vector width";
   if (NORM && normGemvSharedBytes<X>(m, k) > size_t(kGemvNormSharedBytes))
@@ -341,8 +383,10 @@ std::string gemvArgumentError(const W *norm, const float *partial, const unsigne
 template <bool NORM, class W, class X, class Y>
 std::string launchGemvSimt(const X *x, const W *norm, float eps, float offset, const W *w,
                            const W *bias, const Y *residual, Y *y, float *partial,
-                           unsigned *counters, int m, int n, int k, int splits, Stream stream) {
-  if (std::string e = gemvArgumentError<NORM, W, X>(norm, partial, counters, m, n, k, splits);
+                           unsigned *counters, int m, int n, int k, int splits, Stream stream,
+                           GemvSegments seg = {}) {
+  if (std::string e = gemvArgumentError<NORM, W, X>(norm, partial, counters, m, n, k, splits,
+                                                    seg, residual != nullptr);
       !e.empty())
     return e;
   size_t shared = NORM ? normGemvSharedBytes<X>(m, k) : 0;
@@ -353,7 +397,7 @@ std::string launchGemvSimt(const X *x, const W *norm, float eps, float offset, c
 #define LLMC_GEMV_CASE(R)                                                                          \
   case R:                                                                                          \
     e = launch(gemvKernel<W, X, Y, R, NORM>, grid, block, shared, stream, x, w, bias, residual, y, \
-               partial, counters, n, k, norm, eps, offset);                                        \
+               partial, counters, n, k, norm, eps, offset, seg);                                   \
     break;
     LLMC_GEMV_CASE(1)
     LLMC_GEMV_CASE(2)
@@ -373,27 +417,30 @@ std::string launchGemvSimt(const X *x, const W *norm, float eps, float offset, c
 template <bool NORM, class W, class X, class Y>
 std::string launchGemv(const X *x, const W *norm, float eps, float offset, const W *w,
                        const W *bias, const Y *residual, Y *y, float *partial,
-                       unsigned *counters, int m, int n, int k, int splits, Stream stream) {
+                       unsigned *counters, int m, int n, int k, int splits, Stream stream,
+                       GemvSegments seg = {}) {
   if constexpr (kTensorCoreGemv<W, X>)
     if (m >= kTcGemvMinRows && k % 32 == 0 && tc::bf16()) {
-      if (std::string e = gemvArgumentError<NORM, W, X>(norm, partial, counters, m, n, k, splits);
+      if (std::string e = gemvArgumentError<NORM, W, X>(norm, partial, counters, m, n, k, splits,
+                                                        seg, residual != nullptr);
           !e.empty())
         return e;
       return launchGemvTc<NORM>(x, norm, eps, offset, w, bias, residual, y, partial, counters, m,
-                                n, k, splits, stream);
+                                n, k, splits, stream, seg);
     }
   return launchGemvSimt<NORM>(x, norm, eps, offset, w, bias, residual, y, partial, counters, m, n,
-                              k, splits, stream);
+                              k, splits, stream, seg);
 }
 
 /// Launches y = x W^T (+ bias) (+ residual) for M rows (1 .. kGemvMaxRows).
 /// When splits > 1, `partial` must hold splits * M * N floats and
-/// `counters` be the context's split counters.
+/// `counters` be the context's split counters; y in seg's layout.
 template <class W, class X, class Y>
 std::string gemv(const X *x, const W *w, const W *bias, const Y *residual, Y *y, float *partial,
-                 unsigned *counters, int m, int n, int k, int splits, Stream stream) {
+                 unsigned *counters, int m, int n, int k, int splits, Stream stream,
+                 GemvSegments seg = {}) {
   return launchGemv<false>(x, static_cast<const W *>(nullptr), 0.0f, 0.0f, w, bias, residual, y,
-                           partial, counters, m, n, k, splits, stream);
+                           partial, counters, m, n, k, splits, stream, seg);
 }
 
 /// y = rms_norm(x; norm, eps, offset) W^T (+ bias) (+ residual), the norm's
@@ -402,9 +449,9 @@ std::string gemv(const X *x, const W *w, const W *bias, const Y *residual, Y *y,
 template <class W, class X, class Y>
 std::string normGemv(const X *x, const W *norm, float eps, float offset, const W *w, const W *bias,
                      const Y *residual, Y *y, float *partial, unsigned *counters, int m, int n,
-                     int k, int splits, Stream stream) {
+                     int k, int splits, Stream stream, GemvSegments seg = {}) {
   return launchGemv<true>(x, norm, eps, offset, w, bias, residual, y, partial, counters, m, n, k,
-                          splits, stream);
+                          splits, stream, seg);
 }
 
 } // namespace llmc::cuda

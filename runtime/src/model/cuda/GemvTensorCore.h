@@ -41,7 +41,7 @@ constexpr int kTcGemvWarps = 8, kTcGemvColumns = 16, kTcGemvUnroll = 4;
 template <class T, class Y, int M, bool NORM>
 LLMC_DEVICE void gemvTcBody(const T *x, const T *w, const T *bias, const Y *residual, Y *y,
                             float *partial, unsigned *counters, int n, int k, const T *norm,
-                            float eps, float offset) {
+                            float eps, float offset, const GemvSegments &seg) {
   constexpr int U = kTcGemvUnroll;
   int lane = int(threadIdx.x % 32), warp = int(threadIdx.x / 32), g = lane / 4, t = lane % 4;
   int col0 = int(blockIdx.x) * kTcGemvColumns;
@@ -131,22 +131,22 @@ LLMC_DEVICE void gemvTcBody(const T *x, const T *w, const T *bias, const Y *resi
         v += toFloat(bias[col]);
       if (residual)
         v += toFloat(residual[at]);
-      y[at] = fromFloat<Y>(v);
+      y[outputAt(seg, M, row, col, n)] = fromFloat<Y>(v);
     }
   }
-  finishSplits<M, kTcGemvColumns>(partial, counters, bias, residual, y, n);
+  finishSplits<M, kTcGemvColumns>(partial, counters, bias, residual, y, n, seg);
 }
 
 template <class T, class Y, int M, bool NORM>
 LLMC_GLOBAL void gemvTcKernel(const T *x, const T *w, const T *bias, const Y *residual, Y *y,
                               float *partial, unsigned *counters, int n, int k, const T *norm,
-                              float eps, float offset) {
+                              float eps, float offset, GemvSegments seg) {
   if constexpr (!tc::kBf16) { // mma.sync m16n8k16: sm_80 and later (tc::bf16() on the host)
     LLMC_KERNEL_BEGIN();
     __trap(); // code built for an older GPU on a newer one: a launch error, not silence
   } else {
     gemvTcBody<T, Y, M, NORM>(x, w, bias, residual, y, partial, counters, n, k, norm, eps,
-                              offset);
+                              offset, seg);
   }
 }
 
@@ -155,7 +155,8 @@ LLMC_GLOBAL void gemvTcKernel(const T *x, const T *w, const T *bias, const Y *re
 template <bool NORM, class T, class Y>
 std::string launchGemvTc(const T *x, const T *norm, float eps, float offset, const T *w,
                          const T *bias, const Y *residual, Y *y, float *partial,
-                         unsigned *counters, int m, int n, int k, int splits, Stream stream) {
+                         unsigned *counters, int m, int n, int k, int splits, Stream stream,
+                         const GemvSegments &seg) {
   size_t shared = NORM ? normGemvSharedBytes<T>(m, k) : 0;
   dim3 grid(ceilDiv(n, kTcGemvColumns), unsigned(splits)), block(kTcGemvWarps * 32);
   std::string e;
@@ -163,7 +164,7 @@ std::string launchGemvTc(const T *x, const T *norm, float eps, float offset, con
 #define LLMC_GEMV_TC_CASE(R)                                                                       \
   case R:                                                                                          \
     e = launch(gemvTcKernel<T, Y, R, NORM>, grid, block, shared, stream, x, w, bias, residual, y,  \
-               partial, counters, n, k, norm, eps, offset);                                        \
+               partial, counters, n, k, norm, eps, offset, seg);                                   \
     break;
     LLMC_GEMV_TC_CASE(1)
     LLMC_GEMV_TC_CASE(2)

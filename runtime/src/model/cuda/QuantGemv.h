@@ -68,7 +68,8 @@ template <class S, int BITS> struct QuantRows {
 template <class X, class Y, class S, class B, int BITS, int CHUNK, int M>
 LLMC_GLOBAL void qgemvKernel(const X *x, const uint8_t *q, const S *scales, const uint8_t *zeros,
                              const B *bias, const Y *residual, Y *y, float *partial,
-                             unsigned *counters, int n, int k, int groupSize, int groups) {
+                             unsigned *counters, int n, int k, int groupSize, int groups,
+                             GemvSegments seg) {
   LLMC_KERNEL_BEGIN();
   constexpr int kWords = CHUNK / 4, kPerWord = 32 / BITS, kVals = kWords * kPerWord;
   constexpr unsigned kMask = (1u << BITS) - 1u;
@@ -138,8 +139,8 @@ LLMC_GLOBAL void qgemvKernel(const X *x, const uint8_t *q, const S *scales, cons
     }
 
   if (live)
-    finishColumn<M>(acc, lane, split, splits, col, n, bias, residual, y, partial);
-  finishSplits<M>(partial, counters, bias, residual, y, n);
+    finishColumn<M>(acc, lane, split, splits, col, n, bias, residual, y, partial, seg);
+  finishSplits<M>(partial, counters, bias, residual, y, n, seg);
 }
 
 /// The bytes qgemv reads per step of a lane: the largest of 16, 8 and 4
@@ -161,14 +162,16 @@ inline int qgemvSplits(int n, int k, int bits, int groupSize, int sms) {
 
 /// Launches the decode kernel for M rows (1 .. kGemvMaxRows); when splits
 /// > 1, `partial` must hold splits * M * N floats and `counters` be the
-/// context's split counters.
+/// context's split counters; y in seg's layout (Gemv.h).
 template <class X, class Y, class S, class B, int BITS>
 std::string qgemv(const X *x, const uint8_t *q, const S *scales, const uint8_t *zeros, const B *bias,
                   const Y *residual, Y *y, float *partial, unsigned *counters, int m, int n, int k,
-                  int groupSize, int splits, Stream stream) {
+                  int groupSize, int splits, Stream stream, GemvSegments seg = {}) {
   if (m < 1 || m > kGemvMaxRows || n < 1 || k < 1 || groupSize < 1 || splits < 1 ||
       (splits > 1 && !splitWorkspace(partial, counters, n)))
     return "qgemv: invalid arguments";
+  if (std::string e = segmentsError(seg, n, residual != nullptr); !e.empty())
+    return e;
   int chunk = quantChunkBytes(BITS, groupSize);
   if (chunk == 0)
     return "qgemv: a group of fewer than 4 bytes";
@@ -179,7 +182,7 @@ std::string qgemv(const X *x, const uint8_t *q, const S *scales, const uint8_t *
 #define LLMC_QGEMV_CASE(R, C)                                                                      \
   case R:                                                                                          \
     e = launch(qgemvKernel<X, Y, S, B, BITS, C, R>, grid, block, 0, stream, x, q, scales, zeros,    \
-               bias, residual, y, partial, counters, n, k, groupSize, groups);                     \
+               bias, residual, y, partial, counters, n, k, groupSize, groups, seg);                \
     break;
 #define LLMC_QGEMV_ROWS(C)                                                                         \
   switch (m) {                                                                                     \
