@@ -36,31 +36,40 @@ namespace {
 struct Shape {
   const char *name;
   int n, k;
-  bool norm, residual;
+  GemvIn in; // what the compiler folds in (SwiGLU: where its rows fit shared memory)
+  bool residual;
 };
 const Shape kShapes[] = {
-    {"q/k/v (rms_norm folded in)", 3072, 2048, true, false},
-    {"o (+ residual)", 2048, 2048, false, true},
-    {"gate/up (rms_norm folded in)", 16384, 2048, true, false},
-    {"down (+ residual)", 2048, 8192, false, true},
-    {"lm_head (rms_norm folded in)", 32000, 2048, true, false},
+    {"q/k/v (rms_norm folded in)", 3072, 2048, GemvIn::RmsNorm, false},
+    {"o (+ residual)", 2048, 2048, GemvIn::Plain, true},
+    {"gate/up (rms_norm folded in)", 16384, 2048, GemvIn::RmsNorm, false},
+    {"down (SwiGLU folded in at 1-2 rows, + residual)", 2048, 8192, GemvIn::Swiglu, true},
+    {"lm_head (rms_norm folded in)", 32000, 2048, GemvIn::RmsNorm, false},
 };
 
 /// One launch of a form: Gemv.h's SIMT form (one column a warp) or, with
-/// TC, GemvTensorCore.h's (mma.sync over the rows of x); rms_norm folded in
-/// with NORM.
-template <bool TC, bool NORM>
-std::string launchForm(const half *x, const half *norm, const half *w, const half *res, half *y,
-                       float *partial, unsigned *counters, int m, int n, int k, int splits,
-                       cudaStream_t s) {
-  const half *nw = NORM ? norm : nullptr, *bias = nullptr;
-  float eps = NORM ? 1e-5f : 0.0f;
+/// TC, GemvTensorCore.h's (mma.sync over the rows of x); rms_norm (norm) or
+/// SwiGLU (x the gate, up) folded in as IN says.
+template <bool TC, GemvIn IN>
+std::string launchForm(const half *x, const half *up, const half *norm, const half *w,
+                       const half *res, half *y, float *partial, unsigned *counters, int m, int n,
+                       int k, int splits, cudaStream_t s) {
+  GemvPrologue<half, half> pro;
+  if (IN == GemvIn::RmsNorm)
+    pro.norm = norm, pro.eps = 1e-5f;
+  if (IN == GemvIn::Swiglu)
+    pro.up = up;
+  const half *bias = nullptr;
   if constexpr (TC)
-    return launchGemvTc<NORM>(x, nw, eps, 0.0f, w, bias, res, y, partial, counters, m, n, k,
-                              splits, s);
+    return launchGemvTc<IN>(x, pro, w, bias, res, y, partial, counters, m, n, k, splits, s);
   else
-    return launchGemvSimt<NORM>(x, nw, eps, 0.0f, w, bias, res, y, partial, counters, m, n, k,
-                                splits, s);
+    return launchGemvSimt<IN>(x, pro, w, bias, res, y, partial, counters, m, n, k, splits, s);
+}
+
+template <bool TC> auto formOf(GemvIn in) {
+  return in == GemvIn::Plain     ? launchForm<TC, GemvIn::Plain>
+         : in == GemvIn::RmsNorm ? launchForm<TC, GemvIn::RmsNorm>
+                                 : launchForm<TC, GemvIn::Swiglu>;
 }
 
 struct Variant {
@@ -121,11 +130,12 @@ int main(int argc, char **argv) {
   cudaDeviceProp prop;
   check(cudaGetDeviceProperties(&prop, 0), "device");
   const size_t poolBytes = size_t(1) << 30;
-  half *pool, *x, *norm, *res, *y;
+  half *pool, *x, *up, *norm, *res, *y;
   float *partial;
   unsigned *counters, *sink;
   check(cudaMalloc(&pool, poolBytes), "malloc");
   check(cudaMalloc(&x, size_t(8) * 8192 * 2), "malloc");
+  check(cudaMalloc(&up, size_t(8) * 8192 * 2), "malloc");
   check(cudaMalloc(&norm, size_t(8192) * 2), "malloc");
   check(cudaMalloc(&res, size_t(8) * 32000 * 2), "malloc");
   check(cudaMalloc(&y, size_t(8) * 32000 * 2), "malloc");
@@ -135,6 +145,7 @@ int main(int argc, char **argv) {
   check(cudaMemset(counters, 0, kSplitCounters * sizeof(unsigned)), "zero");
   fill<<<1024, 256>>>(pool, poolBytes / 2, 1u, 0.05f);
   fill<<<64, 256>>>(x, size_t(8) * 8192, 2u, 1.0f);
+  fill<<<64, 256>>>(up, size_t(8) * 8192, 5u, 1.0f);
   fill<<<8, 256>>>(norm, 8192, 3u, 1.0f);
   fill<<<64, 256>>>(res, size_t(8) * 32000, 4u, 1.0f);
   check(cudaDeviceSynchronize(), "fill");
@@ -170,6 +181,10 @@ int main(int argc, char **argv) {
   for (const Shape &sh : kShapes)
     for (int m : rowCounts) {
       size_t wBytes = size_t(sh.n) * size_t(sh.k) * 2;
+      GemvIn in = sh.in == GemvIn::Swiglu &&
+                          normGemvSharedBytes<half>(m, sh.k) > size_t(kGemvNormSharedBytes)
+                      ? GemvIn::Plain
+                      : sh.in;
       int copies = int(poolBytes / wBytes);
       std::vector<float> ms(variants.size()), first;
       std::vector<int> splitsOf(variants.size());
@@ -181,11 +196,9 @@ int main(int argc, char **argv) {
         splitsOf[v] = splits;
         auto once = [&](int i) {
           const half *w = pool + size_t(i % copies) * wBytes / 2, *r = sh.residual ? res : nullptr;
-          auto form = variants[v].tensorCores ? (sh.norm ? launchForm<true, true>
-                                                         : launchForm<true, false>)
-                                              : (sh.norm ? launchForm<false, true>
-                                                         : launchForm<false, false>);
-          std::string e = form(x, norm, w, r, y, partial, counters, m, sh.n, sh.k, splits, stream);
+          auto form = variants[v].tensorCores ? formOf<true>(in) : formOf<false>(in);
+          std::string e =
+              form(x, up, norm, w, r, y, partial, counters, m, sh.n, sh.k, splits, stream);
           if (!e.empty())
             std::fprintf(stderr, "%s: %s\n", variants[v].name, e.c_str()), std::exit(1);
         };

@@ -38,6 +38,8 @@ template <class T> void forType() {
   gemv<T, T, T>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 1, 1, nullptr);
   normGemv<T, T, T>(nullptr, nullptr, 1e-5f, 0.0f, nullptr, nullptr, nullptr, nullptr, nullptr,
                     nullptr, 1, 1, 1, 1, nullptr);
+  swigluGemv<T, T, T>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 1,
+                      1, 1, 1, nullptr);
   gemm<T, float, float>(nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 1, nullptr);
   gemm<T, T, T>(nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 1, nullptr);
   qgemv<T, T, float, T, 4>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,

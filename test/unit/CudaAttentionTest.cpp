@@ -309,6 +309,11 @@ TEST(CudaFlashAttention, TensorCoreTiles) {
   // over several key tiles.
   checkPrefill<half, 64, 64>(1, 130, 2, 1, 384, 200, true, 100, 0, false, -1.5f);
   checkPrefill<bfloat16, 32, 32>(1, 70, 2, 2, 128, 0, true, 0, 0, false, 0.0f);
+  // More cache rows than the kernel's ints count: refused.
+  EXPECT_EQ((flashAttention<half, half, 64, 64, half>(nullptr, nullptr, nullptr, nullptr, nullptr,
+                                                      nullptr, nullptr, 2, 1, 8, 8, 1 << 28, true,
+                                                      0, 0.125f, 0.0f, nullptr)),
+            "flash attention: more cache rows than an int counts");
 }
 
 // The WMMA form (before sm_80) on the same shapes.

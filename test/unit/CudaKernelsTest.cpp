@@ -58,7 +58,7 @@ void checkLinear(int m, int n, int k, int splits, bool withBias, bool withResidu
   SplitCounters counters;
   if constexpr (F == Form::TensorCores) {
     ASSERT_GT(splits, 0);
-    ASSERT_EQ(launchGemvTc<false>(dx.get(), static_cast<const W *>(nullptr), 0.0f, 0.0f, dw.get(),
+    ASSERT_EQ(launchGemvTc<GemvIn::Plain>(dx.get(), GemvPrologue<W, X>{}, dw.get(),
                                   withBias ? db.get() : nullptr, withResidual ? dr.get() : nullptr,
                                   dy.get(), partial.get(), counters.get(), m, n, k, splits,
                                   nullptr, seg),
@@ -66,7 +66,7 @@ void checkLinear(int m, int n, int k, int splits, bool withBias, bool withResidu
     EXPECT_EQ(counters.leftNonzero(), 0u);
   } else if constexpr (F == Form::Simt) {
     ASSERT_GT(splits, 0);
-    ASSERT_EQ((launchGemvSimt<false>(dx.get(), static_cast<const W *>(nullptr), 0.0f, 0.0f,
+    ASSERT_EQ((launchGemvSimt<GemvIn::Plain>(dx.get(), GemvPrologue<W, X>{},
                                       dw.get(), withBias ? db.get() : nullptr,
                                       withResidual ? dr.get() : nullptr, dy.get(), partial.get(),
                                       counters.get(), m, n, k, splits, nullptr, seg)),
@@ -167,7 +167,7 @@ TEST(CudaGemv, SeveralRowsOnTensorCores) {
     ASSERT_EQ(gemv(x.get(), w.get(), (const half *)nullptr, (const half *)nullptr, viaGemv.get(),
                    nullptr, nullptr, m, n, k, 1, nullptr),
               "");
-    ASSERT_EQ(launchGemvTc<false>(x.get(), (const half *)nullptr, 0.0f, 0.0f, w.get(),
+    ASSERT_EQ(launchGemvTc<GemvIn::Plain>(x.get(), GemvPrologue<half, half>{}, w.get(),
                                   (const half *)nullptr, (const half *)nullptr, viaTc.get(),
                                   nullptr, nullptr, m, n, k, 1, nullptr),
               "");
@@ -200,11 +200,13 @@ void checkNormGemv(int m, int n, int k, int splits, bool withBias, bool withResi
   const W *b = withBias ? db.get() : nullptr;
   const Y *r = withResidual ? dr.get() : nullptr;
   if constexpr (F == Form::TensorCores) {
-    ASSERT_EQ(launchGemvTc<true>(dx.get(), dn.get(), eps, offset, dw.get(), b, r, dy.get(),
+    ASSERT_EQ(launchGemvTc<GemvIn::RmsNorm>(dx.get(), GemvPrologue<W, X>{dn.get(), eps, offset},
+                                 dw.get(), b, r, dy.get(),
                                  partial.get(), counters.get(), m, n, k, splits, nullptr, seg),
               "");
   } else if constexpr (F == Form::Simt) {
-    ASSERT_EQ((launchGemvSimt<true>(dx.get(), dn.get(), eps, offset, dw.get(), b, r, dy.get(),
+    ASSERT_EQ((launchGemvSimt<GemvIn::RmsNorm>(dx.get(), GemvPrologue<W, X>{dn.get(), eps, offset},
+                                     dw.get(), b, r, dy.get(),
                                      partial.get(), counters.get(), m, n, k, splits, nullptr,
                                      seg)),
               "");
@@ -449,6 +451,81 @@ TEST(CudaGemv, OutputInColumnRanges) {
                                                      {32, 40});
 }
 
+/// swigluGemv (llm.swiglu folded into the decode GEMV) against float64: y =
+/// (silu(gate) * up) W^T + bias + residual, silu(g) = g / (1 + e^-g). (The
+/// kernel rounds silu(gate) * up to X as the SwiGLU's output would be:
+/// within X's storage epsilon of the unrounded reference.)
+template <class W, class X, class Y, Form F = Form::Chosen>
+void checkSwigluGemv(int m, int n, int k, int splits, bool withBias, bool withResidual,
+                     unsigned seed, GemvSegments seg = {}) {
+  SCOPED_TRACE("m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k) +
+               " splits=" + std::to_string(splits) + " form=" + std::to_string(int(F)));
+  auto gate = randomValues<X>(size_t(m) * size_t(k), 4.0f, seed);
+  auto up = randomValues<X>(size_t(m) * size_t(k), 1.0f, seed + 1);
+  auto w = randomValues<W>(size_t(n) * size_t(k), 1.0f, seed + 2);
+  auto bias = randomValues<W>(size_t(n), 1.0f, seed + 3);
+  auto residual = randomValues<Y>(size_t(m) * size_t(n), 4.0f, seed + 4);
+  DeviceBuffer<X> dg(gate), du(up);
+  DeviceBuffer<W> dw(w), db(bias);
+  DeviceBuffer<Y> dr(residual), dy(size_t(m) * size_t(n));
+  DeviceBuffer<float> partial(size_t(splits) * size_t(m) * size_t(n));
+  SplitCounters counters;
+  const W *b = withBias ? db.get() : nullptr;
+  const Y *r = withResidual ? dr.get() : nullptr;
+  GemvPrologue<W, X> pro{nullptr, 0.0f, 0.0f, du.get()};
+  if constexpr (F == Form::TensorCores) {
+    ASSERT_EQ(launchGemvTc<GemvIn::Swiglu>(dg.get(), pro, dw.get(), b, r, dy.get(), partial.get(),
+                                           counters.get(), m, n, k, splits, nullptr, seg),
+              "");
+  } else if constexpr (F == Form::Simt) {
+    ASSERT_EQ((launchGemvSimt<GemvIn::Swiglu>(dg.get(), pro, dw.get(), b, r, dy.get(),
+                                               partial.get(), counters.get(), m, n, k, splits,
+                                               nullptr, seg)),
+              "");
+  } else {
+    ASSERT_EQ(swigluGemv(dg.get(), du.get(), dw.get(), b, r, dy.get(), partial.get(),
+                         counters.get(), m, n, k, splits, nullptr, seg),
+              "");
+  }
+  EXPECT_EQ(counters.leftNonzero(), 0u);
+  auto gd = widen(gate), ud = widen(up), wd = widen(w), bd = widen(bias), rd = widen(residual);
+  std::vector<double> want(size_t(m) * size_t(n));
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      double s = withBias ? bd[size_t(j)] : 0.0;
+      for (int e = 0; e < k; ++e) {
+        size_t at = size_t(i) * size_t(k) + size_t(e);
+        s += wd[size_t(j) * size_t(k) + size_t(e)] * gd[at] / (1.0 + std::exp(-gd[at])) * ud[at];
+      }
+      if (withResidual)
+        s += rd[size_t(i) * size_t(n) + size_t(j)];
+      want[outputAt(seg, m, i, j, n)] = s;
+    }
+  EXPECT_LE(relativeError(dy.download(), want), tolerance<Y>() + storageEpsilon<X>());
+}
+
+// Each block computes its split's values of silu(gate) * up once into
+// shared memory: one and several splits (each its own range of K, the
+// last one's reaching past the last whole vector), K not a multiple of the
+// vector width (element by element), both forms, f32 and 16-bit, and the
+// output in column ranges.
+TEST(CudaGemv, SwigluFoldedIn) {
+  checkSwigluGemv<float, float, float>(1, 24, 512, 1, true, true, 130);
+  checkSwigluGemv<half, half, half>(2, 40, 2048, 4, false, true, 131);
+  checkSwigluGemv<half, half, float, Form::Simt>(1, 16, 1003, 1, true, false, 132);
+  checkSwigluGemv<bfloat16, bfloat16, bfloat16, Form::Simt>(3, 33, 1024, 3, true, true, 133);
+  checkSwigluGemv<half, half, half, Form::TensorCores>(8, 40, 1024, 2, true, true, 134);
+  checkSwigluGemv<bfloat16, bfloat16, float, Form::TensorCores>(4, 17, 512, 1, false, false, 135);
+  checkSwigluGemv<half, half, half, Form::TensorCores>(8, 48, 512, 4, false, false, 136,
+                                                       {32, 0});
+  // A split count that leaves the last splits without vectors (5 of them,
+  // 8 splits).
+  checkSwigluGemv<float, float, float, Form::Simt>(1, 8, 20, 8, false, false, 137);
+  // f32 weights over half x: a split's range starts at a multiple of 4, not
+  // of x's 8-value vectors (element by element).
+  checkSwigluGemv<float, half, float, Form::Simt>(2, 24, 520, 4, true, false, 138);
+}
+
 TEST(CudaGemv, SplitCountFillsTheDevice) {
   EXPECT_EQ(gemvSplits(4096, 4096, 2, 132), 1);
   EXPECT_GT(gemvSplits(64, 8192, 2, 132), 1);
@@ -486,6 +563,15 @@ TEST(CudaGemv, RejectsBadArguments) {
   EXPECT_EQ(segmented({3, 8}, nullptr), "gemv: invalid output segments");
   EXPECT_EQ(segmented({0, 3}, nullptr), "gemv: invalid output segments");
   EXPECT_EQ(segmented({3, 0}, y.get()), "gemv: output segments with a residual");
+  // swigluGemv without up, or rows larger than its shared memory.
+  EXPECT_EQ((swigluGemv<float, float, float>(x.get(), nullptr, w.get(), nullptr, nullptr, y.get(),
+                                             nullptr, nullptr, 1, 8, 64, 1, nullptr)),
+            "gemv: invalid arguments");
+  DeviceBuffer<half> big(size_t(2) * 16384);
+  DeviceBuffer<half> bigW(size_t(8) * 16384), bigY(size_t(16));
+  EXPECT_NE((swigluGemv<half, half, half>(big.get(), big.get(), bigW.get(), nullptr, nullptr,
+                                          bigY.get(), nullptr, nullptr, 2, 8, 16384, 1, nullptr)),
+            "");
 }
 
 //===----------------------------------------------------------------------===//

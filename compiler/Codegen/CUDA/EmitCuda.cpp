@@ -214,6 +214,7 @@ llvm::Error CudaEmitter::emitFunction(func::FuncOp f) {
   maxTokens = std::max(maxTokens, entry.batch * entry.seq);
   refs.clear();
   buffers.clear();
+  segmented.clear(); // (by buffer number: each entry numbers its own)
   step = 0;
   body.clear();
   refs[f.getArgument(0)] = Ref{Ref::Tokens};

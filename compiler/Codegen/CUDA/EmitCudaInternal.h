@@ -195,10 +195,11 @@ private:
   /// rows (split-K when the columns are few), gemm / qgemm otherwise, with
   /// a following residual add folded in.
   llvm::Error emitLinear(Operation *op, CpuModel::Entry &stats);
-  /// Whether `op` is an llm.rms_norm read only by decode GEMVs (at most
-  /// kGemvMaxRows rows, weights of the norm's weight type; its output
-  /// within normGemv's shared memory): then normGemv applies it as it reads
-  /// x, and `op` writes nothing.
+  /// Whether `op` is an llm.rms_norm (or an llm.swiglu not ending a run of
+  /// element-wise operations) read only by decode GEMVs over constant
+  /// weights (at most kGemvMaxRows rows; a norm's of its weight type; its
+  /// output within normGemv's shared memory): then normGemv (swigluGemv)
+  /// applies it as each block reads x, and `op` writes nothing.
   bool foldsIntoGemv(Operation *op);
   /// For a decode linear's result `y` ([rows, .., n], rows > 1) whose every
   /// reader (through fused regions) is a slice of whole columns along the

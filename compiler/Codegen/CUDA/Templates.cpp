@@ -171,6 +171,10 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
   if (name == "onnx.slice" || name == "onnx.transpose" || name == "onnx.split" ||
       name == "onnx.concat")
     return emitCopy(op, stats);
+  if (isa<SwigluOp>(op) && foldsIntoGemv(op)) {
+    foldedInputs[op->getResult(0)] = op; // (no storage, no launch of its own)
+    return llvm::Error::success();
+  }
   if (!pointwiseExpr(op).empty())
     return emitPointwise(op, stats);
   if (name == "onnx.gather")
@@ -522,26 +526,37 @@ SmallVector<int64_t, 2> CudaEmitter::outputSegments(Value y, int64_t rows, int64
 
 bool CudaEmitter::foldsIntoGemv(Operation *op) {
   auto n = dyn_cast<RmsNormOp>(op);
-  if (!n)
+  auto swiglu = dyn_cast<SwigluOp>(op);
+  if ((!n && !swiglu) || chains.count(op)) // (a SwiGLU that ends a run is the run's kernel)
     return false;
-  Value x = n.getX(), y = n.getResult();
-  // The kernel reads x as y's type and normalises it into shared memory.
-  if (cxxType(x.getType()) != cxxType(y.getType()) || shapeOf(x) != shapeOf(y) ||
-      !isFloatType(y.getType()))
+  Value y = op->getResult(0);
+  // The kernel reads its operands as y's type, of y's shape, and writes
+  // their norm or SwiGLU into shared memory.
+  SmallVector<Value, 2> inputs;
+  if (n)
+    inputs.push_back(n.getX());
+  else
+    inputs.append(op->operand_begin(), op->operand_end());
+  for (Value x : inputs)
+    if (cxxType(x.getType()) != cxxType(y.getType()) || shapeOf(x) != shapeOf(y))
+      return false;
+  if (!isFloatType(y.getType()))
     return false;
   int64_t k = shapeOf(y).empty() ? 0 : shapeOf(y).back();
   if (k < 1 || numel(y) / k > ::llmc::cuda::kGemvMaxRows ||
       int64_t(numel(y)) * elemBytes(y.getType()) > ::llmc::cuda::kGemvNormSharedBytes)
     return false;
-  return readOnlyByGemvs(y, cxxType(n.getWeight().getType()));
+  return readOnlyByGemvs(y, n ? cxxType(n.getWeight().getType()) : "");
 }
 
 llvm::Error CudaEmitter::emitLinear(Operation *op, CpuModel::Entry &stats) {
   auto quant = dyn_cast<QuantizedLinearOp>(op);
   Value x = op->getOperand(0), y = op->getResult(0);
-  // An RMS norm folded in (foldsIntoGemv): its input is read instead.
+  // An RMS norm or a SwiGLU folded in (foldsIntoGemv): its input (the
+  // gate) is read instead.
   Operation *prologue = foldedInputs.lookup(x);
   auto norm = dyn_cast_or_null<RmsNormOp>(prologue);
+  auto swiglu = dyn_cast_or_null<SwigluOp>(prologue);
   if (prologue)
     x = prologue->getOperand(0);
   Value bias = quant ? quant.getBias() : cast<LinearOp>(op).getBias();
@@ -637,8 +652,10 @@ llvm::Error CudaEmitter::emitLinear(Operation *op, CpuModel::Entry &stats) {
       buffers.push_back({splits * rows * n * 4, step, step, -1});
       partial = llvm::formatv("m.at<float>(@@B{0}@@ + 0), m.counters", buffers.size() - 1).str();
     }
-    fn += norm ? "normGemv" : "gemv";
+    fn += norm ? "normGemv" : swiglu ? "swigluGemv" : "gemv";
     std::string in = ptr(x);
+    if (swiglu)
+      in += ", " + ptr(prologue->getOperand(1));
     if (norm)
       in += llvm::formatv(", {0}, {1:e9}f, {2:e9}f", ptr(norm.getWeight(), bt),
                           norm.getEpsilon().convertToFloat(),

@@ -35,7 +35,14 @@
 //   L2. (Normalising each value as a warp read it made every warp repeat
 //   the block's work: on an H200 the folded GEMVs ran at half the plain
 //   ones' bandwidth, and a SwiGLU folded the same way, with an exp per
-//   value, at a fifth. SwiGLU stays a kernel of its own.)
+//   value, at a fifth.)
+//
+//   swigluGemv: the same over silu(gate) * up (llm.swiglu, gate and up
+//   [M, K] of X) folded in: each block writes the values of its split's K
+//   range, rounded to X as the SwiGLU kernel would have written them, into
+//   shared memory (M * K values at most kNormSharedBytes), once per block:
+//   a block of 8 columns computes each of its values once where the
+//   per-warp fold computed it 8 times.
 //
 //   A lane keeps two batches of kUnroll vectors in flight: the
 //   next batch's loads are issued before the current one is multiplied.
@@ -93,11 +100,21 @@ constexpr bool kTensorCoreGemv =
 struct GemvSegments {
   int e1 = 0, e2 = 0;
 };
-template <bool NORM, class T, class Y>
-std::string launchGemvTc(const T *x, const T *norm, float eps, float offset, const T *w,
-                         const T *bias, const Y *residual, Y *y, float *partial,
-                         unsigned *counters, int m, int n, int k, int splits, Stream stream,
-                         const GemvSegments &seg = {});
+/// What a GEMV applies to x as each block writes it into shared memory:
+/// nothing (gemv reads x itself), llm.rms_norm (normGemv) or llm.swiglu
+/// (swigluGemv: x is the gate).
+enum class GemvIn { Plain, RmsNorm, Swiglu };
+/// Their operands beyond x: the norm's weights, epsilon and weight offset;
+/// SwiGLU's up.
+template <class W, class X> struct GemvPrologue {
+  const W *norm = nullptr;
+  float eps = 0.0f, offset = 0.0f;
+  const X *up = nullptr;
+};
+template <GemvIn IN, class T, class Y>
+std::string launchGemvTc(const T *x, const GemvPrologue<T, T> &pro, const T *w, const T *bias,
+                         const Y *residual, Y *y, float *partial, unsigned *counters, int m, int n,
+                         int k, int splits, Stream stream, const GemvSegments &seg = {});
 
 /// Where y[m, col] of `rows` rows of n columns is, in `seg`'s layout.
 LLMC_HOST_DEVICE size_t outputAt(const GemvSegments &seg, int rows, int m, int col, int n) {
@@ -252,14 +269,69 @@ LLMC_DEVICE void normaliseRows(const X *x, const W *norm, int k, float eps, floa
   __syncthreads();
 }
 
+/// silu(gate) * up for values [lo, hi) of M rows of K into xs [M, K] in
+/// shared memory, rounded to X as the generated SwiGLU kernel rounds them
+/// (g / (1 + exp(-g)) * u in f32), by every thread of the block; 16-byte
+/// vectors where the range and rows allow, else element by element.
+template <int M, class X>
+LLMC_DEVICE void swigluRows(const X *gate, const X *up, int k, int lo, int hi, X *xs) {
+  constexpr int kVec = int(16 / sizeof(X));
+  int tid = int(threadIdx.x), threads = int(blockDim.x);
+  bool vectors = lo % kVec == 0 && k % kVec == 0 && aligned16(gate) && aligned16(up);
+  int vEnd = vectors ? lo + (hi - lo) / kVec * kVec : lo;
+  auto value = [](float g, float u) { return fromFloat<X>(g / (1.0f + expf(-g)) * u); };
+  for (int i = lo / kVec + tid; i < vEnd / kVec; i += threads) {
+    uint4 g[M], u[M];
+    LLMC_UNROLL
+    for (int m = 0; m < M; ++m) {
+      g[m] = load16(gate + size_t(m) * size_t(k) + size_t(i) * kVec);
+      u[m] = load16(up + size_t(m) * size_t(k) + size_t(i) * kVec);
+    }
+    LLMC_UNROLL
+    for (int m = 0; m < M; ++m) {
+      float gv[kVec], uv[kVec];
+      unpackFloats(g[m], gv, gate);
+      unpackFloats(u[m], uv, up);
+      LLMC_UNROLL
+      for (int e = 0; e < kVec; ++e)
+        xs[size_t(m) * size_t(k) + size_t(i) * kVec + size_t(e)] = value(gv[e], uv[e]);
+    }
+  }
+  for (int i = vEnd + tid; i < hi; i += threads)
+    LLMC_UNROLL
+    for (int m = 0; m < M; ++m) {
+      size_t at = size_t(m) * size_t(k) + size_t(i);
+      xs[at] = value(toFloat(gate[at]), toFloat(up[at]));
+    }
+  __syncthreads();
+}
+
+/// x's values [lo, hi) as a GEMV block reads them: into shared memory
+/// through the prologue IN (the whole rows for a norm, whose sums need
+/// them), by every thread of the block; x itself for GemvIn::Plain.
+template <GemvIn IN, int M, class W, class X>
+LLMC_DEVICE const X *blockInput(const X *x, const GemvPrologue<W, X> &pro, int k, int lo,
+                                int hi) {
+  if constexpr (IN == GemvIn::Plain) {
+    return x;
+  } else {
+    LLMC_DYNAMIC_SHARED(X, xs);
+    if constexpr (IN == GemvIn::RmsNorm)
+      normaliseRows<M>(x, pro.norm, k, pro.eps, pro.offset, xs);
+    else
+      swigluRows<M>(x, pro.up, k, lo, hi, xs);
+    return xs;
+  }
+}
+
 // (No __launch_bounds__: with it ptxas trades registers for occupancy and
 // spills at M = 8; without it M = 8 takes 78 registers and 3 blocks fit an
-// SM, which keeps enough loads in flight.) NORM: x goes through rms_norm
-// (norm, eps, offset) into shared memory first.
-template <class W, class X, class Y, int M, bool NORM>
+// SM, which keeps enough loads in flight.) IN: what x goes through into
+// shared memory first (blockInput).
+template <class W, class X, class Y, int M, GemvIn IN>
 LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *residual, Y *y,
-                            float *partial, unsigned *counters, int n, int k, const W *norm,
-                            float eps, float offset, GemvSegments seg) {
+                            float *partial, unsigned *counters, int n, int k,
+                            GemvPrologue<W, X> pro, GemvSegments seg) {
   constexpr int kVec = int(16 / sizeof(W)), U = kGemvUnroll;
   unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   int col = int(blockIdx.x) * kGemvWarps + int(warp);
@@ -270,6 +342,9 @@ LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *resi
   int chunks = k % kVec == 0 ? k / kVec : 0;
   int perSplit = (chunks + splits - 1) / splits;
   int c0 = split * perSplit, c1 = c0 + perSplit < chunks ? c0 + perSplit : chunks;
+  // The split's values of x (the last split's reach past the last whole
+  // vector: the scalar tail's).
+  int lo = (c0 < chunks ? c0 : chunks) * kVec, hi = split == splits - 1 ? k : c1 * kVec;
   if (!live)
     c1 = c0;
   const W *row = w + static_cast<size_t>(live ? col : 0) * size_t(k);
@@ -289,11 +364,7 @@ LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *resi
   for (int p = v + U * 32, u = 0; p < c1 && u < kGemvPrefetch; p += 32, ++u)
     prefetchL2(row + size_t(p) * kVec);
   LLMC_KERNEL_BEGIN();
-  if constexpr (NORM) { // (block barriers: before any warp leaves)
-    LLMC_DYNAMIC_SHARED(X, xs);
-    normaliseRows<M>(x, norm, k, eps, offset, xs);
-    x = xs;
-  }
+  x = blockInput<IN, M>(x, pro, k, lo, hi); // (block barriers: before any warp leaves)
   if (!live && splits == 1)
     return; // the whole warp leaves together; no block barrier follows
   // (With splits, a warp past N stays for lastOfGroup's barriers.)
@@ -361,43 +432,44 @@ inline int gemvSplits(int n, int k, int sizeofW, int sms) {
 }
 
 /// What is wrong with a gemv's or normGemv's arguments, or "".
-template <bool NORM, class W, class X>
-std::string gemvArgumentError(const W *norm, const float *partial, const unsigned *counters,
-                              int m, int n, int k, int splits, const GemvSegments &seg,
-                              bool residual) {
+template <GemvIn IN, class W, class X>
+std::string gemvArgumentError(const GemvPrologue<W, X> &pro, const float *partial,
+                              const unsigned *counters, int m, int n, int k, int splits,
+                              const GemvSegments &seg, bool residual) {
   if (m < 1 || m > kGemvMaxRows || n < 1 || k < 1 || splits < 1 ||
-      (splits > 1 && !splitWorkspace(partial, counters, n)) || (NORM && !norm))
+      (splits > 1 && !splitWorkspace(partial, counters, n)) ||
+      (IN == GemvIn::RmsNorm && !pro.norm) || (IN == GemvIn::Swiglu && !pro.up))
     return "gemv: invalid arguments";
   if (std::string e = segmentsError(seg, n, residual); !e.empty())
     return e;
   if (k % int(16 / sizeof(W)) != 0 && splits > 1)
     return "gemv: split-K needs K a multiple of the vector width";
-  if (NORM && normGemvSharedBytes<X>(m, k) > size_t(kGemvNormSharedBytes))
-    return "normGemv: " + std::to_string(m) + " x " + std::to_string(k) +
-           " normalised inputs exceed the block's shared memory";
+  if (IN != GemvIn::Plain && normGemvSharedBytes<X>(m, k) > size_t(kGemvNormSharedBytes))
+    return std::string(IN == GemvIn::RmsNorm ? "normGemv: " : "swigluGemv: ") +
+           std::to_string(m) + " x " + std::to_string(k) +
+           " inputs exceed the block's shared memory";
   return "";
 }
 
-/// gemv and normGemv in the SIMT form (one column a warp; see gemvKernel),
-/// whatever the rows.
-template <bool NORM, class W, class X, class Y>
-std::string launchGemvSimt(const X *x, const W *norm, float eps, float offset, const W *w,
-                           const W *bias, const Y *residual, Y *y, float *partial,
-                           unsigned *counters, int m, int n, int k, int splits, Stream stream,
-                           GemvSegments seg = {}) {
-  if (std::string e = gemvArgumentError<NORM, W, X>(norm, partial, counters, m, n, k, splits,
-                                                    seg, residual != nullptr);
+/// gemv, normGemv and swigluGemv in the SIMT form (one column a warp; see
+/// gemvKernel), whatever the rows.
+template <GemvIn IN, class W, class X, class Y>
+std::string launchGemvSimt(const X *x, const GemvPrologue<W, X> &pro, const W *w, const W *bias,
+                           const Y *residual, Y *y, float *partial, unsigned *counters, int m,
+                           int n, int k, int splits, Stream stream, GemvSegments seg = {}) {
+  if (std::string e = gemvArgumentError<IN>(pro, partial, counters, m, n, k, splits, seg,
+                                            residual != nullptr);
       !e.empty())
     return e;
-  size_t shared = NORM ? normGemvSharedBytes<X>(m, k) : 0;
+  size_t shared = IN != GemvIn::Plain ? normGemvSharedBytes<X>(m, k) : 0;
   dim3 grid(ceilDiv(n, kGemvWarps), unsigned(splits));
   dim3 block(kGemvWarps * 32);
   std::string e;
   switch (m) {
 #define LLMC_GEMV_CASE(R)                                                                          \
   case R:                                                                                          \
-    e = launch(gemvKernel<W, X, Y, R, NORM>, grid, block, shared, stream, x, w, bias, residual, y, \
-               partial, counters, n, k, norm, eps, offset, seg);                                   \
+    e = launch(gemvKernel<W, X, Y, R, IN>, grid, block, shared, stream, x, w, bias, residual, y,   \
+               partial, counters, n, k, pro, seg);                                                 \
     break;
     LLMC_GEMV_CASE(1)
     LLMC_GEMV_CASE(2)
@@ -412,24 +484,23 @@ std::string launchGemvSimt(const X *x, const W *norm, float eps, float offset, c
   return e;
 }
 
-/// gemv and normGemv as the runtime runs them: on tensor cores from
-/// kTcGemvMinRows rows where they apply, else one column per warp.
-template <bool NORM, class W, class X, class Y>
-std::string launchGemv(const X *x, const W *norm, float eps, float offset, const W *w,
-                       const W *bias, const Y *residual, Y *y, float *partial,
-                       unsigned *counters, int m, int n, int k, int splits, Stream stream,
-                       GemvSegments seg = {}) {
+/// gemv, normGemv and swigluGemv as the runtime runs them: on tensor cores
+/// from kTcGemvMinRows rows where they apply, else one column per warp.
+template <GemvIn IN, class W, class X, class Y>
+std::string launchGemv(const X *x, const GemvPrologue<W, X> &pro, const W *w, const W *bias,
+                       const Y *residual, Y *y, float *partial, unsigned *counters, int m, int n,
+                       int k, int splits, Stream stream, GemvSegments seg = {}) {
   if constexpr (kTensorCoreGemv<W, X>)
     if (m >= kTcGemvMinRows && k % 32 == 0 && tc::bf16()) {
-      if (std::string e = gemvArgumentError<NORM, W, X>(norm, partial, counters, m, n, k, splits,
-                                                        seg, residual != nullptr);
+      if (std::string e = gemvArgumentError<IN>(pro, partial, counters, m, n, k, splits, seg,
+                                                residual != nullptr);
           !e.empty())
         return e;
-      return launchGemvTc<NORM>(x, norm, eps, offset, w, bias, residual, y, partial, counters, m,
-                                n, k, splits, stream, seg);
+      return launchGemvTc<IN>(x, pro, w, bias, residual, y, partial, counters, m, n, k, splits,
+                              stream, seg);
     }
-  return launchGemvSimt<NORM>(x, norm, eps, offset, w, bias, residual, y, partial, counters, m, n,
-                              k, splits, stream, seg);
+  return launchGemvSimt<IN>(x, pro, w, bias, residual, y, partial, counters, m, n, k, splits,
+                            stream, seg);
 }
 
 /// Launches y = x W^T (+ bias) (+ residual) for M rows (1 .. kGemvMaxRows).
@@ -439,8 +510,8 @@ template <class W, class X, class Y>
 std::string gemv(const X *x, const W *w, const W *bias, const Y *residual, Y *y, float *partial,
                  unsigned *counters, int m, int n, int k, int splits, Stream stream,
                  GemvSegments seg = {}) {
-  return launchGemv<false>(x, static_cast<const W *>(nullptr), 0.0f, 0.0f, w, bias, residual, y,
-                           partial, counters, m, n, k, splits, stream, seg);
+  return launchGemv<GemvIn::Plain>(x, GemvPrologue<W, X>{}, w, bias, residual, y, partial,
+                                   counters, m, n, k, splits, stream, seg);
 }
 
 /// y = rms_norm(x; norm, eps, offset) W^T (+ bias) (+ residual), the norm's
@@ -450,8 +521,20 @@ template <class W, class X, class Y>
 std::string normGemv(const X *x, const W *norm, float eps, float offset, const W *w, const W *bias,
                      const Y *residual, Y *y, float *partial, unsigned *counters, int m, int n,
                      int k, int splits, Stream stream, GemvSegments seg = {}) {
-  return launchGemv<true>(x, norm, eps, offset, w, bias, residual, y, partial, counters, m, n, k,
-                          splits, stream, seg);
+  return launchGemv<GemvIn::RmsNorm>(x, GemvPrologue<W, X>{norm, eps, offset, nullptr}, w, bias,
+                                     residual, y, partial, counters, m, n, k, splits, stream,
+                                     seg);
+}
+
+/// y = swiglu(gate, up) W^T (+ bias) (+ residual): silu(gate) * up ([M, K]
+/// each) rounded to X as llm.swiglu's would be, without writing it (M * K *
+/// sizeof(X) at most kGemvNormSharedBytes).
+template <class W, class X, class Y>
+std::string swigluGemv(const X *gate, const X *up, const W *w, const W *bias, const Y *residual,
+                       Y *y, float *partial, unsigned *counters, int m, int n, int k, int splits,
+                       Stream stream, GemvSegments seg = {}) {
+  return launchGemv<GemvIn::Swiglu>(gate, GemvPrologue<W, X>{nullptr, 0.0f, 0.0f, up}, w, bias,
+                                    residual, y, partial, counters, m, n, k, splits, stream, seg);
 }
 
 } // namespace llmc::cuda

@@ -38,10 +38,10 @@ namespace llmc::cuda {
 
 constexpr int kTcGemvWarps = 8, kTcGemvColumns = 16, kTcGemvUnroll = 4;
 
-template <class T, class Y, int M, bool NORM>
+template <class T, class Y, int M, GemvIn IN>
 LLMC_DEVICE void gemvTcBody(const T *x, const T *w, const T *bias, const Y *residual, Y *y,
-                            float *partial, unsigned *counters, int n, int k, const T *norm,
-                            float eps, float offset, const GemvSegments &seg) {
+                            float *partial, unsigned *counters, int n, int k,
+                            const GemvPrologue<T, T> &pro, const GemvSegments &seg) {
   constexpr int U = kTcGemvUnroll;
   int lane = int(threadIdx.x % 32), warp = int(threadIdx.x / 32), g = lane / 4, t = lane % 4;
   int col0 = int(blockIdx.x) * kTcGemvColumns;
@@ -76,11 +76,7 @@ LLMC_DEVICE void gemvTcBody(const T *x, const T *w, const T *bias, const Y *resi
     prefetchL2(w1 + size_t(j) * 32);
   }
   LLMC_KERNEL_BEGIN();
-  if constexpr (NORM) { // (block barriers: every thread is here)
-    LLMC_DYNAMIC_SHARED(T, xs);
-    normaliseRows<M>(x, norm, k, eps, offset, xs);
-    x = xs;
-  }
+  x = blockInput<IN, M>(x, pro, k, s0 * 32, s1 * 32); // (block barriers: every thread is here)
   const T *xr = x + size_t(g < M ? g : 0) * size_t(k) + 8 * t;
 
   float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -137,34 +133,32 @@ LLMC_DEVICE void gemvTcBody(const T *x, const T *w, const T *bias, const Y *resi
   finishSplits<M, kTcGemvColumns>(partial, counters, bias, residual, y, n, seg);
 }
 
-template <class T, class Y, int M, bool NORM>
+template <class T, class Y, int M, GemvIn IN>
 LLMC_GLOBAL void gemvTcKernel(const T *x, const T *w, const T *bias, const Y *residual, Y *y,
-                              float *partial, unsigned *counters, int n, int k, const T *norm,
-                              float eps, float offset, GemvSegments seg) {
+                              float *partial, unsigned *counters, int n, int k,
+                              GemvPrologue<T, T> pro, GemvSegments seg) {
   if constexpr (!tc::kBf16) { // mma.sync m16n8k16: sm_80 and later (tc::bf16() on the host)
     LLMC_KERNEL_BEGIN();
     __trap(); // code built for an older GPU on a newer one: a launch error, not silence
   } else {
-    gemvTcBody<T, Y, M, NORM>(x, w, bias, residual, y, partial, counters, n, k, norm, eps,
-                              offset, seg);
+    gemvTcBody<T, Y, M, IN>(x, w, bias, residual, y, partial, counters, n, k, pro, seg);
   }
 }
 
 /// The tensor-core form of launchGemv (the caller checked the arguments,
 /// K % 32 == 0 and tc::bf16()).
-template <bool NORM, class T, class Y>
-std::string launchGemvTc(const T *x, const T *norm, float eps, float offset, const T *w,
-                         const T *bias, const Y *residual, Y *y, float *partial,
-                         unsigned *counters, int m, int n, int k, int splits, Stream stream,
-                         const GemvSegments &seg) {
-  size_t shared = NORM ? normGemvSharedBytes<T>(m, k) : 0;
+template <GemvIn IN, class T, class Y>
+std::string launchGemvTc(const T *x, const GemvPrologue<T, T> &pro, const T *w, const T *bias,
+                         const Y *residual, Y *y, float *partial, unsigned *counters, int m, int n,
+                         int k, int splits, Stream stream, const GemvSegments &seg) {
+  size_t shared = IN != GemvIn::Plain ? normGemvSharedBytes<T>(m, k) : 0;
   dim3 grid(ceilDiv(n, kTcGemvColumns), unsigned(splits)), block(kTcGemvWarps * 32);
   std::string e;
   switch (m) {
 #define LLMC_GEMV_TC_CASE(R)                                                                       \
   case R:                                                                                          \
-    e = launch(gemvTcKernel<T, Y, R, NORM>, grid, block, shared, stream, x, w, bias, residual, y,  \
-               partial, counters, n, k, norm, eps, offset, seg);                                   \
+    e = launch(gemvTcKernel<T, Y, R, IN>, grid, block, shared, stream, x, w, bias, residual, y,    \
+               partial, counters, n, k, pro, seg);                                                 \
     break;
     LLMC_GEMV_TC_CASE(1)
     LLMC_GEMV_TC_CASE(2)
