@@ -632,8 +632,10 @@ llvm::Error CudaEmitter::emitLinear(Operation *op, CpuModel::Entry &stats) {
   // A result read only as slices of whole column ranges (a merged
   // projection's q, k, v or gate and up): each range written as a block of
   // its own, so that the slices are views rather than copy kernels.
+  // (A prefill's float gemm: one gemm per range, over the range's rows of
+  // the weight.)
   SmallVector<int64_t, 2> ends;
-  if (gemv && !add && rows <= ::llmc::cuda::kGemvMaxRows) {
+  if (!add && ((gemv && rows <= ::llmc::cuda::kGemvMaxRows) || !quant)) {
     ends = outputSegments(y, rows, n);
     if (!ends.empty()) {
       Segmented sg{rows, n, {0}};
@@ -673,6 +675,26 @@ llvm::Error CudaEmitter::emitLinear(Operation *op, CpuModel::Entry &stats) {
                   " (" + fn + ") -> " + describeType(y.getType()));
   } else {
     fn += "gemm";
+    if (!ends.empty()) { // (float weights: !quant)
+      SmallVector<int64_t, 4> bounds = {0};
+      bounds.append(ends.begin(), ends.end());
+      bounds.push_back(n);
+      for (size_t i = 0; i + 1 < bounds.size(); ++i) {
+        int64_t start = bounds[i], width = bounds[i + 1] - start;
+        std::string at = llvm::formatv(" + {0}", start).str();
+        statement(llvm::formatv("gemm<{0}>({1}, {2} + {3}, {4}, nullptr, {5} + {6}, {7}, {8}, "
+                                "{9}, a.stream, &m.blas)",
+                                targs, ptr(x), wargs, start * k, hasBias ? b + at : b, ptr(y),
+                                rows * start, rows, width, k)
+                      .str(),
+                  llvm::formatv("linear (gemm), columns {0}..{1} of {2} -> [{3}, {4}] at "
+                                "element {5}",
+                                start, start + width, n, rows, width, rows * start)
+                      .str());
+        ++stats.kernelCalls;
+      }
+      return llvm::Error::success();
+    }
     statement(llvm::formatv("{0}<{1}>({2}, {3}, {4}, {5}, {6}, {7}, a.stream{8})", fn, targs,
                             ptr(x), wargs, b, res, ptr(y), sizes, quant ? "" : ", &m.blas")
                   .str(),
