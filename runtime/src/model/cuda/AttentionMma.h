@@ -173,23 +173,19 @@ LLMC_DEVICE void flashAttentionMmaBody(const T *q, const T *kCache, const T *vCa
       // only on tiles that need them: a test per score made ptxas branch
       // around every pair of scores.
       if constexpr (!kFold) {
-        if (softcap > 0.0f) {
+        auto eachScore = [&](auto &&update) {
           LLMC_UNROLL
           for (int a = 0; a < A; ++a)
             LLMC_UNROLL
             for (int j = 0; j < kNt; ++j)
               LLMC_UNROLL
               for (int e = 0; e < 4; ++e)
-                sc[a][j][e] = capScore(sc[a][j][e] * scale, softcap) * kLog2e;
-        } else {
-          LLMC_UNROLL
-          for (int a = 0; a < A; ++a)
-            LLMC_UNROLL
-            for (int j = 0; j < kNt; ++j)
-              LLMC_UNROLL
-              for (int e = 0; e < 4; ++e)
-                sc[a][j][e] *= scale * kLog2e;
-        }
+                update(sc[a][j][e]);
+        };
+        if (softcap > 0.0f)
+          eachScore([&](float &x) { x = capScore(x * scale, softcap) * kLog2e; });
+        else
+          eachScore([&](float &x) { x *= scale * kLog2e; });
       }
       if (masked) {
         LLMC_UNROLL
