@@ -44,6 +44,7 @@ const Shape kShapes[] = {
     {"o (+ residual)", 2048, 2048, GemvIn::Plain, true},
     {"gate/up (rms_norm folded in)", 16384, 2048, GemvIn::RmsNorm, false},
     {"down (SwiGLU folded in at 1-2 rows, + residual)", 2048, 8192, GemvIn::Swiglu, true},
+    {"down (+ residual; the SwiGLU a kernel before it)", 2048, 8192, GemvIn::Plain, true},
     {"lm_head (rms_norm folded in)", 32000, 2048, GemvIn::RmsNorm, false},
 };
 
