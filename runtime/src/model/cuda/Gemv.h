@@ -48,8 +48,8 @@
 //   next batch's loads are issued before the current one is multiplied.
 //   Its first batch is loaded before LLMC_KERNEL_BEGIN() (the wait for the
 //   kernel before, launches being programmatic on sm_90+) and before
-//   normGemv's norm, and the next kPrefetch vectors are asked for in L2:
-//   weights are written by no kernel. (On an H200, with each batch issued
+//   normGemv's norm (swigluGemv's SwiGLU), and the next kPrefetch vectors
+//   are asked for in L2: weights are written by no kernel. (On an H200, with each batch issued
 //   after the norm and used before the next was issued, the folded layers
 //   of K = 2048 ran at 38-64% of a streaming read, the plain ones at 54%.)
 //   This tiling runs below kTcGemvMinRows rows; at one row it beat 2 and 4
@@ -78,8 +78,9 @@ constexpr int kGemvWarps = 8;
 constexpr int kGemvUnroll = 4;
 constexpr int kGemvMaxRows = 8;
 constexpr int kGemvPrefetch = 2 * kGemvUnroll; // vectors per lane asked for before the wait
-/// normGemv's normalised rows in shared memory, at most (under the 48 KiB a
-/// block has without an opt-in, beside the static scratch).
+/// normGemv's normalised rows (swigluGemv's SwiGLU) in shared memory, at
+/// most (under the 48 KiB a block has without an opt-in, beside the static
+/// scratch).
 constexpr int kGemvNormSharedBytes = 40 * 1024;
 
 template <class X> constexpr size_t normGemvSharedBytes(int m, int k) {
@@ -350,8 +351,8 @@ LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *resi
   const W *row = w + static_cast<size_t>(live ? col : 0) * size_t(k);
   // U vectors per lane in flight (a batch): batch b + 1 is issued before
   // batch b is used. The first batch is issued before the wait for the
-  // kernel before this one (programmatic launches) and before normGemv's
-  // norm, and the batch after it asked for in L2: no kernel writes the
+  // kernel before this one (programmatic launches) and before the
+  // prologue, and the batch after it asked for in L2: no kernel writes the
   // weights. (A lane's vector past its range is zero, unused.)
   auto issue = [&](uint4 (&raw)[U], int at) {
     LLMC_UNROLL
@@ -431,7 +432,7 @@ inline int gemvSplits(int n, int k, int sizeofW, int sms) {
   return splitCount(n, k / (16 / sizeofW), sms);
 }
 
-/// What is wrong with a gemv's or normGemv's arguments, or "".
+/// What is wrong with a gemv's, normGemv's or swigluGemv's arguments, or "".
 template <GemvIn IN, class W, class X>
 std::string gemvArgumentError(const GemvPrologue<W, X> &pro, const float *partial,
                               const unsigned *counters, int m, int n, int k, int splits,

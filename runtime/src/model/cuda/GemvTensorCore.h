@@ -1,8 +1,10 @@
 //===- GemvTensorCore.h - decode linear layers of several rows on tensor cores -===//
 //
 // Shapes, layouts and semantics: Gemv.h's (y = x W^T (+ bias) (+ residual)
-// for M <= kGemvMaxRows rows of x, normGemv's rms_norm folded in, split-K
-// over `partial` and the split counters), for x and W both half or both
+// for M <= kGemvMaxRows rows of x, normGemv's rms_norm or swigluGemv's
+// SwiGLU folded in (Gemv.h's blockInput, over the block's split of K for
+// the SwiGLU), split-K over `partial` and the split counters, the output
+// in column ranges (GemvSegments)), for x and W both half or both
 // bfloat16 and K a multiple of 32, on sm_80 and later (Gemv.h's launchGemv
 // takes this form from kTcGemvMinRows rows). With several rows
 // the SIMT GEMV converts and multiplies every weight once per row in f32,
@@ -22,9 +24,10 @@
 //   no value moves between lanes. kTcGemvUnroll such chunks per lane in
 //   flight, twice over (the next batch issued before the current one is
 //   multiplied; the first before the wait for the kernel before and the
-//   norm, as Gemv.h's). The warps' accumulators meet in shared memory and warp 0 adds
-//   them in warp order (deterministic), then writes y (bias, residual) or
-//   its split's partial sums; Gemv.h's finishSplits ends split-K.
+//   prologue, as Gemv.h's). The warps' accumulators meet in shared memory
+//   and warp 0 adds them in warp order (deterministic), then writes y
+//   (bias, residual) or its split's partial sums; Gemv.h's finishSplits
+//   ends split-K.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_RUNTIME_MODEL_CUDA_GEMVTENSORCORE_H
@@ -58,7 +61,7 @@ LLMC_DEVICE void gemvTcBody(const T *x, const T *w, const T *bias, const Y *resi
   const T *w1 = w + size_t(r1 < n ? r1 : col0) * size_t(k) + 8 * t;
   // U chunks of W per lane in flight (a batch), the next batch issued
   // before the current one is multiplied; the first before the wait for
-  // the kernel before (programmatic launches) and normGemv's norm, the one
+  // the kernel before (programmatic launches) and the prologue, the one
   // after it asked for in L2 (no kernel writes the weights). A chunk past
   // the warp's range is zero, unused.
   const uint4 zero = {0, 0, 0, 0};
