@@ -407,22 +407,18 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
   return llvm::Error::success();
 }
 
-/// Whether v is a constant: defined by one, or a fused region's argument
-/// whose operand is (the linear layers sit in fused regions by then).
-static bool isConstant(Value v) {
-  while (auto arg = dyn_cast<BlockArgument>(v)) {
-    auto fused = dyn_cast_or_null<FusedOp>(arg.getOwner()->getParentOp());
-    if (!fused)
-      return false;
-    v = fused->getOperand(arg.getArgNumber());
-  }
-  return v.getDefiningOp<ConstantOp>() != nullptr;
-}
+/// Whether a linear layer's weight is a constant (the linear layers sit in
+/// fused regions by then: it is followed out of them). gemv reads its
+/// weights before the wait for the kernel before it (Gemv.h), so only
+/// constant ones go to it; a weight some kernel computes (none, as the
+/// importer raises linear layers today) takes gemm.
+static bool constantWeight(Value w) { return bool(outside(w).getDefiningOp<ConstantOp>()); }
 
-/// Whether every reader of `v` (through the fused regions that take it or
-/// yield it) is operand 0 of an llm.linear with constant float weights, of
-/// type `wt` unless that is empty.
-static bool readOnlyByGemvs(Value v, const std::string &wt) {
+/// The uses that read `v`, looking through fused regions (into a region's
+/// argument, out of its yield); false when `v` or a value it passes through
+/// has no reader, or an attention region or something other than a fused
+/// region takes or yields it.
+static bool readersThroughRegions(Value v, SmallVectorImpl<OpOperand *> &out) {
   if (v.use_empty())
     return false;
   for (OpOperand &use : v.getUses()) {
@@ -430,23 +426,34 @@ static bool readOnlyByGemvs(Value v, const std::string &wt) {
     if (isa<YieldOp>(user)) {
       auto fused = dyn_cast<FusedOp>(user->getParentOp());
       if (!fused || fused.getKind() == "attention" ||
-          !readOnlyByGemvs(fused->getResult(use.getOperandNumber()), wt))
+          !readersThroughRegions(fused->getResult(use.getOperandNumber()), out))
         return false;
-      continue;
-    }
-    if (auto fused = dyn_cast<FusedOp>(user)) {
+    } else if (auto fused = dyn_cast<FusedOp>(user)) {
       if (fused.getKind() == "attention" ||
-          !readOnlyByGemvs(fused.getRegion().front().getArgument(use.getOperandNumber()), wt))
+          !readersThroughRegions(fused.getRegion().front().getArgument(use.getOperandNumber()),
+                                 out))
         return false;
-      continue;
+    } else {
+      out.push_back(&use);
     }
-    auto l = dyn_cast<LinearOp>(user);
-    if (!l || use.getOperandNumber() != 0 || !isConstant(l.getWeight()) ||
-        !isFloatType(l.getWeight().getType()) ||
-        (!wt.empty() && cxxType(l.getWeight().getType()) != wt))
-      return false;
   }
   return true;
+}
+
+/// Whether every reader of `v` (through the fused regions that take it or
+/// yield it) is operand 0 of an llm.linear with constant float weights, of
+/// type `wt` unless that is empty.
+static bool readOnlyByGemvs(Value v, const std::string &wt) {
+  SmallVector<OpOperand *> readers;
+  if (!readersThroughRegions(v, readers))
+    return false;
+  return llvm::all_of(readers, [&](OpOperand *use) {
+    auto l = dyn_cast<LinearOp>(use->getOwner());
+    return l && use->getOperandNumber() == 0 &&
+           constantWeight(l.getWeight()) &&
+           isFloatType(l.getWeight().getType()) &&
+           (wt.empty() || cxxType(l.getWeight().getType()) == wt);
+  });
 }
 
 bool CudaEmitter::ropeSupported(RopeOp r) {
@@ -473,36 +480,16 @@ CudaEmitter::CacheSource CudaEmitter::cacheUpdateSource(Operation *op) {
   return src;
 }
 
-/// The operations that read `v`, looking through fused regions (into a
-/// region's argument, out of its yield); false when an attention region
-/// or something other than a fused region's yield ends a region's use.
-static bool readersThroughRegions(Value v, SmallVectorImpl<Operation *> &out) {
-  for (OpOperand &use : v.getUses()) {
-    Operation *user = use.getOwner();
-    if (isa<YieldOp>(user)) {
-      auto fused = dyn_cast<FusedOp>(user->getParentOp());
-      if (!fused || !readersThroughRegions(fused->getResult(use.getOperandNumber()), out))
-        return false;
-    } else if (auto fused = dyn_cast<FusedOp>(user)) {
-      if (fused.getKind() == "attention" ||
-          !readersThroughRegions(fused.getRegion().front().getArgument(use.getOperandNumber()),
-                                 out))
-        return false;
-    } else {
-      out.push_back(user);
-    }
-  }
-  return true;
-}
-
 SmallVector<int64_t, 2> CudaEmitter::outputSegments(Value y, int64_t rows, int64_t n) {
-  SmallVector<Operation *> readers;
-  if (rows < 2 || !readersThroughRegions(y, readers) || readers.empty())
+  SmallVector<OpOperand *> readers;
+  if (rows < 2 || !readersThroughRegions(y, readers))
     return {};
   std::map<int64_t, int64_t> ranges; // start -> width
-  for (Operation *r : readers) {
-    std::optional<SliceSegments> seg =
-        shortName(r) == "onnx.slice" ? sliceSegments(r) : std::nullopt;
+  for (OpOperand *use : readers) {
+    Operation *r = use->getOwner();
+    std::optional<SliceSegments> seg = shortName(r) == "onnx.slice" && use->getOperandNumber() == 0
+                                           ? sliceSegments(r)
+                                           : std::nullopt;
     if (!seg || seg->count != rows || seg->stride != n || seg->len < 1)
       return {};
     auto [it, fresh] = ranges.try_emplace(seg->base, seg->len);
@@ -581,7 +568,7 @@ llvm::Error CudaEmitter::emitLinear(Operation *op, CpuModel::Entry &stats) {
   // The template arguments and operands after x of the two forms.
   std::string targs, wargs, bt;
   int64_t splits = 1;
-  bool gemv = true; // rows permitting
+  bool decode = rows <= ::llmc::cuda::kGemvMaxRows; // gemv (qgemv), else gemm (qgemm)
   if (quant) {
     int64_t bits = quant.getBits(), group = quant.getGroupSize();
     Value q = quant.getWeight(), scales = quant.getScales(), zeros = quant.getZeroPoints();
@@ -600,7 +587,7 @@ llvm::Error CudaEmitter::emitLinear(Operation *op, CpuModel::Entry &stats) {
     recordQuantizedLayer(op, model, recordedQuantized);
     targs = llvm::formatv("{0}, {1}, {2}, {3}, {4}", xt, yt, cxxType(scales.getType()), bt, bits);
     wargs = ptr(q) + ", " + ptr(scales) + ", " + (hasZeros ? ptr(zeros) : "nullptr");
-    if (rows <= ::llmc::cuda::kGemvMaxRows)
+    if (decode)
       splits = ::llmc::cuda::qgemvSplits(int(n), int(k), int(bits), int(group),
                                          kCudaAssumedMultiprocessors);
   } else {
@@ -614,13 +601,9 @@ llvm::Error CudaEmitter::emitLinear(Operation *op, CpuModel::Entry &stats) {
     }
     targs = wt + ", " + xt + ", " + yt;
     wargs = ptr(w);
-    // gemv reads its weights before the wait for the kernel before it
-    // (Gemv.h): a weight some kernel computes (none, as the importer raises
-    // linear layers today: their weights are constants) takes gemm.
-    auto wr = refs.find(w);
-    gemv = wr != refs.end() && wr->second.kind == Ref::Weight;
+    decode = decode && constantWeight(w);
     int64_t eb = elemBytes(w.getType());
-    if (gemv && rows <= ::llmc::cuda::kGemvMaxRows && k % (16 / eb) == 0)
+    if (decode && k % (16 / eb) == 0)
       splits = ::llmc::cuda::gemvSplits(int(n), int(k), int(eb), kCudaAssumedMultiprocessors);
   }
   define(y);
@@ -635,7 +618,7 @@ llvm::Error CudaEmitter::emitLinear(Operation *op, CpuModel::Entry &stats) {
   // (A prefill's float gemm: one gemm per range, over the range's rows of
   // the weight.)
   SmallVector<int64_t, 2> ends;
-  if (!add && ((gemv && rows <= ::llmc::cuda::kGemvMaxRows) || !quant)) {
+  if (!add && (decode || !quant)) {
     ends = outputSegments(y, rows, n);
     if (!ends.empty()) {
       Segmented sg{rows, n, {0}};
@@ -648,7 +631,7 @@ llvm::Error CudaEmitter::emitLinear(Operation *op, CpuModel::Entry &stats) {
   std::string fn = quant ? "q" : "";
   std::string sizes = llvm::formatv("{0}, {1}, {2}", rows, n, k).str() +
                       (quant ? ", " + std::to_string(quant.getGroupSize()) : "");
-  if (gemv && rows <= ::llmc::cuda::kGemvMaxRows) {
+  if (decode) {
     std::string partial = "nullptr, nullptr";
     if (splits > 1) { // a workspace buffer of its own, live for this statement
       buffers.push_back({splits * rows * n * 4, step, step, -1});
