@@ -183,7 +183,8 @@ int main(int argc, char **argv) {
     for (int m : rowCounts) {
       size_t wBytes = size_t(sh.n) * size_t(sh.k) * 2;
       GemvIn in = sh.in == GemvIn::Swiglu &&
-                          normGemvSharedBytes<half>(m, sh.k) > size_t(kGemvNormSharedBytes)
+                          gemvSharedBytes<GemvIn::Swiglu, half>(m, sh.k) >
+                              size_t(kGemvPrologueSharedBytes)
                       ? GemvIn::Plain
                       : sh.in;
       int copies = int(poolBytes / wBytes);

@@ -531,7 +531,7 @@ bool CudaEmitter::foldsIntoGemv(Operation *op) {
     return false;
   int64_t k = shapeOf(y).empty() ? 0 : shapeOf(y).back();
   if (k < 1 || numel(y) / k > ::llmc::cuda::kGemvMaxRows ||
-      int64_t(numel(y)) * elemBytes(y.getType()) > ::llmc::cuda::kGemvNormSharedBytes)
+      int64_t(numel(y)) * elemBytes(y.getType()) > ::llmc::cuda::kGemvPrologueSharedBytes)
     return false;
   return readOnlyByGemvs(y, n ? cxxType(n.getWeight().getType()) : "");
 }

@@ -42,8 +42,8 @@
 //   all of them; its tiles come by cp.async, two stages (the next tile's
 //   copy in flight while the current one is used) where they fit
 //   kDecodeTwoStageBytes of shared memory, else one; scores are computed
-//   thread per (head, key), the softmax
-//   and the value sum warp per head (lane per key, lane per value channel).
+//   thread per (head, key), the softmax and the value sum warp per head
+//   (lane per key, lane per value channel).
 //   Prefill: a block per (kAttnQueries queries, head, batch), each warp four
 //   queries, lane per key for the scores, lane per channel for the values;
 //   tiles wholly outside the causal range or the window are skipped.
@@ -93,7 +93,8 @@ template <class T> constexpr LLMC_HOST_DEVICE int paddedRow(int n) {
 LLMC_DEVICE float capScore(float s, float softcap) {
   if (softcap <= 0.0f)
     return s;
-  return softcap * (1.0f - fastDivide(2.0f, fastExp2(s * (2.8853900817779268f / softcap)) + 1.0f));
+  constexpr float kTwoLog2e = 2.8853900817779268f; // 2 log2(e)
+  return softcap * (1.0f - fastDivide(2.0f, fastExp2(s * (kTwoLog2e / softcap)) + 1.0f));
 }
 
 /// Copies rows [row0, row0 + rows) of a [.., C, n] cache slice into a padded
@@ -123,8 +124,8 @@ LLMC_DEVICE void asyncTile(T *dst, const T *src, size_t stride, int rows) {
   constexpr int kVec = int(16 / sizeof(T)), kChunks = D / kVec;
   if constexpr (kThreads > 0 && kThreads % kChunks == 0) {
     // A thread's chunk is the same in every row it copies: pointers step by
-    // whole rows (not unrolled: the unrolled addresses held registers that
-    // the attention kernels spill without).
+    // whole rows. (Not unrolled: unrolled, the copies' addresses took
+    // registers, and the mma.sync attention kernel spilled.)
     constexpr int kRowStep = kThreads / kChunks;
     int r = int(threadIdx.x) / kChunks, c = int(threadIdx.x) % kChunks;
     T *d = dst + r * paddedRow<T>(D) + c * kVec;

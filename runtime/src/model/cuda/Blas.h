@@ -156,7 +156,6 @@ private:
     }
   };
 
-
   Plan plan(const Key &key, cudaDataType_t type) {
     auto [t, m, n, k, hasBias, hasResidual] = key;
     (void)t, (void)hasResidual;

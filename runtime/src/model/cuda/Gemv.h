@@ -26,36 +26,36 @@
 //   each block first sums the squares of its M rows of x (16-byte loads,
 //   all of a thread's issued together, one pair of barriers for all rows:
 //   element loads, each waiting for the one before, took the folded layers
-//   to half the plain ones' speed on an H200), then writes them
-//   scaled by the row's inverse RMS and (norm + offset), rounded to X as
-//   rmsNorm would have written them, into shared memory (M * K values, at
-//   most kNormSharedBytes; all its threads, before any warp leaves), which
-//   the warps read as x. One launch instead of two per normalised layer of
-//   a decode step; the extra reads of x (M * K values per block) come from
-//   L2. (Normalising each value as a warp read it made every warp repeat
-//   the block's work: on an H200 the folded GEMVs ran at half the plain
-//   ones' bandwidth, and a SwiGLU folded the same way, with an exp per
-//   value, at a fifth.)
+//   to half the plain ones' speed on an H200), then writes them scaled by
+//   the row's inverse RMS and (norm + offset), rounded to X as rmsNorm
+//   would have written them, into shared memory (M * K values, at most
+//   kGemvPrologueSharedBytes; all its threads, before any warp leaves),
+//   which the warps read as x. One launch instead of two per normalised
+//   layer of a decode step; the extra reads of x (M * K values per block)
+//   come from L2. (Normalising each value as a warp read it made every
+//   warp repeat the block's work: on an H200 the folded GEMVs ran at half
+//   the plain ones' bandwidth, and a SwiGLU folded the same way, with an
+//   exp per value, at a fifth.)
 //
 //   swigluGemv: the same over silu(gate) * up (llm.swiglu, gate and up
 //   [M, K] of X) folded in: each block writes the values of its split's K
 //   range, rounded to X as the SwiGLU kernel would have written them, into
-//   shared memory (M * K values at most kNormSharedBytes), once per block:
-//   a block of 8 columns computes each of its values once where the
+//   shared memory (M * K values at most kGemvPrologueSharedBytes), once per
+//   block: a block of 8 columns computes each of its values once where the
 //   per-warp fold computed it 8 times.
 //
-//   A lane keeps two batches of kUnroll vectors in flight: the
-//   next batch's loads are issued before the current one is multiplied.
-//   Its first batch is loaded before LLMC_KERNEL_BEGIN() (the wait for the
-//   kernel before, launches being programmatic on sm_90+) and before
-//   normGemv's norm (swigluGemv's SwiGLU), and the next kPrefetch vectors
-//   are asked for in L2: weights are written by no kernel. (On an H200, with each batch issued
-//   after the norm and used before the next was issued, the folded layers
-//   of K = 2048 ran at 38-64% of a streaming read, the plain ones at 54%.)
-//   This tiling runs below kTcGemvMinRows rows; at one row it beat 2 and 4
-//   columns per warp and 8 loads in flight on an H200, and from 3 rows the
-//   tensor-core form beat them all
-//   (bench/results/2026-11-27-cuda-decode-h200-4.md).
+//   A lane keeps two batches of kUnroll vectors in flight: the next
+//   batch's loads are issued before the current one is multiplied. Its
+//   first batch is loaded before LLMC_KERNEL_BEGIN() (the wait for the
+//   kernel before, launches being programmatic on sm_90+) and before the
+//   prologue (normGemv's norm, swigluGemv's SwiGLU), and the next
+//   kPrefetch vectors are asked for in L2: weights are written by no
+//   kernel. (On an H200, with each batch issued after the norm and used
+//   before the next was issued, the folded layers of K = 2048 ran at 38-64%
+//   of a streaming read, the plain ones at 54%.) This tiling runs below
+//   kTcGemvMinRows rows; at one row it beat 2 and 4 columns per warp and 8
+//   loads in flight on an H200, and from 3 rows the tensor-core form beat
+//   them all (bench/results/2026-11-27-cuda-decode-h200-4.md).
 //
 //   Split-K (splits > 1, for layers with few columns): split s covers
 //   K-chunks [s * per, (s + 1) * per) and writes its sums to `partial`; the
@@ -78,14 +78,10 @@ constexpr int kGemvWarps = 8;
 constexpr int kGemvUnroll = 4;
 constexpr int kGemvMaxRows = 8;
 constexpr int kGemvPrefetch = 2 * kGemvUnroll; // vectors per lane asked for before the wait
-/// normGemv's normalised rows (swigluGemv's SwiGLU) in shared memory, at
-/// most (under the 48 KiB a block has without an opt-in, beside the static
-/// scratch).
-constexpr int kGemvNormSharedBytes = 40 * 1024;
-
-template <class X> constexpr size_t normGemvSharedBytes(int m, int k) {
-  return size_t(m) * size_t(k) * sizeof(X);
-}
+/// The rows normGemv normalises (swigluGemv computes) into shared memory,
+/// at most (under the 48 KiB a block has without an opt-in, beside the
+/// static scratch).
+constexpr int kGemvPrologueSharedBytes = 40 * 1024;
 
 /// From this many rows of half or bfloat16 x and W (K a multiple of 32, on
 /// sm_80 and later) gemv and normGemv run on tensor cores
@@ -105,6 +101,10 @@ struct GemvSegments {
 /// nothing (gemv reads x itself), llm.rms_norm (normGemv) or llm.swiglu
 /// (swigluGemv: x is the gate).
 enum class GemvIn { Plain, RmsNorm, Swiglu };
+/// The shared memory a GEMV block's prologue writes M rows of K into.
+template <GemvIn IN, class X> constexpr size_t gemvSharedBytes(int m, int k) {
+  return IN == GemvIn::Plain ? 0 : size_t(m) * size_t(k) * sizeof(X);
+}
 /// Their operands beyond x: the norm's weights, epsilon and weight offset;
 /// SwiGLU's up.
 template <class W, class X> struct GemvPrologue {
@@ -445,7 +445,7 @@ std::string gemvArgumentError(const GemvPrologue<W, X> &pro, const float *partia
     return e;
   if (k % int(16 / sizeof(W)) != 0 && splits > 1)
     return "gemv: split-K needs K a multiple of the vector width";
-  if (IN != GemvIn::Plain && normGemvSharedBytes<X>(m, k) > size_t(kGemvNormSharedBytes))
+  if (gemvSharedBytes<IN, X>(m, k) > size_t(kGemvPrologueSharedBytes))
     return std::string(IN == GemvIn::RmsNorm ? "normGemv: " : "swigluGemv: ") +
            std::to_string(m) + " x " + std::to_string(k) +
            " inputs exceed the block's shared memory";
@@ -462,7 +462,7 @@ std::string launchGemvSimt(const X *x, const GemvPrologue<W, X> &pro, const W *w
                                             residual != nullptr);
       !e.empty())
     return e;
-  size_t shared = IN != GemvIn::Plain ? normGemvSharedBytes<X>(m, k) : 0;
+  size_t shared = gemvSharedBytes<IN, X>(m, k);
   dim3 grid(ceilDiv(n, kGemvWarps), unsigned(splits));
   dim3 block(kGemvWarps * 32);
   std::string e;
@@ -517,7 +517,7 @@ std::string gemv(const X *x, const W *w, const W *bias, const Y *residual, Y *y,
 
 /// y = rms_norm(x; norm, eps, offset) W^T (+ bias) (+ residual), the norm's
 /// output rounded to X as llm.rms_norm's would be, without writing it
-/// (M * K * sizeof(X) at most kGemvNormSharedBytes).
+/// (M * K * sizeof(X) at most kGemvPrologueSharedBytes).
 template <class W, class X, class Y>
 std::string normGemv(const X *x, const W *norm, float eps, float offset, const W *w, const W *bias,
                      const Y *residual, Y *y, float *partial, unsigned *counters, int m, int n,
@@ -529,7 +529,7 @@ std::string normGemv(const X *x, const W *norm, float eps, float offset, const W
 
 /// y = swiglu(gate, up) W^T (+ bias) (+ residual): silu(gate) * up ([M, K]
 /// each) rounded to X as llm.swiglu's would be, without writing it (M * K *
-/// sizeof(X) at most kGemvNormSharedBytes).
+/// sizeof(X) at most kGemvPrologueSharedBytes).
 template <class W, class X, class Y>
 std::string swigluGemv(const X *gate, const X *up, const W *w, const W *bias, const Y *residual,
                        Y *y, float *partial, unsigned *counters, int m, int n, int k, int splits,

@@ -154,7 +154,7 @@ template <GemvIn IN, class T, class Y>
 std::string launchGemvTc(const T *x, const GemvPrologue<T, T> &pro, const T *w, const T *bias,
                          const Y *residual, Y *y, float *partial, unsigned *counters, int m, int n,
                          int k, int splits, Stream stream, const GemvSegments &seg) {
-  size_t shared = IN != GemvIn::Plain ? normGemvSharedBytes<T>(m, k) : 0;
+  size_t shared = gemvSharedBytes<IN, T>(m, k);
   dim3 grid(ceilDiv(n, kTcGemvColumns), unsigned(splits)), block(kTcGemvWarps * 32);
   std::string e;
   switch (m) {
