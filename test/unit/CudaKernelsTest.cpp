@@ -35,9 +35,32 @@ namespace {
 // gemv
 //===----------------------------------------------------------------------===//
 
-/// Which GEMV form checkLinear and checkNormGemv run: the one gemv() and
-/// normGemv() choose, the SIMT one or the tensor-core one, whatever the rows.
+/// Which GEMV form checkLinear, checkNormGemv and checkSwigluGemv run: the
+/// one gemv(), normGemv() and swigluGemv() choose, the SIMT one or the
+/// tensor-core one, whatever the rows.
 enum class Form { Chosen, Simt, TensorCores };
+
+/// One GEMV launch with prologue IN in form F (Chosen: through the public
+/// gemv, normGemv or swigluGemv).
+template <Form F, GemvIn IN, class W, class X, class Y>
+std::string runGemv(const X *x, const GemvPrologue<W, X> &pro, const W *w, const W *bias,
+                    const Y *residual, Y *y, float *partial, unsigned *counters, int m, int n,
+                    int k, int splits, GemvSegments seg) {
+  if constexpr (F == Form::TensorCores)
+    return launchGemvTc<IN>(x, pro, w, bias, residual, y, partial, counters, m, n, k, splits,
+                            nullptr, seg);
+  else if constexpr (F == Form::Simt)
+    return launchGemvSimt<IN>(x, pro, w, bias, residual, y, partial, counters, m, n, k, splits,
+                              nullptr, seg);
+  else if constexpr (IN == GemvIn::RmsNorm)
+    return normGemv(x, pro.norm, pro.eps, pro.offset, w, bias, residual, y, partial, counters, m,
+                    n, k, splits, nullptr, seg);
+  else if constexpr (IN == GemvIn::Swiglu)
+    return swigluGemv(x, pro.up, w, bias, residual, y, partial, counters, m, n, k, splits,
+                      nullptr, seg);
+  else
+    return gemv(x, w, bias, residual, y, partial, counters, m, n, k, splits, nullptr, seg);
+}
 
 /// gemv (splits >= 1, in `form`, y in seg's layout) or, with splits = 0,
 /// gemm against float64.
@@ -56,26 +79,14 @@ void checkLinear(int m, int n, int k, int splits, bool withBias, bool withResidu
   DeviceBuffer<Y> dr(residual), dy(size_t(m) * size_t(n));
   DeviceBuffer<float> partial(size_t(splits) * size_t(m) * size_t(n));
   SplitCounters counters;
-  if constexpr (F == Form::TensorCores) {
+  if (F != Form::Chosen) {
     ASSERT_GT(splits, 0);
-    ASSERT_EQ(launchGemvTc<GemvIn::Plain>(dx.get(), GemvPrologue<W, X>{}, dw.get(),
-                                  withBias ? db.get() : nullptr, withResidual ? dr.get() : nullptr,
-                                  dy.get(), partial.get(), counters.get(), m, n, k, splits,
-                                  nullptr, seg),
-              "");
-    EXPECT_EQ(counters.leftNonzero(), 0u);
-  } else if constexpr (F == Form::Simt) {
-    ASSERT_GT(splits, 0);
-    ASSERT_EQ((launchGemvSimt<GemvIn::Plain>(dx.get(), GemvPrologue<W, X>{},
-                                      dw.get(), withBias ? db.get() : nullptr,
-                                      withResidual ? dr.get() : nullptr, dy.get(), partial.get(),
-                                      counters.get(), m, n, k, splits, nullptr, seg)),
-              "");
-    EXPECT_EQ(counters.leftNonzero(), 0u);
-  } else if (splits > 0) {
-    ASSERT_EQ(gemv(dx.get(), dw.get(), withBias ? db.get() : nullptr,
-                   withResidual ? dr.get() : nullptr, dy.get(), partial.get(), counters.get(), m,
-                   n, k, splits, nullptr, seg),
+  }
+  if (splits > 0) {
+    ASSERT_EQ((runGemv<F, GemvIn::Plain>(dx.get(), GemvPrologue<W, X>{}, dw.get(),
+                                         withBias ? db.get() : nullptr,
+                                         withResidual ? dr.get() : nullptr, dy.get(),
+                                         partial.get(), counters.get(), m, n, k, splits, seg)),
               "");
     EXPECT_EQ(counters.leftNonzero(), 0u);
   } else
@@ -199,22 +210,10 @@ void checkNormGemv(int m, int n, int k, int splits, bool withBias, bool withResi
   SplitCounters counters;
   const W *b = withBias ? db.get() : nullptr;
   const Y *r = withResidual ? dr.get() : nullptr;
-  if constexpr (F == Form::TensorCores) {
-    ASSERT_EQ(launchGemvTc<GemvIn::RmsNorm>(dx.get(), GemvPrologue<W, X>{dn.get(), eps, offset},
-                                 dw.get(), b, r, dy.get(),
-                                 partial.get(), counters.get(), m, n, k, splits, nullptr, seg),
-              "");
-  } else if constexpr (F == Form::Simt) {
-    ASSERT_EQ((launchGemvSimt<GemvIn::RmsNorm>(dx.get(), GemvPrologue<W, X>{dn.get(), eps, offset},
-                                     dw.get(), b, r, dy.get(),
-                                     partial.get(), counters.get(), m, n, k, splits, nullptr,
-                                     seg)),
-              "");
-  } else {
-    ASSERT_EQ(normGemv(dx.get(), dn.get(), eps, offset, dw.get(), b, r, dy.get(), partial.get(),
-                       counters.get(), m, n, k, splits, nullptr, seg),
-              "");
-  }
+  ASSERT_EQ((runGemv<F, GemvIn::RmsNorm>(dx.get(), GemvPrologue<W, X>{dn.get(), eps, offset},
+                                         dw.get(), b, r, dy.get(), partial.get(), counters.get(),
+                                         m, n, k, splits, seg)),
+            "");
   EXPECT_EQ(counters.leftNonzero(), 0u);
   auto xd = widen(x), nd = widen(norm), wd = widen(w), bd = widen(bias), rd = widen(residual);
   std::vector<double> want(size_t(m) * size_t(n));
@@ -459,7 +458,8 @@ template <class W, class X, class Y, Form F = Form::Chosen>
 void checkSwigluGemv(int m, int n, int k, int splits, bool withBias, bool withResidual,
                      unsigned seed, GemvSegments seg = {}) {
   SCOPED_TRACE("m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k) +
-               " splits=" + std::to_string(splits) + " form=" + std::to_string(int(F)));
+               " splits=" + std::to_string(splits) + " form=" + std::to_string(int(F)) +
+               " segments=" + std::to_string(seg.e1) + "," + std::to_string(seg.e2));
   auto gate = randomValues<X>(size_t(m) * size_t(k), 4.0f, seed);
   auto up = randomValues<X>(size_t(m) * size_t(k), 1.0f, seed + 1);
   auto w = randomValues<W>(size_t(n) * size_t(k), 1.0f, seed + 2);
@@ -472,21 +472,10 @@ void checkSwigluGemv(int m, int n, int k, int splits, bool withBias, bool withRe
   SplitCounters counters;
   const W *b = withBias ? db.get() : nullptr;
   const Y *r = withResidual ? dr.get() : nullptr;
-  GemvPrologue<W, X> pro{nullptr, 0.0f, 0.0f, du.get()};
-  if constexpr (F == Form::TensorCores) {
-    ASSERT_EQ(launchGemvTc<GemvIn::Swiglu>(dg.get(), pro, dw.get(), b, r, dy.get(), partial.get(),
-                                           counters.get(), m, n, k, splits, nullptr, seg),
-              "");
-  } else if constexpr (F == Form::Simt) {
-    ASSERT_EQ((launchGemvSimt<GemvIn::Swiglu>(dg.get(), pro, dw.get(), b, r, dy.get(),
-                                               partial.get(), counters.get(), m, n, k, splits,
-                                               nullptr, seg)),
-              "");
-  } else {
-    ASSERT_EQ(swigluGemv(dg.get(), du.get(), dw.get(), b, r, dy.get(), partial.get(),
-                         counters.get(), m, n, k, splits, nullptr, seg),
-              "");
-  }
+  ASSERT_EQ((runGemv<F, GemvIn::Swiglu>(dg.get(), GemvPrologue<W, X>{nullptr, 0.0f, 0.0f, du.get()},
+                                        dw.get(), b, r, dy.get(), partial.get(), counters.get(), m,
+                                        n, k, splits, seg)),
+            "");
   EXPECT_EQ(counters.leftNonzero(), 0u);
   auto gd = widen(gate), ud = widen(up), wd = widen(w), bd = widen(bias), rd = widen(residual);
   std::vector<double> want(size_t(m) * size_t(n));
