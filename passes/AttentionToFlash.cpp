@@ -39,8 +39,8 @@ struct AttentionToFlashPass : mlir::llmc::impl::AttentionToFlashPassBase<Attenti
   /// per kGpuDecodeTile cache rows and kGpuDecodeMaxSplits in all. At
   /// context 4096 a 1B Llama (8 kv heads, batch 1) then reads its cache
   /// with 33 blocks per kv head rather than 4 (which ran at 65 GB/s on an
-  /// H200), and at batch 8 with 17 rather than 5. (The kernel counts the splits with keys on the device: a short
-  /// context leaves the rest idle.)
+  /// H200), and at batch 8 with 17 rather than 5. (The kernel counts the
+  /// splits with keys on the device: a short context leaves the rest idle.)
   int64_t splitsFor(CachedAttentionOp a, RankedTensorType q) {
     if (numSplits > 0)
       return numSplits;

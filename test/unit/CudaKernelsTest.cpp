@@ -158,7 +158,8 @@ TEST(CudaGemv, SeveralRowsOnTensorCores) {
   static_assert(kTensorCoreGemv<half, half> && kTensorCoreGemv<bfloat16, bfloat16> &&
                 !kTensorCoreGemv<half, float> && !kTensorCoreGemv<float, float>);
   for (int m = 1; m <= kGemvMaxRows; ++m)
-    checkLinear<half, half, float, Form::TensorCores>(m, 37, 256, 1, m % 2 == 1, m % 3 == 0, 90 + unsigned(m));
+    checkLinear<half, half, float, Form::TensorCores>(m, 37, 256, 1, m % 2 == 1, m % 3 == 0,
+                                                      90 + unsigned(m));
   checkLinear<bfloat16, bfloat16, bfloat16, Form::TensorCores>(8, 70, 1024, 1, true, true, 99);
   checkLinear<half, half, half, Form::TensorCores>(4, 16, 64, 1, false, true, 100);
   checkLinear<half, half, float, Form::TensorCores>(8, 24, 2048, 4, true, true, 101);
@@ -253,7 +254,8 @@ TEST(CudaGemv, NormFoldedIn) {
   checkNormGemv<half, half, half, Form::Simt>(8, 70, 2048, 1, false, true, 0.0f, 70);
   checkNormGemv<bfloat16, bfloat16, bfloat16, Form::Simt>(8, 24, 1003, 1, true, false, 1.0f, 71);
   checkNormGemv<half, half, half, Form::TensorCores>(8, 40, 1024, 1, true, true, 0.0f, 72);
-  checkNormGemv<bfloat16, bfloat16, float, Form::TensorCores>(3, 17, 2048, 2, false, false, 1.0f, 73);
+  checkNormGemv<bfloat16, bfloat16, float, Form::TensorCores>(3, 17, 2048, 2, false, false, 1.0f,
+                                                              73);
   checkNormGemv<half, half, half, Form::TensorCores>(1, 64, 512, 1, false, true, 0.0f, 74);
   // f32 norm weights beside 16-bit x: the norm's vectors read in two loads.
   checkNormGemv<float, half, half>(2, 24, 512, 1, true, true, 0.0f, 75);
