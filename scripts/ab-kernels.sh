@@ -19,6 +19,10 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 case "${1:-}" in
 pack)
   rev=${2:?usage: ab-kernels.sh pack OLD_REV}
+  if ! git -C "$root" rev-parse -q --verify "$rev^{commit}" >/dev/null; then
+    echo "ab-kernels: $rev is not a commit of this repository" >&2
+    exit 2
+  fi
   mkdir -p "$root/.gpu/ab"
   git -C "$root" archive "$rev" runtime bench | xz -6 > "$root/.gpu/ab/old.tar.xz"
   echo "$(git -C "$root" rev-parse --short "$rev") -> .gpu/ab/old.tar.xz" \
@@ -29,6 +33,15 @@ run)
   rows=${3:-1 8}
   work=${WORK:-/tmp/ab}
   out=${OUT:-$root/ab-out}/ab
+  if [ ! -f "$root/.gpu/ab/old.tar.xz" ]; then
+    echo "ab-kernels: no .gpu/ab/old.tar.xz: run 'scripts/ab-kernels.sh pack OLD_REV' where" \
+         "the repository is, and carry the file" >&2
+    exit 2
+  fi
+  if ! command -v nvidia-smi >/dev/null; then
+    echo "ab-kernels: no nvidia-smi: run needs a machine with an NVIDIA GPU" >&2
+    exit 2
+  fi
   mkdir -p "$work/old" "$out"
   tar -C "$work/old" -xJf "$root/.gpu/ab/old.tar.xz"
   nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
