@@ -35,6 +35,10 @@
 //     threads).
 //   - Tensor-core tiles (WMMA), mma.sync and ldmatrix are emulated in
 //     Cuda.h's tc:: on top of this.
+//   - wgmma (runtime/src/model/cuda/Wgmma.h, wgmmaIssue): each thread's
+//     share of the product is queued by group, like cp.async below, and
+//     done at the wgmmaWait that releases its group, reading the shared
+//     operands then; meanwhile the accumulators hold NaNs.
 //   - cp.async (asyncCopy): each thread's copies are queued by group and
 //     done at the asyncWait that releases their group, the latest moment
 //     the GPU may complete them; meanwhile the destination holds NaNs. A
@@ -88,6 +92,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -166,10 +171,26 @@ struct AsyncCopy {
   bool valid;
 };
 
+/// One wgmma of a thread (runtime/src/model/cuda/Wgmma.h): its `count`
+/// accumulators at d, done at the wgmmaWait that releases its group.
+/// `compute` reads the shared-memory operands then (the latest moment the
+/// GPU may) and writes in + A B to out. Its input is the registers as they
+/// were at the issue, or, where an earlier wgmma of the thread still pending
+/// writes the same registers (a chain of k-steps, which the GPU orders),
+/// that one's result.
+struct WgmmaOp {
+  float *d = nullptr;
+  int count = 0;
+  std::vector<float> in, out;
+  std::shared_ptr<WgmmaOp> from;
+  bool superseded = false; // a later pending wgmma takes its result
+  std::function<void(const float *, float *)> compute;
+};
+
 /// What a warp exchange is for: the lanes of one exchange must all be at
 /// the same kind of warp-collective operation (PTX's .sync.aligned: the
 /// same instruction), else the emulation would pair unrelated values.
-enum class Exchange { Syncwarp, Shuffle, Vote, Mma, Ldmatrix };
+enum class Exchange { Syncwarp, Shuffle, Vote, Mma, Ldmatrix, Wgmma };
 inline const char *exchangeName(Exchange e) {
   switch (e) {
   case Exchange::Syncwarp:
@@ -182,6 +203,8 @@ inline const char *exchangeName(Exchange e) {
     return "mma.sync";
   case Exchange::Ldmatrix:
     return "ldmatrix";
+  case Exchange::Wgmma:
+    return "wgmma";
   }
   return "?";
 }
@@ -202,6 +225,9 @@ struct Fiber {
   // committed groups, oldest first (done at the wait that needs them).
   std::vector<AsyncCopy> asyncOpen;
   std::vector<std::vector<AsyncCopy>> asyncGroups;
+  // Its wgmmas not yet done, the same way.
+  std::vector<std::shared_ptr<WgmmaOp>> wgmmaOpen;
+  std::vector<std::vector<std::shared_ptr<WgmmaOp>>> wgmmaGroups;
 };
 
 /// A block's dynamic shared memory: 128-byte aligned, as the GPU's (its
@@ -377,6 +403,62 @@ inline void asyncWait(int n) {
         std::memset(c.dst, 0, c.bytes);
     }
   f.asyncGroups.erase(f.asyncGroups.begin(), f.asyncGroups.begin() + long(done));
+}
+
+/// wgmma.mma_async (Wgmma.h): queues the thread's part of the product and
+/// fills its accumulators with NaNs until the wgmmaWait that does it (the
+/// registers are undefined on the GPU meanwhile: a kernel that reads them,
+/// or changes them, before that wait gets NaNs or loses the change here).
+inline void wgmmaIssue(float *d, int count, bool accumulate,
+                       std::function<void(const float *, float *)> compute) {
+  Fiber &f = *self();
+  auto op = std::make_shared<WgmmaOp>();
+  op->d = d, op->count = count, op->compute = std::move(compute);
+  std::shared_ptr<WgmmaOp> before;
+  for (auto it = f.wgmmaOpen.rbegin(); !before && it != f.wgmmaOpen.rend(); ++it)
+    if ((*it)->d == d)
+      before = *it;
+  for (auto g = f.wgmmaGroups.rbegin(); !before && g != f.wgmmaGroups.rend(); ++g)
+    for (auto it = g->rbegin(); !before && it != g->rend(); ++it)
+      if ((*it)->d == d)
+        before = *it;
+  if (before && before->count != count)
+    fail("wgmma on accumulators a pending wgmma of another shape writes");
+  if (before)
+    before->superseded = true;
+  if (!accumulate)
+    op->in.assign(size_t(count), 0.0f);
+  else if (before)
+    op->from = before;
+  else
+    op->in.assign(d, d + count);
+  std::fill(d, d + count, std::numeric_limits<float>::quiet_NaN());
+  f.wgmmaOpen.push_back(std::move(op));
+}
+
+/// wgmma.commit_group: the thread's wgmmas since the last commit become a
+/// group (possibly empty).
+inline void wgmmaCommit() {
+  Fiber &f = *self();
+  f.wgmmaGroups.push_back(std::move(f.wgmmaOpen));
+  f.wgmmaOpen.clear();
+}
+
+/// wgmma.wait_group n: every committed group but the newest n is done, in
+/// issue order; each result lands in its registers unless a later pending
+/// wgmma writes them.
+inline void wgmmaWait(int n) {
+  Fiber &f = *self();
+  size_t keep = size_t(std::max(n, 0)), done = 0;
+  for (; f.wgmmaGroups.size() - done > keep; ++done)
+    for (const std::shared_ptr<WgmmaOp> &op : f.wgmmaGroups[done]) {
+      op->out.assign(size_t(op->count), 0.0f);
+      op->compute(op->from ? op->from->out.data() : op->in.data(), op->out.data());
+      op->from.reset();
+      if (!op->superseded)
+        std::copy(op->out.begin(), op->out.end(), op->d);
+    }
+  f.wgmmaGroups.erase(f.wgmmaGroups.begin(), f.wgmmaGroups.begin() + long(done));
 }
 
 /// A fiber's body: the kernel, then back to the scheduler for good.
@@ -586,6 +668,8 @@ inline bool runBlock(Block &b, const StackSet &stacks) {
     f.begun = false;
     f.asyncOpen.clear(); // (a thread's copies never waited for are dropped)
     f.asyncGroups.clear();
+    f.wgmmaOpen.clear(); // (and its wgmmas)
+    f.wgmmaGroups.clear();
     f.threadIdx = {unsigned(i % b.blockDim.x), unsigned(i / b.blockDim.x % b.blockDim.y),
                    unsigned(i / (size_t(b.blockDim.x) * b.blockDim.y))};
     f.lane = unsigned(i % 32);
