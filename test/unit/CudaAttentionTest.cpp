@@ -212,13 +212,18 @@ TEST(CudaDecodeAttention, Int8CachesWithTheirScales) {
             "");
 }
 
-/// Prefill attention through flashAttention, or (wmma) AttentionTensorCore.h's
-/// WMMA form, which flashAttention takes only before sm_80; the scale is
-/// scaleTimes / sqrt(D).
+/// Which prefill form checkPrefill runs: the one flashAttention chooses
+/// (on the emulation, as in sm_90a code: wgmma at head_dim 64 and 128,
+/// else mma.sync), or AttentionTensorCore.h's WMMA form (which
+/// flashAttention takes only before sm_80), or AttentionMma.h's mma.sync
+/// form (which it takes elsewhere at head_dim 64 and 128).
+enum class Prefill { Chosen, Wmma, Mma };
+
+/// Prefill attention in `form`; the scale is scaleTimes / sqrt(D).
 template <class T, int D, int Dv, class K = T>
 void checkPrefill(int b, int s, int hq, int hkv, int cap, long long pos, bool causal, int window,
-                  float softcap, bool wmma = false, float scaleTimes = 1.5f) {
-  SCOPED_TRACE("s=" + std::to_string(s) + " hq=" + std::to_string(hq) + " hkv=" +
+                  float softcap, Prefill form = Prefill::Chosen, float scaleTimes = 1.5f) {
+  SCOPED_TRACE("form=" + std::to_string(int(form)) + " s=" + std::to_string(s) + " hq=" + std::to_string(hq) + " hkv=" +
                std::to_string(hkv) + " pos=" + std::to_string(pos) + (causal ? " causal" : "") +
                " window=" + std::to_string(window) + " softcap=" + std::to_string(softcap) +
                " scale x" + std::to_string(scaleTimes));
@@ -230,14 +235,20 @@ void checkPrefill(int b, int s, int hq, int hkv, int cap, long long pos, bool ca
   DeviceBuffer<float> out(size_t(b * s * hq * Dv));
   float scale = scaleTimes / std::sqrt(float(D));
   if constexpr (kTensorCoreAttention<T, K, D, Dv>) {
-    if (wmma) {
+    if (form == Prefill::Wmma) {
       ASSERT_EQ((flashAttentionWmma<T, D, float>(dq.get(), c.k.get(), c.v.get(), dpos.get(),
                                                  out.get(), b, s, hq, hkv, cap, causal, window,
                                                  scale, softcap, nullptr)),
                 "");
     }
+    if (form == Prefill::Mma) {
+      ASSERT_EQ((flashAttentionMma<T, D, float>(dq.get(), c.k.get(), c.v.get(), dpos.get(),
+                                                out.get(), b, s, hq, hkv, cap, causal, window,
+                                                scale, softcap, nullptr)),
+                "");
+    }
   }
-  if (!wmma) {
+  if (form == Prefill::Chosen) {
     ASSERT_EQ((flashAttention<T, K, D, Dv, float>(dq.get(), c.k.get(), c.v.get(), c.ksPtr(),
                                                   c.vsPtr(), dpos.get(), out.get(), b, s, hq, hkv,
                                                   cap, causal, window, scale, softcap, nullptr)),
@@ -277,11 +288,37 @@ TEST(CudaFlashAttention, Int8CachesWithTheirScales) {
   checkPrefill<bfloat16, 32, 32, int8_t>(2, 9, 2, 2, 32, 3, false, 0, 0);
 }
 
-// Half and bfloat16 with D = Dv <= 128 run on tensor cores (mma.sync,
-// AttentionMma.h): several query blocks (64 or 128 queries) and 64-key
-// tiles, a partial last block with warps that have no query, a chunk after
-// cached tokens, GQA and MQA, windows that skip whole tiles, softcap,
-// non-causal; one query block whose key range is a single partial tile.
+/// Head dims 64 and 128 in `form` (Chosen: wgmma on the emulation and in
+/// sm_90a code; Mma: the mma.sync form): several query blocks (64 or 128
+/// queries) and key tiles (64 or 128 keys), a partial last block with
+/// warps that have no query, a chunk after cached tokens, GQA and MQA,
+/// windows that skip whole tiles, softcap, non-causal.
+void headDims64And128(Prefill form) {
+  checkPrefill<half, 128, 128>(1, 150, 4, 2, 256, 30, true, 0, 0, form);
+  checkPrefill<bfloat16, 64, 64>(2, 70, 4, 1, 160, 5, true, 40, 30.0f, form);
+  checkPrefill<half, 64, 64>(1, 130, 2, 2, 130, 0, false, 0, 0, form);
+  checkPrefill<bfloat16, 128, 128>(1, 70, 2, 2, 300, 200, true, 0, 0, form);
+  // A window that leaves a block's first key tiles out (its first tile
+  // past 0) and some warps without keys in a tile.
+  checkPrefill<bfloat16, 64, 64>(1, 130, 2, 1, 384, 200, true, 40, 0, form);
+  // A window without causality or softcap (masks in the exp2 domain of the
+  // scale).
+  checkPrefill<half, 64, 64>(1, 100, 2, 1, 128, 0, false, 20, 0, form);
+  // Without a softcap and with a positive scale the kernels fold the scale
+  // into the exp2 (the row maximum taken over the raw products); a negative
+  // or zero scale (no model's, but the operator allows it) takes the
+  // instance that scales each score first: with masks and a window, and
+  // over several key tiles.
+  checkPrefill<half, 64, 64>(1, 130, 2, 1, 384, 200, true, 100, 0, form, -1.5f);
+  checkPrefill<bfloat16, 128, 128>(1, 70, 2, 2, 128, 0, true, 0, 0, form, 0.0f);
+  // One query: a block of one row, one partial key tile.
+  checkPrefill<half, 128, 128>(1, 1, 2, 1, 64, 40, true, 0, 0, form);
+}
+
+// Half and bfloat16 with D = Dv <= 128 run on tensor cores: at head_dim 64
+// and 128 by wgmma in sm_90a code (AttentionWgmma.h; the emulation has it)
+// or mma.sync, the other head dims by mma.sync (AttentionMma.h) on sm_80
+// and later.
 TEST(CudaFlashAttention, TensorCoreTiles) {
   static_assert(kTensorCoreAttention<half, half, 128, 128> &&
                 kTensorCoreAttention<bfloat16, bfloat16, 16, 16> &&
@@ -289,38 +326,30 @@ TEST(CudaFlashAttention, TensorCoreTiles) {
                 !kTensorCoreAttention<float, float, 64, 64> &&
                 !kTensorCoreAttention<half, half, 256, 256> &&
                 !kTensorCoreAttention<half, half, 64, 32>);
-  checkPrefill<half, 128, 128>(1, 150, 4, 2, 256, 30, true, 0, 0);
-  checkPrefill<bfloat16, 64, 64>(2, 70, 4, 1, 160, 5, true, 40, 30.0f);
-  checkPrefill<half, 64, 64>(1, 130, 2, 2, 130, 0, false, 0, 0);
+  headDims64And128(Prefill::Chosen);
   checkPrefill<bfloat16, 16, 16>(1, 20, 2, 1, 64, 0, true, 0, 0);
   checkPrefill<half, 32, 32>(1, 3, 2, 1, 8, 2, true, 0, 0);
-  checkPrefill<bfloat16, 128, 128>(1, 70, 2, 2, 300, 200, true, 0, 0);
   checkPrefill<half, 96, 96>(2, 33, 2, 1, 64, 0, false, 5, 10.0f);
-  // A window that leaves a block's first key tiles out (its first tile
-  // past 0) and some warps without keys in a tile.
-  checkPrefill<bfloat16, 64, 64>(1, 130, 2, 1, 384, 200, true, 40, 0);
-  // A window without causality or softcap (masks in the exp2 domain of the
-  // scale).
-  checkPrefill<half, 64, 64>(1, 100, 2, 1, 128, 0, false, 20, 0);
-  // Without a softcap and with a positive scale the kernel folds the scale
-  // into the exp2 (the row maximum taken over the raw products); a negative
-  // or zero scale (no model's, but the operator allows it) takes the
-  // instance that scales each score first: with masks and a window, and
-  // over several key tiles.
-  checkPrefill<half, 64, 64>(1, 130, 2, 1, 384, 200, true, 100, 0, false, -1.5f);
-  checkPrefill<bfloat16, 32, 32>(1, 70, 2, 2, 128, 0, true, 0, 0, false, 0.0f);
-  // More cache rows than the kernel's ints count: refused.
+  checkPrefill<bfloat16, 32, 32>(1, 70, 2, 2, 128, 0, true, 0, 0, Prefill::Chosen, 0.0f);
+  // More cache rows than the kernels' ints count: refused.
   EXPECT_EQ((flashAttention<half, half, 64, 64, half>(nullptr, nullptr, nullptr, nullptr, nullptr,
                                                       nullptr, nullptr, 2, 1, 8, 8, 1 << 28, true,
                                                       0, 0.125f, 0.0f, nullptr)),
             "flash attention: more cache rows than an int counts");
+  EXPECT_EQ((flashAttentionMma<half, 64, half>(nullptr, nullptr, nullptr, nullptr, nullptr, 2, 1,
+                                               8, 8, 1 << 28, true, 0, 0.125f, 0.0f, nullptr)),
+            "flash attention: more cache rows than an int counts");
 }
+
+// The mma.sync form at head_dim 64 and 128, which sm_90a code leaves to
+// wgmma (every other GPU takes it).
+TEST(CudaFlashAttention, MmaTiles) { headDims64And128(Prefill::Mma); }
 
 // The WMMA form (before sm_80) on the same shapes.
 TEST(CudaFlashAttention, WmmaTiles) {
-  checkPrefill<half, 128, 128>(1, 150, 4, 2, 256, 30, true, 0, 0, true);
-  checkPrefill<half, 64, 64>(1, 130, 2, 2, 130, 0, false, 0, 0, true);
-  checkPrefill<half, 64, 64>(2, 70, 4, 1, 160, 5, true, 40, 30.0f, true);
+  checkPrefill<half, 128, 128>(1, 150, 4, 2, 256, 30, true, 0, 0, Prefill::Wmma);
+  checkPrefill<half, 64, 64>(1, 130, 2, 2, 130, 0, false, 0, 0, Prefill::Wmma);
+  checkPrefill<half, 64, 64>(2, 70, 4, 1, 160, 5, true, 40, 30.0f, Prefill::Wmma);
 }
 
 TEST(CudaFlashAttention, WindowSoftcapAndNonCausal) {

@@ -4,8 +4,10 @@
 // keys 0 .. *pos + S - 1 of the [B, Hkv, C, D] caches, out [B, S, Hq, Dv],
 // scale, softcap, causal, window, GQA/MQA; a query with no key gives
 // zeros). flashAttention takes a tensor-core form when queries and caches
-// are both half or both bfloat16, D = Dv, a multiple of 16 up to 128: on
-// sm_80 and later AttentionMma.h's (mma.sync, everything in registers),
+// are both half or both bfloat16, D = Dv, a multiple of 16 up to 128: in
+// code built for sm_90a at D = 64 and 128 AttentionWgmma.h's (Hopper's
+// wgmma), else on sm_80 and later AttentionMma.h's (mma.sync, everything
+// in registers),
 // before it (sm_75, which `--cuda-arch` accepts), for half, the WMMA form
 // below (on an H200 the mma.sync form ran 2.1-2.5x faster at head_dim 128:
 // bench/results/2026-11-27-cuda-decode-h200-4.md); Attention.h's SIMT form
@@ -40,6 +42,7 @@
 #define LLMC_RUNTIME_MODEL_CUDA_ATTENTIONTENSORCORE_H
 
 #include "runtime/src/model/cuda/AttentionMma.h"
+#include "runtime/src/model/cuda/AttentionWgmma.h"
 
 #include <type_traits>
 
@@ -232,7 +235,8 @@ std::string flashAttentionWmma(const T *q, const T *kCache, const T *vCache, con
 
 /// Flash prefill attention (K: the caches' type; with int8 caches kScales
 /// and vScales are their scales, else null): on tensor cores where it
-/// applies (see the top of this file), by mma.sync on sm_80 and later
+/// applies (see the top of this file), by wgmma in sm_90a code at head_dim
+/// 64 and 128 (AttentionWgmma.h), by mma.sync on sm_80 and later
 /// (AttentionMma.h), else by WMMA (half on sm_70 and sm_75); else the SIMT
 /// form.
 template <class T, class K, int D, int Dv, class Y>
@@ -243,6 +247,10 @@ std::string flashAttention(const T *q, const K *kCache, const K *vCache, const f
   if constexpr (kTensorCoreAttention<T, K, D, Dv>) {
     if (b < 1 || s < 1 || hq < 1 || hkv < 1 || hq % hkv || capacity < 1 || kScales || vScales)
       return "flash attention: invalid arguments";
+    if constexpr (D == 64 || D == 128)
+      if (wg::wgmmaBuilt())
+        return flashAttentionWgmma<T, D, Y>(q, kCache, vCache, pos, out, b, s, hq, hkv, capacity,
+                                            causal, window, scale, softcap, stream);
     if (tc::bf16())
       return flashAttentionMma<T, D, Y>(q, kCache, vCache, pos, out, b, s, hq, hkv, capacity,
                                         causal, window, scale, softcap, stream);

@@ -256,6 +256,7 @@ template <class M> struct Glue {
     LLMC_CUDA_TRY(pinned(&m.hostLogits, maxLogits() * 4));
     LLMC_CUDA_TRY(pinned(&m.hostError, 8));
     (void)programmaticLaunches(); // decided now, not while a graph is captured
+    (void)wg::wgmmaBuilt();       // (a probe launch: before any capture)
     LLMC_CUDA_TRY(m.blas.open());
     LLMC_CUDA_TRY(streamCreate(&m.stream));
     // The kernels that count their splits leave the counters at zero.

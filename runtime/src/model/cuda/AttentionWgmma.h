@@ -1,0 +1,293 @@
+//===- AttentionWgmma.h - flash prefill attention on sm_90a's wgmma -------===//
+//
+// Shapes, layouts and semantics: Attention.h's prefill (q [B, S, Hq, D],
+// keys 0 .. *pos + S - 1 of the [B, Hkv, C, D] caches, out [B, S, Hq, Dv],
+// scale, softcap, causal, window, GQA/MQA; a query with no key gives
+// zeros), for half or bfloat16 queries and caches with D = Dv = 64 or 128,
+// on device code built for sm_90a (wg::wgmmaBuilt(); AttentionTensorCore.h's
+// flashAttention picks it there, AttentionMma.h's mma.sync form elsewhere).
+//
+// Tiling (FlashAttention-2's order on Hopper's warpgroup products, Wgmma.h)
+//   A block is one warpgroup (4 warps, 128 threads) and takes kQueries = 64
+//   queries of one head, warp w the 16 rows 16 w .. (the rows of a wgmma's
+//   m64); blocks of the last queries (the longest under causal masks) are
+//   scheduled first, two blocks an SM. Keys and values go through shared
+//   memory in tiles of kKeys = 128 rows by cp.async, in wgmma's no-swizzle
+//   core-matrix layout (row r, column c at (r / 8) 16 D + (c / 8) 128 +
+//   (r % 8) 16 + (c % 8) 2 bytes: each thread's 16-byte chunks are
+//   contiguous in shared memory; rows past the last key zero-filled); the
+//   queries stay there in the same layout. Per tile:
+//     copy V(j);   wait for K(j)     (V's copy overlaps S = Q K^T)
+//     S = Q K^T    D / 16 wgmma m64n128k16, A (Q) and B (K, K-major) from
+//                  shared memory; f32 accumulators in registers, the
+//                  m16n8 C layout of mma.sync for each warp's 16 rows
+//     copy K(j+1)  (overlaps the softmax and P V)
+//     softmax      as AttentionMma.h's (the same instances: the scale in
+//                  the exp2's FFMA, or each score scaled and capped first;
+//                  masks only on tiles that need them), over 128 keys
+//     wait V(j)
+//     O += P V     8 wgmma m64nDk16 with A (P) from registers (S's
+//                  accumulators rounded to T are the A fragments) and B
+//                  (V, MN-major: values' rows as they are) from shared
+//                  memory
+//   then O / l to out. No [S, S] buffer: 128 scores per query exist at
+//   once. Shared memory: the queries, one K and one V tile (D = 128: 16 +
+//   32 + 32 = 80 KiB). Registers: S 64 floats, O D / 2, P 32 words a
+//   thread.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_RUNTIME_MODEL_CUDA_ATTENTIONWGMMA_H
+#define LLMC_RUNTIME_MODEL_CUDA_ATTENTIONWGMMA_H
+
+#include "runtime/src/model/cuda/Attention.h"
+#include "runtime/src/model/cuda/Wgmma.h"
+
+namespace llmc::cuda {
+
+constexpr int kWgAttnQueries = 64, kWgAttnKeys = 128, kWgAttnThreads = 128;
+
+template <class T, int D> struct WgAttnLayout {
+  static_assert(sizeof(T) == 2 && (D == 64 || D == 128), "16-bit tiles, D 64 or 128");
+  static constexpr size_t kQ = sizeof(T) * size_t(kWgAttnQueries) * D;
+  static constexpr size_t kTile = sizeof(T) * size_t(kWgAttnKeys) * D;
+  static constexpr size_t kBytes = kQ + 2 * kTile;
+  /// Bytes between core matrices: along a row (8 columns) and between
+  /// 8-row groups.
+  static constexpr uint32_t kAlongRow = 128, kRowGroup = 16 * D;
+};
+
+/// Rows [0, rows) of a [*, D] tile of T at src (row stride `stride`
+/// elements) into dst [N][D] in the core-matrix layout above, by cp.async
+/// from every thread of the block (the caller commits and waits); rows
+/// from `rows` to N become zeros. Chunk i (16 bytes) of dst holds row
+/// (i / D) 8 + i % 8, columns (i / 8) % (D / 8) 8 .. + 7: a warp's copies
+/// fill 512 contiguous bytes.
+template <class T, int D, int N>
+LLMC_DEVICE void coreTile(T *dst, const T *src, size_t stride, int rows) {
+  constexpr int kChunks = N * D / 8;
+  LLMC_NO_UNROLL
+  for (int i = int(threadIdx.x); i < kChunks; i += kWgAttnThreads) {
+    int r = i / D * 8 + i % 8, c = i / 8 % (D / 8);
+    bool valid = r < rows;
+    asyncCopy16(dst + size_t(i) * 8, src + (valid ? size_t(r) * stride + size_t(c) * 8 : 0),
+                valid);
+  }
+}
+
+template <class T, int D, class Y, bool kFold>
+LLMC_DEVICE void flashAttentionWgmmaBody(const T *q, const T *kCache, const T *vCache,
+                                         const int64_t *pos, Y *out, int s, int hq, int hkv,
+                                         int capacity, bool causal, int window, float scale,
+                                         float softcap) {
+  using L = WgAttnLayout<T, D>;
+  constexpr int kNt = kWgAttnKeys / 8, kDt = D / 8;
+  constexpr float kLog2e = 1.4426950408889634f;
+  int q0 = (int(gridDim.x) - 1 - int(blockIdx.x)) * kWgAttnQueries; // the longest first
+  int h = int(blockIdx.y), b = int(blockIdx.z), kvh = h / (hq / hkv);
+  int lane = int(threadIdx.x % 32), warp = int(threadIdx.x / 32), g = lane / 4, t4 = lane % 4;
+  LLMC_DYNAMIC_SHARED(unsigned char, smem);
+  T *sq = reinterpret_cast<T *>(smem);
+  T *sk = reinterpret_cast<T *>(smem + L::kQ);
+  T *sv = reinterpret_cast<T *>(smem + L::kQ + L::kTile);
+
+  int p0 = int(*pos);
+  int queries = s - q0 < kWgAttnQueries ? s - q0 : kWgAttnQueries;
+  int firstPos = p0 + q0, lastPos = firstPos + queries - 1;
+  int kEnd = causal ? lastPos + 1 : p0 + s;
+  int kStart = firstKey(firstPos, window);
+  int tFirst = kStart - kStart % kWgAttnKeys;
+  int head = (b * hkv + kvh) * capacity; // the (batch, kv head)'s first cache row
+  auto keys = [&](int t) { return kCache + size_t(head + t) * D; };
+  auto values = [&](int t) { return vCache + size_t(head + t) * D; };
+  auto rowsFrom = [&](int t) { return kEnd - t < kWgAttnKeys ? kEnd - t : kWgAttnKeys; };
+
+  coreTile<T, D, kWgAttnQueries>(
+      sq, q + ((size_t(b) * size_t(s) + size_t(q0)) * size_t(hq) + size_t(h)) * D,
+      size_t(hq) * D, queries);
+  coreTile<T, D, kWgAttnKeys>(sk, keys(tFirst), D, rowsFrom(tFirst));
+  asyncCommit();
+
+  // The descriptors of k-step 0: Q and K K-major, V MN-major (its rows are
+  // the product's k).
+  const uint64_t qDesc = wg::smemDesc(sq, L::kAlongRow, L::kRowGroup);
+  const uint64_t kDesc = wg::smemDesc(sk, L::kAlongRow, L::kRowGroup);
+  const uint64_t vDesc = wg::smemDesc(sv, L::kRowGroup, L::kAlongRow);
+
+  int wFirst = firstPos + 16 * warp; // the warp's first query position
+  float o[D / 2], sc[kWgAttnKeys / 2], mMax[2], lSum[2];
+  LLMC_UNROLL
+  for (int i = 0; i < D / 2; ++i)
+    o[i] = 0.0f;
+  mMax[0] = mMax[1] = -INFINITY;
+  lSum[0] = lSum[1] = 0.0f;
+  const float f = kFold ? scale * kLog2e : 1.0f; // the exp2's factor (see the softmax)
+
+  for (int t = tFirst; t < kEnd; t += kWgAttnKeys) {
+    bool more = t + kWgAttnKeys < kEnd;
+    coreTile<T, D, kWgAttnKeys>(sv, values(t), D, rowsFrom(t));
+    asyncCommit();
+    asyncWait<1>(); // K(t) (and the queries) are here
+    wg::fenceProxyAsync();
+    __syncthreads();
+    // Block-uniform (a wgmma is the whole warpgroup's): whether the tile
+    // holds keys for the block's queries, and whether some are masked.
+    bool busy = !(causal && t > lastPos) && t + kWgAttnKeys > kStart;
+    bool masked = (causal && t + kWgAttnKeys - 1 > firstPos) ||
+                  (window > 0 && t < firstKey(lastPos, window)) || t + kWgAttnKeys > kEnd;
+    if (busy) {
+      wg::fence();
+      wg::fenceOperand(sc);
+      LLMC_UNROLL
+      for (int kk = 0; kk < D / 16; ++kk)
+        wg::mmaSS<kWgAttnKeys, T, false>(sc, wg::advance(qDesc, uint32_t(kk) * 2 * L::kAlongRow),
+                                         wg::advance(kDesc, uint32_t(kk) * 2 * L::kAlongRow),
+                                         kk > 0);
+      wg::commit();
+      wg::wait<0>();
+      wg::fenceOperand(sc);
+    }
+    __syncthreads(); // the warpgroup is done with K(t)
+    if (more) {
+      coreTile<T, D, kWgAttnKeys>(sk, keys(t + kWgAttnKeys), D, rowsFrom(t + kWgAttnKeys));
+      asyncCommit();
+    }
+    if (busy) {
+      // Scores into base 2, as AttentionMma.h's: with kFold, x * f - m in
+      // the exp2's FFMA; else each score scaled, capped and times log2 e
+      // first (f = 1). sc[4 j + 2 hr + e]: row g + 8 hr of the warp's 16,
+      // key t + 8 j + 2 t4 + e.
+      if constexpr (!kFold) {
+        if (softcap > 0.0f) {
+          LLMC_UNROLL
+          for (int i = 0; i < kWgAttnKeys / 2; ++i)
+            sc[i] = capScore(sc[i] * scale, softcap) * kLog2e;
+        } else {
+          LLMC_UNROLL
+          for (int i = 0; i < kWgAttnKeys / 2; ++i)
+            sc[i] *= scale * kLog2e;
+        }
+      }
+      if (masked) {
+        LLMC_UNROLL
+        for (int hr = 0; hr < 2; ++hr) {
+          int qpos = wFirst + g + 8 * hr, lo = firstKey(qpos, window);
+          int last = causal && qpos < kEnd - 1 ? qpos : kEnd - 1;
+          LLMC_UNROLL
+          for (int j = 0; j < kNt; ++j)
+            LLMC_UNROLL
+            for (int e = 0; e < 2; ++e) {
+              int key = t + 8 * j + 2 * t4 + e;
+              if (key < lo || key > last)
+                sc[4 * j + 2 * hr + e] = -INFINITY;
+            }
+        }
+      }
+      LLMC_UNROLL
+      for (int hr = 0; hr < 2; ++hr) {
+        float most = -INFINITY;
+        LLMC_UNROLL
+        for (int j = 0; j < kNt; ++j)
+          most = fmaxf(most, fmaxf(sc[4 * j + 2 * hr], sc[4 * j + 2 * hr + 1]));
+        most = fmaxf(most, __shfl_xor_sync(kFullMask, most, 1));
+        most = fmaxf(most, __shfl_xor_sync(kFullMask, most, 2));
+        float mNew = fmaxf(mMax[hr], most * f);
+        float mUse = mNew == -INFINITY ? 0.0f : mNew; // (no key yet: p and alpha 0)
+        float alpha = fastExp2(mMax[hr] - mUse), sum = 0.0f;
+        LLMC_UNROLL
+        for (int j = 0; j < kNt; ++j)
+          LLMC_UNROLL
+          for (int e = 0; e < 2; ++e) {
+            float &x = sc[4 * j + 2 * hr + e];
+            x = fastExp2(fmaf(x, f, -mUse));
+            sum += x;
+          }
+        lSum[hr] = lSum[hr] * alpha + sum;
+        mMax[hr] = mNew;
+        LLMC_UNROLL
+        for (int j = 0; j < kDt; ++j) {
+          o[4 * j + 2 * hr] *= alpha;
+          o[4 * j + 2 * hr + 1] *= alpha;
+        }
+      }
+    }
+    if (more)
+      asyncWait<1>(); // V(t); K(t + 128) may still be on its way
+    else
+      asyncWait<0>();
+    wg::fenceProxyAsync();
+    __syncthreads();
+    if (busy) {
+      // P's A fragments: 16 keys a step, S's accumulators of two 8-key
+      // chunks rounded to T (the m16n8 C layout is the A layout).
+      unsigned pa[kWgAttnKeys / 16][4];
+      LLMC_UNROLL
+      for (int kk = 0; kk < kWgAttnKeys / 16; ++kk) {
+        pa[kk][0] = tc::packFloats<T>(sc[8 * kk], sc[8 * kk + 1]);
+        pa[kk][1] = tc::packFloats<T>(sc[8 * kk + 2], sc[8 * kk + 3]);
+        pa[kk][2] = tc::packFloats<T>(sc[8 * kk + 4], sc[8 * kk + 5]);
+        pa[kk][3] = tc::packFloats<T>(sc[8 * kk + 6], sc[8 * kk + 7]);
+      }
+      wg::fence();
+      wg::fenceOperand(o);
+      LLMC_UNROLL
+      for (int kk = 0; kk < kWgAttnKeys / 16; ++kk)
+        wg::mmaRS<D, T, true>(o, pa[kk], wg::advance(vDesc, uint32_t(kk) * 2 * L::kRowGroup),
+                              true);
+      wg::commit();
+      wg::wait<0>();
+      wg::fenceOperand(o);
+    }
+    __syncthreads(); // the warpgroup is done with V(t)
+  }
+
+  LLMC_UNROLL
+  for (int hr = 0; hr < 2; ++hr) {
+    float l = lSum[hr];
+    l += __shfl_xor_sync(kFullMask, l, 1);
+    l += __shfl_xor_sync(kFullMask, l, 2);
+    int r = 16 * warp + g + 8 * hr;
+    if (r >= queries)
+      continue;
+    float inv = l > 0.0f ? 1.0f / l : 0.0f;
+    Y *dst = out + ((size_t(b) * size_t(s) + size_t(q0 + r)) * size_t(hq) + size_t(h)) * D;
+    LLMC_UNROLL
+    for (int j = 0; j < kDt; ++j) {
+      dst[8 * j + 2 * t4] = fromFloat<Y>(o[4 * j + 2 * hr] * inv);
+      dst[8 * j + 2 * t4 + 1] = fromFloat<Y>(o[4 * j + 2 * hr + 1] * inv);
+    }
+  }
+}
+
+template <class T, int D, class Y, bool kFold>
+LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kWgAttnThreads, 2)
+    flashAttentionWgmmaKernel(const T *q, const T *kCache, const T *vCache, const int64_t *pos,
+                              Y *out, int s, int hq, int hkv, int capacity, bool causal,
+                              int window, float scale, float softcap) {
+  LLMC_KERNEL_BEGIN();
+  if constexpr (!wg::kWgmma)
+    __trap(); // not sm_90a code: never launched there (wg::wgmmaBuilt())
+  else
+    flashAttentionWgmmaBody<T, D, Y, kFold>(q, kCache, vCache, pos, out, s, hq, hkv, capacity,
+                                            causal, window, scale, softcap);
+}
+
+/// Launches the wgmma form (the caller checked the arguments and
+/// wg::wgmmaBuilt()): the instance that folds the scale into the exp2
+/// without a softcap and with a positive scale, else the other.
+template <class T, int D, class Y>
+std::string flashAttentionWgmma(const T *q, const T *kCache, const T *vCache, const int64_t *pos,
+                                Y *out, int b, int s, int hq, int hkv, int capacity, bool causal,
+                                int window, float scale, float softcap, Stream stream) {
+  if (int64_t(b) * hkv * capacity > INT32_MAX) // (the kernel counts cache rows in ints)
+    return "flash attention: more cache rows than an int counts";
+  dim3 grid(ceilDiv(s, kWgAttnQueries), unsigned(hq), unsigned(b));
+  auto kernel = softcap <= 0.0f && scale > 0.0f ? flashAttentionWgmmaKernel<T, D, Y, true>
+                                                : flashAttentionWgmmaKernel<T, D, Y, false>;
+  return launchWithShared(kernel, grid, dim3(kWgAttnThreads), WgAttnLayout<T, D>::kBytes, stream,
+                          q, kCache, vCache, pos, out, s, hq, hkv, capacity, causal, window,
+                          scale, softcap);
+}
+
+} // namespace llmc::cuda
+
+#endif // LLMC_RUNTIME_MODEL_CUDA_ATTENTIONWGMMA_H
