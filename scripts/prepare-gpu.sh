@@ -17,12 +17,12 @@
 #   bin/llmc-cuda-device.xz  the kernel tests built for ARCH with nvcc
 #                         (rebuilt only when their sources changed);
 #   googletest.tar.xz     GoogleTest's source (REBUILD_TESTS=1 there).
-#   scripts/prepare-gpu.sh [ARCH (default sm_90)]
+#   scripts/prepare-gpu.sh [ARCH (default sm_90a: Hopper's, with wgmma)]
 # then scripts/bundle-llmc.sh, and with the device tool: carry .gpu and run
 # scripts/test-gpu.sh.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-arch="${1:-sm_90}"
+arch="${1:-sm_90a}"
 out="$root/.gpu"
 llmc="$root/build/bin/llmc"
 py="$root/.venv/bin/python3"
@@ -44,7 +44,7 @@ if [ ! -f "$tests" ] || [ "$(cat "$tests.arch" 2>/dev/null)" != "$arch" ] ||
   g++ -std=c++17 -O2 -I"$g/include" -I"$g" -c "$g/src/gtest-all.cc" -o "$kt/gtest-all.o"
   g++ -std=c++17 -O2 -I"$g/include" -c "$g/src/gtest_main.cc" -o "$kt/gtest_main.o"
   g++ -std=c++17 -O2 -I"$root" -c "$root/runtime/src/Sampler.cpp" -o "$kt/Sampler.o"
-  for t in CudaEmuTest CudaKernelsTest CudaAttentionTest CudaQuantTest; do
+  for t in CudaEmuTest CudaKernelsTest CudaAttentionTest CudaQuantTest CudaWgmmaTest; do
     /usr/local/cuda/bin/nvcc -std=c++17 -O3 -lineinfo -diag-suppress 177 -arch="$arch" -x cu \
       -I"$root" -I"$g/include" -c "$root/test/unit/$t.cpp" -o "$kt/$t.o"
   done

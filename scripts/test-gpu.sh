@@ -4,7 +4,8 @@
 # emulation, and test/cuda/fatbin.sh). Run from anywhere; builds in build-gpu/.
 #
 #   1. the CUDA execution-model and kernel tests (test/unit/CudaEmuTest.cpp,
-#      CudaKernelsTest.cpp, CudaAttentionTest.cpp, CudaQuantTest.cpp) built
+#      CudaKernelsTest.cpp, CudaAttentionTest.cpp, CudaQuantTest.cpp,
+#      CudaWgmmaTest.cpp) built
 #      with nvcc for this GPU and run on it: the same assertions and float64
 #      references as the emulated run, so the emulation and the hardware are
 #      held to the same results;
@@ -63,6 +64,9 @@ fi
 sm="$arch"
 [ "$sm" != native ] ||
   sm=sm_$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
+# On Hopper the architecture-specific build (wgmma: the prefill attention,
+# and the CudaWgmma tests), for the fixtures and the kernel tests alike.
+[ "$sm" != sm_90 ] || sm=sm_90a
 compile_fixture() { # NAME: .gpu/fixtures/NAME.args -> $build/artifacts/NAME.llmc
   cd "$root" &&
     # shellcheck disable=SC2046
@@ -91,12 +95,12 @@ build_tests() {
   # (The sampling kernel's tests compare it with the runtime's sampler.)
   g++ -std=c++17 -O2 -I"$root" -c "$root/runtime/src/Sampler.cpp" -o "$build/Sampler.o" || return 1
   local objects=("$build/Sampler.o")
-  for t in CudaEmuTest CudaKernelsTest CudaAttentionTest CudaQuantTest; do
-    "$nvcc" -std=c++17 -O3 -lineinfo -diag-suppress 177 -arch="$arch" -x cu -I"$root" -I"$g/include" -c \
+  for t in CudaEmuTest CudaKernelsTest CudaAttentionTest CudaQuantTest CudaWgmmaTest; do
+    "$nvcc" -std=c++17 -O3 -lineinfo -diag-suppress 177 -arch="$sm" -x cu -I"$root" -I"$g/include" -c \
       "$root/test/unit/$t.cpp" -o "$build/$t.o" || return 1
     objects+=("$build/$t.o")
   done
-  "$nvcc" -arch="$arch" "${objects[@]}" "$build/libgtest.a" -lpthread -o "$build/llmc-cuda-device"
+  "$nvcc" -arch="$sm" "${objects[@]}" "$build/libgtest.a" -lpthread -o "$build/llmc-cuda-device"
 }
 
 if [ -f "$root/.gpu/bin/llmc-cuda-device.xz" ] && [ -z "${REBUILD_TESTS:-}" ]; then
@@ -105,7 +109,7 @@ if [ -f "$root/.gpu/bin/llmc-cuda-device.xz" ] && [ -z "${REBUILD_TESTS:-}" ]; t
   chmod +x "$build/llmc-cuda-device"
   echo "=== the kernel tests prepared in .gpu/bin for $(cat "$root/.gpu/bin/llmc-cuda-device.xz.arch" 2>/dev/null) (REBUILD_TESTS=1 builds them here)"
 else
-  step "build the kernel tests with nvcc (-arch=$arch)" build_tests
+  step "build the kernel tests with nvcc (-arch=$sm)" build_tests
 fi
 if [ -x "$build/llmc-cuda-device" ]; then
   step "kernel tests on the GPU" "$build/llmc-cuda-device"
@@ -116,7 +120,7 @@ if [ -x "$build/llmc-cuda-device" ]; then
     step "compute-sanitizer memcheck" "$cs" --tool memcheck --error-exitcode 1 \
       "$build/llmc-cuda-device"
     # (the kernels with shared memory, barriers or warp-collective operations)
-    shared_filter='Cuda*Attention*:CudaRmsNorm*:CudaArgmax*:CudaSample*:CudaGemm*:CudaGemv*:CudaQuantGemm*:CudaTensorCore*:CudaEmu.*'
+    shared_filter='Cuda*Attention*:CudaRmsNorm*:CudaArgmax*:CudaSample*:CudaGemm*:CudaGemv*:CudaQuantGemm*:CudaTensorCore*:CudaWgmma*:CudaEmu.*'
     step "compute-sanitizer racecheck (shared memory hazards)" "$cs" --tool racecheck \
       --racecheck-report hazard --error-exitcode 1 "$build/llmc-cuda-device" \
       --gtest_filter="$shared_filter"

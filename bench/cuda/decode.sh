@@ -53,6 +53,7 @@ fi
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 export NVCC
 arch=sm_$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
+[ "$arch" != sm_90 ] || arch=sm_90a # (Hopper's wgmma: the prefill attention)
 # (7b in half: in f32 its copies would not fit the GPU machines' 64 GB disk)
 python3 bench/cuda/make_model.py "$shape" "$work/model" 4224 "$([ "$shape" = 7b ] && echo f16 || echo f32)"
 [ -d "$work/model.llmc" ] ||

@@ -202,10 +202,12 @@ llvm::Error buildCudaLibraries(const ArtifactInfo &info, llvm::StringRef dir,
                                  "-Xcompiler", "-fPIC,-fvisibility=hidden",
                                  "-diag-suppress", "177"};
   for (const std::string &arch : info.cudaArchs) {
-    std::string num = llvm::StringRef(arch).drop_front(3).str(); // sm_90 -> 90
+    std::string num = llvm::StringRef(arch).drop_front(3).str(); // sm_90 -> 90, sm_90a -> 90a
     nv.insert(nv.end(), {"-gencode", "arch=compute_" + num + ",code=sm_" + num});
   }
-  std::string last = llvm::StringRef(info.cudaArchs.back()).drop_front(3).str();
+  // PTX for the last architecture, without its specific features (sm_90a's
+  // PTX would load on no other GPU): what later GPUs compile.
+  std::string last = llvm::StringRef(info.cudaArchs.back()).drop_front(3).rtrim('a').str();
   nv.insert(nv.end(), {"-gencode", "arch=compute_" + last + ",code=compute_" + last});
   for (const std::string &i : tc->includes)
     nv.push_back("-I" + i);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds test/cuda/Instances.cu into one fatbin with SASS for sm_80, sm_86,
-# sm_89 and sm_90 and PTX for compute_90 (what llmc's CUDA artifacts carry),
+# sm_89 and sm_90a and PTX for compute_90 (what llmc's CUDA artifacts carry),
 # then reads ptxas's report: every kernel is built for every architecture,
 # and none spills registers to local memory.
 # Usage: fatbin.sh NVCC SOURCE_ROOT OUT_DIR
@@ -12,7 +12,7 @@ if [ ! -x "$nvcc" ]; then
 fi
 mkdir -p "$out"
 log=$out/ptxas.log
-archs=(80 86 89 90)
+archs=(80 86 89 90a)
 gencode=()
 for a in "${archs[@]}"; do gencode+=(-gencode "arch=compute_$a,code=sm_$a"); done
 gencode+=(-gencode "arch=compute_90,code=compute_90")

@@ -63,7 +63,7 @@ cl::opt<std::string> compileCudaArch(
     "cuda-arch",
     cl::desc("--target cuda: GPU architectures to build SASS for (PTX for the last), or none "
              "(only the emulation's build; no nvcc needed)"),
-    cl::init("sm_80,sm_86,sm_89,sm_90"), cl::sub(compileCmd), cl::cat(cat()));
+    cl::init("sm_80,sm_86,sm_89,sm_90a"), cl::sub(compileCmd), cl::cat(cat()));
 cl::opt<std::string> compileNvcc("nvcc",
                                  cl::desc("--target cuda: the CUDA compiler (default: $NVCC, "
                                           "nvcc on PATH, /usr/local/cuda/bin/nvcc)"),
@@ -328,10 +328,15 @@ llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const Compil
     llvm::SmallVector<llvm::StringRef> parts;
     llvm::StringRef(req.cudaArch).split(parts, ',', -1, false);
     for (llvm::StringRef a : parts) {
+      // sm_<N>, or sm_<N>a: the architecture-specific features (sm_90a's
+      // wgmma), SASS that runs on that architecture only.
       unsigned n = 0;
-      if (!a.starts_with("sm_") || a.drop_front(3).getAsInteger(10, n) || n < 75 || n > 120)
-        return error("--cuda-arch takes sm_<N> (75 to 120) separated by commas, or none; not '" +
-                     a.str() + "'");
+      llvm::StringRef num = a.drop_front(3);
+      if (num.ends_with("a"))
+        num = num.drop_back();
+      if (!a.starts_with("sm_") || num.getAsInteger(10, n) || n < 75 || n > 120)
+        return error("--cuda-arch takes sm_<N> or sm_<N>a (N 75 to 120) separated by commas, or "
+                     "none; not '" + a.str() + "'");
       cudaArchs.push_back(a.str());
     }
     if (cudaArchs.empty())

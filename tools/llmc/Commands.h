@@ -29,7 +29,7 @@ int runCompile(MLIRContext &ctx);
 struct CompileRequest {
   std::string input, output;
   std::string target = "cpu";
-  std::string cudaArch = "sm_80,sm_86,sm_89,sm_90"; // --target cuda: SASS targets, or "none"
+  std::string cudaArch = "sm_80,sm_86,sm_89,sm_90a"; // --target cuda: SASS targets, or "none"
   std::string nvcc;                                  // empty: found as Artifact.h says
   int64_t maxSeq = 2048;
   std::vector<int64_t> batch, buckets; // empty: the defaults

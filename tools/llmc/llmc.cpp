@@ -197,7 +197,7 @@ cl::opt<std::string> verifyTarget("target", cl::desc("--target of llmc compile, 
                                   cl::init("cpu"), cl::sub(verifyCmd), cl::cat(llmcCategory));
 cl::opt<std::string> verifyCudaArch(
     "cuda-arch", cl::desc("--cuda-arch of llmc compile, for --compiled --target cuda"),
-    cl::init("sm_80,sm_86,sm_89,sm_90"), cl::sub(verifyCmd), cl::cat(llmcCategory));
+    cl::init("sm_80,sm_86,sm_89,sm_90a"), cl::sub(verifyCmd), cl::cat(llmcCategory));
 cl::opt<std::string> verifyDevice(
     "device",
     cl::desc("With --compiled: what runs a cuda artifact (its GPU, or 'emulated': the host "
