@@ -68,6 +68,128 @@ template <class T, int D> struct MmaAttnLayout {
   static constexpr size_t kBytes = kQ + 2 * kTile;
 };
 
+/// The steps of FlashAttention-2's online softmax over one 16-query atom's
+/// scores for a key tile, shared by this form and AttentionWgmma.h's: s in
+/// mma.sync's m16n8 C layout, s[j][2 hr + e] the atom's row g + 8 hr (g =
+/// lane / 4), key 8 j + 2 t4 + e of the tile (t4 = lane % 4), which is also
+/// the layout of wgmma's accumulators for each warp's 16 rows; o the same
+/// over the value dims, m and l the rows' running maxima (base 2) and sums.
+namespace fa2 {
+
+/// The kernel instance without the fold: each score scaled, capped and
+/// times log2 e (each step a loop of its own: a test per score made ptxas
+/// branch around every pair of scores).
+template <int kNt> LLMC_DEVICE void scaleScores(float (&s)[kNt][4], float scale, float softcap) {
+  constexpr float kLog2e = 1.4426950408889634f;
+  if (softcap > 0.0f) {
+    LLMC_UNROLL
+    for (int j = 0; j < kNt; ++j)
+      LLMC_UNROLL
+      for (int e = 0; e < 4; ++e)
+        s[j][e] = capScore(s[j][e] * scale, softcap) * kLog2e;
+  } else {
+    LLMC_UNROLL
+    for (int j = 0; j < kNt; ++j)
+      LLMC_UNROLL
+      for (int e = 0; e < 4; ++e)
+        s[j][e] *= scale * kLog2e;
+  }
+}
+
+/// -inf for the keys a row may not see (the tile starts at key t; row g's
+/// query is at position pos, row g + 8's at pos + 8): before its window,
+/// past its own position under a causal mask, from kEnd on.
+template <int kNt>
+LLMC_DEVICE void maskScores(float (&s)[kNt][4], int t, int pos, int t4, bool causal, int window,
+                            int kEnd) {
+  LLMC_UNROLL
+  for (int hr = 0; hr < 2; ++hr) {
+    int qpos = pos + 8 * hr, lo = firstKey(qpos, window);
+    int last = causal && qpos < kEnd - 1 ? qpos : kEnd - 1;
+    LLMC_UNROLL
+    for (int j = 0; j < kNt; ++j)
+      LLMC_UNROLL
+      for (int e = 0; e < 2; ++e) {
+        int key = t + 8 * j + 2 * t4 + e;
+        if (key < lo || key > last)
+          s[j][2 * hr + e] = -INFINITY;
+      }
+  }
+}
+
+/// The online update: the rows' maxima over the tile (across the row's
+/// four lanes), p = 2^(s f - m) in place of s (f = scale log2 e with the
+/// fold, the row maximum then taken over the raw products, f > 0; else 1),
+/// the rows' sums, and O's rows rescaled.
+template <int kNt, int kDt>
+LLMC_DEVICE void softmaxUpdate(float (&s)[kNt][4], float (&o)[kDt][4], float (&m)[2],
+                               float (&l)[2], float f) {
+  LLMC_UNROLL
+  for (int hr = 0; hr < 2; ++hr) {
+    float most = -INFINITY;
+    LLMC_UNROLL
+    for (int j = 0; j < kNt; ++j)
+      most = fmaxf(most, fmaxf(s[j][2 * hr], s[j][2 * hr + 1]));
+    most = fmaxf(most, __shfl_xor_sync(kFullMask, most, 1));
+    most = fmaxf(most, __shfl_xor_sync(kFullMask, most, 2));
+    float mNew = fmaxf(m[hr], most * f);
+    float mUse = mNew == -INFINITY ? 0.0f : mNew; // (no key yet: p and alpha 0)
+    float alpha = fastExp2(m[hr] - mUse), sum = 0.0f;
+    LLMC_UNROLL
+    for (int j = 0; j < kNt; ++j)
+      LLMC_UNROLL
+      for (int e = 0; e < 2; ++e) {
+        float &x = s[j][2 * hr + e];
+        x = fastExp2(fmaf(x, f, -mUse));
+        sum += x;
+      }
+    l[hr] = l[hr] * alpha + sum;
+    m[hr] = mNew;
+    LLMC_UNROLL
+    for (int j = 0; j < kDt; ++j) {
+      o[j][2 * hr] *= alpha;
+      o[j][2 * hr + 1] *= alpha;
+    }
+  }
+}
+
+/// P's A fragment for the tile's keys 16 kk .. 16 kk + 15: the
+/// probabilities of two 8-key chunks rounded to T (the m16n8 C layout of
+/// two chunks is the A layout of one 16-key step).
+template <class T, int kNt>
+LLMC_DEVICE void probabilities(unsigned (&pa)[4], const float (&s)[kNt][4], int kk) {
+  pa[0] = tc::packFloats<T>(s[2 * kk][0], s[2 * kk][1]);
+  pa[1] = tc::packFloats<T>(s[2 * kk][2], s[2 * kk][3]);
+  pa[2] = tc::packFloats<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+  pa[3] = tc::packFloats<T>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+}
+
+/// O / l (the row sums reduced over the row's four lanes; 0 for a row
+/// with no key) into the atom's rows that exist (rows of 16): row r at
+/// out + (token + r) * stride.
+template <int kDt, class Y>
+LLMC_DEVICE void writeRows(const float (&o)[kDt][4], const float (&l)[2], Y *out, size_t token,
+                           size_t stride, int rows, int g, int t4) {
+  LLMC_UNROLL
+  for (int hr = 0; hr < 2; ++hr) {
+    float sum = l[hr];
+    sum += __shfl_xor_sync(kFullMask, sum, 1);
+    sum += __shfl_xor_sync(kFullMask, sum, 2);
+    int r = g + 8 * hr;
+    if (r >= rows)
+      continue;
+    float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    Y *dst = out + (token + size_t(r)) * stride;
+    LLMC_UNROLL
+    for (int j = 0; j < kDt; ++j) {
+      dst[8 * j + 2 * t4] = fromFloat<Y>(o[j][2 * hr] * inv);
+      dst[8 * j + 2 * t4 + 1] = fromFloat<Y>(o[j][2 * hr + 1] * inv);
+    }
+  }
+}
+
+} // namespace fa2
+
 template <class T, int D, class Y, bool kFold>
 LLMC_DEVICE void flashAttentionMmaBody(const T *q, const T *kCache, const T *vCache,
                                        const int64_t *pos, Y *out, int s, int hq, int hkv,
@@ -169,70 +291,15 @@ LLMC_DEVICE void flashAttentionMmaBody(const T *q, const T *kCache, const T *vCa
       // Scores into base 2: with kFold, x * f - m inside the exp2's FFMA
       // (f = scale * log2 e > 0, so the row maximum of the raw products is
       // the maximum of the scaled ones); else each score scaled, capped and
-      // times log2 e first (f = 1). Each step a loop of its own, the masks
-      // only on tiles that need them: a test per score made ptxas branch
-      // around every pair of scores.
-      if constexpr (!kFold) {
-        auto eachScore = [&](auto &&update) {
-          LLMC_UNROLL
-          for (int a = 0; a < A; ++a)
-            LLMC_UNROLL
-            for (int j = 0; j < kNt; ++j)
-              LLMC_UNROLL
-              for (int e = 0; e < 4; ++e)
-                update(sc[a][j][e]);
-        };
-        if (softcap > 0.0f)
-          eachScore([&](float &x) { x = capScore(x * scale, softcap) * kLog2e; });
-        else
-          eachScore([&](float &x) { x *= scale * kLog2e; });
-      }
-      if (masked) {
-        LLMC_UNROLL
-        for (int a = 0; a < A; ++a)
-          LLMC_UNROLL
-          for (int hr = 0; hr < 2; ++hr) {
-            int qpos = wFirst + 16 * a + g + 8 * hr, lo = firstKey(qpos, window);
-            int last = causal && qpos < kEnd - 1 ? qpos : kEnd - 1;
-            LLMC_UNROLL
-            for (int j = 0; j < kNt; ++j)
-              LLMC_UNROLL
-              for (int e = 0; e < 2; ++e) {
-                int key = t + 8 * j + 2 * t4 + e;
-                if (key < lo || key > last)
-                  sc[a][j][2 * hr + e] = -INFINITY;
-              }
-          }
-      }
+      // times log2 e first (f = 1). The masks only on tiles that need them.
       LLMC_UNROLL
-      for (int a = 0; a < A; ++a)
-        LLMC_UNROLL
-        for (int hr = 0; hr < 2; ++hr) {
-          float most = -INFINITY;
-          LLMC_UNROLL
-          for (int j = 0; j < kNt; ++j)
-            most = fmaxf(most, fmaxf(sc[a][j][2 * hr], sc[a][j][2 * hr + 1]));
-          most = fmaxf(most, __shfl_xor_sync(kFullMask, most, 1));
-          most = fmaxf(most, __shfl_xor_sync(kFullMask, most, 2));
-          float mNew = fmaxf(mMax[a][hr], most * f);
-          float mUse = mNew == -INFINITY ? 0.0f : mNew; // (no key yet: p and alpha 0)
-          float alpha = fastExp2(mMax[a][hr] - mUse), sum = 0.0f;
-          LLMC_UNROLL
-          for (int j = 0; j < kNt; ++j)
-            LLMC_UNROLL
-            for (int e = 0; e < 2; ++e) {
-              float &x = sc[a][j][2 * hr + e];
-              x = fastExp2(fmaf(x, f, -mUse));
-              sum += x;
-            }
-          lSum[a][hr] = lSum[a][hr] * alpha + sum;
-          mMax[a][hr] = mNew;
-          LLMC_UNROLL
-          for (int j = 0; j < kDt; ++j) {
-            o[a][j][2 * hr] *= alpha;
-            o[a][j][2 * hr + 1] *= alpha;
-          }
-        }
+      for (int a = 0; a < A; ++a) {
+        if constexpr (!kFold)
+          fa2::scaleScores(sc[a], scale, softcap);
+        if (masked)
+          fa2::maskScores(sc[a], t, wFirst + 16 * a + g, t4, causal, window, kEnd);
+        fa2::softmaxUpdate(sc[a], o[a], mMax[a], lSum[a], f);
+      }
     }
     if (more)
       asyncWait<1>(); // V(t); K(t + 64) may still be on its way
@@ -244,12 +311,8 @@ LLMC_DEVICE void flashAttentionMmaBody(const T *q, const T *kCache, const T *vCa
       for (int kk = 0; kk < kMmaAttnKeys / 16; ++kk) {
         unsigned pa[A][4];
         LLMC_UNROLL
-        for (int a = 0; a < A; ++a) {
-          pa[a][0] = tc::packFloats<T>(sc[a][2 * kk][0], sc[a][2 * kk][1]);
-          pa[a][1] = tc::packFloats<T>(sc[a][2 * kk][2], sc[a][2 * kk][3]);
-          pa[a][2] = tc::packFloats<T>(sc[a][2 * kk + 1][0], sc[a][2 * kk + 1][1]);
-          pa[a][3] = tc::packFloats<T>(sc[a][2 * kk + 1][2], sc[a][2 * kk + 1][3]);
-        }
+        for (int a = 0; a < A; ++a)
+          fa2::probabilities<T>(pa[a], sc[a], kk);
         LLMC_UNROLL
         for (int dp = 0; dp < D / 16; ++dp) {
           unsigned vb[4];
@@ -268,22 +331,9 @@ LLMC_DEVICE void flashAttentionMmaBody(const T *q, const T *kCache, const T *vCa
 
   LLMC_UNROLL
   for (int a = 0; a < A; ++a)
-    LLMC_UNROLL
-    for (int hr = 0; hr < 2; ++hr) {
-      float l = lSum[a][hr];
-      l += __shfl_xor_sync(kFullMask, l, 1);
-      l += __shfl_xor_sync(kFullMask, l, 2);
-      int r = wq0 + 16 * a + g + 8 * hr;
-      if (r >= queries)
-        continue;
-      float inv = l > 0.0f ? 1.0f / l : 0.0f;
-      Y *dst = out + ((size_t(b) * size_t(s) + size_t(q0 + r)) * size_t(hq) + size_t(h)) * D;
-      LLMC_UNROLL
-      for (int j = 0; j < kDt; ++j) {
-        dst[8 * j + 2 * t4] = fromFloat<Y>(o[a][j][2 * hr] * inv);
-        dst[8 * j + 2 * t4 + 1] = fromFloat<Y>(o[a][j][2 * hr + 1] * inv);
-      }
-    }
+    fa2::writeRows(o[a], lSum[a], out + size_t(h) * D,
+                   size_t(b) * size_t(s) + size_t(q0 + wq0 + 16 * a), size_t(hq) * D,
+                   queries - wq0 - 16 * a, g, t4);
 }
 
 template <class T, int D, class Y, bool kFold>

@@ -39,7 +39,7 @@
 #ifndef LLMC_RUNTIME_MODEL_CUDA_ATTENTIONWGMMA_H
 #define LLMC_RUNTIME_MODEL_CUDA_ATTENTIONWGMMA_H
 
-#include "runtime/src/model/cuda/Attention.h"
+#include "runtime/src/model/cuda/AttentionMma.h"
 #include "runtime/src/model/cuda/Wgmma.h"
 
 namespace llmc::cuda {
@@ -114,10 +114,15 @@ LLMC_DEVICE void flashAttentionWgmmaBody(const T *q, const T *kCache, const T *v
   const uint64_t vDesc = wg::smemDesc(sv, L::kRowGroup, L::kAlongRow);
 
   int wFirst = firstPos + 16 * warp; // the warp's first query position
-  float o[D / 2], sc[kWgAttnKeys / 2], mMax[2], lSum[2];
+  // S and O: wgmma's accumulators of the warp's 16 rows, in mma.sync's
+  // m16n8 C layout (AttentionMma.h's fa2 steps); sFlat and oFlat the same
+  // registers as wgmma takes them.
+  float o[kDt][4], sc[kNt][4], mMax[2], lSum[2];
+  auto &sFlat = reinterpret_cast<float(&)[kWgAttnKeys / 2]>(sc);
+  auto &oFlat = reinterpret_cast<float(&)[D / 2]>(o);
   LLMC_UNROLL
-  for (int i = 0; i < D / 2; ++i)
-    o[i] = 0.0f;
+  for (int j = 0; j < kDt; ++j)
+    o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
   mMax[0] = mMax[1] = -INFINITY;
   lSum[0] = lSum[1] = 0.0f;
   const float f = kFold ? scale * kLog2e : 1.0f; // the exp2's factor (see the softmax)
@@ -136,15 +141,16 @@ LLMC_DEVICE void flashAttentionWgmmaBody(const T *q, const T *kCache, const T *v
                   (window > 0 && t < firstKey(lastPos, window)) || t + kWgAttnKeys > kEnd;
     if (busy) {
       wg::fence();
-      wg::fenceOperand(sc);
+      wg::fenceOperand(sFlat);
       LLMC_UNROLL
       for (int kk = 0; kk < D / 16; ++kk)
-        wg::mmaSS<kWgAttnKeys, T, false>(sc, wg::advance(qDesc, uint32_t(kk) * 2 * L::kAlongRow),
+        wg::mmaSS<kWgAttnKeys, T, false>(sFlat,
+                                         wg::advance(qDesc, uint32_t(kk) * 2 * L::kAlongRow),
                                          wg::advance(kDesc, uint32_t(kk) * 2 * L::kAlongRow),
                                          kk > 0);
       wg::commit();
       wg::wait<0>();
-      wg::fenceOperand(sc);
+      wg::fenceOperand(sFlat);
     }
     __syncthreads(); // the warpgroup is done with K(t)
     if (more) {
@@ -152,63 +158,12 @@ LLMC_DEVICE void flashAttentionWgmmaBody(const T *q, const T *kCache, const T *v
       asyncCommit();
     }
     if (busy) {
-      // Scores into base 2, as AttentionMma.h's: with kFold, x * f - m in
-      // the exp2's FFMA; else each score scaled, capped and times log2 e
-      // first (f = 1). sc[4 j + 2 hr + e]: row g + 8 hr of the warp's 16,
-      // key t + 8 j + 2 t4 + e.
-      if constexpr (!kFold) {
-        if (softcap > 0.0f) {
-          LLMC_UNROLL
-          for (int i = 0; i < kWgAttnKeys / 2; ++i)
-            sc[i] = capScore(sc[i] * scale, softcap) * kLog2e;
-        } else {
-          LLMC_UNROLL
-          for (int i = 0; i < kWgAttnKeys / 2; ++i)
-            sc[i] *= scale * kLog2e;
-        }
-      }
-      if (masked) {
-        LLMC_UNROLL
-        for (int hr = 0; hr < 2; ++hr) {
-          int qpos = wFirst + g + 8 * hr, lo = firstKey(qpos, window);
-          int last = causal && qpos < kEnd - 1 ? qpos : kEnd - 1;
-          LLMC_UNROLL
-          for (int j = 0; j < kNt; ++j)
-            LLMC_UNROLL
-            for (int e = 0; e < 2; ++e) {
-              int key = t + 8 * j + 2 * t4 + e;
-              if (key < lo || key > last)
-                sc[4 * j + 2 * hr + e] = -INFINITY;
-            }
-        }
-      }
-      LLMC_UNROLL
-      for (int hr = 0; hr < 2; ++hr) {
-        float most = -INFINITY;
-        LLMC_UNROLL
-        for (int j = 0; j < kNt; ++j)
-          most = fmaxf(most, fmaxf(sc[4 * j + 2 * hr], sc[4 * j + 2 * hr + 1]));
-        most = fmaxf(most, __shfl_xor_sync(kFullMask, most, 1));
-        most = fmaxf(most, __shfl_xor_sync(kFullMask, most, 2));
-        float mNew = fmaxf(mMax[hr], most * f);
-        float mUse = mNew == -INFINITY ? 0.0f : mNew; // (no key yet: p and alpha 0)
-        float alpha = fastExp2(mMax[hr] - mUse), sum = 0.0f;
-        LLMC_UNROLL
-        for (int j = 0; j < kNt; ++j)
-          LLMC_UNROLL
-          for (int e = 0; e < 2; ++e) {
-            float &x = sc[4 * j + 2 * hr + e];
-            x = fastExp2(fmaf(x, f, -mUse));
-            sum += x;
-          }
-        lSum[hr] = lSum[hr] * alpha + sum;
-        mMax[hr] = mNew;
-        LLMC_UNROLL
-        for (int j = 0; j < kDt; ++j) {
-          o[4 * j + 2 * hr] *= alpha;
-          o[4 * j + 2 * hr + 1] *= alpha;
-        }
-      }
+      // Scores into base 2, as AttentionMma.h's (the same steps).
+      if constexpr (!kFold)
+        fa2::scaleScores(sc, scale, softcap);
+      if (masked)
+        fa2::maskScores(sc, t, wFirst + g, t4, causal, window, kEnd);
+      fa2::softmaxUpdate(sc, o, mMax, lSum, f);
     }
     if (more)
       asyncWait<1>(); // V(t); K(t + 128) may still be on its way
@@ -217,45 +172,27 @@ LLMC_DEVICE void flashAttentionWgmmaBody(const T *q, const T *kCache, const T *v
     wg::fenceProxyAsync();
     __syncthreads();
     if (busy) {
-      // P's A fragments: 16 keys a step, S's accumulators of two 8-key
-      // chunks rounded to T (the m16n8 C layout is the A layout).
+      // P's A fragments, 16 keys a step (all before the products: wgmma
+      // reads its A registers until the wait).
       unsigned pa[kWgAttnKeys / 16][4];
       LLMC_UNROLL
-      for (int kk = 0; kk < kWgAttnKeys / 16; ++kk) {
-        pa[kk][0] = tc::packFloats<T>(sc[8 * kk], sc[8 * kk + 1]);
-        pa[kk][1] = tc::packFloats<T>(sc[8 * kk + 2], sc[8 * kk + 3]);
-        pa[kk][2] = tc::packFloats<T>(sc[8 * kk + 4], sc[8 * kk + 5]);
-        pa[kk][3] = tc::packFloats<T>(sc[8 * kk + 6], sc[8 * kk + 7]);
-      }
+      for (int kk = 0; kk < kWgAttnKeys / 16; ++kk)
+        fa2::probabilities<T>(pa[kk], sc, kk);
       wg::fence();
-      wg::fenceOperand(o);
+      wg::fenceOperand(oFlat);
       LLMC_UNROLL
       for (int kk = 0; kk < kWgAttnKeys / 16; ++kk)
-        wg::mmaRS<D, T, true>(o, pa[kk], wg::advance(vDesc, uint32_t(kk) * 2 * L::kRowGroup),
-                              true);
+        wg::mmaRS<D, T, true>(oFlat, pa[kk],
+                              wg::advance(vDesc, uint32_t(kk) * 2 * L::kRowGroup), true);
       wg::commit();
       wg::wait<0>();
-      wg::fenceOperand(o);
+      wg::fenceOperand(oFlat);
     }
     __syncthreads(); // the warpgroup is done with V(t)
   }
 
-  LLMC_UNROLL
-  for (int hr = 0; hr < 2; ++hr) {
-    float l = lSum[hr];
-    l += __shfl_xor_sync(kFullMask, l, 1);
-    l += __shfl_xor_sync(kFullMask, l, 2);
-    int r = 16 * warp + g + 8 * hr;
-    if (r >= queries)
-      continue;
-    float inv = l > 0.0f ? 1.0f / l : 0.0f;
-    Y *dst = out + ((size_t(b) * size_t(s) + size_t(q0 + r)) * size_t(hq) + size_t(h)) * D;
-    LLMC_UNROLL
-    for (int j = 0; j < kDt; ++j) {
-      dst[8 * j + 2 * t4] = fromFloat<Y>(o[4 * j + 2 * hr] * inv);
-      dst[8 * j + 2 * t4 + 1] = fromFloat<Y>(o[4 * j + 2 * hr + 1] * inv);
-    }
-  }
+  fa2::writeRows(o, lSum, out + size_t(h) * D, size_t(b) * size_t(s) + size_t(q0 + 16 * warp),
+                 size_t(hq) * D, queries - 16 * warp, g, t4);
 }
 
 template <class T, int D, class Y, bool kFold>
