@@ -311,6 +311,9 @@ void headDims64And128(Prefill form) {
   // over several key tiles.
   checkPrefill<half, 64, 64>(1, 130, 2, 1, 384, 200, true, 100, 0, form, -1.5f);
   checkPrefill<bfloat16, 128, 128>(1, 70, 2, 2, 128, 0, true, 0, 0, form, 0.0f);
+  // A window that leaves the first key tile to a block's first queries
+  // only (its other warps, or warpgroup, skip it).
+  checkPrefill<half, 64, 64>(1, 256, 2, 1, 256, 0, true, 16, 0, form);
   // One query: a block of one row, one partial key tile.
   checkPrefill<half, 128, 128>(1, 1, 2, 1, 64, 40, true, 0, 0, form);
 }

@@ -7,33 +7,38 @@
 // on device code built for sm_90a (wg::wgmmaBuilt(); AttentionTensorCore.h's
 // flashAttention picks it there, AttentionMma.h's mma.sync form elsewhere).
 //
-// Tiling (FlashAttention-2's order on Hopper's warpgroup products, Wgmma.h)
-//   A block is one warpgroup (4 warps, 128 threads) and takes kQueries = 64
-//   queries of one head, warp w the 16 rows 16 w .. (the rows of a wgmma's
-//   m64); blocks of the last queries (the longest under causal masks) are
-//   scheduled first, two blocks an SM. Keys and values go through shared
-//   memory in tiles of kKeys = 128 rows by cp.async, in wgmma's no-swizzle
-//   core-matrix layout (row r, column c at (r / 8) 16 D + (c / 8) 128 +
-//   (r % 8) 16 + (c % 8) 2 bytes: each thread's 16-byte chunks are
-//   contiguous in shared memory; rows past the last key zero-filled); the
-//   queries stay there in the same layout. Per tile:
-//     copy V(j);   wait for K(j)     (V's copy overlaps S = Q K^T)
+// Tiling (FlashAttention-3's consumers on Hopper's warpgroup products,
+// Wgmma.h, without its producer warp and TMA)
+//   A block of two warpgroups (8 warps, 256 threads) takes kQueries = 128
+//   queries of one head, warpgroup i the 64 queries 64 i .. and its warp w
+//   the 16 rows 16 w .. of them (the rows of a wgmma's m64); blocks of the
+//   last queries (the longest under causal masks) are scheduled first, one
+//   block a multiprocessor. Keys and values go through shared memory in
+//   tiles of kKeys = 128 rows by cp.async from all 256 threads, two stages:
+//   the next tile's keys and values are copied while both warpgroups use
+//   this one (one barrier a tile), in wgmma's no-swizzle core-matrix layout
+//   (row r, column c at (r / 8) 16 D + (c / 8) 128 + (r % 8) 16 + (c % 8) 2
+//   bytes: each thread's 16-byte chunks are contiguous in shared memory;
+//   rows past the last key zero-filled); the queries stay there in the
+//   same layout. Both warpgroups read each tile: 4 bytes of keys and values
+//   a (query, key) pair at head_dim 128, as FlashAttention-2's 128 x 64
+//   tiles (a block of one warpgroup, 64 queries, read twice as many from L2).
+//   Per tile and warpgroup (those whose queries the tile does not reach
+//   skip it):
 //     S = Q K^T    D / 16 wgmma m64n128k16, A (Q) and B (K, K-major) from
 //                  shared memory; f32 accumulators in registers, the
 //                  m16n8 C layout of mma.sync for each warp's 16 rows
-//     copy K(j+1)  (overlaps the softmax and P V)
-//     softmax      as AttentionMma.h's (the same instances: the scale in
-//                  the exp2's FFMA, or each score scaled and capped first;
-//                  masks only on tiles that need them), over 128 keys
-//     wait V(j)
+//     softmax      AttentionMma.h's fa2 steps (the same instances: the
+//                  scale in the exp2's FFMA, or each score scaled and capped
+//                  first; masks only on tiles that need them), 128 keys
 //     O += P V     8 wgmma m64nDk16 with A (P) from registers (S's
 //                  accumulators rounded to T are the A fragments) and B
 //                  (V, MN-major: values' rows as they are) from shared
 //                  memory
 //   then O / l to out. No [S, S] buffer: 128 scores per query exist at
-//   once. Shared memory: the queries, one K and one V tile (D = 128: 16 +
-//   32 + 32 = 80 KiB). Registers: S 64 floats, O D / 2, P 32 words a
-//   thread.
+//   once. Shared memory: the queries and two stages of a K and a V tile
+//   (D = 128: 32 + 2 x 64 = 160 KiB). Registers: S 64 floats, O D / 2, P
+//   32 words a thread (at most 207 at D = 128, no spills).
 //
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_RUNTIME_MODEL_CUDA_ATTENTIONWGMMA_H
@@ -44,13 +49,16 @@
 
 namespace llmc::cuda {
 
-constexpr int kWgAttnQueries = 64, kWgAttnKeys = 128, kWgAttnThreads = 128;
+constexpr int kWgAttnGroups = 2; // warpgroups a block
+constexpr int kWgAttnQueries = 64 * kWgAttnGroups, kWgAttnKeys = 128;
+constexpr int kWgAttnThreads = 128 * kWgAttnGroups;
 
 template <class T, int D> struct WgAttnLayout {
   static_assert(sizeof(T) == 2 && (D == 64 || D == 128), "16-bit tiles, D 64 or 128");
   static constexpr size_t kQ = sizeof(T) * size_t(kWgAttnQueries) * D;
   static constexpr size_t kTile = sizeof(T) * size_t(kWgAttnKeys) * D;
-  static constexpr size_t kBytes = kQ + 2 * kTile;
+  static constexpr size_t kStage = 2 * kTile; // a key tile, then its value tile
+  static constexpr size_t kBytes = kQ + 2 * kStage;
   /// Bytes between core matrices: along a row (8 columns) and between
   /// 8-row groups.
   static constexpr uint32_t kAlongRow = 128, kRowGroup = 16 * D;
@@ -85,10 +93,11 @@ LLMC_DEVICE void flashAttentionWgmmaBody(const T *q, const T *kCache, const T *v
   int q0 = (int(gridDim.x) - 1 - int(blockIdx.x)) * kWgAttnQueries; // the longest first
   int h = int(blockIdx.y), b = int(blockIdx.z), kvh = h / (hq / hkv);
   int lane = int(threadIdx.x % 32), warp = int(threadIdx.x / 32), g = lane / 4, t4 = lane % 4;
+  int group = warp / 4; // the warpgroup: queries 64 group .. + 63 of the block
   LLMC_DYNAMIC_SHARED(unsigned char, smem);
   T *sq = reinterpret_cast<T *>(smem);
-  T *sk = reinterpret_cast<T *>(smem + L::kQ);
-  T *sv = reinterpret_cast<T *>(smem + L::kQ + L::kTile);
+  auto keyTile = [&](int stage) { return reinterpret_cast<T *>(smem + L::kQ + stage * L::kStage); };
+  auto valueTile = [&](int stage) { return keyTile(stage) + kWgAttnKeys * D; };
 
   int p0 = int(*pos);
   int queries = s - q0 < kWgAttnQueries ? s - q0 : kWgAttnQueries;
@@ -97,23 +106,26 @@ LLMC_DEVICE void flashAttentionWgmmaBody(const T *q, const T *kCache, const T *v
   int kStart = firstKey(firstPos, window);
   int tFirst = kStart - kStart % kWgAttnKeys;
   int head = (b * hkv + kvh) * capacity; // the (batch, kv head)'s first cache row
-  auto keys = [&](int t) { return kCache + size_t(head + t) * D; };
-  auto values = [&](int t) { return vCache + size_t(head + t) * D; };
   auto rowsFrom = [&](int t) { return kEnd - t < kWgAttnKeys ? kEnd - t : kWgAttnKeys; };
+  // Tile t's keys and values into stage `stage` (one cp.async group).
+  auto issue = [&](int stage, int t) {
+    coreTile<T, D, kWgAttnKeys>(keyTile(stage), kCache + size_t(head + t) * D, D, rowsFrom(t));
+    coreTile<T, D, kWgAttnKeys>(valueTile(stage), vCache + size_t(head + t) * D, D, rowsFrom(t));
+    asyncCommit();
+  };
 
   coreTile<T, D, kWgAttnQueries>(
       sq, q + ((size_t(b) * size_t(s) + size_t(q0)) * size_t(hq) + size_t(h)) * D,
       size_t(hq) * D, queries);
-  coreTile<T, D, kWgAttnKeys>(sk, keys(tFirst), D, rowsFrom(tFirst));
-  asyncCommit();
+  issue(0, tFirst); // (one group with the queries)
 
-  // The descriptors of k-step 0: Q and K K-major, V MN-major (its rows are
-  // the product's k).
-  const uint64_t qDesc = wg::smemDesc(sq, L::kAlongRow, L::kRowGroup);
-  const uint64_t kDesc = wg::smemDesc(sk, L::kAlongRow, L::kRowGroup);
-  const uint64_t vDesc = wg::smemDesc(sv, L::kRowGroup, L::kAlongRow);
+  // The warpgroup's queries, and the descriptors of k-step 0: Q (its 64
+  // rows) and K K-major, V MN-major (its rows are the product's k).
+  int gq0 = 64 * group, gQueries = queries - gq0;
+  int gFirst = firstPos + gq0, gLast = firstPos + (gQueries < 64 ? queries : gq0 + 64) - 1;
+  const uint64_t qDesc = wg::smemDesc(sq + gq0 * D, L::kAlongRow, L::kRowGroup);
 
-  int wFirst = firstPos + 16 * warp; // the warp's first query position
+  int wFirst = gFirst + 16 * (warp % 4); // the warp's first query position
   // S and O: wgmma's accumulators of the warp's 16 rows, in mma.sync's
   // m16n8 C layout (AttentionMma.h's fa2 steps); sFlat and oFlat the same
   // registers as wgmma takes them.
@@ -127,76 +139,65 @@ LLMC_DEVICE void flashAttentionWgmmaBody(const T *q, const T *kCache, const T *v
   lSum[0] = lSum[1] = 0.0f;
   const float f = kFold ? scale * kLog2e : 1.0f; // the exp2's factor (see the softmax)
 
-  for (int t = tFirst; t < kEnd; t += kWgAttnKeys) {
-    bool more = t + kWgAttnKeys < kEnd;
-    coreTile<T, D, kWgAttnKeys>(sv, values(t), D, rowsFrom(t));
-    asyncCommit();
-    asyncWait<1>(); // K(t) (and the queries) are here
+  for (int t = tFirst, stage = 0; t < kEnd; t += kWgAttnKeys, stage ^= 1) {
+    asyncWait<0>(); // this thread's copies of tile t
     wg::fenceProxyAsync();
+    // Tile t is in for every thread, and both warpgroups are done with
+    // tile t - 128, whose stage the next tile's copy now takes (it runs
+    // while this tile is used).
     __syncthreads();
-    // Block-uniform (a wgmma is the whole warpgroup's): whether the tile
-    // holds keys for the block's queries, and whether some are masked.
-    bool busy = !(causal && t > lastPos) && t + kWgAttnKeys > kStart;
-    bool masked = (causal && t + kWgAttnKeys - 1 > firstPos) ||
-                  (window > 0 && t < firstKey(lastPos, window)) || t + kWgAttnKeys > kEnd;
-    if (busy) {
-      wg::fence();
-      wg::fenceOperand(sFlat);
-      LLMC_UNROLL
-      for (int kk = 0; kk < D / 16; ++kk)
-        wg::mmaSS<kWgAttnKeys, T, false>(sFlat,
-                                         wg::advance(qDesc, uint32_t(kk) * 2 * L::kAlongRow),
-                                         wg::advance(kDesc, uint32_t(kk) * 2 * L::kAlongRow),
-                                         kk > 0);
-      wg::commit();
-      wg::wait<0>();
-      wg::fenceOperand(sFlat);
-    }
-    __syncthreads(); // the warpgroup is done with K(t)
-    if (more) {
-      coreTile<T, D, kWgAttnKeys>(sk, keys(t + kWgAttnKeys), D, rowsFrom(t + kWgAttnKeys));
-      asyncCommit();
-    }
-    if (busy) {
-      // Scores into base 2, as AttentionMma.h's (the same steps).
-      if constexpr (!kFold)
-        fa2::scaleScores(sc, scale, softcap);
-      if (masked)
-        fa2::maskScores(sc, t, wFirst + g, t4, causal, window, kEnd);
-      fa2::softmaxUpdate(sc, o, mMax, lSum, f);
-    }
-    if (more)
-      asyncWait<1>(); // V(t); K(t + 128) may still be on its way
-    else
-      asyncWait<0>();
-    wg::fenceProxyAsync();
-    __syncthreads();
-    if (busy) {
-      // P's A fragments, 16 keys a step (all before the products: wgmma
-      // reads its A registers until the wait).
-      unsigned pa[kWgAttnKeys / 16][4];
-      LLMC_UNROLL
-      for (int kk = 0; kk < kWgAttnKeys / 16; ++kk)
-        fa2::probabilities<T>(pa[kk], sc, kk);
-      wg::fence();
-      wg::fenceOperand(oFlat);
-      LLMC_UNROLL
-      for (int kk = 0; kk < kWgAttnKeys / 16; ++kk)
-        wg::mmaRS<D, T, true>(oFlat, pa[kk],
-                              wg::advance(vDesc, uint32_t(kk) * 2 * L::kRowGroup), true);
-      wg::commit();
-      wg::wait<0>();
-      wg::fenceOperand(oFlat);
-    }
-    __syncthreads(); // the warpgroup is done with V(t)
+    if (t + kWgAttnKeys < kEnd)
+      issue(stage ^ 1, t + kWgAttnKeys);
+    // Warpgroup-uniform (a wgmma is the whole warpgroup's): whether the
+    // tile holds keys for the group's queries, and whether some are masked.
+    bool busy = gQueries > 0 && !(causal && t > gLast) &&
+                t + kWgAttnKeys > firstKey(gFirst, window);
+    bool masked = (causal && t + kWgAttnKeys - 1 > gFirst) ||
+                  (window > 0 && t < firstKey(gLast, window)) || t + kWgAttnKeys > kEnd;
+    if (!busy)
+      continue;
+    const uint64_t kDesc = wg::smemDesc(keyTile(stage), L::kAlongRow, L::kRowGroup);
+    const uint64_t vDesc = wg::smemDesc(valueTile(stage), L::kRowGroup, L::kAlongRow);
+    wg::fence();
+    wg::fenceOperand(sFlat);
+    LLMC_UNROLL
+    for (int kk = 0; kk < D / 16; ++kk)
+      wg::mmaSS<kWgAttnKeys, T, false>(sFlat, wg::advance(qDesc, uint32_t(kk) * 2 * L::kAlongRow),
+                                       wg::advance(kDesc, uint32_t(kk) * 2 * L::kAlongRow),
+                                       kk > 0);
+    wg::commit();
+    wg::wait<0>();
+    wg::fenceOperand(sFlat);
+    // Scores into base 2, as AttentionMma.h's (the same steps).
+    if constexpr (!kFold)
+      fa2::scaleScores(sc, scale, softcap);
+    if (masked)
+      fa2::maskScores(sc, t, wFirst + g, t4, causal, window, kEnd);
+    fa2::softmaxUpdate(sc, o, mMax, lSum, f);
+    // P's A fragments, 16 keys a step (all before the products: wgmma
+    // reads its A registers until the wait).
+    unsigned pa[kWgAttnKeys / 16][4];
+    LLMC_UNROLL
+    for (int kk = 0; kk < kWgAttnKeys / 16; ++kk)
+      fa2::probabilities<T>(pa[kk], sc, kk);
+    wg::fence();
+    wg::fenceOperand(oFlat);
+    LLMC_UNROLL
+    for (int kk = 0; kk < kWgAttnKeys / 16; ++kk)
+      wg::mmaRS<D, T, true>(oFlat, pa[kk], wg::advance(vDesc, uint32_t(kk) * 2 * L::kRowGroup),
+                            true);
+    wg::commit();
+    wg::wait<0>();
+    wg::fenceOperand(oFlat);
   }
 
-  fa2::writeRows(o, lSum, out + size_t(h) * D, size_t(b) * size_t(s) + size_t(q0 + 16 * warp),
-                 size_t(hq) * D, queries - 16 * warp, g, t4);
+  fa2::writeRows(o, lSum, out + size_t(h) * D,
+                 size_t(b) * size_t(s) + size_t(q0 + 64 * group + 16 * (warp % 4)),
+                 size_t(hq) * D, queries - 64 * group - 16 * (warp % 4), g, t4);
 }
 
 template <class T, int D, class Y, bool kFold>
-LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kWgAttnThreads, 2)
+LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kWgAttnThreads, 1)
     flashAttentionWgmmaKernel(const T *q, const T *kCache, const T *vCache, const int64_t *pos,
                               Y *out, int s, int hq, int hkv, int capacity, bool causal,
                               int window, float scale, float softcap) {
