@@ -70,18 +70,20 @@ LLMC_GLOBAL void wgmmaKernel(const T *a, const T *b, const float *c, float *d, S
       int row = 16 * w + g + 8 * (i / 2 % 2), col = 8 * (i / 4) + 2 * t + i % 2;
       acc[i] = withC ? c[row * N + col] : 1e30f;
     }
-    wg::fence();
+    // Every k-step's A fragments first (wgmma reads them until the wait).
+    unsigned fa[kK / 16][4];
+    for (int s = 0; s < kK / 16; ++s)
+      for (int r = 0; r < 4; ++r) {
+        int row = 16 * w + g + 8 * (r % 2), k = 16 * s + 2 * t + 8 * (r / 2);
+        fa[s][r] = tc::pack(a[row * kK + k], a[row * kK + k + 1]);
+      }
     wg::fenceOperand(acc);
+    wg::fenceOperand(fa);
+    wg::fence();
     for (int s = 0; s < kK / 16; ++s) {
       uint64_t db = wg::advance(wg::smemDesc(sb, st.lboB, st.sboB), uint32_t(s) * 2 * st.lboB);
       if constexpr (RegA) {
-        unsigned fa[4];
-        for (int r = 0; r < 4; ++r) {
-          int row = 16 * w + g + 8 * (r % 2), k = 16 * s + 2 * t + 8 * (r / 2);
-          fa[r] = tc::pack(a[row * kK + k], a[row * kK + k + 1]);
-        }
-        wg::fence(); // (fa was just written)
-        wg::mmaRS<N, T, TransB>(acc, fa, db, s > 0 || withC);
+        wg::mmaRS<N, T, TransB>(acc, fa[s], db, s > 0 || withC);
       } else {
         uint64_t da = wg::advance(wg::smemDesc(sa, st.lboA, st.sboA), uint32_t(s) * 2 * st.lboA);
         wg::mmaSS<N, T, TransB>(acc, da, db, s > 0 || withC);
@@ -90,6 +92,7 @@ LLMC_GLOBAL void wgmmaKernel(const T *a, const T *b, const float *c, float *d, S
     wg::commit();
     wg::wait<0>();
     wg::fenceOperand(acc);
+    wg::fenceOperand(fa);
     for (int i = 0; i < N / 2; ++i) {
       int row = 16 * w + g + 8 * (i / 2 % 2), col = 8 * (i / 4) + 2 * t + i % 2;
       d[row * N + col] = acc[i];
@@ -175,6 +178,65 @@ TEST(CudaEmu, WgmmaAccumulatorsAreUndefinedUntilTheWait) {
     EXPECT_TRUE(std::isnan(d[size_t(i)])) << i;
     EXPECT_EQ(d[size_t(128 + i)], 4.0f) << i; // 16 products of 0.5 * 0.5
   }
+}
+
+/// The misuses the emulation refuses (on the GPU they give garbage, or
+/// hang): A and B (64 x 16, K-major) by cp.async, then one wgmma.
+enum Misuse {
+  kNone,
+  kNoFence,          // no wgmma.fence before the wgmma
+  kNoProxyFence,     // cp.async's writes read by wgmma with no fence.proxy.async
+  kOtherDescriptor,  // half the warpgroup names another B
+  kSkipped,          // half the warpgroup issues no wgmma
+  kOperandChanged,   // a shared operand written between the issue and the wait
+  kAccumulatorWritten // an accumulator written between the issue and the wait
+};
+LLMC_GLOBAL void misuseKernel(const half *src, float *d, int mode) {
+  LLMC_KERNEL_BEGIN();
+  LLMC_DYNAMIC_SHARED(unsigned char, smem);
+  int tid = int(threadIdx.x);
+  for (int c = tid; c < 256; c += 128)
+    asyncCopy16(smem + 16 * c, src + 8 * c, true);
+  asyncCommit();
+  asyncWait<0>();
+  if (mode != kNoProxyFence)
+    wg::fenceProxyAsync();
+  __syncthreads();
+  float acc[32] = {};
+  uint64_t da = wg::smemDesc(smem, 128, 256), db = wg::smemDesc(smem + 2048, 128, 256);
+  if (mode == kOtherDescriptor && tid >= 64)
+    db = da;
+  if (mode != kNoFence)
+    wg::fence();
+  if (mode != kSkipped || tid < 64)
+    wg::mmaSS<64, half, false>(acc, da, db, true);
+  wg::commit();
+  if (mode == kOperandChanged && tid == 0)
+    reinterpret_cast<half *>(smem)[0] = fromFloat<half>(3.0f);
+  if (mode == kAccumulatorWritten)
+    acc[0] = 1.0f;
+  wg::wait<0>();
+  d[tid] = acc[0];
+}
+
+TEST(CudaEmu, WgmmaMisusesAreReported) {
+  DeviceBuffer<half> src(randomValues<half>(64 * 16 * 2, 1.0f, 83));
+  DeviceBuffer<float> d(128);
+  auto run = [&](Misuse m) {
+    return launchWithShared(misuseKernel, dim3(1), dim3(128), 4096, nullptr, src.get(), d.get(),
+                            int(m));
+  };
+  EXPECT_EQ(run(kNone), "");
+  auto expect = [&](Misuse m, const std::string &what) {
+    std::string e = run(m);
+    EXPECT_NE(e.find(what), std::string::npos) << "misuse " << int(m) << ": " << e;
+  };
+  expect(kNoFence, "no wgmma.fence");
+  expect(kNoProxyFence, "no fence.proxy.async");
+  expect(kOtherDescriptor, "issue different wgmmas");
+  expect(kSkipped, "wgmmas, the first of its warpgroup");
+  expect(kOperandChanged, "shared operands changed between its issue and its wait");
+  expect(kAccumulatorWritten, "accumulators were written between its issue and its wait");
 }
 #endif
 

@@ -36,9 +36,14 @@
 //   - Tensor-core tiles (WMMA), mma.sync and ldmatrix are emulated in
 //     Cuda.h's tc:: on top of this.
 //   - wgmma (runtime/src/model/cuda/Wgmma.h, wgmmaIssue): each thread's
-//     share of the product is queued by group, like cp.async below, and
-//     done at the wgmmaWait that releases its group, reading the shared
-//     operands then; meanwhile the accumulators hold NaNs.
+//     share of the product is computed at the issue and queued by group,
+//     like cp.async below, then computed again at the wgmmaWait that
+//     releases its group (the operands must not have changed between: the
+//     GPU may read them at any moment in between); meanwhile the
+//     accumulators hold NaNs and must not be written. A wgmma needs a
+//     wgmma.fence since the thread's last wait; a warpgroup's threads must
+//     issue the same wgmmas; shared memory that cp.async wrote is readable
+//     by wgmma only after its writer's fence.proxy.async.
 //   - cp.async (asyncCopy): each thread's copies are queued by group and
 //     done at the asyncWait that releases their group, the latest moment
 //     the GPU may complete them; meanwhile the destination holds NaNs. A
@@ -87,6 +92,7 @@
 #endif
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdio>
 #include <cstdint>
@@ -173,15 +179,16 @@ struct AsyncCopy {
 
 /// One wgmma of a thread (runtime/src/model/cuda/Wgmma.h): its `count`
 /// accumulators at d, done at the wgmmaWait that releases its group.
-/// `compute` reads the shared-memory operands then (the latest moment the
-/// GPU may) and writes in + A B to out. Its input is the registers as they
-/// were at the issue, or, where an earlier wgmma of the thread still pending
-/// writes the same registers (a chain of k-steps, which the GPU orders),
-/// that one's result.
+/// `compute` reads the shared-memory operands and writes in + A B to out:
+/// at the issue (outAtIssue) and again at the wait (out), the earliest and
+/// the latest moments the GPU may read them, which must agree. Its input is
+/// the registers as they were at the issue, or, where an earlier wgmma of
+/// the thread still pending writes the same registers (a chain of k-steps,
+/// which the GPU orders), that one's result.
 struct WgmmaOp {
   float *d = nullptr;
   int count = 0;
-  std::vector<float> in, out;
+  std::vector<float> in, out, outAtIssue;
   std::shared_ptr<WgmmaOp> from;
   bool superseded = false; // a later pending wgmma takes its result
   std::function<void(const float *, float *)> compute;
@@ -225,9 +232,15 @@ struct Fiber {
   // committed groups, oldest first (done at the wait that needs them).
   std::vector<AsyncCopy> asyncOpen;
   std::vector<std::vector<AsyncCopy>> asyncGroups;
-  // Its wgmmas not yet done, the same way.
+  // Its wgmmas not yet done, the same way; whether a wgmma.fence came
+  // since its last wgmma wait (or the start); how many wgmmas it issued.
   std::vector<std::shared_ptr<WgmmaOp>> wgmmaOpen;
   std::vector<std::vector<std::shared_ptr<WgmmaOp>>> wgmmaGroups;
+  bool wgmmaFenced = false;
+  unsigned wgmmaIssued = 0;
+  // The 16-byte chunks of dynamic shared memory its cp.async copies wrote
+  // (at their wait) since its last fence.proxy.async.
+  std::vector<size_t> unfencedChunks;
 };
 
 /// A block's dynamic shared memory: 128-byte aligned, as the GPU's (its
@@ -257,6 +270,12 @@ struct Block {
   size_t staticSharedBytes = 0;
   DynamicSharedBytes *dynamicShared = nullptr;
   size_t sharedLimit = kDefaultSharedBytes;
+  // Per warpgroup, what its threads' n-th wgmma was (wgmmaIssue); per
+  // 16-byte chunk of the dynamic shared memory, whether cp.async wrote it
+  // with no fence.proxy.async by the writer since (the async proxy, which
+  // wgmma reads through, may not see it).
+  std::vector<std::vector<uint64_t>> wgmmaSignatures;
+  std::vector<unsigned char> unfenced;
   std::string error;
 };
 
@@ -395,12 +414,16 @@ inline void asyncCommit() {
 inline void asyncWait(int n) {
   Fiber &f = *self();
   size_t keep = size_t(std::max(n, 0)), done = 0;
+  unsigned char *base = f.block->dynamicShared->data();
   for (; f.asyncGroups.size() - done > keep; ++done)
     for (const AsyncCopy &c : f.asyncGroups[done]) {
       if (c.valid)
         std::memcpy(c.dst, c.src, c.bytes);
       else
         std::memset(c.dst, 0, c.bytes);
+      size_t chunk = size_t(static_cast<unsigned char *>(c.dst) - base) / 16;
+      f.block->unfenced[chunk] = 1;
+      f.unfencedChunks.push_back(chunk);
     }
   f.asyncGroups.erase(f.asyncGroups.begin(), f.asyncGroups.begin() + long(done));
 }
@@ -409,9 +432,25 @@ inline void asyncWait(int n) {
 /// fills its accumulators with NaNs until the wgmmaWait that does it (the
 /// registers are undefined on the GPU meanwhile: a kernel that reads them,
 /// or changes them, before that wait gets NaNs or loses the change here).
-inline void wgmmaIssue(float *d, int count, bool accumulate,
+inline void wgmmaIssue(float *d, int count, bool accumulate, uint64_t signature,
                        std::function<void(const float *, float *)> compute) {
   Fiber &f = *self();
+  if (!f.wgmmaFenced)
+    fail("wgmma with no wgmma.fence (wg::fence()) since the thread's last wgmma wait or its "
+         "start (PTX: one before a warpgroup's first wgmma and after other code touched its "
+         "registers)");
+  // PTX's .sync.aligned: every thread of the warpgroup issues the same
+  // wgmma (shape, types, descriptors, scale-d) as its n-th.
+  std::vector<std::vector<uint64_t>> &groups = f.block->wgmmaSignatures;
+  if (groups.size() <= f.warp / 4)
+    groups.resize(f.warp / 4 + 1);
+  std::vector<uint64_t> &seen = groups[f.warp / 4];
+  if (f.wgmmaIssued == seen.size())
+    seen.push_back(signature);
+  else if (seen[f.wgmmaIssued] != signature)
+    fail("threads of warpgroup " + std::to_string(f.warp / 4) + " issue different wgmmas as their " +
+         "wgmma " + std::to_string(f.wgmmaIssued) + " (shape, descriptors or scale-d differ)");
+  ++f.wgmmaIssued;
   auto op = std::make_shared<WgmmaOp>();
   op->d = d, op->count = count, op->compute = std::move(compute);
   std::shared_ptr<WgmmaOp> before;
@@ -432,8 +471,30 @@ inline void wgmmaIssue(float *d, int count, bool accumulate,
     op->from = before;
   else
     op->in.assign(d, d + count);
+  op->outAtIssue.assign(size_t(count), 0.0f);
+  op->compute(op->from ? op->from->outAtIssue.data() : op->in.data(), op->outAtIssue.data());
   std::fill(d, d + count, std::numeric_limits<float>::quiet_NaN());
   f.wgmmaOpen.push_back(std::move(op));
+}
+
+/// wgmma.fence.
+inline void wgmmaFence() { self()->wgmmaFenced = true; }
+
+/// fence.proxy.async.shared::cta: the thread's cp.async writes become
+/// visible to wgmma (after a barrier, to the other threads' too).
+inline void proxyFence() {
+  Fiber &f = *self();
+  for (size_t chunk : f.unfencedChunks)
+    f.block->unfenced[chunk] = 0;
+  f.unfencedChunks.clear();
+}
+
+/// Whether the shared byte at p was written by cp.async with no
+/// fence.proxy.async by its writer since.
+inline bool unfencedShared(const void *p) {
+  Block &b = *selfBlock();
+  auto at = size_t(static_cast<const unsigned char *>(p) - b.dynamicShared->data());
+  return at / 16 < b.unfenced.size() && b.unfenced[at / 16];
 }
 
 /// wgmma.commit_group: the thread's wgmmas since the last commit become a
@@ -446,15 +507,23 @@ inline void wgmmaCommit() {
 
 /// wgmma.wait_group n: every committed group but the newest n is done, in
 /// issue order; each result lands in its registers unless a later pending
-/// wgmma writes them.
+/// wgmma writes them. Fails where the shared operands changed since the
+/// issue (the GPU may read them at any moment in between), or the
+/// registers were written meanwhile. A wgmma after it needs a new fence.
 inline void wgmmaWait(int n) {
   Fiber &f = *self();
+  f.wgmmaFenced = false;
   size_t keep = size_t(std::max(n, 0)), done = 0;
   for (; f.wgmmaGroups.size() - done > keep; ++done)
     for (const std::shared_ptr<WgmmaOp> &op : f.wgmmaGroups[done]) {
       op->out.assign(size_t(op->count), 0.0f);
       op->compute(op->from ? op->from->out.data() : op->in.data(), op->out.data());
       op->from.reset();
+      if (std::memcmp(op->out.data(), op->outAtIssue.data(), sizeof(float) * op->out.size()))
+        fail("a wgmma's shared operands changed between its issue and its wait");
+      for (int i = 0; i < op->count; ++i)
+        if (!std::isnan(op->d[i]))
+          fail("a wgmma's accumulators were written between its issue and its wait");
       if (!op->superseded)
         std::copy(op->out.begin(), op->out.end(), op->d);
     }
@@ -662,6 +731,8 @@ inline bool runBlock(Block &b, const StackSet &stacks) {
   b.staticSharedBytes = 0;
   if (!b.dynamicShared->empty())
     std::memset(b.dynamicShared->data(), 0xff, b.dynamicShared->size());
+  b.wgmmaSignatures.clear();
+  b.unfenced.assign((b.dynamicShared->size() + 15) / 16, 0);
   for (size_t i = 0; i < fs.size(); ++i) {
     Fiber &f = fs[i];
     f.state = Fiber::State::Ready;
@@ -670,6 +741,9 @@ inline bool runBlock(Block &b, const StackSet &stacks) {
     f.asyncGroups.clear();
     f.wgmmaOpen.clear(); // (and its wgmmas)
     f.wgmmaGroups.clear();
+    f.wgmmaFenced = false;
+    f.wgmmaIssued = 0;
+    f.unfencedChunks.clear();
     f.threadIdx = {unsigned(i % b.blockDim.x), unsigned(i / b.blockDim.x % b.blockDim.y),
                    unsigned(i / (size_t(b.blockDim.x) * b.blockDim.y))};
     f.lane = unsigned(i % 32);
@@ -715,6 +789,13 @@ inline bool runBlock(Block &b, const StackSet &stacks) {
           b.error = "thread " + coords(f.threadIdx) +
                     " ended without LLMC_KERNEL_BEGIN(), every kernel's first statement (on "
                     "the GPU it waits for the kernel before)";
+          return false;
+        }
+      for (Fiber &f : fs) // (a warpgroup's threads issue the same wgmmas)
+        if (f.wgmmaIssued != fs[f.warp / 4 * 128].wgmmaIssued) {
+          b.error = "thread " + coords(f.threadIdx) + " issued " +
+                    std::to_string(f.wgmmaIssued) + " wgmmas, the first of its warpgroup " +
+                    std::to_string(fs[f.warp / 4 * 128].wgmmaIssued);
           return false;
         }
       return true;

@@ -158,8 +158,8 @@ LLMC_DEVICE void flashAttentionWgmmaBody(const T *q, const T *kCache, const T *v
       continue;
     const uint64_t kDesc = wg::smemDesc(keyTile(stage), L::kAlongRow, L::kRowGroup);
     const uint64_t vDesc = wg::smemDesc(valueTile(stage), L::kRowGroup, L::kAlongRow);
+    wg::fenceOperand(sFlat); // (then the fence: nothing may touch them after it)
     wg::fence();
-    wg::fenceOperand(sFlat);
     LLMC_UNROLL
     for (int kk = 0; kk < D / 16; ++kk)
       wg::mmaSS<kWgAttnKeys, T, false>(sFlat, wg::advance(qDesc, uint32_t(kk) * 2 * L::kAlongRow),
@@ -180,14 +180,16 @@ LLMC_DEVICE void flashAttentionWgmmaBody(const T *q, const T *kCache, const T *v
     LLMC_UNROLL
     for (int kk = 0; kk < kWgAttnKeys / 16; ++kk)
       fa2::probabilities<T>(pa[kk], sc, kk);
-    wg::fence();
+    wg::fenceOperand(pa);
     wg::fenceOperand(oFlat);
+    wg::fence();
     LLMC_UNROLL
     for (int kk = 0; kk < kWgAttnKeys / 16; ++kk)
       wg::mmaRS<D, T, true>(oFlat, pa[kk], wg::advance(vDesc, uint32_t(kk) * 2 * L::kRowGroup),
                             true);
     wg::commit();
     wg::wait<0>();
+    wg::fenceOperand(pa);
     wg::fenceOperand(oFlat);
   }
 

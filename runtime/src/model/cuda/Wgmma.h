@@ -36,12 +36,15 @@
 // barrier.
 //
 // The emulation (runtime/src/cudaemu, wgmmaIssue) computes each thread's
-// accumulators at the wait that releases them, from the shared operands as
-// they are then, decoding the same descriptors (only the no-swizzle layout;
-// operands must lie in the dynamic shared memory); until then they hold
-// NaNs, so reading them early, or changing shared operands before the
-// wait, fails a test here as it would give garbage on the GPU. Register A
-// is read at the issue.
+// accumulators at the issue and again at the wait that releases them,
+// decoding the same descriptors (only the no-swizzle layout; operands must
+// lie in the dynamic shared memory), and fails where the two differ (shared
+// operands changed in flight); until the wait they hold NaNs, so reading
+// them early gives NaNs, and writing them fails. It also fails a wgmma
+// with no fence() since the thread's last wait, threads of a warpgroup
+// issuing different wgmmas (or different numbers of them), and a shared
+// operand that cp.async wrote with no fenceProxyAsync() by its writer
+// since. Register A is read at the issue.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_RUNTIME_MODEL_CUDA_WGMMA_H
@@ -50,6 +53,7 @@
 #include "runtime/src/model/cuda/Cuda.h"
 
 #include <array>
+#include <atomic>
 
 namespace llmc::cuda::wg {
 
@@ -103,6 +107,14 @@ template <int N> LLMC_DEVICE void fenceOperand(float (&d)[N]) {
   LLMC_UNROLL
   for (int i = 0; i < N; ++i)
     asm volatile("" : "+f"(d[i])::"memory");
+}
+/// The same for register A fragments (steps of four registers).
+template <int M> LLMC_DEVICE void fenceOperand(unsigned (&a)[M][4]) {
+  LLMC_UNROLL
+  for (int i = 0; i < M; ++i)
+    LLMC_UNROLL
+    for (int j = 0; j < 4; ++j)
+      asm volatile("" : "+r"(a[i][j])::"memory");
 }
 
 // The instructions for N = 64 and 128 and the operand type TY ("f16" or
@@ -203,20 +215,28 @@ LLMC_DEVICE void mmaRS(float (&d)[N / 2], const unsigned (&a)[4], uint64_t descB
 
 /// Whether the device code running has wgmma (kWgmma in the code the
 /// driver picked: sm_90a SASS on a compute capability 9.0 device; not the
-/// compute_90 PTX on a later one). Asked once, by a kernel launch: call it
-/// before any graph is captured (DeviceModel does).
+/// compute_90 PTX on a later one), for the current device. Asked once per
+/// device, by a kernel launch: call it before any graph is captured
+/// (DeviceModel does).
 template <int> __global__ void probeKernel(int *out) { *out = kWgmma ? 1 : 0; }
 inline bool wgmmaBuilt() {
-  static const bool yes = [] {
-    int *flag = nullptr, got = 0;
-    if (cudaMalloc(&flag, sizeof(int)) != cudaSuccess)
-      return false;
-    probeKernel<0><<<1, 1>>>(flag);
-    bool ok = cudaGetLastError() == cudaSuccess &&
-              cudaMemcpy(&got, flag, sizeof(int), cudaMemcpyDeviceToHost) == cudaSuccess;
-    cudaFree(flag);
-    return ok && got == 1;
-  }();
+  constexpr int kDevices = 64;
+  static std::atomic<int> known[kDevices]; // 0 unknown, 1 no, 2 yes
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0)
+    return false;
+  if (device < kDevices && known[device].load() != 0)
+    return known[device].load() == 2;
+  int *flag = nullptr, got = 0;
+  if (cudaMalloc(&flag, sizeof(int)) != cudaSuccess)
+    return false;
+  probeKernel<0><<<1, 1>>>(flag);
+  bool ok = cudaGetLastError() == cudaSuccess &&
+            cudaMemcpy(&got, flag, sizeof(int), cudaMemcpyDeviceToHost) == cudaSuccess;
+  cudaFree(flag);
+  bool yes = ok && got == 1;
+  if (device < kDevices)
+    known[device].store(yes ? 2 : 1);
   return yes;
 }
 
@@ -233,11 +253,12 @@ inline uint64_t smemDesc(const void *p, uint32_t lbo, uint32_t sbo) {
   return encode(at) | encode(lbo) << 16 | encode(sbo) << 32;
 }
 
-inline void fence() {}
+inline void fence() { ::llmc::cudaemu::wgmmaFence(); }
 inline void commit() { ::llmc::cudaemu::wgmmaCommit(); }
 template <int N> void wait() { ::llmc::cudaemu::wgmmaWait(N); }
-inline void fenceProxyAsync() {}
+inline void fenceProxyAsync() { ::llmc::cudaemu::proxyFence(); }
 template <int N> void fenceOperand(float (&)[N]) {}
+template <int M> void fenceOperand(unsigned (&)[M][4]) {}
 inline bool wgmmaBuilt() { return true; }
 
 /// A shared operand as its descriptor gives it (the no-swizzle layout).
@@ -264,19 +285,34 @@ inline const unsigned char *mnMajor(const Operand &o, int k, int n) {
 template <class T> float element(const unsigned char *p) {
   if (!::llmc::cudaemu::inDynamicShared(p, 2))
     ::llmc::cudaemu::fail("wgmma operand reaches past the block's dynamic shared memory");
+  if (::llmc::cudaemu::unfencedShared(p))
+    ::llmc::cudaemu::fail("wgmma reads shared memory that cp.async wrote, with no "
+                          "fence.proxy.async (wg::fenceProxyAsync()) by its writer since");
   T v;
   std::memcpy(&v, p, 2);
   return toFloat(v);
 }
 
+/// What must be the same across a warpgroup for one wgmma: the form (1:
+/// A from shared memory, 2: from registers), shape, types, descriptors and
+/// scale-d, folded into one word.
+template <int N, class T, bool TransB>
+uint64_t signature(int form, uint64_t descA, uint64_t descB, bool accumulate) {
+  uint64_t h = uint64_t(form) | uint64_t(N) << 2 | uint64_t(std::is_same_v<T, half>) << 11 |
+               uint64_t(TransB) << 12 | uint64_t(accumulate) << 13;
+  for (uint64_t x : {descA, descB})
+    h = (h ^ x) * 0x9E3779B97F4A7C15ull;
+  return h;
+}
+
 /// Queues the thread's accumulators of d += A B, A(row, k) from aAt.
 template <int N, class T, bool TransB, class AAt>
-void issue(float (&d)[N / 2], AAt aAt, uint64_t descB, bool accumulate) {
+void issue(float (&d)[N / 2], AAt aAt, uint64_t descB, bool accumulate, uint64_t sig) {
   static_assert(N % 8 == 0 && N >= 8 && N <= 256 && sizeof(T) == 2, "m64nNk16 shapes");
   Operand b = decode(descB);
   const ::llmc::cudaemu::Fiber &f = *::llmc::cudaemu::self();
   int w = int(f.warp % 4), g = int(f.lane / 4), t = int(f.lane % 4);
-  ::llmc::cudaemu::wgmmaIssue(d, N / 2, accumulate, [=](const float *in, float *out) {
+  auto compute = [=](const float *in, float *out) {
     for (int i = 0; i < N / 2; ++i) {
       int row = 16 * w + g + 8 * (i / 2 % 2), col = 8 * (i / 4) + 2 * t + i % 2;
       float s = in[i];
@@ -285,14 +321,15 @@ void issue(float (&d)[N / 2], AAt aAt, uint64_t descB, bool accumulate) {
                      element<T>(TransB ? mnMajor(b, k, col) : kMajor(b, col, k)), s);
       out[i] = s;
     }
-  });
+  };
+  ::llmc::cudaemu::wgmmaIssue(d, N / 2, accumulate, sig, compute);
 }
 
 template <int N, class T, bool TransB>
 void mmaSS(float (&d)[N / 2], uint64_t descA, uint64_t descB, bool accumulate) {
   Operand a = decode(descA);
   issue<N, T, TransB>(d, [=](int row, int k) { return element<T>(kMajor(a, row, k)); }, descB,
-                      accumulate);
+                      accumulate, signature<N, T, TransB>(1, descA, descB, accumulate));
 }
 
 /// Register A: every lane offers its four registers; each takes the
@@ -315,7 +352,7 @@ void mmaRS(float (&d)[N / 2], const unsigned (&a)[4], uint64_t descB, bool accum
           toFloat(::llmc::cudaemu::fromBits<T>(uint16_t(bits >> (16 * (k % 2)))));
     }
   issue<N, T, TransB>(d, [rows](int row, int k) { return rows[size_t(row % 16 * 16 + k)]; },
-                      descB, accumulate);
+                      descB, accumulate, signature<N, T, TransB>(2, 0, descB, accumulate));
 }
 
 #endif
