@@ -10,6 +10,7 @@
 #include "test/unit/CudaTestUtil.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 using namespace llmc::cuda;
@@ -122,7 +123,18 @@ template <int N, class T, bool TransB, bool RegA> void checkWgmma(bool withC, un
         sum += ad[size_t(i * kK + k)] * (TransB ? bd[size_t(k * N + n)] : bd[size_t(n * kK + k)]);
       want[size_t(i * N + n)] = sum;
     }
-  EXPECT_LE(relativeError(dd.download(), want), kF32Tolerance);
+  std::vector<float> got = dd.download();
+  EXPECT_LE(relativeError(got, want), kF32Tolerance);
+  // Where it is wrong (on a GPU: which rows and columns, and so which
+  // stride or fragment slot, the instruction reads otherwise).
+  int shown = 0;
+  for (int i = 0; i < 64 && shown < 6; ++i)
+    for (int n = 0; n < N && shown < 6; ++n) {
+      double g = got[size_t(i * N + n)], w = want[size_t(i * N + n)];
+      if (!(std::fabs(g - w) <= 1e-3 * (1.0 + std::fabs(w))))
+        ADD_FAILURE() << "D(" << i << ", " << n << ") = " << g << ", want " << w
+                      << (++shown == 6 ? " (and maybe more)" : "");
+    }
 }
 
 template <class T> void checkAllForms(unsigned seed) {
@@ -144,6 +156,21 @@ TEST(CudaWgmma, ProductsAsPtxLaysThemOut) {
     GTEST_SKIP() << "this device code has no wgmma (it is built for sm_90a only)";
   checkAllForms<half>(81);
   checkAllForms<bfloat16>(82);
+}
+
+// LLMC_CUDA_WGMMA=0 leaves the kernels' wgmma forms unused (to compare
+// them with the mma.sync ones, or to step around them).
+TEST(CudaWgmma, TurnedOffByTheEnvironment) {
+  const char *before = std::getenv("LLMC_CUDA_WGMMA");
+  std::string saved = before ? before : "";
+  setenv("LLMC_CUDA_WGMMA", "0", 1);
+  EXPECT_FALSE(wg::wgmmaEnabled());
+  setenv("LLMC_CUDA_WGMMA", "1", 1);
+  EXPECT_EQ(wg::wgmmaEnabled(), wg::wgmmaBuilt());
+  unsetenv("LLMC_CUDA_WGMMA");
+  EXPECT_EQ(wg::wgmmaEnabled(), wg::wgmmaBuilt());
+  if (before)
+    setenv("LLMC_CUDA_WGMMA", saved.c_str(), 1);
 }
 
 #if LLMC_CUDA_EMULATED

@@ -236,7 +236,7 @@ std::string flashAttentionWmma(const T *q, const T *kCache, const T *vCache, con
 /// Flash prefill attention (K: the caches' type; with int8 caches kScales
 /// and vScales are their scales, else null): on tensor cores where it
 /// applies (see the top of this file), by wgmma in sm_90a code at head_dim
-/// 64 and 128 (AttentionWgmma.h), by mma.sync on sm_80 and later
+/// 64 and 128 (AttentionWgmma.h; unless LLMC_CUDA_WGMMA=0), by mma.sync on sm_80 and later
 /// (AttentionMma.h), else by WMMA (half on sm_70 and sm_75); else the SIMT
 /// form.
 template <class T, class K, int D, int Dv, class Y>
@@ -248,7 +248,7 @@ std::string flashAttention(const T *q, const K *kCache, const K *vCache, const f
     if (b < 1 || s < 1 || hq < 1 || hkv < 1 || hq % hkv || capacity < 1 || kScales || vScales)
       return "flash attention: invalid arguments";
     if constexpr (D == 64 || D == 128)
-      if (wg::wgmmaBuilt())
+      if (wg::wgmmaEnabled())
         return flashAttentionWgmma<T, D, Y>(q, kCache, vCache, pos, out, b, s, hq, hkv, capacity,
                                             causal, window, scale, softcap, stream);
     if (tc::bf16())

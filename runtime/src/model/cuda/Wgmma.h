@@ -357,6 +357,14 @@ void mmaRS(float (&d)[N / 2], const unsigned (&a)[4], uint64_t descB, bool accum
 
 #endif
 
+/// Whether kernels take their wgmma forms: the code has wgmma
+/// (wgmmaBuilt()) and LLMC_CUDA_WGMMA is not 0 (which leaves them to the
+/// mma.sync forms, to compare or to step around the wgmma ones).
+inline bool wgmmaEnabled() {
+  const char *env = std::getenv("LLMC_CUDA_WGMMA");
+  return !(env && env[0] == '0' && env[1] == 0) && wgmmaBuilt();
+}
+
 } // namespace llmc::cuda::wg
 
 #endif // LLMC_RUNTIME_MODEL_CUDA_WGMMA_H
