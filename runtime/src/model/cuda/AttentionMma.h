@@ -188,6 +188,18 @@ LLMC_DEVICE void writeRows(const float (&o)[kDt][4], const float (&l)[2], Y *out
   }
 }
 
+/// Whether a launch takes the kernel instance that folds the scale into
+/// the exp2 (a positive scale without softcap: every model's).
+inline bool foldsScale(float scale, float softcap) { return softcap <= 0.0f && scale > 0.0f; }
+
+/// The launchers' refusal when the caches' rows (b * hkv * capacity) pass
+/// what the kernels' ints count, else "".
+inline std::string cacheRowsCheck(int b, int hkv, int capacity) {
+  return int64_t(b) * hkv * capacity > INT32_MAX
+             ? "flash attention: more cache rows than an int counts"
+             : "";
+}
+
 } // namespace fa2
 
 template <class T, int D, class Y, bool kFold>
@@ -359,10 +371,10 @@ std::string flashAttentionMma(const T *q, const T *kCache, const T *vCache, cons
                               Y *out, int b, int s, int hq, int hkv, int capacity, bool causal,
                               int window, float scale, float softcap, Stream stream) {
   constexpr size_t bytes = MmaAttnLayout<T, D>::kBytes;
-  if (int64_t(b) * hkv * capacity > INT32_MAX) // (the kernel counts cache rows in ints)
-    return "flash attention: more cache rows than an int counts";
+  if (std::string e = fa2::cacheRowsCheck(b, hkv, capacity); !e.empty())
+    return e;
   dim3 grid(ceilDiv(s, MmaAttnLayout<T, D>::kQueries), unsigned(hq), unsigned(b));
-  auto kernel = softcap <= 0.0f && scale > 0.0f ? flashAttentionMmaKernel<T, D, Y, true>
+  auto kernel = fa2::foldsScale(scale, softcap) ? flashAttentionMmaKernel<T, D, Y, true>
                                                 : flashAttentionMmaKernel<T, D, Y, false>;
   return launchWithShared(kernel, grid, dim3(kMmaAttnThreads), bytes, stream, q, kCache, vCache,
                           pos, out, s, hq, hkv, capacity, causal, window, scale, softcap);

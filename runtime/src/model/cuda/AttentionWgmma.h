@@ -218,10 +218,10 @@ template <class T, int D, class Y>
 std::string flashAttentionWgmma(const T *q, const T *kCache, const T *vCache, const int64_t *pos,
                                 Y *out, int b, int s, int hq, int hkv, int capacity, bool causal,
                                 int window, float scale, float softcap, Stream stream) {
-  if (int64_t(b) * hkv * capacity > INT32_MAX) // (the kernel counts cache rows in ints)
-    return "flash attention: more cache rows than an int counts";
+  if (std::string e = fa2::cacheRowsCheck(b, hkv, capacity); !e.empty())
+    return e;
   dim3 grid(ceilDiv(s, kWgAttnQueries), unsigned(hq), unsigned(b));
-  auto kernel = softcap <= 0.0f && scale > 0.0f ? flashAttentionWgmmaKernel<T, D, Y, true>
+  auto kernel = fa2::foldsScale(scale, softcap) ? flashAttentionWgmmaKernel<T, D, Y, true>
                                                 : flashAttentionWgmmaKernel<T, D, Y, false>;
   return launchWithShared(kernel, grid, dim3(kWgAttnThreads), WgAttnLayout<T, D>::kBytes, stream,
                           q, kCache, vCache, pos, out, s, hq, hkv, capacity, causal, window,
