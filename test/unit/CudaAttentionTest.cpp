@@ -16,8 +16,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace llmc::cuda;
@@ -107,7 +109,7 @@ template <class T, class K> struct DeviceCaches {
 
 template <class T, int D, int Dv, class K = T>
 void checkDecode(int b, int hq, int hkv, int cap, long long pos, int splits, int window,
-                 float softcap) {
+                 float softcap, int maxStages = 0) {
   SCOPED_TRACE("hq=" + std::to_string(hq) + " hkv=" + std::to_string(hkv) + " pos=" +
                std::to_string(pos) + " splits=" + std::to_string(splits) + " window=" +
                std::to_string(window) + " softcap=" + std::to_string(softcap));
@@ -123,7 +125,7 @@ void checkDecode(int b, int hq, int hkv, int cap, long long pos, int splits, int
   ASSERT_EQ((decodeAttention<T, K, D, Dv>(dq.get(), c.k.get(), c.v.get(), c.ksPtr(), c.vsPtr(),
                                           dpos.get(), partial.get(), lse.get(), out.get(),
                                           counters.get(), b, hq, hkv, cap, splits, window, scale,
-                                          softcap, nullptr)),
+                                          softcap, nullptr, maxStages)),
             "");
   EXPECT_EQ(counters.leftNonzero(), 0u);
   auto qd = widen(q);
@@ -177,15 +179,47 @@ TEST(CudaDecodeAttention, LargeGroupsNeedTheSharedMemoryOptIn) {
   checkDecode<half, 128, 128>(1, 32, 1, 40, 37, 2, 0, 0);
 }
 
-// The tiles go through shared memory by cp.async, double-buffered where two
-// stages fit kDecodeTwoStageBytes: several tiles per split both ways (f32
-// with head size 256 and 8 heads a group takes one stage).
-TEST(CudaDecodeAttention, OneAndTwoTileStages) {
-  EXPECT_LE((decodeSharedBytes<half, 64, 64>(4, 2)), kDecodeTwoStageBytes);
-  EXPECT_GT((decodeSharedBytes<float, 256, 256>(8, 2)), kDecodeTwoStageBytes);
-  checkDecode<half, 64, 64>(1, 8, 2, 400, 300, 2, 0, 0);
+// The tiles go through shared memory by cp.async into up to four buffers,
+// as many as a split's chunk can have tiles, within kDecodeStageBytes (f32
+// with head size 256 and 8 heads a group takes one).
+TEST(CudaDecodeAttention, TileStages) {
+  EXPECT_EQ((decodeStages<half, 128, 128>(4, 4160, 33, 0)), 4); // 1B Llama, batch 1
+  EXPECT_EQ((decodeStages<half, 128, 128>(4, 4160, 33, 2)), 2); // capped
+  EXPECT_EQ((decodeStages<half, 64, 64>(4, 400, 2, 0)), 4);
+  EXPECT_EQ((decodeStages<half, 64, 64>(4, 70, 3, 0)), 1); // a tile a chunk
+  EXPECT_EQ((decodeStages<half, 64, 64>(4, 96, 1, 0)), 3);
+  EXPECT_EQ((decodeStages<half, 128, 128>(32, 4096, 16, 0)), 3); // 4 do not fit
+  EXPECT_EQ((decodeStages<float, 256, 256>(8, 200, 2, 0)), 1);
+  EXPECT_LE((decodeSharedBytes<half, 128, 128>(32, 3)), kDecodeStageBytes);
+  EXPECT_GT((decodeSharedBytes<half, 128, 128>(32, 4)), kDecodeStageBytes);
+  // Chunks of more tiles than buffers, as many, and fewer; in every stage
+  // count; from a window's first key past a chunk's start.
+  for (int stages = 1; stages <= kDecodeMaxStages; ++stages) {
+    SCOPED_TRACE("stages=" + std::to_string(stages));
+    checkDecode<half, 64, 64>(1, 8, 2, 400, 300, 2, 0, 0, stages);
+    checkDecode<bfloat16, 128, 128>(2, 8, 2, 200, 127, 1, 0, 0, stages);
+    checkDecode<float, 64, 64>(1, 4, 1, 300, 299, 3, 150, 0, stages);
+    checkDecode<half, 64, 64, int8_t>(1, 8, 2, 300, 250, 2, 0, 0, stages);
+  }
   checkDecode<float, 256, 256>(1, 16, 2, 200, 150, 2, 0, 0);
   checkDecode<float, 256, 256, int8_t>(1, 16, 2, 200, 199, 1, 40, 0);
+}
+
+// LLMC_CUDA_DECODE_STAGES caps the buffers when it is a count from 1 to 4.
+TEST(CudaDecodeAttention, StageCapFromTheEnvironment) {
+  const char *saved = std::getenv("LLMC_CUDA_DECODE_STAGES");
+  std::string keep = saved ? saved : "";
+  for (auto [value, cap] : std::vector<std::pair<const char *, int>>{
+           {"1", 1}, {"3", 3}, {"4", 4}, {"0", 0}, {"5", 0}, {"22", 0}, {"", 0}, {"x", 0}}) {
+    setenv("LLMC_CUDA_DECODE_STAGES", value, 1);
+    EXPECT_EQ(decodeStageCap(), cap) << value;
+  }
+  setenv("LLMC_CUDA_DECODE_STAGES", "1", 1);
+  checkDecode<half, 64, 64>(1, 8, 2, 400, 300, 2, 0, 0);
+  if (saved)
+    setenv("LLMC_CUDA_DECODE_STAGES", keep.c_str(), 1);
+  else
+    unsetenv("LLMC_CUDA_DECODE_STAGES");
 }
 
 TEST(CudaDecodeAttention, Int8CachesWithTheirScales) {

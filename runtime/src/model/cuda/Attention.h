@@ -23,7 +23,8 @@
 //                   (batch, kv head) last (Common.h's lastOfGroup over
 //                   `counters`, a word per pair) merges the busy splits
 //                   into out [B, Hq, Dv] (llm.attention_combine), in the
-//                   same launch.
+//                   same launch; when only one split is busy (a context
+//                   of one chunk) its block writes out itself.
 //   prefill q       [B, S, Hq, D] at positions *pos .. *pos + S - 1 over
 //                   keys 0 .. *pos + S - 1; out [B, S, Hq, Dv]
 //                   (llm.flash_attention).
@@ -39,13 +40,19 @@
 //   kAttnKeys scores per query exist at once (never the [S, S] matrix).
 //   Decode: a block per (kv head, split, batch) serves the G = Hq / Hkv
 //   query heads that share the kv head, so each cache row is read once for
-//   all of them; its tiles come by cp.async, two stages (the next tile's
-//   copy in flight while the current one is used) where they fit
-//   kDecodeTwoStageBytes of shared memory, else one; scores are computed
-//   thread per (head, key), the softmax and the value sum warp per head
-//   (lane per key, lane per value channel).
+//   all of them; its tiles come by cp.async into up to kDecodeMaxStages
+//   buffers (decodeStages: one per tile a chunk can have, within
+//   kDecodeStageBytes of shared memory), stages - 1 tiles ahead of the one
+//   in use, so a chunk of a few tiles has all its copies in flight at once
+//   (with two buffers, one ahead, a block of an H200 waited a memory round
+//   trip for nearly every tile); scores are computed thread per (head,
+//   key), the softmax and the value sum warp per head (lane per key; a run
+//   of kValueRun consecutive value channels per lane, read in one shared
+//   load). A single busy split writes the output itself; with several, the
+//   last one merges them in one pass, a batch of splits' loads at a time.
 //   Prefill: a block per (kAttnQueries queries, head, batch), each warp four
-//   queries, lane per key for the scores, lane per channel for the values;
+//   queries, lane per key for the scores, a run of channels per lane for
+//   the values;
 //   tiles wholly outside the causal range or the window are skipped.
 //   D * sizeof(K) and Dv * sizeof(K) are multiples of 16. An int8 tile's
 //   scales go to shared memory beside it: a score is the int8 row's dot
@@ -71,8 +78,12 @@ constexpr int kAttnThreads = 128; // 4 warps
 constexpr int kAttnWarps = kAttnThreads / 32;
 constexpr int kAttnQueries = 16; // prefill queries per block
 constexpr int kAttnQueriesPerWarp = kAttnQueries / kAttnWarps;
-/// The decode kernel double-buffers its tiles up to this much shared memory.
-constexpr size_t kDecodeTwoStageBytes = 99 * 1024;
+/// The decode kernel's tile buffers (stages): at most kDecodeMaxStages, in
+/// at most kDecodeStageBytes of shared memory (with the rest of its
+/// shared words): the smallest opt-in of the GPUs llmc builds for (sm_86
+/// and sm_89: 99 KiB).
+constexpr int kDecodeMaxStages = 4;
+constexpr size_t kDecodeStageBytes = 99 * 1024;
 /// Blocks of the decode kernel that its registers let share a
 /// multiprocessor: 8 (64 registers a thread) over float caches (ptxas gave
 /// it 128 unbounded, which let only 4 blocks of 4 warps run at once beside
@@ -83,6 +94,37 @@ template <class K> constexpr int kDecodeMinBlocks = sizeof(K) == 1 ? 1 : 8;
 /// Elements of T per padded shared-memory row of n elements.
 template <class T> constexpr LLMC_HOST_DEVICE int paddedRow(int n) {
   return n + int(16 / sizeof(T));
+}
+
+/// A lane's value channels: kValueRun<Dv> consecutive ones from lane *
+/// kValueRun<Dv> (lanes past Dv have none), so that a lane reads its share
+/// of a value row in one 4-, 8- or 16-byte load where the run is that wide.
+template <int Dv> constexpr int kValueRun = (Dv + 31) / 32;
+template <int Dv> LLMC_HOST_DEVICE int valueChannel(unsigned lane, int c) {
+  return int(lane) * kValueRun<Dv> + c;
+}
+
+/// A lane's run of value channels of a tile row as floats (0 past Dv): one
+/// shared load where the run is 4, 8 or 16 bytes and Dv a whole number of
+/// runs, else one per value.
+template <class T, int Dv>
+LLMC_DEVICE void loadValueRun(const T *vrow, unsigned lane, float (&out)[kValueRun<Dv>]) {
+  constexpr int N = kValueRun<Dv>, kBytes = N * int(sizeof(T));
+  int d0 = valueChannel<Dv>(lane, 0);
+  if constexpr ((kBytes == 4 || kBytes == 8 || kBytes == 16) && Dv % N == 0) {
+    unsigned words[kBytes / 4] = {};
+    if (d0 < Dv)
+      loadWords<kBytes>(reinterpret_cast<const uint8_t *>(vrow + d0), words);
+    T values[N];
+    memcpy(values, words, size_t(kBytes));
+    LLMC_UNROLL
+    for (int i = 0; i < N; ++i)
+      out[i] = toFloat(values[i]);
+  } else {
+    LLMC_UNROLL
+    for (int i = 0; i < N; ++i)
+      out[i] = d0 + i < Dv ? toFloat(vrow[d0 + i]) : 0.0f;
+  }
 }
 
 /// softcap * tanh(s / softcap), tanh as 1 - 2 / (2^(2x log2 e) + 1) by
@@ -158,24 +200,22 @@ template <class T, int D> LLMC_DEVICE float dotRow(const float *q, const T *row)
   return s;
 }
 
-/// acc[c] += sum over the tile's rows j of p_j * v[j][lane + 32 c], with p_j
-/// the probability lane j holds (one key per lane): the value half of the
-/// online softmax, lane per value channel.
+/// acc[c] += sum over the tile's rows j of p_j * v[j][valueChannel(lane,
+/// c)], with p_j the probability lane j holds (one key per lane): the value
+/// half of the online softmax, a run of value channels per lane.
 template <class T, int Dv>
-LLMC_DEVICE void addWeightedValues(float (&acc)[(Dv + 31) / 32], float p, const T *vt, int rows,
+LLMC_DEVICE void addWeightedValues(float (&acc)[kValueRun<Dv>], float p, const T *vt, int rows,
                                    const float *vScales) {
   unsigned lane = threadIdx.x % 32;
   for (int j = 0; j < rows; ++j) {
     float pj = __shfl_sync(kFullMask, p, j);
     if (vScales) // an int8 tile: the row's scale
       pj *= vScales[j];
-    const T *vrow = vt + j * paddedRow<T>(Dv);
+    float v[kValueRun<Dv>];
+    loadValueRun<T, Dv>(vt + j * paddedRow<T>(Dv), lane, v);
     LLMC_UNROLL
-    for (int c = 0; c < (Dv + 31) / 32; ++c) {
-      int d = int(lane) + 32 * c;
-      if (d < Dv)
-        acc[c] = fmaf(pj, toFloat(vrow[d]), acc[c]);
-    }
+    for (int c = 0; c < kValueRun<Dv>; ++c)
+      acc[c] = fmaf(pj, v[c], acc[c]);
   }
 }
 
@@ -190,13 +230,76 @@ template <int D, int Dv> LLMC_HOST_DEVICE int decodeFloats(int g) {
   return (g * (D + Dv + kAttnKeys + 2) + 2 * kAttnKeys + 3) / 4 * 4;
 }
 
-/// The decode kernel's shared memory with `stages` key and value tiles
-/// (2: the next tile's copy overlaps the current one's work).
+/// The decode kernel's shared memory with `stages` key and value tile
+/// buffers.
 template <class K, int D, int Dv>
 size_t decodeSharedBytes(int g, int stages = 2) {
   return sizeof(float) * size_t(decodeFloats<D, Dv>(g)) +
          size_t(stages) * sizeof(K) * size_t(kAttnKeys) *
              size_t(paddedRow<K>(D) + paddedRow<K>(Dv));
+}
+
+/// LLMC_CUDA_DECODE_STAGES=N (1 to 4) caps the decode kernel's tile
+/// buffers at N, to compare stage counts on a GPU; 0 (no cap) otherwise.
+/// Read at each launch (a decode step's launches are captured once).
+inline int decodeStageCap() {
+  const char *e = std::getenv("LLMC_CUDA_DECODE_STAGES");
+  return e && e[0] >= '1' && e[0] <= '0' + kDecodeMaxStages && e[1] == '\0' ? e[0] - '0' : 0;
+}
+
+/// The tile buffers of a decode launch over a [.., capacity, ..] cache cut
+/// into `splits` chunks: one per tile a chunk can have (a chunk of the
+/// whole cache then has every tile's copy in flight at once), at most
+/// kDecodeMaxStages and `cap` when positive, fewer where they do not fit
+/// kDecodeStageBytes; at least one.
+template <class K, int D, int Dv> int decodeStages(int g, int capacity, int splits, int cap) {
+  int tiles = int(ceilDiv(ceilDiv(unsigned(capacity), unsigned(splits)), unsigned(kAttnKeys)));
+  int stages = kDecodeMaxStages;
+  if (cap > 0 && cap < stages)
+    stages = cap;
+  if (tiles < stages)
+    stages = tiles;
+  while (stages > 1 && decodeSharedBytes<K, D, Dv>(g, stages) > kDecodeStageBytes)
+    --stages;
+  return stages < 1 ? 1 : stages;
+}
+
+/// cp.async.wait_group with a count known at run time: returns with at
+/// most n newer committed groups pending (n past kDecodeMaxStages - 1
+/// waits as for that: sooner than needed, never later).
+LLMC_DEVICE void asyncWaitAtMost(int n) {
+  static_assert(kDecodeMaxStages == 4, "a case per count");
+  if (n <= 0)
+    asyncWait<0>();
+  else if (n == 1)
+    asyncWait<1>();
+  else if (n == 2)
+    asyncWait<2>();
+  else
+    asyncWait<3>();
+}
+
+/// A lane's run of channels (valueChannel) of a partial row that other
+/// blocks of the launch wrote (loads past L1), 0 past Dv or where row is
+/// null: 8- or 16-byte loads where Dv is 32 runs, else one per channel.
+template <int Dv>
+LLMC_DEVICE void loadPartialRun(const float *row, unsigned lane, float (&out)[kValueRun<Dv>]) {
+  constexpr int N = kValueRun<Dv>;
+  int d0 = valueChannel<Dv>(lane, 0);
+  if constexpr (Dv == 32 * N && N % 4 == 0) {
+    LLMC_UNROLL
+    for (int i = 0; i < N; i += 4) {
+      float4 v = row ? __ldcg(reinterpret_cast<const float4 *>(row + d0 + i)) : float4{};
+      out[i] = v.x, out[i + 1] = v.y, out[i + 2] = v.z, out[i + 3] = v.w;
+    }
+  } else if constexpr (Dv == 32 * N && N == 2) {
+    float2 v = row ? __ldcg(reinterpret_cast<const float2 *>(row + d0)) : float2{};
+    out[0] = v.x, out[1] = v.y;
+  } else {
+    LLMC_UNROLL
+    for (int i = 0; i < N; ++i)
+      out[i] = row && d0 + i < Dv ? __ldcg(row + d0 + i) : 0.0f;
+  }
 }
 
 /// The scales of a tile's rows (int8 caches) into shared memory, or null.
@@ -215,7 +318,7 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, kDecodeMinBlocks<K>)
                           Y *out, unsigned *counters, int hq, int hkv, int capacity, int window,
                           float scale, float softcap, int stages) {
   LLMC_KERNEL_BEGIN();
-  constexpr int kOut = (Dv + 31) / 32; // value channels per lane
+  constexpr int kOut = kValueRun<Dv>; // value channels per lane
   int g = hq / hkv;
   int kvh = int(blockIdx.x), split = int(blockIdx.y), b = int(blockIdx.z);
   int splits = int(gridDim.y);
@@ -226,7 +329,7 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, kDecodeMinBlocks<K>)
   LLMC_DYNAMIC_SHARED(float, smem);
   float *qs = smem, *os = qs + g * D, *sc = os + g * Dv, *ms = sc + g * kAttnKeys, *ls = ms + g;
   float *kst = ls + g, *vst = kst + kAttnKeys;
-  // Tile buffers: stage i's keys at tiles + i * kStage, its values after.
+  // Tile buffers: buffer i's keys at tiles + i * kStage, its values after.
   K *tiles = reinterpret_cast<K *>(smem + decodeFloats<D, Dv>(g));
   constexpr int kStage = kAttnKeys * (paddedRow<K>(D) + paddedRow<K>(Dv));
 
@@ -248,19 +351,24 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, kDecodeMinBlocks<K>)
   const K *vBase = vCache + head * Dv;
   const float *ksBase = kScales ? kScales + head : nullptr;
   const float *vsBase = vScales ? vScales + head : nullptr;
-  // Tiles by cp.async: with two stages the next tile's copy is issued
-  // before the current one is used (after the barrier that says its buffer
-  // is free), with one each tile is waited for at once.
-  auto issue = [&](int stage, int t0) {
+  // Tile i of the chunk (keys start + i * kAttnKeys ..) goes to buffer
+  // i % stages by cp.async, a commit group a tile. The first `ahead` tiles
+  // are issued before q is loaded; tile i + stages - 1 at tile i, after the
+  // barrier that frees its buffer (tile i - 1's). With as many buffers as
+  // the chunk has tiles, every copy is in flight before the first wait.
+  int tileCount = start < end ? (end - start + kAttnKeys - 1) / kAttnKeys : 0;
+  int ahead = stages > 1 ? stages - 1 : 1;
+  auto issue = [&](int i) {
+    int t0 = start + i * kAttnKeys;
     int rows = end - t0 < kAttnKeys ? end - t0 : kAttnKeys;
-    K *kDst = tiles + stage * kStage;
+    K *kDst = tiles + (i % stages) * kStage;
     asyncTile<K, D, kAttnKeys>(kDst, kBase + size_t(t0) * D, D, rows);
     asyncTile<K, Dv, kAttnKeys>(kDst + kAttnKeys * paddedRow<K>(D), vBase + size_t(t0) * Dv, Dv,
                                 rows);
     asyncCommit();
   };
-  if (start < end) // (first: its copy overlaps the loads of q below)
-    issue(0, start);
+  for (int i = 0; i < ahead && i < tileCount; ++i)
+    issue(i);
 
   int h0 = kvh * g;
   for (int i = int(threadIdx.x); i < g * D; i += int(blockDim.x))
@@ -272,19 +380,18 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, kDecodeMinBlocks<K>)
     ls[i] = 0.0f;
   }
 
-  for (int t = start, i = 0; t < end; t += kAttnKeys, ++i) {
+  for (int ti = 0; ti < tileCount; ++ti) {
+    int t = start + ti * kAttnKeys;
     int rows = end - t < kAttnKeys ? end - t : kAttnKeys;
-    int stage = stages == 2 ? i % 2 : 0;
     __syncthreads(); // the previous tile is consumed (and q, o are set)
-    if (stages == 1 && i > 0)
-      issue(0, t);
-    if (stages == 2 && t + kAttnKeys < end) {
-      issue(stage ^ 1, t + kAttnKeys);
-      asyncWait<1>(); // this tile's copies; the next one's may still be on their way
-    } else {
-      asyncWait<0>();
-    }
-    const K *kt = tiles + stage * kStage, *vt = kt + kAttnKeys * paddedRow<K>(D);
+    int last = ti + stages - 1; // the tile whose copy goes out now, if any
+    if (last >= ahead && last < tileCount)
+      issue(last);
+    // This tile's copies are done once no more than the tiles issued after
+    // it are pending.
+    int issued = last > ahead - 1 ? last : ahead - 1;
+    asyncWaitAtMost((issued < tileCount - 1 ? issued : tileCount - 1) - ti);
+    const K *kt = tiles + (ti % stages) * kStage, *vt = kt + kAttnKeys * paddedRow<K>(D);
     const float *ksTile = loadTileScales(kst, ksBase, t, rows);
     const float *vsTile = loadTileScales(vst, vsBase, t, rows);
     __syncthreads();
@@ -306,13 +413,13 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, kDecodeMinBlocks<K>)
       float acc[kOut];
       LLMC_UNROLL
       for (int c = 0; c < kOut; ++c) {
-        int d = int(lane) + 32 * c;
+        int d = valueChannel<Dv>(lane, c);
         acc[c] = d < Dv ? os[hi * Dv + d] * alpha : 0.0f;
       }
       addWeightedValues<K, Dv>(acc, p, vt, rows, vsTile);
       LLMC_UNROLL
       for (int c = 0; c < kOut; ++c) {
-        int d = int(lane) + 32 * c;
+        int d = valueChannel<Dv>(lane, c);
         if (d < Dv)
           os[hi * Dv + d] = acc[c];
       }
@@ -327,6 +434,17 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, kDecodeMinBlocks<K>)
     }
   }
   __syncthreads();
+  if (busy == 1) {
+    // The only busy split: its normalised values are the output (the merge
+    // of one split would give them back), with no partial and no count.
+    for (int hi = int(warp); hi < g; hi += kAttnWarps) {
+      float l = ls[hi];
+      Y *dst = out + (size_t(b) * size_t(hq) + size_t(h0 + hi)) * size_t(Dv);
+      for (int d = int(lane); d < Dv; d += 32)
+        dst[d] = fromFloat<Y>(l > 0.0f ? os[hi * Dv + d] / l : 0.0f);
+    }
+    return;
+  }
   for (int hi = int(warp); hi < g; hi += kAttnWarps) {
     float l = ls[hi];
     size_t row = (size_t(b) * size_t(splits) + size_t(split)) * size_t(hq) + size_t(h0 + hi);
@@ -337,47 +455,62 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, kDecodeMinBlocks<K>)
   }
 
   // The group's last block: out[b, h, :] = sum_s exp(lse_s - L) partial_s,
-  // L = log sum_s exp(lse_s), a warp per head of the group, a lane per
-  // channel.
+  // L = log sum_s exp(lse_s), a warp per head of the group, a lane per run
+  // of channels (valueChannel).
   if (!lastOfGroup(counters + size_t(b) * size_t(hkv) + size_t(kvh), unsigned(busy)))
     return;
-  // The splits go kCombineLoads at a time, their loads issued before any
-  // is used (a split's loads are L2 round trips; one after another they
-  // made this merge most of a short context's step), summed in split order.
-  constexpr int kCombineLoads = 8;
+  // One pass over the splits, kCombineLoads at a time: a batch's log-sum-
+  // exps and each lane's runs of channels (8- or 16-byte loads where Dv is
+  // 32 runs) are loaded before any is used (each an L2 round trip: one
+  // after another they made this merge most of a short context's step),
+  // then summed in split order against a running maximum, the sums
+  // rescaled when it grows.
+  constexpr int kCombineLoads = kOut <= 4 ? 4 : 2;
+  size_t splitStride = size_t(hq); // from one split's row to the next
   for (int hi = int(warp); hi < g; hi += kAttnWarps) {
     size_t h = size_t(h0 + hi);
-    auto rowOf = [&](int s) { return (size_t(b) * size_t(splits) + size_t(s)) * size_t(hq) + h; };
-    float m = -INFINITY;
+    const float *lseRow = lse + size_t(b) * size_t(splits) * splitStride + h;
+    const float *partialRow = partial + (size_t(b) * size_t(splits) * splitStride + h) * Dv;
+    float m = -INFINITY, den = 0.0f, num[kOut];
+    LLMC_UNROLL
+    for (int c = 0; c < kOut; ++c)
+      num[c] = 0.0f;
     for (int s0 = 0; s0 < busy; s0 += kCombineLoads) {
-      float l[kCombineLoads];
+      float l[kCombineLoads], p[kCombineLoads][kOut];
+      LLMC_UNROLL
+      for (int j = 0; j < kCombineLoads; ++j) {
+        bool in = s0 + j < busy;
+        size_t at = size_t(s0 + j) * splitStride;
+        l[j] = in ? __ldcg(lseRow + at) : -INFINITY;
+        loadPartialRun<Dv>(in ? partialRow + at * Dv : nullptr, lane, p[j]);
+      }
+      float mNew = m;
       LLMC_UNROLL
       for (int j = 0; j < kCombineLoads; ++j)
-        l[j] = s0 + j < busy ? __ldcg(lse + rowOf(s0 + j)) : -INFINITY;
+        mNew = fmaxf(mNew, l[j]);
+      if (mNew == -INFINITY)
+        continue; // no split so far has a key in the window
+      float alpha = expf(m - mNew); // 0 while m is -inf
+      den *= alpha;
       LLMC_UNROLL
-      for (int j = 0; j < kCombineLoads; ++j)
-        m = fmaxf(m, l[j]);
+      for (int c = 0; c < kOut; ++c)
+        num[c] *= alpha;
+      LLMC_UNROLL
+      for (int j = 0; j < kCombineLoads; ++j) {
+        float w = l[j] == -INFINITY ? 0.0f : expf(l[j] - mNew);
+        den += w;
+        LLMC_UNROLL
+        for (int c = 0; c < kOut; ++c)
+          num[c] = fmaf(w, p[j][c], num[c]);
+      }
+      m = mNew;
     }
-    for (int d = int(lane); d < Dv; d += 32) {
-      float num = 0.0f, den = 0.0f;
-      if (m != -INFINITY)
-        for (int s0 = 0; s0 < busy; s0 += kCombineLoads) {
-          float l[kCombineLoads], p[kCombineLoads];
-          LLMC_UNROLL
-          for (int j = 0; j < kCombineLoads; ++j) {
-            bool in = s0 + j < busy;
-            l[j] = in ? __ldcg(lse + rowOf(s0 + j)) : -INFINITY;
-            p[j] = in ? __ldcg(partial + rowOf(s0 + j) * size_t(Dv) + size_t(d)) : 0.0f;
-          }
-          LLMC_UNROLL
-          for (int j = 0; j < kCombineLoads; ++j) {
-            float w = l[j] == -INFINITY ? 0.0f : expf(l[j] - m);
-            num = fmaf(w, p[j], num);
-            den += w;
-          }
-        }
-      out[(size_t(b) * size_t(hq) + h) * size_t(Dv) + size_t(d)] =
-          fromFloat<Y>(den > 0.0f ? num / den : 0.0f);
+    LLMC_UNROLL
+    for (int c = 0; c < kOut; ++c) {
+      int d = valueChannel<Dv>(lane, c);
+      if (d < Dv)
+        out[(size_t(b) * size_t(hq) + h) * size_t(Dv) + size_t(d)] =
+            fromFloat<Y>(den > 0.0f ? num[c] / den : 0.0f);
     }
   }
 }
@@ -385,19 +518,21 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, kDecodeMinBlocks<K>)
 /// Split-KV decode attention and its combination, one launch (K: the
 /// caches' type; with int8 caches kScales and vScales are their scales,
 /// else null; counters: the context's split counters, B * Hkv of them).
+/// maxStages > 0 caps the tile buffers (decodeStages; else
+/// LLMC_CUDA_DECODE_STAGES does).
 template <class T, class K, int D, int Dv, class Y>
 std::string decodeAttention(const T *q, const K *kCache, const K *vCache, const float *kScales,
                             const float *vScales, const int64_t *pos, float *partial, float *lse,
                             Y *out, unsigned *counters, int b, int hq, int hkv, int capacity,
-                            int splits, int window, float scale, float softcap, Stream stream) {
+                            int splits, int window, float scale, float softcap, Stream stream,
+                            int maxStages = 0) {
   static_assert(D * sizeof(K) % 16 == 0 && Dv * sizeof(K) % 16 == 0, "16-byte rows");
   if (b < 1 || hq < 1 || hkv < 1 || hq % hkv || capacity < 1 || splits < 1 ||
       (sizeof(K) == 1) != (kScales && vScales) || !counters ||
       size_t(b) * size_t(hkv) > size_t(kSplitCounters))
     return "decode attention: invalid arguments";
-  // Two tile stages where they fit the smallest opt-in of the GPUs llmc
-  // builds for (sm_86 and sm_89: 99 KiB), else one.
-  int stages = decodeSharedBytes<K, D, Dv>(hq / hkv, 2) <= kDecodeTwoStageBytes ? 2 : 1;
+  int stages = decodeStages<K, D, Dv>(hq / hkv, capacity, splits,
+                                      maxStages > 0 ? maxStages : decodeStageCap());
   size_t bytes = decodeSharedBytes<K, D, Dv>(hq / hkv, stages);
   return launchWithShared(decodeAttentionKernel<T, K, D, Dv, Y>,
                           dim3(unsigned(hkv), unsigned(splits), unsigned(b)), dim3(kAttnThreads),
@@ -416,7 +551,7 @@ LLMC_GLOBAL void
                          const float *vScales, const int64_t *pos, Y *out, int s, int hq, int hkv,
                          int capacity, bool causal, int window, float scale, float softcap) {
   LLMC_KERNEL_BEGIN();
-  constexpr int kOut = (Dv + 31) / 32; // value channels per lane
+  constexpr int kOut = kValueRun<Dv>; // value channels per lane
   int q0 = int(blockIdx.x) * kAttnQueries, h = int(blockIdx.y), b = int(blockIdx.z);
   int kvh = h / (hq / hkv);
   unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -496,7 +631,7 @@ LLMC_GLOBAL void
     Y *dst = out + ((size_t(b) * size_t(s) + size_t(q0 + qi)) * size_t(hq) + size_t(h)) * Dv;
     LLMC_UNROLL
     for (int c = 0; c < kOut; ++c) {
-      int d = int(lane) + 32 * c;
+      int d = valueChannel<Dv>(lane, c);
       if (d < Dv)
         dst[d] = fromFloat<Y>(l[w] > 0.0f ? o[w][c] / l[w] : 0.0f);
     }
