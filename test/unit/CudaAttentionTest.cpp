@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/src/model/cuda/AttentionTensorCore.h"
+#include "runtime/src/model/cuda/Rope.h"
 
 #include "runtime/src/cpu/Numeric.h"
 #include "test/unit/CudaTestUtil.h"
@@ -220,6 +221,51 @@ TEST(CudaDecodeAttention, StageCapFromTheEnvironment) {
     setenv("LLMC_CUDA_DECODE_STAGES", keep.c_str(), 1);
   else
     unsetenv("LLMC_CUDA_DECODE_STAGES");
+}
+
+// The decode kernel asks for every tile but the one holding row *pos
+// before it waits for the kernel before it (programmatic launches on sm_90
+// and later), which writes that row: here a cache write of the new key and
+// value rows, over rows that held values far from them, right before the
+// attention in the same stream. On a GPU an early copy of that tile would
+// score the stale key.
+TEST(CudaDecodeAttention, NewRowWrittenByTheKernelBefore) {
+  constexpr int D = 64;
+  const int hq = 8, hkv = 2, cap = 300, pos = 250, splits = 2;
+  for (int stages = 1; stages <= kDecodeMaxStages; ++stages) {
+    SCOPED_TRACE("stages=" + std::to_string(stages));
+    size_t rows = size_t(hkv) * size_t(cap);
+    auto kv = randomValues<half>(rows * D, 1.0f, 7), vv = randomValues<half>(rows * D, 1.0f, 8);
+    auto kNew = randomValues<half>(size_t(hkv) * D, 1.0f, 9);
+    auto vNew = randomValues<half>(size_t(hkv) * D, 1.0f, 10);
+    auto kStale = kv, vStale = vv;
+    for (int h = 0; h < hkv; ++h)
+      for (int e = 0; e < D; ++e) {
+        size_t at = (size_t(h) * cap + pos) * D + size_t(e);
+        kv[at] = kNew[size_t(h) * D + size_t(e)], vv[at] = vNew[size_t(h) * D + size_t(e)];
+        kStale[at] = fromFloat<half>(8.0f), vStale[at] = fromFloat<half>(-50.0f);
+      }
+    auto q = randomValues<half>(size_t(hq) * D, 1.0f, 11);
+    DeviceBuffer<half> dq(q), kc(kStale), vc(vStale), dk(kNew), dv(vNew);
+    DeviceBuffer<int64_t> dpos(std::vector<int64_t>{pos});
+    DeviceBuffer<unsigned long long> err(std::vector<unsigned long long>{0});
+    DeviceBuffer<float> partial(size_t(splits * hq * D)), lse(size_t(splits * hq)), out(size_t(hq * D));
+    SplitCounters counters;
+    float scale = 1.0f / std::sqrt(float(D));
+    ASSERT_EQ(cacheWritePair(kc.get(), dk.get(), int64_t(hkv * D), int64_t(hkv * D), int64_t(D),
+                             vc.get(), dv.get(), int64_t(hkv * D), int64_t(hkv * D), int64_t(D),
+                             dpos.get(), 1, hkv, cap, 1, D, err.get(), nullptr),
+              "");
+    ASSERT_EQ((decodeAttention<half, half, D, D>(dq.get(), kc.get(), vc.get(), nullptr, nullptr,
+                                                 dpos.get(), partial.get(), lse.get(), out.get(),
+                                                 counters.get(), 1, hq, hkv, cap, splits, 0, scale,
+                                                 0.0f, nullptr, stages)),
+              "");
+    EXPECT_EQ(err.download()[0], 0u);
+    auto want = attentionRow(widen(q), widen(kv), widen(vv), 0, hq, hkv, cap, D, D, pos, pos + 1,
+                             true, 0, scale, 0);
+    EXPECT_LE(relativeError(out.download(), want), kF32Tolerance);
+  }
 }
 
 TEST(CudaDecodeAttention, Int8CachesWithTheirScales) {

@@ -45,7 +45,9 @@
 //   kDecodeStageBytes of shared memory), stages - 1 tiles ahead of the one
 //   in use, so a chunk of a few tiles has all its copies in flight at once
 //   (with two buffers, one ahead, a block of an H200 waited a memory round
-//   trip for nearly every tile); scores are computed thread per (head,
+//   trip for nearly every tile), and all but the tile holding the new row
+//   (*pos, which the kernel before writes) are asked for before the wait
+//   for that kernel (LLMC_KERNEL_BEGIN); scores are computed thread per (head,
 //   key), the softmax and the value sum warp per head (lane per key; a run
 //   of kValueRun consecutive value channels per lane, read in one shared
 //   load). A single busy split writes the output itself; with several, the
@@ -317,7 +319,6 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, kDecodeMinBlocks<K>)
                           const float *vScales, const int64_t *pos, float *partial, float *lse,
                           Y *out, unsigned *counters, int hq, int hkv, int capacity, int window,
                           float scale, float softcap, int stages) {
-  LLMC_KERNEL_BEGIN();
   constexpr int kOut = kValueRun<Dv>; // value channels per lane
   int g = hq / hkv;
   int kvh = int(blockIdx.x), split = int(blockIdx.y), b = int(blockIdx.z);
@@ -339,8 +340,10 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, kDecodeMinBlocks<K>)
   // The splits with keys (the others leave at once: they write nothing and
   // are not counted, and the merge reads only these).
   int busy = (n + chunk - 1) / chunk;
-  if (split >= busy)
-    return; // block-uniform
+  if (split >= busy) { // block-uniform
+    LLMC_KERNEL_BEGIN();
+    return;
+  }
   int start = split * chunk, end = n - start > chunk ? start + chunk : n;
   int lo = firstKey(p0, window);
   if (start < lo)
@@ -367,7 +370,17 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, kDecodeMinBlocks<K>)
                                 rows);
     asyncCommit();
   };
-  for (int i = 0; i < ahead && i < tileCount; ++i)
+  // Only the kernel before this one may still be running here
+  // (programmatic launches: it has passed its own wait), and of the cache
+  // it writes just the new row, *pos: every tile but the one that holds it
+  // is asked for before the wait.
+  int first = ahead < tileCount ? ahead : tileCount;
+  if (end == n && first > 0 && first == tileCount)
+    --first; // (the last busy split's last tile holds row *pos)
+  for (int i = 0; i < first; ++i)
+    issue(i);
+  LLMC_KERNEL_BEGIN();
+  for (int i = first; i < ahead && i < tileCount; ++i)
     issue(i);
 
   int h0 = kvh * g;
