@@ -18,10 +18,12 @@
 #      4224 positions;
 #   4. for each batch size and at contexts 128 and 4096 (a prompt of that
 #      many tokens per sequence, then 64 greedy tokens), in turns: llmc
-#      bench, llmc bench again under COMPARE when it is set (an environment
-#      setting such as LLMC_CUDA_PDL=0, every kernel launched plainly, or
-#      LLMC_CUDA_CUBLASLT=0, the prefill GEMMs on llmc's own kernels: what
-#      that feature is worth), transformers eager, torch.compile over a
+#      bench, llmc bench again under each setting COMPARE lists (settings
+#      separated by spaces, each a row of its own: such as LLMC_CUDA_PDL=0,
+#      every kernel launched plainly, LLMC_CUDA_CUBLASLT=0, the prefill
+#      GEMMs on llmc's own kernels, LLMC_CUDA_WGMMA=0 or
+#      LLMC_CUDA_DECODE_STAGES=2: what that feature is worth), transformers
+#      eager, torch.compile over a
 #      static cache (bench/cuda/torch_decode.py: the same weights), and
 #      onnxruntime-gpu on the same ONNX file in fp16 when ORT_SITE (default
 #      /tmp/ort/site: scripts/carry-ort-gpu.sh) holds it
@@ -78,11 +80,13 @@ for round in $(seq "$rounds"); do
       "$llmc" bench "$work/model.llmc" --batch "$b" --prompt-len "$ctx" --gen 64 --runs 3 --json |
         python3 -c "import json,sys; print(json.dumps(json.load(sys.stdin)))" |
         tee "$work/llmc-$b-$ctx-$round.json"
-      if [ -n "${COMPARE:-}" ]; then
-        env "$COMPARE" "$llmc" bench "$work/model.llmc" --batch "$b" --prompt-len "$ctx" --gen 64 \
+      i=0
+      for setting in ${COMPARE:-}; do
+        i=$((i + 1))
+        env "$setting" "$llmc" bench "$work/model.llmc" --batch "$b" --prompt-len "$ctx" --gen 64 \
           --runs 3 --json | python3 -c "import json,sys; print(json.dumps(json.load(sys.stdin)))" |
-          tee "$work/llmc-compare-$b-$ctx-$round.json"
-      fi
+          tee "$work/llmc-compare$i-$b-$ctx-$round.json"
+      done
       for mode in eager compile; do
         python3 bench/cuda/torch_decode.py "$work/model" --mode "$mode" --batch "$b" \
           --prompt-len "$ctx" --gen 64 --runs 3 | tee "$work/torch-$mode-$b-$ctx-$round.json"
@@ -97,7 +101,7 @@ done
 python3 - "$work" "$rounds" "$batches" "${COMPARE:-}" <<'PY'
 import json, os, statistics, sys
 work, rounds, batches = sys.argv[1], int(sys.argv[2]), [int(b) for b in sys.argv[3].split()]
-compare = sys.argv[4]
+compare = sys.argv[4].split()
 peaks = json.load(open(work + "/peaks.json"))
 gpu = open(work + "/gpu.txt").read().strip()
 print("GPU: %s; copy %.0f GB/s (read + written), fp16 matmul %.0f TFLOP/s, PyTorch causal "
@@ -128,11 +132,12 @@ for b in batches:
         step_bytes = ours[0]["decode_bytes_per_step"]
         rows = [("llmc", statistics.median(o["time_to_first_token_ms"] for o in ours),
                  statistics.median(o["time_per_output_token_ms"] for o in ours))]
-        plain = runs("llmc-compare-%d-%d" % (b, ctx)) if compare else []
-        if plain:
-            rows.append(("llmc, " + compare,
-                         statistics.median(o["time_to_first_token_ms"] for o in plain),
-                         statistics.median(o["time_per_output_token_ms"] for o in plain)))
+        for i, setting in enumerate(compare, 1):
+            other = runs("llmc-compare%d-%d-%d" % (i, b, ctx))
+            if other:
+                rows.append(("llmc, " + setting,
+                             statistics.median(o["time_to_first_token_ms"] for o in other),
+                             statistics.median(o["time_per_output_token_ms"] for o in other)))
         for mode in ("eager", "compile"):
             t = runs("torch-%s-%d-%d" % (mode, b, ctx))
             if t:
