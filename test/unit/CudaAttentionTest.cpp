@@ -268,6 +268,159 @@ TEST(CudaDecodeAttention, NewRowWrittenByTheKernelBefore) {
   }
 }
 
+/// decodeAttentionRope: the queries and the new key roped in the kernel
+/// (tables of T at positions [B, 1] or [1, 1], partial rotary dimension r,
+/// interleaved pairs), the roped key row and the value row (read at
+/// strides that skip every other head) written at row `pos` over rows that
+/// held values far from them; against float64 attention over float64
+/// ropes rounded to T (one unit of T's rounding), the key row within it,
+/// the value row and every other row exact.
+template <class T, int D, int Dv>
+void checkDecodeRope(int b, int hq, int hkv, int cap, int pos, int splits, int window, int r,
+                     bool interleaved, bool perBatch, int stages = 0) {
+  SCOPED_TRACE("b=" + std::to_string(b) + " hq=" + std::to_string(hq) + " hkv=" +
+               std::to_string(hkv) + " pos=" + std::to_string(pos) + " splits=" +
+               std::to_string(splits) + " window=" + std::to_string(window) + " r=" +
+               std::to_string(r) + (interleaved ? " interleaved" : "") +
+               (perBatch ? " per-batch" : "") + " stages=" + std::to_string(stages));
+  int p = 3 * cap, rot = r ? r : D;
+  RopeTables tables(p, rot); // rounded to T: the kernel's tables are T
+  for (float &v : tables.cosT)
+    v = toFloat(fromFloat<T>(v));
+  for (float &v : tables.sinT)
+    v = toFloat(fromFloat<T>(v));
+  std::vector<T> cosT(tables.cosT.size()), sinT(tables.sinT.size());
+  for (size_t i = 0; i < cosT.size(); ++i)
+    cosT[i] = fromFloat<T>(tables.cosT[i]), sinT[i] = fromFloat<T>(tables.sinT[i]);
+  std::vector<int64_t> positions = ropePositions(b, 1, perBatch, p);
+  size_t rows = size_t(b) * size_t(hkv) * size_t(cap);
+  auto kInit = randomValues<T>(rows * D, 1.0f, 61), vInit = randomValues<T>(rows * Dv, 1.0f, 62);
+  for (int bi = 0; bi < b; ++bi)
+    for (int h = 0; h < hkv; ++h) {
+      size_t row = (size_t(bi) * size_t(hkv) + size_t(h)) * size_t(cap) + size_t(pos);
+      for (int e = 0; e < D; ++e)
+        kInit[row * D + size_t(e)] = fromFloat<T>(8.0f);
+      for (int e = 0; e < Dv; ++e)
+        vInit[row * Dv + size_t(e)] = fromFloat<T>(-50.0f);
+    }
+  auto xq = randomValues<T>(size_t(b * hq * D), 1.0f, 63);
+  auto xk = randomValues<T>(size_t(b * hkv * D), 1.0f, 64);
+  auto values = randomValues<T>(size_t(b * 2 * hkv * Dv), 1.0f, 65); // [B, 2 Hkv, Dv]
+  DeviceBuffer<T> dq(xq), dk(xk), dv(values), kc(kInit), vc(vInit), dcos(cosT), dsin(sinT);
+  DeviceBuffer<int64_t> dpos(std::vector<int64_t>{pos}), dp(positions);
+  DeviceBuffer<unsigned long long> err(std::vector<unsigned long long>{0});
+  DeviceBuffer<float> partial(size_t(b * splits * hq * Dv)), lse(size_t(b * splits * hq));
+  DeviceBuffer<float> out(size_t(b * hq * Dv));
+  SplitCounters counters;
+  float scale = 1.5f / std::sqrt(float(D));
+  ASSERT_EQ((decodeAttentionRope<T, D, Dv>(
+                dq.get(), dk.get(), dv.get(), int64_t(2 * hkv * Dv), int64_t(2 * Dv), kc.get(),
+                vc.get(), dcos.get(), dsin.get(), dp.get(), perBatch, r, p, interleaved,
+                dpos.get(), partial.get(), lse.get(), out.get(), counters.get(), b, hq, hkv, cap,
+                splits, window, scale, 0.0f, err.get(), nullptr, stages)),
+            "");
+  EXPECT_EQ(err.download()[0], 0u);
+  EXPECT_EQ(counters.leftNonzero(), 0u);
+  // float64: the ropes, rounded to T as the graph's rope writes them.
+  auto roundT = [](std::vector<double> v) {
+    for (double &x : v)
+      x = double(toFloat(fromFloat<T>(float(x))));
+    return v;
+  };
+  auto qd = roundT(ropeReference(xq, tables, positions, b, 1, hq, D, r, interleaved, perBatch));
+  auto kNew = ropeReference(xk, tables, positions, b, 1, hkv, D, r, interleaved, perBatch);
+  std::vector<double> kd = widen(kInit), vd = widen(vInit);
+  for (int bi = 0; bi < b; ++bi)
+    for (int h = 0; h < hkv; ++h) {
+      size_t row = (size_t(bi) * size_t(hkv) + size_t(h)) * size_t(cap) + size_t(pos);
+      for (int e = 0; e < D; ++e)
+        kd[row * D + size_t(e)] = kNew[(size_t(bi) * size_t(hkv) + size_t(h)) * D + size_t(e)];
+      for (int e = 0; e < Dv; ++e)
+        vd[row * Dv + size_t(e)] =
+            double(toFloat(values[(size_t(bi) * 2 * size_t(hkv) + 2 * size_t(h)) * Dv + size_t(e)]));
+    }
+  // The caches: the new rows as above, every other row as it was.
+  std::vector<T> gotK = kc.download(), gotV = vc.download();
+  std::vector<float> kRows;
+  std::vector<double> kWant;
+  for (size_t row = 0; row < rows; ++row) {
+    bool fresh = int(row % size_t(cap)) == pos;
+    for (int e = 0; e < D; ++e) {
+      size_t at = row * D + size_t(e);
+      if (fresh) {
+        kRows.push_back(toFloat(gotK[at]));
+        kWant.push_back(kd[at]);
+      } else {
+        ASSERT_EQ(toFloat(gotK[at]), toFloat(kInit[at])) << row << " " << e;
+      }
+    }
+    for (int e = 0; e < Dv; ++e)
+      ASSERT_EQ(double(toFloat(gotV[row * Dv + size_t(e)])), vd[row * Dv + size_t(e)])
+          << row << " " << e;
+  }
+  EXPECT_LE(relativeError(kRows, kWant), tolerance<T>());
+  kd = roundT(std::move(kd));
+  std::vector<double> want;
+  for (int bi = 0; bi < b; ++bi) {
+    std::vector<double> qrow(qd.begin() + bi * hq * D, qd.begin() + (bi + 1) * hq * D);
+    auto row = attentionRow(qrow, kd, vd, bi, hq, hkv, cap, D, Dv, pos, pos + 1, true, window,
+                            scale, 0.0);
+    want.insert(want.end(), row.begin(), row.end());
+  }
+  EXPECT_LE(relativeError(out.download(), want), tolerance<T>());
+}
+
+// The ropes and cache writes of a decode step in the attention's own launch
+// (decodeAttentionRope, the compiler's form at one token): GQA, MQA, MHA,
+// several splits (the new row in the last busy one's last tile), every
+// stage count, windows, partial and interleaved rotations, per-sequence
+// positions; f32, half and bfloat16.
+TEST(CudaDecodeAttention, RopesAndCacheWritesInTheSameLaunch) {
+  checkDecodeRope<half, 64, 64>(1, 8, 2, 96, 77, 1, 0, 0, false, false);
+  checkDecodeRope<half, 64, 64>(2, 8, 2, 300, 250, 3, 0, 0, false, true);
+  checkDecodeRope<float, 64, 64>(1, 8, 1, 40, 33, 3, 0, 32, true, false); // MQA, r = 32
+  checkDecodeRope<bfloat16, 128, 128>(2, 4, 4, 70, 0, 2, 0, 64, false, true); // MHA, first token
+  checkDecodeRope<half, 64, 64>(1, 8, 2, 96, 90, 4, 17, 0, true, false);   // window
+  checkDecodeRope<float, 32, 32>(1, 2, 1, 16, 15, 7, 0, 0, false, false);  // the last row
+  for (int stages = 1; stages <= kDecodeMaxStages; ++stages)
+    checkDecodeRope<half, 64, 64>(1, 8, 2, 400, 300, 2, 0, 0, false, false, stages);
+}
+
+// A row *pos outside the cache writes nothing and is reported
+// (kCacheOverflow), as is a position outside the tables
+// (kPositionOutOfRange); bad arguments are refused.
+TEST(CudaDecodeAttention, RopeFoldReportsItsErrors) {
+  constexpr int D = 32;
+  int cap = 8, p = 16;
+  RopeTables tables(p, D);
+  std::vector<float> cosT = tables.cosT, sinT = tables.sinT;
+  std::vector<float> init(size_t(cap * D), 3.0f);
+  DeviceBuffer<float> q(size_t{2 * D}), k(size_t{D}), v(size_t{D}), kc(init), vc(init);
+  DeviceBuffer<float> dcos(cosT), dsin(sinT), partial(size_t(4 * 2 * D)), lse(size_t(8)),
+      out(size_t(2 * D));
+  DeviceBuffer<int64_t> dpos(std::vector<int64_t>{cap}), dp(std::vector<int64_t>{3});
+  DeviceBuffer<unsigned long long> err(std::vector<unsigned long long>{0});
+  SplitCounters counters;
+  auto run = [&](int r) {
+    return decodeAttentionRope<float, D, D>(q.get(), k.get(), v.get(), 0, 0, kc.get(), vc.get(),
+                                            dcos.get(), dsin.get(), dp.get(), false, r, p, false,
+                                            dpos.get(), partial.get(), lse.get(), out.get(),
+                                            counters.get(), 1, 2, 1, cap, 4, 0, 1.0f, 0.0f,
+                                            err.get(), nullptr);
+  };
+  ASSERT_EQ(run(0), "");
+  EXPECT_EQ(err.download()[0] >> 32, kCacheOverflow);
+  EXPECT_EQ(kc.download(), init);
+  EXPECT_EQ(vc.download(), init);
+  err.upload({0});
+  dpos.upload({2});
+  dp.upload({p}); // past the tables' rows
+  ASSERT_EQ(run(0), "");
+  EXPECT_EQ(err.download()[0] >> 32, kPositionOutOfRange);
+  EXPECT_NE(run(3), ""); // an odd rotary dimension
+  EXPECT_NE(run(2 * D), "");
+}
+
 TEST(CudaDecodeAttention, Int8CachesWithTheirScales) {
   // The caches as llm.quantized_cache_update leaves them: float64 attention
   // over the values they hold.

@@ -656,53 +656,6 @@ TEST(CudaRmsNorm, WithResidualAndGemmaOffset) {
 // rope, embedding, cache writes
 //===----------------------------------------------------------------------===//
 
-/// Rotary tables of p positions for rotary dimension `rot`.
-struct RopeTables {
-  std::vector<float> cosT, sinT;
-  RopeTables(int p, int rot) : cosT(size_t(p) * size_t(rot / 2)), sinT(cosT.size()) {
-    int half = rot / 2;
-    for (int pos = 0; pos < p; ++pos)
-      for (int i = 0; i < half; ++i) {
-        double angle = pos * std::pow(10000.0, -2.0 * i / rot);
-        cosT[size_t(pos * half + i)] = float(std::cos(angle));
-        sinT[size_t(pos * half + i)] = float(std::sin(angle));
-      }
-  }
-};
-
-/// Positions for b sequences (one row shared when !perBatch) of s tokens.
-std::vector<int64_t> ropePositions(int b, int s, bool perBatch, int p) {
-  std::vector<int64_t> positions(size_t(perBatch ? b : 1) * size_t(s));
-  for (size_t i = 0; i < positions.size(); ++i)
-    positions[i] = int64_t((i * 7 + 3) % size_t(p));
-  return positions;
-}
-
-/// rope of x [b, s, n, d] in float64.
-template <class T>
-std::vector<double> ropeReference(const std::vector<T> &x, const RopeTables &t,
-                                  const std::vector<int64_t> &positions, int b, int s, int n,
-                                  int d, int r, bool interleaved, bool perBatch) {
-  int rot = r ? r : d, half = rot / 2;
-  std::vector<double> want = widen(x);
-  for (int bi = 0; bi < b; ++bi)
-    for (int si = 0; si < s; ++si) {
-      int64_t pos = positions[size_t(perBatch ? bi : 0) * size_t(s) + size_t(si)];
-      for (int hi = 0; hi < n; ++hi) {
-        size_t base = ((size_t(bi) * size_t(s) + size_t(si)) * size_t(n) + size_t(hi)) * size_t(d);
-        for (int i = 0; i < half; ++i) {
-          size_t i1 = base + size_t(interleaved ? 2 * i : i);
-          size_t i2 = base + size_t(interleaved ? 2 * i + 1 : i + half);
-          double c = t.cosT[size_t(pos * half + i)], sn = t.sinT[size_t(pos * half + i)];
-          double a = toFloat(x[i1]), bb = toFloat(x[i2]);
-          want[i1] = a * c - bb * sn;
-          want[i2] = bb * c + a * sn;
-        }
-      }
-    }
-  return want;
-}
-
 template <class T>
 void checkRope(int b, int s, int n, int d, int r, bool interleaved, bool perBatch, bool inPlace) {
   SCOPED_TRACE("d=" + std::to_string(d) + " r=" + std::to_string(r) +

@@ -25,6 +25,13 @@
 //                   into out [B, Hq, Dv] (llm.attention_combine), in the
 //                   same launch; when only one split is busy (a context
 //                   of one chunk) its block writes out itself.
+//   decodeAttentionRope  the same with the step's ropes and cache writes
+//                   (Rope.h's ropeCacheWrite at one token) in its launch:
+//                   q and the new key row are read before their rope;
+//                   every block ropes its group's queries as it reads
+//                   them (rotatePair, rounded to T as rope rounds), and
+//                   the block whose chunk holds row *pos writes the roped
+//                   key and the value row there, then asks for that tile.
 //   prefill q       [B, S, Hq, D] at positions *pos .. *pos + S - 1 over
 //                   keys 0 .. *pos + S - 1; out [B, S, Hq, Dv]
 //                   (llm.flash_attention).
@@ -72,6 +79,7 @@
 #define LLMC_RUNTIME_MODEL_CUDA_ATTENTION_H
 
 #include "runtime/src/model/cuda/Common.h"
+#include "runtime/src/model/cuda/Rope.h"
 
 namespace llmc::cuda {
 
@@ -313,12 +321,49 @@ LLMC_DEVICE const float *loadTileScales(float *tile, const float *scales, int ro
   return tile;
 }
 
+/// A decode attention's ropes and cache writes, done by its own kernel
+/// (decodeAttentionRope): q is read before its rope, and the new key row
+/// (roped) and value row are written into the caches at *pos. `k` null:
+/// none (q is roped, the rows cached by kernels before).
+template <class T> struct DecodeRope {
+  const T *k = nullptr; // the new keys before their rope, [B, Hkv, D]
+  const T *v = nullptr; // the new values: (b, h, e) at v[b * vsb + h * vsh + e]
+  int64_t vsb = 0, vsh = 0;
+  T *kCache = nullptr, *vCache = nullptr; // the caches, written at row *pos
+  const T *cosT = nullptr, *sinT = nullptr; // [p, r / 2]
+  const int64_t *positions = nullptr;       // [B, 1], or [1, 1] (perBatch 0)
+  int positionsPerBatch = 0, r = 0, p = 0;
+  bool interleaved = false;
+  unsigned long long *error = nullptr;
+};
+
+/// Channel e of the row x (D channels) roped as rope's kernel ropes it
+/// (Rope.h: channels past r copied; pairs (i, i + r/2), or (2i, 2i + 1)
+/// interleaved) at table row `row` (cos 1, sin 0 when row < 0), as a float
+/// of the rounded T.
+template <class T>
+LLMC_DEVICE float ropedChannel(const DecodeRope<T> &rope, const T *x, int e, long long row) {
+  if (e >= rope.r)
+    return toFloat(x[e]);
+  int half = rope.r / 2;
+  int item = rope.interleaved ? e / 2 : e % half;
+  int c1 = rope.interleaved ? 2 * item : item, c2 = rope.interleaved ? 2 * item + 1 : item + half;
+  float c = 1.0f, sn = 0.0f;
+  if (row >= 0) {
+    c = toFloat(rope.cosT[size_t(row) * size_t(half) + size_t(item)]);
+    sn = toFloat(rope.sinT[size_t(row) * size_t(half) + size_t(item)]);
+  }
+  T v1, v2;
+  rotatePair(toFloat(x[c1]), toFloat(x[c2]), c, sn, v1, v2);
+  return toFloat(e == c1 ? v1 : v2);
+}
+
 template <class T, class K, int D, int Dv, class Y>
 LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, kDecodeMinBlocks<K>)
     decodeAttentionKernel(const T *q, const K *kCache, const K *vCache, const float *kScales,
                           const float *vScales, const int64_t *pos, float *partial, float *lse,
                           Y *out, unsigned *counters, int hq, int hkv, int capacity, int window,
-                          float scale, float softcap, int stages) {
+                          float scale, float softcap, int stages, DecodeRope<T> rope) {
   constexpr int kOut = kValueRun<Dv>; // value channels per lane
   int g = hq / hkv;
   int kvh = int(blockIdx.x), split = int(blockIdx.y), b = int(blockIdx.z);
@@ -335,6 +380,12 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, kDecodeMinBlocks<K>)
   constexpr int kStage = kAttnKeys * (paddedRow<K>(D) + paddedRow<K>(Dv));
 
   long long p0 = *pos;
+  if (rope.k && (p0 < 0 || p0 >= capacity)) { // block-uniform: the new row has no place
+    LLMC_KERNEL_BEGIN();
+    if (threadIdx.x == 0 && kvh == 0 && split == 0 && b == 0)
+      recordError(rope.error, kCacheOverflow, p0);
+    return;
+  }
   int n = int(p0 + 1);
   int chunk = ((n + splits - 1) / splits + kAttnKeys - 1) / kAttnKeys * kAttnKeys;
   // The splits with keys (the others leave at once: they write nothing and
@@ -380,12 +431,35 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, kDecodeMinBlocks<K>)
   for (int i = 0; i < first; ++i)
     issue(i);
   LLMC_KERNEL_BEGIN();
+  // With the ropes folded in (rope.k): the queries' and the new key's table
+  // row, read now that the kernels before are done.
+  long long ropeRow = -1;
+  if (rope.k) {
+    ropeRow = rope.positions[rope.positionsPerBatch ? b : 0];
+    if (ropeRow < 0 || ropeRow >= rope.p) {
+      if (threadIdx.x == 0 && kvh == 0 && split == 0)
+        recordError(rope.error, kPositionOutOfRange, b);
+      ropeRow = -1; // (not turned; the step fails on the recorded error)
+    }
+    if (end == n) { // block-uniform: this split's last tile holds row *pos
+      size_t at = head + size_t(p0);
+      const T *kx = rope.k + (size_t(b) * size_t(hkv) + size_t(kvh)) * D;
+      for (int e = int(threadIdx.x); e < D; e += int(blockDim.x))
+        rope.kCache[at * D + size_t(e)] = fromFloat<T>(ropedChannel(rope, kx, e, ropeRow));
+      const T *vx = rope.v + size_t(b) * size_t(rope.vsb) + size_t(kvh) * size_t(rope.vsh);
+      for (int e = int(threadIdx.x); e < Dv; e += int(blockDim.x))
+        rope.vCache[at * Dv + size_t(e)] = vx[e];
+      __syncthreads(); // the rows written before their tile is asked for
+    }
+  }
   for (int i = first; i < ahead && i < tileCount; ++i)
     issue(i);
 
   int h0 = kvh * g;
+  const T *qx = q + (size_t(b) * size_t(hq) + size_t(h0)) * D;
   for (int i = int(threadIdx.x); i < g * D; i += int(blockDim.x))
-    qs[i] = toFloat(q[(size_t(b) * size_t(hq) + size_t(h0)) * D + size_t(i)]) * scale;
+    qs[i] = (rope.k ? ropedChannel(rope, qx + (i / D) * D, i % D, ropeRow) : toFloat(qx[i])) *
+            scale;
   for (int i = int(threadIdx.x); i < g * Dv; i += int(blockDim.x))
     os[i] = 0.0f;
   for (int i = int(threadIdx.x); i < g; i += int(blockDim.x)) {
@@ -528,17 +602,14 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, kDecodeMinBlocks<K>)
   }
 }
 
-/// Split-KV decode attention and its combination, one launch (K: the
-/// caches' type; with int8 caches kScales and vScales are their scales,
-/// else null; counters: the context's split counters, B * Hkv of them).
-/// maxStages > 0 caps the tile buffers (decodeStages; else
-/// LLMC_CUDA_DECODE_STAGES does).
+/// decodeAttention's and decodeAttentionRope's launch.
 template <class T, class K, int D, int Dv, class Y>
-std::string decodeAttention(const T *q, const K *kCache, const K *vCache, const float *kScales,
-                            const float *vScales, const int64_t *pos, float *partial, float *lse,
-                            Y *out, unsigned *counters, int b, int hq, int hkv, int capacity,
-                            int splits, int window, float scale, float softcap, Stream stream,
-                            int maxStages = 0) {
+std::string launchDecodeAttention(const T *q, const K *kCache, const K *vCache,
+                                  const float *kScales, const float *vScales, const int64_t *pos,
+                                  float *partial, float *lse, Y *out, unsigned *counters, int b,
+                                  int hq, int hkv, int capacity, int splits, int window,
+                                  float scale, float softcap, Stream stream, int maxStages,
+                                  const DecodeRope<T> &rope) {
   static_assert(D * sizeof(K) % 16 == 0 && Dv * sizeof(K) % 16 == 0, "16-byte rows");
   if (b < 1 || hq < 1 || hkv < 1 || hq % hkv || capacity < 1 || splits < 1 ||
       (sizeof(K) == 1) != (kScales && vScales) || !counters ||
@@ -550,7 +621,58 @@ std::string decodeAttention(const T *q, const K *kCache, const K *vCache, const 
   return launchWithShared(decodeAttentionKernel<T, K, D, Dv, Y>,
                           dim3(unsigned(hkv), unsigned(splits), unsigned(b)), dim3(kAttnThreads),
                           bytes, stream, q, kCache, vCache, kScales, vScales, pos, partial, lse,
-                          out, counters, hq, hkv, capacity, window, scale, softcap, stages);
+                          out, counters, hq, hkv, capacity, window, scale, softcap, stages, rope);
+}
+
+/// Split-KV decode attention and its combination, one launch (K: the
+/// caches' type; with int8 caches kScales and vScales are their scales,
+/// else null; counters: the context's split counters, B * Hkv of them).
+/// maxStages > 0 caps the tile buffers (decodeStages; else
+/// LLMC_CUDA_DECODE_STAGES does).
+template <class T, class K, int D, int Dv, class Y>
+std::string decodeAttention(const T *q, const K *kCache, const K *vCache, const float *kScales,
+                            const float *vScales, const int64_t *pos, float *partial, float *lse,
+                            Y *out, unsigned *counters, int b, int hq, int hkv, int capacity,
+                            int splits, int window, float scale, float softcap, Stream stream,
+                            int maxStages = 0) {
+  return launchDecodeAttention<T, K, D, Dv, Y>(q, kCache, vCache, kScales, vScales, pos, partial,
+                                               lse, out, counters, b, hq, hkv, capacity, splits,
+                                               window, scale, softcap, stream, maxStages,
+                                               DecodeRope<T>{});
+}
+
+/// decodeAttention with the attention's ropes and cache writes in the same
+/// launch (ropeCacheWrite's work at one token): xq [B, Hq, D] and xk [B,
+/// Hkv, D] are the queries and the new keys before their rope (cos, sin
+/// [p, r/2] at positions [B, 1], or [1, 1] for the batch; r 0: all of D),
+/// values (b, h, e) at values[b * vsb + h * vsh + e]; the roped key row
+/// and the value row go into the caches at row *pos, and the attention
+/// reads them there. Float caches of the queries' type. The block whose
+/// chunk holds row *pos writes the rows, then asks for that tile; every
+/// block ropes its group's queries as it reads them. A row *pos outside the
+/// cache records kCacheOverflow and writes nothing; a position outside
+/// the tables records kPositionOutOfRange.
+template <class T, int D, int Dv, class Y>
+std::string decodeAttentionRope(const T *xq, const T *xk, const T *values, int64_t vsb,
+                                int64_t vsh, T *kCache, T *vCache, const T *cosT, const T *sinT,
+                                const int64_t *positions, bool positionsPerBatch, int r, int p,
+                                bool interleaved, const int64_t *pos, float *partial, float *lse,
+                                Y *out, unsigned *counters, int b, int hq, int hkv, int capacity,
+                                int splits, int window, float scale, float softcap,
+                                unsigned long long *error, Stream stream, int maxStages = 0) {
+  if (r == 0)
+    r = D;
+  if (!xq || !xk || !values || !kCache || !vCache || !cosT || !sinT || !positions || r % 2 ||
+      r > D || r < 2 || p < 1)
+    return "decode attention with rope: invalid arguments";
+  DecodeRope<T> rope;
+  rope.k = xk, rope.v = values, rope.vsb = vsb, rope.vsh = vsh;
+  rope.kCache = kCache, rope.vCache = vCache, rope.cosT = cosT, rope.sinT = sinT;
+  rope.positions = positions, rope.positionsPerBatch = positionsPerBatch ? 1 : 0;
+  rope.r = r, rope.p = p, rope.interleaved = interleaved, rope.error = error;
+  return launchDecodeAttention<T, T, D, Dv, Y>(xq, kCache, vCache, nullptr, nullptr, pos, partial,
+                                               lse, out, counters, b, hq, hkv, capacity, splits,
+                                               window, scale, softcap, stream, maxStages, rope);
 }
 
 template <class K, int D, int Dv> size_t prefillSharedBytes() {

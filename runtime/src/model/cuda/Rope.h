@@ -51,6 +51,14 @@ template <class T> struct RopeCacheRows {
   int capacity;
 };
 
+/// A rope pair (a, b) turned by the angle whose cosine and sine are c and
+/// sn, rounded to T: (a c - b sn, b c + a sn). Every rope kernel's (and the
+/// decode attention's, Attention.h) one expression for it.
+template <class T> LLMC_DEVICE void rotatePair(float a, float b, float c, float sn, T &v1, T &v2) {
+  v1 = fromFloat<T>(a * c - b * sn);
+  v2 = fromFloat<T>(b * c + a * sn);
+}
+
 /// Work item i of a rope over t (one thread per (token, head, pair), then
 /// the channels past R, copied), and its cache row when `rows` has one.
 template <class T, class C>
@@ -98,8 +106,8 @@ LLMC_DEVICE void ropeItem(const RopeTensor<T> &t, RopeCacheRows<T> rows, size_t 
   float c = toFloat(cosT[size_t(pos) * size_t(half) + size_t(item)]);
   float sn = toFloat(sinT[size_t(pos) * size_t(half) + size_t(item)]);
   int c1 = interleaved ? 2 * item : item, c2 = interleaved ? 2 * item + 1 : item + half;
-  float a = toFloat(x[rowBase + size_t(c1)]), bb = toFloat(x[rowBase + size_t(c2)]);
-  T v1 = fromFloat<T>(a * c - bb * sn), v2 = fromFloat<T>(bb * c + a * sn);
+  T v1, v2;
+  rotatePair(toFloat(x[rowBase + size_t(c1)]), toFloat(x[rowBase + size_t(c2)]), c, sn, v1, v2);
   y[rowBase + size_t(c1)] = v1;
   y[rowBase + size_t(c2)] = v2;
   if (cacheRow) {
