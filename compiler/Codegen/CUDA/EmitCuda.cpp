@@ -74,8 +74,10 @@ llvm::Error CudaEmitter::emitBlock(Block &block, CpuModel::Entry &stats) {
       pairs[&op] = pending;
       folded.insert(pending);
       pending = nullptr;
-      if (lastPair && isa<CacheUpdateOp>(&op) && ropeCacheFusable(lastPair, &op))
+      if (lastPair && isa<CacheUpdateOp>(&op) && ropeCacheFusable(lastPair, &op)) {
         folded.insert(lastPair); // (ropeCaches[&op] says what joins it)
+        ropeIntoAttention(&op);
+      }
       lastPair = &op;
       continue;
     }
@@ -160,6 +162,83 @@ bool CudaEmitter::ropeCacheFusable(Operation *ropes, Operation *caches) {
     return false;
   ropeCaches[caches] = {keysRope == r1 ? r2 : r1, keysRope, keysWrite};
   return true;
+}
+
+static bool isViewOrIdentity(Operation *op) {
+  return isView(op) || shortName(op) == "onnx.identity";
+}
+
+/// Whether every reader of v, through views and out of the (non-attention)
+/// fused regions that yield it, is `reader`.
+static bool readOnlyBy(Value v, Operation *reader) {
+  return llvm::all_of(v.getUses(), [&](OpOperand &use) {
+    Operation *u = use.getOwner();
+    if (u == reader)
+      return true;
+    if (isViewOrIdentity(u))
+      return readOnlyBy(u->getResult(0), reader);
+    auto region = isa<YieldOp>(u) ? dyn_cast<FusedOp>(u->getParentOp()) : FusedOp();
+    return region && region.getKind() != "attention" &&
+           readOnlyBy(region->getResult(use.getOperandNumber()), reader);
+  });
+}
+
+/// Where v is made: through views and into the fused regions that yield it.
+static Value madeAt(Value v) {
+  while (true) {
+    v = outside(v);
+    Operation *d = v.getDefiningOp();
+    if (d && isViewOrIdentity(d)) {
+      v = d->getOperand(0);
+    } else if (auto region = dyn_cast_or_null<FusedOp>(d)) {
+      v = cast<YieldOp>(region.getRegion().front().getTerminator())
+              ->getOperand(cast<OpResult>(v).getResultNumber());
+    } else {
+      return v;
+    }
+  }
+}
+
+void CudaEmitter::ropeIntoAttention(Operation *caches) {
+  const RopeCache &rc = ropeCaches.find(caches)->second;
+  Operation *first = pairs.lookup(caches);
+  Operation *valuesWrite = rc.keysWrite == first ? caches : first;
+  RopeOp kr = rc.keys, qr = rc.queries;
+  auto xs = shapeOf(kr.getX());
+  std::string t = cxxType(kr.getX().getType());
+  if (xs[1] != 1 || cxxType(kr.getCos().getType()) != t || cxxType(kr.getSin().getType()) != t ||
+      cacheUpdateSource(valuesWrite).s != 1)
+    return;
+  // The next operation that is not a view, out of the fused regions that
+  // end here.
+  Operation *next = caches->getNextNode();
+  while (next && (isa<ConstantOp>(next) || isViewOrIdentity(next) ||
+                  (isa<YieldOp>(next) && isa<FusedOp>(next->getParentOp()))))
+    next = isa<YieldOp>(next) ? next->getParentOp()->getNextNode() : next->getNextNode();
+  auto fused = dyn_cast_or_null<FusedOp>(next);
+  Value result;
+  DecodeAttentionPartialOp partial = fused ? decodeAttentionOf(fused, result) : nullptr;
+  if (!partial || partial->getNumOperands() != 4) // (int8 caches: their scales follow)
+    return;
+  Value q = outside(partial->getOperand(0));
+  if (madeAt(q) != qr.getResult() || madeAt(partial->getOperand(1)) != rc.keysWrite->getResult(0) ||
+      madeAt(partial->getOperand(2)) != valuesWrite->getResult(0) ||
+      madeAt(partial->getOperand(3)) != madeAt(caches->getOperand(2)) ||
+      cxxType(q.getType()) != t || shapeOf(q).back() != xs[3] ||
+      numel(q) != numel(qr.getResult()) ||
+      shapeOf(rc.keysWrite->getOperand(0))[3] != xs[3])
+    return;
+  // Nothing else reads the roped queries, and the roped keys only the
+  // keys' write (or a transpose folded into it).
+  if (!readOnlyBy(qr.getResult(), fused))
+    return;
+  for (Operation *u : kr.getResult().getUsers())
+    if (u != rc.keysWrite && !(folded.contains(u) && llvm::all_of(u->getUsers(), [&](Operation *w) {
+                                 return w == rc.keysWrite;
+                               })))
+      return;
+  ropeAttentions[fused] = caches;
+  attentionOfRopes[caches] = fused;
 }
 
 bool CudaEmitter::ropePositionsPerBatch(RopeOp r) {

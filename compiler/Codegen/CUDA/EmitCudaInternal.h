@@ -180,6 +180,9 @@ private:
   llvm::Error emitFunction(func::FuncOp f);
   llvm::Error emitBlock(Block &block, CpuModel::Entry &stats);
   llvm::Error emitOp(Operation *op, CpuModel::Entry &stats);
+  /// A fused region that is a decode attention (partial, combine, maybe a
+  /// cast): its partial op, with `result` the region's value; else null.
+  DecodeAttentionPartialOp decodeAttentionOf(FusedOp fused, Value &result);
   bool emitDecodeAttention(FusedOp fused, CpuModel::Entry &stats, llvm::Error &err);
   /// An element-wise operation, or the run of them that ends at `last`,
   /// as one generated kernel.
@@ -228,6 +231,14 @@ private:
   /// the keys' write reading the roped keys as [B, S, Hkv, D]: one
   /// ropeCacheWrite launch at `caches`.
   bool ropeCacheFusable(Operation *ropes, Operation *caches);
+  /// For such a rope-and-cache-write launch at `caches` (ropeCaches): when
+  /// the next operation that is not a view is the decode attention over
+  /// the caches it writes (one token, float caches, tables of the
+  /// queries' type), reading the roped queries (through views) as nothing
+  /// else does, and nothing but the keys' write reads the roped keys, the
+  /// attention's own launch does the ropes and writes
+  /// (decodeAttentionRope): records it in ropeAttentions.
+  void ropeIntoAttention(Operation *caches);
   /// Whether a rope's positions are [B, S] per sequence (else [1, S],
   /// shared by the batch).
   static bool ropePositionsPerBatch(RopeOp r);
@@ -339,6 +350,9 @@ private:
   };
   /// The second cache write of such a pair -> what joins it there.
   llvm::DenseMap<Operation *, RopeCache> ropeCaches;
+  /// A decode attention's fused region -> the cache write of ropeCaches
+  /// whose launch it takes over (ropeIntoAttention), and the reverse.
+  llvm::DenseMap<Operation *, Operation *> ropeAttentions, attentionOfRopes;
   /// cache_update -> the [B, S, H, D] value its transposed update came from.
   llvm::DenseMap<Operation *, Value> transposedUpdates;
   std::set<std::string> missing;

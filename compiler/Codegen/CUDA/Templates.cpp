@@ -44,32 +44,46 @@ llvm::Error CudaEmitter::placeConstant(ConstantOp c) {
   return llvm::Error::success();
 }
 
-bool CudaEmitter::emitDecodeAttention(FusedOp fused, CpuModel::Entry &stats, llvm::Error &err) {
+DecodeAttentionPartialOp CudaEmitter::decodeAttentionOf(FusedOp fused, Value &result) {
+  if (fused.getKind() != "attention")
+    return {};
   Block &block = fused.getRegion().front();
   auto ops = block.without_terminator();
   auto partial = ops.empty() ? DecodeAttentionPartialOp()
                              : dyn_cast<DecodeAttentionPartialOp>(&*ops.begin());
   if (!partial || std::next(ops.begin()) == ops.end())
-    return false;
+    return {};
   auto combine = dyn_cast<AttentionCombineOp>(&*std::next(ops.begin()));
   if (!combine || combine->getOperand(0) != partial->getResult(0) ||
       combine->getOperand(1) != partial->getResult(1))
-    return false;
+    return {};
   Operation *castOp = std::next(ops.begin(), 2) != ops.end() ? &*std::next(ops.begin(), 2) : nullptr;
   if (castOp && (shortName(castOp) != "onnx.cast" || castOp->getOperand(0) != combine.getResult() ||
                  std::next(ops.begin(), 3) != ops.end()))
-    return false;
-  Value result = castOp ? Value(castOp->getResult(0)) : Value(combine.getResult());
+    return {};
+  result = castOp ? Value(castOp->getResult(0)) : Value(combine.getResult());
   auto yield = cast<YieldOp>(block.getTerminator());
   if (yield->getNumOperands() != 1 || yield->getOperand(0) != result || fused->getNumResults() != 1)
+    return {};
+  return partial;
+}
+
+bool CudaEmitter::emitDecodeAttention(FusedOp fused, CpuModel::Entry &stats, llvm::Error &err) {
+  Value result;
+  DecodeAttentionPartialOp partial = decodeAttentionOf(fused, result);
+  if (!partial)
     return false;
   SmallVector<Value> args;
   for (Value a : partial->getOperands())
     args.push_back(outside(a));
   Value q = args[0], kc = args[1], vc = args[2], pos = args[3];
   bool int8 = args.size() == 6; // an int8 cache's scales follow
+  // The ropes and cache writes folded in (ropeIntoAttention): q is a view
+  // of the roped queries, which have no storage; the kernel reads them
+  // before their rope.
+  Operation *ropeWrite = ropeAttentions.lookup(fused);
   for (Value v : args)
-    if (!known(v)) {
+    if (!known(v) && !(ropeWrite && v == q)) {
       err = makeError(nodeName(partial) + ": an operand has no value");
       return true;
     }
@@ -93,17 +107,40 @@ bool CudaEmitter::emitDecodeAttention(FusedOp fused, CpuModel::Entry &stats, llv
   Ref out = define(fused->getResult(0));
   (void)out;
   std::string y = cxxType(result.getType());
-  statement(llvm::formatv("decodeAttention<{0}, {18}, {1}, {2}, {3}>({4}, {5}, {6}, {19}, {7}, {8}, "
-                          "{9}, {10}, m.counters, {11}, {12}, {13}, a.capacity, {14}, {15}, "
-                          "{16:e9}f, {17:e9}f, a.stream)",
-                          t, d, dv, y, ptr(q), ptr(kc), ptr(vc), ptr(pos),
-                          ptr(partial->getResult(0)), ptr(partial->getResult(1)),
-                          ptr(fused->getResult(0)), b, hq, hkv, splits, partial.getWindow(),
-                          partial.getScale().convertToFloat(),
-                          partial.getSoftcap().convertToFloat(), k,
-                          int8 ? ptr(args[4]) + ", " + ptr(args[5]) : std::string("nullptr, nullptr"))
-                .str(),
-            "fused \"attention\" (decode, split-KV) -> " + describeType(result.getType()));
+  std::string common =
+      llvm::formatv("{0}, {1}, {2}, {3}, m.counters, {4}, {5}, {6}, a.capacity, {7}, {8}, "
+                    "{9:e9}f, {10:e9}f",
+                    ptr(pos), ptr(partial->getResult(0)), ptr(partial->getResult(1)),
+                    ptr(fused->getResult(0)), b, hq, hkv, splits, partial.getWindow(),
+                    partial.getScale().convertToFloat(), partial.getSoftcap().convertToFloat())
+          .str();
+  if (ropeWrite) {
+    const RopeCache &rc = ropeCaches.find(ropeWrite)->second;
+    RopeOp qr = rc.queries, kr = rc.keys;
+    Operation *first = pairs.lookup(ropeWrite);
+    Operation *valuesWrite = rc.keysWrite == first ? ropeWrite : first;
+    CacheSource values = cacheUpdateSource(valuesWrite);
+    statement(llvm::formatv("decodeAttentionRope<{0}, {1}, {2}, {3}>({4}, {5}, {6}, {7}, {8}, {9}, "
+                            "{10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, m.error, "
+                            "a.stream)",
+                            t, d, dv, y, ptr(qr.getX()), ptr(kr.getX()), ptr(values.value),
+                            values.sb, values.sh, ptr(kc), ptr(vc), ptr(kr.getCos()),
+                            ptr(kr.getSin()), ptr(kr.getPositions()),
+                            ropePositionsPerBatch(kr) ? "true" : "false", kr.getRotaryDim(),
+                            shapeOf(kr.getCos())[0], kr.getInterleaved() ? "true" : "false", common)
+                  .str(),
+              "rope x 2 + cache_update x 2 + fused \"attention\" (decode, split-KV) -> " +
+                  describeType(result.getType()));
+  } else {
+    statement(llvm::formatv("decodeAttention<{0}, {1}, {2}, {3}, {4}>({5}, {6}, {7}, {8}, {9}, "
+                            "a.stream)",
+                            t, k, d, dv, y, ptr(q), ptr(kc), ptr(vc),
+                            int8 ? ptr(args[4]) + ", " + ptr(args[5])
+                                 : std::string("nullptr, nullptr"),
+                            common)
+                  .str(),
+              "fused \"attention\" (decode, split-KV) -> " + describeType(result.getType()));
+  }
   ++stats.fusedRegions; // (one launch: the last block of each group combines)
   return true;
 }
@@ -123,8 +160,11 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
     return llvm::Error::success();
   // An operand that has no value comes from an operation already reported:
   // its results have none either, and nothing more is said.
+  // (An attention that ropes its queries reads them before their rope:
+  // ropeIntoAttention.)
   for (Value v : op->getOperands())
-    if (!known(v) && !foldedInputs.count(v) && !(transposedUpdates.lookup(op) &&
+    if (!known(v) && !foldedInputs.count(v) && !ropeAttentions.count(op) &&
+        !(transposedUpdates.lookup(op) &&
                        ((isa<CacheUpdateOp>(op) && v == cast<CacheUpdateOp>(op).getUpdate()) ||
                         (isa<QuantizedCacheUpdateOp>(op) &&
                          v == cast<QuantizedCacheUpdateOp>(op).getUpdate()))))
@@ -327,6 +367,9 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
                     .str(),
                 "quantized_cache_update -> " + describeType(cache.getType()) + ", " +
                     describeType(scales.getType()) + ", in place");
+    } else if (attentionOfRopes.count(op)) {
+      // (the attention right after does the ropes and both writes:
+      // ropeIntoAttention; the caches' results are set above)
     } else if (auto fused = ropeCaches.find(op); fused != ropeCaches.end()) {
       // (ropeCacheFusable: the rope pair before, one launch for all four)
       RopeOp qr = fused->second.queries, kr = fused->second.keys;
