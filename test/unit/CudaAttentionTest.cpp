@@ -268,14 +268,53 @@ TEST(CudaDecodeAttention, NewRowWrittenByTheKernelBefore) {
   }
 }
 
+/// Host caches of K for checkDecodeRope: random rows (cacheRows), row `pos`
+/// of each (batch, head) holding `stale` (an int8 row: 127 at scale
+/// stale / 127), far from what the kernel writes there.
+template <class T, class K> struct RopeCaches {
+  std::vector<K> k, v;
+  std::vector<float> ks, vs;
+  RopeCaches(size_t rows, int d, int dv, int cap, int pos) {
+    std::vector<double> exact;
+    k = cacheRows<K>(randomValues<T>(rows * size_t(d), 1.0f, 61), d, ks, exact);
+    v = cacheRows<K>(randomValues<T>(rows * size_t(dv), 1.0f, 62), dv, vs, exact);
+    for (size_t row = size_t(pos); row < rows; row += size_t(cap)) {
+      stale(k, ks, row, d, 8.0f);
+      stale(v, vs, row, dv, -50.0f);
+    }
+  }
+  static void stale(std::vector<K> &c, std::vector<float> &scales, size_t row, int n, float x) {
+    for (int e = 0; e < n; ++e) {
+      if constexpr (std::is_same_v<K, int8_t>)
+        c[row * size_t(n) + size_t(e)] = K(x > 0 ? 127 : -127);
+      else
+        c[row * size_t(n) + size_t(e)] = fromFloat<K>(x);
+    }
+    if (!scales.empty())
+      scales[row] = std::fabs(x) / 127.0f;
+  }
+};
+
+/// What a cache holds, in float64 (int8 rows times their scales).
+template <class K>
+std::vector<double> cacheValues(const std::vector<K> &c, const std::vector<float> &scales, int n) {
+  std::vector<double> out(c.size());
+  for (size_t i = 0; i < c.size(); ++i)
+    out[i] = double(toFloat(c[i])) * (scales.empty() ? 1.0 : double(scales[i / size_t(n)]));
+  return out;
+}
+
 /// decodeAttentionRope: the queries and the new key roped in the kernel
 /// (tables of T at positions [B, 1] or [1, 1], partial rotary dimension r,
 /// interleaved pairs), the roped key row and the value row (read at
 /// strides that skip every other head) written at row `pos` over rows that
-/// held values far from them; against float64 attention over float64
-/// ropes rounded to T (one unit of T's rounding), the key row within it,
-/// the value row and every other row exact.
-template <class T, int D, int Dv>
+/// held values far from them, into caches of K (T, or int8 with scales).
+/// The new key row: within one unit of T's rounding of float64's rope (an
+/// int8 row: within half a step of its scale, the scale max|k| / 127); the
+/// value row: T's values exactly, or cpu::quantizeKvRow's bytes and scale;
+/// every other row and scale as it was. Then the output: float64 attention
+/// of float64's roped queries (rounded to T) over what the caches hold.
+template <class T, int D, int Dv, class K = T>
 void checkDecodeRope(int b, int hq, int hkv, int cap, int pos, int splits, int window, int r,
                      bool interleaved, bool perBatch, int stages = 0) {
   SCOPED_TRACE("b=" + std::to_string(b) + " hq=" + std::to_string(hq) + " hkv=" +
@@ -283,6 +322,7 @@ void checkDecodeRope(int b, int hq, int hkv, int cap, int pos, int splits, int w
                std::to_string(splits) + " window=" + std::to_string(window) + " r=" +
                std::to_string(r) + (interleaved ? " interleaved" : "") +
                (perBatch ? " per-batch" : "") + " stages=" + std::to_string(stages));
+  constexpr bool kInt8 = std::is_same_v<K, int8_t>;
   int p = 3 * cap, rot = r ? r : D;
   RopeTables tables(p, rot); // rounded to T: the kernel's tables are T
   for (float &v : tables.cosT)
@@ -294,72 +334,73 @@ void checkDecodeRope(int b, int hq, int hkv, int cap, int pos, int splits, int w
     cosT[i] = fromFloat<T>(tables.cosT[i]), sinT[i] = fromFloat<T>(tables.sinT[i]);
   std::vector<int64_t> positions = ropePositions(b, 1, perBatch, p);
   size_t rows = size_t(b) * size_t(hkv) * size_t(cap);
-  auto kInit = randomValues<T>(rows * D, 1.0f, 61), vInit = randomValues<T>(rows * Dv, 1.0f, 62);
-  for (int bi = 0; bi < b; ++bi)
-    for (int h = 0; h < hkv; ++h) {
-      size_t row = (size_t(bi) * size_t(hkv) + size_t(h)) * size_t(cap) + size_t(pos);
-      for (int e = 0; e < D; ++e)
-        kInit[row * D + size_t(e)] = fromFloat<T>(8.0f);
-      for (int e = 0; e < Dv; ++e)
-        vInit[row * Dv + size_t(e)] = fromFloat<T>(-50.0f);
-    }
+  RopeCaches<T, K> init(rows, D, Dv, cap, pos);
   auto xq = randomValues<T>(size_t(b * hq * D), 1.0f, 63);
   auto xk = randomValues<T>(size_t(b * hkv * D), 1.0f, 64);
   auto values = randomValues<T>(size_t(b * 2 * hkv * Dv), 1.0f, 65); // [B, 2 Hkv, Dv]
-  DeviceBuffer<T> dq(xq), dk(xk), dv(values), kc(kInit), vc(vInit), dcos(cosT), dsin(sinT);
+  DeviceBuffer<T> dq(xq), dk(xk), dv(values), dcos(cosT), dsin(sinT);
+  DeviceBuffer<K> kc(init.k), vc(init.v);
+  DeviceBuffer<float> kScales(init.ks.empty() ? std::vector<float>{0} : init.ks),
+      vScales(init.vs.empty() ? std::vector<float>{0} : init.vs);
   DeviceBuffer<int64_t> dpos(std::vector<int64_t>{pos}), dp(positions);
   DeviceBuffer<unsigned long long> err(std::vector<unsigned long long>{0});
   DeviceBuffer<float> partial(size_t(b * splits * hq * Dv)), lse(size_t(b * splits * hq));
   DeviceBuffer<float> out(size_t(b * hq * Dv));
   SplitCounters counters;
   float scale = 1.5f / std::sqrt(float(D));
-  ASSERT_EQ((decodeAttentionRope<T, D, Dv>(
+  ASSERT_EQ((decodeAttentionRope<T, K, D, Dv>(
                 dq.get(), dk.get(), dv.get(), int64_t(2 * hkv * Dv), int64_t(2 * Dv), kc.get(),
-                vc.get(), dcos.get(), dsin.get(), dp.get(), perBatch, r, p, interleaved,
-                dpos.get(), partial.get(), lse.get(), out.get(), counters.get(), b, hq, hkv, cap,
-                splits, window, scale, 0.0f, err.get(), nullptr, stages)),
+                vc.get(), kInt8 ? kScales.get() : nullptr, kInt8 ? vScales.get() : nullptr,
+                dcos.get(), dsin.get(), dp.get(), perBatch, r, p, interleaved, dpos.get(),
+                partial.get(), lse.get(), out.get(), counters.get(), b, hq, hkv, cap, splits,
+                window, scale, 0.0f, err.get(), nullptr, stages)),
             "");
   EXPECT_EQ(err.download()[0], 0u);
   EXPECT_EQ(counters.leftNonzero(), 0u);
-  // float64: the ropes, rounded to T as the graph's rope writes them.
-  auto roundT = [](std::vector<double> v) {
-    for (double &x : v)
-      x = double(toFloat(fromFloat<T>(float(x))));
-    return v;
-  };
-  auto qd = roundT(ropeReference(xq, tables, positions, b, 1, hq, D, r, interleaved, perBatch));
+  std::vector<K> gotK = kc.download(), gotV = vc.download();
+  std::vector<float> gotKs = kInt8 ? kScales.download() : std::vector<float>{},
+                     gotVs = kInt8 ? vScales.download() : std::vector<float>{};
+  // float64's ropes; the queries rounded to T as the graph's rope writes them.
+  auto qd = ropeReference(xq, tables, positions, b, 1, hq, D, r, interleaved, perBatch);
+  for (double &x : qd)
+    x = double(toFloat(fromFloat<T>(float(x))));
   auto kNew = ropeReference(xk, tables, positions, b, 1, hkv, D, r, interleaved, perBatch);
-  std::vector<double> kd = widen(kInit), vd = widen(vInit);
-  for (int bi = 0; bi < b; ++bi)
-    for (int h = 0; h < hkv; ++h) {
-      size_t row = (size_t(bi) * size_t(hkv) + size_t(h)) * size_t(cap) + size_t(pos);
-      for (int e = 0; e < D; ++e)
-        kd[row * D + size_t(e)] = kNew[(size_t(bi) * size_t(hkv) + size_t(h)) * D + size_t(e)];
-      for (int e = 0; e < Dv; ++e)
-        vd[row * Dv + size_t(e)] =
-            double(toFloat(values[(size_t(bi) * 2 * size_t(hkv) + 2 * size_t(h)) * Dv + size_t(e)]));
-    }
-  // The caches: the new rows as above, every other row as it was.
-  std::vector<T> gotK = kc.download(), gotV = vc.download();
-  std::vector<float> kRows;
-  std::vector<double> kWant;
+  std::vector<double> kd = cacheValues(gotK, gotKs, D), vd = cacheValues(gotV, gotVs, Dv);
   for (size_t row = 0; row < rows; ++row) {
-    bool fresh = int(row % size_t(cap)) == pos;
-    for (int e = 0; e < D; ++e) {
-      size_t at = row * D + size_t(e);
-      if (fresh) {
-        kRows.push_back(toFloat(gotK[at]));
-        kWant.push_back(kd[at]);
-      } else {
-        ASSERT_EQ(toFloat(gotK[at]), toFloat(kInit[at])) << row << " " << e;
+    if (int(row % size_t(cap)) != pos) { // untouched
+      for (int e = 0; e < D; ++e)
+        ASSERT_EQ(toFloat(gotK[row * D + size_t(e)]), toFloat(init.k[row * D + size_t(e)])) << row;
+      for (int e = 0; e < Dv; ++e)
+        ASSERT_EQ(toFloat(gotV[row * Dv + size_t(e)]), toFloat(init.v[row * Dv + size_t(e)])) << row;
+      if (kInt8) {
+        ASSERT_EQ(gotKs[row], init.ks[row]) << row;
+        ASSERT_EQ(gotVs[row], init.vs[row]) << row;
       }
+      continue;
     }
+    size_t bh = row / size_t(cap); // (batch, kv head)
+    std::vector<double> kWant(kNew.begin() + long(bh * D), kNew.begin() + long((bh + 1) * D));
+    std::vector<double> kGot(kd.begin() + long(row * D), kd.begin() + long((row + 1) * D));
+    std::vector<float> v(Dv);
     for (int e = 0; e < Dv; ++e)
-      ASSERT_EQ(double(toFloat(gotV[row * Dv + size_t(e)])), vd[row * Dv + size_t(e)])
-          << row << " " << e;
+      v[size_t(e)] = toFloat(values[(bh / size_t(hkv) * 2 * size_t(hkv) + 2 * (bh % size_t(hkv))) * Dv + size_t(e)]);
+    if constexpr (kInt8) {
+      double amax = 0;
+      for (double x : kWant)
+        amax = std::max(amax, std::fabs(x));
+      EXPECT_LE(relativeError(kGot, kWant), 0.5 / 127 + storageEpsilon<T>() + 1e-6) << row;
+      EXPECT_NEAR(gotKs[row], amax / 127, amax / 127 * (storageEpsilon<T>() + 1e-6)) << row;
+      std::vector<int8_t> q(Dv);
+      float s = llmc::cpu::quantizeKvRow(v.data(), Dv, q.data());
+      EXPECT_EQ(gotVs[row], s) << row;
+      for (int e = 0; e < Dv; ++e)
+        ASSERT_EQ(int(gotV[row * Dv + size_t(e)]), int(q[size_t(e)])) << row << " " << e;
+    } else {
+      EXPECT_LE(relativeError(kGot, kWant), tolerance<T>()) << row;
+      for (int e = 0; e < Dv; ++e)
+        ASSERT_EQ(toFloat(gotV[row * Dv + size_t(e)]), v[size_t(e)]) << row << " " << e;
+    }
   }
-  EXPECT_LE(relativeError(kRows, kWant), tolerance<T>());
-  kd = roundT(std::move(kd));
   std::vector<double> want;
   for (int bi = 0; bi < b; ++bi) {
     std::vector<double> qrow(qd.begin() + bi * hq * D, qd.begin() + (bi + 1) * hq * D);
@@ -386,6 +427,17 @@ TEST(CudaDecodeAttention, RopesAndCacheWritesInTheSameLaunch) {
     checkDecodeRope<half, 64, 64>(1, 8, 2, 400, 300, 2, 0, 0, false, false, stages);
 }
 
+// The same into int8 caches with their scales (the rope pair and
+// cacheWriteInt8's work at one token).
+TEST(CudaDecodeAttention, RopesAndInt8CacheWritesInTheSameLaunch) {
+  checkDecodeRope<half, 64, 64, int8_t>(1, 8, 2, 96, 77, 1, 0, 0, false, false);
+  checkDecodeRope<float, 64, 64, int8_t>(2, 8, 2, 300, 250, 3, 17, 32, true, true);
+  checkDecodeRope<bfloat16, 128, 128, int8_t>(1, 10, 2, 70, 69, 5, 0, 0, false, false);
+  checkDecodeRope<half, 16, 16, int8_t>(1, 4, 4, 24, 0, 2, 0, 0, false, true); // first token
+  for (int stages = 1; stages <= kDecodeMaxStages; ++stages)
+    checkDecodeRope<half, 64, 64, int8_t>(1, 8, 2, 400, 300, 2, 0, 0, false, false, stages);
+}
+
 // A row *pos outside the cache writes nothing and is reported
 // (kCacheOverflow), as is a position outside the tables
 // (kPositionOutOfRange); bad arguments are refused.
@@ -402,8 +454,9 @@ TEST(CudaDecodeAttention, RopeFoldReportsItsErrors) {
   DeviceBuffer<unsigned long long> err(std::vector<unsigned long long>{0});
   SplitCounters counters;
   auto run = [&](int r) {
-    return decodeAttentionRope<float, D, D>(q.get(), k.get(), v.get(), 0, 0, kc.get(), vc.get(),
-                                            dcos.get(), dsin.get(), dp.get(), false, r, p, false,
+    return decodeAttentionRope<float, float, D, D>(q.get(), k.get(), v.get(), 0, 0, kc.get(),
+                                                   vc.get(), nullptr, nullptr, dcos.get(),
+                                                   dsin.get(), dp.get(), false, r, p, false,
                                             dpos.get(), partial.get(), lse.get(), out.get(),
                                             counters.get(), 1, 2, 1, cap, 4, 0, 1.0f, 0.0f,
                                             err.get(), nullptr);

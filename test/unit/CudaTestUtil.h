@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 namespace llmc::cuda::test {
@@ -92,7 +93,12 @@ template <class T> double relativeError(const std::vector<T> &got, const std::ve
   for (double w : want)
     scale = std::max(scale, std::fabs(w));
   for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
-    double d = std::fabs(double(toFloat(got[i])) - want[i]);
+    double g;
+    if constexpr (std::is_same_v<T, double>)
+      g = got[i];
+    else
+      g = double(toFloat(got[i]));
+    double d = std::fabs(g - want[i]);
     if (std::isnan(d))
       return INFINITY;
     err = std::max(err, d);

@@ -74,6 +74,8 @@ llvm::Error CudaEmitter::emitBlock(Block &block, CpuModel::Entry &stats) {
       pairs[&op] = pending;
       folded.insert(pending);
       pending = nullptr;
+      if (isa<RopeOp>(&op))
+        ropeInt8IntoAttention(&op);
       if (lastPair && isa<CacheUpdateOp>(&op) && ropeCacheFusable(lastPair, &op)) {
         folded.insert(lastPair); // (ropeCaches[&op] says what joins it)
         ropeIntoAttention(&op);
@@ -202,43 +204,85 @@ static Value madeAt(Value v) {
 void CudaEmitter::ropeIntoAttention(Operation *caches) {
   const RopeCache &rc = ropeCaches.find(caches)->second;
   Operation *first = pairs.lookup(caches);
-  Operation *valuesWrite = rc.keysWrite == first ? caches : first;
-  RopeOp kr = rc.keys, qr = rc.queries;
-  auto xs = shapeOf(kr.getX());
-  std::string t = cxxType(kr.getX().getType());
-  if (xs[1] != 1 || cxxType(kr.getCos().getType()) != t || cxxType(kr.getSin().getType()) != t ||
-      cacheUpdateSource(valuesWrite).s != 1)
+  ropesIntoAttention(rc.queries, rc.keys, rc.keysWrite, rc.keysWrite == first ? caches : first,
+                     caches);
+}
+
+void CudaEmitter::ropeInt8IntoAttention(Operation *ropes) {
+  auto r2 = cast<RopeOp>(ropes), r1 = cast<RopeOp>(pairs.lookup(ropes));
+  // The next two operations that are not views (nor folded into others: a
+  // transpose into the keys' write): int8 cache writes.
+  auto after = [&](Operation *op) {
+    Operation *next = op->getNextNode();
+    while (next && (isa<ConstantOp>(next) || isViewOrIdentity(next) || folded.contains(next)))
+      next = next->getNextNode();
+    return next;
+  };
+  auto w1 = dyn_cast_or_null<QuantizedCacheUpdateOp>(after(ropes));
+  auto w2 = w1 ? dyn_cast_or_null<QuantizedCacheUpdateOp>(after(w1)) : nullptr;
+  if (!w2)
     return;
-  // The next operation that is not a view, out of the fused regions that
-  // end here.
-  Operation *next = caches->getNextNode();
-  while (next && (isa<ConstantOp>(next) || isViewOrIdentity(next) ||
+  // Which writes the roped keys; the other writes values.
+  CacheSource s1 = cacheUpdateSource(w1), s2 = cacheUpdateSource(w2);
+  auto isRoped = [&](Value v) { return v == r1.getResult() || v == r2.getResult(); };
+  if (isRoped(s1.value) == isRoped(s2.value))
+    return;
+  QuantizedCacheUpdateOp keysWrite = isRoped(s1.value) ? w1 : w2,
+                         valuesWrite = isRoped(s1.value) ? w2 : w1;
+  RopeOp keys = cacheUpdateSource(keysWrite).value == r1.getResult() ? r1 : r2;
+  if (!ropesIntoAttention(keys == r1 ? r2 : r1, keys, keysWrite, valuesWrite, w2))
+    return;
+  folded.insert(ropes); // (the first rope is already: pairs)
+}
+
+bool CudaEmitter::ropesIntoAttention(RopeOp qr, RopeOp kr, Operation *keysWrite,
+                                     Operation *valuesWrite, Operation *last) {
+  auto xs = shapeOf(kr.getX()), cs = shapeOf(keysWrite->getOperand(0));
+  std::string t = cxxType(kr.getX().getType());
+  CacheSource keys = cacheUpdateSource(keysWrite), values = cacheUpdateSource(valuesWrite);
+  bool int8 = isa<QuantizedCacheUpdateOp>(keysWrite);
+  // One token; the keys' write reads the rope's [B, 1, Hkv, D] as it lies
+  // (the kernel ropes the rope's input there); tables of the queries' type.
+  if (xs[1] != 1 || keys.s != 1 || values.s != 1 || cs.size() != 4 || cs[0] != xs[0] ||
+      cs[1] != xs[2] || cs[3] != xs[3] || keys.sb != xs[2] * xs[3] || keys.sh != xs[3] ||
+      cxxType(kr.getCos().getType()) != t || cxxType(kr.getSin().getType()) != t ||
+      cxxType(values.value.getType()) != t || cxxType(qr.getX().getType()) != t ||
+      kr.getPositions() != qr.getPositions() || keysWrite->getOperand(int8 ? 3 : 2) !=
+                                                      valuesWrite->getOperand(int8 ? 3 : 2))
+    return false;
+  // The next operation that is not a view (nor folded into another), out
+  // of the fused regions that end here.
+  Operation *next = last->getNextNode();
+  while (next && (isa<ConstantOp>(next) || isViewOrIdentity(next) || folded.contains(next) ||
                   (isa<YieldOp>(next) && isa<FusedOp>(next->getParentOp()))))
     next = isa<YieldOp>(next) ? next->getParentOp()->getNextNode() : next->getNextNode();
   auto fused = dyn_cast_or_null<FusedOp>(next);
   Value result;
   DecodeAttentionPartialOp partial = fused ? decodeAttentionOf(fused, result) : nullptr;
-  if (!partial || partial->getNumOperands() != 4) // (int8 caches: their scales follow)
-    return;
+  if (!partial || partial->getNumOperands() != (int8 ? 6u : 4u))
+    return false;
   Value q = outside(partial->getOperand(0));
-  if (madeAt(q) != qr.getResult() || madeAt(partial->getOperand(1)) != rc.keysWrite->getResult(0) ||
+  if (madeAt(q) != qr.getResult() || madeAt(partial->getOperand(1)) != keysWrite->getResult(0) ||
       madeAt(partial->getOperand(2)) != valuesWrite->getResult(0) ||
-      madeAt(partial->getOperand(3)) != madeAt(caches->getOperand(2)) ||
+      madeAt(partial->getOperand(3)) != madeAt(keysWrite->getOperand(int8 ? 3 : 2)) ||
+      (int8 && (madeAt(partial->getOperand(4)) != keysWrite->getResult(1) ||
+                madeAt(partial->getOperand(5)) != valuesWrite->getResult(1))) ||
       cxxType(q.getType()) != t || shapeOf(q).back() != xs[3] ||
-      numel(q) != numel(qr.getResult()) ||
-      shapeOf(rc.keysWrite->getOperand(0))[3] != xs[3])
-    return;
+      numel(q) != numel(qr.getResult()))
+    return false;
   // Nothing else reads the roped queries, and the roped keys only the
   // keys' write (or a transpose folded into it).
   if (!readOnlyBy(qr.getResult(), fused))
-    return;
+    return false;
   for (Operation *u : kr.getResult().getUsers())
-    if (u != rc.keysWrite && !(folded.contains(u) && llvm::all_of(u->getUsers(), [&](Operation *w) {
-                                 return w == rc.keysWrite;
-                               })))
-      return;
-  ropeAttentions[fused] = caches;
-  attentionOfRopes[caches] = fused;
+    if (u != keysWrite && !(folded.contains(u) && llvm::all_of(u->getUsers(), [&](Operation *w) {
+                              return w == keysWrite;
+                            })))
+      return false;
+  attentionRopes[fused] = {qr, kr, keysWrite, valuesWrite};
+  intoAttention.insert(keysWrite);
+  intoAttention.insert(valuesWrite);
+  return true;
 }
 
 bool CudaEmitter::ropePositionsPerBatch(RopeOp r) {

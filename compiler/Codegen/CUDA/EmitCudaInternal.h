@@ -231,14 +231,20 @@ private:
   /// the keys' write reading the roped keys as [B, S, Hkv, D]: one
   /// ropeCacheWrite launch at `caches`.
   bool ropeCacheFusable(Operation *ropes, Operation *caches);
-  /// For such a rope-and-cache-write launch at `caches` (ropeCaches): when
-  /// the next operation that is not a view is the decode attention over
-  /// the caches it writes (one token, float caches, tables of the
-  /// queries' type), reading the roped queries (through views) as nothing
-  /// else does, and nothing but the keys' write reads the roped keys, the
-  /// attention's own launch does the ropes and writes
-  /// (decodeAttentionRope): records it in ropeAttentions.
+  /// For such a rope-and-cache-write launch at `caches` (ropeCaches), or a
+  /// rope pair at `ropes` followed by two int8 cache writes (llm.quantized_
+  /// cache_update) of the keys it ropes and of values: when the next
+  /// operation that is not a view is the decode attention over the caches
+  /// they write (one token, tables of the queries' type), reading the
+  /// roped queries (through views) as nothing else does, and nothing but
+  /// the keys' write reads the roped keys, the attention's own launch does
+  /// the ropes and writes (decodeAttentionRope): records it in
+  /// attentionRopes, and the operations it replaces in intoAttention.
   void ropeIntoAttention(Operation *caches);
+  void ropeInt8IntoAttention(Operation *ropes);
+  /// The checks both share, given the ropes and the writes (keys', values').
+  bool ropesIntoAttention(RopeOp queries, RopeOp keys, Operation *keysWrite,
+                          Operation *valuesWrite, Operation *last);
   /// Whether a rope's positions are [B, S] per sequence (else [1, S],
   /// shared by the batch).
   static bool ropePositionsPerBatch(RopeOp r);
@@ -350,9 +356,15 @@ private:
   };
   /// The second cache write of such a pair -> what joins it there.
   llvm::DenseMap<Operation *, RopeCache> ropeCaches;
-  /// A decode attention's fused region -> the cache write of ropeCaches
-  /// whose launch it takes over (ropeIntoAttention), and the reverse.
-  llvm::DenseMap<Operation *, Operation *> ropeAttentions, attentionOfRopes;
+  /// A decode attention's fused region -> the ropes and cache writes its
+  /// launch does (ropeIntoAttention); the operations that then launch
+  /// nothing (the cache writes still name the caches' results).
+  struct AttentionRopes {
+    RopeOp queries, keys;
+    Operation *keysWrite, *valuesWrite;
+  };
+  llvm::DenseMap<Operation *, AttentionRopes> attentionRopes;
+  llvm::DenseSet<Operation *> intoAttention;
   /// cache_update -> the [B, S, H, D] value its transposed update came from.
   llvm::DenseMap<Operation *, Value> transposedUpdates;
   std::set<std::string> missing;

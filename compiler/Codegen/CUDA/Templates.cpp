@@ -81,9 +81,10 @@ bool CudaEmitter::emitDecodeAttention(FusedOp fused, CpuModel::Entry &stats, llv
   // The ropes and cache writes folded in (ropeIntoAttention): q is a view
   // of the roped queries, which have no storage; the kernel reads them
   // before their rope.
-  Operation *ropeWrite = ropeAttentions.lookup(fused);
+  auto ropes = attentionRopes.find(fused);
+  bool roped = ropes != attentionRopes.end();
   for (Value v : args)
-    if (!known(v) && !(ropeWrite && v == q)) {
+    if (!known(v) && !(roped && v == q)) {
       err = makeError(nodeName(partial) + ": an operand has no value");
       return true;
     }
@@ -114,23 +115,22 @@ bool CudaEmitter::emitDecodeAttention(FusedOp fused, CpuModel::Entry &stats, llv
                     ptr(fused->getResult(0)), b, hq, hkv, splits, partial.getWindow(),
                     partial.getScale().convertToFloat(), partial.getSoftcap().convertToFloat())
           .str();
-  if (ropeWrite) {
-    const RopeCache &rc = ropeCaches.find(ropeWrite)->second;
-    RopeOp qr = rc.queries, kr = rc.keys;
-    Operation *first = pairs.lookup(ropeWrite);
-    Operation *valuesWrite = rc.keysWrite == first ? ropeWrite : first;
-    CacheSource values = cacheUpdateSource(valuesWrite);
-    statement(llvm::formatv("decodeAttentionRope<{0}, {1}, {2}, {3}>({4}, {5}, {6}, {7}, {8}, {9}, "
-                            "{10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, m.error, "
-                            "a.stream)",
-                            t, d, dv, y, ptr(qr.getX()), ptr(kr.getX()), ptr(values.value),
-                            values.sb, values.sh, ptr(kc), ptr(vc), ptr(kr.getCos()),
-                            ptr(kr.getSin()), ptr(kr.getPositions()),
+  if (roped) {
+    RopeOp kr = ropes->second.keys;
+    CacheSource values = cacheUpdateSource(ropes->second.valuesWrite);
+    statement(llvm::formatv("decodeAttentionRope<{0}, {1}, {2}, {3}, {4}>({5}, {6}, {7}, {8}, {9}, "
+                            "{10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, "
+                            "m.error, a.stream)",
+                            t, k, d, dv, y, ptr(ropes->second.queries.getX()), ptr(kr.getX()),
+                            ptr(values.value), values.sb, values.sh, ptr(kc), ptr(vc),
+                            int8 ? ptr(args[4]) + ", " + ptr(args[5])
+                                 : std::string("nullptr, nullptr"),
+                            ptr(kr.getCos()), ptr(kr.getSin()), ptr(kr.getPositions()),
                             ropePositionsPerBatch(kr) ? "true" : "false", kr.getRotaryDim(),
                             shapeOf(kr.getCos())[0], kr.getInterleaved() ? "true" : "false", common)
                   .str(),
-              "rope x 2 + cache_update x 2 + fused \"attention\" (decode, split-KV) -> " +
-                  describeType(result.getType()));
+              std::string(int8 ? "rope x 2 + quantized_cache_update x 2" : "rope x 2 + cache_update x 2") +
+                  " + fused \"attention\" (decode, split-KV) -> " + describeType(result.getType()));
   } else {
     statement(llvm::formatv("decodeAttention<{0}, {1}, {2}, {3}, {4}>({5}, {6}, {7}, {8}, {9}, "
                             "a.stream)",
@@ -160,10 +160,11 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
     return llvm::Error::success();
   // An operand that has no value comes from an operation already reported:
   // its results have none either, and nothing more is said.
-  // (An attention that ropes its queries reads them before their rope:
-  // ropeIntoAttention.)
+  // (An attention that ropes its queries reads them before their rope, and
+  // its cache writes launch nothing: ropeIntoAttention.)
   for (Value v : op->getOperands())
-    if (!known(v) && !foldedInputs.count(v) && !ropeAttentions.count(op) &&
+    if (!known(v) && !foldedInputs.count(v) && !attentionRopes.count(op) &&
+        !intoAttention.count(op) &&
         !(transposedUpdates.lookup(op) &&
                        ((isa<CacheUpdateOp>(op) && v == cast<CacheUpdateOp>(op).getUpdate()) ||
                         (isa<QuantizedCacheUpdateOp>(op) &&
@@ -360,6 +361,11 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
     if (qu) {
       Ref sr = refs[scales];
       refs[qu.getOutputScales()] = sr;
+    }
+    if (intoAttention.count(op)) {
+      // (the attention right after does the ropes and both writes:
+      // ropeIntoAttention; the caches' results are set above)
+    } else if (qu) {
       statement(llvm::formatv("cacheWriteInt8<{0}>({1}, {2}, {3}, {4}, {5}, {6}, a.capacity, {7}, "
                               "{8}, {9}, {10}, {11}, m.error, a.stream)",
                               cxxType(src.value.getType()), ptr(cache), ptr(scales),
@@ -367,9 +373,6 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
                     .str(),
                 "quantized_cache_update -> " + describeType(cache.getType()) + ", " +
                     describeType(scales.getType()) + ", in place");
-    } else if (attentionOfRopes.count(op)) {
-      // (the attention right after does the ropes and both writes:
-      // ropeIntoAttention; the caches' results are set above)
     } else if (auto fused = ropeCaches.find(op); fused != ropeCaches.end()) {
       // (ropeCacheFusable: the rope pair before, one launch for all four)
       RopeOp qr = fused->second.queries, kr = fused->second.keys;

@@ -26,12 +26,14 @@
 //                   same launch; when only one split is busy (a context
 //                   of one chunk) its block writes out itself.
 //   decodeAttentionRope  the same with the step's ropes and cache writes
-//                   (Rope.h's ropeCacheWrite at one token) in its launch:
-//                   q and the new key row are read before their rope;
-//                   every block ropes its group's queries as it reads
-//                   them (rotatePair, rounded to T as rope rounds), and
-//                   the block whose chunk holds row *pos writes the roped
-//                   key and the value row there, then asks for that tile.
+//                   (Rope.h's ropeCacheWrite at one token, or its rope pair
+//                   and two cacheWriteInt8) in its launch: q and the new
+//                   key row are read before their rope; every block ropes
+//                   its group's queries as it reads them (rotatePair,
+//                   rounded to T as rope rounds), and the block whose chunk
+//                   holds row *pos writes the roped key and the value row
+//                   there (into int8 caches a warp a row, quantized as
+//                   cacheWriteInt8 quantizes), then asks for that tile.
 //   prefill q       [B, S, Hq, D] at positions *pos .. *pos + S - 1 over
 //                   keys 0 .. *pos + S - 1; out [B, S, Hq, Dv]
 //                   (llm.flash_attention).
@@ -80,6 +82,8 @@
 
 #include "runtime/src/model/cuda/Common.h"
 #include "runtime/src/model/cuda/Rope.h"
+
+#include <type_traits>
 
 namespace llmc::cuda {
 
@@ -323,13 +327,15 @@ LLMC_DEVICE const float *loadTileScales(float *tile, const float *scales, int ro
 
 /// A decode attention's ropes and cache writes, done by its own kernel
 /// (decodeAttentionRope): q is read before its rope, and the new key row
-/// (roped) and value row are written into the caches at *pos. `k` null:
-/// none (q is roped, the rows cached by kernels before).
-template <class T> struct DecodeRope {
+/// (roped) and value row are written into the caches at *pos (int8 ones
+/// with their scales, as cacheWriteInt8 writes them). `k` null: none (q is
+/// roped, the rows cached by kernels before).
+template <class T, class K> struct DecodeRope {
   const T *k = nullptr; // the new keys before their rope, [B, Hkv, D]
   const T *v = nullptr; // the new values: (b, h, e) at v[b * vsb + h * vsh + e]
   int64_t vsb = 0, vsh = 0;
-  T *kCache = nullptr, *vCache = nullptr; // the caches, written at row *pos
+  K *kCache = nullptr, *vCache = nullptr;       // the caches, written at row *pos
+  float *kScales = nullptr, *vScales = nullptr; // int8 caches' scales [B, Hkv, C]
   const T *cosT = nullptr, *sinT = nullptr; // [p, r / 2]
   const int64_t *positions = nullptr;       // [B, 1], or [1, 1] (perBatch 0)
   int positionsPerBatch = 0, r = 0, p = 0;
@@ -341,8 +347,8 @@ template <class T> struct DecodeRope {
 /// (Rope.h: channels past r copied; pairs (i, i + r/2), or (2i, 2i + 1)
 /// interleaved) at table row `row` (cos 1, sin 0 when row < 0), as a float
 /// of the rounded T.
-template <class T>
-LLMC_DEVICE float ropedChannel(const DecodeRope<T> &rope, const T *x, int e, long long row) {
+template <class T, class K>
+LLMC_DEVICE float ropedChannel(const DecodeRope<T, K> &rope, const T *x, int e, long long row) {
   if (e >= rope.r)
     return toFloat(x[e]);
   int half = rope.r / 2;
@@ -363,7 +369,7 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, kDecodeMinBlocks<K>)
     decodeAttentionKernel(const T *q, const K *kCache, const K *vCache, const float *kScales,
                           const float *vScales, const int64_t *pos, float *partial, float *lse,
                           Y *out, unsigned *counters, int hq, int hkv, int capacity, int window,
-                          float scale, float softcap, int stages, DecodeRope<T> rope) {
+                          float scale, float softcap, int stages, DecodeRope<T, K> rope) {
   constexpr int kOut = kValueRun<Dv>; // value channels per lane
   int g = hq / hkv;
   int kvh = int(blockIdx.x), split = int(blockIdx.y), b = int(blockIdx.z);
@@ -444,11 +450,23 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, kDecodeMinBlocks<K>)
     if (end == n) { // block-uniform: this split's last tile holds row *pos
       size_t at = head + size_t(p0);
       const T *kx = rope.k + (size_t(b) * size_t(hkv) + size_t(kvh)) * D;
-      for (int e = int(threadIdx.x); e < D; e += int(blockDim.x))
-        rope.kCache[at * D + size_t(e)] = fromFloat<T>(ropedChannel(rope, kx, e, ropeRow));
       const T *vx = rope.v + size_t(b) * size_t(rope.vsb) + size_t(kvh) * size_t(rope.vsh);
-      for (int e = int(threadIdx.x); e < Dv; e += int(blockDim.x))
-        rope.vCache[at * Dv + size_t(e)] = vx[e];
+      if constexpr (sizeof(K) == 1) {
+        // int8 caches: a warp a row (warp 0 the key's, 1 the value's),
+        // quantized from the roped key rounded to T, as rope and
+        // cacheWriteInt8 one after the other.
+        if (warp == 0)
+          warpQuantizeRow([&](int e) { return ropedChannel(rope, kx, e, ropeRow); }, D,
+                          rope.kCache + at * D, rope.kScales + at);
+        else if (warp == 1)
+          warpQuantizeRow([&](int e) { return toFloat(vx[e]); }, Dv, rope.vCache + at * Dv,
+                          rope.vScales + at);
+      } else {
+        for (int e = int(threadIdx.x); e < D; e += int(blockDim.x))
+          rope.kCache[at * D + size_t(e)] = fromFloat<K>(ropedChannel(rope, kx, e, ropeRow));
+        for (int e = int(threadIdx.x); e < Dv; e += int(blockDim.x))
+          rope.vCache[at * Dv + size_t(e)] = fromFloat<K>(toFloat(vx[e]));
+      }
       __syncthreads(); // the rows written before their tile is asked for
     }
   }
@@ -609,7 +627,7 @@ std::string launchDecodeAttention(const T *q, const K *kCache, const K *vCache,
                                   float *partial, float *lse, Y *out, unsigned *counters, int b,
                                   int hq, int hkv, int capacity, int splits, int window,
                                   float scale, float softcap, Stream stream, int maxStages,
-                                  const DecodeRope<T> &rope) {
+                                  const DecodeRope<T, K> &rope) {
   static_assert(D * sizeof(K) % 16 == 0 && Dv * sizeof(K) % 16 == 0, "16-byte rows");
   if (b < 1 || hq < 1 || hkv < 1 || hq % hkv || capacity < 1 || splits < 1 ||
       (sizeof(K) == 1) != (kScales && vScales) || !counters ||
@@ -638,39 +656,43 @@ std::string decodeAttention(const T *q, const K *kCache, const K *vCache, const 
   return launchDecodeAttention<T, K, D, Dv, Y>(q, kCache, vCache, kScales, vScales, pos, partial,
                                                lse, out, counters, b, hq, hkv, capacity, splits,
                                                window, scale, softcap, stream, maxStages,
-                                               DecodeRope<T>{});
+                                               DecodeRope<T, K>{});
 }
 
 /// decodeAttention with the attention's ropes and cache writes in the same
-/// launch (ropeCacheWrite's work at one token): xq [B, Hq, D] and xk [B,
-/// Hkv, D] are the queries and the new keys before their rope (cos, sin
-/// [p, r/2] at positions [B, 1], or [1, 1] for the batch; r 0: all of D),
-/// values (b, h, e) at values[b * vsb + h * vsh + e]; the roped key row
-/// and the value row go into the caches at row *pos, and the attention
-/// reads them there. Float caches of the queries' type. The block whose
-/// chunk holds row *pos writes the rows, then asks for that tile; every
-/// block ropes its group's queries as it reads them. A row *pos outside the
-/// cache records kCacheOverflow and writes nothing; a position outside
-/// the tables records kPositionOutOfRange.
-template <class T, int D, int Dv, class Y>
+/// launch (ropeCacheWrite's work at one token, or a rope pair's and
+/// cacheWriteInt8's): xq [B, Hq, D] and xk [B, Hkv, D] are the queries and
+/// the new keys before their rope (cos, sin [p, r/2] at positions [B, 1],
+/// or [1, 1] for the batch; r 0: all of D), values (b, h, e) at values[b *
+/// vsb + h * vsh + e]; the roped key row and the value row go into the
+/// caches at row *pos (K = T, or int8_t with kScales and vScales, each row
+/// quantized as cacheWriteInt8 does), and the attention reads them there.
+/// The block whose chunk holds row *pos writes the rows, then asks for that
+/// tile; every block ropes its group's queries as it reads them. A row
+/// *pos outside the cache records kCacheOverflow and writes nothing; a
+/// position outside the tables records kPositionOutOfRange.
+template <class T, class K, int D, int Dv, class Y>
 std::string decodeAttentionRope(const T *xq, const T *xk, const T *values, int64_t vsb,
-                                int64_t vsh, T *kCache, T *vCache, const T *cosT, const T *sinT,
-                                const int64_t *positions, bool positionsPerBatch, int r, int p,
-                                bool interleaved, const int64_t *pos, float *partial, float *lse,
-                                Y *out, unsigned *counters, int b, int hq, int hkv, int capacity,
+                                int64_t vsh, K *kCache, K *vCache, float *kScales, float *vScales,
+                                const T *cosT, const T *sinT, const int64_t *positions,
+                                bool positionsPerBatch, int r, int p, bool interleaved,
+                                const int64_t *pos, float *partial, float *lse, Y *out,
+                                unsigned *counters, int b, int hq, int hkv, int capacity,
                                 int splits, int window, float scale, float softcap,
                                 unsigned long long *error, Stream stream, int maxStages = 0) {
+  static_assert(std::is_same_v<K, T> || std::is_same_v<K, int8_t>, "caches of T or int8");
   if (r == 0)
     r = D;
   if (!xq || !xk || !values || !kCache || !vCache || !cosT || !sinT || !positions || r % 2 ||
       r > D || r < 2 || p < 1)
     return "decode attention with rope: invalid arguments";
-  DecodeRope<T> rope;
+  DecodeRope<T, K> rope;
   rope.k = xk, rope.v = values, rope.vsb = vsb, rope.vsh = vsh;
-  rope.kCache = kCache, rope.vCache = vCache, rope.cosT = cosT, rope.sinT = sinT;
+  rope.kCache = kCache, rope.vCache = vCache, rope.kScales = kScales, rope.vScales = vScales;
+  rope.cosT = cosT, rope.sinT = sinT;
   rope.positions = positions, rope.positionsPerBatch = positionsPerBatch ? 1 : 0;
   rope.r = r, rope.p = p, rope.interleaved = interleaved, rope.error = error;
-  return launchDecodeAttention<T, T, D, Dv, Y>(xq, kCache, vCache, nullptr, nullptr, pos, partial,
+  return launchDecodeAttention<T, K, D, Dv, Y>(xq, kCache, vCache, kScales, vScales, pos, partial,
                                                lse, out, counters, b, hq, hkv, capacity, splits,
                                                window, scale, softcap, stream, maxStages, rope);
 }

@@ -308,6 +308,25 @@ std::string ropeCacheWrite(const T *xq, T *yq, int nq, const T *xk, T *yk, int n
                 positionsPerBatch ? 1 : 0, pos, b, s, d, r, p, interleaved, capacity, error);
 }
 
+/// A row of n values (value(c), by the calling warp) into an int8 cache
+/// row and its scale, as cpu::quantizeKvRow: s = max|x| / 127, q = rint(x /
+/// s) in [-127, 127] (round half to even).
+template <class F>
+LLMC_DEVICE void warpQuantizeRow(const F &value, int n, int8_t *dst, float *scale) {
+  unsigned lane = threadIdx.x % 32;
+  float amax = 0.0f;
+  for (int c = int(lane); c < n; c += 32)
+    amax = fmaxf(amax, fabsf(value(c)));
+  amax = warpMax(amax);
+  float s = amax / 127.0f;
+  for (int c = int(lane); c < n; c += 32) {
+    float q = s > 0.0f ? rintf(value(c) / s) : 0.0f;
+    dst[c] = int8_t(fminf(fmaxf(q, -127.0f), 127.0f));
+  }
+  if (lane == 0)
+    *scale = s;
+}
+
 template <class U>
 LLMC_GLOBAL void cacheWriteInt8Kernel(int8_t *cache, float *scales, const U *update,
                                       const int64_t *pos, int b, int hkv, int capacity, int s,
@@ -328,19 +347,8 @@ LLMC_GLOBAL void cacheWriteInt8Kernel(int8_t *cache, float *scales, const U *upd
     return;
   }
   const U *src = update + bi * sb + si * ss + hi * sh;
-  float amax = 0.0f;
-  for (int c = int(lane); c < d; c += 32)
-    amax = fmaxf(amax, fabsf(toFloat(src[c])));
-  amax = warpMax(amax);
-  float scale = amax / 127.0f;
   size_t at = (size_t(bi) * size_t(hkv) + size_t(hi)) * size_t(capacity) + size_t(row);
-  int8_t *dst = cache + at * size_t(d);
-  for (int c = int(lane); c < d; c += 32) {
-    float q = scale > 0.0f ? rintf(toFloat(src[c]) / scale) : 0.0f;
-    dst[c] = int8_t(fminf(fmaxf(q, -127.0f), 127.0f));
-  }
-  if (lane == 0)
-    scales[at] = scale;
+  warpQuantizeRow([&](int c) { return toFloat(src[c]); }, d, cache + at * size_t(d), scales + at);
 }
 
 template <class U>
