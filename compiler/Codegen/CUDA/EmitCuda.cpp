@@ -280,6 +280,8 @@ bool CudaEmitter::ropesIntoAttention(RopeOp qr, RopeOp kr, Operation *keysWrite,
                             })))
       return false;
   attentionRopes[fused] = {qr, kr, keysWrite, valuesWrite};
+  unstored.insert(qr.getResult());
+  unstored.insert(kr.getResult());
   intoAttention.insert(keysWrite);
   intoAttention.insert(valuesWrite);
   return true;

@@ -365,6 +365,10 @@ private:
   };
   llvm::DenseMap<Operation *, AttentionRopes> attentionRopes;
   llvm::DenseSet<Operation *> intoAttention;
+  /// Values with no storage by design: the roped queries and keys such an
+  /// attention reads before their rope, and views and region results of
+  /// them (an operand with no value that is not one of these is a bug).
+  llvm::DenseSet<Value> unstored;
   /// cache_update -> the [B, S, H, D] value its transposed update came from.
   llvm::DenseMap<Operation *, Value> transposedUpdates;
   std::set<std::string> missing;

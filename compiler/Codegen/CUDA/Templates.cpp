@@ -159,17 +159,29 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
       !isa<CacheUpdateOp, QuantizedCacheUpdateOp, AssertEqualOp>(op))
     return llvm::Error::success();
   // An operand that has no value comes from an operation already reported:
-  // its results have none either, and nothing more is said.
-  // (An attention that ropes its queries reads them before their rope, and
-  // its cache writes launch nothing: ropeIntoAttention.)
+  // its results have none either, and nothing more is said. (An attention
+  // that ropes its queries reads them before their rope, and its cache
+  // writes launch nothing: ropeIntoAttention; a view of those queries has
+  // no storage either.) With nothing reported, it is a bug here: an error,
+  // not an entry that stops short.
   for (Value v : op->getOperands())
     if (!known(v) && !foldedInputs.count(v) && !attentionRopes.count(op) &&
         !intoAttention.count(op) &&
         !(transposedUpdates.lookup(op) &&
                        ((isa<CacheUpdateOp>(op) && v == cast<CacheUpdateOp>(op).getUpdate()) ||
                         (isa<QuantizedCacheUpdateOp>(op) &&
-                         v == cast<QuantizedCacheUpdateOp>(op).getUpdate()))))
+                         v == cast<QuantizedCacheUpdateOp>(op).getUpdate())))) {
+      if (unstored.contains(v)) {
+        for (Value r : op->getResults())
+          unstored.insert(r);
+        return llvm::Error::success();
+      }
+      if (missing.empty())
+        return makeError(nodeName(op) + " (" + name.str() +
+                         "): an operand has no value and no operation before it was refused "
+                         "(a bug in llmc's CUDA code generator)");
       return llvm::Error::success();
+    }
   for (Type t : op->getResultTypes())
     if (!isStatic(t)) {
       unsupported(op, "a result of run-time shape");
@@ -205,6 +217,8 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
         refs[r] = same;
       } else if (Operation *f = foldedInputs.lookup(v)) {
         foldedInputs[r] = f; // applied by the GEMVs that read r
+      } else if (unstored.contains(v)) {
+        unstored.insert(r);
       }
     ++stats.fusedRegions;
     return llvm::Error::success();
