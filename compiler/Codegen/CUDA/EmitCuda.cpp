@@ -201,6 +201,18 @@ static Value madeAt(Value v) {
   }
 }
 
+/// The next operation after op that launches anything: past constants,
+/// views and operations folded into others (a transpose into a cache
+/// write), and, when outOfRegions, out of the fused regions that end.
+static Operation *nextLaunch(Operation *op, const llvm::DenseSet<Operation *> &folded,
+                             bool outOfRegions) {
+  Operation *next = op->getNextNode();
+  while (next && (isa<ConstantOp>(next) || isViewOrIdentity(next) || folded.contains(next) ||
+                  (outOfRegions && isa<YieldOp>(next) && isa<FusedOp>(next->getParentOp()))))
+    next = isa<YieldOp>(next) ? next->getParentOp()->getNextNode() : next->getNextNode();
+  return next;
+}
+
 void CudaEmitter::ropeIntoAttention(Operation *caches) {
   const RopeCache &rc = ropeCaches.find(caches)->second;
   Operation *first = pairs.lookup(caches);
@@ -210,16 +222,9 @@ void CudaEmitter::ropeIntoAttention(Operation *caches) {
 
 void CudaEmitter::ropeInt8IntoAttention(Operation *ropes) {
   auto r2 = cast<RopeOp>(ropes), r1 = cast<RopeOp>(pairs.lookup(ropes));
-  // The next two operations that are not views (nor folded into others: a
-  // transpose into the keys' write): int8 cache writes.
-  auto after = [&](Operation *op) {
-    Operation *next = op->getNextNode();
-    while (next && (isa<ConstantOp>(next) || isViewOrIdentity(next) || folded.contains(next)))
-      next = next->getNextNode();
-    return next;
-  };
-  auto w1 = dyn_cast_or_null<QuantizedCacheUpdateOp>(after(ropes));
-  auto w2 = w1 ? dyn_cast_or_null<QuantizedCacheUpdateOp>(after(w1)) : nullptr;
+  // The next two launches: int8 cache writes.
+  auto w1 = dyn_cast_or_null<QuantizedCacheUpdateOp>(nextLaunch(ropes, folded, false));
+  auto w2 = w1 ? dyn_cast_or_null<QuantizedCacheUpdateOp>(nextLaunch(w1, folded, false)) : nullptr;
   if (!w2)
     return;
   // Which writes the roped keys; the other writes values.
@@ -250,13 +255,8 @@ bool CudaEmitter::ropesIntoAttention(RopeOp qr, RopeOp kr, Operation *keysWrite,
       kr.getPositions() != qr.getPositions() || keysWrite->getOperand(int8 ? 3 : 2) !=
                                                       valuesWrite->getOperand(int8 ? 3 : 2))
     return false;
-  // The next operation that is not a view (nor folded into another), out
-  // of the fused regions that end here.
-  Operation *next = last->getNextNode();
-  while (next && (isa<ConstantOp>(next) || isViewOrIdentity(next) || folded.contains(next) ||
-                  (isa<YieldOp>(next) && isa<FusedOp>(next->getParentOp()))))
-    next = isa<YieldOp>(next) ? next->getParentOp()->getNextNode() : next->getNextNode();
-  auto fused = dyn_cast_or_null<FusedOp>(next);
+  // The next launch, out of the fused regions that end here.
+  auto fused = dyn_cast_or_null<FusedOp>(nextLaunch(last, folded, true));
   Value result;
   DecodeAttentionPartialOp partial = fused ? decodeAttentionOf(fused, result) : nullptr;
   if (!partial || partial->getNumOperands() != (int8 ? 6u : 4u))
