@@ -602,6 +602,10 @@ void headDims64And128(Prefill form) {
   checkPrefill<half, 64, 64>(1, 256, 2, 1, 256, 0, true, 16, 0, form);
   // One query: a block of one row, one partial key tile.
   checkPrefill<half, 128, 128>(1, 1, 2, 1, 64, 40, true, 0, 0, form);
+  // Five key tiles: round the wgmma form's three stages and back, the last
+  // tile's values product after the loop; causal and not.
+  checkPrefill<half, 128, 128>(1, 140, 2, 1, 700, 500, true, 0, 0, form);
+  checkPrefill<bfloat16, 64, 64>(1, 65, 2, 2, 640, 530, false, 0, 0, form);
 }
 
 // Half and bfloat16 with D = Dv <= 128 run on tensor cores: at head_dim 64

@@ -216,7 +216,8 @@ enum Misuse {
   kOtherDescriptor,  // half the warpgroup names another B
   kSkipped,          // half the warpgroup issues no wgmma
   kOperandChanged,   // a shared operand written between the issue and the wait
-  kAccumulatorWritten // an accumulator written between the issue and the wait
+  kAccumulatorWritten, // an accumulator written between the issue and the wait
+  kRegisterAWritten    // register A (a wgmma from registers) written before the wait
 };
 LLMC_GLOBAL void misuseKernel(const half *src, float *d, int mode) {
   LLMC_KERNEL_BEGIN();
@@ -235,9 +236,14 @@ LLMC_GLOBAL void misuseKernel(const half *src, float *d, int mode) {
     db = da;
   if (mode != kNoFence)
     wg::fence();
-  if (mode != kSkipped || tid < 64)
+  unsigned ra[4] = {0x3c003c00u, 0x3c003c00u, 0x3c003c00u, 0x3c003c00u}; // ones
+  if (mode == kRegisterAWritten)
+    wg::mmaRS<64, half, false>(acc, ra, db, true);
+  else if (mode != kSkipped || tid < 64)
     wg::mmaSS<64, half, false>(acc, da, db, true);
   wg::commit();
+  if (mode == kRegisterAWritten)
+    ra[1] = 0;
   if (mode == kOperandChanged && tid == 0)
     reinterpret_cast<half *>(smem)[0] = fromFloat<half>(3.0f);
   if (mode == kAccumulatorWritten)
@@ -264,6 +270,7 @@ TEST(CudaEmu, WgmmaMisusesAreReported) {
   expect(kSkipped, "wgmmas, the first of its warpgroup");
   expect(kOperandChanged, "shared operands changed between its issue and its wait");
   expect(kAccumulatorWritten, "accumulators were written between its issue and its wait");
+  expect(kRegisterAWritten, "A registers were written between its issue and its wait");
 }
 #endif
 

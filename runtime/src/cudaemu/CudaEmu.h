@@ -43,7 +43,8 @@
 //     accumulators hold NaNs and must not be written. A wgmma needs a
 //     wgmma.fence since the thread's last wait; a warpgroup's threads must
 //     issue the same wgmmas; shared memory that cp.async wrote is readable
-//     by wgmma only after its writer's fence.proxy.async.
+//     by wgmma only after its writer's fence.proxy.async; register A must
+//     not change before the wait either.
 //   - cp.async (asyncCopy): each thread's copies are queued by group and
 //     done at the asyncWait that releases their group, the latest moment
 //     the GPU may complete them; meanwhile the destination holds NaNs. A
@@ -192,6 +193,10 @@ struct WgmmaOp {
   std::shared_ptr<WgmmaOp> from;
   bool superseded = false; // a later pending wgmma takes its result
   std::function<void(const float *, float *)> compute;
+  // Register A (four words) and what it held at the issue: the GPU may
+  // read it until the wait, so it must not change meanwhile.
+  const unsigned *regsA = nullptr;
+  unsigned regsAtIssue[4] = {};
 };
 
 /// What a warp exchange is for: the lanes of one exchange must all be at
@@ -477,6 +482,14 @@ inline void wgmmaIssue(float *d, int count, bool accumulate, uint64_t signature,
   f.wgmmaOpen.push_back(std::move(op));
 }
 
+/// The wgmma just issued reads register A at `a` (four words): its wait
+/// fails where they changed in between.
+inline void wgmmaReadsRegisters(const unsigned *a) {
+  WgmmaOp &op = *self()->wgmmaOpen.back();
+  op.regsA = a;
+  std::copy(a, a + 4, op.regsAtIssue);
+}
+
 /// wgmma.fence.
 inline void wgmmaFence() { self()->wgmmaFenced = true; }
 
@@ -524,6 +537,8 @@ inline void wgmmaWait(int n) {
       for (int i = 0; i < op->count; ++i)
         if (!std::isnan(op->d[i]))
           fail("a wgmma's accumulators were written between its issue and its wait");
+      if (op->regsA && !std::equal(op->regsAtIssue, op->regsAtIssue + 4, op->regsA))
+        fail("a wgmma's A registers were written between its issue and its wait");
       if (!op->superseded)
         std::copy(op->out.begin(), op->out.end(), op->d);
     }

@@ -117,13 +117,15 @@ LLMC_DEVICE void maskScores(float (&s)[kNt][4], int t, int pos, int t4, bool cau
   }
 }
 
-/// The online update: the rows' maxima over the tile (across the row's
-/// four lanes), p = 2^(s f - m) in place of s (f = scale log2 e with the
-/// fold, the row maximum then taken over the raw products, f > 0; else 1),
-/// the rows' sums, and O's rows rescaled.
-template <int kNt, int kDt>
-LLMC_DEVICE void softmaxUpdate(float (&s)[kNt][4], float (&o)[kDt][4], float (&m)[2],
-                               float (&l)[2], float f) {
+/// The online update without O: the rows' maxima over the tile (across
+/// the row's four lanes), p = 2^(s f - m) in place of s (f = scale log2 e
+/// with the fold, the row maximum then taken over the raw products, f > 0;
+/// else 1), the rows' sums; alpha: the factor O's rows take (rescaleRows),
+/// which may be done later (AttentionWgmma.h does it once the product of
+/// the tile before has left O).
+template <int kNt>
+LLMC_DEVICE void softmaxStep(float (&s)[kNt][4], float (&m)[2], float (&l)[2], float f,
+                             float (&alpha)[2]) {
   LLMC_UNROLL
   for (int hr = 0; hr < 2; ++hr) {
     float most = -INFINITY;
@@ -134,7 +136,8 @@ LLMC_DEVICE void softmaxUpdate(float (&s)[kNt][4], float (&o)[kDt][4], float (&m
     most = fmaxf(most, __shfl_xor_sync(kFullMask, most, 2));
     float mNew = fmaxf(m[hr], most * f);
     float mUse = mNew == -INFINITY ? 0.0f : mNew; // (no key yet: p and alpha 0)
-    float alpha = fastExp2(m[hr] - mUse), sum = 0.0f;
+    float sum = 0.0f;
+    alpha[hr] = fastExp2(m[hr] - mUse);
     LLMC_UNROLL
     for (int j = 0; j < kNt; ++j)
       LLMC_UNROLL
@@ -143,14 +146,27 @@ LLMC_DEVICE void softmaxUpdate(float (&s)[kNt][4], float (&o)[kDt][4], float (&m
         x = fastExp2(fmaf(x, f, -mUse));
         sum += x;
       }
-    l[hr] = l[hr] * alpha + sum;
+    l[hr] = l[hr] * alpha[hr] + sum;
     m[hr] = mNew;
-    LLMC_UNROLL
-    for (int j = 0; j < kDt; ++j) {
-      o[j][2 * hr] *= alpha;
-      o[j][2 * hr + 1] *= alpha;
-    }
   }
+}
+
+/// O's two rows of the thread times their alpha.
+template <int kDt> LLMC_DEVICE void rescaleRows(float (&o)[kDt][4], const float (&alpha)[2]) {
+  LLMC_UNROLL
+  for (int j = 0; j < kDt; ++j)
+    LLMC_UNROLL
+    for (int e = 0; e < 4; ++e)
+      o[j][e] *= alpha[e / 2];
+}
+
+/// softmaxStep, then O's rows rescaled.
+template <int kNt, int kDt>
+LLMC_DEVICE void softmaxUpdate(float (&s)[kNt][4], float (&o)[kDt][4], float (&m)[2],
+                               float (&l)[2], float f) {
+  float alpha[2];
+  softmaxStep(s, m, l, f, alpha);
+  rescaleRows(o, alpha);
 }
 
 /// P's A fragment for the tile's keys 16 kk .. 16 kk + 15: the

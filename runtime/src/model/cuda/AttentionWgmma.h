@@ -8,37 +8,44 @@
 // flashAttention picks it there, AttentionMma.h's mma.sync form elsewhere).
 //
 // Tiling (FlashAttention-3's consumers on Hopper's warpgroup products,
-// Wgmma.h, without its producer warp and TMA)
+// Wgmma.h, with its overlap of softmax and products within a warpgroup,
+// without its producer warp and TMA)
 //   A block of two warpgroups (8 warps, 256 threads) takes kQueries = 128
 //   queries of one head, warpgroup i the 64 queries 64 i .. and its warp w
 //   the 16 rows 16 w .. of them (the rows of a wgmma's m64); blocks of the
 //   last queries (the longest under causal masks) are scheduled first, one
 //   block a multiprocessor. Keys and values go through shared memory in
-//   tiles of kKeys = 128 rows by cp.async from all 256 threads, two stages:
-//   the next tile's keys and values are copied while both warpgroups use
-//   this one (one barrier a tile), in wgmma's no-swizzle core-matrix layout
-//   (row r, column c at (r / 8) 16 D + (c / 8) 128 + (r % 8) 16 + (c % 8) 2
-//   bytes: each thread's 16-byte chunks are contiguous in shared memory;
-//   rows past the last key zero-filled); the queries stay there in the
-//   same layout. Both warpgroups read each tile: 4 bytes of keys and values
-//   a (query, key) pair at head_dim 128, as FlashAttention-2's 128 x 64
-//   tiles (a block of one warpgroup, 64 queries, read twice as many from L2).
+//   tiles of kKeys = 128 rows by cp.async from all 256 threads, in three
+//   stages: while tile t's keys are used, tile t - 128's values still are
+//   (below) and tile t + 128 is being copied (one barrier a tile). The
+//   layout is wgmma's no-swizzle core-matrix one (row r, column c at
+//   (r / 8) 16 D + (c / 8) 128 + (r % 8) 16 + (c % 8) 2 bytes: each
+//   thread's 16-byte chunks are contiguous in shared memory; rows past the
+//   last key zero-filled); the queries stay there in the same layout. Both
+//   warpgroups read each tile: 4 bytes of keys and values a (query, key)
+//   pair at head_dim 128, as FlashAttention-2's 128 x 64 tiles (a block of
+//   one warpgroup, 64 queries, read twice as many from L2).
 //   Per tile and warpgroup (those whose queries the tile does not reach
 //   skip it):
 //     S = Q K^T    D / 16 wgmma m64n128k16, A (Q) and B (K, K-major) from
 //                  shared memory; f32 accumulators in registers, the
 //                  m16n8 C layout of mma.sync for each warp's 16 rows
-//     softmax      AttentionMma.h's fa2 steps (the same instances: the
-//                  scale in the exp2's FFMA, or each score scaled and capped
-//                  first; masks only on tiles that need them), 128 keys
-//     O += P V     8 wgmma m64nDk16 with A (P) from registers (S's
-//                  accumulators rounded to T are the A fragments) and B
-//                  (V, MN-major: values' rows as they are) from shared
-//                  memory
-//   then O / l to out. No [S, S] buffer: 128 scores per query exist at
-//   once. Shared memory: the queries and two stages of a K and a V tile
-//   (D = 128: 32 + 2 x 64 = 160 KiB). Registers: S 64 floats, O D / 2, P
-//   32 words a thread (at most 207 at D = 128, no spills).
+//     O += P V     of the tile before: 8 wgmma m64nDk16 with A (its P)
+//                  from registers (S's accumulators rounded to T are the A
+//                  fragments) and B (V, MN-major: values' rows as they
+//                  are) from shared memory, issued right after S's, so
+//                  they run while the softmax does
+//     softmax      once S is done: AttentionMma.h's fa2 steps (the same
+//                  instances: the scale in the exp2's FFMA, or each score
+//                  scaled and capped first; masks only on tiles that need
+//                  them), 128 keys, into this tile's P (registers apart
+//                  from the P the product in flight reads); then, once
+//                  that product is done, O's rows rescaled
+//   and after the last tile its P V, then O / l to out. No [S, S] buffer:
+//   128 scores per query exist at once. Shared memory: the queries and
+//   three stages of a K and a V tile (D = 128: 32 + 3 x 64 = 224 KiB of
+//   the 227 a block may have). Registers: S 64 floats, O D / 2, two P's 32
+//   words each a thread (at most 194 at D = 128, no spills).
 //
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_RUNTIME_MODEL_CUDA_ATTENTIONWGMMA_H
@@ -50,6 +57,7 @@
 namespace llmc::cuda {
 
 constexpr int kWgAttnGroups = 2; // warpgroups a block
+constexpr int kWgAttnStages = 3; // key and value tiles in shared memory
 constexpr int kWgAttnQueries = 64 * kWgAttnGroups, kWgAttnKeys = 128;
 constexpr int kWgAttnThreads = 128 * kWgAttnGroups;
 
@@ -58,7 +66,7 @@ template <class T, int D> struct WgAttnLayout {
   static constexpr size_t kQ = sizeof(T) * size_t(kWgAttnQueries) * D;
   static constexpr size_t kTile = sizeof(T) * size_t(kWgAttnKeys) * D;
   static constexpr size_t kStage = 2 * kTile; // a key tile, then its value tile
-  static constexpr size_t kBytes = kQ + 2 * kStage;
+  static constexpr size_t kBytes = kQ + kWgAttnStages * kStage;
   /// Bytes between core matrices: along a row (8 columns) and between
   /// 8-row groups.
   static constexpr uint32_t kAlongRow = 128, kRowGroup = 16 * D;
@@ -139,57 +147,102 @@ LLMC_DEVICE void flashAttentionWgmmaBody(const T *q, const T *kCache, const T *v
   lSum[0] = lSum[1] = 0.0f;
   const float f = kFold ? scale * kLog2e : 1.0f; // the exp2's factor (see the softmax)
 
-  for (int t = tFirst, stage = 0; t < kEnd; t += kWgAttnKeys, stage ^= 1) {
+  // P of the warpgroup's last tile, whose product with that tile's values
+  // (in stage pvStage) is still to be done: it is issued with the next
+  // tile's scores and runs while their softmax does (FlashAttention-3's
+  // overlap within a warpgroup); O is rescaled once it is done.
+  unsigned pa[kWgAttnKeys / 16][4] = {};
+  bool pending = false;
+  int pvStage = 0;
+  // O += P V over stage `at`'s values (issued; the caller commits).
+  auto issueValues = [&](int at) {
+    const uint64_t vDesc = wg::smemDesc(valueTile(at), L::kRowGroup, L::kAlongRow);
+    LLMC_UNROLL
+    for (int kk = 0; kk < kWgAttnKeys / 16; ++kk)
+      wg::mmaRS<D, T, true>(oFlat, pa[kk], wg::advance(vDesc, uint32_t(kk) * 2 * L::kRowGroup),
+                            true);
+  };
+  for (int t = tFirst, stage = 0; t < kEnd;
+       t += kWgAttnKeys, stage = (stage + 1) % kWgAttnStages) {
     asyncWait<0>(); // this thread's copies of tile t
     wg::fenceProxyAsync();
-    // Tile t is in for every thread, and both warpgroups are done with
-    // tile t - 128, whose stage the next tile's copy now takes (it runs
-    // while this tile is used).
+    // Tile t is in for every thread, and every warpgroup is done with tile
+    // t - 256 (its values' product was waited for in the last trip), whose
+    // stage the next tile's copy now takes (it runs while this tile is
+    // used; tile t - 128's values are still being read).
     __syncthreads();
     if (t + kWgAttnKeys < kEnd)
-      issue(stage ^ 1, t + kWgAttnKeys);
+      issue((stage + 1) % kWgAttnStages, t + kWgAttnKeys);
     // Warpgroup-uniform (a wgmma is the whole warpgroup's): whether the
     // tile holds keys for the group's queries, and whether some are masked.
     bool busy = gQueries > 0 && !(causal && t > gLast) &&
                 t + kWgAttnKeys > firstKey(gFirst, window);
     bool masked = (causal && t + kWgAttnKeys - 1 > gFirst) ||
                   (window > 0 && t < firstKey(gLast, window)) || t + kWgAttnKeys > kEnd;
-    if (!busy)
-      continue;
-    const uint64_t kDesc = wg::smemDesc(keyTile(stage), L::kAlongRow, L::kRowGroup);
-    const uint64_t vDesc = wg::smemDesc(valueTile(stage), L::kRowGroup, L::kAlongRow);
     wg::fenceOperand(sFlat); // (then the fence: nothing may touch them after it)
+    wg::fenceOperand(pa);
+    wg::fenceOperand(oFlat);
     wg::fence();
+    if (!busy) {
+      if (pending) { // (the group's tiles are consecutive: this was its last)
+        issueValues(pvStage);
+        wg::commit();
+        wg::wait<0>();
+        wg::fenceOperand(oFlat);
+        pending = false;
+      }
+      continue;
+    }
+    const uint64_t kDesc = wg::smemDesc(keyTile(stage), L::kAlongRow, L::kRowGroup);
     LLMC_UNROLL
     for (int kk = 0; kk < D / 16; ++kk)
       wg::mmaSS<kWgAttnKeys, T, false>(sFlat, wg::advance(qDesc, uint32_t(kk) * 2 * L::kAlongRow),
                                        wg::advance(kDesc, uint32_t(kk) * 2 * L::kAlongRow),
                                        kk > 0);
     wg::commit();
-    wg::wait<0>();
+    if (pending) {
+      issueValues(pvStage);
+      wg::commit();
+      wg::wait<1>(); // the scores (the values' product may still run)
+    } else {
+      wg::wait<0>();
+    }
     wg::fenceOperand(sFlat);
-    // Scores into base 2, as AttentionMma.h's (the same steps).
+    // Scores into base 2, as AttentionMma.h's (the same steps), with O's
+    // rescaling left until the product into it is done.
     if constexpr (!kFold)
       fa2::scaleScores(sc, scale, softcap);
     if (masked)
       fa2::maskScores(sc, t, wFirst + g, t4, causal, window, kEnd);
-    fa2::softmaxUpdate(sc, o, mMax, lSum, f);
-    // P's A fragments, 16 keys a step (all before the products: wgmma
-    // reads its A registers until the wait).
-    unsigned pa[kWgAttnKeys / 16][4];
+    float alpha[2];
+    fa2::softmaxStep(sc, mMax, lSum, f, alpha);
+    // This tile's P's A fragments, 16 keys a step (apart from pa, which
+    // the product in flight reads until its wait).
+    unsigned next[kWgAttnKeys / 16][4];
     LLMC_UNROLL
     for (int kk = 0; kk < kWgAttnKeys / 16; ++kk)
-      fa2::probabilities<T>(pa[kk], sc, kk);
+      fa2::probabilities<T>(next[kk], sc, kk);
+    if (pending) {
+      wg::wait<0>();
+      wg::fenceOperand(pa);
+      wg::fenceOperand(oFlat);
+    }
+    fa2::rescaleRows(o, alpha);
+    LLMC_UNROLL
+    for (int kk = 0; kk < kWgAttnKeys / 16; ++kk)
+      LLMC_UNROLL
+      for (int i = 0; i < 4; ++i)
+        pa[kk][i] = next[kk][i];
+    pending = true;
+    pvStage = stage;
+  }
+  if (pending) { // the last tile's values
     wg::fenceOperand(pa);
     wg::fenceOperand(oFlat);
     wg::fence();
-    LLMC_UNROLL
-    for (int kk = 0; kk < kWgAttnKeys / 16; ++kk)
-      wg::mmaRS<D, T, true>(oFlat, pa[kk], wg::advance(vDesc, uint32_t(kk) * 2 * L::kRowGroup),
-                            true);
+    issueValues(pvStage);
     wg::commit();
     wg::wait<0>();
-    wg::fenceOperand(pa);
     wg::fenceOperand(oFlat);
   }
 

@@ -42,9 +42,10 @@
 // operands changed in flight); until the wait they hold NaNs, so reading
 // them early gives NaNs, and writing them fails. It also fails a wgmma
 // with no fence() since the thread's last wait, threads of a warpgroup
-// issuing different wgmmas (or different numbers of them), and a shared
+// issuing different wgmmas (or different numbers of them), a shared
 // operand that cp.async wrote with no fenceProxyAsync() by its writer
-// since. Register A is read at the issue.
+// since, and register A changed between the issue and the wait (it is read
+// at the issue).
 //
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_RUNTIME_MODEL_CUDA_WGMMA_H
@@ -353,6 +354,7 @@ void mmaRS(float (&d)[N / 2], const unsigned (&a)[4], uint64_t descB, bool accum
     }
   issue<N, T, TransB>(d, [rows](int row, int k) { return rows[size_t(row % 16 * 16 + k)]; },
                       descB, accumulate, signature<N, T, TransB>(2, 0, descB, accumulate));
+  ::llmc::cudaemu::wgmmaReadsRegisters(a);
 }
 
 #endif
