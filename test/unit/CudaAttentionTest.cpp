@@ -108,6 +108,14 @@ template <class T, class K> struct DeviceCaches {
   const float *vsPtr() { return vs.empty() ? nullptr : vScales.get(); }
 };
 
+/// The decode kernel's tolerance for g query heads a kv head: on tensor
+/// cores (kMmaDecode) it rounds the probabilities to T for the value
+/// product, as the tensor-core prefill does: one unit of T's rounding more.
+template <class T, class K, int D, int Dv> double decodeTolerance(int g, double base) {
+  bool mma = kMmaDecode<T, K, D, Dv> && g <= kMmaDecodeRows && decodeMmaEnabled();
+  return base + (mma ? storageEpsilon<T>() : 0.0);
+}
+
 template <class T, int D, int Dv, class K = T>
 void checkDecode(int b, int hq, int hkv, int cap, long long pos, int splits, int window,
                  float softcap, int maxStages = 0) {
@@ -137,7 +145,8 @@ void checkDecode(int b, int hq, int hkv, int cap, long long pos, int splits, int
                             scale, softcap);
     want.insert(want.end(), row.begin(), row.end());
   }
-  EXPECT_LE(relativeError(out.download(), want), kF32Tolerance);
+  EXPECT_LE(relativeError(out.download(), want),
+            (decodeTolerance<T, K, D, Dv>(hq / hkv, kF32Tolerance)));
 }
 
 TEST(CudaDecodeAttention, GqaMqaMhaOverSplits) {
@@ -178,6 +187,43 @@ TEST(CudaDecodeAttention, LargeGroupsNeedTheSharedMemoryOptIn) {
   // 32 query heads on one kv head of 128: 53 KiB of shared memory.
   EXPECT_GT((decodeSharedBytes<half, 128, 128>(32)), size_t(48 * 1024));
   checkDecode<half, 128, 128>(1, 32, 1, 40, 37, 2, 0, 0);
+}
+
+// Half and bfloat16 queries over caches of their type, D a multiple of 16
+// and Dv of 64 (at most 128), groups of at most 16 heads: the tiles on tensor cores
+// (decodeTilesMma; the tests above take it too): every row of the products
+// a head, heads in the second 8 rows, D != Dv, D of an odd number of
+// k-steps, softcap, a window; 17 heads take the SIMT loop.
+TEST(CudaDecodeAttention, TensorCoreTiles) {
+  static_assert(kMmaDecode<half, half, 64, 64> && kMmaDecode<bfloat16, bfloat16, 128, 128> &&
+                !kMmaDecode<float, float, 64, 64> && !kMmaDecode<half, int8_t, 64, 64> &&
+                !kMmaDecode<half, half, 64, 32> && !kMmaDecode<half, half, 72, 64> &&
+                !kMmaDecode<half, half, 256, 256>);
+  checkDecode<half, 128, 128>(1, 16, 1, 100, 99, 2, 0, 0);
+  checkDecode<bfloat16, 128, 64>(2, 12, 1, 130, 129, 3, 0, 20.0f);
+  checkDecode<half, 80, 64>(1, 6, 2, 70, 45, 1, 30, 0);
+  checkDecode<half, 64, 64>(1, 17, 1, 70, 50, 2, 0, 0);
+}
+
+// LLMC_CUDA_DECODE_MMA=0 keeps every tile on the SIMT loop (to compare the
+// two on a GPU): within f32's tolerance of float64 again, which the
+// tensor-core tiles' rounding of P to half is not.
+TEST(CudaDecodeAttention, TensorCoreTilesOffByTheEnvironment) {
+  const char *saved = std::getenv("LLMC_CUDA_DECODE_MMA");
+  std::string keep = saved ? saved : "";
+  for (auto [value, on] : std::vector<std::pair<const char *, bool>>{
+           {"0", false}, {"1", true}, {"", true}, {"00", true}}) {
+    setenv("LLMC_CUDA_DECODE_MMA", value, 1);
+    EXPECT_EQ(decodeMmaEnabled(), on) << value;
+  }
+  setenv("LLMC_CUDA_DECODE_MMA", "0", 1);
+  ASSERT_EQ((decodeTolerance<half, half, 64, 64>(4, kF32Tolerance)), kF32Tolerance);
+  checkDecode<half, 64, 64>(1, 8, 2, 400, 300, 2, 0, 0);
+  checkDecode<bfloat16, 128, 128>(1, 8, 2, 100, 99, 1, 0, 0);
+  if (saved)
+    setenv("LLMC_CUDA_DECODE_MMA", keep.c_str(), 1);
+  else
+    unsetenv("LLMC_CUDA_DECODE_MMA");
 }
 
 // The tiles go through shared memory by cp.async into up to four buffers,
@@ -264,7 +310,8 @@ TEST(CudaDecodeAttention, NewRowWrittenByTheKernelBefore) {
     EXPECT_EQ(err.download()[0], 0u);
     auto want = attentionRow(widen(q), widen(kv), widen(vv), 0, hq, hkv, cap, D, D, pos, pos + 1,
                              true, 0, scale, 0);
-    EXPECT_LE(relativeError(out.download(), want), kF32Tolerance);
+    EXPECT_LE(relativeError(out.download(), want),
+              (decodeTolerance<half, half, D, D>(hq / hkv, kF32Tolerance)));
   }
 }
 
@@ -408,7 +455,7 @@ void checkDecodeRope(int b, int hq, int hkv, int cap, int pos, int splits, int w
                             scale, 0.0);
     want.insert(want.end(), row.begin(), row.end());
   }
-  EXPECT_LE(relativeError(out.download(), want), tolerance<T>());
+  EXPECT_LE(relativeError(out.download(), want), (decodeTolerance<T, K, D, Dv>(hq / hkv, tolerance<T>())));
 }
 
 // The ropes and cache writes of a decode step in the attention's own launch

@@ -59,7 +59,13 @@
 //   for that kernel (LLMC_KERNEL_BEGIN); scores are computed thread per (head,
 //   key), the softmax and the value sum warp per head (lane per key; a run
 //   of kValueRun consecutive value channels per lane, read in one shared
-//   load). A single busy split writes the output itself; with several, the
+//   load). Half or bfloat16 queries over caches of their type with head
+//   sizes the tensor cores take (kMmaDecode) and groups of at most 16 heads
+//   do each tile on them instead (decodeTilesMma, sm_80 and later): the
+//   group's heads are the rows of mma.sync m16n8k16 products, each warp
+//   scores 8 of the tile's keys and sums the values of a quarter of the
+//   channels over all 32, the softmax state in registers, the same in every
+//   warp. A single busy split writes the output itself; with several, the
 //   last one merges them in one pass, a batch of splits' loads at a time.
 //   Prefill: a block per (kAttnQueries queries, head, batch), each warp four
 //   queries, lane per key for the scores, a run of channels per lane for
@@ -74,7 +80,7 @@
 //   (AttentionTensorCore.h). The prefill kernel has no __launch_bounds__
 //   (with it ptxas spilled a few bytes in the f32 instances); the decode
 //   kernel asks for kDecodeMinBlocks blocks a multiprocessor over float
-//   caches (64 registers, no spills), none over int8 ones.
+//   caches (64 or 72 registers, no spills), none over int8 ones.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_RUNTIME_MODEL_CUDA_ATTENTION_H
@@ -98,12 +104,26 @@ constexpr int kAttnQueriesPerWarp = kAttnQueries / kAttnWarps;
 /// and sm_89: 99 KiB).
 constexpr int kDecodeMaxStages = 4;
 constexpr size_t kDecodeStageBytes = 99 * 1024;
+/// Whether the decode kernel takes its tiles on tensor cores (for query
+/// groups of at most kMmaDecodeRows heads, on sm_80 and later): half or
+/// bfloat16 queries and caches, D a multiple of 16 and Dv of 64 (each of
+/// the 4 warps a run of Dv / 4 value channels, whole 16-channel steps),
+/// both at most 128 (at 256 the kernel spilled in its 72 registers).
+template <class T, class K, int D, int Dv>
+constexpr bool kMmaDecode = std::is_same_v<T, K> &&
+                            (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) &&
+                            D % 16 == 0 && Dv % 64 == 0 && D <= 128 && Dv <= 128;
+constexpr int kMmaDecodeRows = 16; // an mma's rows: the group's heads, padded
+
 /// Blocks of the decode kernel that its registers let share a
 /// multiprocessor: 8 (64 registers a thread) over float caches (ptxas gave
 /// it 128 unbounded, which let only 4 blocks of 4 warps run at once beside
-/// each other, and a block walks its tiles one after another); no bound over
-/// int8 ones, which spilled in 64 registers and, at head_dim 256, in 128.
-template <class K> constexpr int kDecodeMinBlocks = sizeof(K) == 1 ? 1 : 8;
+/// each other, and a block walks its tiles one after another), 7 (72) where
+/// the tiles may go to tensor cores (in 64, half at head_dim 128 spilled on
+/// sm_86 and sm_89); no bound over int8 ones, which spilled in 64 registers
+/// and, at head_dim 256, in 128.
+template <class T, class K, int D, int Dv>
+constexpr int kDecodeMinBlocks = sizeof(K) == 1 ? 1 : kMmaDecode<T, K, D, Dv> ? 7 : 8;
 
 /// Elements of T per padded shared-memory row of n elements.
 template <class T> constexpr LLMC_HOST_DEVICE int paddedRow(int n) {
@@ -261,6 +281,14 @@ inline int decodeStageCap() {
   return e && e[0] >= '1' && e[0] <= '0' + kDecodeMaxStages && e[1] == '\0' ? e[0] - '0' : 0;
 }
 
+/// LLMC_CUDA_DECODE_MMA=0 keeps the decode kernel's tiles off the tensor
+/// cores (the SIMT loop for every type), to compare the two on a GPU. Read
+/// at each launch.
+inline bool decodeMmaEnabled() {
+  const char *e = std::getenv("LLMC_CUDA_DECODE_MMA");
+  return !(e && e[0] == '0' && e[1] == '\0');
+}
+
 /// The tile buffers of a decode launch over a [.., capacity, ..] cache cut
 /// into `splits` chunks: one per tile a chunk can have (a chunk of the
 /// whole cache then has every tile's copy in flight at once), at most
@@ -364,12 +392,141 @@ LLMC_DEVICE float ropedChannel(const DecodeRope<T, K> &rope, const T *x, int e, 
   return toFloat(e == c1 ? v1 : v2);
 }
 
+/// 32 bits of 16-bit values at p (4-byte aligned) in shared memory.
+template <class T> LLMC_DEVICE unsigned word16x2(const T *p) {
+  return *reinterpret_cast<const unsigned *>(p);
+}
+
+/// The decode kernel's tiles on tensor cores (kMmaDecode, g <= 16 heads):
+/// rows of the products are the group's heads (those past g zero), the
+/// queries qt [g][D] of T in shared memory, unscaled. Per tile (awaitTile(ti)
+/// waits for it and returns its keys; values after them):
+///   S   warp w the tile's keys 8 w .. 8 w + 7: D / 16 mma.sync m16n8k16,
+///       A the queries (32-bit shared loads), B the keys' rows as they lie;
+///       scaled and masked (keys past `rows`: -inf) into sc [g][32], then,
+///       with a softcap, capped there after a barrier
+///   softmax  after a barrier every warp reads all 32 scores of its rows
+///       (the same in every warp) and updates the same running maximum and
+///       sum, natural exp as the SIMT form, P rounded to T as A fragments
+///   O  += P V over warp w's value channels Dv / 4 w .. (two k-steps of 16
+///       keys, B by ldmatrix.trans), in registers, rescaled by alpha
+/// then O (unnormalised), m and l of the g heads into os, ms and ls, as the
+/// SIMT loop leaves them.
+template <class T, int D, int Dv, class Await>
+LLMC_DEVICE void decodeTilesMma(const T *qt, float *sc, float *os, float *ms, float *ls, int g,
+                                int start, int end, int tileCount, float scale, float softcap,
+                                Await awaitTile) {
+  constexpr int kLdK = paddedRow<T>(D), kLdV = paddedRow<T>(Dv), kSlice = Dv / 4;
+  constexpr int kNt = kSlice / 8;
+  int lane = int(threadIdx.x % 32), warp = int(threadIdx.x / 32), gr = lane / 4, t4 = lane % 4;
+  int mRow = lane % 8 + (lane / 8 % 2) * 8, mCol = lane / 16 * 8; // ldmatrix's rows
+  int d0 = warp * kSlice;
+  float o[kNt][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+  LLMC_UNROLL
+  for (int j = 0; j < kNt; ++j)
+    o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+  for (int ti = 0; ti < tileCount; ++ti) {
+    int t = start + ti * kAttnKeys;
+    int rows = end - t < kAttnKeys ? end - t : kAttnKeys;
+    const T *kt = awaitTile(ti), *vt = kt + kAttnKeys * kLdK;
+    float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    const T *krow = kt + (8 * warp + gr) * kLdK + 2 * t4;
+    LLMC_UNROLL
+    for (int kk = 0; kk < D / 16; ++kk) {
+      const T *q0 = qt + gr * D + kk * 16 + 2 * t4, *q1 = q0 + 8 * D;
+      const unsigned a[4] = {gr < g ? word16x2(q0) : 0u, gr + 8 < g ? word16x2(q1) : 0u,
+                             gr < g ? word16x2(q0 + 8) : 0u, gr + 8 < g ? word16x2(q1 + 8) : 0u};
+      const unsigned b[2] = {word16x2(krow + kk * 16), word16x2(krow + kk * 16 + 8)};
+      tc::mma16816<T>(s, a, b);
+    }
+    LLMC_UNROLL
+    for (int e = 0; e < 4; ++e) {
+      int key = 8 * warp + 2 * t4 + e % 2, row = gr + 8 * (e / 2);
+      if (row < g)
+        sc[row * kAttnKeys + key] = key < rows ? s[e] * scale : -INFINITY;
+    }
+    __syncthreads();
+    if (softcap > 0.0f) { // (block-uniform; capped here, not above: there it spilled on sm_80)
+      for (int i = int(threadIdx.x); i < g * kAttnKeys; i += int(blockDim.x))
+        if (sc[i] != -INFINITY)
+          sc[i] = capScore(sc[i], softcap);
+      __syncthreads();
+    }
+    // This lane's scores of P's A fragments: row gr + 8 hr, keys 16 kk +
+    // 2 t4 + {0, 1} (+ 8), read from sc twice (the maximum, then the
+    // exps, packed as they come: fewer registers than keeping them).
+    auto score = [&](int hr, int kk, int j) {
+      int row = gr + 8 * hr, key = 16 * kk + 2 * t4 + j % 2 + 8 * (j / 2);
+      return row < g ? sc[row * kAttnKeys + key] : -INFINITY;
+    };
+    float mUse[2], alpha[2], sum[2] = {0.0f, 0.0f};
+    LLMC_UNROLL
+    for (int hr = 0; hr < 2; ++hr) {
+      float most = -INFINITY;
+      LLMC_UNROLL
+      for (int j = 0; j < 8; ++j)
+        most = fmaxf(most, score(hr, j / 4, j % 4));
+      most = fmaxf(most, __shfl_xor_sync(kFullMask, most, 1));
+      most = fmaxf(most, __shfl_xor_sync(kFullMask, most, 2));
+      float mNew = fmaxf(m[hr], most);
+      mUse[hr] = mNew == -INFINITY ? 0.0f : mNew; // (no key yet: p and alpha 0)
+      alpha[hr] = expf(m[hr] - mUse[hr]);
+      m[hr] = mNew;
+    }
+    unsigned pa[2][4];
+    LLMC_UNROLL
+    for (int kk = 0; kk < 2; ++kk)
+      LLMC_UNROLL
+      for (int i = 0; i < 4; ++i) { // A's registers: (row gr, row gr + 8) x (keys, keys + 8)
+        int hr = i % 2, j = 2 * (i / 2);
+        float p0 = expf(score(hr, kk, j) - mUse[hr]), p1 = expf(score(hr, kk, j + 1) - mUse[hr]);
+        sum[hr] += p0 + p1;
+        pa[kk][i] = tc::packFloats<T>(p0, p1);
+      }
+    LLMC_UNROLL
+    for (int hr = 0; hr < 2; ++hr) {
+      sum[hr] += __shfl_xor_sync(kFullMask, sum[hr], 1);
+      sum[hr] += __shfl_xor_sync(kFullMask, sum[hr], 2);
+      l[hr] = l[hr] * alpha[hr] + sum[hr];
+    }
+    LLMC_UNROLL
+    for (int j = 0; j < kNt; ++j)
+      LLMC_UNROLL
+      for (int e = 0; e < 4; ++e)
+        o[j][e] *= alpha[e / 2];
+    LLMC_UNROLL
+    for (int kk = 0; kk < 2; ++kk)
+      LLMC_UNROLL
+      for (int dp = 0; dp < kNt / 2; ++dp) {
+        unsigned vb[4];
+        tc::ldmatrixTrans(vb, vt + (kk * 16 + mRow) * kLdV + d0 + dp * 16 + mCol);
+        const unsigned b0[2] = {vb[0], vb[1]}, b1[2] = {vb[2], vb[3]};
+        tc::mma16816<T>(o[2 * dp], pa[kk], b0);
+        tc::mma16816<T>(o[2 * dp + 1], pa[kk], b1);
+      }
+  }
+  LLMC_UNROLL
+  for (int j = 0; j < kNt; ++j)
+    LLMC_UNROLL
+    for (int e = 0; e < 4; ++e) {
+      int row = gr + 8 * (e / 2), d = d0 + 8 * j + 2 * t4 + e % 2;
+      if (row < g)
+        os[row * Dv + d] = o[j][e];
+    }
+  if (warp == 0 && t4 == 0)
+    LLMC_UNROLL
+    for (int hr = 0; hr < 2; ++hr)
+      if (gr + 8 * hr < g)
+        ms[gr + 8 * hr] = m[hr], ls[gr + 8 * hr] = l[hr];
+}
+
 template <class T, class K, int D, int Dv, class Y>
-LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, kDecodeMinBlocks<K>)
+LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, (kDecodeMinBlocks<T, K, D, Dv>))
     decodeAttentionKernel(const T *q, const K *kCache, const K *vCache, const float *kScales,
                           const float *vScales, const int64_t *pos, float *partial, float *lse,
                           Y *out, unsigned *counters, int hq, int hkv, int capacity, int window,
-                          float scale, float softcap, int stages, DecodeRope<T, K> rope) {
+                          float scale, float softcap, int stages, bool tensorTiles,
+                          DecodeRope<T, K> rope) {
   constexpr int kOut = kValueRun<Dv>; // value channels per lane
   int g = hq / hkv;
   int kvh = int(blockIdx.x), split = int(blockIdx.y), b = int(blockIdx.z);
@@ -475,9 +632,16 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, kDecodeMinBlocks<K>)
 
   int h0 = kvh * g;
   const T *qx = q + (size_t(b) * size_t(hq) + size_t(h0)) * D;
-  for (int i = int(threadIdx.x); i < g * D; i += int(blockDim.x))
-    qs[i] = (rope.k ? ropedChannel(rope, qx + (i / D) * D, i % D, ropeRow) : toFloat(qx[i])) *
-            scale;
+  // The tiles on tensor cores (decodeTilesMma) read the queries as T,
+  // unscaled, over the first half of qs; the SIMT loop as scaled floats.
+  bool mma = kMmaDecode<T, K, D, Dv> && tc::kBf16 && g <= kMmaDecodeRows && tensorTiles;
+  for (int i = int(threadIdx.x); i < g * D; i += int(blockDim.x)) {
+    float v = rope.k ? ropedChannel(rope, qx + (i / D) * D, i % D, ropeRow) : toFloat(qx[i]);
+    if (mma)
+      reinterpret_cast<T *>(qs)[i] = fromFloat<T>(v);
+    else
+      qs[i] = v * scale;
+  }
   for (int i = int(threadIdx.x); i < g * Dv; i += int(blockDim.x))
     os[i] = 0.0f;
   for (int i = int(threadIdx.x); i < g; i += int(blockDim.x)) {
@@ -485,18 +649,35 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, kDecodeMinBlocks<K>)
     ls[i] = 0.0f;
   }
 
-  for (int ti = 0; ti < tileCount; ++ti) {
-    int t = start + ti * kAttnKeys;
-    int rows = end - t < kAttnKeys ? end - t : kAttnKeys;
-    __syncthreads(); // the previous tile is consumed (and q, o are set)
+  // Tile ti in: after the barrier that says the tile before it is consumed
+  // (and q, o are set), the next copy goes out into that tile's buffer,
+  // then this tile's copies are awaited (done once no more than the tiles
+  // issued after it are pending), then a barrier makes them every thread's.
+  // (The SIMT loop has its own barrier after it, once the tile's scales
+  // are in shared memory too: `synced` false.)
+  auto awaitTile = [&](int ti, bool synced = true) -> const K * {
+    __syncthreads();
     int last = ti + stages - 1; // the tile whose copy goes out now, if any
     if (last >= ahead && last < tileCount)
       issue(last);
-    // This tile's copies are done once no more than the tiles issued after
-    // it are pending.
     int issued = last > ahead - 1 ? last : ahead - 1;
     asyncWaitAtMost((issued < tileCount - 1 ? issued : tileCount - 1) - ti);
-    const K *kt = tiles + (ti % stages) * kStage, *vt = kt + kAttnKeys * paddedRow<K>(D);
+    if (synced)
+      __syncthreads();
+    return tiles + (ti % stages) * kStage;
+  };
+  bool simt = true;
+  if constexpr (kMmaDecode<T, K, D, Dv> && tc::kBf16) {
+    if (mma) { // block-uniform
+      decodeTilesMma<T, D, Dv>(reinterpret_cast<const T *>(qs), sc, os, ms, ls, g, start, end,
+                               tileCount, scale, softcap, [&](int ti) { return awaitTile(ti); });
+      simt = false;
+    }
+  }
+  for (int ti = 0; simt && ti < tileCount; ++ti) {
+    int t = start + ti * kAttnKeys;
+    int rows = end - t < kAttnKeys ? end - t : kAttnKeys;
+    const K *kt = awaitTile(ti, false), *vt = kt + kAttnKeys * paddedRow<K>(D);
     const float *ksTile = loadTileScales(kst, ksBase, t, rows);
     const float *vsTile = loadTileScales(vst, vsBase, t, rows);
     __syncthreads();
@@ -639,7 +820,8 @@ std::string launchDecodeAttention(const T *q, const K *kCache, const K *vCache,
   return launchWithShared(decodeAttentionKernel<T, K, D, Dv, Y>,
                           dim3(unsigned(hkv), unsigned(splits), unsigned(b)), dim3(kAttnThreads),
                           bytes, stream, q, kCache, vCache, kScales, vScales, pos, partial, lse,
-                          out, counters, hq, hkv, capacity, window, scale, softcap, stages, rope);
+                          out, counters, hq, hkv, capacity, window, scale, softcap, stages,
+                          decodeMmaEnabled(), rope);
 }
 
 /// Split-KV decode attention and its combination, one launch (K: the
