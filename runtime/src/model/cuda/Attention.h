@@ -399,8 +399,10 @@ template <class T> LLMC_DEVICE unsigned word16x2(const T *p) {
 
 /// The decode kernel's tiles on tensor cores (kMmaDecode, g <= 16 heads):
 /// rows of the products are the group's heads (those past g zero), the
-/// queries qt [g][D] of T in shared memory, unscaled. Per tile (awaitTile(ti)
-/// waits for it and returns its keys; values after them):
+/// queries qt [g][D] of T in shared memory, unscaled, in padded rows
+/// (paddedRow: the 8 rows a fragment load reads hit distinct banks; rows
+/// of D = 64 were 128 bytes apart, an 8-way conflict). Per tile
+/// (awaitTile(ti) waits for it and returns its keys; values after them):
 ///   S   warp w the tile's keys 8 w .. 8 w + 7: D / 16 mma.sync m16n8k16,
 ///       A the queries (32-bit shared loads), B the keys' rows as they lie;
 ///       scaled and masked (keys past `rows`: -inf) into sc [g][32], then,
@@ -417,6 +419,7 @@ LLMC_DEVICE void decodeTilesMma(const T *qt, float *sc, float *os, float *ms, fl
                                 int start, int end, int tileCount, float scale, float softcap,
                                 Await awaitTile) {
   constexpr int kLdK = paddedRow<T>(D), kLdV = paddedRow<T>(Dv), kSlice = Dv / 4;
+  constexpr int kLdQ = kLdK; // qt's rows, padded (fits qs: g D floats)
   constexpr int kNt = kSlice / 8;
   int lane = int(threadIdx.x % 32), warp = int(threadIdx.x / 32), gr = lane / 4, t4 = lane % 4;
   int mRow = lane % 8 + (lane / 8 % 2) * 8, mCol = lane / 16 * 8; // ldmatrix's rows
@@ -433,7 +436,7 @@ LLMC_DEVICE void decodeTilesMma(const T *qt, float *sc, float *os, float *ms, fl
     const T *krow = kt + (8 * warp + gr) * kLdK + 2 * t4;
     LLMC_UNROLL
     for (int kk = 0; kk < D / 16; ++kk) {
-      const T *q0 = qt + gr * D + kk * 16 + 2 * t4, *q1 = q0 + 8 * D;
+      const T *q0 = qt + gr * kLdQ + kk * 16 + 2 * t4, *q1 = q0 + 8 * kLdQ;
       const unsigned a[4] = {gr < g ? word16x2(q0) : 0u, gr + 8 < g ? word16x2(q1) : 0u,
                              gr < g ? word16x2(q0 + 8) : 0u, gr + 8 < g ? word16x2(q1 + 8) : 0u};
       const unsigned b[2] = {word16x2(krow + kk * 16), word16x2(krow + kk * 16 + 8)};
@@ -637,8 +640,8 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, (kDecodeMinBlocks<T, K, D,
   bool mma = kMmaDecode<T, K, D, Dv> && tc::kBf16 && g <= kMmaDecodeRows && tensorTiles;
   for (int i = int(threadIdx.x); i < g * D; i += int(blockDim.x)) {
     float v = rope.k ? ropedChannel(rope, qx + (i / D) * D, i % D, ropeRow) : toFloat(qx[i]);
-    if (mma)
-      reinterpret_cast<T *>(qs)[i] = fromFloat<T>(v);
+    if (mma) // (in padded rows, as decodeTilesMma reads them)
+      reinterpret_cast<T *>(qs)[(i / D) * paddedRow<T>(D) + i % D] = fromFloat<T>(v);
     else
       qs[i] = v * scale;
   }
