@@ -392,9 +392,11 @@ LLMC_DEVICE float ropedChannel(const DecodeRope<T, K> &rope, const T *x, int e, 
   return toFloat(e == c1 ? v1 : v2);
 }
 
-/// 32 bits of 16-bit values at p (4-byte aligned) in shared memory.
+/// Two 16-bit values at p (4-byte aligned) as one 32-bit word.
 template <class T> LLMC_DEVICE unsigned word16x2(const T *p) {
-  return *reinterpret_cast<const unsigned *>(p);
+  unsigned w[1];
+  loadWords<4>(reinterpret_cast<const uint8_t *>(p), w);
+  return w[0];
 }
 
 /// The decode kernel's tiles on tensor cores (kMmaDecode, g <= 16 heads):
@@ -636,7 +638,7 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, (kDecodeMinBlocks<T, K, D,
   int h0 = kvh * g;
   const T *qx = q + (size_t(b) * size_t(hq) + size_t(h0)) * D;
   // The tiles on tensor cores (decodeTilesMma) read the queries as T,
-  // unscaled, over the first half of qs; the SIMT loop as scaled floats.
+  // unscaled, in padded rows within qs; the SIMT loop as scaled floats.
   bool mma = kMmaDecode<T, K, D, Dv> && tc::kBf16 && g <= kMmaDecodeRows && tensorTiles;
   for (int i = int(threadIdx.x); i < g * D; i += int(blockDim.x)) {
     float v = rope.k ? ropedChannel(rope, qx + (i / D) * D, i % D, ropeRow) : toFloat(qx[i]);
@@ -669,7 +671,8 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, (kDecodeMinBlocks<T, K, D,
       __syncthreads();
     return tiles + (ti % stages) * kStage;
   };
-  bool simt = true;
+  bool simt = true; // (a flag of its own: `!mma` in the loop's test made ptxas spill bf16
+                    // at head_dim 128 on sm_80 to sm_89)
   if constexpr (kMmaDecode<T, K, D, Dv> && tc::kBf16) {
     if (mma) { // block-uniform
       decodeTilesMma<T, D, Dv>(reinterpret_cast<const T *>(qs), sc, os, ms, ls, g, start, end,
