@@ -17,6 +17,12 @@ for var in ("HOME", "CC", "CXX"):
     if var in os.environ:
         config.environment[var] = os.environ[var]
 
+# The compiled model support objects llmc compile keeps (compiler/Artifact/
+# HostBuild.h) go in the build tree, not the user's cache: built once per
+# flags for the whole suite, and never from a stale build's headers (the key
+# covers their text anyway).
+config.environment["LLMC_CACHE_DIR"] = os.path.join(config.llmc_obj_root, "llmc-cache")
+
 # Tools are found on PATH: llmc and llmc-opt from the build, FileCheck and
 # not from LLVM 19.
 config.environment["PATH"] = os.pathsep.join(

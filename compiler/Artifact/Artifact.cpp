@@ -1,5 +1,6 @@
 //===- Artifact.cpp - write a model.llmc folder ---------------------------===//
 #include "compiler/Artifact/Artifact.h"
+#include "compiler/Artifact/HostBuild.h"
 
 #include "compiler/Executor/Error.h"
 #include "runtime/include/llmc/model_abi.h"
@@ -112,34 +113,6 @@ llvm::Expected<Toolchain> toolchain(const ArtifactInfo &info) {
   return t;
 }
 
-/// Runs `args` (args[0] the program) in `dir` to build `output`.
-llvm::Error runBuild(const std::vector<std::string> &args, llvm::StringRef dir,
-                     llvm::StringRef output) {
-  llvm::SmallVector<llvm::StringRef> refs(args.begin(), args.end());
-  llvm::SmallString<256> errFile(dir);
-  llvm::sys::path::append(errFile, "compiler.log");
-  std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(errFile),
-                                                llvm::StringRef(errFile)};
-  std::string errMsg;
-  // The compiler runs in the build folder so the paths it records are
-  // relative.
-  llvm::SmallString<256> cwd;
-  llvm::sys::fs::current_path(cwd);
-  if (std::error_code ec = llvm::sys::fs::set_current_path(dir))
-    return makeError("cannot enter " + dir.str() + ": " + ec.message());
-  int rc = llvm::sys::ExecuteAndWait(args[0], refs, std::nullopt, redirects, 0, 0, &errMsg);
-  (void)llvm::sys::fs::set_current_path(cwd);
-  if (rc != 0) {
-    std::string out;
-    if (auto buf = llvm::MemoryBuffer::getFile(errFile))
-      out = (*buf)->getBuffer().take_back(4000).str();
-    return makeError("building " + output.str() + " failed (" +
-                     (errMsg.empty() ? "exit " + std::to_string(rc) : errMsg) + "):\n" + out);
-  }
-  llvm::sys::fs::remove(errFile);
-  return llvm::Error::success();
-}
-
 llvm::Error buildLibrary(const ArtifactInfo &info, llvm::StringRef dir, llvm::raw_ostream *log) {
   auto tc = toolchain(info);
   if (!tc)
@@ -147,21 +120,40 @@ llvm::Error buildLibrary(const ArtifactInfo &info, llvm::StringRef dir, llvm::ra
   // -fno-trapping-math: no FP exception is ever enabled, and without it GCC
   // does not if-convert the compares of a loop (fastExp's clamp) into
   // selects for AVX2, leaving SwiGLU and softmax scalar. Values are unchanged.
-  std::vector<std::string> args = {tc->cxx, "-std=c++17", "-O2", "-fopenmp-simd",
-                                   "-fno-trapping-math", "-fPIC", "-shared",
-                                   "-fvisibility=hidden", "-march=" + info.cpu,
-                                   "-ffile-prefix-map=" + dir.str() + "=."};
+  std::vector<std::string> compile = {tc->cxx, "-std=c++17", "-O2", "-fopenmp-simd",
+                                      "-fno-trapping-math", "-fPIC", "-fvisibility=hidden",
+                                      "-march=" + info.cpu, "-DLLMC_MODEL_SUPPORT_SPLIT"};
   for (const std::string &i : tc->includes)
-    args.push_back("-I" + i);
+    compile.push_back("-I" + i);
   for (const std::string &f : tc->flags)
-    args.push_back(f);
-  args.insert(args.end(), {"model.cpp", "-o", "libmodel.so"});
-  for (const std::string &l : tc->libs)
-    args.push_back(l);
-  args.insert(args.end(), {"-lpthread", "-Wl,--build-id=sha1"});
+    compile.push_back(f);
+  // The dispatchers every model shares come compiled (HostBuild.h).
+  auto support = buildSupportObject(compile, dir, log);
+  if (!support)
+    return support.takeError();
+  auto link = [&](const SupportObject &object) {
+    std::vector<std::string> args = compile;
+    args.insert(args.end(), {"-shared", "-ffile-prefix-map=" + dir.str() + "=.", "model.cpp",
+                             llvm::sys::path::filename(object.path).str(), "-o",
+                             "libmodel.so"});
+    for (const std::string &l : tc->libs)
+      args.push_back(l);
+    args.insert(args.end(), {"-lpthread", "-Wl,--build-id=sha1"});
+    return runBuild(args, dir, "libmodel.so");
+  };
   if (log)
     *log << "  building libmodel.so with " << tc->cxx << " -march=" << info.cpu << "\n";
-  return runBuild(args, dir, "libmodel.so");
+  llvm::Error e = link(*support);
+  if (e && !support->cacheEntry.empty()) {
+    // A damaged cache entry must not fail every compile after it.
+    llvm::consumeError(std::move(e));
+    support = rebuildSupportObject(compile, *support, dir, log);
+    if (!support)
+      return support.takeError();
+    e = link(*support);
+  }
+  removeSupportFiles(dir);
+  return e;
 }
 
 /// The CUDA model's two builds: libmodel-emulated.so (host compiler, the

@@ -60,6 +60,22 @@ using cpu::kScratchChunk2;
 /// Returns from the enclosing function when `expr` fails.
 #define LLMC_TRY(expr) LLMC_RETURN_IF_ERROR(expr)
 
+// The operation dispatchers below (linear ... flashAttention) and the
+// kernels they instantiate are most of what compiling a model costs (about
+// 6 of a small model's 7.5 s), and they are the same in every model. llmc
+// compile therefore builds them once per compiler, flags and header text into
+// an object it keeps (compiler/Artifact/HostBuild.h) and compiles
+// model.cpp with LLMC_MODEL_SUPPORT_SPLIT: the dispatchers are then only
+// declared here, and that object (this header compiled with
+// LLMC_MODEL_SUPPORT_DEFINITIONS too) defines them, at the same -march.
+// Without the macro (a model.cpp built on its own, the tests) they are
+// inline, as before.
+#if defined(LLMC_MODEL_SUPPORT_SPLIT)
+#define LLMC_SUPPORT_FN
+#else
+#define LLMC_SUPPORT_FN inline
+#endif
+
 /// The arguments of one entry-point call, as tensors over the caller's
 /// buffers (kept in the context between calls, so a call allocates
 /// nothing).
@@ -174,57 +190,71 @@ Status quantizedCacheUpdate(const Tensor &cache, const Tensor &scales, const Ten
 /// computed at run time): f32/f16/bf16 run the row-layout GEMV (a few rows
 /// of x) or GEMM templates of kernels/Gemv.h over the context's pool; other
 /// types the reference kernel.
-inline Status linear(const Context &ctx, const KernelEntry *reference, const char *opName,
-                     const Tensor &x, const Tensor &w, const Tensor *bias, const Tensor *residual,
-                     Tensor &out);
+LLMC_SUPPORT_FN Status linear(const Context &ctx, const KernelEntry *reference, const char *opName,
+                              const Tensor &x, const Tensor &w, const Tensor *bias,
+                              const Tensor *residual, Tensor &out);
 
 /// llm.linear over a weight llmc compile packed into column panels
 /// (kernels/Packed.h; `packed` is [panels, K, 16], `n` the real N): the
 /// panel kernel for every shape, decode and prefill alike. x, bias,
 /// residual and the result have the weight's type (f32, f16 or bf16).
-inline Status packedLinear(const Context &ctx, const char *opName, const Tensor &x,
-                           const Tensor &packed, int64_t n, const Tensor *bias,
-                           const Tensor *residual, Tensor &out);
+LLMC_SUPPORT_FN Status packedLinear(const Context &ctx, const char *opName, const Tensor &x,
+                                    const Tensor &packed, int64_t n, const Tensor *bias,
+                                    const Tensor *residual, Tensor &out);
 
 /// llm.rope (f32/f16/bf16 with in-range positions: the template; else the
 /// reference kernel, which also reports bad positions).
-inline Status rope(const Context &ctx, const KernelEntry *reference, const char *opName,
-                   const Tensor &x, const Tensor &cosT, const Tensor &sinT, const Tensor &pos,
-                   const Attributes *attrs, Tensor &out);
+LLMC_SUPPORT_FN Status rope(const Context &ctx, const KernelEntry *reference, const char *opName,
+                            const Tensor &x, const Tensor &cosT, const Tensor &sinT,
+                            const Tensor &pos, const Attributes *attrs, Tensor &out);
 
 /// A decode step's attention over the cache (the fused decode_attention_
 /// partial + attention_combine of llmc-fuse): kernels/Decode.h in f32 when
 /// q and the caches share an f32/f16/bf16 type, or the caches are int8 with
 /// their scales ks/vs (null for float caches) (split-KV when the rows alone
 /// leave threads idle), the two reference kernels otherwise.
-inline Status decodeAttention(const Context &ctx, const KernelEntry *partialRef,
-                              const KernelEntry *combineRef, const char *opName, const Tensor &q,
-                              const Tensor &k, const Tensor &v, const Tensor &pos,
-                              const Tensor *ks, const Tensor *vs, const Attributes *attrs,
-                              Tensor &out);
+LLMC_SUPPORT_FN Status decodeAttention(const Context &ctx, const KernelEntry *partialRef,
+                                       const KernelEntry *combineRef, const char *opName,
+                                       const Tensor &q, const Tensor &k, const Tensor &v,
+                                       const Tensor &pos, const Tensor *ks, const Tensor *vs,
+                                       const Attributes *attrs, Tensor &out);
 
 /// llm.rms_norm, llm.swiglu and onnx.cast with `call`'s signature: f32/f16/
 /// bf16 rows go through the templates in kernels/Pointwise.h and Vec.h (in
 /// f32, rounded once), anything else through the reference kernel.
-inline Status rmsNorm(const Context &ctx, const KernelEntry *reference, const char *opName,
-                      std::initializer_list<const Tensor *> inputs, const Attributes *attrs,
-                      std::initializer_list<Tensor *> outputs, uint64_t unwanted = 0);
-inline Status swiglu(const Context &ctx, const KernelEntry *reference, const char *opName,
-                     std::initializer_list<const Tensor *> inputs, const Attributes *attrs,
-                     std::initializer_list<Tensor *> outputs, uint64_t unwanted = 0);
-inline Status cast(const Context &ctx, const KernelEntry *reference, const char *opName,
-                   std::initializer_list<const Tensor *> inputs, const Attributes *attrs,
-                   std::initializer_list<Tensor *> outputs, uint64_t unwanted = 0);
+LLMC_SUPPORT_FN Status rmsNorm(const Context &ctx, const KernelEntry *reference, const char *opName,
+                               std::initializer_list<const Tensor *> inputs,
+                               const Attributes *attrs, std::initializer_list<Tensor *> outputs,
+                               uint64_t unwanted = 0);
+LLMC_SUPPORT_FN Status swiglu(const Context &ctx, const KernelEntry *reference, const char *opName,
+                              std::initializer_list<const Tensor *> inputs, const Attributes *attrs,
+                              std::initializer_list<Tensor *> outputs, uint64_t unwanted = 0);
+LLMC_SUPPORT_FN Status cast(const Context &ctx, const KernelEntry *reference, const char *opName,
+                            std::initializer_list<const Tensor *> inputs, const Attributes *attrs,
+                            std::initializer_list<Tensor *> outputs, uint64_t unwanted = 0);
 
 /// llm.flash_attention (prefill over the cache) with `call`'s signature:
 /// q, caches of one f32/f16/bf16 type (or int8 ones with their scales, the
 /// two inputs after pos) and positions that fit the cache go through
 /// kernels::shortPrefillAttention (a few queries per kv head) or
 /// kernels::prefillAttentionRows, anything else the reference kernel.
-inline Status flashAttention(const Context &ctx, const KernelEntry *reference,
-                             const char *opName, std::initializer_list<const Tensor *> inputs,
-                             const Attributes *attrs, std::initializer_list<Tensor *> outputs,
-                             uint64_t unwanted = 0);
+LLMC_SUPPORT_FN Status flashAttention(const Context &ctx, const KernelEntry *reference,
+                                      const char *opName,
+                                      std::initializer_list<const Tensor *> inputs,
+                                      const Attributes *attrs,
+                                      std::initializer_list<Tensor *> outputs,
+                                      uint64_t unwanted = 0);
+
+/// llm.quantized_linear over the weights as stored, and with int8
+/// activations over packed panels (defined below).
+LLMC_SUPPORT_FN Status quantizedLinear(const Context &ctx, const char *opName, const Tensor &x,
+                                       const Tensor &q, const Tensor &scales, const Tensor *zp,
+                                       int64_t bits, int64_t groupSize, const Tensor *bias,
+                                       const Tensor *residual, Tensor &out);
+LLMC_SUPPORT_FN Status quantPanelLinear(const Context &ctx, const char *opName, const Tensor &x,
+                                        const Tensor &packed, int64_t n, int64_t bits,
+                                        int64_t groupSize, bool halfScales, bool zeroPoints,
+                                        const Tensor *bias, const Tensor *residual, Tensor &out);
 
 /// A slice of `count` segments of `len` elements of x, segment c from
 /// element base + c * stride, as a new tensor of `shape` (what llmc compile
@@ -333,6 +363,10 @@ int Glue<M>::runRows(void *ctx, uint32_t entry, const int64_t *tokens, int64_t s
 /// out += addend, elementwise, one shape (the residual of a reference linear).
 Status addInPlace(Tensor &out, const Tensor &addend, const char *opName);
 
+#if !defined(LLMC_MODEL_SUPPORT_SPLIT) || defined(LLMC_MODEL_SUPPORT_DEFINITIONS)
+// (Everything from here to the #endif is the dispatchers' definitions and
+// their helpers.)
+
 /// Calls f with a null pointer of the storage type of `type` (float,
 /// kernels::Half or kernels::Bf16); false for other types.
 template <typename F> bool withFloatType(DType type, F &&f) {
@@ -439,9 +473,9 @@ struct LinearF32 {
   void finish(Tensor &out) const { finishF32(out, y); }
 };
 
-inline Status linear(const Context &ctx, const KernelEntry *reference, const char *opName,
-                     const Tensor &x, const Tensor &w, const Tensor *bias, const Tensor *residual,
-                     Tensor &out) {
+LLMC_SUPPORT_FN Status linear(const Context &ctx, const KernelEntry *reference, const char *opName,
+                              const Tensor &x, const Tensor &w, const Tensor *bias,
+                              const Tensor *residual, Tensor &out) {
   Context::Timer timer(ctx, "linear");
   constexpr int64_t kGemvRows = 8;
   int64_t k = w.rank() == 2 ? w.dim(1) : -1, n = w.rank() == 2 ? w.dim(0) : -1;
@@ -487,9 +521,9 @@ inline Status linear(const Context &ctx, const KernelEntry *reference, const cha
   return Status::ok();
 }
 
-inline Status rope(const Context &ctx, const KernelEntry *reference, const char *opName,
-                   const Tensor &x, const Tensor &cosT, const Tensor &sinT, const Tensor &pos,
-                   const Attributes *attrs, Tensor &out) {
+LLMC_SUPPORT_FN Status rope(const Context &ctx, const KernelEntry *reference, const char *opName,
+                            const Tensor &x, const Tensor &cosT, const Tensor &sinT,
+                            const Tensor &pos, const Attributes *attrs, Tensor &out) {
   Context::Timer timer(ctx, "rope");
   int64_t rot = attrs ? attrs->getInt("rotary_dim", 0) : 0;
   bool interleaved = attrs && attrs->getInt("interleaved", 0) != 0;
@@ -527,11 +561,11 @@ inline Status rope(const Context &ctx, const KernelEntry *reference, const char 
   return call(ctx, reference, opName, {&x, &cosT, &sinT, &pos}, attrs, {&out});
 }
 
-inline Status decodeAttention(const Context &ctx, const KernelEntry *partialRef,
-                              const KernelEntry *combineRef, const char *opName, const Tensor &q,
-                              const Tensor &k, const Tensor &v, const Tensor &pos,
-                              const Tensor *ks, const Tensor *vs, const Attributes *attrs,
-                              Tensor &out) {
+LLMC_SUPPORT_FN Status decodeAttention(const Context &ctx, const KernelEntry *partialRef,
+                                       const KernelEntry *combineRef, const char *opName,
+                                       const Tensor &q, const Tensor &k, const Tensor &v,
+                                       const Tensor &pos, const Tensor *ks, const Tensor *vs,
+                                       const Attributes *attrs, Tensor &out) {
   Context::Timer timer(ctx, "decode_attention");
   int64_t hq = attrs ? attrs->getInt("num_heads", -1) : -1;
   int64_t hkv = attrs ? attrs->getInt("num_kv_heads", -1) : -1;
@@ -604,10 +638,10 @@ inline Status decodeAttention(const Context &ctx, const KernelEntry *partialRef,
   return call(ctx, combineRef, opName, {&partial, &lse}, nullptr, {&out});
 }
 
-
-inline Status rmsNorm(const Context &ctx, const KernelEntry *reference, const char *opName,
-                      std::initializer_list<const Tensor *> inputs, const Attributes *attrs,
-                      std::initializer_list<Tensor *> outputs, uint64_t unwanted) {
+LLMC_SUPPORT_FN Status rmsNorm(const Context &ctx, const KernelEntry *reference, const char *opName,
+                               std::initializer_list<const Tensor *> inputs,
+                               const Attributes *attrs, std::initializer_list<Tensor *> outputs,
+                               uint64_t unwanted) {
   Context::Timer timer(ctx, "rms_norm");
   const Tensor *x = inputs.size() == 2 ? inputs.begin()[0] : nullptr;
   const Tensor *scale = inputs.size() == 2 ? inputs.begin()[1] : nullptr;
@@ -635,9 +669,9 @@ inline Status rmsNorm(const Context &ctx, const KernelEntry *reference, const ch
   return call(ctx, reference, opName, inputs, attrs, outputs, unwanted);
 }
 
-inline Status swiglu(const Context &ctx, const KernelEntry *reference, const char *opName,
-                     std::initializer_list<const Tensor *> inputs, const Attributes *attrs,
-                     std::initializer_list<Tensor *> outputs, uint64_t unwanted) {
+LLMC_SUPPORT_FN Status swiglu(const Context &ctx, const KernelEntry *reference, const char *opName,
+                              std::initializer_list<const Tensor *> inputs, const Attributes *attrs,
+                              std::initializer_list<Tensor *> outputs, uint64_t unwanted) {
   Context::Timer timer(ctx, "swiglu");
   const Tensor *g = inputs.size() == 2 ? inputs.begin()[0] : nullptr;
   const Tensor *u = inputs.size() == 2 ? inputs.begin()[1] : nullptr;
@@ -664,9 +698,9 @@ inline Status swiglu(const Context &ctx, const KernelEntry *reference, const cha
   return call(ctx, reference, opName, inputs, attrs, outputs, unwanted);
 }
 
-inline Status cast(const Context &ctx, const KernelEntry *reference, const char *opName,
-                   std::initializer_list<const Tensor *> inputs, const Attributes *attrs,
-                   std::initializer_list<Tensor *> outputs, uint64_t unwanted) {
+LLMC_SUPPORT_FN Status cast(const Context &ctx, const KernelEntry *reference, const char *opName,
+                            std::initializer_list<const Tensor *> inputs, const Attributes *attrs,
+                            std::initializer_list<Tensor *> outputs, uint64_t unwanted) {
   Context::Timer timer(ctx, "cast");
   const Tensor *x = inputs.size() == 1 ? inputs.begin()[0] : nullptr;
   Tensor *out = outputs.size() == 1 ? outputs.begin()[0] : nullptr;
@@ -695,10 +729,9 @@ inline Status cast(const Context &ctx, const KernelEntry *reference, const char 
   return call(ctx, reference, opName, inputs, attrs, outputs, unwanted);
 }
 
-
-inline Status packedLinear(const Context &ctx, const char *opName, const Tensor &x,
-                           const Tensor &packed, int64_t n, const Tensor *bias,
-                           const Tensor *residual, Tensor &out) {
+LLMC_SUPPORT_FN Status packedLinear(const Context &ctx, const char *opName, const Tensor &x,
+                                    const Tensor &packed, int64_t n, const Tensor *bias,
+                                    const Tensor *residual, Tensor &out) {
   Context::Timer timer(ctx, "linear");
   DType type = packed.dtype();
   int64_t k = packed.rank() == 3 ? packed.dim(1) : -1;
@@ -735,15 +768,14 @@ inline Status packedLinear(const Context &ctx, const char *opName, const Tensor 
   return Status::ok();
 }
 
-
 /// llm.quantized_linear over the weights as stored (see kernels/Quant.h):
 /// q uint8 [N, G, group_size * bits / 8], scales f32 [N, G], zp uint8
 /// [N, G] or null, x used as it is (f32 activations; layers with int8
 /// activations are packed: quantPanelLinear).
-inline Status quantizedLinear(const Context &ctx, const char *opName, const Tensor &x,
-                              const Tensor &q, const Tensor &scales, const Tensor *zp,
-                              int64_t bits, int64_t groupSize, const Tensor *bias,
-                              const Tensor *residual, Tensor &out) {
+LLMC_SUPPORT_FN Status quantizedLinear(const Context &ctx, const char *opName, const Tensor &x,
+                                       const Tensor &q, const Tensor &scales, const Tensor *zp,
+                                       int64_t bits, int64_t groupSize, const Tensor *bias,
+                                       const Tensor *residual, Tensor &out) {
   Context::Timer timer(ctx, "linear");
   kernels::QuantShape shape;
   shape.bits = bits, shape.groupSize = groupSize;
@@ -803,10 +835,10 @@ inline Status quantizedLinear(const Context &ctx, const char *opName, const Tens
 /// multiplies x as it is by dequantized panels (int8 activations are a
 /// permission, not a contract; VNNI makes the int8 kernel the faster one at
 /// prompt sizes too).
-inline Status quantPanelLinear(const Context &ctx, const char *opName, const Tensor &x,
-                               const Tensor &packed, int64_t n, int64_t bits, int64_t groupSize,
-                               bool halfScales, bool zeroPoints, const Tensor *bias,
-                               const Tensor *residual, Tensor &out) {
+LLMC_SUPPORT_FN Status quantPanelLinear(const Context &ctx, const char *opName, const Tensor &x,
+                                        const Tensor &packed, int64_t n, int64_t bits,
+                                        int64_t groupSize, bool halfScales, bool zeroPoints,
+                                        const Tensor *bias, const Tensor *residual, Tensor &out) {
   Context::Timer timer(ctx, "linear");
   kernels::QuantPanelShape shape;
   shape.n = n, shape.bits = bits, shape.groupSize = groupSize;
@@ -860,10 +892,11 @@ inline Status quantPanelLinear(const Context &ctx, const char *opName, const Ten
   return Status::ok();
 }
 
-inline Status flashAttention(const Context &ctx, const KernelEntry *reference,
-                             const char *opName, std::initializer_list<const Tensor *> inputs,
-                             const Attributes *attrs, std::initializer_list<Tensor *> outputs,
-                             uint64_t unwanted) {
+LLMC_SUPPORT_FN Status flashAttention(const Context &ctx, const KernelEntry *reference,
+                                      const char *opName,
+                                      std::initializer_list<const Tensor *> inputs,
+                                      const Attributes *attrs,
+                                      std::initializer_list<Tensor *> outputs, uint64_t unwanted) {
   Context::Timer timer(ctx, "flash_attention");
   const Tensor *q = inputs.size() == 4 || inputs.size() == 6 ? inputs.begin()[0] : nullptr;
   const Tensor *k = q ? inputs.begin()[1] : nullptr, *v = q ? inputs.begin()[2] : nullptr;
@@ -929,6 +962,8 @@ inline Status flashAttention(const Context &ctx, const KernelEntry *reference,
   }
   return call(ctx, reference, opName, inputs, attrs, outputs, unwanted);
 }
+
+#endif // !LLMC_MODEL_SUPPORT_SPLIT || LLMC_MODEL_SUPPORT_DEFINITIONS
 
 } // namespace llmc::model
 
