@@ -710,8 +710,10 @@ llvm::Error CudaEmitter::emitLinear(Operation *op, CpuModel::Entry &stats) {
                        : llvm::formatv(", GemvSegments{{{0}, {1}}", ends[0],
                                        ends.size() > 1 ? ends[1] : 0)
                              .str();
-    statement(llvm::formatv("{0}<{1}>({2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, a.stream{10})", fn,
-                            targs, in, wargs, b, res, ptr(y), partial, sizes, splits, segs)
+    // (The rows as a template argument too: only their kernel is compiled.)
+    statement(llvm::formatv("{0}<{1}, {11}>({2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, a.stream{10})",
+                            fn, targs, in, wargs, b, res, ptr(y), partial, sizes, splits, segs,
+                            rows)
                   .str(),
               (prologue ? shortName(prologue).str() + " + " : "") + shortName(op).str() +
                   (add ? " + residual" : "") +

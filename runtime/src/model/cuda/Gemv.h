@@ -112,10 +112,25 @@ template <class W, class X> struct GemvPrologue {
   float eps = 0.0f, offset = 0.0f;
   const X *up = nullptr;
 };
-template <GemvIn IN, class T, class Y>
+template <GemvIn IN, int ROWS = 0, class T, class Y>
 std::string launchGemvTc(const T *x, const GemvPrologue<T, T> &pro, const T *w, const T *bias,
                          const Y *residual, Y *y, float *partial, unsigned *counters, int m, int n,
                          int k, int splits, Stream stream, const GemvSegments &seg = {});
+
+/// The GEMV launchers take the rows at run time (1 .. kGemvMaxRows), and
+/// instantiate a kernel for each count; generated code, whose every call
+/// has rows fixed, passes them as ROWS too, so that only that kernel is
+/// compiled (a model's libraries, the emulation's and nvcc's, then hold a
+/// GEMV kernel per form it uses, not eight). Whether a call for `rows` rows
+/// instantiates the kernel for R of them:
+template <int ROWS> constexpr bool gemvRowsWanted(int r) { return ROWS == 0 || ROWS == r; }
+/// A call compiled for ROWS rows given another count: the error, or "".
+template <int ROWS> std::string gemvRowsError(const char *name, int m) {
+  if (ROWS == 0 || m == ROWS)
+    return "";
+  return std::string(name) + ": " + std::to_string(m) + " rows, where the call was compiled for " +
+         std::to_string(ROWS);
+}
 
 /// Where y[m, col] of `rows` rows of n columns is, in `seg`'s layout.
 LLMC_HOST_DEVICE size_t outputAt(const GemvSegments &seg, int rows, int m, int col, int n) {
@@ -454,13 +469,15 @@ std::string gemvArgumentError(const GemvPrologue<W, X> &pro, const float *partia
 
 /// gemv, normGemv and swigluGemv in the SIMT form (one column a warp; see
 /// gemvKernel), whatever the rows.
-template <GemvIn IN, class W, class X, class Y>
+template <GemvIn IN, int ROWS = 0, class W, class X, class Y>
 std::string launchGemvSimt(const X *x, const GemvPrologue<W, X> &pro, const W *w, const W *bias,
                            const Y *residual, Y *y, float *partial, unsigned *counters, int m,
                            int n, int k, int splits, Stream stream, GemvSegments seg = {}) {
   if (std::string e = gemvArgumentError<IN>(pro, partial, counters, m, n, k, splits, seg,
                                             residual != nullptr);
       !e.empty())
+    return e;
+  if (std::string e = gemvRowsError<ROWS>("gemv", m); !e.empty())
     return e;
   size_t shared = gemvSharedBytes<IN, X>(m, k);
   dim3 grid(ceilDiv(n, kGemvWarps), unsigned(splits));
@@ -469,8 +486,9 @@ std::string launchGemvSimt(const X *x, const GemvPrologue<W, X> &pro, const W *w
   switch (m) {
 #define LLMC_GEMV_CASE(R)                                                                          \
   case R:                                                                                          \
-    e = launch(gemvKernel<W, X, Y, R, IN>, grid, block, shared, stream, x, w, bias, residual, y,   \
-               partial, counters, n, k, pro, seg);                                                 \
+    if constexpr (gemvRowsWanted<ROWS>(R))                                                         \
+      e = launch(gemvKernel<W, X, Y, R, IN>, grid, block, shared, stream, x, w, bias, residual, y, \
+                 partial, counters, n, k, pro, seg);                                               \
     break;
     LLMC_GEMV_CASE(1)
     LLMC_GEMV_CASE(2)
@@ -487,7 +505,7 @@ std::string launchGemvSimt(const X *x, const GemvPrologue<W, X> &pro, const W *w
 
 /// gemv, normGemv and swigluGemv as the runtime runs them: on tensor cores
 /// from kTcGemvMinRows rows where they apply, else one column per warp.
-template <GemvIn IN, class W, class X, class Y>
+template <GemvIn IN, int ROWS = 0, class W, class X, class Y>
 std::string launchGemv(const X *x, const GemvPrologue<W, X> &pro, const W *w, const W *bias,
                        const Y *residual, Y *y, float *partial, unsigned *counters, int m, int n,
                        int k, int splits, Stream stream, GemvSegments seg = {}) {
@@ -497,32 +515,33 @@ std::string launchGemv(const X *x, const GemvPrologue<W, X> &pro, const W *w, co
                                                 residual != nullptr);
           !e.empty())
         return e;
-      return launchGemvTc<IN>(x, pro, w, bias, residual, y, partial, counters, m, n, k, splits,
+      return launchGemvTc<IN, ROWS>(x, pro, w, bias, residual, y, partial, counters, m, n, k, splits,
                               stream, seg);
     }
-  return launchGemvSimt<IN>(x, pro, w, bias, residual, y, partial, counters, m, n, k, splits,
+  return launchGemvSimt<IN, ROWS>(x, pro, w, bias, residual, y, partial, counters, m, n, k, splits,
                             stream, seg);
 }
 
 /// Launches y = x W^T (+ bias) (+ residual) for M rows (1 .. kGemvMaxRows).
 /// When splits > 1, `partial` must hold splits * M * N floats and
-/// `counters` be the context's split counters; y in seg's layout.
-template <class W, class X, class Y>
+/// `counters` be the context's split counters; y in seg's layout. ROWS:
+/// gemvRowsWanted (0, any M).
+template <class W, class X, class Y, int ROWS = 0>
 std::string gemv(const X *x, const W *w, const W *bias, const Y *residual, Y *y, float *partial,
                  unsigned *counters, int m, int n, int k, int splits, Stream stream,
                  GemvSegments seg = {}) {
-  return launchGemv<GemvIn::Plain>(x, GemvPrologue<W, X>{}, w, bias, residual, y, partial,
+  return launchGemv<GemvIn::Plain, ROWS>(x, GemvPrologue<W, X>{}, w, bias, residual, y, partial,
                                    counters, m, n, k, splits, stream, seg);
 }
 
 /// y = rms_norm(x; norm, eps, offset) W^T (+ bias) (+ residual), the norm's
 /// output rounded to X as llm.rms_norm's would be, without writing it
 /// (M * K * sizeof(X) at most kGemvPrologueSharedBytes).
-template <class W, class X, class Y>
+template <class W, class X, class Y, int ROWS = 0>
 std::string normGemv(const X *x, const W *norm, float eps, float offset, const W *w, const W *bias,
                      const Y *residual, Y *y, float *partial, unsigned *counters, int m, int n,
                      int k, int splits, Stream stream, GemvSegments seg = {}) {
-  return launchGemv<GemvIn::RmsNorm>(x, GemvPrologue<W, X>{norm, eps, offset, nullptr}, w, bias,
+  return launchGemv<GemvIn::RmsNorm, ROWS>(x, GemvPrologue<W, X>{norm, eps, offset, nullptr}, w, bias,
                                      residual, y, partial, counters, m, n, k, splits, stream,
                                      seg);
 }
@@ -530,11 +549,11 @@ std::string normGemv(const X *x, const W *norm, float eps, float offset, const W
 /// y = swiglu(gate, up) W^T (+ bias) (+ residual): silu(gate) * up ([M, K]
 /// each) rounded to X as llm.swiglu's would be, without writing it (M * K *
 /// sizeof(X) at most kGemvPrologueSharedBytes).
-template <class W, class X, class Y>
+template <class W, class X, class Y, int ROWS = 0>
 std::string swigluGemv(const X *gate, const X *up, const W *w, const W *bias, const Y *residual,
                        Y *y, float *partial, unsigned *counters, int m, int n, int k, int splits,
                        Stream stream, GemvSegments seg = {}) {
-  return launchGemv<GemvIn::Swiglu>(gate, GemvPrologue<W, X>{nullptr, 0.0f, 0.0f, up}, w, bias,
+  return launchGemv<GemvIn::Swiglu, ROWS>(gate, GemvPrologue<W, X>{nullptr, 0.0f, 0.0f, up}, w, bias,
                                     residual, y, partial, counters, m, n, k, splits, stream, seg);
 }
 

@@ -150,18 +150,21 @@ LLMC_GLOBAL void gemvTcKernel(const T *x, const T *w, const T *bias, const Y *re
 
 /// The tensor-core form of launchGemv (the caller checked the arguments,
 /// K % 32 == 0 and tc::bf16()).
-template <GemvIn IN, class T, class Y>
+template <GemvIn IN, int ROWS, class T, class Y>
 std::string launchGemvTc(const T *x, const GemvPrologue<T, T> &pro, const T *w, const T *bias,
                          const Y *residual, Y *y, float *partial, unsigned *counters, int m, int n,
                          int k, int splits, Stream stream, const GemvSegments &seg) {
+  if (std::string e = gemvRowsError<ROWS>("gemv", m); !e.empty())
+    return e;
   size_t shared = gemvSharedBytes<IN, T>(m, k);
   dim3 grid(ceilDiv(n, kTcGemvColumns), unsigned(splits)), block(kTcGemvWarps * 32);
   std::string e;
   switch (m) {
 #define LLMC_GEMV_TC_CASE(R)                                                                       \
   case R:                                                                                          \
-    e = launch(gemvTcKernel<T, Y, R, IN>, grid, block, shared, stream, x, w, bias, residual, y,    \
-               partial, counters, n, k, pro, seg);                                                 \
+    if constexpr (gemvRowsWanted<ROWS>(R))                                                         \
+      e = launch(gemvTcKernel<T, Y, R, IN>, grid, block, shared, stream, x, w, bias, residual, y,  \
+                 partial, counters, n, k, pro, seg);                                               \
     break;
     LLMC_GEMV_TC_CASE(1)
     LLMC_GEMV_TC_CASE(2)

@@ -162,8 +162,9 @@ inline int qgemvSplits(int n, int k, int bits, int groupSize, int sms) {
 
 /// Launches the decode kernel for M rows (1 .. kGemvMaxRows); when splits
 /// > 1, `partial` must hold splits * M * N floats and `counters` be the
-/// context's split counters; y in seg's layout (Gemv.h).
-template <class X, class Y, class S, class B, int BITS>
+/// context's split counters; y in seg's layout (Gemv.h). ROWS: Gemv.h's
+/// gemvRowsWanted (0, any M).
+template <class X, class Y, class S, class B, int BITS, int ROWS = 0>
 std::string qgemv(const X *x, const uint8_t *q, const S *scales, const uint8_t *zeros, const B *bias,
                   const Y *residual, Y *y, float *partial, unsigned *counters, int m, int n, int k,
                   int groupSize, int splits, Stream stream, GemvSegments seg = {}) {
@@ -171,6 +172,8 @@ std::string qgemv(const X *x, const uint8_t *q, const S *scales, const uint8_t *
       (splits > 1 && !splitWorkspace(partial, counters, n)))
     return "qgemv: invalid arguments";
   if (std::string e = segmentsError(seg, n, residual != nullptr); !e.empty())
+    return e;
+  if (std::string e = gemvRowsError<ROWS>("qgemv", m); !e.empty())
     return e;
   int chunk = quantChunkBytes(BITS, groupSize);
   if (chunk == 0)
@@ -181,8 +184,9 @@ std::string qgemv(const X *x, const uint8_t *q, const S *scales, const uint8_t *
   std::string e;
 #define LLMC_QGEMV_CASE(R, C)                                                                      \
   case R:                                                                                          \
-    e = launch(qgemvKernel<X, Y, S, B, BITS, C, R>, grid, block, 0, stream, x, q, scales, zeros,    \
-               bias, residual, y, partial, counters, n, k, groupSize, groups, seg);                \
+    if constexpr (gemvRowsWanted<ROWS>(R))                                                         \
+      e = launch(qgemvKernel<X, Y, S, B, BITS, C, R>, grid, block, 0, stream, x, q, scales, zeros,  \
+                 bias, residual, y, partial, counters, n, k, groupSize, groups, seg);              \
     break;
 #define LLMC_QGEMV_ROWS(C)                                                                         \
   switch (m) {                                                                                     \
