@@ -557,6 +557,156 @@ TEST(CudaEmuChecks, OverrunsFault) {
   EXPECT_DEATH(launch(recurseDeeply, dim3(1), dim3(1), 0, nullptr, zero.get()), "");
 }
 
+// The programmatic-launch check (runtime/src/cudaemu/Programmatic.h): what
+// a kernel does before its LLMC_KERNEL_BEGIN() overlaps the kernel before
+// it on a GPU of compute capability 9.0 and later.
+
+/// Turns the check on for a test.
+struct PdlCheck {
+  bool was = ::llmc::cudaemu::pdl::setEnabled(true);
+  ~PdlCheck() { ::llmc::cudaemu::pdl::setEnabled(was); }
+};
+
+LLMC_GLOBAL void produce(unsigned *buf, unsigned v) {
+  LLMC_KERNEL_BEGIN();
+  buf[threadIdx.x] = v + threadIdx.x;
+}
+
+/// Reads buf and w before its LLMC_KERNEL_BEGIN() and buf again after it.
+LLMC_GLOBAL void consumeEarly(const unsigned *buf, const unsigned *w, unsigned *out) {
+  unsigned t = threadIdx.x;
+  unsigned early = buf[t], weight = w[t];
+  LLMC_KERNEL_BEGIN();
+  out[t] = early;
+  out[32 + t] = weight;
+  out[64 + t] = buf[t];
+}
+
+/// The same with buf's words copied by cp.async issued before the begin
+/// and waited for after it.
+LLMC_GLOBAL void consumeEarlyAsync(const unsigned *buf, const unsigned *w, unsigned *out) {
+  LLMC_DYNAMIC_SHARED(unsigned, rows);
+  unsigned t = threadIdx.x;
+  if (t < 8)
+    asyncCopy16(rows + 4 * t, buf + 4 * t, true);
+  asyncCommit();
+  unsigned weight = w[t];
+  LLMC_KERNEL_BEGIN();
+  asyncWait<0>();
+  __syncthreads();
+  out[t] = rows[t];
+  out[32 + t] = weight;
+  out[64 + t] = buf[t];
+}
+
+LLMC_GLOBAL void writeEarly(unsigned *out, unsigned v) {
+  out[threadIdx.x] = v;
+  LLMC_KERNEL_BEGIN();
+}
+
+using ConsumeKernel = void (*)(const unsigned *, const unsigned *, unsigned *);
+
+/// produce then `consume` on stream s, with `between` issued between them;
+/// returns what consume wrote.
+template <class Between>
+std::vector<unsigned> produceThenConsume(ConsumeKernel consume, Stream s, Between between) {
+  DeviceBuffer<unsigned> buf(std::vector<unsigned>(32, 0)), out(std::vector<unsigned>(96, 0));
+  std::vector<unsigned> weights(32);
+  std::iota(weights.begin(), weights.end(), 500u);
+  DeviceBuffer<unsigned> w(weights);
+  EXPECT_EQ(launch(produce, dim3(1), dim3(32), 0, s, buf.get(), 100u), "");
+  between(buf.get());
+  EXPECT_EQ(launch(consume, dim3(2), dim3(32), 128, s, buf.get(), w.get(), out.get()), "");
+  return out.download();
+}
+
+/// out's three parts: the early read of buf, the weights, buf after the begin.
+void expectConsumed(const std::vector<unsigned> &out, bool marked) {
+  for (unsigned t = 0; t < 32; ++t) {
+    EXPECT_EQ(out[t], marked ? 0xffffffffu : 100u + t) << t;
+    EXPECT_EQ(out[32 + t], 500u + t) << t;
+    EXPECT_EQ(out[64 + t], 100u + t) << t;
+  }
+}
+
+TEST(CudaEmuProgrammatic, EarlyReadsOfTheKernelBeforeSeeMarkedBytes) {
+  PdlCheck on;
+  for (ConsumeKernel consume : {ConsumeKernel(consumeEarly), ConsumeKernel(consumeEarlyAsync)}) {
+    Stream s = nullptr;
+    ASSERT_EQ(streamCreate(&s), "");
+    // Kernel after kernel: the early read is of bytes the kernel before is
+    // writing (marked); the weights no kernel writes read as they are.
+    expectConsumed(produceThenConsume(consume, s, [](unsigned *) {}), true);
+    // A copy, a memset or a synchronisation between: the kernel before is
+    // done when the consumer starts.
+    DeviceBuffer<unsigned> other(std::vector<unsigned>(1, 7));
+    expectConsumed(produceThenConsume(consume, s,
+                                      [&](unsigned *) {
+                                        EXPECT_EQ(copyAsync(other.get(), other.get(), 4, s), "");
+                                      }),
+                   false);
+    expectConsumed(produceThenConsume(
+                       consume, s, [&](unsigned *) { EXPECT_EQ(streamSynchronize(s), ""); }),
+                   false);
+    // The default stream chains its kernels the same way.
+    expectConsumed(produceThenConsume(consume, nullptr, [](unsigned *) {}), true);
+    EXPECT_EQ(streamDestroy(s), "");
+  }
+  // Without the check: blocks run in order, the early read sees the writes.
+  ::llmc::cudaemu::pdl::setEnabled(false);
+  expectConsumed(produceThenConsume(consumeEarly, nullptr, [](unsigned *) {}), false);
+}
+
+/// In a graph the kernels chain as on the stream; its first kernel waits for
+/// everything before the graph.
+TEST(CudaEmuProgrammatic, GraphsChainTheirKernels) {
+  PdlCheck on;
+  Stream s = nullptr;
+  ASSERT_EQ(streamCreate(&s), "");
+  DeviceBuffer<unsigned> buf(std::vector<unsigned>(32, 0)), out(std::vector<unsigned>(96, 0));
+  std::vector<unsigned> weights(32);
+  std::iota(weights.begin(), weights.end(), 500u);
+  DeviceBuffer<unsigned> w(weights);
+  Graph inside = nullptr, first = nullptr;
+  ASSERT_EQ(captureBegin(s), "");
+  ASSERT_EQ(launch(produce, dim3(1), dim3(32), 0, s, buf.get(), 100u), "");
+  ASSERT_EQ(launch(consumeEarly, dim3(1), dim3(32), 0, s, buf.get(), w.get(), out.get()), "");
+  ASSERT_EQ(captureEnd(s, &inside), "");
+  ASSERT_EQ(captureBegin(s), "");
+  ASSERT_EQ(launch(consumeEarly, dim3(1), dim3(32), 0, s, buf.get(), w.get(), out.get()), "");
+  ASSERT_EQ(captureEnd(s, &first), "");
+  ASSERT_EQ(graphLaunch(inside, s), "");
+  expectConsumed(out.download(), true);
+  // Launched right after a kernel on the stream, the graph's first kernel
+  // still sees that kernel's writes.
+  ASSERT_EQ(launch(produce, dim3(1), dim3(32), 0, s, buf.get(), 100u), "");
+  ASSERT_EQ(graphLaunch(first, s), "");
+  expectConsumed(out.download(), false);
+  EXPECT_EQ(graphDestroy(inside), "");
+  EXPECT_EQ(graphDestroy(first), "");
+  EXPECT_EQ(streamDestroy(s), "");
+}
+
+/// A write to device memory before LLMC_KERNEL_BEGIN() is an error (on the
+/// GPU the kernel before may still read or write it), whether or not a
+/// kernel came before (found by its change: a write of the value a byte
+/// holds is not); the words the check marked are back afterwards.
+TEST(CudaEmuProgrammatic, EarlyWritesAreErrors) {
+  PdlCheck on;
+  DeviceBuffer<unsigned> buf(std::vector<unsigned>(32, 0)), out(std::vector<unsigned>(32, 0));
+  std::string e = launch(writeEarly, dim3(1), dim3(32), 0, nullptr, out.get(), 1u);
+  EXPECT_NE(e.find("block (0, 0, 0): wrote device memory before LLMC_KERNEL_BEGIN() (byte 0 of "
+                   "an allocation of 256 bytes)"),
+            std::string::npos)
+      << e;
+  ASSERT_EQ(launch(produce, dim3(1), dim3(32), 0, nullptr, buf.get(), 100u), "");
+  e = launch(writeEarly, dim3(1), dim3(32), 0, nullptr, out.get(), 2u);
+  EXPECT_NE(e.find("wrote device memory before LLMC_KERNEL_BEGIN()"), std::string::npos) << e;
+  std::vector<unsigned> got = buf.download();
+  for (unsigned t = 0; t < 32; ++t)
+    EXPECT_EQ(got[t], 100u + t) << t;
+}
+
 #endif
 
 } // namespace

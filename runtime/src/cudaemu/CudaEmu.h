@@ -47,12 +47,14 @@
 //     not change before the wait either.
 //   - cp.async (asyncCopy): each thread's copies are queued by group and
 //     done at the asyncWait that releases their group, the latest moment
-//     the GPU may complete them; meanwhile the destination holds NaNs. A
+//     the GPU may complete them (those issued before the thread's
+//     LLMC_KERNEL_BEGIN() read their source at the issue, the earliest:
+//     Programmatic.h); meanwhile the destination holds NaNs. A
 //     kernel that reads a tile before its wait, or copies over a tile that
 //     other warps still read, reads NaNs (and fails its tests) here too.
 //
-// Device memory (deviceAlloc) ends at an inaccessible page: a kernel that
-// runs past the end of a buffer faults at the access.
+// Device memory (deviceAlloc, HostApi.h) ends at an inaccessible page: a
+// kernel that runs past the end of a buffer faults at the access.
 //
 // What is checked (the launch returns an error naming it, where the GPU
 // would give undefined behaviour or a launch failure): a kernel whose
@@ -65,7 +67,12 @@
 // 227 KiB with it, the H100's limit), cp.async and ldmatrix addresses
 // outside the block's dynamic shared memory or misaligned.
 //
-// Streams run their work when it is issued; a capturing stream records it
+// With LLMC_CUDAEMU_PDL_CHECK=1, each block's part before LLMC_KERNEL_BEGIN()
+// runs with what the kernel before it on the stream changed hidden (0xff
+// bytes), and may not change device memory: what programmatic launches
+// allow on sm_90 (Programmatic.h).
+//
+// Streams (HostApi.h) run their work when it is issued; a capturing stream records it
 // into a graph that replays it (CUDA graphs), and refuses allocation and
 // synchronisation meanwhile, as CUDA does.
 //
@@ -108,6 +115,8 @@
 #include <tuple>
 #include <utility>
 #include <vector>
+
+#include "runtime/src/cudaemu/Programmatic.h"
 
 struct uint3 {
   unsigned x = 0, y = 0, z = 0;
@@ -176,6 +185,10 @@ struct AsyncCopy {
   const void *src;
   size_t bytes;
   bool valid;
+  // Issued before the thread's LLMC_KERNEL_BEGIN(): its source as it was
+  // then, which is what it writes (Programmatic.h).
+  bool early = false;
+  unsigned char atIssue[16] = {};
 };
 
 /// One wgmma of a thread (runtime/src/model/cuda/Wgmma.h): its `count`
@@ -222,7 +235,7 @@ inline const char *exchangeName(Exchange e) {
 }
 
 struct Fiber {
-  enum class State { Ready, AtBlockBarrier, AtWarpExchange, Done };
+  enum class State { Ready, AtBlockBarrier, AtWarpExchange, AtKernelBegin, Done };
   Context context;
   Block *block = nullptr;
   uint3 threadIdx;
@@ -275,6 +288,8 @@ struct Block {
   size_t staticSharedBytes = 0;
   DynamicSharedBytes *dynamicShared = nullptr;
   size_t sharedLimit = kDefaultSharedBytes;
+  // The programmatic-launch check's phases (Programmatic.h), when it is on.
+  pdl::View *pdl = nullptr;
   // Per warpgroup, what its threads' n-th wgmma was (wgmmaIssue); per
   // 16-byte chunk of the dynamic shared memory, whether cp.async wrote it
   // with no fence.proxy.async by the writer since (the async proxy, which
@@ -292,10 +307,21 @@ inline Fiber *self() {
 }
 inline Block *selfBlock() { return self()->block; }
 
+inline void park();
+
 /// LLMC_KERNEL_BEGIN(): on the GPU the wait for the kernel before (launches
-/// are programmatic there); here blocks run in order, so it only records
-/// that the thread ran it (runBlock refuses a kernel whose threads did not).
-inline void kernelBegin() { self()->begun = true; }
+/// are programmatic there); here blocks run in order, so it records that
+/// the thread ran it (runBlock refuses a kernel whose threads did not),
+/// and under the programmatic-launch check waits for the block's other
+/// threads to get there too (Programmatic.h).
+inline void kernelBegin() {
+  Fiber *f = self();
+  if (f->block->pdl && f->block->pdl->early()) {
+    f->state = Fiber::State::AtKernelBegin;
+    park();
+  }
+  f->begun = true;
+}
 
 /// Switches from the context saved into `from` to `to`.
 inline void switchTo(Context &from, Context &to) {
@@ -403,8 +429,13 @@ inline void asyncCopy(void *dst, const void *src, size_t bytes, bool valid) {
     fail("misaligned " + std::to_string(bytes) + "-byte cp.async");
   if (!inDynamicShared(dst, bytes))
     fail("cp.async to an address outside the block's dynamic shared memory");
+  AsyncCopy copy{dst, src, bytes, valid};
+  if (valid && !self()->begun && bytes <= sizeof copy.atIssue) {
+    copy.early = true;
+    std::memcpy(copy.atIssue, src, bytes);
+  }
   std::memset(dst, 0xff, bytes);
-  self()->asyncOpen.push_back({dst, src, bytes, valid});
+  self()->asyncOpen.push_back(copy);
 }
 
 /// cp.async.commit_group: the copies since the last commit become a group
@@ -423,7 +454,7 @@ inline void asyncWait(int n) {
   for (; f.asyncGroups.size() - done > keep; ++done)
     for (const AsyncCopy &c : f.asyncGroups[done]) {
       if (c.valid)
-        std::memcpy(c.dst, c.src, c.bytes);
+        std::memcpy(c.dst, c.early ? c.atIssue : c.src, c.bytes);
       else
         std::memset(c.dst, 0, c.bytes);
       size_t chunk = size_t(static_cast<unsigned char *>(c.dst) - base) / 16;
@@ -703,11 +734,12 @@ inline bool releaseWarp(Block &b, size_t w, bool &released) {
 /// parked. Returns false when the block can go no further (error set).
 inline bool releaseBarriers(Block &b) {
   std::vector<Fiber> &fs = *b.fibers;
-  size_t done = 0, atBarrier = 0, atExchange = 0;
+  size_t done = 0, atBarrier = 0, atExchange = 0, atBegin = 0;
   for (Fiber &f : fs) {
     done += f.state == Fiber::State::Done;
     atBarrier += f.state == Fiber::State::AtBlockBarrier;
     atExchange += f.state == Fiber::State::AtWarpExchange;
+    atBegin += f.state == Fiber::State::AtKernelBegin;
   }
   bool released = false;
   // Warp exchanges: a lane is released with the others of its mask when
@@ -729,6 +761,18 @@ inline bool releaseBarriers(Block &b) {
       f.state = Fiber::State::Ready;
     return true;
   }
+  // The programmatic-launch check: nothing else can move, so the block's
+  // early part is over (its other threads wait at barriers for these).
+  if (atBegin) {
+    if (std::string e = b.pdl->leave(); !e.empty()) {
+      b.error = std::move(e);
+      return false;
+    }
+    for (Fiber &f : fs)
+      if (f.state == Fiber::State::AtKernelBegin)
+        f.state = Fiber::State::Ready;
+    return true;
+  }
   if (done == fs.size())
     return true;
   b.error = "deadlock: " + std::to_string(atBarrier) +
@@ -737,9 +781,9 @@ inline bool releaseBarriers(Block &b) {
   return false;
 }
 
-/// Runs one block to completion on `stacks`; returns false with b.error set
-/// on failure.
-inline bool runBlock(Block &b, const StackSet &stacks) {
+/// Runs one block's threads to completion on `stacks`; returns false with
+/// b.error set on failure.
+inline bool runFibers(Block &b, const StackSet &stacks) {
   std::vector<Fiber> &fs = *b.fibers;
   size_t page = size_t(sysconf(_SC_PAGESIZE));
   b.sharedVars.clear();
@@ -818,6 +862,24 @@ inline bool runBlock(Block &b, const StackSet &stacks) {
   }
 }
 
+/// Runs one block to completion on `stacks`, under the programmatic-launch
+/// check's two phases when the launch has them; returns false with b.error
+/// set on failure.
+inline bool runBlock(Block &b, const StackSet &stacks) {
+  if (!b.pdl)
+    return runFibers(b, stacks);
+  b.pdl->enter();
+  bool ok = runFibers(b, stacks);
+  if (b.pdl->early()) { // (a block that failed in its early part)
+    std::string e = b.pdl->leave();
+    if (ok && !e.empty()) {
+      b.error = std::move(e);
+      ok = false;
+    }
+  }
+  return ok;
+}
+
 /// The largest dynamic shared memory a kernel was allowed (per kernel).
 inline std::vector<std::pair<const void *, size_t>> &dynamicSharedOptIns() {
   static std::vector<std::pair<const void *, size_t>> optIns;
@@ -835,7 +897,7 @@ inline void setMaxDynamicShared(const void *kernel, size_t bytes) {
 
 /// Runs `body` as a grid. Returns an empty string or what went wrong.
 inline std::string runGrid(const void *kernel, dim3 grid, dim3 block, size_t dynamicBytes,
-                           const std::function<void()> &body) {
+                           const std::function<void()> &body, pdl::View *pdl = nullptr) {
   size_t threads = size_t(block.x) * block.y * block.z;
   if (threads == 0 || threads > kMaxThreadsPerBlock || block.z > kMaxBlockDimZ)
     return "invalid block (" + std::to_string(block.x) + ", " + std::to_string(block.y) + ", " +
@@ -869,6 +931,7 @@ inline std::string runGrid(const void *kernel, dim3 grid, dim3 block, size_t dyn
   b.body = &body;
   b.dynamicShared = &dynamic;
   b.sharedLimit = total;
+  b.pdl = pdl;
   std::string error;
   for (unsigned z = 0; z < grid.z && error.empty(); ++z)
     for (unsigned y = 0; y < grid.y && error.empty(); ++y)
@@ -882,88 +945,6 @@ inline std::string runGrid(const void *kernel, dim3 grid, dim3 block, size_t dyn
   // them, and the next block or launch makes fresh contexts.
   StackPool::get().give(stacks);
   return error;
-}
-
-//===----------------------------------------------------------------------===//
-// Device memory
-//===----------------------------------------------------------------------===//
-
-/// Device memory ends at an inaccessible page, so a kernel that reads or
-/// writes past the end of its buffer faults at once, wherever the buffer
-/// lies (from malloc, such an overrun faults only when the next page
-/// happens to be unmapped, and corrupts the heap silently otherwise). The
-/// pointer is 256-byte aligned as cudaMalloc's, so an overrun of less than
-/// the rounding to 256 bytes stays unseen. The mapping's start and length
-/// sit in the 64 bytes before the pointer.
-inline constexpr size_t kDeviceAlignment = 256;
-inline constexpr uint64_t kDeviceMagic = 0x6c6c6d6364657621ull;
-
-inline void *deviceAlloc(size_t bytes) {
-  size_t page = size_t(sysconf(_SC_PAGESIZE));
-  size_t rounded = (std::max<size_t>(bytes, 1) + kDeviceAlignment - 1) / kDeviceAlignment *
-                   kDeviceAlignment;
-  if (rounded < bytes)
-    return nullptr;
-  size_t data = (rounded + 64 + page - 1) / page * page;
-  size_t length = data + page;
-  if (length < data)
-    return nullptr;
-  void *base = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (base == MAP_FAILED)
-    return nullptr;
-  char *guard = static_cast<char *>(base) + data;
-  if (mprotect(guard, page, PROT_NONE) != 0) {
-    munmap(base, length);
-    return nullptr;
-  }
-  char *p = guard - rounded;
-  uint64_t header[3] = {kDeviceMagic, uint64_t(reinterpret_cast<uintptr_t>(base)), length};
-  std::memcpy(p - 64, header, sizeof header);
-  return p;
-}
-
-/// Frees what deviceAlloc returned; false for any other pointer.
-inline bool deviceFree(void *p) {
-  if (!p)
-    return true;
-  uint64_t header[3];
-  std::memcpy(header, static_cast<char *>(p) - 64, sizeof header);
-  if (header[0] != kDeviceMagic)
-    return false;
-  std::memset(static_cast<char *>(p) - 64, 0, sizeof header);
-  return munmap(reinterpret_cast<void *>(uintptr_t(header[1])), size_t(header[2])) == 0;
-}
-
-//===----------------------------------------------------------------------===//
-// Streams and graphs
-//===----------------------------------------------------------------------===//
-
-/// Work runs when it is issued, except on a stream that is capturing: then
-/// it is recorded (with its arguments by value, as CUDA's graph nodes hold
-/// them) and runs each time the graph is launched. Host memory a recorded
-/// copy reads is read at launch, as with CUDA.
-struct Stream {
-  bool capturing = false;
-  std::vector<std::function<std::string()>> recorded;
-};
-
-struct Graph {
-  std::vector<std::function<std::string()>> work;
-};
-
-/// Streams capturing now (allocation and synchronisation are refused
-/// meanwhile, as under CUDA's global capture mode).
-inline int &capturingStreams() {
-  static int n = 0;
-  return n;
-}
-
-inline std::string issue(Stream *s, std::function<std::string()> work) {
-  if (s && s->capturing) {
-    s->recorded.push_back(std::move(work));
-    return {};
-  }
-  return work();
 }
 
 //===----------------------------------------------------------------------===//

@@ -469,7 +469,7 @@ inline std::string deviceInfo(DeviceInfo *out) {
 #else // the host emulation
 
 #include "runtime/src/cpu/Numeric.h"
-#include "runtime/src/cudaemu/CudaEmu.h"
+#include "runtime/src/cudaemu/HostApi.h"
 
 #include <cstdlib>
 #include <memory>
@@ -766,8 +766,8 @@ std::string launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t sharedByt
   auto params = std::make_shared<std::tuple<std::decay_t<P>...>>(std::forward<A>(args)...);
   return ::llmc::cudaemu::issue(stream, [=] {
     std::function<void()> body = [&] { std::apply(kernel, *params); };
-    return ::llmc::cudaemu::runGrid(reinterpret_cast<const void *>(kernel), grid, block,
-                                    sharedBytes, body);
+    return ::llmc::cudaemu::runKernel(reinterpret_cast<const void *>(kernel), grid, block,
+                                      sharedBytes, body);
   });
 }
 
@@ -788,16 +788,21 @@ inline std::string deviceFree(void *p) {
   return {};
 }
 inline std::string copyToDevice(void *dst, const void *src, size_t bytes) {
+  auto lock = ::llmc::cudaemu::pdl::lockIfChecking();
+  ::llmc::cudaemu::pdl::synchronized();
   std::memcpy(dst, src, bytes);
   return {};
 }
 inline std::string copyToHost(void *dst, const void *src, size_t bytes) {
+  auto lock = ::llmc::cudaemu::pdl::lockIfChecking();
+  ::llmc::cudaemu::pdl::synchronized();
   std::memcpy(dst, src, bytes);
   return {};
 }
 inline std::string synchronize() {
   if (::llmc::cudaemu::capturingStreams())
     return "cudaErrorStreamCaptureUnsupported: synchronisation while a stream is capturing";
+  ::llmc::cudaemu::pdl::synchronized();
   return {};
 }
 
@@ -812,16 +817,19 @@ inline std::string streamDestroy(Stream s) {
 inline std::string streamSynchronize(Stream s) {
   if (s && s->capturing)
     return "cudaErrorStreamCaptureUnsupported: synchronising a capturing stream";
+  ::llmc::cudaemu::pdl::synchronized();
   return {};
 }
 inline std::string copyAsync(void *dst, const void *src, size_t bytes, Stream s) {
   return ::llmc::cudaemu::issue(s, [=] {
+    auto lock = ::llmc::cudaemu::pdl::lockIfChecking();
     std::memcpy(dst, src, bytes);
     return std::string();
   });
 }
 inline std::string memsetAsync(void *dst, int value, size_t bytes, Stream s) {
   return ::llmc::cudaemu::issue(s, [=] {
+    auto lock = ::llmc::cudaemu::pdl::lockIfChecking();
     std::memset(dst, value, bytes);
     return std::string();
   });
@@ -850,9 +858,16 @@ inline std::string captureEnd(Stream s, Graph *out) {
   return {};
 }
 inline std::string graphLaunch(Graph g, Stream s) {
+  // A graph's first kernel waits for all the stream's work before it, and
+  // the work after the graph for all of it (programmatic edges are inside
+  // the graph only).
+  ::llmc::cudaemu::pdl::StreamState &edge =
+      (s ? *s : ::llmc::cudaemu::defaultStream()).pdl;
+  edge.clear();
   for (auto &work : g->work)
     if (std::string e = ::llmc::cudaemu::issue(s, work); !e.empty())
       return e;
+  edge.clear();
   return {};
 }
 inline std::string graphDestroy(Graph g) {
