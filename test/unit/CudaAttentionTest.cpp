@@ -315,6 +315,47 @@ TEST(CudaDecodeAttention, NewRowWrittenByTheKernelBefore) {
   }
 }
 
+LLMC_GLOBAL void setPosition(int64_t *pos, int64_t v) {
+  LLMC_KERNEL_BEGIN();
+  if (threadIdx.x == 0)
+    *pos = v;
+}
+
+// A position a kernel computes (not the step's position buffer, which is
+// copied in before the step's first kernel): with posAfterWait the decode
+// kernel reads it after waiting for the kernel before, which writes it
+// right before the attention here. On the emulation under the
+// programmatic-launch check, an early read would see the word marked (-1);
+// on a GPU, the old position (100) or the new one.
+TEST(CudaDecodeAttention, PositionWrittenByTheKernelBefore) {
+#if LLMC_CUDA_EMULATED
+  bool was = ::llmc::cudaemu::pdl::setEnabled(true);
+#endif
+  constexpr int D = 64;
+  const int hq = 8, hkv = 2, cap = 300, pos = 250, splits = 4;
+  auto q = randomValues<half>(size_t(hq) * D, 1.0f, 21);
+  DeviceCaches<half, half> c(size_t(hkv * cap), D, D, 22);
+  DeviceBuffer<half> dq(q);
+  DeviceBuffer<int64_t> dpos(std::vector<int64_t>{100});
+  DeviceBuffer<float> partial(size_t(splits * hq * D)), lse(size_t(splits * hq)), out(size_t(hq * D));
+  SplitCounters counters;
+  float scale = 1.0f / std::sqrt(float(D));
+  ASSERT_EQ(launch(setPosition, dim3(1), dim3(32), 0, nullptr, dpos.get(), int64_t(pos)), "");
+  ASSERT_EQ((decodeAttention<half, half, D, D>(dq.get(), c.k.get(), c.v.get(), nullptr, nullptr,
+                                               dpos.get(), partial.get(), lse.get(), out.get(),
+                                               counters.get(), 1, hq, hkv, cap, splits, 0, scale,
+                                               0.0f, nullptr, 0, /*posAfterWait=*/true)),
+            "");
+  EXPECT_EQ(counters.leftNonzero(), 0u);
+  auto want = attentionRow(widen(q), c.kd, c.vd, 0, hq, hkv, cap, D, D, pos, pos + 1, true, 0,
+                           scale, 0);
+  EXPECT_LE(relativeError(out.download(), want),
+            (decodeTolerance<half, half, D, D>(hq / hkv, kF32Tolerance)));
+#if LLMC_CUDA_EMULATED
+  ::llmc::cudaemu::pdl::setEnabled(was);
+#endif
+}
+
 /// Host caches of K for checkDecodeRope: random rows (cacheRows), row `pos`
 /// of each (batch, head) holding `stale` (an int8 row: 127 at scale
 /// stale / 127), far from what the kernel writes there.

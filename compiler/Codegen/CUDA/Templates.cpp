@@ -108,6 +108,12 @@ bool CudaEmitter::emitDecodeAttention(FusedOp fused, CpuModel::Entry &stats, llv
   Ref out = define(fused->getResult(0));
   (void)out;
   std::string y = cxxType(result.getType());
+  // The kernel reads *pos before its programmatic wait unless told to wait
+  // first: right for the step's positions (copied in before the step's
+  // first kernel) and constants, not for a position a kernel computes.
+  Ref::Kind posKind = refs.lookup(pos).kind;
+  std::string posAfterWait =
+      posKind == Ref::Pos || posKind == Ref::Weight ? "" : ", 0, true";
   std::string common =
       llvm::formatv("{0}, {1}, {2}, {3}, m.counters, {4}, {5}, {6}, a.capacity, {7}, {8}, "
                     "{9:e9}f, {10:e9}f",
@@ -120,24 +126,25 @@ bool CudaEmitter::emitDecodeAttention(FusedOp fused, CpuModel::Entry &stats, llv
     CacheSource values = cacheUpdateSource(ropes->second.valuesWrite);
     statement(llvm::formatv("decodeAttentionRope<{0}, {1}, {2}, {3}, {4}>({5}, {6}, {7}, {8}, {9}, "
                             "{10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, "
-                            "m.error, a.stream)",
+                            "m.error, a.stream{21})",
                             t, k, d, dv, y, ptr(ropes->second.queries.getX()), ptr(kr.getX()),
                             ptr(values.value), values.sb, values.sh, ptr(kc), ptr(vc),
                             int8 ? ptr(args[4]) + ", " + ptr(args[5])
                                  : std::string("nullptr, nullptr"),
                             ptr(kr.getCos()), ptr(kr.getSin()), ptr(kr.getPositions()),
                             ropePositionsPerBatch(kr) ? "true" : "false", kr.getRotaryDim(),
-                            shapeOf(kr.getCos())[0], kr.getInterleaved() ? "true" : "false", common)
+                            shapeOf(kr.getCos())[0], kr.getInterleaved() ? "true" : "false", common,
+                            posAfterWait)
                   .str(),
               std::string(int8 ? "rope x 2 + quantized_cache_update x 2" : "rope x 2 + cache_update x 2") +
                   " + fused \"attention\" (decode, split-KV) -> " + describeType(result.getType()));
   } else {
     statement(llvm::formatv("decodeAttention<{0}, {1}, {2}, {3}, {4}>({5}, {6}, {7}, {8}, {9}, "
-                            "a.stream)",
+                            "a.stream{10})",
                             t, k, d, dv, y, ptr(q), ptr(kc), ptr(vc),
                             int8 ? ptr(args[4]) + ", " + ptr(args[5])
                                  : std::string("nullptr, nullptr"),
-                            common)
+                            common, posAfterWait)
                   .str(),
               "fused \"attention\" (decode, split-KV) -> " + describeType(result.getType()));
   }

@@ -531,7 +531,7 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, (kDecodeMinBlocks<T, K, D,
                           const float *vScales, const int64_t *pos, float *partial, float *lse,
                           Y *out, unsigned *counters, int hq, int hkv, int capacity, int window,
                           float scale, float softcap, int stages, bool tensorTiles,
-                          DecodeRope<T, K> rope) {
+                          bool posAfterWait, DecodeRope<T, K> rope) {
   constexpr int kOut = kValueRun<Dv>; // value channels per lane
   int g = hq / hkv;
   int kvh = int(blockIdx.x), split = int(blockIdx.y), b = int(blockIdx.z);
@@ -547,6 +547,11 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, (kDecodeMinBlocks<T, K, D,
   K *tiles = reinterpret_cast<K *>(smem + decodeFloats<D, Dv>(g));
   constexpr int kStage = kAttnKeys * (paddedRow<K>(D) + paddedRow<K>(Dv));
 
+  // *pos before the wait for the kernel before, unless a kernel may write
+  // it (posAfterWait: decodeAttention); the step's position buffer is
+  // copied in before its first kernel.
+  if (posAfterWait) // (a second LLMC_KERNEL_BEGIN() below waits for nothing)
+    LLMC_KERNEL_BEGIN();
   long long p0 = *pos;
   if (rope.k && (p0 < 0 || p0 >= capacity)) { // block-uniform: the new row has no place
     LLMC_KERNEL_BEGIN();
@@ -814,7 +819,7 @@ std::string launchDecodeAttention(const T *q, const K *kCache, const K *vCache,
                                   float *partial, float *lse, Y *out, unsigned *counters, int b,
                                   int hq, int hkv, int capacity, int splits, int window,
                                   float scale, float softcap, Stream stream, int maxStages,
-                                  const DecodeRope<T, K> &rope) {
+                                  bool posAfterWait, const DecodeRope<T, K> &rope) {
   static_assert(D * sizeof(K) % 16 == 0 && Dv * sizeof(K) % 16 == 0, "16-byte rows");
   if (b < 1 || hq < 1 || hkv < 1 || hq % hkv || capacity < 1 || splits < 1 ||
       (sizeof(K) == 1) != (kScales && vScales) || !counters ||
@@ -827,24 +832,28 @@ std::string launchDecodeAttention(const T *q, const K *kCache, const K *vCache,
                           dim3(unsigned(hkv), unsigned(splits), unsigned(b)), dim3(kAttnThreads),
                           bytes, stream, q, kCache, vCache, kScales, vScales, pos, partial, lse,
                           out, counters, hq, hkv, capacity, window, scale, softcap, stages,
-                          decodeMmaEnabled(), rope);
+                          decodeMmaEnabled(), posAfterWait, rope);
 }
 
 /// Split-KV decode attention and its combination, one launch (K: the
 /// caches' type; with int8 caches kScales and vScales are their scales,
 /// else null; counters: the context's split counters, B * Hkv of them).
 /// maxStages > 0 caps the tile buffers (decodeStages; else
-/// LLMC_CUDA_DECODE_STAGES does).
+/// LLMC_CUDA_DECODE_STAGES does). The kernel reads *pos, and asks for the
+/// tiles it decides, before the programmatic wait for the kernel before
+/// (Cuda.h), which is right for a position no kernel writes (the step's
+/// position buffer); posAfterWait reads it after the wait, for a position
+/// a kernel may have written just before.
 template <class T, class K, int D, int Dv, class Y>
 std::string decodeAttention(const T *q, const K *kCache, const K *vCache, const float *kScales,
                             const float *vScales, const int64_t *pos, float *partial, float *lse,
                             Y *out, unsigned *counters, int b, int hq, int hkv, int capacity,
                             int splits, int window, float scale, float softcap, Stream stream,
-                            int maxStages = 0) {
+                            int maxStages = 0, bool posAfterWait = false) {
   return launchDecodeAttention<T, K, D, Dv, Y>(q, kCache, vCache, kScales, vScales, pos, partial,
                                                lse, out, counters, b, hq, hkv, capacity, splits,
                                                window, scale, softcap, stream, maxStages,
-                                               DecodeRope<T, K>{});
+                                               posAfterWait, DecodeRope<T, K>{});
 }
 
 /// decodeAttention with the attention's ropes and cache writes in the same
@@ -867,7 +876,8 @@ std::string decodeAttentionRope(const T *xq, const T *xk, const T *values, int64
                                 const int64_t *pos, float *partial, float *lse, Y *out,
                                 unsigned *counters, int b, int hq, int hkv, int capacity,
                                 int splits, int window, float scale, float softcap,
-                                unsigned long long *error, Stream stream, int maxStages = 0) {
+                                unsigned long long *error, Stream stream, int maxStages = 0,
+                                bool posAfterWait = false) {
   static_assert(std::is_same_v<K, T> || std::is_same_v<K, int8_t>, "caches of T or int8");
   if (r == 0)
     r = D;
@@ -882,7 +892,8 @@ std::string decodeAttentionRope(const T *xq, const T *xk, const T *values, int64
   rope.r = r, rope.p = p, rope.interleaved = interleaved, rope.error = error;
   return launchDecodeAttention<T, K, D, Dv, Y>(xq, kCache, vCache, kScales, vScales, pos, partial,
                                                lse, out, counters, b, hq, hkv, capacity, splits,
-                                               window, scale, softcap, stream, maxStages, rope);
+                                               window, scale, softcap, stream, maxStages,
+                                               posAfterWait, rope);
 }
 
 template <class K, int D, int Dv> size_t prefillSharedBytes() {
