@@ -8,8 +8,8 @@
 // flashAttention picks it there, AttentionMma.h's mma.sync form elsewhere).
 //
 // Tiling (FlashAttention-3's consumers on Hopper's warpgroup products,
-// Wgmma.h, with its overlap of softmax and products within a warpgroup,
-// without its producer warp and TMA)
+// Wgmma.h, without its producer warp and TMA, and for now without its
+// overlap of the softmax with the products: see the loop)
 //   A block of two warpgroups (8 warps, 256 threads) takes kQueries = 128
 //   queries of one head, warpgroup i the 64 queries 64 i .. and its warp w
 //   the 16 rows 16 w .. of them (the rows of a wgmma's m64); blocks of the
@@ -34,13 +34,12 @@
 //                  from registers (S's accumulators rounded to T are the A
 //                  fragments) and B (V, MN-major: values' rows as they
 //                  are) from shared memory, issued right after S's, so
-//                  they run while the softmax does
-//     softmax      once S is done: AttentionMma.h's fa2 steps (the same
-//                  instances: the scale in the exp2's FFMA, or each score
-//                  scaled and capped first; masks only on tiles that need
-//                  them), 128 keys, into this tile's P (registers apart
-//                  from the P the product in flight reads); then, once
-//                  that product is done, O's rows rescaled
+//                  the two products run together
+//     softmax      once both are done: AttentionMma.h's fa2 steps (the
+//                  same instances: the scale in the exp2's FFMA, or each
+//                  score scaled and capped first; masks only on tiles that
+//                  need them), 128 keys; O's rows rescaled, and this
+//                  tile's P into the A registers
 //   and after the last tile its P V, then O / l to out. No [S, S] buffer:
 //   128 scores per query exist at once. Shared memory: the queries and
 //   three stages of a K and a V tile (D = 128: 32 + 3 x 64 = 224 KiB of
@@ -153,8 +152,7 @@ LLMC_DEVICE void flashAttentionWgmmaBody(const T *q, const T *kCache, const T *v
 
   // P of the warpgroup's last tile, whose product with that tile's values
   // (in stage pvStage) is still to be done: it is issued with the next
-  // tile's scores and runs while their softmax does (FlashAttention-3's
-  // overlap within a warpgroup); O is rescaled once it is done.
+  // tile's scores.
   unsigned pa[kWgAttnKeys / 16][4] = {};
   bool pending = false;
   int pvStage = 0;
@@ -207,42 +205,30 @@ LLMC_DEVICE void flashAttentionWgmmaBody(const T *q, const T *kCache, const T *v
     if (pending) {
       issueValues(pvStage);
       wg::commit();
-      // Both products: waiting for the scores alone (wait<1>, the values'
-      // product running under the softmax, FlashAttention-3's overlap)
-      // made ptxas serialise every wgmma of the kernel (C7514: the softmax
-      // reads accumulators within the products' pipeline stage). Until
-      // that is solved and timed on a GPU, the two products run together
-      // and the softmax after them (test/cuda/fatbin.sh fails on C75xx).
-      wg::wait<0>();
-    } else {
-      wg::wait<0>();
     }
+    // Both products: waiting for the scores alone (wait<1>, the values'
+    // product running under the softmax, FlashAttention-3's overlap) made
+    // ptxas serialise every wgmma of the kernel (C7514: the softmax reads
+    // accumulators within the products' pipeline stage). Until that is
+    // solved and timed on a GPU, the two products run together and the
+    // softmax after them (test/cuda/fatbin.sh fails on C75xx).
+    wg::wait<0>();
     wg::fenceOperand(sFlat);
-    // Scores into base 2, as AttentionMma.h's (the same steps), with O's
-    // rescaling left until the product into it is done.
+    wg::fenceOperand(pa);
+    wg::fenceOperand(oFlat);
+    // Scores into base 2, as AttentionMma.h's (the same steps); O rescaled
+    // now that the product into it is done, and this tile's P's A
+    // fragments, 16 keys a step.
     if constexpr (!kFold)
       fa2::scaleScores(sc, scale, softcap);
     if (masked)
       fa2::maskScores(sc, t, wFirst + g, t4, causal, window, kEnd);
     float alpha[2];
     fa2::softmaxStep(sc, mMax, lSum, f, alpha);
-    // This tile's P's A fragments, 16 keys a step (apart from pa, which
-    // the product in flight reads until its wait).
-    unsigned next[kWgAttnKeys / 16][4];
-    LLMC_UNROLL
-    for (int kk = 0; kk < kWgAttnKeys / 16; ++kk)
-      fa2::probabilities<T>(next[kk], sc, kk);
-    if (pending) {
-      wg::wait<0>();
-      wg::fenceOperand(pa);
-      wg::fenceOperand(oFlat);
-    }
     fa2::rescaleRows(o, alpha);
     LLMC_UNROLL
     for (int kk = 0; kk < kWgAttnKeys / 16; ++kk)
-      LLMC_UNROLL
-      for (int i = 0; i < 4; ++i)
-        pa[kk][i] = next[kk][i];
+      fa2::probabilities<T>(pa[kk], sc, kk);
     pending = true;
     pvStage = stage;
   }

@@ -515,11 +515,11 @@ std::string launchGemv(const X *x, const GemvPrologue<W, X> &pro, const W *w, co
                                                 residual != nullptr);
           !e.empty())
         return e;
-      return launchGemvTc<IN, ROWS>(x, pro, w, bias, residual, y, partial, counters, m, n, k, splits,
-                              stream, seg);
+      return launchGemvTc<IN, ROWS>(x, pro, w, bias, residual, y, partial, counters, m, n, k,
+                                    splits, stream, seg);
     }
   return launchGemvSimt<IN, ROWS>(x, pro, w, bias, residual, y, partial, counters, m, n, k, splits,
-                            stream, seg);
+                                  stream, seg);
 }
 
 /// Launches y = x W^T (+ bias) (+ residual) for M rows (1 .. kGemvMaxRows).
@@ -531,7 +531,7 @@ std::string gemv(const X *x, const W *w, const W *bias, const Y *residual, Y *y,
                  unsigned *counters, int m, int n, int k, int splits, Stream stream,
                  GemvSegments seg = {}) {
   return launchGemv<GemvIn::Plain, ROWS>(x, GemvPrologue<W, X>{}, w, bias, residual, y, partial,
-                                   counters, m, n, k, splits, stream, seg);
+                                         counters, m, n, k, splits, stream, seg);
 }
 
 /// y = rms_norm(x; norm, eps, offset) W^T (+ bias) (+ residual), the norm's
@@ -541,9 +541,9 @@ template <class W, class X, class Y, int ROWS = 0>
 std::string normGemv(const X *x, const W *norm, float eps, float offset, const W *w, const W *bias,
                      const Y *residual, Y *y, float *partial, unsigned *counters, int m, int n,
                      int k, int splits, Stream stream, GemvSegments seg = {}) {
-  return launchGemv<GemvIn::RmsNorm, ROWS>(x, GemvPrologue<W, X>{norm, eps, offset, nullptr}, w, bias,
-                                     residual, y, partial, counters, m, n, k, splits, stream,
-                                     seg);
+  return launchGemv<GemvIn::RmsNorm, ROWS>(x, GemvPrologue<W, X>{norm, eps, offset, nullptr}, w,
+                                           bias, residual, y, partial, counters, m, n, k, splits,
+                                           stream, seg);
 }
 
 /// y = swiglu(gate, up) W^T (+ bias) (+ residual): silu(gate) * up ([M, K]
@@ -553,8 +553,9 @@ template <class W, class X, class Y, int ROWS = 0>
 std::string swigluGemv(const X *gate, const X *up, const W *w, const W *bias, const Y *residual,
                        Y *y, float *partial, unsigned *counters, int m, int n, int k, int splits,
                        Stream stream, GemvSegments seg = {}) {
-  return launchGemv<GemvIn::Swiglu, ROWS>(gate, GemvPrologue<W, X>{nullptr, 0.0f, 0.0f, up}, w, bias,
-                                    residual, y, partial, counters, m, n, k, splits, stream, seg);
+  return launchGemv<GemvIn::Swiglu, ROWS>(gate, GemvPrologue<W, X>{nullptr, 0.0f, 0.0f, up}, w,
+                                          bias, residual, y, partial, counters, m, n, k, splits,
+                                          stream, seg);
 }
 
 } // namespace llmc::cuda
