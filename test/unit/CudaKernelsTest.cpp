@@ -120,6 +120,24 @@ TEST(CudaGemv, HalfAndBfloat16Weights) {
   checkLinear<bfloat16, bfloat16, bfloat16>(1, 33, 256, 1, false, true, 15);
 }
 
+// Generated code names the rows (the ROWS argument): only that count's
+// kernel is compiled, and a call with other rows is refused, in the SIMT
+// form (1-2 rows) and on tensor cores (3 and more), not run with no kernel.
+TEST(CudaGemv, RowsCompiledIntoTheCall) {
+  const int n = 16, k = 64;
+  DeviceBuffer<half> x(randomValues<half>(size_t(4 * k), 1.0f, 31));
+  DeviceBuffer<half> w(randomValues<half>(size_t(n * k), 1.0f, 32)), y(size_t(4 * n));
+  EXPECT_EQ((gemv<half, half, half, 2>(x.get(), w.get(), nullptr, nullptr, y.get(), nullptr,
+                                       nullptr, 2, n, k, 1, nullptr)),
+            "");
+  EXPECT_EQ((gemv<half, half, half, 2>(x.get(), w.get(), nullptr, nullptr, y.get(), nullptr,
+                                       nullptr, 1, n, k, 1, nullptr)),
+            "gemv: 1 rows, where the call was compiled for 2");
+  EXPECT_EQ((gemv<half, half, half, 4>(x.get(), w.get(), nullptr, nullptr, y.get(), nullptr,
+                                       nullptr, 3, n, k, 1, nullptr)),
+            "gemv: 3 rows, where the call was compiled for 4");
+}
+
 TEST(CudaGemv, KNotAMultipleOfTheVectorWidth) {
   checkLinear<half, float, float>(2, 21, 100, 1, true, false, 21);
   checkLinear<float, float, float>(1, 9, 7, 1, false, false, 22);

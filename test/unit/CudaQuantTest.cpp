@@ -216,6 +216,10 @@ TEST(CudaQuantGemv, ChunkBytesAndBadArguments) {
                                                   nullptr, nullptr, nullptr, nullptr, 9, 4, 64,
                                                   32, 1, nullptr)),
             "");
+  EXPECT_EQ((qgemv<float, float, float, float, 4, 2>(nullptr, nullptr, nullptr, nullptr, nullptr,
+                                                     nullptr, nullptr, nullptr, nullptr, 1, 4, 64,
+                                                     32, 1, nullptr)),
+            "qgemv: 1 rows, where the call was compiled for 2");
 }
 
 } // namespace
