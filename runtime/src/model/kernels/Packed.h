@@ -221,7 +221,13 @@ void packedRows(const float *x, int64_t M, int64_t K, const T *packed, int64_t N
 }
 
 /// FLOP rate of 12 independent FMA chains in vectors of Vec (a peak probe).
-template <class Vec> double fmaChainRate(int64_t iterations) {
+/// Never inlined: inlined into a large caller (GCC 12 did so into
+/// ModelSupport.h's packedLinear and the model's create once the dispatchers
+/// moved into the support object), the chains were stored to the stack on
+/// every trip, the 512-bit ones measured at 90 instead of 214 GFLOP/s, and
+/// the narrow tile won on a CPU where it is the slower one (f16 decode 20%
+/// slower: bench/results/2026-11-28-cpu-support-object.md).
+template <class Vec> __attribute__((noinline)) double fmaChainRate(int64_t iterations) {
   Vec acc[12], m = Vec::splat(0.999999f), c = Vec::splat(1e-9f);
   for (int i = 0; i < 12; ++i)
     acc[i] = Vec::splat(float(i));
