@@ -356,6 +356,30 @@ TEST(CudaDecodeAttention, PositionWrittenByTheKernelBefore) {
 #endif
 }
 
+TEST(CudaDecodeAttention, PositionOutsideTheCacheReadsNoKey) {
+  // The cache write before records the error; the attention must neither
+  // divide by an empty chunk nor read past the cache: zeros out.
+  constexpr int D = 64;
+  const int hq = 4, hkv = 2, cap = 40, splits = 4;
+  auto q = randomValues<half>(size_t(hq) * D, 1.0f, 23);
+  DeviceCaches<half, half> c(size_t(hkv * cap), D, D, 24);
+  DeviceBuffer<half> dq(q);
+  DeviceBuffer<float> partial(size_t(splits * hq * D)), lse(size_t(splits * hq));
+  SplitCounters counters;
+  for (int64_t pos : {int64_t(-1), int64_t(-300), int64_t(cap), int64_t(cap) + 500}) {
+    SCOPED_TRACE(pos);
+    DeviceBuffer<int64_t> dpos(std::vector<int64_t>{pos});
+    DeviceBuffer<float> out(std::vector<float>(size_t(hq * D), 7.0f));
+    ASSERT_EQ((decodeAttention<half, half, D, D>(dq.get(), c.k.get(), c.v.get(), nullptr,
+                                                 nullptr, dpos.get(), partial.get(), lse.get(),
+                                                 out.get(), counters.get(), 1, hq, hkv, cap,
+                                                 splits, 0, 0.125f, 0.0f, nullptr)),
+              "");
+    EXPECT_EQ(out.download(), std::vector<float>(size_t(hq * D), 0.0f));
+    EXPECT_EQ(counters.leftNonzero(), 0u);
+  }
+}
+
 /// Host caches of K for checkDecodeRope: random rows (cacheRows), row `pos`
 /// of each (batch, head) holding `stale` (an int8 row: 127 at scale
 /// stale / 127), far from what the kernel writes there.
@@ -549,10 +573,12 @@ TEST(CudaDecodeAttention, RopeFoldReportsItsErrors) {
                                             counters.get(), 1, 2, 1, cap, 4, 0, 1.0f, 0.0f,
                                             err.get(), nullptr);
   };
+  out.upload(std::vector<float>(size_t(2 * D), 7.0f));
   ASSERT_EQ(run(0), "");
   EXPECT_EQ(err.download()[0] >> 32, kCacheOverflow);
   EXPECT_EQ(kc.download(), init);
   EXPECT_EQ(vc.download(), init);
+  EXPECT_EQ(out.download(), std::vector<float>(size_t(2 * D), 0.0f));
   err.upload({0});
   dpos.upload({2});
   dp.upload({p}); // past the tables' rows
