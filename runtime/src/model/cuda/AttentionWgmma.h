@@ -8,8 +8,8 @@
 // flashAttention picks it there, AttentionMma.h's mma.sync form elsewhere).
 //
 // Tiling (FlashAttention-3's consumers on Hopper's warpgroup products,
-// Wgmma.h, without its producer warp and TMA, and for now without its
-// overlap of the softmax with the products: see the loop)
+// Wgmma.h, with its overlap of the softmax with the products, without its
+// producer warp and TMA)
 //   A block of two warpgroups (8 warps, 256 threads) takes kQueries = 128
 //   queries of one head, warpgroup i the 64 queries 64 i .. and its warp w
 //   the 16 rows 16 w .. of them (the rows of a wgmma's m64); blocks of the
@@ -33,18 +33,19 @@
 //     O += P V     of the tile before: 8 wgmma m64nDk16 with A (its P)
 //                  from registers (S's accumulators rounded to T are the A
 //                  fragments) and B (V, MN-major: values' rows as they
-//                  are) from shared memory, issued right after S's, so
-//                  the two products run together
-//     softmax      once both are done: AttentionMma.h's fa2 steps (the
-//                  same instances: the scale in the exp2's FFMA, or each
-//                  score scaled and capped first; masks only on tiles that
-//                  need them), 128 keys; O's rows rescaled, and this
-//                  tile's P into the A registers
+//                  are) from shared memory, issued right after S's as a
+//                  second group, so the two products run together
+//     softmax      once S is done (wait<1>), while P V still runs:
+//                  AttentionMma.h's fa2 steps on S's registers (the same
+//                  instances: the scale in the exp2's FFMA, or each score
+//                  scaled and capped first; masks only on tiles that need
+//                  them), 128 keys; then, once P V is done too, O's rows
+//                  rescaled and this tile's P into the A registers
 //   and after the last tile its P V, then O / l to out. No [S, S] buffer:
 //   128 scores per query exist at once. Shared memory: the queries and
 //   three stages of a K and a V tile (D = 128: 32 + 3 x 64 = 224 KiB of
-//   the 227 a block may have). Registers: S 64 floats, O D / 2, two P's 32
-//   words each a thread (at most 194 at D = 128, no spills).
+//   the 227 a block may have). Registers: S 64 floats, O D / 2, P 32 words
+//   a thread (at most 203 at D = 128, no spills).
 //
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_RUNTIME_MODEL_CUDA_ATTENTIONWGMMA_H
@@ -202,29 +203,31 @@ LLMC_DEVICE void flashAttentionWgmmaBody(const T *q, const T *kCache, const T *v
                                        wg::advance(kDesc, uint32_t(kk) * 2 * L::kAlongRow),
                                        kk > 0);
     wg::commit();
-    if (pending) {
+    // The values' product of the tile before, as a second group: an empty
+    // one without it, so that on every path wait<1> is for the scores
+    // alone (with the group count path-dependent, ptxas could not tell
+    // that the scores were done when the softmax read them, and serialised
+    // every wgmma: C7514). The product then runs under the softmax
+    // (FlashAttention-3's overlap), which reads and writes S's registers
+    // only; O and P wait for it.
+    if (pending)
       issueValues(pvStage);
-      wg::commit();
-    }
-    // Both products: waiting for the scores alone (wait<1>, the values'
-    // product running under the softmax, FlashAttention-3's overlap) made
-    // ptxas serialise every wgmma of the kernel (C7514: the softmax reads
-    // accumulators within the products' pipeline stage). Until that is
-    // solved and timed on a GPU, the two products run together and the
-    // softmax after them (test/cuda/fatbin.sh fails on C75xx).
-    wg::wait<0>();
+    wg::commit();
+    wg::wait<1>();
     wg::fenceOperand(sFlat);
-    wg::fenceOperand(pa);
-    wg::fenceOperand(oFlat);
-    // Scores into base 2, as AttentionMma.h's (the same steps); O rescaled
-    // now that the product into it is done, and this tile's P's A
-    // fragments, 16 keys a step.
+    // Scores into base 2, as AttentionMma.h's (the same steps), and this
+    // tile's probabilities in their place.
     if constexpr (!kFold)
       fa2::scaleScores(sc, scale, softcap);
     if (masked)
       fa2::maskScores(sc, t, wFirst + g, t4, causal, window, kEnd);
     float alpha[2];
     fa2::softmaxStep(sc, mMax, lSum, f, alpha);
+    // O rescaled once the product into it is done, and P's A fragments,
+    // 16 keys a step, once the product has read the last ones.
+    wg::wait<0>();
+    wg::fenceOperand(pa);
+    wg::fenceOperand(oFlat);
     fa2::rescaleRows(o, alpha);
     LLMC_UNROLL
     for (int kk = 0; kk < kWgAttnKeys / 16; ++kk)
