@@ -358,7 +358,7 @@ TEST(CudaDecodeAttention, PositionWrittenByTheKernelBefore) {
 
 TEST(CudaDecodeAttention, PositionOutsideTheCacheReadsNoKey) {
   // The cache write before records the error; the attention must neither
-  // divide by an empty chunk nor read past the cache: zeros out.
+  // divide by an empty chunk nor read past the cache, and writes nothing.
   constexpr int D = 64;
   const int hq = 4, hkv = 2, cap = 40, splits = 4;
   auto q = randomValues<half>(size_t(hq) * D, 1.0f, 23);
@@ -375,7 +375,7 @@ TEST(CudaDecodeAttention, PositionOutsideTheCacheReadsNoKey) {
                                                  out.get(), counters.get(), 1, hq, hkv, cap,
                                                  splits, 0, 0.125f, 0.0f, nullptr)),
               "");
-    EXPECT_EQ(out.download(), std::vector<float>(size_t(hq * D), 0.0f));
+    EXPECT_EQ(out.download(), std::vector<float>(size_t(hq * D), 7.0f));
     EXPECT_EQ(counters.leftNonzero(), 0u);
   }
 }
@@ -578,7 +578,7 @@ TEST(CudaDecodeAttention, RopeFoldReportsItsErrors) {
   EXPECT_EQ(err.download()[0] >> 32, kCacheOverflow);
   EXPECT_EQ(kc.download(), init);
   EXPECT_EQ(vc.download(), init);
-  EXPECT_EQ(out.download(), std::vector<float>(size_t(2 * D), 0.0f));
+  EXPECT_EQ(out.download(), std::vector<float>(size_t(2 * D), 7.0f));
   err.upload({0});
   dpos.upload({2});
   dp.upload({p}); // past the tables' rows

@@ -11,9 +11,10 @@
 //   pos             int64 on the device: the first new token's position, so
 //                   a captured CUDA graph replays with each step's value
 //   decode  q       [B, Hq, D] (one token per sequence, at *pos; keys 0 ..
-//                   *pos; a *pos outside [0, C) reads no key and gives
-//                   zeros: the cache write before failed). partial [B, splits, Hq, Dv] f32 and lse [B,
-//                   splits, Hq] f32: llm.decode_attention_partial (keys cut
+//                   *pos; a *pos outside [0, C) reads no key and writes
+//                   nothing: the cache write before failed). partial [B,
+//                   splits, Hq, Dv] f32 and lse [B, splits, Hq] f32:
+//                   llm.decode_attention_partial (keys cut
 //                   into chunks of ceil((*pos + 1) / splits) rounded up to
 //                   whole kAttnKeys tiles, so the number of busy blocks
 //                   follows the context, read on the device: a short one
@@ -555,17 +556,13 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, (kDecodeMinBlocks<T, K, D,
     LLMC_KERNEL_BEGIN();
   long long p0 = *pos;
   if (p0 < 0 || p0 >= capacity) { // block-uniform: the new row has no place in the cache
-    // No key is read (past the cache, or a chunk of no keys): the heads'
-    // outputs are zeros, as for a query with no key. The step fails on the
-    // error recorded here (the rope fold's cache write) or by the cache
-    // write before (the host's checks keep such a position out).
+    // No key is read (past the cache, or a chunk of none) and nothing is
+    // written: the step fails on the error recorded here (the rope fold's
+    // cache write) or by the cache write before (the host's checks keep
+    // such a position out).
     LLMC_KERNEL_BEGIN();
     if (rope.k && threadIdx.x == 0 && kvh == 0 && split == 0 && b == 0)
       recordError(rope.error, kCacheOverflow, p0);
-    Y *heads = out + (size_t(b) * size_t(hq) + size_t(kvh * g)) * size_t(Dv);
-    if (split == 0)
-      for (int i = int(threadIdx.x); i < g * Dv; i += int(blockDim.x))
-        heads[i] = fromFloat<Y>(0.0f);
     return;
   }
   int n = int(p0 + 1);
@@ -875,8 +872,7 @@ std::string decodeAttention(const T *q, const K *kCache, const K *vCache, const 
 /// quantized as cacheWriteInt8 does), and the attention reads them there.
 /// The block whose chunk holds row *pos writes the rows, then asks for that
 /// tile; every block ropes its group's queries as it reads them. A row
-/// *pos outside the cache records kCacheOverflow and writes no cache (out
-/// gets zeros, as decodeAttention gives for such a position); a
+/// *pos outside the cache records kCacheOverflow and writes nothing; a
 /// position outside the tables records kPositionOutOfRange.
 template <class T, class K, int D, int Dv, class Y>
 std::string decodeAttentionRope(const T *xq, const T *xk, const T *values, int64_t vsb,
