@@ -95,8 +95,18 @@ TEST(ThreadPool, WorkersHaveDistinctIndices) {
   std::mutex m;
   std::map<std::thread::id, std::set<unsigned>> indexOf;
   std::atomic<int> spins{0};
+  // A worker's chunk waits until the caller has run one: on a loaded
+  // machine the workers could otherwise take every chunk before the caller
+  // gets to its first (each holds one at most while it waits, so chunks
+  // are left for the caller).
+  const std::thread::id me = std::this_thread::get_id();
+  std::atomic<bool> callerRan{false};
   // Chunks slow enough that several threads take some.
   pool.parallelFor(300, 1, [&](int64_t, int64_t) {
+    if (std::this_thread::get_id() == me)
+      callerRan.store(true);
+    while (!callerRan.load())
+      std::this_thread::yield();
     for (int i = 0; i < 20000; ++i)
       spins.fetch_add(1, std::memory_order_relaxed);
     std::lock_guard<std::mutex> lock(m);
