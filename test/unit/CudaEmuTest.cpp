@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "test/unit/CudaTestUtil.h"
 
+#include <cstdlib>
 #include <numeric>
 #include <thread>
 
@@ -380,12 +381,30 @@ TEST(CudaEmuChecks, AsyncCopiesLdmatrixAndExchangesAreChecked) {
     EXPECT_EQ(got[96 + t], 0xffffffffu);
   }
   // Between barriers the warps run one after another: warp 0's write is
-  // what the later warps read.
+  // what the later warps read; in reverse order they run before it and
+  // read the word before the write (each order shows one side of a race).
   DeviceBuffer<int> seen(96);
-  ASSERT_EQ(launch(readWithoutBarrier, dim3(1), dim3(96), 0, nullptr, seen.get()), "");
-  std::vector<int> s = seen.download();
-  for (int t = 32; t < 96; ++t)
-    EXPECT_EQ(s[size_t(t)], 1) << t;
+  for (bool reverse : {false, true}) {
+    bool was = ::llmc::cudaemu::setReverseOrder(reverse);
+    ASSERT_EQ(launch(readWithoutBarrier, dim3(1), dim3(96), 0, nullptr, seen.get()), "");
+    ::llmc::cudaemu::setReverseOrder(was);
+    std::vector<int> s = seen.download();
+    for (int t = 32; t < 96; ++t)
+      EXPECT_EQ(s[size_t(t)], reverse ? 0 : 1) << t << (reverse ? " reverse" : " forward");
+  }
+  { // An order the emulation does not know fails every launch.
+    const char *env = std::getenv("LLMC_CUDAEMU_ORDER");
+    std::string before = env ? env : "";
+    int flag = ::llmc::cudaemu::orderFlag().exchange(-1);
+    setenv("LLMC_CUDAEMU_ORDER", "backwards", 1);
+    std::string e = launch(readWithoutBarrier, dim3(1), dim3(96), 0, nullptr, seen.get());
+    EXPECT_NE(e.find("LLMC_CUDAEMU_ORDER is neither forward nor reverse"), std::string::npos) << e;
+    if (env)
+      setenv("LLMC_CUDAEMU_ORDER", before.c_str(), 1);
+    else
+      unsetenv("LLMC_CUDAEMU_ORDER");
+    ::llmc::cudaemu::orderFlag() = flag;
+  }
   DeviceBuffer<int> words(32);
   std::string mixed = launch(shuffleBesideVote, dim3(1), dim3(32), 0, nullptr, words.get());
   EXPECT_NE(mixed.find("meet at different warp-collective operations (a "), std::string::npos)
@@ -465,9 +484,9 @@ TEST(CudaEmuChecks, KernelWithoutItsBeginIsAnError) {
 TEST(CudaEmuChecks, BarrierAfterSomeThreadsExitedIsAnError) {
   DeviceBuffer<int> out(64);
   std::string e = launch(earlyExitBeforeBarrier, dim3(2), dim3(64), 0, nullptr, out.get());
-  EXPECT_NE(e.find("block (0, 0, 0): __syncthreads() reached by 40 of 64 threads"),
-            std::string::npos)
-      << e;
+  // (The first block to run: block 0, or block 1 in reverse order.)
+  EXPECT_EQ(e.rfind("block (", 0), 0u) << e;
+  EXPECT_NE(e.find("): __syncthreads() reached by 40 of 64 threads"), std::string::npos) << e;
 }
 
 TEST(CudaEmuChecks, DeadlockIsAnError) {

@@ -7,7 +7,8 @@
 // through runtime/src/model/cuda/Cuda.h, never directly.
 //
 // What is emulated
-//   - A launch runs its blocks one after another. Each thread of a block is a
+//   - A launch runs its blocks one after another (in index order, or the
+//     reverse: see the last point). Each thread of a block is a
 //     fiber with its own stack (on x86-64 switched by a few instructions that
 //     save the callee-saved registers, elsewhere and under AddressSanitizer
 //     by ucontext, whose swapcontext makes a system call per switch for the
@@ -21,6 +22,13 @@
 //     (a legal GPU order, and the one in which a warp that writes shared
 //     memory another warp has yet to read, with no barrier between, is
 //     seen: the reader gets the new bytes, or cp.async's NaNs).
+//   - Order: blocks, the warps of a block and the lanes of a warp run in
+//     index order, or all in reverse under LLMC_CUDAEMU_ORDER=reverse (or
+//     setReverseOrder). A race between two warps (or lanes, or blocks
+//     that communicate) goes one way in one order and the other way in
+//     the other: a read before the write it needs shows in one, a write
+//     over what another has yet to read in the other. ctest runs the
+//     kernel tests both ways.
 //   - __syncthreads() parks the fiber until every thread of the block is
 //     parked there; __syncwarp, the shuffles and the votes park it until
 //     every lane of their mask is parked at a warp exchange with the same
@@ -100,10 +108,12 @@
 #endif
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -781,6 +791,29 @@ inline bool releaseBarriers(Block &b) {
   return false;
 }
 
+/// Whether blocks, warps and lanes run in reverse order (the header's
+/// "Order"): -1 before LLMC_CUDAEMU_ORDER (forward, the default, or
+/// reverse) was read; 2 where it named neither, which fails every launch.
+inline std::atomic<int> &orderFlag() {
+  static std::atomic<int> flag{-1};
+  return flag;
+}
+inline int order() {
+  int v = orderFlag().load();
+  if (v < 0) {
+    const char *e = std::getenv("LLMC_CUDAEMU_ORDER");
+    v = !e || !*e || std::strcmp(e, "forward") == 0 ? 0 : std::strcmp(e, "reverse") == 0 ? 1 : 2;
+    orderFlag().store(v);
+  }
+  return v;
+}
+/// Turns the reverse order on or off; returns whether it was on.
+inline bool setReverseOrder(bool on) {
+  bool was = order() == 1;
+  orderFlag() = on ? 1 : 0;
+  return was;
+}
+
 /// Runs one block's threads to completion on `stacks`; returns false with
 /// b.error set on failure.
 inline bool runFibers(Block &b, const StackSet &stacks) {
@@ -818,13 +851,16 @@ inline bool runFibers(Block &b, const StackSet &stacks) {
   // next one starts. (A legal order on the GPU, and the one that shows a
   // warp that writes shared memory another warp has yet to read without a
   // barrier between them.)
+  bool reverse = order() == 1;
+  size_t warps = (fs.size() + 31) / 32;
   while (true) {
-    for (size_t w = 0; w * 32 < fs.size(); ++w) {
+    for (size_t wi = 0; wi < warps; ++wi) {
+      size_t w = reverse ? warps - 1 - wi : wi;
       size_t base = w * 32, lanes = std::min<size_t>(32, fs.size() - base);
       for (bool ran = true; ran;) {
         ran = false;
-        for (size_t l = 0; l < lanes; ++l) {
-          Fiber &f = fs[base + l];
+        for (size_t li = 0; li < lanes; ++li) {
+          Fiber &f = fs[base + (reverse ? lanes - 1 - li : li)];
           if (f.state != Fiber::State::Ready)
             continue;
           ran = true;
@@ -918,6 +954,8 @@ inline std::string runGrid(const void *kernel, dim3 grid, dim3 block, size_t dyn
   if (dynamicBytes > limit)
     return "dynamic shared memory of " + std::to_string(dynamicBytes) +
            " bytes exceeds the kernel's limit of " + std::to_string(limit);
+  if (order() == 2)
+    return "LLMC_CUDAEMU_ORDER is neither forward nor reverse";
   StackSet stacks = StackPool::get().take(threads);
   if (!stacks.count)
     return "cannot allocate " + std::to_string(threads) + " fiber stacks";
@@ -933,14 +971,15 @@ inline std::string runGrid(const void *kernel, dim3 grid, dim3 block, size_t dyn
   b.sharedLimit = total;
   b.pdl = pdl;
   std::string error;
-  for (unsigned z = 0; z < grid.z && error.empty(); ++z)
-    for (unsigned y = 0; y < grid.y && error.empty(); ++y)
-      for (unsigned x = 0; x < grid.x && error.empty(); ++x) {
-        b.blockIdx = {x, y, z};
-        b.error.clear();
-        if (!runBlock(b, stacks))
-          error = "block " + coords(b.blockIdx) + ": " + b.error;
-      }
+  uint64_t blocks = uint64_t(grid.x) * grid.y * grid.z;
+  for (uint64_t i = 0; i < blocks && error.empty(); ++i) {
+    uint64_t at = order() == 1 ? blocks - 1 - i : i; // (x fastest, as the GPU numbers them)
+    b.blockIdx = {unsigned(at % grid.x), unsigned(at / grid.x % grid.y),
+                  unsigned(at / (uint64_t(grid.x) * grid.y))};
+    b.error.clear();
+    if (!runBlock(b, stacks))
+      error = "block " + coords(b.blockIdx) + ": " + b.error;
+  }
   // A failed block leaves fibers parked on these stacks; nothing resumes
   // them, and the next block or launch makes fresh contexts.
   StackPool::get().give(stacks);
