@@ -27,7 +27,10 @@
 #      static cache (bench/cuda/torch_decode.py: the same weights), and
 #      onnxruntime-gpu on the same ONNX file in fp16 when ORT_SITE (default
 #      /tmp/ort/site: scripts/carry-ort-gpu.sh) holds it
-#      (bench/cuda/ort_decode.py); each result printed as it comes;
+#      (bench/cuda/ort_decode.py); each result printed as it comes; then
+#      per batch size, at context 128, a run under LLMC_PROFILE for the
+#      host's share of a decode step (DeviceModel.h: events around each
+#      replayed graph against the call's time);
 #   5. a Markdown table for bench/results/: time to first token, prefill
 #      tokens/s, time per decode step, decode tokens/s, and the decode's
 #      bytes per step over its time as a share of the measured copy
@@ -98,6 +101,14 @@ for round in $(seq "$rounds"); do
     done
   done
 done
+# The host's share of a decode step (issue 11: under 5% at batch 1):
+# LLMC_PROFILE times each replayed graph between two events and each call
+# by the host's clock (runtime/src/model/cuda/DeviceModel.h); a run of its
+# own, so the events stay out of the timed runs above.
+for b in $batches; do
+  LLMC_PROFILE=1 "$llmc" bench "$work/model.llmc" --batch "$b" --prompt-len 128 --gen 64 \
+    --runs 1 --json 2>&1 >/dev/null | grep "llmc profile" | tee "$work/profile-$b.txt" || true
+done
 python3 - "$work" "$rounds" "$batches" "${COMPARE:-}" <<'PY'
 import json, os, statistics, sys
 work, rounds, batches = sys.argv[1], int(sys.argv[2]), [int(b) for b in sys.argv[3].split()]
@@ -158,4 +169,10 @@ for b in batches:
     if (b, 128) in tpots and (b, 4096) in tpots:
         print("batch %d: llmc's time per step at context 4096 over 128: %.2fx (target <= 1.3x)" % (
             b, tpots[b, 4096] / tpots[b, 128]))
+for b in batches:
+    path = "%s/profile-%d.txt" % (work, b)
+    if os.path.exists(path) and os.path.getsize(path):
+        line = open(path).read().strip().split(": ", 1)[-1]
+        print("batch %d, context 128, LLMC_PROFILE (target: host overhead under 5%% at batch 1): %s"
+              % (b, line))
 PY

@@ -13,6 +13,7 @@
 #include "runtime/src/cudaemu/CudaEmu.h"
 #include "runtime/src/cudaemu/Programmatic.h"
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -92,6 +93,12 @@ struct Stream {
 
 struct Graph {
   std::vector<std::function<std::string()>> work;
+};
+
+/// An event: the host's clock when its stream reached the record.
+struct Event {
+  bool recorded = false;
+  std::chrono::steady_clock::time_point at;
 };
 
 /// Streams capturing now (allocation and synchronisation are refused

@@ -444,6 +444,16 @@ inline std::string captureEnd(Stream s, Graph *out) {
 inline std::string graphLaunch(Graph g, Stream s) { return errorOf(cudaGraphLaunch(g, s)); }
 inline std::string graphDestroy(Graph g) { return errorOf(cudaGraphExecDestroy(g)); }
 
+/// Events: eventElapsed is the milliseconds between two recorded events
+/// once both are done (the GPU's time for the work between them).
+using Event = cudaEvent_t;
+inline std::string eventCreate(Event *out) { return errorOf(cudaEventCreate(out)); }
+inline std::string eventRecord(Event e, Stream s) { return errorOf(cudaEventRecord(e, s)); }
+inline std::string eventElapsed(float *ms, Event start, Event end) {
+  return errorOf(cudaEventElapsedTime(ms, start, end));
+}
+inline std::string eventDestroy(Event e) { return errorOf(cudaEventDestroy(e)); }
+
 inline std::string deviceInfo(DeviceInfo *out) {
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
@@ -471,6 +481,7 @@ inline std::string deviceInfo(DeviceInfo *out) {
 #include "runtime/src/cpu/Numeric.h"
 #include "runtime/src/cudaemu/HostApi.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <memory>
 #include <tuple>
@@ -872,6 +883,34 @@ inline std::string graphLaunch(Graph g, Stream s) {
 }
 inline std::string graphDestroy(Graph g) {
   delete g;
+  return {};
+}
+
+// Events: the host's clock when the stream reaches the record (work runs
+// as it is issued, so the time between two is the host's for the work
+// between them).
+using Event = ::llmc::cudaemu::Event *;
+inline std::string eventCreate(Event *out) {
+  *out = new ::llmc::cudaemu::Event;
+  return {};
+}
+inline std::string eventRecord(Event e, Stream s) {
+  if (!e)
+    return "cudaErrorInvalidResourceHandle: no event";
+  return ::llmc::cudaemu::issue(s, [e] {
+    e->at = std::chrono::steady_clock::now();
+    e->recorded = true;
+    return std::string();
+  });
+}
+inline std::string eventElapsed(float *ms, Event start, Event end) {
+  if (!start || !end || !start->recorded || !end->recorded)
+    return "cudaErrorInvalidResourceHandle: an event that was not recorded";
+  *ms = std::chrono::duration<float, std::milli>(end->at - start->at).count();
+  return {};
+}
+inline std::string eventDestroy(Event e) {
+  delete e;
   return {};
 }
 

@@ -31,6 +31,14 @@
 //             in each step; a row the device leaves to the host (-1) brings
 //             its f32 logits back after the step.
 //
+// With LLMC_PROFILE set (and not 0) in the environment, each replayed
+// decode graph is timed between two events on its stream, and the call
+// that ran it by the host's clock; when the context goes, stderr gets the
+// steps, the time of a call and of its graph on the device, and the share
+// of the call the device was not busy with the graph: the host's overhead
+// per step (issue 11's target: under 5% at batch 1), apart from what the
+// caller does between calls.
+//
 // Built by nvcc for a GPU, or by the host compiler against the emulation
 // (libmodel-emulated.so: `llmc run --device emulated`).
 //
@@ -49,10 +57,13 @@
 #include "runtime/src/model/cuda/Rope.h"
 #include "runtime/src/model/cuda/Sampling.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -155,6 +166,13 @@ struct DeviceContext {
     Graph graph;
   };
   std::vector<Captured> graphs;
+  /// LLMC_PROFILE's decode step timing (see the top of this file).
+  struct StepProfile {
+    Event start = nullptr, end = nullptr;
+    long long steps = 0;
+    double callSeconds = 0, graphMs = 0;
+  };
+  std::unique_ptr<StepProfile> stepProfile;
 
   template <class T> T *weight(size_t offset) const {
     return reinterpret_cast<T *>(weights + offset);
@@ -259,6 +277,11 @@ template <class M> struct Glue {
     (void)wg::wgmmaBuilt();       // (a probe launch: before any capture)
     LLMC_CUDA_TRY(m.blas.open());
     LLMC_CUDA_TRY(streamCreate(&m.stream));
+    if (const char *p = std::getenv("LLMC_PROFILE"); p && *p && std::strcmp(p, "0") != 0) {
+      m.stepProfile = std::make_unique<typename M::StepProfile>();
+      LLMC_CUDA_TRY(eventCreate(&m.stepProfile->start));
+      LLMC_CUDA_TRY(eventCreate(&m.stepProfile->end));
+    }
     // The kernels that count their splits leave the counters at zero.
     LLMC_CUDA_TRY(memsetAsync(m.counters, 0, kSplitCounters * sizeof(unsigned), m.stream));
     return streamSynchronize(m.stream);
@@ -287,6 +310,20 @@ template <class M> struct Glue {
       return;
     for (auto &g : m->graphs)
       graphDestroy(g.graph);
+    if (auto &p = m->stepProfile) {
+      if (p->steps > 0) {
+        double call = p->callSeconds * 1e6 / double(p->steps);
+        double graph = p->graphMs * 1e3 / double(p->steps);
+        std::fprintf(stderr,
+                     "llmc profile (LLMC_PROFILE): %lld decode steps replayed: %.1f us a call, "
+                     "%.1f us of it the graph on the device; host overhead %.1f%% of the call\n",
+                     p->steps, call, graph, call > 0 ? 100 * (1 - graph / call) : 0.0);
+      }
+      if (p->start)
+        eventDestroy(p->start);
+      if (p->end)
+        eventDestroy(p->end);
+    }
     if (m->stream)
       streamDestroy(m->stream);
     m->blas.close();
@@ -331,6 +368,7 @@ template <class M> struct Glue {
                               int64_t greedyRow, int64_t *ids,
                               const llmc_model_sampling *sampling = nullptr,
                               const double *uniforms = nullptr, float *rowLogits = nullptr) {
+    auto called = std::chrono::steady_clock::now();
     if (entry >= M::kNumEntries)
       return "entry " + std::to_string(entry) + " does not exist (the model has " +
              std::to_string(M::kNumEntries) + ")";
@@ -368,6 +406,7 @@ template <class M> struct Glue {
     *m.hostPos = start;
     m.stepBatch = e.batch, m.stepSeq = e.seq, m.greedyRow = greedyRow;
     m.sampled = sampling != nullptr;
+    bool timed = false; // (a replayed decode graph, under LLMC_PROFILE)
     if (e.kind == LLMC_ENTRY_DECODE) {
       std::vector<void *> key(caches, caches + M::kNumCaches);
       Graph graph = nullptr;
@@ -382,8 +421,14 @@ template <class M> struct Glue {
         LLMC_CUDA_TRY(e);
         LLMC_CUDA_TRY(end);
         m.graphs.push_back({entry, key, capacity, greedyRow, m.sampled, graph});
+      } else {
+        timed = m.stepProfile != nullptr;
       }
+      if (timed)
+        LLMC_CUDA_TRY(eventRecord(m.stepProfile->start, m.stream));
       LLMC_CUDA_TRY(graphLaunch(graph, m.stream));
+      if (timed)
+        LLMC_CUDA_TRY(eventRecord(m.stepProfile->end, m.stream));
     } else {
       LLMC_CUDA_TRY(enqueue(m, entry, caches, capacity));
     }
@@ -403,6 +448,14 @@ template <class M> struct Glue {
       }
     else
       std::memcpy(logits, m.hostLogits, size_t(e.batch * e.seq * M::kVocab) * sizeof(float));
+    if (timed) {
+      float ms = 0;
+      LLMC_CUDA_TRY(eventElapsed(&ms, m.stepProfile->start, m.stepProfile->end));
+      m.stepProfile->graphMs += ms;
+      m.stepProfile->callSeconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - called).count();
+      ++m.stepProfile->steps;
+    }
     return {};
   }
 
