@@ -29,6 +29,7 @@
 #include <vector>
 
 #include <cstdint>
+#include <cstdio>
 #include <initializer_list>
 #include <memory>
 #include <optional>
@@ -334,7 +335,18 @@ int Glue<M>::create(const void *weights, uint64_t bytes, int32_t threads, void *
     return fail(s.message(), err, errlen);
   if (Status s = m->init(); !s)
     return fail(s.message(), err, errlen);
-  (void)kernels::narrowTilesFaster(); // its probe now, not in the first prefill
+  bool narrow = kernels::narrowTilesFaster(); // its probe now, not in the first prefill
+  if (m->profile) { // (which tile the packed linears take: a wrong one costs a fifth)
+    using Narrow = kernels::NarrowTile;
+    using Wide = kernels::WideTile;
+    int rows = narrow ? Narrow::kRows : Wide::kRows;
+    int bits = 32 * (narrow ? Narrow::V::kLanes : Wide::V::kLanes);
+    int columns = int((narrow ? Narrow::kPanels : Wide::kPanels) * kernels::kPanel);
+    std::fprintf(stderr,
+                 "llmc profile (LLMC_PROFILE): packed linears in tiles of %d rows x %d columns, "
+                 "%d-bit vectors%s\n",
+                 rows, columns, bits, narrow ? " (the narrow tile: it measured faster here)" : "");
+  }
   *out = m.release();
   return 0;
 }
