@@ -972,8 +972,9 @@ inline std::string runGrid(const void *kernel, dim3 grid, dim3 block, size_t dyn
   b.pdl = pdl;
   std::string error;
   uint64_t blocks = uint64_t(grid.x) * grid.y * grid.z;
+  bool reverse = order() == 1;
   for (uint64_t i = 0; i < blocks && error.empty(); ++i) {
-    uint64_t at = order() == 1 ? blocks - 1 - i : i; // (x fastest, as the GPU numbers them)
+    uint64_t at = reverse ? blocks - 1 - i : i; // (x fastest, as the GPU numbers them)
     b.blockIdx = {unsigned(at % grid.x), unsigned(at / grid.x % grid.y),
                   unsigned(at / (uint64_t(grid.x) * grid.y))};
     b.error.clear();

@@ -368,7 +368,9 @@ template <class M> struct Glue {
                               int64_t greedyRow, int64_t *ids,
                               const llmc_model_sampling *sampling = nullptr,
                               const double *uniforms = nullptr, float *rowLogits = nullptr) {
-    auto called = std::chrono::steady_clock::now();
+    std::chrono::steady_clock::time_point called; // (read under LLMC_PROFILE only)
+    if (m.stepProfile)
+      called = std::chrono::steady_clock::now();
     if (entry >= M::kNumEntries)
       return "entry " + std::to_string(entry) + " does not exist (the model has " +
              std::to_string(M::kNumEntries) + ")";
