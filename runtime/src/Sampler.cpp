@@ -59,12 +59,22 @@ void Sampler::penalize(const float *logits, int64_t vocab, const std::vector<int
   for (float &l : work) // a NaN is never chosen (and would break the order)
     if (l != l)
       l = -INFINITY;
-  if (opts.repetitionPenalty != 1)
-    for (int32_t t : history)
-      if (t >= 0 && t < vocab) {
-        float &l = work[size_t(t)];
-        l = l > 0 ? l / opts.repetitionPenalty : l * opts.repetitionPenalty;
-      }
+  if (opts.repetitionPenalty == 1)
+    return;
+  // Each token of the history once, however often it occurs (Hugging Face's
+  // RepetitionPenaltyLogitsProcessor gathers and scatters by token id;
+  // llama.cpp and vLLM also penalise each distinct token once): until
+  // 2026-11-29 a token seen n times was divided by the penalty n times.
+  seen.resize(size_t(vocab), 0);
+  for (int32_t t : history)
+    if (t >= 0 && t < vocab && !seen[size_t(t)]) {
+      seen[size_t(t)] = 1;
+      float &l = work[size_t(t)];
+      l = l > 0 ? l / opts.repetitionPenalty : l * opts.repetitionPenalty;
+    }
+  for (int32_t t : history) // (zeros again for the next call)
+    if (t >= 0 && t < vocab)
+      seen[size_t(t)] = 0;
 }
 
 void Sampler::distribution(const float *logits, int64_t vocab, const std::vector<int32_t> &history,

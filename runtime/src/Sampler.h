@@ -1,10 +1,12 @@
 //===- Sampler.h - choosing the next token from logits --------------------===//
 //
-// Greedy when temperature is 0; otherwise, in this order: repetition
-// penalty over the tokens so far (a positive logit divided by it, a
-// negative one multiplied), temperature, top-k, then top-p (the smallest set
-// of most likely tokens whose probability reaches p) and min-p (tokens below
-// min_p times the top probability dropped), and a draw from what is left.
+// First the repetition penalty over the tokens so far: the logit of each
+// distinct token in the sequence, however often it occurs, divided by it
+// where positive and multiplied where not (as Hugging Face transformers and
+// llama.cpp apply it). Then greedy when temperature is 0; otherwise, in this
+// order: temperature, top-k, then top-p (the smallest set of most likely
+// tokens whose probability reaches p) and min-p (tokens below min_p times
+// the top probability dropped), and a draw from what is left.
 // The generator is SplitMix64-seeded xoshiro256**, written out so the same
 // seed gives the same tokens on every platform and compiler.
 //
@@ -89,6 +91,7 @@ private:
   Distribution dist;
   std::vector<double> dense; // drawResidual's q by token id (zeros between calls)
   std::vector<double> running; // drawFromPrefix's running weights
+  std::vector<uint8_t> seen;    // penalize's tokens already penalised (zeros between calls)
 };
 
 } // namespace llmc

@@ -136,6 +136,36 @@ TEST(Sampler, RepetitionPenaltyDividesPositiveAndMultipliesNegativeLogits) {
   EXPECT_EQ(s.sample(logits.data(), 3, {0}), 1);
 }
 
+TEST(Sampler, RepetitionPenaltyCountsEachDistinctTokenOnce) {
+  // Hugging Face's RepetitionPenaltyLogitsProcessor (gather the logits of
+  // input_ids, divide the positive and multiply the negative, scatter back:
+  // a repeated id writes the same value again), llama.cpp's and vLLM's
+  // penalty: each token in the sequence once, however often it occurs.
+  llmc::SamplerOptions o;
+  o.temperature = 1;
+  o.repetitionPenalty = 2;
+  llmc::Sampler s(o);
+  std::vector<float> logits = {3.0f, 1.0f, -1.0f, 0.5f};
+  std::vector<int32_t> history = {0, 2, 0, 2, 2, 0};
+  std::vector<double> penalised = {3.0 / 2, 1.0, -1.0 * 2, 0.5}, want(4);
+  double sum = 0;
+  for (size_t i = 0; i < 4; ++i)
+    sum += want[i] = std::exp(penalised[i] - 1.5);
+  llmc::Sampler::Distribution d;
+  s.distribution(logits.data(), 4, history, d);
+  ASSERT_EQ(d.tokens.size(), 4u);
+  EXPECT_EQ(d.tokens[0], 0); // 1.5 (twice penalised it would be 0.75, below token 1)
+  for (size_t i = 0; i < 4; ++i)
+    EXPECT_NEAR(d.probability(int32_t(i)), want[i] / sum, 1e-12) << "token " << i;
+  // Greedy likewise, and again on the next call (nothing left over).
+  o.temperature = 0;
+  llmc::Sampler g(o);
+  EXPECT_EQ(g.sample(logits.data(), 4, history), 0);
+  std::vector<float> close = {3.0f, 2.0f};
+  EXPECT_EQ(g.sample(close.data(), 2, {0, 0}), 1); // 1.5 against 2.0
+  EXPECT_EQ(g.sample(close.data(), 2, {}), 0);     // (no mark left from the call before)
+}
+
 TEST(Sampler, SeedsAreReproducibleAndTopKOneIsGreedy) {
   std::vector<float> logits = {0.1f, 0.3f, 0.2f, 0.25f};
   llmc::SamplerOptions o;

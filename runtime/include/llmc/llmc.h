@@ -190,7 +190,9 @@ typedef struct llmc_generate_params {
   int32_t top_k;              /* 0: off */
   float top_p;                /* 1: off */
   float min_p;                /* 0: off */
-  float repetition_penalty;   /* 1: off; > 1 discourages tokens already in the sequence */
+  float repetition_penalty;   /* 1: off; > 1 discourages tokens already in the sequence (each
+                                 distinct one once: a positive logit divided by it, a negative
+                                 one multiplied, as Hugging Face transformers does) */
   uint64_t seed;              /* the sampler's seed; the same seed gives the same tokens */
   const int32_t *stop_tokens; /* generation ends after producing one of these */
   size_t num_stop_tokens;
