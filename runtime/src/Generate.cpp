@@ -393,19 +393,35 @@ llmc_status generateRows(llmc_session *session, const int32_t *prompts, size_t p
   // model) sends back token ids instead of the logits.
   bool deviceGreedy = m.abi->run_greedy && p.temperature == 0 && p.repetition_penalty == 1 &&
                       !speculate && !grammar;
-  // Sampling without one likewise (run_sample): the model draws each row's
-  // token with a uniform taken from that row's sampler, as the host would
-  // draw it, and hands back the logits of a row it leaves to the host.
-  bool deviceDraw = m.abi->run_sample && p.temperature > 0 && p.repetition_penalty == 1 &&
+  // Sampling, or greedy with a penalty, likewise (run_sample): the model
+  // draws each row's token with a uniform taken from that row's sampler, as
+  // the host would draw it, after the penalty over the tokens that `marks`
+  // holds for the row (the prompt and every token emitted), and hands back
+  // the logits of a row it leaves to the host.
+  bool deviceDraw = m.abi->run_sample && (p.temperature > 0 || p.repetition_penalty != 1) &&
                     !speculate && !grammar;
-  const llmc_model_sampling drawParams{p.temperature, p.top_k, p.top_p, p.min_p};
+  size_t markWords = (size_t(m.vocab) + 31) / 32;
+  std::vector<uint32_t> marks;
+  auto mark = [&](int64_t r, int32_t token) {
+    if (!marks.empty())
+      marks[size_t(r) * markWords + size_t(token) / 32] |= 1u << (uint32_t(token) % 32);
+  };
+  if (deviceDraw && p.repetition_penalty != 1) {
+    marks.assign(size_t(b) * markWords, 0);
+    for (int64_t r = 0; r < b; ++r)
+      for (int32_t t : history[size_t(r)])
+        mark(r, t);
+  }
+  const llmc_model_sampling drawParams{p.temperature,         p.top_k, p.top_p, p.min_p,
+                                       p.repetition_penalty, marks.empty() ? nullptr : marks.data()};
   std::vector<double> uniforms(static_cast<size_t>(b), 0.0);
   std::vector<bool> finished(static_cast<size_t>(b), false);
   std::vector<int32_t> deviceIds(static_cast<size_t>(b)); // what run_greedy / run_sample chose
   auto step = [&](const int32_t *tokens, size_t count) {
     if (deviceDraw) {
-      for (int64_t r = 0; r < b; ++r) // (a finished row draws nothing, as on the host)
-        uniforms[size_t(r)] = finished[size_t(r)] ? 0.0 : samplers[size_t(r)].uniform();
+      for (int64_t r = 0; r < b; ++r) // (a finished row draws nothing, as on the host; greedy none)
+        uniforms[size_t(r)] =
+            finished[size_t(r)] || p.temperature == 0 ? 0.0 : samplers[size_t(r)].uniform();
       return append(session, tokens, count, nullptr, logits.data(), deviceIds.data(), &drawParams,
                     uniforms.data());
     }
@@ -436,6 +452,7 @@ llmc_status generateRows(llmc_session *session, const int32_t *prompts, size_t p
   auto emit = [&](int64_t r, int32_t token) {
     out[size_t(r) * outCapacity + produced] = token;
     history[size_t(r)].push_back(token);
+    mark(r, token);
     if (counts)
       counts[r] = produced + 1;
     bool stop = std::find(p.stop_tokens, p.stop_tokens + p.num_stop_tokens, token) !=

@@ -20,6 +20,7 @@
 #include "test/unit/CudaTestUtil.h"
 
 #include <algorithm>
+#include <numeric>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -1008,30 +1009,46 @@ TEST(CudaArgmax, OnePositionOfEachSequence) {
   EXPECT_NE(argmax(dl.get(), ids.get(), b, v, size_t(v - 1), nullptr), "");
 }
 
+/// Each row's repetition-penalty marks of the tokens in `histories`.
+std::vector<uint32_t> penaltyMarks(const std::vector<std::vector<int32_t>> &histories, int vocab) {
+  size_t words = size_t(penaltyWords(vocab));
+  std::vector<uint32_t> marks(histories.size() * words, 0);
+  for (size_t r = 0; r < histories.size(); ++r)
+    for (int32_t t : histories[r])
+      marks[r * words + size_t(t) / 32] |= 1u << (t % 32);
+  return marks;
+}
+
 /// sample() on `rows` rows of logits against the runtime's sampler given
 /// the same uniforms (the rule the kernel follows); returns how many rows
 /// the device left to the host (-1). Every row it decided must equal the
-/// host's draw.
+/// host's draw. With `histories` (one a row), under the repetition penalty
+/// o.repetitionPenalty over them; `draws`, if given, gets the host's draws.
 template <class T>
 int checkSample(const std::vector<T> &logits, int rows, int vocab, size_t rowStride,
-                const llmc::SamplerOptions &o, unsigned seed) {
+                const llmc::SamplerOptions &o, unsigned seed,
+                const std::vector<std::vector<int32_t>> &histories = {},
+                std::vector<int32_t> *draws = nullptr) {
   SCOPED_TRACE("vocab=" + std::to_string(vocab) + " T=" + std::to_string(o.temperature) +
                " top_k=" + std::to_string(o.topK) + " top_p=" + std::to_string(o.topP) +
-               " min_p=" + std::to_string(o.minP));
+               " min_p=" + std::to_string(o.minP) +
+               " penalty=" + std::to_string(o.repetitionPenalty));
   llmc::SamplerOptions uo;
   uo.seed = seed;
   llmc::Sampler source(uo);
   std::vector<double> u(static_cast<size_t>(rows));
   for (double &x : u)
     x = source.uniform();
-  SampleParams prm{o.temperature, o.topK, o.topP, o.minP};
+  SampleParams prm{o.temperature, o.topK, o.topP, o.minP, o.repetitionPenalty};
   DeviceBuffer<T> dl(logits);
   DeviceBuffer<SampleParams> dp(std::vector<SampleParams>{prm});
   DeviceBuffer<double> du(u);
   DeviceBuffer<int32_t> ids{size_t(rows)};
   DeviceBuffer<float> leftRows(std::vector<float>(size_t(rows) * size_t(vocab), -7.0f));
+  DeviceBuffer<uint32_t> marks(histories.empty() ? std::vector<uint32_t>{0u}
+                                                 : penaltyMarks(histories, vocab));
   EXPECT_EQ(sample(dl.get(), ids.get(), rows, vocab, rowStride, dp.get(), du.get(),
-                   leftRows.get(), nullptr),
+                   leftRows.get(), nullptr, histories.empty() ? nullptr : marks.get()),
             "");
   std::vector<int32_t> got = ids.download();
   std::vector<float> leftLogits = leftRows.download();
@@ -1041,8 +1058,12 @@ int checkSample(const std::vector<T> &logits, int rows, int vocab, size_t rowStr
     std::vector<float> row(static_cast<size_t>(vocab));
     for (int i = 0; i < vocab; ++i)
       row[size_t(i)] = toFloat(logits[size_t(r) * rowStride + size_t(i)]);
-    int32_t want = host.sample(row.data(), vocab, {}, u[size_t(r)]);
-    if (got[size_t(r)] == -1) { // its logits come back as f32
+    int32_t want = host.sample(row.data(), vocab, histories.empty() ? std::vector<int32_t>{}
+                                                                    : histories[size_t(r)],
+                               u[size_t(r)]);
+    if (draws)
+      draws->push_back(want);
+    if (got[size_t(r)] == -1) { // its logits come back as f32, unpenalised
       ++left;
       int differing = 0;
       for (int i = 0; i < vocab; ++i) {
@@ -1132,6 +1153,94 @@ TEST(CudaSample, OnePositionOfEachSequenceHalfLogitsAndNaN) {
   EXPECT_NE(sample(dl.get(), ids.get(), b, v, size_t(v), nullptr, du.get(), leftRows.get(), nullptr),
             "");
   EXPECT_NE(sample(dl.get(), ids.get(), b, v, size_t(v), dp.get(), du.get(), nullptr, nullptr), "");
+}
+
+TEST(CudaSample, TheRepetitionPenaltyAsTheHostSamplerAppliesIt) {
+  // Histories that hold each row's likeliest tokens, some several times
+  // (penalised once), a penalty above 1 and one below; half logits too.
+  const int rows = 6, vocab = 1500;
+  auto logits = randomValues<float>(size_t(rows * vocab), 6.0f, 81);
+  for (size_t i = size_t(3 * vocab); i < logits.size(); ++i)
+    logits[i] -= 8; // (rows 3-5 all negative: their marked logits are multiplied)
+  std::vector<std::vector<int32_t>> histories(rows);
+  for (int r = 0; r < rows; ++r) {
+    const float *row = logits.data() + r * vocab;
+    std::vector<int32_t> order(vocab);
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + 30, order.end(),
+                      [&](int32_t a, int32_t b) { return row[a] > row[b]; });
+    for (int i = 0; i < 30; i += 1 + r % 3) // the top tokens, every first, second or third
+      histories[size_t(r)].insert(histories[size_t(r)].end(), size_t(1 + i % 3), order[size_t(i)]);
+    histories[size_t(r)].push_back(int32_t(vocab - 1 - r)); // and somewhere in the tail
+  }
+  for (float penalty : {1.8f, 0.6f})
+    for (auto o : {sampling(1, 0, 1, 0), sampling(0.8f, 40, 0.9f, 0.02f), sampling(1.2f, 0, 0.5f, 0)}) {
+      o.repetitionPenalty = penalty;
+      std::vector<int32_t> penalised, plain;
+      EXPECT_EQ(checkSample(logits, rows, vocab, size_t(vocab), o, 82, histories, &penalised), 0);
+      o.repetitionPenalty = 1;
+      EXPECT_EQ(checkSample(logits, rows, vocab, size_t(vocab), o, 82, {}, &plain), 0);
+      EXPECT_NE(penalised, plain) << "the penalty changed no draw: the test shows nothing";
+    }
+  std::vector<half> halves(logits.size());
+  for (size_t i = 0; i < logits.size(); ++i)
+    halves[i] = fromFloat<half>(logits[i]);
+  llmc::SamplerOptions o = sampling(1, 0, 0.95f, 0);
+  o.repetitionPenalty = 1.5f;
+  EXPECT_EQ(checkSample(halves, rows, vocab, size_t(vocab), o, 83, histories), 0);
+  // A flat row goes back unpenalised (the host applies the penalty).
+  std::vector<float> flat(size_t(2 * 5000), 1.5f);
+  EXPECT_EQ(checkSample(flat, 2, 5000, 5000, o, 84, {{1, 2, 3, 2}, {4999}}), 2);
+}
+
+TEST(CudaArgmax, TheRepetitionPenaltyOncePerToken) {
+  // Against the rule written out: the marked logits divided by the penalty
+  // where positive, multiplied where not, then the first largest.
+  const int rows = 5, vocab = 3000;
+  auto logits = randomValues<float>(size_t(rows * vocab), 4.0f, 85);
+  std::vector<std::vector<int32_t>> histories(rows);
+  for (int r = 0; r < rows; ++r) {
+    for (int i = 0; i < 400; ++i)
+      histories[size_t(r)].push_back(int32_t((i * 7919 + r * 31) % vocab));
+    float *row = logits.data() + r * vocab;
+    histories[size_t(r)].push_back(int32_t(std::max_element(row, row + vocab) - row));
+    if (r >= 3) // (rows 3-4 all negative: their marked logits are multiplied)
+      for (int i = 0; i < vocab; ++i)
+        row[i] -= 6;
+  }
+  for (float penalty : {1.3f, 2.5f, 0.7f}) {
+    SampleParams prm{0, 0, 1, 0, penalty};
+    DeviceBuffer<float> dl(logits);
+    DeviceBuffer<SampleParams> dp(std::vector<SampleParams>{prm});
+    DeviceBuffer<uint32_t> marks(penaltyMarks(histories, vocab));
+    DeviceBuffer<int32_t> ids{size_t(rows)};
+    ASSERT_EQ(argmax(dl.get(), ids.get(), rows, vocab, size_t(vocab), nullptr, dp.get(),
+                     marks.get()),
+              "");
+    std::vector<int32_t> got = ids.download();
+    int changed = 0;
+    for (int r = 0; r < rows; ++r) {
+      std::vector<float> row(logits.begin() + r * vocab, logits.begin() + (r + 1) * vocab);
+      int32_t plain = int32_t(std::max_element(row.begin(), row.end()) - row.begin());
+      std::vector<bool> in(size_t(vocab), false);
+      for (int32_t t : histories[size_t(r)])
+        in[size_t(t)] = true;
+      for (int i = 0; i < vocab; ++i)
+        if (in[size_t(i)])
+          row[size_t(i)] = row[size_t(i)] > 0 ? row[size_t(i)] / penalty : row[size_t(i)] * penalty;
+      int32_t want = int32_t(std::max_element(row.begin(), row.end()) - row.begin());
+      EXPECT_EQ(got[size_t(r)], want) << "row " << r << " penalty " << penalty;
+      changed += want != plain;
+    }
+    if (penalty > 1) { // (below 1 the marked largest only gains)
+      EXPECT_GT(changed, 0) << "no row's choice moved: the test shows nothing";
+    }
+  }
+  DeviceBuffer<float> dl(logits);
+  DeviceBuffer<uint32_t> marks(penaltyMarks(histories, vocab));
+  DeviceBuffer<int32_t> ids{size_t(rows)};
+  EXPECT_NE(argmax(dl.get(), ids.get(), rows, vocab, size_t(vocab), nullptr, nullptr, marks.get()),
+            "");
 }
 
 TEST(CudaArgmax, HalfLogits) {

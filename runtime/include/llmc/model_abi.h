@@ -47,8 +47,9 @@ extern "C" {
  * a greedy step may return token ids only (run_greedy). 4: a step may
  * compute the logits of only some positions (run_rows). 5: a context's
  * threads may be pinned to CPUs (set_affinity). 6: a sampled step may return
- * token ids only (run_sample). */
-#define LLMC_MODEL_ABI_VERSION 6
+ * token ids only (run_sample). 7: run_sample applies a repetition penalty,
+ * and at temperature 0 takes the greedy token (llmc_model_sampling). */
+#define LLMC_MODEL_ABI_VERSION 7
 /* The artifact folder's format (manifest.json's format_version). 2: the
  * manifest lists weights.bin's tensors with a checksum each (weights.table). */
 #define LLMC_ARTIFACT_FORMAT_VERSION 2
@@ -76,10 +77,17 @@ typedef struct llmc_model_cache {
 
 /* What run_sample draws with (values as llmc_generate_params checks them). */
 typedef struct llmc_model_sampling {
-  float temperature; /* > 0 */
+  float temperature; /* >= 0; 0: greedy, the first largest (penalised) logit */
   int32_t top_k;     /* 0: every token */
   float top_p;       /* (0, 1] */
   float min_p;       /* [0, 1) */
+  float repetition_penalty; /* > 0; 1: none */
+  /* With a repetition_penalty other than 1: [batch, (vocab + 31) / 32]
+   * words, bit t % 32 of word t / 32 of sequence b's row set where token t
+   * is in that sequence so far (the prompt and what was generated); each
+   * such logit is divided by the penalty where positive and multiplied by
+   * it where not, once, before the rest of the rule. Otherwise unread. */
+  const uint32_t *penalized;
 } llmc_model_sampling;
 
 typedef struct llmc_model_abi {
@@ -149,14 +157,16 @@ typedef struct llmc_model_abi {
   int (*set_affinity)(void *ctx, const int32_t *cpus, int32_t count, char *err, size_t errlen);
 
   /* Optional (NULL when absent): run_greedy, but per sequence b the token
-   * that the runtime's sampling rule (temperature, then top-k, top-p and
-   * min-p, then a draw in order of likelihood: runtime/src/Sampler.h) draws
-   * from position `row` with the uniform uniforms[b] in [0, 1), to
-   * out_ids[b]. Where the model could not finish a draw (a distribution too
-   * flat for its candidate buffer) out_ids[b] is -1 and row_logits + b *
-   * vocab holds that position's f32 logits, for the caller to draw from
-   * with the same uniform; row_logits [batch, vocab] is otherwise left as
-   * it was. */
+   * that the runtime's sampling rule (the repetition penalty, then
+   * temperature, top-k, top-p and min-p, then a draw in order of
+   * likelihood: runtime/src/Sampler.h) draws from position `row` with the
+   * uniform uniforms[b] in [0, 1), to out_ids[b]; at temperature 0 the
+   * first largest logit after the penalty (uniforms unread). Where the
+   * model could not finish a draw (a distribution too flat for its
+   * candidate buffer) out_ids[b] is -1 and row_logits + b * vocab holds
+   * that position's f32 logits (without the penalty), for the caller to
+   * draw from with the same uniform; row_logits [batch, vocab] is otherwise
+   * left as it was. */
   int (*run_sample)(void *ctx, uint32_t entry, const int64_t *tokens, int64_t start_pos,
                     int64_t capacity, void *const *caches, int64_t row,
                     const llmc_model_sampling *sampling, const double *uniforms, int64_t *out_ids,

@@ -4,9 +4,15 @@
  * where top_k is given, among the top_k largest; where the model left the
  * draw to the caller (-1) the row_logits it hands back equal
  * run_at_capacity's logits of that position, bit for bit. The next token is
- * the drawn one (or, when left, the argmax). Then the refusals: bad
- * parameters, a uniform outside [0, 1), a position past the entry.
+ * the drawn one (or, when left, the argmax). With a repetition PENALTY
+ * (default 1: none) the marks of the prompt's and the chosen tokens go
+ * with each step and the logits above are the penalised ones (each token
+ * once: divided where positive, multiplied where not); at temperature 0
+ * every id must be the first largest of them. Then the refusals: bad
+ * parameters, a penalty without marks, a uniform outside [0, 1), a
+ * position past the entry.
  *   sample_abi LIBMODEL WEIGHTS_BIN PREFILL_ENTRY DECODE_ENTRY PROMPT_LEN STEPS T TOP_K TOP_P
+ *              [PENALTY]
  * Prints "N steps: D drawn on the device, H left to the caller" or fails.
  * (Whether the draws follow the runtime's rule is tested in
  * CudaKernelsTest.cpp against the sampler itself, and end to end in
@@ -20,6 +26,13 @@
 #include <string.h>
 
 static int fail(const char *what, const char *err) { return loadFail("sample_abi", what, err); }
+
+/* The repetition penalty over the marked tokens, as the runtime's rule. */
+static void penalize(float *row, int64_t vocab, const uint32_t *marks, float penalty) {
+  for (int64_t i = 0; i < vocab; ++i)
+    if (marks[i / 32] >> (i % 32) & 1u)
+      row[i] = row[i] > 0 ? row[i] / penalty : row[i] * penalty;
+}
 
 static int64_t argmaxRow(const float *row, int64_t vocab) {
   int64_t best = 0;
@@ -38,8 +51,9 @@ static int64_t rankOf(const float *row, int64_t vocab, int64_t id) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 10)
-    return fail("usage: sample_abi LIBMODEL WEIGHTS PREFILL DECODE PROMPT_LEN STEPS T TOP_K TOP_P",
+  if (argc != 10 && argc != 11)
+    return fail("usage: sample_abi LIBMODEL WEIGHTS PREFILL DECODE PROMPT_LEN STEPS T TOP_K TOP_P "
+                "[PENALTY]",
                 NULL);
   LoadedModel lm = {0};
   if (loadModel("sample_abi", argv[1], argv[2], &lm) != 0)
@@ -49,7 +63,9 @@ int main(int argc, char **argv) {
     return fail("the library has no run_sample", NULL);
   uint32_t prefill = (uint32_t)atoi(argv[3]), decode = (uint32_t)atoi(argv[4]);
   int64_t promptLen = atoll(argv[5]), steps = atoll(argv[6]), vocab = abi->vocab;
-  llmc_model_sampling sp = {(float)atof(argv[7]), atoi(argv[8]), (float)atof(argv[9]), 0.0f};
+  uint32_t *marks = calloc((size_t)(vocab + 31) / 32, sizeof(uint32_t));
+  llmc_model_sampling sp = {(float)atof(argv[7]), atoi(argv[8]), (float)atof(argv[9]), 0.0f,
+                            argc == 11 ? (float)atof(argv[10]) : 1.0f, marks};
   int64_t seq = abi->entries[prefill].seq, capacity = abi->caches[0].capacity;
   char err[1024] = "";
   void *ctx[2], *caches[2][64];
@@ -58,8 +74,10 @@ int main(int argc, char **argv) {
   float *logits = malloc(sizeof(float) * (size_t)(seq * vocab));
   float *rowLogits = malloc(sizeof(float) * (size_t)vocab);
   int64_t tokens[4096] = {0}, id = 0, device = 0, left = 0;
-  for (int64_t i = 0; i < promptLen; ++i)
+  for (int64_t i = 0; i < promptLen; ++i) {
     tokens[i] = (i * 37 + 11) % vocab;
+    marks[tokens[i] / 32] |= 1u << (tokens[i] % 32);
+  }
   for (int64_t s = 0; s <= steps; ++s) {
     uint32_t entry = s == 0 ? prefill : decode;
     int64_t start = s == 0 ? 0 : promptLen + s - 1, row = s == 0 ? promptLen - 1 : 0;
@@ -67,7 +85,11 @@ int main(int argc, char **argv) {
     if (abi->run_at_capacity(ctx[0], entry, in, start, capacity, caches[0], logits, err,
                              sizeof err) != 0)
       return fail("run_at_capacity", err);
-    const float *want = logits + row * vocab;
+    float *want = logits + row * vocab;
+    float *raw = malloc(sizeof(float) * (size_t)vocab); /* (what a row left to the caller holds) */
+    memcpy(raw, want, sizeof(float) * (size_t)vocab);
+    if (sp.repetition_penalty != 1)
+      penalize(want, vocab, marks, sp.repetition_penalty);
     double u = (double)((s * 7919 + 13) % 1000) / 1000.0;
     int64_t got = -2;
     for (int64_t i = 0; i < vocab; ++i)
@@ -76,7 +98,7 @@ int main(int argc, char **argv) {
                         rowLogits, err, sizeof err) != 0)
       return fail("run_sample", err);
     if (got == -1) {
-      if (memcmp(rowLogits, want, sizeof(float) * (size_t)vocab) != 0) {
+      if (memcmp(rowLogits, raw, sizeof(float) * (size_t)vocab) != 0) {
         fprintf(stderr, "sample_abi: step %lld: the row_logits differ from the logits\n",
                 (long long)s);
         return 1;
@@ -85,7 +107,8 @@ int main(int argc, char **argv) {
       id = argmaxRow(want, vocab);
     } else {
       if (got < 0 || got >= vocab || !isfinite(want[got]) ||
-          (sp.top_k > 0 && rankOf(want, vocab, got) >= sp.top_k)) {
+          (sp.top_k > 0 && rankOf(want, vocab, got) >= sp.top_k) ||
+          (sp.temperature == 0 && got != argmaxRow(want, vocab))) {
         fprintf(stderr, "sample_abi: step %lld: drew %lld, not a token the rule keeps\n",
                 (long long)s, (long long)got);
         return 1;
@@ -93,16 +116,27 @@ int main(int argc, char **argv) {
       ++device;
       id = got;
     }
+    free(raw);
+    marks[id / 32] |= 1u << (id % 32);
   }
   double u = 0.5, bad = 1.0;
   int64_t ignored;
   llmc_model_sampling cold = sp;
-  cold.temperature = 0;
+  cold.temperature = -1;
   if (abi->run_sample(ctx[1], prefill, tokens, 0, capacity, caches[1], 0, &cold, &u, &ignored,
                       rowLogits, err, sizeof err) == 0)
-    return fail("temperature 0 was accepted", NULL);
-  printf("temperature 0: %s\n", err);
-  if (abi->run_sample(ctx[1], prefill, tokens, 0, capacity, caches[1], 0, &sp, &bad, &ignored,
+    return fail("temperature -1 was accepted", NULL);
+  printf("temperature -1: %s\n", err);
+  llmc_model_sampling unmarked = sp;
+  unmarked.repetition_penalty = 1.2f, unmarked.penalized = NULL;
+  if (abi->run_sample(ctx[1], prefill, tokens, 0, capacity, caches[1], 0, &unmarked, &u, &ignored,
+                      rowLogits, err, sizeof err) == 0)
+    return fail("a penalty without marks was accepted", NULL);
+  printf("penalty without marks: %s\n", err);
+  llmc_model_sampling warm = sp; /* (uniforms are read only when drawing) */
+  if (warm.temperature == 0)
+    warm.temperature = 1;
+  if (abi->run_sample(ctx[1], prefill, tokens, 0, capacity, caches[1], 0, &warm, &bad, &ignored,
                       rowLogits, err, sizeof err) == 0)
     return fail("a uniform of 1 was accepted", NULL);
   printf("uniform 1: %s\n", err);
@@ -115,5 +149,6 @@ int main(int argc, char **argv) {
   freeDeviceTwins(&lm, ctx, caches);
   free(logits);
   free(rowLogits);
+  free(marks);
   return 0;
 }

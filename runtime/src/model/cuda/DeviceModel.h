@@ -28,8 +28,12 @@
 //             graph of its own per (caches, capacity, position).
 //   run_sample  likewise a token id per sequence, drawn on the device
 //             (Sampling.h) with the parameters and uniforms the graph copies
-//             in each step; a row the device leaves to the host (-1) brings
-//             its f32 logits back after the step.
+//             in each step, or at temperature 0 the argmax; with a
+//             repetition penalty the graph also copies in each sequence's
+//             marks of the tokens it holds (vocab / 8 bytes a sequence),
+//             which the kernels apply as they read the logits; a row the
+//             device leaves to the host (-1) brings its f32 logits back
+//             after the step.
 //
 // With LLMC_PROFILE set (and not 0) in the environment, each replayed
 // decode graph is timed between two events on its stream, and the call
@@ -141,6 +145,7 @@ struct DeviceContext {
   int32_t *ids = nullptr;               // a greedy or sampled step's token ids [batch]
   SampleParams *params = nullptr;       // a sampled step's parameters
   double *uniforms = nullptr;           // and its uniforms [batch]
+  uint32_t *penalized = nullptr;        // and its penalty marks [batch, penaltyWords(vocab)]
   unsigned long long *error = nullptr;  // the device error word
   unsigned *counters = nullptr;         // the split counters (Common.h), zero
   Blas blas;                            // cuBLASLt for the prefill GEMMs, when there
@@ -150,19 +155,23 @@ struct DeviceContext {
   int32_t *hostIds = nullptr;
   SampleParams *hostParams = nullptr;
   double *hostUniforms = nullptr;
+  uint32_t *hostPenalized = nullptr;
   unsigned long long *hostError = nullptr;
   // The step being enqueued: its [batch, seq] and, for a greedy or sampled
   // step, the position whose token per sequence is all that crosses to the
   // host (-1: the logits cross).
   int64_t stepBatch = 1, stepSeq = 1, greedyRow = -1, vocab = 0;
-  bool sampled = false; // (with greedyRow >= 0) draw instead of argmax
+  // (With greedyRow >= 0) run_sample's step: the parameters copied in;
+  // drawn (temperature > 0): the sampling kernel and the uniforms, else
+  // the argmax; penalised: the marks copied in and applied.
+  bool sampled = false, drawn = false, penalised = false;
   Stream stream = nullptr;
   int multiprocessors = 0;
   struct Captured {
     uint32_t entry;
     std::vector<void *> caches;
     int64_t capacity, greedyRow;
-    bool sampled;
+    bool sampled, drawn, penalised;
     Graph graph;
   };
   std::vector<Captured> graphs;
@@ -188,11 +197,12 @@ struct DeviceContext {
     if (greedyRow >= 0) {
       const T *row = p + greedyRow * vocab;
       size_t stride = size_t(stepSeq * vocab);
-      if (sampled) // (rows left to the host get their f32 logits in `logits`)
+      const uint32_t *marks = penalised ? penalized : nullptr;
+      if (drawn) // (rows left to the host get their f32 logits in `logits`)
         LLMC_CUDA_TRY(sample(row, ids, int(stepBatch), int(vocab), stride, params, uniforms, logits,
-                             s));
+                             s, marks));
       else
-        LLMC_CUDA_TRY(argmax(row, ids, int(stepBatch), int(vocab), stride, s));
+        LLMC_CUDA_TRY(argmax(row, ids, int(stepBatch), int(vocab), stride, s, params, marks));
       return copyAsync(hostIds, ids, size_t(stepBatch) * sizeof(int32_t), s);
     }
     const float *f32 = reinterpret_cast<const float *>(p);
@@ -266,6 +276,9 @@ template <class M> struct Glue {
     LLMC_CUDA_TRY(alloc(&m.uniforms, maxBatch() * sizeof(double)));
     LLMC_CUDA_TRY(pinned(&m.hostParams, sizeof(SampleParams)));
     LLMC_CUDA_TRY(pinned(&m.hostUniforms, maxBatch() * sizeof(double)));
+    size_t marks = maxBatch() * size_t(penaltyWords(int(M::kVocab))) * sizeof(uint32_t);
+    LLMC_CUDA_TRY(alloc(&m.penalized, marks));
+    LLMC_CUDA_TRY(pinned(&m.hostPenalized, marks));
     m.vocab = M::kVocab;
     LLMC_CUDA_TRY(alloc(&m.error, 8));
     LLMC_CUDA_TRY(alloc(&m.counters, kSplitCounters * sizeof(unsigned)));
@@ -328,13 +341,13 @@ template <class M> struct Glue {
       streamDestroy(m->stream);
     m->blas.close();
     for (void *p : {(void *)m->arena, (void *)m->tokens, (void *)m->pos, (void *)m->logits,
-                    (void *)m->ids, (void *)m->params, (void *)m->uniforms, (void *)m->error,
-                    (void *)m->counters})
+                    (void *)m->ids, (void *)m->params, (void *)m->uniforms, (void *)m->penalized,
+                    (void *)m->error, (void *)m->counters})
       if (p)
         deviceFree(p);
     for (void *p : {(void *)m->hostTokens, (void *)m->hostPos, (void *)m->hostLogits,
                     (void *)m->hostIds, (void *)m->hostParams, (void *)m->hostUniforms,
-                    (void *)m->hostError})
+                    (void *)m->hostPenalized, (void *)m->hostError})
       if (p)
         hostFreePinned(p);
     if (m->weights)
@@ -350,10 +363,13 @@ template <class M> struct Glue {
     LLMC_CUDA_TRY(memsetAsync(m.error, 0, 8, s));
     LLMC_CUDA_TRY(copyAsync(m.tokens, m.hostTokens, tokens * 8, s));
     LLMC_CUDA_TRY(copyAsync(m.pos, m.hostPos, 8, s));
-    if (m.sampled) {
+    if (m.sampled)
       LLMC_CUDA_TRY(copyAsync(m.params, m.hostParams, sizeof(SampleParams), s));
+    if (m.drawn)
       LLMC_CUDA_TRY(copyAsync(m.uniforms, m.hostUniforms, size_t(e.batch) * sizeof(double), s));
-    }
+    if (m.penalised)
+      LLMC_CUDA_TRY(copyAsync(m.penalized, m.hostPenalized,
+                              size_t(e.batch) * size_t(penaltyWords(int(M::kVocab))) * 4, s));
     Args a{m.tokens, m.pos, caches, capacity, s};
     LLMC_CUDA_TRY(M::kFns[entry](m, a));
     return copyAsync(m.hostError, m.error, 8, s);
@@ -390,31 +406,44 @@ template <class M> struct Glue {
       if (tokens[i] < 0 || tokens[i] >= M::kVocab)
         return "token id " + std::to_string(tokens[i]) + " is outside the vocabulary of " +
                std::to_string(M::kVocab);
+    bool drawn = false, penalised = false;
     if (sampling) {
-      if (!uniforms || !rowLogits)
-        return "uniforms and row_logits must not be null";
-      if (!(sampling->temperature > 0) || !std::isfinite(sampling->temperature) ||
+      if (!(sampling->temperature >= 0) || !std::isfinite(sampling->temperature) ||
           sampling->top_k < 0 || !(sampling->top_p > 0 && sampling->top_p <= 1) ||
-          !(sampling->min_p >= 0 && sampling->min_p < 1))
-        return "sampling needs temperature > 0, top_k >= 0, top_p in (0, 1], min_p in [0, 1)";
-      for (int64_t b = 0; b < e.batch; ++b)
-        if (!(uniforms[b] >= 0 && uniforms[b] < 1))
-          return "uniforms must lie in [0, 1)";
+          !(sampling->min_p >= 0 && sampling->min_p < 1) ||
+          !(sampling->repetition_penalty > 0) || !std::isfinite(sampling->repetition_penalty))
+        return "sampling needs temperature >= 0, top_k >= 0, top_p in (0, 1], min_p in [0, 1), "
+               "repetition_penalty > 0";
+      drawn = sampling->temperature > 0;
+      penalised = sampling->repetition_penalty != 1;
+      if (drawn && (!uniforms || !rowLogits))
+        return "uniforms and row_logits must not be null";
+      if (penalised && !sampling->penalized)
+        return "a repetition penalty needs the penalized marks";
+      if (drawn)
+        for (int64_t b = 0; b < e.batch; ++b)
+          if (!(uniforms[b] >= 0 && uniforms[b] < 1))
+            return "uniforms must lie in [0, 1)";
       *m.hostParams = SampleParams{sampling->temperature, sampling->top_k, sampling->top_p,
-                                   sampling->min_p};
-      std::memcpy(m.hostUniforms, uniforms, size_t(e.batch) * sizeof(double));
+                                   sampling->min_p, sampling->repetition_penalty};
+      if (drawn)
+        std::memcpy(m.hostUniforms, uniforms, size_t(e.batch) * sizeof(double));
+      if (penalised)
+        std::memcpy(m.hostPenalized, sampling->penalized,
+                    size_t(e.batch) * size_t(penaltyWords(int(M::kVocab))) * 4);
     }
     std::memcpy(m.hostTokens, tokens, size_t(e.batch * e.seq) * 8);
     *m.hostPos = start;
     m.stepBatch = e.batch, m.stepSeq = e.seq, m.greedyRow = greedyRow;
-    m.sampled = sampling != nullptr;
+    m.sampled = sampling != nullptr, m.drawn = drawn, m.penalised = penalised;
     bool timed = false; // (a replayed decode graph, under LLMC_PROFILE)
     if (e.kind == LLMC_ENTRY_DECODE) {
       std::vector<void *> key(caches, caches + M::kNumCaches);
       Graph graph = nullptr;
       for (auto &g : m.graphs)
         if (g.entry == entry && g.capacity == capacity && g.caches == key &&
-            g.greedyRow == greedyRow && g.sampled == m.sampled)
+            g.greedyRow == greedyRow && g.sampled == m.sampled && g.drawn == drawn &&
+            g.penalised == penalised)
           graph = g.graph;
       if (!graph) {
         LLMC_CUDA_TRY(captureBegin(m.stream));
@@ -422,7 +451,7 @@ template <class M> struct Glue {
         std::string end = captureEnd(m.stream, &graph);
         LLMC_CUDA_TRY(e);
         LLMC_CUDA_TRY(end);
-        m.graphs.push_back({entry, key, capacity, greedyRow, m.sampled, graph});
+        m.graphs.push_back({entry, key, capacity, greedyRow, m.sampled, drawn, penalised, graph});
       } else {
         timed = m.stepProfile != nullptr;
       }

@@ -9,6 +9,14 @@
 //          warp and block reduction of (value, index) pairs. In greedy
 //          decoding only these ids cross to the host.
 //
+// Both take an optional repetition penalty: `penalized` (null: none) holds
+// per row (vocab + 31) / 32 words whose bit t % 32 of word t / 32 marks
+// token t as already in that sequence, and the penalty is params->penalty;
+// a marked logit is divided by it where positive and multiplied by it where
+// not, in f32 as the host sampler does (Sampler.h), once, as it is read. A
+// row left to the host keeps its logits unpenalised (the host applies the
+// penalty from the sequence it holds).
+//
 // sample   the same rows, params (temperature > 0, top-k, top-p, min-p, as
 //          one SampleParams in device memory) and one uniform double in
 //          [0, 1) per row: the token the runtime's sampler (Sampler.h)
@@ -59,13 +67,46 @@ LLMC_DEVICE void warpArgmax(float &best, int &at) {
   }
 }
 
+/// Sampling parameters, as the runtime validates them (Sampler.h).
+struct SampleParams {
+  float temperature; // > 0 (the sampling kernel); the argmax reads only the penalty
+  int32_t topK;      // 0: every token
+  float topP;        // (0, 1]
+  float minP;        // [0, 1)
+  float penalty = 1; // the repetition penalty (> 0) over the marked tokens
+};
+
+/// Words of a row of the repetition penalty's marks.
+LLMC_HOST_DEVICE int penaltyWords(int vocab) { return (vocab + 31) / 32; }
+
+/// One row's repetition penalty (see the top of this file): logit x of
+/// token i as the rule sees it.
+struct Penalty {
+  const uint32_t *marks = nullptr; // the row's words; null: no penalty
+  float by = 1;
+
+  LLMC_DEVICE Penalty(const uint32_t *penalized, const SampleParams *params, int vocab) {
+    if (penalized) {
+      marks = penalized + size_t(blockIdx.x) * size_t(penaltyWords(vocab));
+      by = params->penalty;
+    }
+  }
+  LLMC_DEVICE float operator()(float x, int i) const {
+    if (marks && (marks[i >> 5] >> (i & 31) & 1u))
+      return x > 0 ? x / by : x * by;
+    return x;
+  }
+};
+
 template <class T>
 LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kArgmaxThreads)
-    argmaxKernel(const T *logits, int32_t *ids, int vocab, size_t rowStride) {
+    argmaxKernel(const T *logits, int32_t *ids, int vocab, size_t rowStride,
+                 const SampleParams *params, const uint32_t *penalized) {
   LLMC_KERNEL_BEGIN();
   LLMC_SHARED(float[32], bestValue);
   LLMC_SHARED(int[32], bestIndex);
   const T *row = logits + size_t(blockIdx.x) * rowStride;
+  const Penalty pen(penalized, params, vocab);
   float best = -INFINITY;
   int at = vocab; // none yet
   // (A thread's ids in increasing order; its loads kArgmaxLoads at a time:
@@ -76,7 +117,7 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kArgmaxThreads)
     LLMC_UNROLL
     for (int j = 0; j < kArgmaxLoads; ++j) {
       int i = base + j * threads;
-      v[j] = i < vocab ? toFloat(row[i]) : -INFINITY;
+      v[j] = i < vocab ? pen(toFloat(row[i]), i) : -INFINITY;
     }
     LLMC_UNROLL
     for (int j = 0; j < kArgmaxLoads; ++j) {
@@ -101,22 +142,17 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kArgmaxThreads)
     ids[blockIdx.x] = at < vocab ? at : 0;
 }
 
+/// The first largest logit of each row; with `penalized` (and `params`,
+/// for the penalty) after the repetition penalty.
 template <class T>
 std::string argmax(const T *logits, int32_t *ids, int rows, int vocab, size_t rowStride,
-                   Stream stream) {
-  if (rows < 1 || vocab < 1 || rowStride < size_t(vocab))
+                   Stream stream, const SampleParams *params = nullptr,
+                   const uint32_t *penalized = nullptr) {
+  if (rows < 1 || vocab < 1 || rowStride < size_t(vocab) || (penalized && !params))
     return "argmax: invalid arguments";
   return launch(argmaxKernel<T>, dim3(unsigned(rows)), dim3(kArgmaxThreads), 0, stream, logits, ids,
-                vocab, rowStride);
+                vocab, rowStride, params, penalized);
 }
-
-/// Sampling parameters, as the runtime validates them (Sampler.h).
-struct SampleParams {
-  float temperature; // > 0
-  int32_t topK;      // 0: every token
-  float topP;        // (0, 1]
-  float minP;        // [0, 1)
-};
 
 constexpr int kSampleThreads = 512;
 constexpr int kSampleCandidates = 2048; // a power of two, at most 4 * kSampleThreads
@@ -136,7 +172,8 @@ LLMC_DEVICE bool sampledBefore(float xa, int a, float xb, int b) {
 template <class T>
 LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kSampleThreads)
     sampleKernel(const T *logits, int32_t *ids, int vocab, size_t rowStride,
-                 const SampleParams *params, const double *uniforms, float *leftRows) {
+                 const SampleParams *params, const double *uniforms, float *leftRows,
+                 const uint32_t *penalized) {
   LLMC_KERNEL_BEGIN();
   LLMC_SHARED(float[kSampleCandidates], cx);
   LLMC_SHARED(int[kSampleCandidates], cid);
@@ -148,8 +185,9 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kSampleThreads)
   const T *row = logits + size_t(blockIdx.x) * rowStride;
   const SampleParams prm = *params;
   const int tid = int(threadIdx.x), threads = int(blockDim.x);
-  // A row left to the host: id -1 and its logits as f32 in leftRows (every
-  // thread of the block takes part).
+  const Penalty pen(penalized, params, vocab);
+  // A row left to the host: id -1 and its logits as f32 in leftRows,
+  // unpenalised (every thread of the block takes part).
   auto leave = [&]() {
     for (int i = tid; i < vocab; i += threads)
       leftRows[size_t(blockIdx.x) * size_t(vocab) + size_t(i)] = toFloat(row[i]);
@@ -161,7 +199,7 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kSampleThreads)
   // 1. The largest logit (NaN never counts).
   float most = -INFINITY;
   for (int i = tid; i < vocab; i += threads) {
-    float x = toFloat(row[i]);
+    float x = pen(toFloat(row[i]), i);
     if (x > most)
       most = x;
   }
@@ -185,7 +223,7 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kSampleThreads)
   for (int j = 0; j < kSampleSums; ++j)
     acc[j] = 0;
   for (int i = tid; i < vocab; i += threads) {
-    float x = toFloat(row[i]);
+    float x = pen(toFloat(row[i]), i);
     if (x != x)
       continue;
     double z = logWeight(x), w = exp(z);
@@ -242,7 +280,7 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kSampleThreads)
     found[0] = 0;
   __syncthreads();
   for (int i = tid; i < vocab; i += threads) {
-    float x = toFloat(row[i]);
+    float x = pen(toFloat(row[i]), i);
     if (x == x && logWeight(x) >= threshold) {
       int at = atomicAdd(&found[0], 1);
       cx[at] = x;
@@ -346,11 +384,11 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kSampleThreads)
 template <class T>
 std::string sample(const T *logits, int32_t *ids, int rows, int vocab, size_t rowStride,
                    const SampleParams *params, const double *uniforms, float *leftRows,
-                   Stream stream) {
+                   Stream stream, const uint32_t *penalized = nullptr) {
   if (rows < 1 || vocab < 1 || rowStride < size_t(vocab) || !params || !uniforms || !leftRows)
     return "sample: invalid arguments";
   return launch(sampleKernel<T>, dim3(unsigned(rows)), dim3(kSampleThreads), 0, stream, logits,
-                ids, vocab, rowStride, params, uniforms, leftRows);
+                ids, vocab, rowStride, params, uniforms, leftRows, penalized);
 }
 
 } // namespace llmc::cuda
