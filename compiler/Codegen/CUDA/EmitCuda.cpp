@@ -332,7 +332,7 @@ int64_t CudaEmitter::planArena(std::string &text) {
 
 llvm::Error CudaEmitter::emitFunction(func::FuncOp f) {
   std::string fname = f.getSymName().str();
-  llvm::Expected<EntrySignature> sig = entrySignature(f, /*allowI32Tokens=*/false);
+  llvm::Expected<EntrySignature> sig = entrySignature(f, /*allowI32Tokens=*/true);
   if (!sig)
     return sig.takeError();
   CpuModel::Entry entry = sig->entry;
@@ -343,6 +343,28 @@ llvm::Error CudaEmitter::emitFunction(func::FuncOp f) {
   step = 0;
   body.clear();
   refs[f.getArgument(0)] = Ref{Ref::Tokens};
+  if (sig->tokens32) {
+    // The model takes i32 ids (onnxruntime's fused GPT-2, for one); the
+    // interface's are i64, checked against the vocabulary before the
+    // step: a kernel narrows them into the arena first.
+    Value ids = f.getArgument(0);
+    int64_t n = numel(ids);
+    std::string name = kernel("i64 token ids narrowed to the model's i32",
+                              llvm::formatv("(const int64_t *__restrict__ in, int32_t *__restrict__ "
+                                            "out) {{\n"
+                                            "  size_t i = size_t(blockIdx.x) * blockDim.x + "
+                                            "threadIdx.x;\n"
+                                            "  if (i < {0}u)\n"
+                                            "    out[i] = int32_t(in[i]);\n}\n",
+                                            n)
+                                  .str());
+    define(ids);
+    statement(llvm::formatv("launch({0}, dim3({1}), dim3(256), 0, a.stream, a.tokens, {2})", name,
+                            (n + 255) / 256, ptr(ids))
+                  .str(),
+              "tokens -> " + describeType(ids.getType()));
+    ++entry.kernelCalls;
+  }
   refs[f.getArgument(1)] = Ref{Ref::Pos};
   for (unsigned i = 2; i < f.getNumArguments(); ++i) {
     Ref r;

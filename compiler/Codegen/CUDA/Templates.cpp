@@ -247,9 +247,10 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
     return emitAssert(check, stats);
   if (auto e = dyn_cast<EmbeddingOp>(op)) {
     Value table = e.getTable(), ids = e.getIds(), y = e.getResult();
-    if (!getElementTypeOrSelf(ids.getType()).isInteger(64) ||
+    if (!(getElementTypeOrSelf(ids.getType()).isInteger(64) ||
+          getElementTypeOrSelf(ids.getType()).isInteger(32)) ||
         cxxType(table.getType()).empty()) {
-      unsupported(op, "ids must be i64");
+      unsupported(op, "ids must be i64 or i32");
       return llvm::Error::success();
     }
     define(y);
@@ -266,9 +267,10 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
     Value q = e.getTable(), scales = e.getScales(), zeros = e.getZeroPoints(), ids = e.getIds(),
           y = e.getResult();
     int64_t bits = e.getBits();
-    if (!getElementTypeOrSelf(ids.getType()).isInteger(64) || (bits != 4 && bits != 8) ||
-        !isFloatType(scales.getType())) {
-      unsupported(op, "ids must be i64, bits 4 or 8");
+    if (!(getElementTypeOrSelf(ids.getType()).isInteger(64) ||
+          getElementTypeOrSelf(ids.getType()).isInteger(32)) ||
+        (bits != 4 && bits != 8) || !isFloatType(scales.getType())) {
+      unsupported(op, "ids must be i64 or i32, bits 4 or 8");
       return llvm::Error::success();
     }
     bool hasZeros = zeros && !isNone(zeros);

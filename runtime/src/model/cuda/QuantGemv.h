@@ -30,7 +30,7 @@
 //
 // quantEmbedding: llm.quantized_embedding, rows of a table in the same
 // layout ([vocab, G, groupSize * BITS / 8], scales and zeros [vocab, G])
-// gathered by i64 ids and dequantized, one block per id; an id outside
+// gathered by i64 or i32 ids and dequantized, one block per id; an id outside
 // the vocabulary records kTokenOutOfRange and writes zeros.
 //
 //===----------------------------------------------------------------------===//
@@ -221,9 +221,9 @@ std::string qgemm(const X *a, const uint8_t *q, const S *scales, const uint8_t *
   return gemmRows(a, w, bias, residual, c, m, n, k, stream);
 }
 
-template <class S, class Y, int BITS>
+template <class S, class Y, int BITS, class I>
 LLMC_GLOBAL void quantEmbeddingKernel(const uint8_t *q, const S *scales, const uint8_t *zeros,
-                                      const int64_t *ids, Y *out, int64_t vocab, int groupSize,
+                                      const I *ids, Y *out, int64_t vocab, int groupSize,
                                       int groups, unsigned long long *error) {
   LLMC_KERNEL_BEGIN();
   int64_t id = ids[blockIdx.x];
@@ -238,13 +238,13 @@ LLMC_GLOBAL void quantEmbeddingKernel(const uint8_t *q, const S *scales, const u
 }
 
 /// Launches the gather of n rows; out is [n, groups * groupSize].
-template <class S, class Y, int BITS>
-std::string quantEmbedding(const uint8_t *q, const S *scales, const uint8_t *zeros,
-                           const int64_t *ids, Y *out, int n, int64_t vocab, int groupSize,
-                           int groups, unsigned long long *error, Stream stream) {
+template <class S, class Y, int BITS, class I>
+std::string quantEmbedding(const uint8_t *q, const S *scales, const uint8_t *zeros, const I *ids,
+                           Y *out, int n, int64_t vocab, int groupSize, int groups,
+                           unsigned long long *error, Stream stream) {
   if (n < 1 || vocab < 1 || groupSize < 1 || groups < 1)
     return "quantEmbedding: invalid arguments";
-  return launch(quantEmbeddingKernel<S, Y, BITS>, dim3(unsigned(n)), dim3(128), 0, stream, q,
+  return launch(quantEmbeddingKernel<S, Y, BITS, I>, dim3(unsigned(n)), dim3(128), 0, stream, q,
                 scales, zeros, ids, out, vocab, groupSize, groups, error);
 }
 

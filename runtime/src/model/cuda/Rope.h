@@ -9,7 +9,7 @@
 // ropePair   two ropes over the same positions and tables (the queries and
 //            the keys of an attention: N may differ) in one launch,
 //            blockIdx.y choosing the tensor.
-// embedding  table [V, H], ids int64 [n]: out [n, H]; one block per id,
+// embedding  table [V, H], ids int64 or int32 [n]: out [n, H]; one block per id,
 //            16-byte copies when H allows. An id outside [0, V) records
 //            kTokenOutOfRange and writes zeros.
 // cacheWrite cache [B, Hkv, C, D]; update element (b, h, s, d) at
@@ -163,8 +163,8 @@ std::string ropePair(const T *x0, T *y0, int n0, const T *x1, T *y1, int n1, con
                     positions, positionsPerBatch, b, s, d, r, p, interleaved, error, stream);
 }
 
-template <class T>
-LLMC_GLOBAL void embeddingKernel(const T *table, const int64_t *ids, T *out, int64_t vocab, int h,
+template <class T, class I>
+LLMC_GLOBAL void embeddingKernel(const T *table, const I *ids, T *out, int64_t vocab, int h,
                                  unsigned long long *error) {
   LLMC_KERNEL_BEGIN();
   int64_t id = ids[blockIdx.x];
@@ -185,13 +185,13 @@ LLMC_GLOBAL void embeddingKernel(const T *table, const int64_t *ids, T *out, int
     dst[i] = valid ? src[i] : fromFloat<T>(0.0f);
 }
 
-template <class T>
-std::string embedding(const T *table, const int64_t *ids, T *out, int n, int64_t vocab, int h,
+template <class T, class I>
+std::string embedding(const T *table, const I *ids, T *out, int n, int64_t vocab, int h,
                       unsigned long long *error, Stream stream) {
   if (n < 1 || h < 1 || vocab < 1)
     return "embedding: invalid arguments";
-  return launch(embeddingKernel<T>, dim3(unsigned(n)), dim3(128), 0, stream, table, ids, out, vocab,
-                h, error);
+  return launch(embeddingKernel<T, I>, dim3(unsigned(n)), dim3(128), 0, stream, table, ids, out,
+                vocab, h, error);
 }
 
 /// One cache of a cacheWrite launch and where its update's elements are.
