@@ -116,4 +116,14 @@ for q in llama-optimum-int8:int8 phi3-optimum-int4:int4 qwen2-optimum-int4-g32-a
   args "$f" "test/models/$model" --quant "$scheme"
   oracle "$root/test/models/quant/$f/fixture.json" > "$out/fixtures/$f.expect"
 done
+# The two exports made by others (../shared/models, which the device tool
+# does not carry: copied into fixtures/shared): onnxruntime's fused GPT-2
+# with i32 token ids, and genai's fp16 Llama; onnxruntime's greedy tokens.
+for f in ort-genai-tiny-gpt2-fp32:past.onnx ort-genai-tiny-llama-fp16:model.onnx; do
+  name=${f%%:*} file=${f#*:}
+  mkdir -p "$out/fixtures/shared/$name"
+  cp "$root/../shared/models/$name/$file"* "$out/fixtures/shared/$name/"
+  args "shared-$name" ".gpu/fixtures/shared/$name/$file"
+  oracle "$root/test/models/shared/shared-$name/fixture.json" > "$out/fixtures/shared-$name.expect"
+done
 du -sh "$out"
