@@ -50,9 +50,14 @@ template <class T> void forType() {
                            32, nullptr);
   qgemm<T, T, float, T, 8>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 1,
                            32, nullptr);
-  quantEmbedding<float, T, 4>(nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 32, 1, nullptr,
+  qgemm<T, T, T, T, 4>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 1, 32,
+                       nullptr);
+  const int64_t *ids = nullptr;
+  const int32_t *ids32 = nullptr; // (models whose token ids are i32)
+  quantEmbedding<float, T, 4>(nullptr, nullptr, nullptr, ids, nullptr, 1, 1, 32, 1, nullptr,
                               nullptr);
-  quantEmbedding<T, T, 4>(nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 32, 1, nullptr,
+  quantEmbedding<T, T, 4>(nullptr, nullptr, nullptr, ids, nullptr, 1, 1, 32, 1, nullptr, nullptr);
+  quantEmbedding<T, T, 4>(nullptr, nullptr, nullptr, ids32, nullptr, 1, 1, 32, 1, nullptr,
                           nullptr);
   layerNorm<float, T, float>(nullptr, nullptr, nullptr, nullptr, 1, 1, 0, nullptr);
   layerNorm<T, T, T>(nullptr, nullptr, nullptr, nullptr, 1, 1, 0, nullptr);
@@ -62,7 +67,8 @@ template <class T> void forType() {
              nullptr);
   rope<float, T>(nullptr, nullptr, nullptr, nullptr, nullptr, false, 1, 1, 1, 2, 0, 1, false,
                  nullptr, nullptr);
-  embedding<T>(nullptr, nullptr, nullptr, 1, 1, 1, nullptr, nullptr);
+  embedding<T>(nullptr, ids, nullptr, 1, 1, 1, nullptr, nullptr);
+  embedding<T>(nullptr, ids32, nullptr, 1, 1, 1, nullptr, nullptr);
   cacheWrite<T, T>(nullptr, nullptr, nullptr, 1, 1, 1, 1, 1, 0, 0, 0, nullptr, nullptr);
   cacheWrite<T, float>(nullptr, nullptr, nullptr, 1, 1, 1, 1, 1, 0, 0, 0, nullptr, nullptr);
   cacheWriteInt8<T>(nullptr, nullptr, nullptr, nullptr, 1, 1, 1, 1, 1, 0, 0, 0, nullptr, nullptr);

@@ -6,7 +6,9 @@
 // bits, with and without zero points, groups of 16 to 128 (every chunk
 // width), K that ends inside a group, K whose rows of x are not 16-byte
 // aligned, f32/f16/bf16 activations and f32/f16 scales, bias, residual and
-// split-K. Built against the host emulation in CI and with nvcc on a GPU.
+// split-K; qgemm's tensor-core tiles (16-bit x) against the weights rounded
+// to x's type. Built against the host emulation in CI and with nvcc on a
+// GPU.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/src/model/cuda/QuantGemv.h"
@@ -93,12 +95,19 @@ void checkQuant(int m, int n, int k, int groupSize, bool withZeros, int splits, 
                                            n, k, groupSize, nullptr)),
               "");
   auto xd = widen(x), rd = widen(residual);
+  // qgemm with half or bfloat16 x runs on the tensor cores, each weight
+  // rounded to x's type (its f32 value, q - zero times the scale, rounded).
+  constexpr bool rounded = std::is_same_v<X, half> || std::is_same_v<X, bfloat16>;
+  auto weight = [&](int j, int e) {
+    double w = p.at(j, e);
+    return rounded && splits == 0 ? double(toFloat(fromFloat<X>(float(w)))) : w;
+  };
   std::vector<double> want(size_t(m) * size_t(n));
   for (int i = 0; i < m; ++i)
     for (int j = 0; j < n; ++j) {
       double s = withBias ? double(bias[size_t(j)]) : 0.0;
       for (int e = 0; e < k; ++e)
-        s += p.at(j, e) * xd[size_t(i) * size_t(k) + size_t(e)];
+        s += weight(j, e) * xd[size_t(i) * size_t(k) + size_t(e)];
       if (withResidual)
         s += rd[size_t(i) * size_t(n) + size_t(j)];
       want[outputAt(seg, m, i, j, n)] = s;
@@ -158,10 +167,14 @@ TEST(CudaQuantGemv, OutputInColumnRanges) {
 }
 
 TEST(CudaQuantGemm, TilesAndEdges) {
+  // f32 x: the SIMT tiles; half and bfloat16 x: the tensor-core tiles (the
+  // f32 outputs hold them to the rounded weights within f32 sums).
   checkQuant<float, float, float, 4>(64, 64, 64, 32, false, 0, false, false, 71);
   checkQuant<float, float, float, 4>(100, 37, 100, 32, true, 0, true, true, 72);
   checkQuant<half, half, half, 8>(17, 70, 128, 64, true, 0, true, false, 73);
   checkQuant<bfloat16, float, float, 8>(65, 20, 99, 16, false, 0, false, true, 74);
+  checkQuant<half, float, half, 4>(130, 72, 200, 32, true, 0, true, true, 75);
+  checkQuant<bfloat16, bfloat16, float, 4>(64, 64, 256, 128, false, 0, false, false, 76);
 }
 
 template <class S, class Y, int BITS> void checkEmbedding(int groupSize, bool withZeros) {

@@ -11,15 +11,18 @@
 //
 // Tiling
 //   Tensor cores (gemmTensorCore: X and W both half, or both bfloat16 on
-//   sm_80 and later; sm_75 has no bfloat16 tiles and takes the SIMT form): a
+//   sm_80 and later, or X so and W 4- or 8-bit (QuantGemv.h's qgemm, the
+//   weight tile dequantized and rounded to X's type as it is staged, as
+//   onnxruntime's MatMulNBits dequantizes to fp16 for a prefill); sm_75 has
+//   no bfloat16 tiles and takes the SIMT form): a
 //   block of 4 warps computes a 64 x 64 tile of C, each warp 32 x 32 of it as
 //   2 x 2 WMMA accumulators of 16 x 16 (f32), over K in steps of 32 staged
 //   in shared memory (A and W tiles row-major with k contiguous, rows
 //   padded to 40 elements: W's rows are B's columns); the accumulators go
 //   through a shared f32 tile for the epilogue. The host emulation runs the
 //   same kernel (Cuda.h's tc::).
-//   The SIMT form, for every other type and the quantized weights' row
-//   readers: a block of 256 threads computes a 64 x 64 tile of C, each
+//   The SIMT form, for every other type (f32 X, or X and W of different
+//   types): a block of 256 threads computes a 64 x 64 tile of C, each
 //   thread 4 x 4 of it in registers, over K in steps of 16 staged in shared
 //   memory (A and W tiles stored k-major, rows padded).
 //   Sums in f32 either way. Edges load zeros.
@@ -118,8 +121,17 @@ template <class T> struct alignas(32) TcShared {
   float c[kTcTile][kTcOutLd];
 };
 
-template <class T, class Y>
-LLMC_DEVICE void gemmTensorCoreTile(const T *a, const T *w, const T *bias, const Y *residual, Y *c,
+/// W[n, k] in T for the tensor-core tiles: a dense weight's element as it
+/// is, a row reader's f32 value (a dequantized one) rounded to T.
+template <class T, class R> LLMC_DEVICE T tileWeight(const R &w, int n, int k) {
+  return fromFloat<T>(w(n, k));
+}
+template <class T> LLMC_DEVICE T tileWeight(const DenseRows<T> &w, int n, int k) {
+  return w.w[size_t(n) * size_t(w.k) + size_t(k)];
+}
+
+template <class T, class R, class B, class Y>
+LLMC_DEVICE void gemmTensorCoreTile(const T *a, R w, const B *bias, const Y *residual, Y *c,
                                     int m, int n, int k) {
   LLMC_SHARED(TcShared<T>, s);
   int tid = int(threadIdx.x), warp = tid / 32;
@@ -137,7 +149,7 @@ LLMC_DEVICE void gemmTensorCoreTile(const T *a, const T *w, const T *bias, const
       int r = e / kTcStep, kk = e % kTcStep;
       bool inK = k0 + kk < k;
       s.a[r][kk] = inK && m0 + r < m ? a[size_t(m0 + r) * size_t(k) + size_t(k0 + kk)] : zero;
-      s.w[r][kk] = inK && n0 + r < n ? w[size_t(n0 + r) * size_t(k) + size_t(k0 + kk)] : zero;
+      s.w[r][kk] = inK && n0 + r < n ? tileWeight<T>(w, n0 + r, k0 + kk) : zero;
     }
     __syncthreads();
     LLMC_UNROLL
@@ -171,10 +183,10 @@ LLMC_DEVICE void gemmTensorCoreTile(const T *a, const T *w, const T *bias, const
   }
 }
 
-template <class T, class Y>
+template <class T, class R, class B, class Y>
 LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kTcThreads)
-    gemmTensorCoreKernel(const T *a, const T *w, const T *bias, const Y *residual, Y *c, int m,
-                         int n, int k) {
+    gemmTensorCoreKernel(const T *a, R w, const B *bias, const Y *residual, Y *c, int m, int n,
+                         int k) {
   LLMC_KERNEL_BEGIN();
   if constexpr (std::is_same_v<T, bfloat16> && !tc::kBf16)
     return; // sm_75's build has no bfloat16 tiles: gemm never launches it there (tc::bf16())
@@ -182,20 +194,30 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kTcThreads)
     gemmTensorCoreTile(a, w, bias, residual, c, m, n, k);
 }
 
-/// Launches C = A W^T (+ bias) (+ residual) over the row reader `w`.
-template <class R, class B, class X, class Y>
-std::string gemmRows(const X *a, R w, const B *bias, const Y *residual, Y *c, int m, int n, int k,
-                     Stream stream) {
-  if (m < 1 || n < 1 || k < 1)
-    return "gemm: invalid arguments";
-  return launch(gemmKernel<R, B, X, Y>, dim3(ceilDiv(n, kGemmTile), ceilDiv(m, kGemmTile)),
-                dim3(kGemmThreads), 0, stream, a, w, bias, residual, c, m, n, k);
-}
+/// Whether X is a type the tensor-core tiles take (half, bfloat16).
+template <class X>
+constexpr bool kTensorCoreType = std::is_same_v<X, half> || std::is_same_v<X, bfloat16>;
 
 /// Whether gemm<W, X, Y> runs on the tensor cores.
 template <class W, class X>
-constexpr bool kTensorCoreGemm =
-    std::is_same_v<W, X> && (std::is_same_v<W, half> || std::is_same_v<W, bfloat16>);
+constexpr bool kTensorCoreGemm = std::is_same_v<W, X> && kTensorCoreType<X>;
+
+/// Launches C = A W^T (+ bias) (+ residual) over the row reader `w`: on
+/// the tensor cores with W's values rounded to X's type where X is half or
+/// bfloat16 (`tensorCores`, and sm_80 or later for bfloat16), else the
+/// SIMT tiles with W's values in f32.
+template <class R, class B, class X, class Y>
+std::string gemmRows(const X *a, R w, const B *bias, const Y *residual, Y *c, int m, int n, int k,
+                     Stream stream, bool tensorCores = false) {
+  if (m < 1 || n < 1 || k < 1)
+    return "gemm: invalid arguments";
+  if constexpr (kTensorCoreType<X>)
+    if (tensorCores && (!std::is_same_v<X, bfloat16> || tc::bf16()))
+      return launch(gemmTensorCoreKernel<X, R, B, Y>, dim3(ceilDiv(n, kTcTile), ceilDiv(m, kTcTile)),
+                    dim3(kTcThreads), 0, stream, a, w, bias, residual, c, m, n, k);
+  return launch(gemmKernel<R, B, X, Y>, dim3(ceilDiv(n, kGemmTile), ceilDiv(m, kGemmTile)),
+                dim3(kGemmThreads), 0, stream, a, w, bias, residual, c, m, n, k);
+}
 
 /// C = A W^T (+ bias) (+ residual): through `blas` (cuBLASLt, Blas.h) when
 /// it is ready and W, X and Y are one 16-bit type, else llmc's kernels.
@@ -212,11 +234,9 @@ std::string gemm(const X *a, const W *w, const W *bias, const Y *residual, Y *c,
         if (!e.empty() || ran)
           return e;
       }
-    if (!std::is_same_v<W, bfloat16> || tc::bf16()) // bfloat16 tiles: sm_80 and later
-      return launch(gemmTensorCoreKernel<W, Y>, dim3(ceilDiv(n, kTcTile), ceilDiv(m, kTcTile)),
-                    dim3(kTcThreads), 0, stream, a, w, bias, residual, c, m, n, k);
   }
-  return gemmRows(a, DenseRows<W>{w, k}, bias, residual, c, m, n, k, stream);
+  return gemmRows(a, DenseRows<W>{w, k}, bias, residual, c, m, n, k, stream,
+                  kTensorCoreGemm<W, X>);
 }
 
 } // namespace llmc::cuda

@@ -25,8 +25,11 @@
 // not 16-byte aligned) is read value by value. Split-K and its in-launch
 // combination are Gemv.h's.
 //
-// Prefill (qgemm): Gemm.h's SIMT tiles with the weight tile dequantized as
-// it is staged in shared memory (QuantRows).
+// Prefill (qgemm): Gemm.h's tiles with the weight tile dequantized as it is
+// staged in shared memory (QuantRows): for half or bfloat16 x on the tensor
+// cores, each weight rounded to x's type (onnxruntime's MatMulNBits
+// likewise multiplies fp16 dequantized weights in a prefill), else the
+// SIMT tiles in f32.
 //
 // quantEmbedding: llm.quantized_embedding, rows of a table in the same
 // layout ([vocab, G, groupSize * BITS / 8], scales and zeros [vocab, G])
@@ -218,7 +221,7 @@ std::string qgemm(const X *a, const uint8_t *q, const S *scales, const uint8_t *
   if (groupSize < 1)
     return "qgemm: invalid arguments";
   QuantRows<S, BITS> w{q, scales, zeros, groupSize, (k + groupSize - 1) / groupSize};
-  return gemmRows(a, w, bias, residual, c, m, n, k, stream);
+  return gemmRows(a, w, bias, residual, c, m, n, k, stream, kTensorCoreType<X>);
 }
 
 template <class S, class Y, int BITS, class I>
