@@ -25,6 +25,9 @@
 #      LLMC_CUDA_DECODE_STAGES=2: what that feature is worth), transformers
 #      eager, torch.compile over a
 #      static cache (bench/cuda/torch_decode.py: the same weights), and
+#      llmc again on the same model compiled with --quant for each scheme
+#      QUANT lists (say "int4 int8": a row each, its bandwidth share over
+#      its own bytes per step; each such artifact compiled in step 3),
 #      onnxruntime-gpu on the same ONNX file in fp16 when ORT_SITE (default
 #      /tmp/ort/site: scripts/carry-ort-gpu.sh) holds it
 #      (bench/cuda/ort_decode.py); each result printed as it comes; then
@@ -36,7 +39,7 @@
 #      bytes per step over its time as a share of the measured copy
 #      bandwidth.
 #   bench/cuda/decode.sh [SHAPE (1b)] [ROUNDS (1)]   (WORK, LLMC, NVCC, BATCHES,
-#                                                     COMPARE)
+#                                                     COMPARE, QUANT)
 # PREPARE_ONLY=1 stops after the model, its compilation, PyTorch's copy of
 # its weights and the attention and GEMV programs (no GPU time: it can run beside
 # scripts/test-gpu.sh).
@@ -64,6 +67,12 @@ python3 bench/cuda/make_model.py "$shape" "$work/model" 4224 "$([ "$shape" = 7b 
 [ -d "$work/model.llmc" ] ||
   "$llmc" compile "$work/model/model.onnx" -o "$work/model.llmc" --target cuda --cuda-arch "$arch" \
     --dtype f16 --max-seq 4224 --prefill-buckets 128,4096 --batch "${batches// /,}" --stats
+for q in ${QUANT:-}; do
+  [ -d "$work/model-$q.llmc" ] ||
+    "$llmc" compile "$work/model/model.onnx" -o "$work/model-$q.llmc" --target cuda \
+      --cuda-arch "$arch" --dtype f16 --quant "$q" --max-seq 4224 --prefill-buckets 128,4096 \
+      --batch "${batches// /,}" --stats
+done
 python3 bench/cuda/torch_decode.py "$work/model" --mode convert
 ort_site=${ORT_SITE:-/tmp/ort/site}
 [ ! -d "$ort_site" ] || python3 bench/cuda/ort_decode.py "$work/model" --convert
@@ -90,6 +99,11 @@ for round in $(seq "$rounds"); do
           --runs 3 --json | python3 -c "import json,sys; print(json.dumps(json.load(sys.stdin)))" |
           tee "$work/llmc-compare$i-$b-$ctx-$round.json"
       done
+      for q in ${QUANT:-}; do
+        "$llmc" bench "$work/model-$q.llmc" --batch "$b" --prompt-len "$ctx" --gen 64 --runs 3 \
+          --json | python3 -c "import json,sys; print(json.dumps(json.load(sys.stdin)))" |
+          tee "$work/llmc-quant-$q-$b-$ctx-$round.json"
+      done
       for mode in eager compile; do
         python3 bench/cuda/torch_decode.py "$work/model" --mode "$mode" --batch "$b" \
           --prompt-len "$ctx" --gen 64 --runs 3 | tee "$work/torch-$mode-$b-$ctx-$round.json"
@@ -109,10 +123,10 @@ for b in $batches; do
   LLMC_PROFILE=1 "$llmc" bench "$work/model.llmc" --batch "$b" --prompt-len 128 --gen 64 \
     --runs 1 --json 2>&1 >/dev/null | grep "llmc profile" | tee "$work/profile-$b.txt" || true
 done
-python3 - "$work" "$rounds" "$batches" "${COMPARE:-}" <<'PY'
+python3 - "$work" "$rounds" "$batches" "${COMPARE:-}" "${QUANT:-}" <<'PY'
 import json, os, statistics, sys
 work, rounds, batches = sys.argv[1], int(sys.argv[2]), [int(b) for b in sys.argv[3].split()]
-compare = sys.argv[4].split()
+compare, quant = sys.argv[4].split(), sys.argv[5].split()
 peaks = json.load(open(work + "/peaks.json"))
 gpu = open(work + "/gpu.txt").read().strip()
 print("GPU: %s; copy %.0f GB/s (read + written), fp16 matmul %.0f TFLOP/s, PyTorch causal "
@@ -143,12 +157,20 @@ for b in batches:
         step_bytes = ours[0]["decode_bytes_per_step"]
         rows = [("llmc", statistics.median(o["time_to_first_token_ms"] for o in ours),
                  statistics.median(o["time_per_output_token_ms"] for o in ours))]
+        own_bytes = {} # a row's bytes per step where they are not the fp16 model's
         for i, setting in enumerate(compare, 1):
             other = runs("llmc-compare%d-%d-%d" % (i, b, ctx))
             if other:
                 rows.append(("llmc, " + setting,
                              statistics.median(o["time_to_first_token_ms"] for o in other),
                              statistics.median(o["time_per_output_token_ms"] for o in other)))
+        for q in quant:
+            other = runs("llmc-quant-%s-%d-%d" % (q, b, ctx))
+            if other:
+                name = "llmc --quant " + q
+                rows.append((name, statistics.median(o["time_to_first_token_ms"] for o in other),
+                             statistics.median(o["time_per_output_token_ms"] for o in other)))
+                own_bytes[name] = other[0]["decode_bytes_per_step"]
         for mode in ("eager", "compile"):
             t = runs("torch-%s-%d-%d" % (mode, b, ctx))
             if t:
@@ -159,7 +181,7 @@ for b in batches:
             rows.append(("onnxruntime-gpu", statistics.median(x["ttft_ms"] for x in t),
                          statistics.median(x["tpot_ms"] for x in t)))
         for name, ttft, tpot in rows:
-            share = step_bytes / (tpot / 1e3) / (peaks["copy_gbs"] * 1e9)
+            share = own_bytes.get(name, step_bytes) / (tpot / 1e3) / (peaks["copy_gbs"] * 1e9)
             print("| %d | %d | %s | %.1f | %.0f | %.3f | %.0f | %.0f%% | %.2fx |" % (
                 b, ctx, name, ttft, b * ctx / (ttft / 1e3), tpot, b * 1e3 / tpot, 100 * share,
                 tpot / rows[0][2]))
