@@ -44,7 +44,7 @@ if [ ! -f "$tests" ] || [ "$(cat "$tests.arch" 2>/dev/null)" != "$arch" ] ||
   g++ -std=c++17 -O2 -I"$g/include" -I"$g" -c "$g/src/gtest-all.cc" -o "$kt/gtest-all.o"
   g++ -std=c++17 -O2 -I"$g/include" -c "$g/src/gtest_main.cc" -o "$kt/gtest_main.o"
   g++ -std=c++17 -O2 -I"$root" -c "$root/runtime/src/Sampler.cpp" -o "$kt/Sampler.o"
-  for t in CudaEmuTest CudaKernelsTest CudaAttentionTest CudaQuantTest CudaWgmmaTest; do
+  for t in CudaEmuTest CudaKernelsTest CudaAttentionTest CudaQuantTest CudaSamplingTest CudaWgmmaTest; do
     /usr/local/cuda/bin/nvcc -std=c++17 -O3 -lineinfo -diag-suppress 177 -arch="$arch" -x cu \
       -I"$root" -I"$g/include" -c "$root/test/unit/$t.cpp" -o "$kt/$t.o"
   done
