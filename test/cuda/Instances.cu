@@ -46,6 +46,10 @@ template <class T> void forType() {
                            nullptr, 1, 1, 1, 32, 1, nullptr);
   qgemv<T, T, float, T, 8>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
                            nullptr, 1, 1, 1, 32, 1, nullptr);
+  qnormGemv<T, T, float, T, 4>(nullptr, nullptr, 1e-5f, 0.0f, nullptr, nullptr, nullptr, nullptr,
+                               nullptr, nullptr, nullptr, nullptr, 1, 1, 1, 32, 1, nullptr);
+  qswigluGemv<T, T, float, T, 4>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                 nullptr, nullptr, nullptr, 1, 1, 1, 32, 1, nullptr);
   qgemm<T, T, float, T, 4>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 1,
                            32, nullptr);
   qgemm<T, T, float, T, 8>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 1,

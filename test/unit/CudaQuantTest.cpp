@@ -57,15 +57,16 @@ Packed pack(int n, int k, int bits, int groupSize, bool withZeros, unsigned seed
   return p;
 }
 
-/// qgemv (splits >= 1, y in seg's layout) or, with splits = 0, qgemm
-/// against float64.
-template <class X, class Y, class S, int BITS>
+/// qgemv (splits >= 1, y in seg's layout; with IN, qnormGemv or
+/// qswigluGemv: x through an RMS norm or SwiGLU first) or, with splits = 0,
+/// qgemm against float64.
+template <class X, class Y, class S, int BITS, GemvIn IN = GemvIn::Plain>
 void checkQuant(int m, int n, int k, int groupSize, bool withZeros, int splits, bool withBias,
                 bool withResidual, unsigned seed, GemvSegments seg = {}) {
   SCOPED_TRACE("bits=" + std::to_string(BITS) + " m=" + std::to_string(m) + " n=" +
                std::to_string(n) + " k=" + std::to_string(k) + " group=" +
                std::to_string(groupSize) + " zeros=" + std::to_string(withZeros) + " splits=" +
-               std::to_string(splits));
+               std::to_string(splits) + " prologue=" + std::to_string(int(IN)));
   Packed p = pack(n, k, BITS, groupSize, withZeros, seed);
   std::vector<S> scales(p.scales.size());
   for (size_t i = 0; i < scales.size(); ++i) {
@@ -73,6 +74,12 @@ void checkQuant(int m, int n, int k, int groupSize, bool withZeros, int splits, 
     p.scales[i] = toFloat(scales[i]); // the reference reads the stored scale
   }
   auto x = randomValues<X>(size_t(m) * size_t(k), 1.0f, seed + 1);
+  // The prologue's operands: the norm's weights (offset 1 on odd seeds,
+  // Gemma's 1 + w), SwiGLU's up.
+  const float eps = 1e-5f, offset = seed % 2 ? 1.0f : 0.0f;
+  auto other = randomValues<X>(IN == GemvIn::RmsNorm ? size_t(k) : size_t(m) * size_t(k), 1.0f,
+                               seed + 4);
+  DeviceBuffer<X> dother(other);
   auto bias = randomValues<float>(size_t(n), 1.0f, seed + 2);
   auto residual = randomValues<Y>(size_t(m) * size_t(n), 4.0f, seed + 3);
   DeviceBuffer<X> dx(x);
@@ -84,7 +91,20 @@ void checkQuant(int m, int n, int k, int groupSize, bool withZeros, int splits, 
   const float *b = withBias ? db.get() : nullptr;
   const Y *r = withResidual ? dr.get() : nullptr;
   SplitCounters counters;
-  if (splits > 0) {
+  if (splits > 0 && IN == GemvIn::RmsNorm) {
+    ASSERT_EQ((qnormGemv<X, Y, S, float, BITS>(dx.get(), dother.get(), eps, offset, dq.get(),
+                                               ds.get(), zeros, b, r, dy.get(), partial.get(),
+                                               counters.get(), m, n, k, groupSize, splits, nullptr,
+                                               seg)),
+              "");
+    EXPECT_EQ(counters.leftNonzero(), 0u);
+  } else if (splits > 0 && IN == GemvIn::Swiglu) {
+    ASSERT_EQ((qswigluGemv<X, Y, S, float, BITS>(dx.get(), dother.get(), dq.get(), ds.get(), zeros,
+                                                 b, r, dy.get(), partial.get(), counters.get(), m,
+                                                 n, k, groupSize, splits, nullptr, seg)),
+              "");
+    EXPECT_EQ(counters.leftNonzero(), 0u);
+  } else if (splits > 0) {
     ASSERT_EQ((qgemv<X, Y, S, float, BITS>(dx.get(), dq.get(), ds.get(), zeros, b, r, dy.get(),
                                            partial.get(), counters.get(), m, n, k, groupSize,
                                            splits, nullptr, seg)),
@@ -94,7 +114,21 @@ void checkQuant(int m, int n, int k, int groupSize, bool withZeros, int splits, 
     ASSERT_EQ((qgemm<X, Y, S, float, BITS>(dx.get(), dq.get(), ds.get(), zeros, b, r, dy.get(), m,
                                            n, k, groupSize, nullptr)),
               "");
-  auto xd = widen(x), rd = widen(residual);
+  auto xd = widen(x), rd = widen(residual), od = widen(other);
+  // The prologue's output in float64 (the kernels round it to X: one unit
+  // of X's rounding more in the tolerance).
+  if (IN == GemvIn::RmsNorm)
+    for (int i = 0; i < m; ++i) {
+      double squares = 0;
+      for (int e = 0; e < k; ++e)
+        squares += xd[size_t(i) * size_t(k) + size_t(e)] * xd[size_t(i) * size_t(k) + size_t(e)];
+      double inv = 1.0 / std::sqrt(squares / k + eps);
+      for (int e = 0; e < k; ++e)
+        xd[size_t(i) * size_t(k) + size_t(e)] *= inv * (od[size_t(e)] + offset);
+    }
+  if (IN == GemvIn::Swiglu)
+    for (size_t i = 0; i < xd.size(); ++i)
+      xd[i] = xd[i] / (1.0 + std::exp(-xd[i])) * od[i];
   // qgemm with half or bfloat16 x runs on the tensor cores, each weight
   // rounded to x's type (its f32 value, q - zero times the scale, rounded).
   constexpr bool rounded = std::is_same_v<X, half> || std::is_same_v<X, bfloat16>;
@@ -112,7 +146,8 @@ void checkQuant(int m, int n, int k, int groupSize, bool withZeros, int splits, 
         s += rd[size_t(i) * size_t(n) + size_t(j)];
       want[outputAt(seg, m, i, j, n)] = s;
     }
-  EXPECT_LE(relativeError(dy.download(), want), 1e-5 + storageEpsilon<Y>());
+  EXPECT_LE(relativeError(dy.download(), want),
+            1e-5 + storageEpsilon<Y>() + (IN == GemvIn::Plain ? 0.0 : storageEpsilon<X>()));
 }
 
 TEST(CudaQuantGemv, Int4EveryRowCount) {
@@ -164,6 +199,32 @@ TEST(CudaQuantGemv, SplitK) {
 TEST(CudaQuantGemv, OutputInColumnRanges) {
   checkQuant<half, half, half, 4>(3, 40, 256, 32, true, 1, true, false, 64, {16, 24});
   checkQuant<float, float, float, 8>(2, 24, 1024, 64, false, 2, false, false, 65, {8, 0});
+}
+
+// An RMS norm and a SwiGLU folded into the 4- and 8-bit GEMVs (qnormGemv,
+// qswigluGemv): every row count, zero points, split-K (SwiGLU: each split's
+// range of K), K ending inside a group and unaligned, column ranges, and
+// the largest rows the shared memory holds.
+TEST(CudaQuantGemv, NormAndSwigluFoldedIn) {
+  for (int m = 1; m <= kGemvMaxRows; ++m) {
+    checkQuant<float, float, float, 4, GemvIn::RmsNorm>(m, 37, 256, 32, m % 2, 1, true, false,
+                                                        unsigned(80 + m));
+    checkQuant<half, half, half, 8, GemvIn::Swiglu>(m, 21, 256, 64, m % 2 == 0, 1, false, true,
+                                                    unsigned(90 + m));
+  }
+  checkQuant<half, half, half, 4, GemvIn::RmsNorm>(2, 16, 4096, 32, true, 4, true, true, 101);
+  checkQuant<bfloat16, float, float, 4, GemvIn::Swiglu>(1, 16, 4096, 128, false, 4, false, false,
+                                                        102);
+  checkQuant<float, float, float, 8, GemvIn::Swiglu>(3, 17, 99, 32, true, 1, true, false, 103);
+  checkQuant<half, half, half, 4, GemvIn::RmsNorm>(3, 40, 256, 32, true, 1, true, false, 104,
+                                                   {16, 24});
+  checkQuant<half, half, half, 4, GemvIn::RmsNorm>(8, 16, 2048, 32, false, 2, false, true, 105);
+  // Past the shared memory: refused with a message.
+  DeviceBuffer<half> x(size_t(8) * 4096);
+  EXPECT_NE((qnormGemv<half, half, half, float, 4>(x.get(), x.get(), 1e-5f, 0.0f, nullptr, nullptr,
+                                                   nullptr, nullptr, nullptr, x.get(), nullptr,
+                                                   nullptr, 8, 16, 4096, 32, 1, nullptr)),
+            "");
 }
 
 TEST(CudaQuantGemm, TilesAndEdges) {

@@ -517,11 +517,18 @@ static bool readOnlyByGemvs(Value v, const std::string &wt) {
   if (!readersThroughRegions(v, readers))
     return false;
   return llvm::all_of(readers, [&](OpOperand *use) {
-    auto l = dyn_cast<LinearOp>(use->getOwner());
-    return l && use->getOperandNumber() == 0 &&
-           constantWeight(l.getWeight()) &&
-           isFloatType(l.getWeight().getType()) &&
-           (wt.empty() || cxxType(l.getWeight().getType()) == wt);
+    if (use->getOperandNumber() != 0)
+      return false;
+    if (auto l = dyn_cast<LinearOp>(use->getOwner()))
+      return constantWeight(l.getWeight()) && isFloatType(l.getWeight().getType()) &&
+             (wt.empty() || cxxType(l.getWeight().getType()) == wt);
+    // A 4- or 8-bit one (qnormGemv, qswigluGemv) as emitLinear takes it,
+    // reading a norm's weights as x's type.
+    auto q = dyn_cast<QuantizedLinearOp>(use->getOwner());
+    return q && (q.getBits() == 4 || q.getBits() == 8) &&
+           ::llmc::cuda::quantChunkBytes(int(q.getBits()), int(q.getGroupSize())) != 0 &&
+           isFloatType(q.getScales().getType()) &&
+           (wt.empty() || cxxType(v.getType()) == wt);
   });
 }
 
@@ -710,8 +717,8 @@ llvm::Error CudaEmitter::emitLinear(Operation *op, CpuModel::Entry &stats) {
     std::string in = ptr(x);
     if (swiglu)
       in += ", " + ptr(prologue->getOperand(1));
-    if (norm)
-      in += llvm::formatv(", {0}, {1:e9}f, {2:e9}f", ptr(norm.getWeight(), bt),
+    if (norm) // (the norm's weights: W's type, or x's for the quantized GEMVs)
+      in += llvm::formatv(", {0}, {1:e9}f, {2:e9}f", ptr(norm.getWeight(), quant ? xt : bt),
                           norm.getEpsilon().convertToFloat(),
                           norm.getWeightOffset().convertToFloat())
                 .str();

@@ -23,7 +23,10 @@
 // Gemv.h) into a per-chunk sum that one FMA scales into the row's f32
 // accumulator. K past the last whole chunk (or all of K when x's rows are
 // not 16-byte aligned) is read value by value. Split-K and its in-launch
-// combination are Gemv.h's.
+// combination are Gemv.h's. qnormGemv and qswigluGemv fold an RMS norm or a
+// SwiGLU into it as Gemv.h's normGemv and swigluGemv do: each block writes
+// its rows of x through the prologue into shared memory first (the norm's
+// weights of x's type), and its warps read them as x.
 //
 // Prefill (qgemm): Gemm.h's tiles with the weight tile dequantized as it is
 // staged in shared memory (QuantRows): for half or bfloat16 x on the tensor
@@ -68,25 +71,29 @@ template <class S, int BITS> struct QuantRows {
   }
 };
 
-template <class X, class Y, class S, class B, int BITS, int CHUNK, int M>
+template <class X, class Y, class S, class B, int BITS, int CHUNK, int M, GemvIn IN>
 LLMC_GLOBAL void qgemvKernel(const X *x, const uint8_t *q, const S *scales, const uint8_t *zeros,
                              const B *bias, const Y *residual, Y *y, float *partial,
                              unsigned *counters, int n, int k, int groupSize, int groups,
-                             GemvSegments seg) {
+                             GemvPrologue<X, X> pro, GemvSegments seg) {
   LLMC_KERNEL_BEGIN();
   constexpr int kWords = CHUNK / 4, kPerWord = 32 / BITS, kVals = kWords * kPerWord;
   constexpr unsigned kMask = (1u << BITS) - 1u;
   unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   int col = int(blockIdx.x) * kGemvWarps + int(warp);
   int splits = int(gridDim.y), split = int(blockIdx.y);
-  if (col >= n && splits == 1)
-    return; // the whole warp leaves together; no block barrier follows
-  // (With splits, a warp past N stays for lastOfGroup's barriers.)
   bool live = col < n;
   // Whole chunks inside K; none when x's rows are not 16-byte aligned.
   int chunks = (size_t(k) * sizeof(X)) % 16 == 0 ? k / kVals : 0;
   int perSplit = (chunks + splits - 1) / splits;
   int c0 = split * perSplit, c1 = c0 + perSplit < chunks ? c0 + perSplit : chunks;
+  // The split's values of x (the last split's reach past the last whole
+  // chunk: the value-by-value tail's).
+  int lo = (c0 < chunks ? c0 : chunks) * kVals, hi = split == splits - 1 ? k : c1 * kVals;
+  x = blockInput<IN, M>(x, pro, k, lo, hi); // (block barriers: before any warp leaves)
+  if (!live && splits == 1)
+    return; // the whole warp leaves together; no block barrier follows
+  // (With splits, a warp past N stays for lastOfGroup's barriers.)
   if (!live)
     c1 = c0;
   size_t rowIndex = size_t(live ? col : 0);
@@ -163,24 +170,32 @@ inline int qgemvSplits(int n, int k, int bits, int groupSize, int sms) {
   return chunk ? splitCount(n, k / (chunk * 8 / bits), sms) : 1;
 }
 
-/// Launches the decode kernel for M rows (1 .. kGemvMaxRows); when splits
-/// > 1, `partial` must hold splits * M * N floats and `counters` be the
-/// context's split counters; y in seg's layout (Gemv.h). ROWS: Gemv.h's
-/// gemvRowsWanted (0, any M).
-template <class X, class Y, class S, class B, int BITS, int ROWS = 0>
-std::string qgemv(const X *x, const uint8_t *q, const S *scales, const uint8_t *zeros, const B *bias,
-                  const Y *residual, Y *y, float *partial, unsigned *counters, int m, int n, int k,
-                  int groupSize, int splits, Stream stream, GemvSegments seg = {}) {
+/// Launches the decode kernel for M rows (1 .. kGemvMaxRows) with x through
+/// the prologue IN; when splits > 1, `partial` must hold splits * M * N
+/// floats and `counters` be the context's split counters; y in seg's
+/// layout (Gemv.h). ROWS: Gemv.h's gemvRowsWanted (0, any M).
+template <GemvIn IN, class X, class Y, class S, class B, int BITS, int ROWS = 0>
+std::string launchQgemv(const X *x, const GemvPrologue<X, X> &pro, const uint8_t *q, const S *scales,
+                        const uint8_t *zeros, const B *bias, const Y *residual, Y *y,
+                        float *partial, unsigned *counters, int m, int n, int k, int groupSize,
+                        int splits, Stream stream, GemvSegments seg) {
+  const char *name = IN == GemvIn::RmsNorm ? "qnormGemv" : IN == GemvIn::Swiglu ? "qswigluGemv"
+                                                                               : "qgemv";
   if (m < 1 || m > kGemvMaxRows || n < 1 || k < 1 || groupSize < 1 || splits < 1 ||
-      (splits > 1 && !splitWorkspace(partial, counters, n)))
-    return "qgemv: invalid arguments";
+      (splits > 1 && !splitWorkspace(partial, counters, n)) ||
+      (IN == GemvIn::RmsNorm && !pro.norm) || (IN == GemvIn::Swiglu && !pro.up))
+    return std::string(name) + ": invalid arguments";
   if (std::string e = segmentsError(seg, n, residual != nullptr); !e.empty())
     return e;
-  if (std::string e = gemvRowsError<ROWS>("qgemv", m); !e.empty())
+  if (std::string e = gemvRowsError<ROWS>(name, m); !e.empty())
     return e;
+  size_t shared = gemvSharedBytes<IN, X>(m, k);
+  if (shared > size_t(kGemvPrologueSharedBytes))
+    return std::string(name) + ": " + std::to_string(m) + " x " + std::to_string(k) +
+           " inputs exceed the block's shared memory";
   int chunk = quantChunkBytes(BITS, groupSize);
   if (chunk == 0)
-    return "qgemv: a group of fewer than 4 bytes";
+    return std::string(name) + ": a group of fewer than 4 bytes";
   int groups = (k + groupSize - 1) / groupSize;
   dim3 grid(ceilDiv(n, kGemvWarps), unsigned(splits));
   dim3 block(kGemvWarps * 32);
@@ -188,8 +203,9 @@ std::string qgemv(const X *x, const uint8_t *q, const S *scales, const uint8_t *
 #define LLMC_QGEMV_CASE(R, C)                                                                      \
   case R:                                                                                          \
     if constexpr (gemvRowsWanted<ROWS>(R))                                                         \
-      e = launch(qgemvKernel<X, Y, S, B, BITS, C, R>, grid, block, 0, stream, x, q, scales, zeros,  \
-                 bias, residual, y, partial, counters, n, k, groupSize, groups, seg);              \
+      e = launch(qgemvKernel<X, Y, S, B, BITS, C, R, IN>, grid, block, shared, stream, x, q,       \
+                 scales, zeros, bias, residual, y, partial, counters, n, k, groupSize, groups,     \
+                 pro, seg);                                                                        \
     break;
 #define LLMC_QGEMV_ROWS(C)                                                                         \
   switch (m) {                                                                                     \
@@ -212,6 +228,41 @@ std::string qgemv(const X *x, const uint8_t *q, const S *scales, const uint8_t *
 #undef LLMC_QGEMV_ROWS
 #undef LLMC_QGEMV_CASE
   return e;
+}
+
+/// y = x dequant(W)^T (+ bias) (+ residual) for M rows (launchQgemv).
+template <class X, class Y, class S, class B, int BITS, int ROWS = 0>
+std::string qgemv(const X *x, const uint8_t *q, const S *scales, const uint8_t *zeros, const B *bias,
+                  const Y *residual, Y *y, float *partial, unsigned *counters, int m, int n, int k,
+                  int groupSize, int splits, Stream stream, GemvSegments seg = {}) {
+  return launchQgemv<GemvIn::Plain, X, Y, S, B, BITS, ROWS>(
+      x, GemvPrologue<X, X>{}, q, scales, zeros, bias, residual, y, partial, counters, m, n, k,
+      groupSize, splits, stream, seg);
+}
+
+/// y = rms_norm(x; norm, eps, offset) dequant(W)^T (+ bias) (+ residual),
+/// the norm's output rounded to X as llm.rms_norm's would be (Gemv.h's
+/// normGemv; norm of X's type).
+template <class X, class Y, class S, class B, int BITS, int ROWS = 0>
+std::string qnormGemv(const X *x, const X *norm, float eps, float offset, const uint8_t *q,
+                      const S *scales, const uint8_t *zeros, const B *bias, const Y *residual,
+                      Y *y, float *partial, unsigned *counters, int m, int n, int k, int groupSize,
+                      int splits, Stream stream, GemvSegments seg = {}) {
+  return launchQgemv<GemvIn::RmsNorm, X, Y, S, B, BITS, ROWS>(
+      x, GemvPrologue<X, X>{norm, eps, offset, nullptr}, q, scales, zeros, bias, residual, y,
+      partial, counters, m, n, k, groupSize, splits, stream, seg);
+}
+
+/// y = swiglu(gate, up) dequant(W)^T (+ bias) (+ residual), silu(gate) * up
+/// rounded to X as llm.swiglu's would be (Gemv.h's swigluGemv).
+template <class X, class Y, class S, class B, int BITS, int ROWS = 0>
+std::string qswigluGemv(const X *gate, const X *up, const uint8_t *q, const S *scales,
+                        const uint8_t *zeros, const B *bias, const Y *residual, Y *y,
+                        float *partial, unsigned *counters, int m, int n, int k, int groupSize,
+                        int splits, Stream stream, GemvSegments seg = {}) {
+  return launchQgemv<GemvIn::Swiglu, X, Y, S, B, BITS, ROWS>(
+      gate, GemvPrologue<X, X>{nullptr, 0.0f, 0.0f, up}, q, scales, zeros, bias, residual, y,
+      partial, counters, m, n, k, groupSize, splits, stream, seg);
 }
 
 /// Launches the prefill kernel (any M).
