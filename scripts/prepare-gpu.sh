@@ -129,3 +129,18 @@ for f in ort-genai-tiny-gpt2-fp32:past.onnx ort-genai-tiny-llama-fp16:model.onnx
   oracle "$root/test/models/shared/shared-$name/fixture.json" > "$out/fixtures/shared-$name.expect"
 done
 du -sh "$out"
+# What one device call carries: the tree (tracked files and untracked ones
+# git does not ignore) and the paths test-gpu.sh's call names (docs/cuda.md).
+# Over the tool's 64 MiB the call is refused, so say it here, before any
+# device time is spent. (The kernel tests' binary is most of it: a test
+# that builds a launcher for every row count builds 24 kernels.)
+carried=$(cd "$root" && { git ls-files -z; git ls-files -z --others --exclude-standard; } |
+  xargs -0 stat -c %s 2>/dev/null | awk '{s += $1} END {print s}')
+for p in fixtures bin googletest.tar.xz llmc.tar.xz; do
+  [ -e "$out/$p" ] && carried=$((carried + $(du -sb "$out/$p" | cut -f1)))
+done
+echo "prepare-gpu: a device call carries $((carried / 1048576)) MiB of the 64 the tool allows"
+if [ "$carried" -gt $((64 * 1048576)) ]; then
+  echo "prepare-gpu: over the device tool's 64 MiB: the call would be refused" >&2
+  exit 1
+fi

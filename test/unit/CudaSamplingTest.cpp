@@ -227,7 +227,8 @@ TEST(CudaSample, TheRepetitionPenaltyAsTheHostSamplerAppliesIt) {
     histories[size_t(r)].push_back(int32_t(vocab - 1 - r)); // and somewhere in the tail
   }
   for (float penalty : {1.8f, 0.6f})
-    for (auto o : {sampling(1, 0, 1, 0), sampling(0.8f, 40, 0.9f, 0.02f), sampling(1.2f, 0, 0.5f, 0)}) {
+    for (auto o :
+         {sampling(1, 0, 1, 0), sampling(0.8f, 40, 0.9f, 0.02f), sampling(1.2f, 0, 0.5f, 0)}) {
       o.repetitionPenalty = penalty;
       std::vector<int32_t> penalised, plain;
       EXPECT_EQ(checkSample(logits, rows, vocab, size_t(vocab), o, 82, histories, &penalised), 0);

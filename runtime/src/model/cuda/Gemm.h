@@ -202,17 +202,18 @@ constexpr bool kTensorCoreType = std::is_same_v<X, half> || std::is_same_v<X, bf
 template <class W, class X>
 constexpr bool kTensorCoreGemm = std::is_same_v<W, X> && kTensorCoreType<X>;
 
-/// Launches C = A W^T (+ bias) (+ residual) over the row reader `w`: on
-/// the tensor cores with W's values rounded to X's type where X is half or
-/// bfloat16 (`tensorCores`, and sm_80 or later for bfloat16), else the
-/// SIMT tiles with W's values in f32.
-template <class R, class B, class X, class Y>
+/// Launches C = A W^T (+ bias) (+ residual) over the row reader `w`: with
+/// TENSOR_CORES (and X half or bfloat16, and sm_80 or later for bfloat16)
+/// on the tensor cores with W's values rounded to X's type, else the SIMT
+/// tiles with W's values in f32. (A template argument, so that a call that
+/// never takes the tensor cores builds no kernel for them.)
+template <bool TENSOR_CORES = false, class R, class B, class X, class Y>
 std::string gemmRows(const X *a, R w, const B *bias, const Y *residual, Y *c, int m, int n, int k,
-                     Stream stream, bool tensorCores = false) {
+                     Stream stream) {
   if (m < 1 || n < 1 || k < 1)
     return "gemm: invalid arguments";
-  if constexpr (kTensorCoreType<X>)
-    if (tensorCores && (!std::is_same_v<X, bfloat16> || tc::bf16()))
+  if constexpr (TENSOR_CORES && kTensorCoreType<X>)
+    if (!std::is_same_v<X, bfloat16> || tc::bf16())
       return launch(gemmTensorCoreKernel<X, R, B, Y>, dim3(ceilDiv(n, kTcTile), ceilDiv(m, kTcTile)),
                     dim3(kTcThreads), 0, stream, a, w, bias, residual, c, m, n, k);
   return launch(gemmKernel<R, B, X, Y>, dim3(ceilDiv(n, kGemmTile), ceilDiv(m, kGemmTile)),
@@ -235,8 +236,8 @@ std::string gemm(const X *a, const W *w, const W *bias, const Y *residual, Y *c,
           return e;
       }
   }
-  return gemmRows(a, DenseRows<W>{w, k}, bias, residual, c, m, n, k, stream,
-                  kTensorCoreGemm<W, X>);
+  return gemmRows<kTensorCoreGemm<W, X>>(a, DenseRows<W>{w, k}, bias, residual, c, m, n, k,
+                                         stream);
 }
 
 } // namespace llmc::cuda

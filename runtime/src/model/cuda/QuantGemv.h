@@ -272,7 +272,7 @@ std::string qgemm(const X *a, const uint8_t *q, const S *scales, const uint8_t *
   if (groupSize < 1)
     return "qgemm: invalid arguments";
   QuantRows<S, BITS> w{q, scales, zeros, groupSize, (k + groupSize - 1) / groupSize};
-  return gemmRows(a, w, bias, residual, c, m, n, k, stream, kTensorCoreType<X>);
+  return gemmRows<kTensorCoreType<X>>(a, w, bias, residual, c, m, n, k, stream);
 }
 
 template <class S, class Y, int BITS, class I>
