@@ -346,22 +346,13 @@ llvm::Error CudaEmitter::emitFunction(func::FuncOp f) {
   if (sig->tokens32) {
     // The model takes i32 ids (onnxruntime's fused GPT-2, for one); the
     // interface's are i64, checked against the vocabulary before the
-    // step: a kernel narrows them into the arena first.
+    // step: a generated kernel narrows them into the arena first.
     Value ids = f.getArgument(0);
-    int64_t n = numel(ids);
-    std::string name = kernel("i64 token ids narrowed to the model's i32",
-                              llvm::formatv("(const int64_t *__restrict__ in, int32_t *__restrict__ "
-                                            "out) {{\n"
-                                            "  size_t i = size_t(blockIdx.x) * blockDim.x + "
-                                            "threadIdx.x;\n"
-                                            "  if (i < {0}u)\n"
-                                            "    out[i] = int32_t(in[i]);\n}\n",
-                                            n)
-                                  .str());
+    SmallVector<int64_t> strides = contiguousStrides(shapeOf(ids));
     define(ids);
-    statement(llvm::formatv("launch({0}, dim3({1}), dim3(256), 0, a.stream, a.tokens, {2})", name,
-                            (n + 255) / 256, ptr(ids))
-                  .str(),
+    statement(generated("tokens: the interface's i64 ids as the model's i32", shapeOf(ids),
+                        {{Access{"int64_t", strides, 0}, "a.tokens"}},
+                        Access{"int32_t", strides, 0}, ptr(ids), "x0"),
               "tokens -> " + describeType(ids.getType()));
     ++entry.kernelCalls;
   }

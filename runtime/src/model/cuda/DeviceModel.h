@@ -230,6 +230,11 @@ template <class M> struct Glue {
     return most;
   }
 
+  /// The repetition penalty's marks of `batch` sequences, in bytes.
+  static size_t markBytes(size_t batch) {
+    return batch * size_t(penaltyWords(int(M::kVocab))) * sizeof(uint32_t);
+  }
+
   static size_t maxLogits() {
     size_t most = 0;
     for (uint32_t i = 0; i < M::kNumEntries; ++i)
@@ -276,9 +281,8 @@ template <class M> struct Glue {
     LLMC_CUDA_TRY(alloc(&m.uniforms, maxBatch() * sizeof(double)));
     LLMC_CUDA_TRY(pinned(&m.hostParams, sizeof(SampleParams)));
     LLMC_CUDA_TRY(pinned(&m.hostUniforms, maxBatch() * sizeof(double)));
-    size_t marks = maxBatch() * size_t(penaltyWords(int(M::kVocab))) * sizeof(uint32_t);
-    LLMC_CUDA_TRY(alloc(&m.penalized, marks));
-    LLMC_CUDA_TRY(pinned(&m.hostPenalized, marks));
+    LLMC_CUDA_TRY(alloc(&m.penalized, markBytes(maxBatch())));
+    LLMC_CUDA_TRY(pinned(&m.hostPenalized, markBytes(maxBatch())));
     m.vocab = M::kVocab;
     LLMC_CUDA_TRY(alloc(&m.error, 8));
     LLMC_CUDA_TRY(alloc(&m.counters, kSplitCounters * sizeof(unsigned)));
@@ -368,8 +372,7 @@ template <class M> struct Glue {
     if (m.drawn)
       LLMC_CUDA_TRY(copyAsync(m.uniforms, m.hostUniforms, size_t(e.batch) * sizeof(double), s));
     if (m.penalised)
-      LLMC_CUDA_TRY(copyAsync(m.penalized, m.hostPenalized,
-                              size_t(e.batch) * size_t(penaltyWords(int(M::kVocab))) * 4, s));
+      LLMC_CUDA_TRY(copyAsync(m.penalized, m.hostPenalized, markBytes(size_t(e.batch)), s));
     Args a{m.tokens, m.pos, caches, capacity, s};
     LLMC_CUDA_TRY(M::kFns[entry](m, a));
     return copyAsync(m.hostError, m.error, 8, s);
@@ -429,8 +432,7 @@ template <class M> struct Glue {
       if (drawn)
         std::memcpy(m.hostUniforms, uniforms, size_t(e.batch) * sizeof(double));
       if (penalised)
-        std::memcpy(m.hostPenalized, sampling->penalized,
-                    size_t(e.batch) * size_t(penaltyWords(int(M::kVocab))) * 4);
+        std::memcpy(m.hostPenalized, sampling->penalized, markBytes(size_t(e.batch)));
     }
     std::memcpy(m.hostTokens, tokens, size_t(e.batch * e.seq) * 8);
     *m.hostPos = start;

@@ -447,6 +447,15 @@ inline int gemvSplits(int n, int k, int sizeofW, int sms) {
   return splitCount(n, k / (16 / sizeofW), sms);
 }
 
+/// Whether the rows a prologue IN writes into shared memory fit it: "", or
+/// the error, named `name`.
+template <GemvIn IN, class X> std::string gemvSharedError(const char *name, int m, int k) {
+  if (gemvSharedBytes<IN, X>(m, k) <= size_t(kGemvPrologueSharedBytes))
+    return "";
+  return std::string(name) + ": " + std::to_string(m) + " x " + std::to_string(k) +
+         " inputs exceed the block's shared memory";
+}
+
 /// What is wrong with a gemv's, normGemv's or swigluGemv's arguments, or "".
 template <GemvIn IN, class W, class X>
 std::string gemvArgumentError(const GemvPrologue<W, X> &pro, const float *partial,
@@ -460,11 +469,7 @@ std::string gemvArgumentError(const GemvPrologue<W, X> &pro, const float *partia
     return e;
   if (k % int(16 / sizeof(W)) != 0 && splits > 1)
     return "gemv: split-K needs K a multiple of the vector width";
-  if (gemvSharedBytes<IN, X>(m, k) > size_t(kGemvPrologueSharedBytes))
-    return std::string(IN == GemvIn::RmsNorm ? "normGemv: " : "swigluGemv: ") +
-           std::to_string(m) + " x " + std::to_string(k) +
-           " inputs exceed the block's shared memory";
-  return "";
+  return gemvSharedError<IN, X>(IN == GemvIn::RmsNorm ? "normGemv" : "swigluGemv", m, k);
 }
 
 /// gemv, normGemv and swigluGemv in the SIMT form (one column a warp; see

@@ -189,10 +189,9 @@ std::string launchQgemv(const X *x, const GemvPrologue<X, X> &pro, const uint8_t
     return e;
   if (std::string e = gemvRowsError<ROWS>(name, m); !e.empty())
     return e;
+  if (std::string e = gemvSharedError<IN, X>(name, m, k); !e.empty())
+    return e;
   size_t shared = gemvSharedBytes<IN, X>(m, k);
-  if (shared > size_t(kGemvPrologueSharedBytes))
-    return std::string(name) + ": " + std::to_string(m) + " x " + std::to_string(k) +
-           " inputs exceed the block's shared memory";
   int chunk = quantChunkBytes(BITS, groupSize);
   if (chunk == 0)
     return std::string(name) + ": a group of fewer than 4 bytes";
