@@ -6,10 +6,11 @@
 // every token is sorted), for plain temperature, top-k 40, top-p 0.9 and
 // min-p 0.05, and the same draws through distribution() + draw() (every
 // token sorted: what sample() did before its rungs), in turns, medians of
-// ROUNDS rounds of 200 draws. Both choose the same tokens (checked).
+// ROUNDS rounds of 200 draws. Both choose the same tokens (checked). With
+// PENALTY, under that repetition penalty over a 4096-token history.
 //
 //   cmake --build build --target llmc-bench-sampler
-//   build/bin/llmc-bench-sampler [SIGMA] [ROUNDS]
+//   build/bin/llmc-bench-sampler [SIGMA] [ROUNDS] [PENALTY]
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/src/Sampler.h"
@@ -24,6 +25,9 @@
 int main(int argc, char **argv) {
   float sigma = argc > 1 ? float(std::atof(argv[1])) : 3.0f;
   int rounds = argc > 2 ? std::atoi(argv[2]) : 5;
+  // PENALTY (default 1: none): the repetition penalty over a history of
+  // 4096 tokens, 1024 distinct, each four times.
+  float penalty = argc > 3 ? float(std::atof(argv[3])) : 1.0f;
   const int64_t vocab = 32000;
   const int draws = 200;
   std::mt19937 rng(1);
@@ -31,18 +35,23 @@ int main(int argc, char **argv) {
   std::vector<float> logits(static_cast<size_t>(vocab));
   for (float &x : logits)
     x = normal(rng);
+  std::vector<int32_t> history;
+  if (penalty != 1)
+    for (int i = 0; i < 4096; ++i)
+      history.push_back(int32_t((i % 1024) * 31 % vocab));
   struct Case {
     const char *name;
     int k;
     float p, minP;
   } cases[] = {{"temperature 1", 0, 1, 0}, {"top-k 40", 40, 1, 0}, {"top-p 0.9", 0, 0.9f, 0},
                {"min-p 0.05", 0, 1, 0.05f}};
-  std::printf("| vocab 32000, logits N(0, %.1f) | sample() us/draw | sorted distribution() + draw() "
-              "us/draw | ratio |\n| --- | --- | --- | --- |\n",
-              double(sigma));
+  std::printf("| vocab 32000, logits N(0, %.1f), repetition penalty %.2f | sample() us/draw | "
+              "sorted distribution() + draw() us/draw | ratio |\n| --- | --- | --- | --- |\n",
+              double(sigma), double(penalty));
   for (const Case &c : cases) {
     llmc::SamplerOptions o;
     o.temperature = 1, o.topK = c.k, o.topP = c.p, o.minP = c.minP, o.seed = 3;
+    o.repetitionPenalty = penalty;
     std::vector<double> us(static_cast<size_t>(draws));
     llmc::Sampler source(o);
     for (double &u : us)
@@ -54,10 +63,10 @@ int main(int argc, char **argv) {
       std::vector<int32_t> got(static_cast<size_t>(draws)), want(static_cast<size_t>(draws));
       auto t0 = std::chrono::steady_clock::now();
       for (int i = 0; i < draws; ++i)
-        got[size_t(i)] = a.sample(logits.data(), vocab, {}, us[size_t(i)]);
+        got[size_t(i)] = a.sample(logits.data(), vocab, history, us[size_t(i)]);
       auto t1 = std::chrono::steady_clock::now();
       for (int i = 0; i < draws; ++i) {
-        b.distribution(logits.data(), vocab, {}, d);
+        b.distribution(logits.data(), vocab, history, d);
         want[size_t(i)] = b.draw(d, -1, us[size_t(i)]);
       }
       auto t2 = std::chrono::steady_clock::now();
