@@ -215,7 +215,9 @@ struct CanonicalizePass : mlir::llmc::impl::CanonicalizePassBase<CanonicalizePas
     Shape out = *cur;
     bool changed = false;
     for (auto [o, d] : llvm::zip(out, dims)) {
-      if (o.isStatic() || o.name || (!d.isStatic() && !d.name))
+      // (A named size the computation shows to be a constant becomes it: a
+      // bucket's sequence_length.)
+      if (o.isStatic() || (o.name && !d.isStatic()) || (!d.isStatic() && !d.name))
         continue;
       o = d;
       changed = true;

@@ -270,7 +270,28 @@ std::optional<std::string> SymbolicShapes::nameOf(const SymExpr &e) const {
   return e.str(names);
 }
 
+std::optional<SymExpr> SymbolicShapes::rangeLength(Value v, int64_t d) {
+  // Range(start, limit, 1) has limit - start elements when that is >= 0.
+  Operation *def = v.getDefiningOp();
+  if (!def || def->getName().getStringRef() != "llm.onnx.range" || d != 0)
+    return std::nullopt;
+  const std::vector<SymExpr> *start = lookup(def->getOperand(0)),
+                             *limit = lookup(def->getOperand(1)),
+                             *delta = lookup(def->getOperand(2));
+  if (!start || !limit || !delta || delta->size() != 1 || (*delta)[0].asConstant() != 1)
+    return std::nullopt;
+  SymExpr n = (*limit)[0] - (*start)[0];
+  if (!n.isNonNegative())
+    return std::nullopt;
+  return n;
+}
+
 SymExpr SymbolicShapes::dimOf(Value v, int64_t d) {
+  // A range whose length is a constant (limit - start of the same run-time
+  // value) has it, whatever its type's name says (a bucket's
+  // sequence_length, where the export computed it).
+  if (std::optional<SymExpr> n = rangeLength(v, d); n && n->asConstant())
+    return *n;
   MaybeShape shape = getShape(v.getType());
   if (shape && d < int64_t(shape->size())) {
     const Dim &dim = (*shape)[size_t(d)];
@@ -309,18 +330,8 @@ SymExpr SymbolicShapes::dimOf(Value v, int64_t d) {
       return dimOf(def->getOperand(0), d);
     }
   }
-  // Range(start, limit, 1) has limit - start elements when that is >= 0.
-  if (Operation *def = v.getDefiningOp())
-    if (def->getName().getStringRef() == "llm.onnx.range" && d == 0) {
-      const std::vector<SymExpr> *start = lookup(def->getOperand(0)),
-                                 *limit = lookup(def->getOperand(1)),
-                                 *delta = lookup(def->getOperand(2));
-      if (start && limit && delta && delta->size() == 1 && (*delta)[0].asConstant() == 1) {
-        SymExpr n = (*limit)[0] - (*start)[0];
-        if (n.isNonNegative())
-          return n;
-      }
-    }
+  if (std::optional<SymExpr> n = rangeLength(v, d))
+    return *n;
   auto [it, fresh] = privateBase.try_emplace(v, 0);
   if (fresh)
     it->second = privateValues++;

@@ -81,6 +81,9 @@ public:
   /// The symbolic size of dimension `d` of `v` (a constant, its #llm.dims
   /// name, or a symbol private to (v, d)).
   SymExpr dimOf(Value v, int64_t d);
+  /// Dimension `d` of an onnx.range with step 1: limit - start, when both
+  /// are known and that is not negative.
+  std::optional<SymExpr> rangeLength(Value v, int64_t d);
   /// The name of a symbol (a dim name, or "v<k>.d<i>" for a private one).
   const std::string &symbolName(unsigned id) const { return names[id]; }
   const std::vector<std::string> &symbolNames() const { return names; }

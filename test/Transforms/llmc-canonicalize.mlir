@@ -208,3 +208,23 @@ func.func @range_of_constant_length(%s: tensor<i64>) -> tensor<?xi64> {
   %r = llm.onnx.range %s, %l, %d : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
   return %r : tensor<?xi64>
 }
+
+// -----
+
+// The same range where the export named its size (a bucket of 16 tokens:
+// the query positions start_pos + 16 - 16 .. start_pos + 16 of a mask the
+// fallback builds): the constant wins over the name, and what reads it
+// becomes static too.
+// CHECK-LABEL: func.func @named_range_of_constant_length
+// CHECK: llm.onnx.range {{.*}} -> tensor<16xi64>
+// CHECK: llm.onnx.unsqueeze {{.*}} -> tensor<16x1xi64>
+func.func @named_range_of_constant_length(%s: tensor<i64> {llm.name = "start_pos"}) -> tensor<?x1xi64, #llm.dims<"sequence_length", ?>> {
+  %c = llm.constant dense<16> : tensor<i64>
+  %d = llm.constant dense<1> : tensor<i64>
+  %a = llm.constant dense<1> : tensor<1xi64>
+  %l = llm.onnx.add %s, %c : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %f = llm.onnx.sub %l, %c : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %r = llm.onnx.range %f, %l, %d : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64, #llm.dims<"sequence_length">>
+  %u = llm.onnx.unsqueeze %r, %a : (tensor<?xi64, #llm.dims<"sequence_length">>, tensor<1xi64>) -> tensor<?x1xi64, #llm.dims<"sequence_length", ?>>
+  return %u : tensor<?x1xi64, #llm.dims<"sequence_length", ?>>
+}
