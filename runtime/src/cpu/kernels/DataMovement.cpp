@@ -148,9 +148,11 @@ Status transposeKernel(KernelCall &call) {
   if (int64_t(perm.size()) != x.rank())
     return call.fail("perm does not match rank " + std::to_string(x.rank()));
   Shape in = stridesOf(x.shape()), outShape, strides;
+  uint64_t seen = 0; // (no allocation: a compiled model calls this each step)
   for (int64_t p : perm) {
-    if (p < 0 || p >= x.rank())
-      return call.fail("invalid perm");
+    if (p < 0 || p >= x.rank() || p >= 64 || (seen >> p & 1))
+      return call.fail("invalid perm: not a permutation of 0 .. " + std::to_string(x.rank() - 1));
+    seen |= uint64_t(1) << p;
     outShape.push_back(x.dim(p));
     strides.push_back(in[size_t(p)]);
   }
