@@ -159,7 +159,7 @@ llvm::Error buildLibrary(const ArtifactInfo &info, llvm::StringRef dir, llvm::ra
 /// The CUDA model's two builds: libmodel-emulated.so (host compiler, the
 /// emulation; header-only, so no support library), and libmodel.so (nvcc,
 /// SASS for info.cudaArchs and PTX for the last) when archs are given.
-llvm::Error buildCudaLibraries(const ArtifactInfo &info, llvm::StringRef dir,
+llvm::Error buildCudaLibraries(const ArtifactInfo &info, llvm::StringRef dir, bool hostSteps,
                                llvm::raw_ostream *log) {
   auto tc = toolchain(info);
   if (!tc)
@@ -169,8 +169,21 @@ llvm::Error buildCudaLibraries(const ArtifactInfo &info, llvm::StringRef dir,
                                    "-x", "c++"};
   for (const std::string &i : tc->includes)
     args.push_back("-I" + i);
-  args.insert(args.end(), {"model.cu", "-o", "libmodel-emulated.so", "-lpthread",
-                           "-Wl,--build-id=sha1"});
+  args.insert(args.end(), {"model.cu", "-o", "libmodel-emulated.so"});
+  // Host steps (runtime/src/model/cuda/HostSteps.h) call the CPU kernels.
+  // (-x none: the libraries are not C++ source; nvcc takes them as -L/-l,
+  // which its -x cu does not reach.)
+  std::vector<std::string> hostLibs;
+  if (hostSteps) {
+    args.insert(args.end(), {"-x", "none"});
+    args.insert(args.end(), tc->libs.begin(), tc->libs.end());
+    for (const std::string &l : tc->libs) {
+      llvm::StringRef name = llvm::sys::path::stem(l);
+      hostLibs.push_back("-L" + llvm::sys::path::parent_path(l).str());
+      hostLibs.push_back("-l" + name.drop_front(name.starts_with("lib") ? 3 : 0).str());
+    }
+  }
+  args.insert(args.end(), {"-lpthread", "-Wl,--build-id=sha1"});
   if (log)
     *log << "  building libmodel-emulated.so (the CUDA emulation) with " << tc->cxx << "\n";
   if (llvm::Error e = runBuild(args, dir, "libmodel-emulated.so"))
@@ -203,7 +216,9 @@ llvm::Error buildCudaLibraries(const ArtifactInfo &info, llvm::StringRef dir,
   nv.insert(nv.end(), {"-gencode", "arch=compute_" + last + ",code=compute_" + last});
   for (const std::string &i : tc->includes)
     nv.push_back("-I" + i);
-  nv.insert(nv.end(), {"model.cu", "-o", "libmodel.so", "-Xlinker", "--build-id=sha1"});
+  nv.insert(nv.end(), {"model.cu", "-o", "libmodel.so"});
+  nv.insert(nv.end(), hostLibs.begin(), hostLibs.end());
+  nv.insert(nv.end(), {"-lpthread", "-Xlinker", "--build-id=sha1"});
   if (log)
     *log << "  building libmodel.so with nvcc for " << llvm::join(info.cudaArchs, ", ") << "\n";
   return runBuild(nv, dir, "libmodel.so");
@@ -252,7 +267,9 @@ llvm::Error mlir::llmc::writeArtifact(const CpuModel &model, const ArtifactInfo 
   std::string sourceFile = cuda ? "model.cu" : "model.cpp";
   if (llvm::Error e = writeFile(path(sourceFile), model.source))
     return e;
-  if (llvm::Error e = cuda ? buildCudaLibraries(info, tmp, log) : buildLibrary(info, tmp, log))
+  bool hostSteps = !model.hostOperations.empty();
+  if (llvm::Error e =
+          cuda ? buildCudaLibraries(info, tmp, hostSteps, log) : buildLibrary(info, tmp, log))
     return e;
   llvm::json::Value tokenizer = nullptr;
   if (!info.tokenizerJson.empty()) {

@@ -8,6 +8,7 @@
 #include "passes/KernelBridge.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/SHA256.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Support/xxhash.h"
@@ -38,6 +39,50 @@ std::string describeType(Type type) {
                      ", ");
   os << "]";
   return s;
+}
+
+DictionaryAttr kernelAttributes(Operation *op) {
+  SmallVector<NamedAttribute> kept;
+  for (NamedAttribute a : op->getAttrs())
+    if (!a.getName().getValue().starts_with("llm."))
+      kept.push_back(a);
+  return DictionaryAttr::get(op->getContext(), kept);
+}
+
+llvm::Expected<std::string>
+attributeExpr(Operation *op, NamedAttribute a,
+              llvm::function_ref<llvm::Expected<std::string>(ElementsAttr)> tensor) {
+  Attribute v = a.getValue();
+  if (auto b = dyn_cast<BoolAttr>(v))
+    return llvm::formatv("intAttr({0})", b.getValue() ? 1 : 0).str();
+  if (auto i = dyn_cast<IntegerAttr>(v))
+    return llvm::formatv("intAttr({0})", i.getValue().getSExtValue()).str();
+  if (auto f = dyn_cast<FloatAttr>(v))
+    return llvm::formatv("floatAttr({0})", llvm::formatv("{0:e17}", f.getValueAsDouble())).str();
+  if (auto s = dyn_cast<StringAttr>(v))
+    return "stringAttr(" + quote(s.getValue()) + ")";
+  if (auto ints = dyn_cast<DenseI64ArrayAttr>(v))
+    return "intsAttr(" + shapeExpr(ints.asArrayRef()) + ")";
+  if (auto floats = dyn_cast<DenseF32ArrayAttr>(v))
+    return "floatsAttr({" +
+           llvm::join(llvm::map_range(floats.asArrayRef(),
+                                      [](float x) { return llvm::formatv("{0:e9}", x).str(); }),
+                      ", ") +
+           "})";
+  if (auto arr = dyn_cast<ArrayAttr>(v)) {
+    std::vector<std::string> items;
+    for (Attribute e : arr) {
+      auto s = dyn_cast<StringAttr>(e);
+      if (!s)
+        return makeError(nodeName(op) + ": attribute '" + a.getName().str() +
+                         "' is an array of non-strings");
+      items.push_back(quote(s.getValue()));
+    }
+    return "stringsAttr({" + llvm::join(items, ", ") + "})";
+  }
+  if (auto e = dyn_cast<ElementsAttr>(v))
+    return tensor(e);
+  return makeError(nodeName(op) + ": attribute '" + a.getName().str() + "' has no C++ spelling");
 }
 
 /// A C++ string literal.

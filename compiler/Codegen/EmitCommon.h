@@ -32,6 +32,16 @@ std::string describeType(Type type);
 std::string quote(llvm::StringRef s);
 /// "node (op)" for messages.
 std::string nodeName(Operation *op);
+/// The attributes a reference kernel reads from `op` (all but llmc's own,
+/// "llm.*"), by name.
+DictionaryAttr kernelAttributes(Operation *op);
+/// The C++ expression of one attribute's value for a reference kernel
+/// (runtime/src/model/Attributes.h: intAttr(2), stringsAttr({...}), ...);
+/// a tensor value is `tensor(value)`'s expression, an error from it is
+/// returned.
+llvm::Expected<std::string>
+attributeExpr(Operation *op, NamedAttribute a,
+              llvm::function_ref<llvm::Expected<std::string>(ElementsAttr)> tensor);
 /// Bytes of a static tensor type (0 otherwise).
 int64_t bytesOf(Type t);
 /// Adds the layer of `quantized` (an llm.quantized_linear or

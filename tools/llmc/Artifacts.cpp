@@ -527,6 +527,16 @@ llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const Compil
                                        : emitCpuModel(**module, LLMC_VERSION);
   if (!cpuModel)
     return error("compiling " + req.input + ": " + llvm::toString(cpuModel.takeError()));
+  if (!cpuModel->hostOperations.empty()) {
+    std::vector<std::string> kinds(cpuModel->hostOperations.begin(),
+                                   cpuModel->hostOperations.end());
+    architecture["host_operations"] = llvm::json::Array(kinds);
+    if (log)
+      llvm::WithColor::warning(*log, "llmc")
+          << "operations of run-time shape, or with no CUDA kernel, run on the host (their "
+             "inputs and results copied each step, no CUDA graph): "
+          << llvm::join(kinds, ", ") << "\n";
+  }
 
   ArtifactInfo info;
   info.llmcVersion = LLMC_VERSION;
@@ -741,6 +751,14 @@ int mlir::llmc::runInspect() {
   os << "structure:    " << str(arch, "structure") << "\n";
   if (num(arch, "decode_kernels_per_step") >= 0)
     os << "decode step:  " << num(arch, "decode_kernels_per_step") << " kernels (fusion plan)\n";
+  if (const llvm::json::Array *host = arch ? arch->getArray("host_operations") : nullptr) {
+    std::vector<std::string> kinds;
+    for (const llvm::json::Value &k : *host)
+      if (auto s = k.getAsString())
+        kinds.push_back(s->str());
+    os << "host steps:   " << llvm::join(kinds, ", ")
+       << " (run on the host: copies each step, no CUDA graph)\n";
+  }
   os << "vocab:        " << num(m, "vocab") << "\n";
   os << "weights:      " << num(w, "bytes") << " bytes, " << num(w, "tensors") << " tensors\n";
   const llvm::json::Object *quant = m->getObject("quantization");

@@ -470,55 +470,23 @@ int Emitter::kernelIndex(llvm::StringRef name) {
 }
 
 llvm::Expected<int> Emitter::attrIndex(Operation *op) {
-  SmallVector<NamedAttribute> kept;
-  for (NamedAttribute a : op->getAttrs())
-    if (!a.getName().getValue().starts_with("llm."))
-      kept.push_back(a);
-  if (kept.empty())
+  DictionaryAttr dict = kernelAttributes(op);
+  if (dict.empty())
     return -1;
-  auto dict = DictionaryAttr::get(op->getContext(), kept);
   if (auto it = attrs.find(dict); it != attrs.end())
     return it->second;
   int index = numAttrs++;
   for (NamedAttribute a : dict) {
-    Attribute v = a.getValue();
-    std::string value;
-    if (auto b = dyn_cast<BoolAttr>(v)) {
-      value = llvm::formatv("intAttr({0})", b.getValue() ? 1 : 0).str();
-    } else if (auto i = dyn_cast<IntegerAttr>(v)) {
-      value = llvm::formatv("intAttr({0})", i.getValue().getSExtValue()).str();
-    } else if (auto f = dyn_cast<FloatAttr>(v)) {
-      value = llvm::formatv("floatAttr({0})", llvm::formatv("{0:e17}", f.getValueAsDouble())).str();
-    } else if (auto s = dyn_cast<StringAttr>(v)) {
-      value = "stringAttr(" + quote(s.getValue()) + ")";
-    } else if (auto ints = dyn_cast<DenseI64ArrayAttr>(v)) {
-      value = "intsAttr(" + shapeExpr(ints.asArrayRef()) + ")";
-    } else if (auto floats = dyn_cast<DenseF32ArrayAttr>(v)) {
-      value = "floatsAttr({" +
-              llvm::join(llvm::map_range(floats.asArrayRef(),
-                                         [](float x) { return llvm::formatv("{0:e9}", x).str(); }),
-                         ", ") +
-              "})";
-    } else if (auto arr = dyn_cast<ArrayAttr>(v)) {
-      std::vector<std::string> items;
-      for (Attribute e : arr) {
-        auto s = dyn_cast<StringAttr>(e);
-        if (!s)
-          return makeError(nodeName(op) + ": attribute '" + a.getName().str() +
-                           "' is an array of non-strings");
-        items.push_back(quote(s.getValue()));
-      }
-      value = "stringsAttr({" + llvm::join(items, ", ") + "})";
-    } else if (auto e = dyn_cast<ElementsAttr>(v)) {
+    auto value = attributeExpr(op, a, [&](ElementsAttr e) -> llvm::Expected<std::string> {
       auto w = weightIndex(e, nodeName(op) + " attribute " + a.getName().str());
       if (!w)
         return w.takeError();
-      value = llvm::formatv("tensorAttr(w[{0}])", *w).str();
-    } else {
-      return makeError(nodeName(op) + ": attribute '" + a.getName().str() +
-                       "' has no C++ spelling");
-    }
-    init += llvm::formatv("  at[{0}].set({1}, {2});\n", index, quote(a.getName().getValue()), value)
+      return llvm::formatv("tensorAttr(w[{0}])", *w).str();
+    });
+    if (!value)
+      return value.takeError();
+    init += llvm::formatv("  at[{0}].set({1}, {2});\n", index, quote(a.getName().getValue()),
+                          *value)
                 .str();
   }
   attrs[dict] = index;

@@ -17,6 +17,7 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,9 @@ struct CpuModel {
   // Every entry reads the caches' capacity at run time (see model_abi.h's
   // any_capacity): sessions may allocate fewer positions.
   bool anyCapacity = false;
+  // The CUDA target's operations that run on the host (runtime/src/model/
+  // cuda/HostSteps.h), by kind: libmodel.so then links the CPU kernels.
+  std::set<std::string> hostOperations;
 };
 
 /// Emits the model; an error names the first operation or signature it

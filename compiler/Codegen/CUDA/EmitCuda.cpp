@@ -27,7 +27,7 @@ namespace mlir::llmc::cudagen {
 llvm::Error CudaEmitter::emitBlock(Block &block, CpuModel::Entry &stats) {
   // Transposes that only feed cache updates are folded into the writes.
   for (Operation &op : block.without_terminator())
-    if (isa<CacheUpdateOp, QuantizedCacheUpdateOp>(&op)) {
+    if (isa<CacheUpdateOp, QuantizedCacheUpdateOp>(&op) && !hasRunTimeShape(&op)) {
       Value update = isa<CacheUpdateOp>(&op) ? cast<CacheUpdateOp>(&op).getUpdate()
                                              : cast<QuantizedCacheUpdateOp>(&op).getUpdate();
       Operation *t = update.getDefiningOp();
@@ -42,13 +42,13 @@ llvm::Error CudaEmitter::emitBlock(Block &block, CpuModel::Entry &stats) {
   // the next (of the same shape), become one kernel: the earlier ones are
   // emitted inside the last.
   for (Operation &op : block.without_terminator()) {
-    if (folded.contains(&op) || !floatPointwise(&op))
+    if (folded.contains(&op) || !floatPointwise(&op) || hasRunTimeShape(&op))
       continue;
     SmallVector<Operation *> chain = {&op};
     Operation *cur = &op;
     while (cur->getResult(0).hasOneUse()) {
       Operation *user = *cur->getResult(0).getUsers().begin();
-      if (user->getBlock() != &block || !floatPointwise(user) ||
+      if (user->getBlock() != &block || !floatPointwise(user) || hasRunTimeShape(user) ||
           shapeOf(user->getResult(0)) != shapeOf(cur->getResult(0)) ||
           (shortName(user) == "onnx.expand" && user->getOperand(0) != cur->getResult(0)))
         break;
@@ -70,6 +70,10 @@ llvm::Error CudaEmitter::emitBlock(Block &block, CpuModel::Entry &stats) {
     if (folded.contains(&op) || isa<ConstantOp>(&op) || isView(&op) ||
         shortName(&op) == "onnx.identity")
       continue;
+    if (hasRunTimeShape(&op)) { // (a host step: nothing pairs across it)
+      pending = lastPair = nullptr;
+      continue;
+    }
     if (pending && pairable(pending, &op)) {
       pairs[&op] = pending;
       folded.insert(pending);
@@ -90,7 +94,7 @@ llvm::Error CudaEmitter::emitBlock(Block &block, CpuModel::Entry &stats) {
   }
   for (Operation &op : block.without_terminator())
     if (!folded.contains(&op))
-      if (llvm::Error e = emitOp(&op, stats))
+      if (llvm::Error e = emitOnDeviceOrHost(&op, stats))
         return e;
   return llvm::Error::success();
 }
@@ -362,10 +366,8 @@ llvm::Error CudaEmitter::emitFunction(func::FuncOp f) {
     r.kind = Ref::Cache;
     r.cache = int(i - 2);
     refs[f.getArgument(i)] = r;
-    if (!readsCapacityAtRunTime(f.getArgument(i)))
-      return makeError("@" + fname + ": cache '" + sig->caches[i - 2].name +
-                       "' is read by an operation other than the cache kernels (the CUDA "
-                       "target does not take the fallback's own cache IO yet)");
+    // (Read whole by another operation: at the compiled capacity only.)
+    anyCapacity = anyCapacity && readsCapacityAtRunTime(f.getArgument(i));
   }
   if (llvm::Error e = takeCaches(model, sig->caches, fname))
     return e;
@@ -380,16 +382,24 @@ llvm::Error CudaEmitter::emitFunction(func::FuncOp f) {
     Value v = ret.getOperand(i);
     if (n && n.getValue() == "logits") {
       auto t = dyn_cast<RankedTensorType>(v.getType());
-      if (!t || !t.hasStaticShape() || t.getRank() != 3 || t.getDimSize(0) != entry.batch ||
-          t.getDimSize(1) != entry.seq || !isFloatType(t))
+      // (Made on the host, their positions may have a run-time size: the
+      // upload checks it is the entry's.)
+      bool host = !refs.count(v) && hostNames.count(v);
+      auto fits = [&](unsigned i, int64_t want) {
+        return t.getDimSize(i) == want || (host && t.isDynamicDim(i));
+      };
+      if (!t || t.getRank() != 3 || !fits(0, entry.batch) || !fits(1, entry.seq) ||
+          t.isDynamicDim(2) || !isFloatType(t))
         return makeError("@" + fname + ": the logits must be a static float [batch, seq, vocab]");
       if (model.vocab && model.vocab != t.getDimSize(2))
         return makeError("@" + fname + ": the vocabulary differs between entry points");
       model.vocab = t.getDimSize(2);
+      if (host)
+        uploadLogits(v, entry.batch, entry.seq, model.vocab);
       if (known(v)) {
         body += "  // the logits, to the host as f32\n";
         body += llvm::formatv("  LLMC_CUDA_TRY(m.storeLogits({0}, {1}, a.stream));\n", ptr(v),
-                              t.getNumElements())
+                              entry.batch * entry.seq * model.vocab)
                     .str();
         ++step;
       }
@@ -433,7 +443,10 @@ llvm::Expected<CpuModel> CudaEmitter::run(llvm::StringRef version) {
   if (llvm::none_of(model.entries, [](const CpuModel::Entry &e) { return e.decode; }))
     return makeError("the module has no decode entry point");
   model.target = "cuda";
-  model.anyCapacity = true; // every kernel takes the capacity at run time
+  // Every kernel takes the capacity at run time, but a host step that
+  // reads a cache whole (or a device kernel reading it as a tensor) needs
+  // the compiled one.
+  model.anyCapacity = anyCapacity;
   model.numWeights = int64_t(model.blobs.size());
   finishWeights(model);
 
@@ -446,7 +459,10 @@ llvm::Expected<CpuModel> CudaEmitter::run(llvm::StringRef version) {
   os << "// Caches: " << model.caches.size() << " on the device; weights.bin "
      << model.weights.size() << " bytes, sha256 " << model.weightsSha256 << "; arena "
      << arenaBytes << " bytes\n\n"
-     << "#include \"runtime/src/model/cuda/DeviceModel.h\"\n\n"
+     << "#include \"runtime/src/model/cuda/DeviceModel.h\"\n"
+     << (model.hostOperations.empty() ? ""
+                                      : "#include \"runtime/src/model/cuda/HostSteps.h\"\n")
+     << "\n"
      << "namespace {\nusing namespace llmc::cuda;\nusing namespace llmc::cuda::model;\n\n"
      << "// Kernels written from the model's element-wise operations.\n"
      << kernels << "\n"
@@ -458,6 +474,9 @@ llvm::Expected<CpuModel> CudaEmitter::run(llvm::StringRef version) {
   os << "  static constexpr uint64_t kArenaBytes = " << arenaBytes << ";\n"
      << "  static constexpr int64_t kMaxTokens = " << maxTokens << ";\n"
      << "  static constexpr size_t kNumAsserts = " << assertMessages.size() << ";\n"
+     << "  static constexpr bool kHostSteps = " << (model.hostOperations.empty() ? "false" : "true")
+     << ";\n"
+     << "  static constexpr int32_t kAnyCapacity = " << (anyCapacity ? 1 : 0) << ";\n"
      << "  static inline const char *const kAssertMessages[] = {"
      << (assertMessages.empty()
              ? std::string("\"\"")
@@ -465,6 +484,8 @@ llvm::Expected<CpuModel> CudaEmitter::run(llvm::StringRef version) {
                           ", "))
      << "};\n"
      << "};\n\n"
+     << (hostAttributeText.empty() ? ""
+                                   : "// The host steps' attributes.\n" + hostAttributeText + "\n")
      << entries << "} // namespace\n\n"
      << "extern \"C\" __attribute__((visibility(\"default\"))) const llmc_model_abi *"
         "llmc_model_abi_v1(void) {\n"
@@ -473,7 +494,8 @@ llvm::Expected<CpuModel> CudaEmitter::run(llvm::StringRef version) {
      << ",\n"
      << "      Model::kWeightsBytes, Model::kVocab, Model::kNumEntries, Model::kEntries,\n"
      << "      Model::kNumCaches, Model::kCaches, &Glue<Model>::create, &Glue<Model>::destroy,\n"
-     << "      &Glue<Model>::run, 1, &Glue<Model>::runAtCapacity, LLMC_BUFFERS_DEVICE,\n"
+     << "      &Glue<Model>::run, Model::kAnyCapacity, &Glue<Model>::runAtCapacity,\n"
+     << "      LLMC_BUFFERS_DEVICE,\n"
      << "      LLMC_CUDA_EMULATED ? \"cuda-emulated\" : \"cuda\", &Glue<Model>::cacheAlloc,\n"
      << "      &Glue<Model>::cacheFree, &Glue<Model>::runGreedy, nullptr, nullptr,\n"
      << "      &Glue<Model>::runSample};\n"

@@ -253,6 +253,41 @@ private:
   llvm::Error emitAssert(AssertEqualOp check, CpuModel::Entry &stats);
   /// onnx.range of a static length: start + i * delta, read on the device.
   llvm::Error emitRange(Operation *op, CpuModel::Entry &stats);
+  // Host steps (HostSteps.cpp, runtime/src/model/cuda/HostSteps.h).
+  /// Whether an operand or result of `op` (or of an operation inside it)
+  /// has a run-time shape: `op` then runs on the host.
+  static bool hasRunTimeShape(Operation *op);
+  /// `op` on the device, or, when the device has no kernel for it (it adds
+  /// to `missing`), on the host instead: what the device attempt wrote is
+  /// taken back first.
+  llvm::Error emitOnDeviceOrHost(Operation *op, CpuModel::Entry &stats);
+  /// Whether `op` (an onnx.* operation or an element-wise region) reads
+  /// values only the host holds and otherwise nothing but the position, the
+  /// token ids and constants of at most kHostConstantBytes: it then runs on
+  /// the host too, where its inputs are (two copies fewer).
+  bool prefersHost(Operation *op);
+  static constexpr int64_t kHostConstantBytes = 4096;
+  /// `op` on the host, with the operations deferred to it (the run of
+  /// element-wise operations it ends, the first of its pair).
+  llvm::Error emitHost(Operation *op, CpuModel::Entry &stats);
+  llvm::Error emitHostOp(Operation *op, CpuModel::Entry &stats);
+  /// The host tensor holding `v`, copied from the device (or wrapping the
+  /// host's weights, token ids or position) when it has none yet.
+  llvm::Expected<std::string> hostValue(Value v);
+  /// `v`, computed on the host, uploaded into an arena buffer of its own;
+  /// its pointer expression as T* (see ptr).
+  std::string uploadHost(Value v, const std::string &type);
+  /// The logits, computed on the host (positions maybe of run-time size),
+  /// uploaded as the entry's [batch, seq, vocab].
+  void uploadLogits(Value v, int64_t batch, int64_t seq, int64_t vocab);
+  /// A declaration of a new host tensor; its name.
+  std::string newHostTensor(Value v) {
+    std::string name = "h" + std::to_string(hostCounter++);
+    body += "  HostTensor " + name + "; // " + describeType(v.getType()) + "\n";
+    hostNames[v] = name;
+    return name;
+  }
+
   /// The name of the generated kernel with parameter list and body `k`
   /// ("(...) {\n...}", written into `kernels` under the comment `what` the
   /// first time, LLMC_KERNEL_BEGIN() first as in every kernel).
@@ -287,7 +322,7 @@ private:
       return "nullptr";
     auto it = refs.find(v);
     if (it == refs.end())
-      return "/*missing*/nullptr";
+      return hostNames.count(v) ? uploadHost(v, type) : "/*missing*/nullptr";
     const Ref &r = it->second;
     std::string t = type.empty() ? cxxType(v.getType()) : type;
     switch (r.kind) {
@@ -308,7 +343,7 @@ private:
     return "nullptr";
   }
   /// `v`'s storage: constants go into weights.bin when first read.
-  bool known(Value v) { return !v || isNone(v) || refs.count(v); }
+  bool known(Value v) { return !v || isNone(v) || refs.count(v) || hostNames.count(v); }
   llvm::Error placeConstant(ConstantOp c);
   void statement(const std::string &text, const std::string &comment) {
     body += "  // " + comment + "\n  LLMC_CUDA_TRY(" + text + ");\n";
@@ -373,6 +408,14 @@ private:
   llvm::DenseMap<Operation *, Value> transposedUpdates;
   std::set<std::string> missing;
   std::vector<std::string> assertMessages; // llm.assert_equal's, by index
+  /// Host tensors by value (host steps), their count, the attribute sets
+  /// written so far (by dictionary: the name of the static that holds it),
+  /// and whether some entry runs a host step.
+  llvm::DenseMap<Value, std::string> hostNames;
+  int hostCounter = 0;
+  llvm::DenseMap<Attribute, std::string> hostAttributes;
+  std::string hostAttributeText; // their definitions, at namespace scope
+  bool anyCapacity = true;
   std::string entries; // the entry functions' text
   int64_t arenaBytes = 0, maxTokens = 1;
 };

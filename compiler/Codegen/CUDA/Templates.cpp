@@ -196,6 +196,8 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
     }
   // Views: the same storage.
   if (isView(op) || name == "onnx.identity") {
+    if (!refs.count(op->getOperand(0))) // (made by a host step: uploaded first)
+      (void)ptr(op->getOperand(0));
     Ref same = refs[op->getOperand(0)]; // a copy: refs[...] may grow the map
     refs[op->getResult(0)] = same;
     ++stats.views;
@@ -214,6 +216,9 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
         refs[arg] = same;
       } else if (Operation *f = foldedInputs.lookup(operand)) {
         foldedInputs[arg] = f; // applied by the GEMVs that read arg
+      } else if (hostNames.count(operand)) {
+        std::string host = hostNames.lookup(operand); // (made by a host step)
+        hostNames[arg] = host;
       }
     if (llvm::Error e = emitBlock(block, stats))
       return e;
@@ -226,6 +231,9 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
         foldedInputs[r] = f; // applied by the GEMVs that read r
       } else if (unstored.contains(v)) {
         unstored.insert(r);
+      } else if (hostNames.count(v)) {
+        std::string host = hostNames.lookup(v); // (made by a host step)
+        hostNames[r] = host;
       }
     ++stats.fusedRegions;
     return llvm::Error::success();

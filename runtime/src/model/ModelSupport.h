@@ -14,6 +14,7 @@
 #define LLMC_RUNTIME_MODEL_MODELSUPPORT_H
 
 #include "llmc/model_abi.h"
+#include "runtime/src/model/Attributes.h"
 #include "runtime/src/cpu/Kernel.h"
 #include "runtime/src/cpu/Scratch.h"
 #include "runtime/src/model/kernels/Decode.h"
@@ -154,14 +155,6 @@ public:
     return Tensor::place(arena.get() + offset, bytes);
   }
 };
-
-Attribute intAttr(int64_t v);
-Attribute floatAttr(double v);
-Attribute stringAttr(const char *v);
-Attribute intsAttr(std::initializer_list<int64_t> v);
-Attribute floatsAttr(std::initializer_list<double> v);
-Attribute stringsAttr(std::initializer_list<const char *> v);
-Attribute tensorAttr(Tensor v);
 
 /// The reference kernel `name`; an error status when the library lacks it.
 Status findKernel(const char *name, const KernelEntry *&out);

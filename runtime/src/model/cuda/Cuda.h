@@ -98,6 +98,15 @@
 #include <type_traits>
 #include <utility>
 
+/// Returns from the enclosing function the error string `expr` gives, if
+/// any. (Variadic: template arguments carry commas.)
+#define LLMC_CUDA_TRY(...)                                                                         \
+  do {                                                                                             \
+    std::string llmc_error_ = (__VA_ARGS__);                                                       \
+    if (!llmc_error_.empty())                                                                      \
+      return llmc_error_;                                                                          \
+  } while (0)
+
 namespace llmc::cuda {
 /// Lets a macro take an array type: Id<float[32]> name declares an array.
 template <class T> using Id = T;
@@ -422,6 +431,13 @@ inline std::string copyAsync(void *dst, const void *src, size_t bytes, Stream s)
 }
 inline std::string memsetAsync(void *dst, int value, size_t bytes, Stream s) {
   return errorOf(cudaMemsetAsync(dst, value, bytes, s));
+}
+/// `height` rows of `width` bytes, `srcPitch` apart at src and `dstPitch`
+/// at dst, in either direction (the host side pageable: the host steps).
+inline std::string copy2DAsync(void *dst, size_t dstPitch, const void *src, size_t srcPitch,
+                               size_t width, size_t height, Stream s) {
+  return errorOf(
+      cudaMemcpy2DAsync(dst, dstPitch, src, srcPitch, width, height, cudaMemcpyDefault, s));
 }
 inline std::string hostAllocPinned(void **out, size_t bytes) {
   return errorOf(cudaMallocHost(out, bytes));
@@ -842,6 +858,16 @@ inline std::string memsetAsync(void *dst, int value, size_t bytes, Stream s) {
   return ::llmc::cudaemu::issue(s, [=] {
     auto lock = ::llmc::cudaemu::pdl::lockIfChecking();
     std::memset(dst, value, bytes);
+    return std::string();
+  });
+}
+inline std::string copy2DAsync(void *dst, size_t dstPitch, const void *src, size_t srcPitch,
+                               size_t width, size_t height, Stream s) {
+  return ::llmc::cudaemu::issue(s, [=] {
+    auto lock = ::llmc::cudaemu::pdl::lockIfChecking();
+    for (size_t r = 0; r < height; ++r)
+      std::memcpy(static_cast<char *>(dst) + r * dstPitch,
+                  static_cast<const char *>(src) + r * srcPitch, width);
     return std::string();
   });
 }

@@ -21,8 +21,11 @@
 //             graph per (caches, capacity) and replayed each step (the
 //             copies in and out are nodes of the graph, so one launch and
 //             one synchronisation per token); prefill entries are enqueued
-//             directly. The logits come back as f32 and the error word is
-//             checked after the step. Nothing is allocated while generating.
+//             directly, and so is every entry of a model with host steps
+//             (HostSteps.h: operations that run on the host, kHostSteps).
+//             The logits come back as f32 and the error word is checked
+//             after the step. Nothing is allocated on the device while
+//             generating.
 //   run_greedy  the same step, but only the argmax of one position of each
 //             sequence (the runtime's greedy rule) crosses to the host: a
 //             graph of its own per (caches, capacity, position).
@@ -70,14 +73,6 @@
 #include <memory>
 #include <mutex>
 #include <vector>
-
-// (Variadic: template arguments carry commas.)
-#define LLMC_CUDA_TRY(...)                                                                         \
-  do {                                                                                             \
-    std::string llmc_error_ = (__VA_ARGS__);                                                       \
-    if (!llmc_error_.empty())                                                                      \
-      return llmc_error_;                                                                          \
-  } while (0)
 
 namespace llmc::cuda::model {
 
@@ -402,6 +397,9 @@ template <class M> struct Glue {
     if (capacity < 1 || capacity > M::kCaches[0].capacity)
       return "capacity " + std::to_string(capacity) + " is outside 1 .. " +
              std::to_string(M::kCaches[0].capacity);
+    if (!M::kAnyCapacity && capacity != M::kCaches[0].capacity)
+      return "capacity " + std::to_string(capacity) + ": the model reads its caches whole, at " +
+             std::to_string(M::kCaches[0].capacity) + " positions (model_abi.h's any_capacity)";
     if (start < 0 || start + e.seq > capacity)
       return "positions " + std::to_string(start) + " .. " + std::to_string(start + e.seq - 1) +
              " do not fit a cache of " + std::to_string(capacity);
@@ -439,7 +437,7 @@ template <class M> struct Glue {
     m.stepBatch = e.batch, m.stepSeq = e.seq, m.greedyRow = greedyRow;
     m.sampled = sampling != nullptr, m.drawn = drawn, m.penalised = penalised;
     bool timed = false; // (a replayed decode graph, under LLMC_PROFILE)
-    if (e.kind == LLMC_ENTRY_DECODE) {
+    if (e.kind == LLMC_ENTRY_DECODE && !M::kHostSteps) {
       std::vector<void *> key(caches, caches + M::kNumCaches);
       Graph graph = nullptr;
       for (auto &g : m.graphs)
