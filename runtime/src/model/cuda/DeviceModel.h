@@ -330,6 +330,9 @@ template <class M> struct Glue {
                      "llmc profile (LLMC_PROFILE): %lld decode steps replayed: %.1f us a call, "
                      "%.1f us of it the graph on the device; host overhead %.1f%% of the call\n",
                      p->steps, call, graph, call > 0 ? 100 * (1 - graph / call) : 0.0);
+      } else if (M::kHostSteps) {
+        std::fprintf(stderr, "llmc profile (LLMC_PROFILE): no decode graph to time: the model "
+                             "runs host steps (HostSteps.h), its entries without CUDA graphs\n");
       }
       if (p->start)
         eventDestroy(p->start);
