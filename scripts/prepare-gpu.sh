@@ -91,7 +91,8 @@ f32=(gemma-optimum gemma-torch-dynamo llama-genai-fp32 gemma-genai-fp32 llama-ge
      genai-gqa-window-cache mistral-genai-fp32 phi3-genai-fp32 qwen2-genai-fp32 mistral-genai-int4
      phi3-genai-int4
      onnx23-unknown-attention onnx24-static-unknown-attention onnx23-stateless-unknown-attention)
-half=(llama-optimum gpt2-optimum gemma-torch-dynamo)
+half=(llama-optimum gpt2-optimum gemma-torch-dynamo mistral-optimum qwen2-optimum phi3-optimum
+      llama-genai-fp32)
 for f in "${f32[@]}"; do
   args "$f-f32" "$(fixture "$f")/model.onnx" --dtype f32
   oracle "$root/$(fixture "$f")/fixture.json" > "$out/fixtures/$f-f32.expect"
