@@ -344,6 +344,7 @@ llvm::Error CudaEmitter::emitFunction(func::FuncOp f) {
   refs.clear();
   buffers.clear();
   segmented.clear(); // (by buffer number: each entry numbers its own)
+  hostNames.clear();
   step = 0;
   body.clear();
   refs[f.getArgument(0)] = Ref{Ref::Tokens};
