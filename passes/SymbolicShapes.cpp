@@ -290,8 +290,9 @@ SymExpr SymbolicShapes::dimOf(Value v, int64_t d) {
   // A range whose length is a constant (limit - start of the same run-time
   // value) has it, whatever its type's name says (a bucket's
   // sequence_length, where the export computed it).
-  if (std::optional<SymExpr> n = rangeLength(v, d); n && n->asConstant())
-    return *n;
+  std::optional<SymExpr> range = rangeLength(v, d);
+  if (range && range->asConstant())
+    return *range;
   MaybeShape shape = getShape(v.getType());
   if (shape && d < int64_t(shape->size())) {
     const Dim &dim = (*shape)[size_t(d)];
@@ -330,8 +331,8 @@ SymExpr SymbolicShapes::dimOf(Value v, int64_t d) {
       return dimOf(def->getOperand(0), d);
     }
   }
-  if (std::optional<SymExpr> n = rangeLength(v, d))
-    return *n;
+  if (range)
+    return *range;
   auto [it, fresh] = privateBase.try_emplace(v, 0);
   if (fresh)
     it->second = privateValues++;

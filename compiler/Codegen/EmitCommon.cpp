@@ -2,6 +2,7 @@
 #include "compiler/Codegen/EmitCommon.h"
 
 #include "compiler/Executor/Error.h"
+#include "dialects/LLM/IR/LLMDialect.h"
 #include "dialects/LLM/IR/LLMOps.h"
 #include "dialects/LLM/IR/ShapeInference.h"
 #include "passes/BuildHelpers.h"
@@ -83,6 +84,42 @@ attributeExpr(Operation *op, NamedAttribute a,
   if (auto e = dyn_cast<ElementsAttr>(v))
     return tensor(e);
   return makeError(nodeName(op) + ": attribute '" + a.getName().str() + "' has no C++ spelling");
+}
+
+static const char *dtypeSpelling(::llmc::cpu::DType t) {
+  switch (t) {
+  case ::llmc::cpu::DType::Float:
+    return "DType::Float";
+  case ::llmc::cpu::DType::Float16:
+    return "DType::Float16";
+  case ::llmc::cpu::DType::BFloat16:
+    return "DType::BFloat16";
+  case ::llmc::cpu::DType::Double:
+    return "DType::Double";
+  case ::llmc::cpu::DType::Int64:
+    return "DType::Int64";
+  case ::llmc::cpu::DType::Int32:
+    return "DType::Int32";
+  case ::llmc::cpu::DType::Int8:
+    return "DType::Int8";
+  case ::llmc::cpu::DType::UInt8:
+    return "DType::UInt8";
+  case ::llmc::cpu::DType::Bool:
+    return "DType::Bool";
+  default:
+    return nullptr;
+  }
+}
+
+std::string dtypeExpr(::llmc::cpu::DType t) {
+  if (const char *s = dtypeSpelling(t))
+    return s;
+  return "DType(" + std::to_string(int(t)) + ")";
+}
+
+std::string dtypeExpr(Type t) {
+  return dtypeExpr(
+      ::llmc::cpu::DType(getOnnxCodeForElementType(getElementTypeOrSelf(t))));
 }
 
 /// A C++ string literal.

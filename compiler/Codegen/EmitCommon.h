@@ -30,6 +30,10 @@ std::string shapeExpr(llvm::ArrayRef<int64_t> dims);
 std::string describeType(Type type);
 /// A C++ string literal.
 std::string quote(llvm::StringRef s);
+/// The emitted spelling of an element type ("DType::Float", or
+/// "DType(<ONNX code>)" for the rarer ones); of a tensor type's elements.
+std::string dtypeExpr(::llmc::cpu::DType t);
+std::string dtypeExpr(Type t);
 /// "node (op)" for messages.
 std::string nodeName(Operation *op);
 /// The attributes a reference kernel reads from `op` (all but llmc's own,

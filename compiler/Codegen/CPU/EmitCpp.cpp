@@ -41,36 +41,6 @@ namespace cpu = ::llmc::cpu;
 
 namespace {
 
-const char *dtypeSpelling(cpu::DType t) {
-  switch (t) {
-  case cpu::DType::Float:
-    return "DType::Float";
-  case cpu::DType::Float16:
-    return "DType::Float16";
-  case cpu::DType::BFloat16:
-    return "DType::BFloat16";
-  case cpu::DType::Double:
-    return "DType::Double";
-  case cpu::DType::Int64:
-    return "DType::Int64";
-  case cpu::DType::Int32:
-    return "DType::Int32";
-  case cpu::DType::Int8:
-    return "DType::Int8";
-  case cpu::DType::UInt8:
-    return "DType::UInt8";
-  case cpu::DType::Bool:
-    return "DType::Bool";
-  default:
-    return nullptr;
-  }
-}
-
-std::string dtypeExpr(cpu::DType t) {
-  if (const char *s = dtypeSpelling(t))
-    return s;
-  return "DType(" + std::to_string(int(t)) + ")";
-}
 
 
 /// The operations at the end of an entry that make the logits from the

@@ -396,7 +396,7 @@ llvm::Error CudaEmitter::emitFunction(func::FuncOp f) {
         return makeError("@" + fname + ": the vocabulary differs between entry points");
       model.vocab = t.getDimSize(2);
       if (host)
-        uploadLogits(v, entry.batch, entry.seq, model.vocab);
+        uploadAs(v, {entry.batch, entry.seq, model.vocab}, "the logits");
       if (known(v)) {
         body += "  // the logits, to the host as f32\n";
         body += llvm::formatv("  LLMC_CUDA_TRY(m.storeLogits({0}, {1}, a.stream));\n", ptr(v),

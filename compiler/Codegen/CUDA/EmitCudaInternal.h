@@ -277,9 +277,11 @@ private:
   /// `v`, computed on the host, uploaded into an arena buffer of its own;
   /// its pointer expression as T* (see ptr).
   std::string uploadHost(Value v, const std::string &type);
-  /// The logits, computed on the host (positions maybe of run-time size),
-  /// uploaded as the entry's [batch, seq, vocab].
-  void uploadLogits(Value v, int64_t batch, int64_t seq, int64_t vocab);
+  /// `v`'s host tensor uploaded into a new arena buffer as `shape` (the
+  /// static shape the device reads, checked at run time; the logits': the
+  /// entry's [batch, seq, vocab] where their positions have a run-time
+  /// size), for the statement being written; `what` names it in errors.
+  void uploadAs(Value v, ArrayRef<int64_t> shape, const std::string &what);
   /// A declaration of a new host tensor; its name.
   std::string newHostTensor(Value v) {
     std::string name = "h" + std::to_string(hostCounter++);

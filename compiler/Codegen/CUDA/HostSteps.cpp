@@ -13,7 +13,6 @@
 #include "compiler/Codegen/CUDA/EmitCudaInternal.h"
 
 #include "compiler/Executor/Error.h"
-#include "dialects/LLM/IR/LLMDialect.h"
 #include "passes/KernelBridge.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -23,15 +22,6 @@ using namespace mlir::llmc;
 using namespace mlir::llmc::codegen;
 
 namespace mlir::llmc::cudagen {
-
-namespace {
-
-/// The emitted DType of a tensor type's elements.
-std::string hostType(Type t) {
-  return "DType(" + std::to_string(getOnnxCodeForElementType(getElementTypeOrSelf(t))) + ")";
-}
-
-} // namespace
 
 bool CudaEmitter::hasRunTimeShape(Operation *op) {
   auto dynamic = [](Value v) {
@@ -87,6 +77,16 @@ llvm::Error CudaEmitter::emitOnDeviceOrHost(Operation *op, CpuModel::Entry &stat
   stats = statsBefore;
   missing = std::move(missingBefore);
   buffers.resize(buffersSize);
+  // The values it made (its results and those inside it: also views of
+  // older buffers), and those given buffers that are gone (uploads).
+  op->walk([&](Operation *o) {
+    for (Value r : o->getResults())
+      refs.erase(r);
+    for (Region &region : o->getRegions())
+      for (Block &b : region)
+        for (Value a : b.getArguments())
+          refs.erase(a);
+  });
   SmallVector<Value> stale;
   for (auto &[v, r] : refs)
     if (r.kind == Ref::Arena && r.buffer >= int(buffersSize))
@@ -121,7 +121,7 @@ llvm::Expected<std::string> CudaEmitter::hostValue(Value v) {
     return makeError("a value the host reads has no storage (" + describeType(v.getType()) +
                      "): a bug in llmc's CUDA code generator");
   Ref r = it->second;
-  std::string shape = shapeExpr(t.getShape()), type = hostType(t);
+  std::string shape = shapeExpr(t.getShape()), type = dtypeExpr(t);
   switch (r.kind) {
   case Ref::Weight: {
     std::string name = newHostTensor(v);
@@ -177,30 +177,25 @@ std::string CudaEmitter::uploadHost(Value v, const std::string &type) {
                    describeType(v.getType()) + ")" + (def ? " at " + nodeName(def) : ""));
     return "nullptr";
   }
-  std::string host = hostNames.lookup(v);
-  define(v);
-  statement(llvm::formatv("host::upload({0}, {1}, {2}, {3}, {4}, a.stream)", host, hostType(t),
-                          shapeExpr(t.getShape()), ptr(v, "void"),
-                          quote(def ? nodeName(def) : std::string("a value")))
-                .str(),
-            "from the host: " + describeType(v.getType()));
-  // (read by the statement being written)
-  buffers[size_t(refs[v].buffer)].last = step;
+  uploadAs(v, t.getShape(), def ? nodeName(def) : std::string("a value"));
   return ptr(v, type);
 }
 
-void CudaEmitter::uploadLogits(Value v, int64_t batch, int64_t seq, int64_t vocab) {
-  Type t = getElementTypeOrSelf(v.getType());
-  buffers.push_back({batch * seq * vocab * elemBytes(t), step, step, -1});
+void CudaEmitter::uploadAs(Value v, ArrayRef<int64_t> shape, const std::string &what) {
+  int64_t count = 1;
+  for (int64_t d : shape)
+    count *= d;
+  buffers.push_back({std::max<int64_t>(count * elemBytes(v.getType()), 1), step, step, -1});
   Ref r;
   r.kind = Ref::Arena;
   r.buffer = int(buffers.size() - 1);
   refs[v] = r;
-  statement(llvm::formatv("host::upload({0}, {1}, {2}, {3}, \"the logits\", a.stream)",
-                          hostNames.lookup(v), hostType(t), shapeExpr({batch, seq, vocab}),
-                          ptr(v, "void"))
+  statement(llvm::formatv("host::upload({0}, {1}, {2}, {3}, {4}, a.stream)", hostNames.lookup(v),
+                          dtypeExpr(v.getType()), shapeExpr(shape), ptr(v, "void"), quote(what))
                 .str(),
-            "the logits from the host");
+            "from the host: " + what + ", " + describeType(v.getType()));
+  // (read by the statement being written)
+  buffers[size_t(r.buffer)].last = step;
 }
 
 llvm::Error CudaEmitter::emitHostOp(Operation *op, CpuModel::Entry &stats) {
@@ -251,7 +246,7 @@ llvm::Error CudaEmitter::emitHostOp(Operation *op, CpuModel::Entry &stats) {
     std::string p = ptr(read.getCache()), name = newHostTensor(read.getResult());
     statement(llvm::formatv("host::cacheRows({0}, {1}, {2}, {3}, {4}, a.capacity, {5}, {6}, {7}, "
                             "a.stream)",
-                            name, hostType(read.getType()), s[0], s[1], s[3], *length, p, node)
+                            name, dtypeExpr(read.getType()), s[0], s[1], s[3], *length, p, node)
                   .str(),
               "cache_read on the host: the rows before the length");
     ++stats.kernelCalls;
@@ -272,7 +267,7 @@ llvm::Error CudaEmitter::emitHostOp(Operation *op, CpuModel::Entry &stats) {
     auto s = shapeOf(cache);
     statement(llvm::formatv("host::writeCacheRows({0}, {1}, {2}, {3}, {4}, a.capacity, {5}, {6}, "
                             "{7}, a.stream)",
-                            ptr(cache), hostType(cache.getType()), s[0], s[1], s[3], *rows, *pos,
+                            ptr(cache), dtypeExpr(cache.getType()), s[0], s[1], s[3], *rows, *pos,
                             node)
                   .str(),
               "cache_update from the host, in place");
@@ -291,15 +286,18 @@ llvm::Error CudaEmitter::emitHostOp(Operation *op, CpuModel::Entry &stats) {
       return in.takeError();
     inputs.push_back(*in);
   }
-  // The attributes, built once (a static of the model source).
+  // The attributes: built once (a static of the model source), or per
+  // call where a tensor attribute wraps this context's weights.
   std::string attrs = "nullptr";
   DictionaryAttr dict = kernelAttributes(op);
   if (!dict.empty()) {
     auto found = hostAttributes.find(dict);
     if (found == hostAttributes.end()) {
       std::vector<std::string> sets;
+      bool tensors = false;
       for (NamedAttribute a : dict) {
         auto value = attributeExpr(op, a, [&](ElementsAttr e) -> llvm::Expected<std::string> {
+          tensors = true;
           auto t = constantTensor(e);
           if (!t)
             return t.takeError();
@@ -308,25 +306,30 @@ llvm::Error CudaEmitter::emitHostOp(Operation *op, CpuModel::Entry &stats) {
               nodeName(op) + " attribute " + a.getName().str()));
           return llvm::formatv("tensorAttr(HostTensor::wrap({0}, {1}, static_cast<const char *>("
                                "m.hostWeights) + {2}))",
-                               hostType(cast<ShapedType>(e.getType())),
+                               dtypeExpr(cast<ShapedType>(e.getType())),
                                shapeExpr(cast<ShapedType>(e.getType()).getShape()), offset)
               .str();
         });
         if (!value)
           return value.takeError();
-        sets.push_back(llvm::formatv("  at.set({0}, {1});\n", quote(a.getName().getValue()),
+        sets.push_back(llvm::formatv("    at.set({0}, {1});\n", quote(a.getName().getValue()),
                                      *value)
                            .str());
       }
-      // (Built per call: a tensor attribute wraps this context's weights.)
       std::string name = "hostAttributes" + std::to_string(hostAttributes.size());
-      hostAttributeText += "::llmc::cpu::Attributes " + name +
-                           "(const Model &m) {\n  (void)m;\n  ::llmc::cpu::Attributes at;\n" +
-                           llvm::join(sets, "") + "  return at;\n}\n";
+      std::string build = "[&] {\n    ::llmc::cpu::Attributes at;\n" + llvm::join(sets, "") +
+                          "    return at;\n  }()";
+      hostAttributeText +=
+          tensors ? "::llmc::cpu::Attributes " + name + "(const Model &m) {\n  return " + build +
+                        ";\n}\n"
+                  : "const ::llmc::cpu::Attributes &" + name +
+                        "(const Model &) {\n  static const ::llmc::cpu::Attributes attrs = " +
+                        build + ";\n  return attrs;\n}\n";
       found = hostAttributes.try_emplace(dict, name).first;
     }
+    // (A reference: to the static, or to the per-call value it keeps alive.)
     attrs = "&a" + std::to_string(hostCounter++);
-    body += "  const ::llmc::cpu::Attributes " + attrs.substr(1) + " = " + found->second + "(m);\n";
+    body += "  const ::llmc::cpu::Attributes &" + attrs.substr(1) + " = " + found->second + "(m);\n";
   }
   std::vector<std::string> outputs;
   uint64_t unwanted = 0;
