@@ -29,8 +29,10 @@ template <bool Log> Status softmaxKernel(KernelCall &call) {
     LLMC_RETURN_IF_ERROR(Tensor::allocate(x.dtype(), x.shape(), y));
     const T *in = x.data<T>();
     T *out = y.mutableData<T>();
+    // Each exp is computed again in the last pass rather than kept (no
+    // buffer: compiled models call this kernel after warm-up, where nothing
+    // may allocate).
     call.pool->parallelFor(lanes, 64, [&](int64_t l0, int64_t l1) {
-      std::vector<double> e(static_cast<size_t>(dim));
       for (int64_t lane = l0; lane < l1; ++lane) {
         int64_t base = (lane / inner) * dim * inner + lane % inner;
         double mx = -INFINITY;
@@ -38,10 +40,10 @@ template <bool Log> Status softmaxKernel(KernelCall &call) {
           mx = std::max(mx, double(Num<T>::load(in[base + j * inner])));
         double sum = 0;
         for (int64_t j = 0; j < dim; ++j)
-          sum += (e[size_t(j)] = std::exp(double(Num<T>::load(in[base + j * inner])) - mx));
+          sum += std::exp(double(Num<T>::load(in[base + j * inner])) - mx);
         for (int64_t j = 0; j < dim; ++j) {
-          double v = Log ? double(Num<T>::load(in[base + j * inner])) - mx - std::log(sum)
-                         : e[size_t(j)] / sum;
+          double d = double(Num<T>::load(in[base + j * inner])) - mx;
+          double v = Log ? d - std::log(sum) : std::exp(d) / sum;
           out[base + j * inner] = Num<T>::store(typename Num<T>::C(v));
         }
       }
