@@ -36,6 +36,7 @@
 
 #include <cmath>
 #include <deque>
+#include <functional>
 #include <map>
 #include <tuple>
 #include <random>
@@ -707,7 +708,7 @@ struct RaiseTransformerPass
          {&RaiseTransformerPass::raiseNorms, &RaiseTransformerPass::raiseActivations,
           &RaiseTransformerPass::raiseLinears, &RaiseTransformerPass::raiseEmbeddings,
           &RaiseTransformerPass::raiseSwiglu, &RaiseTransformerPass::raiseRope,
-          &RaiseTransformerPass::raiseAttention, &RaiseTransformerPass::simplifyMasks,
+          &RaiseTransformerPass::raiseSoftmax, &RaiseTransformerPass::raiseAttention, &RaiseTransformerPass::simplifyMasks,
           &RaiseTransformerPass::raiseGroupQueryAttention,
           &RaiseTransformerPass::raiseContribRotary,
           &RaiseTransformerPass::raiseOnnxRotary,
@@ -1161,8 +1162,68 @@ struct RaiseTransformerPass
     return {v, 1.0};
   }
 
+  /// A softmax over the last axis written out, as exporters of a
+  /// hand-written attention emit it: Exp(x - ReduceMax(x)) / ReduceSum(..)
+  /// (both reductions over the last axis, kept), or without the maximum
+  /// (Exp(x) / ReduceSum(Exp(x)): the same function, which onnx.softmax
+  /// computes without overflow) -> onnx.softmax(x, axis = -1).
+  void raiseSoftmax(func::FuncOp func) {
+    for (Operation *div : opsNamed(func, "onnx.div")) {
+      Value e = div->getOperand(0);
+      Operation *exp = defOf(e, "onnx.exp");
+      Operation *sum = defOf(div->getOperand(1), "onnx.reduce_sum");
+      if (!exp || !sum || sum->getOperand(0) != e || !reducesLastDimKept(sum))
+        continue;
+      Value x = exp->getOperand(0);
+      if (Operation *sub = defOf(x, "onnx.sub"))
+        if (Operation *max = defOf(sub->getOperand(1), "onnx.reduce_max");
+            max && max->getOperand(0) == sub->getOperand(0) && reducesLastDimKept(max))
+          x = sub->getOperand(0);
+      OpBuilder b(div);
+      Value y = create<OnnxSoftmaxOp>(b, div->getLoc(), {x},
+                                      {b.getNamedAttr("axis", b.getI64IntegerAttr(-1))});
+      if (sameShapeAndType(y, div->getResult(0)))
+        div->getResult(0).replaceAllUsesWith(y); // (else the unused one is erased)
+    }
+  }
+
+  /// A scalar constant of the float type `t`.
+  static Value floatScalar(OpBuilder &b, Location loc, FloatType t, double v) {
+    APFloat f(v);
+    bool lost = false;
+    f.convert(t.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+    return b.create<ConstantOp>(loc, DenseElementsAttr::get(RankedTensorType::get({}, t), f))
+        .getResult();
+  }
+
+  /// Scores masked by replacement, Where(keep, s, fill) or Where(drop,
+  /// fill, s) with a fill at or below -6e4 (-inf, the type's lowest, -1e9):
+  /// s and the additive mask Where(keep, 0, fill) of s's type. Both remove
+  /// the same keys from any row that keeps one (exp(fill - max) is 0 there);
+  /// they differ only in a row with no key kept, which the causal and
+  /// padding masks an export builds have only for padded queries.
+  std::optional<std::pair<Value, Value>> whereMasked(Value scores) {
+    Operation *w = defOf(scores, "onnx.where");
+    auto ft = dyn_cast<FloatType>(getElementTypeOrSelf(scores.getType()));
+    if (!w || !ft || !getElementTypeOrSelf(w->getOperand(0).getType()).isInteger(1))
+      return std::nullopt;
+    for (int kept : {1, 2}) {
+      std::optional<double> fill = scalarOf(w->getOperand(3 - kept));
+      if (!fill || !(*fill <= -6e4))
+        continue;
+      OpBuilder b(w);
+      Location loc = w->getLoc();
+      Value zero = floatScalar(b, loc, ft, 0), low = floatScalar(b, loc, ft, *fill);
+      Value mask = create<OnnxWhereOp>(
+          b, loc, {w->getOperand(0), kept == 1 ? zero : low, kept == 1 ? low : zero});
+      return std::make_pair(w->getOperand(kept), mask);
+    }
+    return std::nullopt;
+  }
+
   /// softmax(scale * Q K^T + mask) V, as HF's eager attention writes it,
-  /// with Q [B, H, S, D] and K, V [B, Hkv, T, D] (repeated to H heads).
+  /// with Q [B, H, S, D] and K, V [B, Hkv, T, D] (repeated to H heads); the
+  /// mask added, or applied by a Where (whereMasked).
   void raiseAttention(func::FuncOp func) {
     SymbolicShapes sym(func);
     SmallVector<Operation *> softmaxes = opsNamed(func, "onnx.softmax");
@@ -1190,7 +1251,9 @@ struct RaiseTransformerPass
       // scores = (Q K^T) * c + mask
       Value mask;
       Value qk = scores;
-      if (Operation *add = defOf(scores, "onnx.add")) {
+      if (auto masked = whereMasked(scores)) {
+        std::tie(qk, mask) = *masked;
+      } else if (Operation *add = defOf(scores, "onnx.add")) {
         for (int side = 0; side < 2 && !mask; ++side)
           if (defOf(add->getOperand(side), "onnx.matmul") ||
               unscale(add->getOperand(side)).second != 1.0) {
@@ -1397,6 +1460,17 @@ struct RaiseTransformerPass
       return sym.isNamed(id) ? (primary.count(id) ? 2 : 1) : 0;
     };
     std::map<unsigned, SymExpr> dependent;
+    // Whether `id` is `e`'s symbol or one a dependent symbol of `e` is
+    // solved in terms of (an equation stated twice, as the mask's and the
+    // padding's Skv = T, must not solve T for S and then S for T: both
+    // would be dependent and neither free).
+    std::function<bool(const SymExpr &, unsigned)> mentions = [&](const SymExpr &e,
+                                                                  unsigned id) {
+      for (unsigned s : e.symbols())
+        if (s == id || (dependent.count(s) && mentions(dependent.at(s), id)))
+          return true;
+      return false;
+    };
     for (const SymExpr &e : equations) {
       if (e.isConstant())
         continue;
@@ -1404,7 +1478,7 @@ struct RaiseTransformerPass
       llvm::stable_sort(ids, [&](unsigned a, unsigned b) { return rank(a) < rank(b); });
       for (unsigned id : ids)
         if (!dependent.count(id))
-          if (std::optional<SymExpr> solved = e.solveFor(id)) {
+          if (std::optional<SymExpr> solved = e.solveFor(id); solved && !mentions(*solved, id)) {
             dependent[id] = *solved;
             break;
           }

@@ -340,6 +340,72 @@ func.func @not_attention(%q: tensor<1x2x5x4xf32>, %k: tensor<1x2x5x4xf32>, %v: t
 
 // -----
 
+// A softmax written out over the last axis: Exp(x - ReduceMax(x)) /
+// ReduceSum(..), both kept; and Exp(x) / ReduceSum(Exp(x)) (the same
+// function): each is one onnx.softmax. Over another axis, or a sum of
+// another value, it stays as written.
+// CHECK-LABEL: func.func @softmax_written_out
+// CHECK: %[[A:.+]] = llm.onnx.softmax %arg0 : (tensor<2x3x5xf32>) -> tensor<2x3x5xf32>
+// CHECK: %[[B:.+]] = llm.onnx.softmax %arg1 : (tensor<2x5xf32>) -> tensor<2x5xf32>
+// CHECK-NOT: llm.onnx.softmax
+// CHECK: %[[C:.+]] = llm.onnx.div
+// CHECK: %[[D:.+]] = llm.onnx.div
+// CHECK: return %[[A]], %[[B]], %[[C]], %[[D]]
+func.func @softmax_written_out(%x: tensor<2x3x5xf32>, %y: tensor<2x5xf32>, %z: tensor<2x5xf32>) -> (tensor<2x3x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>) {
+  %last = llm.constant dense<-1> : tensor<1xi64>
+  %first = llm.constant dense<0> : tensor<1xi64>
+  %m = llm.onnx.reduce_max %x, %last : (tensor<2x3x5xf32>, tensor<1xi64>) -> tensor<2x3x1xf32>
+  %d = llm.onnx.sub %x, %m : (tensor<2x3x5xf32>, tensor<2x3x1xf32>) -> tensor<2x3x5xf32>
+  %e = llm.onnx.exp %d : (tensor<2x3x5xf32>) -> tensor<2x3x5xf32>
+  %s = llm.onnx.reduce_sum %e, %last : (tensor<2x3x5xf32>, tensor<1xi64>) -> tensor<2x3x1xf32>
+  %p = llm.onnx.div %e, %s : (tensor<2x3x5xf32>, tensor<2x3x1xf32>) -> tensor<2x3x5xf32>
+  %e2 = llm.onnx.exp %y : (tensor<2x5xf32>) -> tensor<2x5xf32>
+  %s2 = llm.onnx.reduce_sum %e2, %last : (tensor<2x5xf32>, tensor<1xi64>) -> tensor<2x1xf32>
+  %p2 = llm.onnx.div %e2, %s2 : (tensor<2x5xf32>, tensor<2x1xf32>) -> tensor<2x5xf32>
+  %e3 = llm.onnx.exp %z : (tensor<2x5xf32>) -> tensor<2x5xf32>
+  %s3 = llm.onnx.reduce_sum %e3, %first : (tensor<2x5xf32>, tensor<1xi64>) -> tensor<1x5xf32>
+  %p3 = llm.onnx.div %e3, %s3 : (tensor<2x5xf32>, tensor<1x5xf32>) -> tensor<2x5xf32>
+  %s4 = llm.onnx.reduce_sum %e2, %last : (tensor<2x5xf32>, tensor<1xi64>) -> tensor<2x1xf32>
+  %p4 = llm.onnx.div %e3, %s4 : (tensor<2x5xf32>, tensor<2x1xf32>) -> tensor<2x5xf32>
+  return %p, %p2, %p3, %p4 : tensor<2x3x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>
+}
+
+// -----
+
+// Scores masked by a Where (a boolean mask keeps a key, -1e9 replaces the
+// score of any other) and a softmax written out: an llm.attention whose
+// additive mask is Where(keep, 0, -1e9). A fill that cannot remove a key
+// (-1) is no mask: that attention stays as written.
+// CHECK-LABEL: func.func @attention_where_mask
+// CHECK-DAG: %[[ZERO:.+]] = llm.constant dense<0.000000e+00> : tensor<f32>
+// CHECK-DAG: %[[LOW:.+]] = llm.constant dense<-1.000000e+09> : tensor<f32>
+// CHECK: %[[MASK:.+]] = llm.onnx.where %arg3, %[[ZERO]], %[[LOW]] : (tensor<1x1x?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<1x1x?x?xf32>
+// CHECK: llm.attention %{{.+}}, %{{.+}}, %{{.+}}, %[[MASK]] {num_heads = 2 : i64, num_kv_heads = 2 : i64, scale = 5.000000e-01 : f32}
+// CHECK-NOT: llm.attention
+// CHECK: return
+func.func @attention_where_mask(%q: tensor<1x2x?x4xf32>, %k: tensor<1x2x?x4xf32>, %v: tensor<1x2x?x4xf32>, %keep: tensor<1x1x?x?xi1>) -> (tensor<1x2x?x4xf32>, tensor<1x2x?x4xf32>) {
+  %last = llm.constant dense<-1> : tensor<1xi64>
+  %half = llm.constant dense<0.5> : tensor<f32>
+  %low = llm.constant dense<-1.0e9> : tensor<f32>
+  %one = llm.constant dense<-1.0> : tensor<f32>
+  %kt = llm.onnx.transpose %k {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x2x?x4xf32>) -> tensor<1x2x4x?xf32>
+  %qk = llm.onnx.matmul %q, %kt : (tensor<1x2x?x4xf32>, tensor<1x2x4x?xf32>) -> tensor<1x2x?x?xf32>
+  %sc = llm.onnx.mul %qk, %half : (tensor<1x2x?x?xf32>, tensor<f32>) -> tensor<1x2x?x?xf32>
+  %w = llm.onnx.where %keep, %sc, %low : (tensor<1x1x?x?xi1>, tensor<1x2x?x?xf32>, tensor<f32>) -> tensor<1x2x?x?xf32>
+  %m = llm.onnx.reduce_max %w, %last : (tensor<1x2x?x?xf32>, tensor<1xi64>) -> tensor<1x2x?x1xf32>
+  %d = llm.onnx.sub %w, %m : (tensor<1x2x?x?xf32>, tensor<1x2x?x1xf32>) -> tensor<1x2x?x?xf32>
+  %e = llm.onnx.exp %d : (tensor<1x2x?x?xf32>) -> tensor<1x2x?x?xf32>
+  %s = llm.onnx.reduce_sum %e, %last : (tensor<1x2x?x?xf32>, tensor<1xi64>) -> tensor<1x2x?x1xf32>
+  %p = llm.onnx.div %e, %s : (tensor<1x2x?x?xf32>, tensor<1x2x?x1xf32>) -> tensor<1x2x?x?xf32>
+  %o = llm.onnx.matmul %p, %v : (tensor<1x2x?x?xf32>, tensor<1x2x?x4xf32>) -> tensor<1x2x?x4xf32>
+  %w2 = llm.onnx.where %keep, %sc, %one : (tensor<1x1x?x?xi1>, tensor<1x2x?x?xf32>, tensor<f32>) -> tensor<1x2x?x?xf32>
+  %p2 = llm.onnx.softmax %w2 : (tensor<1x2x?x?xf32>) -> tensor<1x2x?x?xf32>
+  %o2 = llm.onnx.matmul %p2, %v : (tensor<1x2x?x?xf32>, tensor<1x2x?x4xf32>) -> tensor<1x2x?x4xf32>
+  return %o, %o2 : tensor<1x2x?x4xf32>, tensor<1x2x?x4xf32>
+}
+
+// -----
+
 // A mask built from attention_mask and the sizes: key j is visible to query
 // i when j <= (T - S) + i and attention_mask[b, j] != 0. Evaluating its
 // construction on bindings of b, s, p shows it is causal with padding: it
