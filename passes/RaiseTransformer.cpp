@@ -1243,6 +1243,18 @@ struct RaiseTransformerPass
             probs = user->getResult(0);
             break;
           }
+      // A softmax computed in another float type, between a Cast of the
+      // scores and a Cast of the probabilities (HF's eager attention's
+      // softmax(dtype=float32).to(q.dtype) in a half-precision export): the
+      // attention's own accumulation is at least float32.
+      if (probs.hasOneUse())
+        if (Operation *back = probs.getUses().begin()->getOwner();
+            isLlmOp(back, "onnx.cast") && isa<FloatType>(getElementTypeOrSelf(back->getResult(0).getType())))
+          if (Operation *in = defOf(scores, "onnx.cast");
+              in && isa<FloatType>(getElementTypeOrSelf(in->getOperand(0).getType()))) {
+            scores = in->getOperand(0);
+            probs = back->getResult(0);
+          }
       if (!probs.hasOneUse())
         continue;
       Operation *pv = probs.getUses().begin()->getOwner();
