@@ -1164,14 +1164,26 @@ struct RaiseTransformerPass
 
   /// A softmax over the last axis written out, as exporters of a
   /// hand-written attention emit it: Exp(x - ReduceMax(x)) / ReduceSum(..)
-  /// (both reductions over the last axis, kept), or without the maximum
-  /// (Exp(x) / ReduceSum(Exp(x)): the same function, which onnx.softmax
-  /// computes without overflow) -> onnx.softmax(x, axis = -1).
+  /// (both reductions over the last axis, kept; or times Reciprocal of the
+  /// sum), or without the maximum (Exp(x) / ReduceSum(Exp(x)): the same
+  /// function, which onnx.softmax computes without overflow) ->
+  /// onnx.softmax(x, axis = -1).
   void raiseSoftmax(func::FuncOp func) {
-    for (Operation *div : opsNamed(func, "onnx.div")) {
-      Value e = div->getOperand(0);
+    SmallVector<Operation *> quotients = opsNamed(func, "onnx.div");
+    for (Operation *mul : opsNamed(func, "onnx.mul"))
+      quotients.push_back(mul);
+    for (Operation *div : quotients) {
+      Value e = div->getOperand(0), denominator = div->getOperand(1);
+      if (isLlmOp(div, "onnx.mul")) { // e * Reciprocal(sum), either side
+        Operation *r = defOf(denominator, "onnx.reciprocal");
+        if (!r && (r = defOf(e, "onnx.reciprocal")))
+          e = div->getOperand(1);
+        if (!r)
+          continue;
+        denominator = r->getOperand(0);
+      }
       Operation *exp = defOf(e, "onnx.exp");
-      Operation *sum = defOf(div->getOperand(1), "onnx.reduce_sum");
+      Operation *sum = defOf(denominator, "onnx.reduce_sum");
       if (!exp || !sum || sum->getOperand(0) != e || !reducesLastDimKept(sum))
         continue;
       Value x = exp->getOperand(0);

@@ -341,17 +341,19 @@ func.func @not_attention(%q: tensor<1x2x5x4xf32>, %k: tensor<1x2x5x4xf32>, %v: t
 // -----
 
 // A softmax written out over the last axis: Exp(x - ReduceMax(x)) /
-// ReduceSum(..), both kept; and Exp(x) / ReduceSum(Exp(x)) (the same
-// function): each is one onnx.softmax. Over another axis, or a sum of
-// another value, it stays as written.
+// ReduceSum(..), both kept; Exp(x) / ReduceSum(Exp(x)) (the same
+// function); Reciprocal(ReduceSum(Exp(x))) * Exp(x): each is one
+// onnx.softmax. Over another axis, or a sum of another value, it stays as
+// written.
 // CHECK-LABEL: func.func @softmax_written_out
 // CHECK: %[[A:.+]] = llm.onnx.softmax %arg0 : (tensor<2x3x5xf32>) -> tensor<2x3x5xf32>
 // CHECK: %[[B:.+]] = llm.onnx.softmax %arg1 : (tensor<2x5xf32>) -> tensor<2x5xf32>
 // CHECK-NOT: llm.onnx.softmax
 // CHECK: %[[C:.+]] = llm.onnx.div
 // CHECK: %[[D:.+]] = llm.onnx.div
-// CHECK: return %[[A]], %[[B]], %[[C]], %[[D]]
-func.func @softmax_written_out(%x: tensor<2x3x5xf32>, %y: tensor<2x5xf32>, %z: tensor<2x5xf32>) -> (tensor<2x3x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>) {
+// CHECK: %[[E:.+]] = llm.onnx.softmax %arg1 : (tensor<2x5xf32>) -> tensor<2x5xf32>
+// CHECK: return %[[A]], %[[B]], %[[C]], %[[D]], %[[E]]
+func.func @softmax_written_out(%x: tensor<2x3x5xf32>, %y: tensor<2x5xf32>, %z: tensor<2x5xf32>) -> (tensor<2x3x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>) {
   %last = llm.constant dense<-1> : tensor<1xi64>
   %first = llm.constant dense<0> : tensor<1xi64>
   %m = llm.onnx.reduce_max %x, %last : (tensor<2x3x5xf32>, tensor<1xi64>) -> tensor<2x3x1xf32>
@@ -367,7 +369,9 @@ func.func @softmax_written_out(%x: tensor<2x3x5xf32>, %y: tensor<2x5xf32>, %z: t
   %p3 = llm.onnx.div %e3, %s3 : (tensor<2x5xf32>, tensor<1x5xf32>) -> tensor<2x5xf32>
   %s4 = llm.onnx.reduce_sum %e2, %last : (tensor<2x5xf32>, tensor<1xi64>) -> tensor<2x1xf32>
   %p4 = llm.onnx.div %e3, %s4 : (tensor<2x5xf32>, tensor<2x1xf32>) -> tensor<2x5xf32>
-  return %p, %p2, %p3, %p4 : tensor<2x3x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>
+  %r5 = llm.onnx.reciprocal %s2 : (tensor<2x1xf32>) -> tensor<2x1xf32>
+  %p5 = llm.onnx.mul %r5, %e2 : (tensor<2x1xf32>, tensor<2x5xf32>) -> tensor<2x5xf32>
+  return %p, %p2, %p3, %p4, %p5 : tensor<2x3x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>
 }
 
 // -----
