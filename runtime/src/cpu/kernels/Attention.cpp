@@ -1,14 +1,13 @@
-//===- Attention.cpp - attention, rotary embedding and caches --------------===//
+//===- Attention.cpp - ONNX, com.microsoft and llm attention --------------===//
 //
-// One attention core serves ONNX Attention and the com.microsoft attention
-// operators. It works on f32 copies of Q, K and V in [B, H, S, D] layout:
-// scores are dot products scaled in f32 plus an additive bias built the way
-// each operator defines it (ONNX: -inf for disallowed keys and a zero row
-// when a query has no key; onnxruntime: mask_filter_value and float lowest()
-// added to the scores, as its CPU kernels do, so fully masked rows average
-// the values), then a softmax accumulated in double.
+// The attention operators on the shared core (AttentionCore.h): ONNX
+// Attention (opsets 23 to 25), com.microsoft Attention, MultiHeadAttention
+// and GroupQueryAttention, and llm.attention, the reference semantics the
+// transformer passes' rewrites are checked against. Rotary embeddings:
+// Rotary.cpp; caches and the flash forms: KvCache.cpp.
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/src/cpu/kernels/AttentionCore.h"
 #include "runtime/src/cpu/kernels/Kernels.h"
 #include "runtime/src/cpu/kernels/KernelUtil.h"
 
@@ -16,88 +15,8 @@
 
 namespace llmc::cpu {
 
-namespace {
-
-/// [B, S, H*D] -> [B, H, S, D]
-std::vector<float> splitHeads(const std::vector<float> &x, int64_t b, int64_t s, int64_t h,
-                              int64_t d, int64_t rowStride, int64_t offset) {
-  std::vector<float> out(size_t(b * h * s * d));
-  for (int64_t bi = 0; bi < b; ++bi)
-    for (int64_t si = 0; si < s; ++si)
-      for (int64_t hi = 0; hi < h; ++hi)
-        for (int64_t di = 0; di < d; ++di)
-          out[size_t(((bi * h + hi) * s + si) * d + di)] =
-              x[size_t((bi * s + si) * rowStride + offset + hi * d + di)];
-  return out;
-}
-
-/// [B, H, S, D] -> [B, S, H*D]
-std::vector<float> mergeHeads(const std::vector<float> &x, int64_t b, int64_t h, int64_t s,
-                              int64_t d) {
-  std::vector<float> out(x.size());
-  for (int64_t bi = 0; bi < b; ++bi)
-    for (int64_t hi = 0; hi < h; ++hi)
-      for (int64_t si = 0; si < s; ++si)
-        for (int64_t di = 0; di < d; ++di)
-          out[size_t(((bi * s + si) * h + hi) * d + di)] =
-              x[size_t(((bi * h + hi) * s + si) * d + di)];
-  return out;
-}
-
-/// Concatenates [B, H, P, D] and [B, H, S, D] along the sequence.
-std::vector<float> concatSeq(const std::vector<float> &past, int64_t p,
-                             const std::vector<float> &cur, int64_t s, int64_t b, int64_t h,
-                             int64_t d) {
-  std::vector<float> out(size_t(b * h * (p + s) * d));
-  for (int64_t bh = 0; bh < b * h; ++bh) {
-    std::copy(past.begin() + bh * p * d, past.begin() + (bh + 1) * p * d,
-              out.begin() + bh * (p + s) * d);
-    std::copy(cur.begin() + bh * s * d, cur.begin() + (bh + 1) * s * d,
-              out.begin() + bh * (p + s) * d + p * d);
-  }
-  return out;
-}
-
-//===----------------------------------------------------------------------===//
-// The core
-//===----------------------------------------------------------------------===//
-
-/// An additive bias source broadcast to [B, H, Sq, T]: strides per dim (0
-/// where broadcast), and the number of key columns it covers.
-struct BiasView {
-  const float *data = nullptr;
-  int64_t sb = 0, sh = 0, sq = 0, st = 0, columns = 0;
-};
-
-struct Attention {
-  int64_t b, hq, hkv, sq, skv, d, dv;
-  float scale = 1;
-  float softcap = 0;
-  // Causal: query i of batch b attends keys j <= i + offset[b].
-  bool causal = false;
-  std::vector<int64_t> offset;
-  // Window around the absolute position p = offset[b] + i (-1: unbounded).
-  int64_t leftWindow = -1, rightWindow = -1;
-  // Keys j >= keyLimit[b] are excluded (padding, nonpad_kv_seqlen).
-  std::vector<int64_t> keyLimit;
-  std::vector<int64_t> keyStart; // keys j < keyStart[b] are excluded
-  // ONNX: disallowed keys get -inf; a query with none left gives zeros.
-  // onnxruntime: disallowed keys get `disallowedBias` added.
-  bool onnxSemantics = true;
-  float disallowedBias = -INFINITY;
-  std::vector<BiasView> biases; // added to the scores
-  const uint8_t *boolMask = nullptr;
-  BiasView boolView;           // strides for the boolean mask (data unused)
-  // Softmax with an extra logit per head (head_sink) or 0 (smooth softmax).
-  const float *sink = nullptr;
-  bool smooth = false;
-  // Optional copy of the scores: 0 raw, 1 after softcap, 2 after bias, 3 probs.
-  int qkMode = -1;
-  std::vector<float> *qkOut = nullptr;
-};
-
 /// out [B, Hq, Sq, Dv] from q [B,Hq,Sq,D], k [B,Hkv,Skv,D], v [B,Hkv,Skv,Dv].
-void runAttention(ThreadPool &pool, const Attention &a, const std::vector<float> &q,
+void core::runAttention(ThreadPool &pool, const Attention &a, const std::vector<float> &q,
                   const std::vector<float> &k, const std::vector<float> &v,
                   std::vector<float> &out) {
   out.assign(size_t(a.b * a.hq * a.sq * a.dv), 0.0f);
@@ -194,6 +113,54 @@ void runAttention(ThreadPool &pool, const Attention &a, const std::vector<float>
     }
   });
 }
+
+namespace {
+
+using namespace core;
+
+/// [B, S, H*D] -> [B, H, S, D]
+std::vector<float> splitHeads(const std::vector<float> &x, int64_t b, int64_t s, int64_t h,
+                              int64_t d, int64_t rowStride, int64_t offset) {
+  std::vector<float> out(size_t(b * h * s * d));
+  for (int64_t bi = 0; bi < b; ++bi)
+    for (int64_t si = 0; si < s; ++si)
+      for (int64_t hi = 0; hi < h; ++hi)
+        for (int64_t di = 0; di < d; ++di)
+          out[size_t(((bi * h + hi) * s + si) * d + di)] =
+              x[size_t((bi * s + si) * rowStride + offset + hi * d + di)];
+  return out;
+}
+
+/// [B, H, S, D] -> [B, S, H*D]
+std::vector<float> mergeHeads(const std::vector<float> &x, int64_t b, int64_t h, int64_t s,
+                              int64_t d) {
+  std::vector<float> out(x.size());
+  for (int64_t bi = 0; bi < b; ++bi)
+    for (int64_t hi = 0; hi < h; ++hi)
+      for (int64_t si = 0; si < s; ++si)
+        for (int64_t di = 0; di < d; ++di)
+          out[size_t(((bi * s + si) * h + hi) * d + di)] =
+              x[size_t(((bi * h + hi) * s + si) * d + di)];
+  return out;
+}
+
+/// Concatenates [B, H, P, D] and [B, H, S, D] along the sequence.
+std::vector<float> concatSeq(const std::vector<float> &past, int64_t p,
+                             const std::vector<float> &cur, int64_t s, int64_t b, int64_t h,
+                             int64_t d) {
+  std::vector<float> out(size_t(b * h * (p + s) * d));
+  for (int64_t bh = 0; bh < b * h; ++bh) {
+    std::copy(past.begin() + bh * p * d, past.begin() + (bh + 1) * p * d,
+              out.begin() + bh * (p + s) * d);
+    std::copy(cur.begin() + bh * s * d, cur.begin() + (bh + 1) * s * d,
+              out.begin() + bh * (p + s) * d + p * d);
+  }
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// Masks and biases
+//===----------------------------------------------------------------------===//
 
 /// The bias view of a mask/bias tensor broadcast to [B, H, Sq, T].
 Status biasView(const KernelCall &call, const Tensor &m, int64_t b, int64_t h, int64_t sq,
@@ -337,205 +304,6 @@ Status onnxAttentionKernel(KernelCall &call) {
     LLMC_RETURN_IF_ERROR(fromF32(V.dtype(), {a.b, a.hkv, a.skv, a.dv}, v, call.outputs[2]));
   if (wantQk)
     LLMC_RETURN_IF_ERROR(fromF32(Q.dtype(), {a.b, a.hq, a.sq, a.skv}, qk, call.outputs[3]));
-  return Status::ok();
-}
-
-//===----------------------------------------------------------------------===//
-// Rotary embedding
-//===----------------------------------------------------------------------===//
-
-/// Rotates the first `rot` channels of every head of x ([B, S, H, D] in
-/// f32, in place) with cos/sin rows chosen per (b, s).
-template <typename RowOf>
-void rotate(std::vector<float> &x, int64_t b, int64_t s, int64_t h, int64_t d, int64_t rot,
-            bool interleaved, const std::vector<float> &cosT, const std::vector<float> &sinT,
-            RowOf rowOf) {
-  int64_t half = rot / 2;
-  for (int64_t bi = 0; bi < b; ++bi)
-    for (int64_t si = 0; si < s; ++si) {
-      int64_t row = rowOf(bi, si);
-      const float *c = cosT.data() + row * half, *sn = sinT.data() + row * half;
-      for (int64_t hi = 0; hi < h; ++hi) {
-        float *p = x.data() + ((bi * s + si) * h + hi) * d;
-        for (int64_t i = 0; i < half; ++i) {
-          int64_t i1 = interleaved ? 2 * i : i, i2 = interleaved ? 2 * i + 1 : i + half;
-          float x1 = p[i1], x2 = p[i2];
-          p[i1] = x1 * c[i] - x2 * sn[i];
-          p[i2] = x2 * c[i] + x1 * sn[i];
-        }
-      }
-    }
-}
-
-/// [B, H, S, D] <-> [B, S, H, D]
-std::vector<float> swapHeadSeq(const std::vector<float> &x, int64_t b, int64_t a1, int64_t a2,
-                               int64_t d) {
-  std::vector<float> out(x.size());
-  for (int64_t bi = 0; bi < b; ++bi)
-    for (int64_t i = 0; i < a1; ++i)
-      for (int64_t j = 0; j < a2; ++j)
-        std::copy_n(x.data() + ((bi * a1 + i) * a2 + j) * d, d,
-                    out.data() + ((bi * a2 + j) * a1 + i) * d);
-  return out;
-}
-
-Status readPositions(const KernelCall &call, const Tensor &t, std::vector<int64_t> &out) {
-  out.clear();
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    if (t.dtype() == DType::Int64)
-      out.push_back(t.data<int64_t>()[i]);
-    else if (t.dtype() == DType::Int32)
-      out.push_back(t.data<int32_t>()[i]);
-    else
-      return call.fail("position_ids must be int32 or int64");
-  }
-  return Status::ok();
-}
-
-Status onnxRotaryEmbeddingKernel(KernelCall &call) {
-  const Tensor &X = *call.input(0), &cosC = *call.input(1), &sinC = *call.input(2);
-  const Tensor *posIds = call.input(3);
-  const Attributes &at = *call.attrs;
-  int64_t b = X.dim(0), s, h, d;
-  bool threeD = X.rank() == 3;
-  if (threeD) {
-    std::optional<int64_t> nh = at.optInt("num_heads");
-    if (!nh || *nh <= 0 || X.dim(2) % *nh)
-      return call.fail("3-D input needs num_heads dividing the hidden size");
-    s = X.dim(1), h = *nh, d = X.dim(2) / h;
-  } else if (X.rank() == 4) {
-    h = X.dim(1), s = X.dim(2), d = X.dim(3);
-  } else {
-    return call.fail("X must have rank 3 or 4");
-  }
-  int64_t rot = at.getInt("rotary_embedding_dim", 0);
-  if (rot == 0)
-    rot = d;
-  if (rot > d || rot % 2)
-    return call.fail("rotary_embedding_dim must be even and at most the head size");
-  int64_t half = rot / 2;
-  std::vector<float> x, c, sn;
-  LLMC_RETURN_IF_ERROR(toF32(call, X, x));
-  LLMC_RETURN_IF_ERROR(toF32(call, cosC, c));
-  LLMC_RETURN_IF_ERROR(toF32(call, sinC, sn));
-  if (cosC.shape() != sinC.shape() || cosC.dim(cosC.rank() - 1) != half)
-    return call.fail("cos/sin caches must have " + std::to_string(half) + " columns");
-  if (!threeD)
-    x = swapHeadSeq(x, b, h, s, d); // -> [B, S, H, D]
-  bool interleaved = at.getInt("interleaved", 0) != 0;
-  if (posIds) {
-    std::vector<int64_t> pos;
-    LLMC_RETURN_IF_ERROR(readPositions(call, *posIds, pos));
-    if (posIds->numel() != b * s)
-      return call.fail("position_ids must be [B, S]");
-    for (int64_t p : pos)
-      if (p < 0 || p >= cosC.dim(0))
-        return call.fail("position " + std::to_string(p) + " is outside the caches");
-    rotate(x, b, s, h, d, rot, interleaved, c, sn,
-           [&](int64_t bi, int64_t si) { return pos[size_t(bi * s + si)]; });
-  } else {
-    if (cosC.rank() != 3 || cosC.dim(0) != b || cosC.dim(1) != s)
-      return call.fail("without position_ids the caches must be [B, S, R/2]");
-    rotate(x, b, s, h, d, rot, interleaved, c, sn,
-           [&](int64_t bi, int64_t si) { return bi * s + si; });
-  }
-  if (!threeD)
-    x = swapHeadSeq(x, b, s, h, d);
-  return fromF32(X.dtype(), X.shape(), x, call.outputs[0]);
-}
-
-Status msRotaryEmbeddingKernel(KernelCall &call) {
-  const Tensor &X = *call.input(0), &posIds = *call.input(1), &cosC = *call.input(2),
-               &sinC = *call.input(3);
-  const Attributes &at = *call.attrs;
-  if (at.getInt("is_packed_batching", 0))
-    return call.fail("packed batching is not supported");
-  if (cosC.rank() != 2 || cosC.shape() != sinC.shape())
-    return call.fail("cos/sin caches must be 2-D and alike");
-  int64_t numHeads = at.getInt("num_heads", 0), rot = at.getInt("rotary_embedding_dim", 0);
-  int64_t b = X.dim(0), s, h, d;
-  bool threeD = X.rank() == 3;
-  if (threeD) {
-    s = X.dim(1);
-    int64_t hidden = X.dim(2);
-    d = numHeads > 0 ? hidden / numHeads : (rot > 0 ? rot : cosC.dim(1) * 2);
-    if (d <= 0 || hidden % d)
-      return call.fail("cannot split the hidden size into heads");
-    h = hidden / d;
-  } else if (X.rank() == 4) {
-    h = X.dim(1), s = X.dim(2), d = X.dim(3);
-  } else {
-    return call.fail("input must have rank 3 or 4");
-  }
-  if (rot == 0)
-    rot = std::min(d, cosC.dim(1) * 2);
-  if (rot > d || rot % 2 || cosC.dim(1) != rot / 2)
-    return call.fail("rotary dimension " + std::to_string(rot) + " does not fit the caches");
-  std::vector<int64_t> pos;
-  LLMC_RETURN_IF_ERROR(readPositions(call, posIds, pos));
-  bool offsetForm = posIds.numel() == 1 && !(b == 1 && s == 1 && posIds.rank() == 2);
-  if (!offsetForm && int64_t(pos.size()) != b * s)
-    return call.fail("position_ids must be [B, S] or a single offset");
-  auto rowOf = [&](int64_t bi, int64_t si) {
-    return offsetForm ? pos[0] + si : pos[size_t(bi * s + si)];
-  };
-  for (int64_t bi = 0; bi < b; ++bi)
-    for (int64_t si = 0; si < s; ++si)
-      if (rowOf(bi, si) < 0 || rowOf(bi, si) >= cosC.dim(0))
-        return call.fail("position " + std::to_string(rowOf(bi, si)) + " is outside the caches");
-  std::vector<float> x, c, sn;
-  LLMC_RETURN_IF_ERROR(toF32(call, X, x));
-  LLMC_RETURN_IF_ERROR(toF32(call, cosC, c));
-  LLMC_RETURN_IF_ERROR(toF32(call, sinC, sn));
-  if (!threeD)
-    x = swapHeadSeq(x, b, h, s, d);
-  rotate(x, b, s, h, d, rot, at.getInt("interleaved", 0) != 0, c, sn, rowOf);
-  if (!threeD)
-    x = swapHeadSeq(x, b, s, h, d);
-  return fromF32(X.dtype(), X.shape(), x, call.outputs[0]);
-}
-
-//===----------------------------------------------------------------------===//
-// ONNX TensorScatter (opset 24)
-//===----------------------------------------------------------------------===//
-
-Status tensorScatterKernel(KernelCall &call) {
-  const Tensor &cache = *call.input(0), &update = *call.input(1);
-  const Tensor *writeIdx = call.input(2);
-  int64_t axis = call.attrs->getInt("axis", -2);
-  LLMC_RETURN_IF_ERROR(normalizeAxis(call, axis, cache.rank()));
-  bool circular = call.attrs->getString("mode", "linear") == "circular";
-  if (axis == 0 || update.rank() != cache.rank() || update.dtype() != cache.dtype())
-    return call.fail("update must match past_cache except along the sequence axis");
-  for (int64_t d = 0; d < cache.rank(); ++d)
-    if (d != axis && update.dim(d) != cache.dim(d))
-      return call.fail("update " + update.describe() + " does not match " + cache.describe());
-  int64_t batch = cache.dim(0), len = cache.dim(axis), n = update.dim(axis);
-  if (writeIdx && writeIdx->numel() != batch)
-    return call.fail("write_indices must have one entry per batch");
-  Tensor &out = call.outputs[0];
-  LLMC_RETURN_IF_ERROR(Tensor::allocate(cache.dtype(), cache.shape(), out));
-  std::memcpy(out.mutableRaw(), cache.raw(), cache.bytes());
-  int64_t mid = 1, inner = 1; // dims between batch and axis, after axis
-  for (int64_t d = 1; d < axis; ++d)
-    mid *= cache.dim(d);
-  for (int64_t d = axis + 1; d < cache.rank(); ++d)
-    inner *= cache.dim(d);
-  size_t es = storageSize(cache.dtype()), row = size_t(inner) * es;
-  char *dst = static_cast<char *>(out.mutableRaw());
-  const char *src = static_cast<const char *>(update.raw());
-  for (int64_t bi = 0; bi < batch; ++bi) {
-    int64_t start = writeIdx ? writeIdx->data<int64_t>()[bi] : 0;
-    if (start < 0 || (!circular && start + n > len) || (circular && len == 0 && n > 0))
-      return call.fail("write index " + std::to_string(start) + " + " + std::to_string(n) +
-                       " exceeds the cache length " + std::to_string(len));
-    for (int64_t m = 0; m < mid; ++m)
-      for (int64_t i = 0; i < n; ++i) {
-        int64_t at = circular ? (start + i) % len : start + i;
-        std::memcpy(dst + size_t(((bi * mid + m) * len + at)) * row,
-                    src + size_t(((bi * mid + m) * n + i)) * row, row);
-      }
-  }
   return Status::ok();
 }
 
@@ -1014,42 +782,6 @@ Status msGroupQueryAttentionKernel(KernelCall &call) {
 // every rewrite of the transformer passes is checked against.
 //===----------------------------------------------------------------------===//
 
-/// llm.rope: x [B, S, N, D], cos/sin [max_pos, R/2], positions [B, S] (or
-/// [1, S] shared by the batch).
-Status llmRopeKernel(KernelCall &call) {
-  const Tensor &X = *call.input(0), &cosT = *call.input(1), &sinT = *call.input(2),
-               &posT = *call.input(3);
-  if (X.rank() != 4)
-    return call.fail("x must be [B, S, N, D], got " + X.describe());
-  int64_t b = X.dim(0), s = X.dim(1), h = X.dim(2), d = X.dim(3);
-  int64_t rot = call.attrs->getInt("rotary_dim", 0);
-  if (rot == 0)
-    rot = d;
-  if (rot < 0 || rot > d || rot % 2)
-    return call.fail("rotary_dim " + std::to_string(rot) + " must be even and at most " +
-                     std::to_string(d));
-  if (cosT.rank() != 2 || cosT.shape() != sinT.shape() || cosT.dim(1) != rot / 2)
-    return call.fail("cos " + cosT.describe() + " and sin " + sinT.describe() +
-                     " must both be [max_pos, " + std::to_string(rot / 2) + "]");
-  if (posT.rank() != 2 || (posT.dim(0) != b && posT.dim(0) != 1) || posT.dim(1) != s)
-    return call.fail("positions " + posT.describe() + " must be [" + std::to_string(b) + ", " +
-                     std::to_string(s) + "]");
-  std::vector<int64_t> pos;
-  LLMC_RETURN_IF_ERROR(readPositions(call, posT, pos));
-  for (int64_t p : pos)
-    if (p < 0 || p >= cosT.dim(0))
-      return call.fail("position " + std::to_string(p) + " is outside the tables [0, " +
-                       std::to_string(cosT.dim(0)) + ")");
-  std::vector<float> x, c, sn;
-  LLMC_RETURN_IF_ERROR(toF32(call, X, x));
-  LLMC_RETURN_IF_ERROR(toF32(call, cosT, c));
-  LLMC_RETURN_IF_ERROR(toF32(call, sinT, sn));
-  int64_t batchStride = posT.dim(0) == 1 ? 0 : s;
-  rotate(x, b, s, h, d, rot, call.attrs->getInt("interleaved", 0) != 0, c, sn,
-         [&](int64_t bi, int64_t si) { return pos[size_t(bi * batchStride + si)]; });
-  return fromF32(X.dtype(), X.shape(), x, call.outputs[0]);
-}
-
 /// llm.attention: q [B, Sq, Hq, D], k [B, Skv, Hkv, D], v [B, Skv, Hkv, Dv];
 /// query i at position Skv - Sq + i; mask broadcast to [B, Hq, Sq, Skv].
 Status llmAttentionKernel(KernelCall &call) {
@@ -1103,380 +835,14 @@ Status llmAttentionKernel(KernelCall &call) {
                  call.outputs[0]);
 }
 
-//===----------------------------------------------------------------------===//
-// The static KV cache (llm.cache_update, llm.cache_read, llm.cached_attention)
-//===----------------------------------------------------------------------===//
-
-/// The i64 scalar operand `t` (one element).
-Status scalarI64(const KernelCall &call, const Tensor &t, const char *what, int64_t &out) {
-  if (t.dtype() != DType::Int64 || t.numel() != 1)
-    return call.fail(std::string(what) + " must be one i64, got " + t.describe());
-  out = t.data<int64_t>()[0];
-  return Status::ok();
-}
-
-Status checkCache(const KernelCall &call, const Tensor &cache, const char *what) {
-  if (cache.rank() != 4)
-    return call.fail(std::string(what) + " must be [B, H, capacity, D], got " + cache.describe());
-  return Status::ok();
-}
-
-/// Copies rows [0, rows) of every (batch, head) of a [B, H, M, D] cache into
-/// a [B, H, rows, D] tensor or back: `toCache` writes `part` at row `at`.
-void copyRows(const Tensor &cache, const Tensor &part, int64_t at, bool toCache) {
-  int64_t bh = cache.dim(0) * cache.dim(1), m = cache.dim(2), rows = part.dim(2);
-  size_t row = size_t(cache.dim(3)) * storageSize(cache.dtype());
-  char *c = static_cast<char *>(cache.mutableRaw());
-  char *p = static_cast<char *>(part.mutableRaw());
-  for (int64_t i = 0; i < bh; ++i) {
-    char *cacheRows = c + (size_t(i * m) + size_t(at)) * row;
-    char *partRows = p + size_t(i * rows) * row;
-    if (toCache)
-      std::memcpy(cacheRows, partRows, size_t(rows) * row);
-    else
-      std::memcpy(partRows, cacheRows, size_t(rows) * row);
-  }
-}
-
-Status cacheUpdateKernel(KernelCall &call) {
-  const Tensor &cache = *call.input(0), &update = *call.input(1);
-  int64_t pos;
-  LLMC_RETURN_IF_ERROR(checkCache(call, cache, "cache"));
-  LLMC_RETURN_IF_ERROR(scalarI64(call, *call.input(2), "pos", pos));
-  if (update.rank() != 4 || update.dim(0) != cache.dim(0) || update.dim(1) != cache.dim(1) ||
-      update.dim(3) != cache.dim(3) || update.dtype() != cache.dtype())
-    return call.fail("update " + update.describe() + " does not fit cache " + cache.describe());
-  if (pos < 0 || pos + update.dim(2) > cache.dim(2))
-    return call.fail("writing positions [" + std::to_string(pos) + ", " +
-                     std::to_string(pos + update.dim(2)) + ") past the cache capacity " +
-                     std::to_string(cache.dim(2)));
-  Tensor &out = call.outputs[0];
-  LLMC_RETURN_IF_ERROR(Tensor::allocate(cache.dtype(), cache.shape(), out));
-  std::memcpy(out.mutableRaw(), cache.raw(), cache.bytes());
-  copyRows(out, update, pos, /*toCache=*/true);
-  return Status::ok();
-}
-
-/// The [B, H, M, 1] f32 scales of an int8 [B, H, M, D] cache.
-Status checkScales(const KernelCall &call, const Tensor &cache, const Tensor &scales,
-                   const char *what) {
-  if (cache.dtype() != DType::Int8 || scales.dtype() != DType::Float || scales.rank() != 4 ||
-      scales.dim(0) != cache.dim(0) || scales.dim(1) != cache.dim(1) ||
-      scales.dim(2) != cache.dim(2) || scales.dim(3) != 1)
-    return call.fail(std::string(what) + " " + scales.describe() +
-                     " are not the f32 [B, H, M, 1] scales of an int8 cache " + cache.describe());
-  return Status::ok();
-}
-
-Status quantizedCacheUpdateKernel(KernelCall &call) {
-  const Tensor &cache = *call.input(0), &scales = *call.input(1), &update = *call.input(2);
-  int64_t pos;
-  LLMC_RETURN_IF_ERROR(checkCache(call, cache, "cache"));
-  LLMC_RETURN_IF_ERROR(checkScales(call, cache, scales, "scales"));
-  LLMC_RETURN_IF_ERROR(scalarI64(call, *call.input(3), "pos", pos));
-  if (update.rank() != 4 || update.dim(0) != cache.dim(0) || update.dim(1) != cache.dim(1) ||
-      update.dim(3) != cache.dim(3))
-    return call.fail("update " + update.describe() + " does not fit cache " + cache.describe());
-  if (pos < 0 || pos + update.dim(2) > cache.dim(2))
-    return call.fail("writing positions [" + std::to_string(pos) + ", " +
-                     std::to_string(pos + update.dim(2)) + ") past the cache capacity " +
-                     std::to_string(cache.dim(2)));
-  std::vector<float> rows;
-  LLMC_RETURN_IF_ERROR(toF32(call, update, rows));
-  Tensor &out = call.outputs[0], &outScales = call.outputs[1];
-  LLMC_RETURN_IF_ERROR(Tensor::allocate(cache.dtype(), cache.shape(), out));
-  LLMC_RETURN_IF_ERROR(Tensor::allocate(scales.dtype(), scales.shape(), outScales));
-  std::memcpy(out.mutableRaw(), cache.raw(), cache.bytes());
-  std::memcpy(outScales.mutableRaw(), scales.raw(), scales.bytes());
-  int64_t bh = cache.dim(0) * cache.dim(1), m = cache.dim(2), n = update.dim(2), d = cache.dim(3);
-  int8_t *q = out.mutableData<int8_t>();
-  float *sc = outScales.mutableData<float>();
-  for (int64_t i = 0; i < bh; ++i)
-    for (int64_t t = 0; t < n; ++t)
-      sc[i * m + pos + t] = quantizeKvRow(rows.data() + (i * n + t) * d, d, q + (i * m + pos + t) * d);
-  return Status::ok();
-}
-
-Status cacheReadKernel(KernelCall &call) {
-  const Tensor &cache = *call.input(0);
-  int64_t length;
-  LLMC_RETURN_IF_ERROR(checkCache(call, cache, "cache"));
-  LLMC_RETURN_IF_ERROR(scalarI64(call, *call.input(1), "length", length));
-  if (length < 0 || length > cache.dim(2))
-    return call.fail("reading " + std::to_string(length) + " rows of a cache of capacity " +
-                     std::to_string(cache.dim(2)));
-  Tensor &out = call.outputs[0];
-  LLMC_RETURN_IF_ERROR(
-      Tensor::allocate(cache.dtype(), {cache.dim(0), cache.dim(1), length, cache.dim(3)}, out));
-  copyRows(cache, out, 0, /*toCache=*/false);
-  return Status::ok();
-}
-
-
-//===----------------------------------------------------------------------===//
-// Flash forms (llm.flash_attention, llm.decode_attention_partial,
-// llm.attention_combine): the tiled algorithms themselves, in double
-//===----------------------------------------------------------------------===//
-
-/// The operands of an attention over a static cache, as f32 [B, H, S, D]
-/// queries and the cache rows 0 .. pos + S.
-struct CacheAttention {
-  int64_t b, sq, hq, d, hkv, dv, pos, skv, window;
-  float scale, softcap;
-  bool causal;
-  std::vector<float> q, k, v; // q [B, Hq, Sq, D]; k, v [B, Hkv, Skv, D|Dv]
-};
-
-Status readCacheAttention(KernelCall &call, CacheAttention &c) {
-  const Tensor &Q = *call.input(0), &K = *call.input(1), &V = *call.input(2);
-  const Attributes &at = *call.attrs;
-  LLMC_RETURN_IF_ERROR(checkCache(call, K, "k_cache"));
-  LLMC_RETURN_IF_ERROR(checkCache(call, V, "v_cache"));
-  LLMC_RETURN_IF_ERROR(scalarI64(call, *call.input(3), "pos", c.pos));
-  if (Q.rank() != 4)
-    return call.fail("q must be [B, S, H, D], got " + Q.describe());
-  c.b = Q.dim(0), c.sq = Q.dim(1), c.hq = Q.dim(2), c.d = Q.dim(3);
-  c.hkv = K.dim(1), c.dv = V.dim(3), c.skv = c.pos + c.sq;
-  if (K.dim(0) != c.b || V.dim(0) != c.b || K.dim(3) != c.d || V.dim(1) != c.hkv ||
-      V.dim(2) != K.dim(2))
-    return call.fail("q " + Q.describe() + " and caches " + K.describe() + ", " + V.describe() +
-                     " disagree");
-  if (at.getInt("num_heads", -1) != c.hq || at.getInt("num_kv_heads", -1) != c.hkv ||
-      c.hkv == 0 || c.hq % c.hkv)
-    return call.fail("num_heads/num_kv_heads do not match q and the caches");
-  if (c.pos < 0 || c.skv > K.dim(2))
-    return call.fail("positions [" + std::to_string(c.pos) + ", " + std::to_string(c.skv) +
-                     ") do not fit the cache capacity " + std::to_string(K.dim(2)));
-  std::optional<double> scale = at.optFloat("scale");
-  if (!scale)
-    return call.fail("the scale attribute is missing");
-  c.scale = float(*scale);
-  c.softcap = float(at.getFloat("softcap", 0.0));
-  c.causal = at.getInt("causal", 1) != 0;
-  c.window = at.getInt("window", 0);
-  Tensor keys, values;
-  LLMC_RETURN_IF_ERROR(Tensor::allocate(K.dtype(), {c.b, c.hkv, c.skv, c.d}, keys));
-  LLMC_RETURN_IF_ERROR(Tensor::allocate(V.dtype(), {c.b, c.hkv, c.skv, c.dv}, values));
-  copyRows(K, keys, 0, false);
-  copyRows(V, values, 0, false);
-  LLMC_RETURN_IF_ERROR(toF32(call, Q, c.q));
-  c.q = swapHeadSeq(c.q, c.b, c.sq, c.hq, c.d);
-  // int8 caches: each row times its scale.
-  auto dequantize = [&](const Tensor &rows, const Tensor &cache, const Tensor *scales,
-                        const char *what, std::vector<float> &out) -> Status {
-    if (!scales && cache.dtype() == DType::Int8)
-      return call.fail(std::string("an int8 ") + what + " needs its kv_scales");
-    if (!scales)
-      return toF32(call, rows, out);
-    LLMC_RETURN_IF_ERROR(checkScales(call, cache, *scales, "kv_scales"));
-    int64_t width = rows.dim(3), m = cache.dim(2);
-    const int8_t *q = rows.data<int8_t>();
-    const float *s = scales->data<float>();
-    out.resize(size_t(rows.numel()));
-    for (int64_t i = 0; i < rows.dim(0) * rows.dim(1); ++i)
-      for (int64_t j = 0; j < c.skv; ++j)
-        for (int64_t t = 0; t < width; ++t)
-          out[size_t((i * c.skv + j) * width + t)] =
-              float(q[(i * c.skv + j) * width + t]) * s[i * m + j];
-    return Status::ok();
-  };
-  if (call.inputs.size() != 4 && call.inputs.size() != 6)
-    return call.fail("takes q, k_cache, v_cache, pos and, for int8 caches, their two scales");
-  bool scaled = call.inputs.size() == 6;
-  LLMC_RETURN_IF_ERROR(dequantize(keys, K, scaled ? call.input(4) : nullptr, "k_cache", c.k));
-  LLMC_RETURN_IF_ERROR(dequantize(values, V, scaled ? call.input(5) : nullptr, "v_cache", c.v));
-  return Status::ok();
-}
-
-Status cachedAttentionKernel(KernelCall &call) {
-  CacheAttention c;
-  LLMC_RETURN_IF_ERROR(readCacheAttention(call, c));
-  Attention a;
-  a.b = c.b, a.hq = c.hq, a.hkv = c.hkv, a.sq = c.sq, a.skv = c.skv, a.d = c.d, a.dv = c.dv;
-  a.scale = c.scale, a.softcap = c.softcap, a.causal = c.causal;
-  a.offset.assign(size_t(c.b), c.pos);
-  if (c.window > 0) // keys at or before position - window are out
-    a.leftWindow = c.window - 1;
-  a.onnxSemantics = true;
-  std::vector<float> out;
-  runAttention(*call.pool, a, c.q, c.k, c.v, out);
-  return fromF32(call.input(0)->dtype(), {c.b, c.sq, c.hq, c.dv},
-                 swapHeadSeq(out, c.b, c.hq, c.sq, c.dv), call.outputs[0]);
-}
-
-/// Online-softmax state of one query row.
-struct OnlineRow {
-  double m = -INFINITY, l = 0;
-  std::vector<double> acc;
-};
-
-/// Folds keys [j0, j1) into `row` for query `i` (absolute position p) of
-/// head `h` of batch `bi`.
-void foldKeys(const CacheAttention &c, int64_t bi, int64_t h, int64_t i, int64_t p, int64_t j0,
-              int64_t j1, OnlineRow &row, std::vector<double> &scores) {
-  int64_t hk = h / (c.hq / c.hkv);
-  const float *qi = c.q.data() + ((bi * c.hq + h) * c.sq + i) * c.d;
-  double blockMax = -INFINITY;
-  scores.assign(size_t(j1 - j0), -INFINITY);
-  for (int64_t j = j0; j < j1; ++j) {
-    if ((c.causal && j > p) || (c.window > 0 && j <= p - c.window))
-      continue;
-    const float *kj = c.k.data() + ((bi * c.hkv + hk) * c.skv + j) * c.d;
-    float dot = 0;
-    for (int64_t t = 0; t < c.d; ++t)
-      dot += qi[t] * kj[t];
-    float s = dot * c.scale;
-    if (c.softcap > 0)
-      s = c.softcap * std::tanh(s / c.softcap);
-    scores[size_t(j - j0)] = s;
-    blockMax = std::max(blockMax, double(s));
-  }
-  if (blockMax == -INFINITY)
-    return;
-  double m = std::max(row.m, blockMax), alpha = std::exp(row.m - m);
-  row.l *= alpha;
-  for (double &a : row.acc)
-    a *= alpha;
-  for (int64_t j = j0; j < j1; ++j) {
-    double s = scores[size_t(j - j0)];
-    if (s == -INFINITY)
-      continue;
-    double w = std::exp(s - m);
-    row.l += w;
-    const float *vj = c.v.data() + ((bi * c.hkv + hk) * c.skv + j) * c.dv;
-    for (int64_t t = 0; t < c.dv; ++t)
-      row.acc[size_t(t)] += w * vj[t];
-  }
-  row.m = m;
-}
-
-Status flashAttentionKernel(KernelCall &call) {
-  CacheAttention c;
-  LLMC_RETURN_IF_ERROR(readCacheAttention(call, c));
-  int64_t bq = call.attrs->getInt("block_q", 64), bk = call.attrs->getInt("block_k", 64);
-  if (bq <= 0 || bk <= 0)
-    return call.fail("block_q and block_k must be positive");
-  std::vector<float> out(size_t(c.b * c.hq * c.sq * c.dv), 0.0f);
-  call.pool->parallelFor(c.b * c.hq, 1, [&](int64_t r0, int64_t r1) {
-    std::vector<double> scores;
-    std::vector<OnlineRow> rows;
-    for (int64_t bh = r0; bh < r1; ++bh) {
-      int64_t bi = bh / c.hq, h = bh % c.hq;
-      for (int64_t q0 = 0; q0 < c.sq; q0 += bq) {
-        int64_t q1 = std::min(c.sq, q0 + bq);
-        rows.assign(size_t(q1 - q0), OnlineRow());
-        for (OnlineRow &r : rows)
-          r.acc.assign(size_t(c.dv), 0.0);
-        int64_t lastPos = c.pos + q1 - 1, firstPos = c.pos + q0;
-        for (int64_t k0 = 0; k0 < c.skv; k0 += bk) {
-          int64_t k1 = std::min(c.skv, k0 + bk);
-          if (c.causal && k0 > lastPos)
-            break; // every later block is in the future of every row
-          if (c.window > 0 && k1 - 1 <= firstPos - c.window)
-            continue; // wholly before every row's window
-          for (int64_t i = q0; i < q1; ++i)
-            foldKeys(c, bi, h, i, c.pos + i, k0, k1, rows[size_t(i - q0)], scores);
-        }
-        for (int64_t i = q0; i < q1; ++i) {
-          const OnlineRow &r = rows[size_t(i - q0)];
-          float *o = out.data() + ((bi * c.hq + h) * c.sq + i) * c.dv;
-          if (r.l > 0)
-            for (int64_t t = 0; t < c.dv; ++t)
-              o[t] = float(r.acc[size_t(t)] / r.l);
-        }
-      }
-    }
-  });
-  const Tensor &Q = *call.input(0);
-  return fromF32(Q.dtype(), {c.b, c.sq, c.hq, c.dv}, swapHeadSeq(out, c.b, c.hq, c.sq, c.dv),
-                 call.outputs[0]);
-}
-
-Status decodeAttentionPartialKernel(KernelCall &call) {
-  CacheAttention c;
-  LLMC_RETURN_IF_ERROR(readCacheAttention(call, c));
-  int64_t splits = call.attrs->getInt("num_splits", 0);
-  if (splits <= 0)
-    return call.fail("num_splits must be positive");
-  if (c.sq != 1)
-    return call.fail("split-KV attention takes one query token, got " + std::to_string(c.sq));
-  c.causal = true;
-  int64_t chunk = (c.skv + splits - 1) / splits;
-  Tensor &partial = call.outputs[0], &lse = call.outputs[1];
-  LLMC_RETURN_IF_ERROR(Tensor::allocate(DType::Float, {c.b, splits, c.hq, c.dv}, partial));
-  LLMC_RETURN_IF_ERROR(Tensor::allocate(DType::Float, {c.b, splits, c.hq}, lse));
-  float *po = partial.mutableData<float>(), *lo = lse.mutableData<float>();
-  call.pool->parallelFor(c.b * c.hq, 1, [&](int64_t r0, int64_t r1) {
-    std::vector<double> scores;
-    for (int64_t bh = r0; bh < r1; ++bh) {
-      int64_t bi = bh / c.hq, h = bh % c.hq;
-      for (int64_t sp = 0; sp < splits; ++sp) {
-        OnlineRow row;
-        row.acc.assign(size_t(c.dv), 0.0);
-        int64_t j0 = std::min(c.skv, sp * chunk), j1 = std::min(c.skv, j0 + chunk);
-        if (j0 < j1)
-          foldKeys(c, bi, h, 0, c.pos, j0, j1, row, scores);
-        float *o = po + ((bi * splits + sp) * c.hq + h) * c.dv;
-        for (int64_t t = 0; t < c.dv; ++t)
-          o[t] = row.l > 0 ? float(row.acc[size_t(t)] / row.l) : 0.0f;
-        lo[(bi * splits + sp) * c.hq + h] = row.l > 0 ? float(row.m + std::log(row.l)) : -INFINITY;
-      }
-    }
-  });
-  return Status::ok();
-}
-
-Status attentionCombineKernel(KernelCall &call) {
-  const Tensor &partial = *call.input(0), &lse = *call.input(1);
-  if (partial.rank() != 4 || lse.rank() != 3 || partial.dtype() != DType::Float ||
-      lse.dtype() != DType::Float || lse.dim(0) != partial.dim(0) ||
-      lse.dim(1) != partial.dim(1) || lse.dim(2) != partial.dim(2))
-    return call.fail("partial " + partial.describe() + " and lse " + lse.describe() +
-                     " do not go together");
-  int64_t b = partial.dim(0), splits = partial.dim(1), h = partial.dim(2), dv = partial.dim(3);
-  Tensor &out = call.outputs[0];
-  LLMC_RETURN_IF_ERROR(Tensor::allocate(DType::Float, {b, 1, h, dv}, out));
-  const float *p = partial.data<float>(), *l = lse.data<float>();
-  float *o = out.mutableData<float>();
-  for (int64_t bi = 0; bi < b; ++bi)
-    for (int64_t hi = 0; hi < h; ++hi) {
-      double m = -INFINITY;
-      for (int64_t s = 0; s < splits; ++s)
-        m = std::max(m, double(l[(bi * splits + s) * h + hi]));
-      std::vector<double> acc(size_t(dv), 0.0);
-      double total = 0;
-      if (m != -INFINITY)
-        for (int64_t s = 0; s < splits; ++s) {
-          double w = std::exp(double(l[(bi * splits + s) * h + hi]) - m);
-          total += w;
-          for (int64_t t = 0; t < dv; ++t)
-            acc[size_t(t)] += w * p[((bi * splits + s) * h + hi) * dv + t];
-        }
-      for (int64_t t = 0; t < dv; ++t)
-        o[(bi * h + hi) * dv + t] = total > 0 ? float(acc[size_t(t)] / total) : 0.0f;
-    }
-  return Status::ok();
-}
-
 } // namespace
 
 void addAttentionKernels(KernelTable &table) {
   table.add("onnx.attention", onnxAttentionKernel);
-  table.add("onnx.rotary_embedding", onnxRotaryEmbeddingKernel);
-  table.add("onnx.tensor_scatter", tensorScatterKernel);
   table.add("ms.attention", msAttentionKernel);
   table.add("ms.multi_head_attention", msMultiHeadAttentionKernel);
   table.add("ms.group_query_attention", msGroupQueryAttentionKernel);
-  table.add("ms.rotary_embedding", msRotaryEmbeddingKernel);
-  table.add("rope", llmRopeKernel);
   table.add("attention", llmAttentionKernel);
-  table.add("cache_update", cacheUpdateKernel);
-  table.add("quantized_cache_update", quantizedCacheUpdateKernel);
-  table.add("cache_read", cacheReadKernel);
-  table.add("cached_attention", cachedAttentionKernel);
-  table.add("flash_attention", flashAttentionKernel);
-  table.add("decode_attention_partial", decodeAttentionPartialKernel);
-  table.add("attention_combine", attentionCombineKernel);
 }
 
 } // namespace llmc::cpu

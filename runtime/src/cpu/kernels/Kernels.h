@@ -24,6 +24,8 @@ void addReductionKernels(KernelTable &table);
 void addLinalgKernels(KernelTable &table);
 void addNormalizationKernels(KernelTable &table);
 void addAttentionKernels(KernelTable &table);
+void addRotaryKernels(KernelTable &table);
+void addKvCacheKernels(KernelTable &table);
 void addQuantizedKernels(KernelTable &table);
 
 } // namespace llmc::cpu

@@ -18,6 +18,8 @@ const std::vector<KernelEntry> &table() {
     addLinalgKernels(t);
     addNormalizationKernels(t);
     addAttentionKernels(t);
+    addRotaryKernels(t);
+    addKvCacheKernels(t);
     addQuantizedKernels(t);
     std::sort(t.entries.begin(), t.entries.end(), [](const KernelEntry &a, const KernelEntry &b) {
       return std::string_view(a.name) < std::string_view(b.name);
