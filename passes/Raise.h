@@ -138,8 +138,9 @@ public:
   void raiseEmbeddings(func::FuncOp func);
   void raiseSwiglu(func::FuncOp func);
   void raiseRope(func::FuncOp func);
+  Value tableConstant(ArrayRef<char> bytes, RankedTensorType type, StringRef key, Location loc);
+  Value tableConstant(const cpu::Tensor &rows, Type element, StringRef key, Location loc);
   std::optional<RopeTables> makeTables(Value cosV, Value sinV, bool interleaved = false);
-  std::pair<Value, Value> appendToCache(OpBuilder &b, Location loc, Value past, Value newBshd);
   void foldTransposePairs(func::FuncOp func);
   void eraseDead(func::FuncOp func);
 
@@ -165,14 +166,13 @@ public:
   Value sizeOf(OpBuilder &b, Location loc, Value x, int64_t d);
   Value assertEqual(OpBuilder &b, Location loc, Value value, Value lhs, Value rhs,
                     StringRef message);
+  std::pair<Value, Value> appendToCache(OpBuilder &b, Location loc, Value past, Value newBshd);
   void raiseGroupQueryAttention(func::FuncOp func);
   void raiseContribRotary(func::FuncOp func);
   void raiseMultiHeadAttention(func::FuncOp func);
   void raiseContribAttention(func::FuncOp func);
   void raiseEmbedLayerNorm(func::FuncOp func);
   void raiseOnnxRotary(func::FuncOp func);
-  Value tableConstant(ArrayRef<char> bytes, RankedTensorType type, StringRef key, Location loc);
-  Value tableConstant(const cpu::Tensor &rows, Type element, StringRef key, Location loc);
   void raiseOnnxAttention(func::FuncOp func);
   static std::optional<std::array<Value, 3>> matchCacheScatter(Value x);
   void raiseOnnxStaticCacheAttention(func::FuncOp func);

@@ -165,10 +165,8 @@ void Raiser::raiseSoftmax(func::FuncOp func) {
 
 /// A scalar constant of the float type `t`.
 Value Raiser::floatScalar(OpBuilder &b, Location loc, FloatType t, double v) {
-  APFloat f(v);
-  bool lost = false;
-  f.convert(t.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
-  return b.create<ConstantOp>(loc, DenseElementsAttr::get(RankedTensorType::get({}, t), f))
+  return b.create<ConstantOp>(loc, DenseElementsAttr::get(RankedTensorType::get({}, t),
+                                                          b.getFloatAttr(t, v)))
       .getResult();
 }
 
@@ -225,7 +223,8 @@ void Raiser::raiseAttention(func::FuncOp func) {
     // attention's own accumulation is at least float32.
     if (probs.hasOneUse())
       if (Operation *back = probs.getUses().begin()->getOwner();
-          isLlmOp(back, "onnx.cast") && isa<FloatType>(getElementTypeOrSelf(back->getResult(0).getType())))
+          isLlmOp(back, "onnx.cast") &&
+          isa<FloatType>(getElementTypeOrSelf(back->getResult(0).getType())))
         if (Operation *in = defOf(scores, "onnx.cast");
             in && isa<FloatType>(getElementTypeOrSelf(in->getOperand(0).getType()))) {
           scores = in->getOperand(0);

@@ -74,6 +74,17 @@ Value Raiser::assertEqual(OpBuilder &b, Location loc, Value value, Value lhs, Va
                                {b.getNamedAttr("message", b.getStringAttr(message))});
 }
 
+/// Present = past ++ new in [B, H, T, D]; the attention's [B, T, H, D].
+std::pair<Value, Value> Raiser::appendToCache(OpBuilder &b, Location loc, Value past,
+                                              Value newBshd) {
+  auto perm = b.getNamedAttr("perm", b.getDenseI64ArrayAttr({0, 2, 1, 3}));
+  Value present = create<OnnxTransposeOp>(b, loc, {newBshd}, {perm});
+  if (past)
+    present = create<OnnxConcatOp>(b, loc, {past, present},
+                                   {b.getNamedAttr("axis", b.getI64IntegerAttr(2))});
+  return {present, create<OnnxTransposeOp>(b, loc, {present}, {perm})};
+}
+
 /// GroupQueryAttention with past/present IO becomes rope, a concat of the
 /// past and new keys and values (the present outputs) and a causal
 /// llm.attention. That is its meaning for unpadded sequences, the
@@ -489,22 +500,6 @@ void Raiser::raiseOnnxRotary(func::FuncOp func) {
                   : create<OnnxReshapeOp>(b, loc, {y, i64Constant(b, loc, {0, 0, heads * d})});
     r->getResult(0).replaceAllUsesWith(y);
   }
-}
-
-/// A table tabulated at compile time (`bytes` of `type`) as a constant at
-/// the top of the function.
-Value Raiser::tableConstant(ArrayRef<char> bytes, RankedTensorType type, StringRef key, Location loc) {
-  OpBuilder b = OpBuilder::atBlockBegin(&root.getBody().front());
-  auto attr = DenseResourceElementsAttr::get(
-      type, key, HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, alignof(uint64_t)));
-  return b.create<ConstantOp>(loc, attr).getResult();
-}
-
-Value Raiser::tableConstant(const cpu::Tensor &rows, Type element, StringRef key, Location loc) {
-  const char *src = static_cast<const char *>(rows.raw());
-  return tableConstant(
-      ArrayRef<char>(src, size_t(rows.numel()) * cpu::storageSize(rows.dtype())),
-      RankedTensorType::get({rows.dim(0), rows.dim(1)}, element), key, loc);
 }
 
 /// ONNX Attention without padded lengths or windows: past ++ new keys

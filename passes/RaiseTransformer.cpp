@@ -619,6 +619,22 @@ void Raiser::raiseRope(func::FuncOp func) {
   }
 }
 
+/// A table tabulated at compile time (`bytes` of `type`) as a constant at
+/// the top of the function.
+Value Raiser::tableConstant(ArrayRef<char> bytes, RankedTensorType type, StringRef key, Location loc) {
+  OpBuilder b = OpBuilder::atBlockBegin(&root.getBody().front());
+  auto attr = DenseResourceElementsAttr::get(
+      type, key, HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, alignof(uint64_t)));
+  return b.create<ConstantOp>(loc, attr).getResult();
+}
+
+Value Raiser::tableConstant(const cpu::Tensor &rows, Type element, StringRef key, Location loc) {
+  const char *src = static_cast<const char *>(rows.raw());
+  return tableConstant(
+      ArrayRef<char>(src, size_t(rows.numel()) * cpu::storageSize(rows.dtype())),
+      RankedTensorType::get({rows.dim(0), rows.dim(1)}, element), key, loc);
+}
+
 /// The [max_pos, D/2] cos and sin tables, when both are functions of the
 /// same positions, laid out alike, and repeat their first half (half
 /// rotation).
@@ -659,16 +675,6 @@ std::optional<RopeTables> Raiser::makeTables(Value cosV, Value sinV, bool interl
   if (!cosT || !sinT)
     return std::nullopt;
   return RopeTables{cosT, sinT, c->positions, c->seqAxis};
-}
-
-/// Present = past ++ new in [B, H, T, D]; the attention's [B, T, H, D].
-std::pair<Value, Value> Raiser::appendToCache(OpBuilder &b, Location loc, Value past, Value newBshd) {
-  auto perm = b.getNamedAttr("perm", b.getDenseI64ArrayAttr({0, 2, 1, 3}));
-  Value present = create<OnnxTransposeOp>(b, loc, {newBshd}, {perm});
-  if (past)
-    present = create<OnnxConcatOp>(b, loc, {past, present},
-                                   {b.getNamedAttr("axis", b.getI64IntegerAttr(2))});
-  return {present, create<OnnxTransposeOp>(b, loc, {present}, {perm})};
 }
 
 /// transpose(transpose(y, p1), p2) -> transpose(y, p1[p2]) or y.

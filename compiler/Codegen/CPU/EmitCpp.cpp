@@ -41,8 +41,6 @@ namespace cpu = ::llmc::cpu;
 
 namespace {
 
-
-
 /// The operations at the end of an entry that make the logits from the
 /// hidden state position by position (the final norm, lm_head, a softcap, a
 /// cast): with them known, an entry computes the logits of only the
