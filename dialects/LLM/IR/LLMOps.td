@@ -55,7 +55,8 @@ class LLM_InferredOp<string mnemonic, list<Trait> traits = []>
     : LLM_Op<mnemonic, !listconcat([Pure, InferTypeOpAdaptorWithIsCompatible],
                                    traits)> {
   // C++ body of the shared inference, when the op uses one; ops that leave it
-  // empty define `inferReturnTypes(ctx, loc, adaptor, types)` in LLMOps.cpp.
+  // empty define `inferReturnTypes(ctx, loc, adaptor, types)` in their
+  // family's file (OnnxOps.cpp, OnnxShapeOps.cpp, MsOps.cpp, TransformerOps.cpp).
   code inferImpl = "";
   let extraClassDefinition = [{
     bool $cppClass::isCompatibleReturnTypes(::mlir::TypeRange l,
