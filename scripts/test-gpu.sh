@@ -5,7 +5,7 @@
 #
 #   1. the CUDA execution-model and kernel tests (test/unit/CudaEmuTest.cpp,
 #      CudaKernelsTest.cpp, CudaAttentionTest.cpp, CudaQuantTest.cpp, CudaSamplingTest.cpp,
-#      CudaWgmmaTest.cpp) built
+#      CudaOnnxTest.cpp, CudaWgmmaTest.cpp) built
 #      with nvcc for this GPU and run on it: the same assertions and float64
 #      references as the emulated run, so the emulation and the hardware are
 #      held to the same results;
@@ -95,7 +95,7 @@ build_tests() {
   # (The sampling kernel's tests compare it with the runtime's sampler.)
   g++ -std=c++17 -O2 -I"$root" -c "$root/runtime/src/Sampler.cpp" -o "$build/Sampler.o" || return 1
   local objects=("$build/Sampler.o")
-  for t in CudaEmuTest CudaKernelsTest CudaAttentionTest CudaQuantTest CudaSamplingTest CudaWgmmaTest; do
+  for t in CudaEmuTest CudaKernelsTest CudaAttentionTest CudaQuantTest CudaSamplingTest CudaOnnxTest CudaWgmmaTest; do
     "$nvcc" -std=c++17 -O3 -lineinfo -diag-suppress 177 -arch="$sm" -x cu -I"$root" -I"$g/include" -c \
       "$root/test/unit/$t.cpp" -o "$build/$t.o" || return 1
     objects+=("$build/$t.o")

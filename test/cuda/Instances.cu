@@ -12,6 +12,7 @@
 #include "runtime/src/model/cuda/Gemm.h"
 #include "runtime/src/model/cuda/Gemv.h"
 #include "runtime/src/model/cuda/Norm.h"
+#include "runtime/src/model/cuda/Onnx.h"
 #include "runtime/src/model/cuda/QuantGemv.h"
 #include "runtime/src/model/cuda/Rope.h"
 #include "runtime/src/model/cuda/Sampling.h"
@@ -73,6 +74,8 @@ template <class T> void forType() {
                  nullptr, nullptr);
   embedding<T>(nullptr, ids, nullptr, 1, 1, 1, nullptr, nullptr);
   embedding<T>(nullptr, ids32, nullptr, 1, 1, 1, nullptr, nullptr);
+  matmul<T>(nullptr, nullptr, nullptr, 1, 1, 1, 1, 1, 1, 1, MatmulBatch{}, nullptr);
+  softmax<T, T>(nullptr, nullptr, 1, 1, 1, false, nullptr);
   cacheWrite<T, T>(nullptr, nullptr, nullptr, 1, 1, 1, 1, 1, 0, 0, 0, nullptr, nullptr);
   cacheWrite<T, float>(nullptr, nullptr, nullptr, 1, 1, 1, 1, 1, 0, 0, 0, nullptr, nullptr);
   cacheWriteInt8<T>(nullptr, nullptr, nullptr, nullptr, 1, 1, 1, 1, 1, 0, 0, 0, nullptr, nullptr);
