@@ -44,7 +44,7 @@ if [ ! -f "$tests" ] || [ "$(cat "$tests.arch" 2>/dev/null)" != "$arch" ] ||
   g++ -std=c++17 -O2 -I"$g/include" -I"$g" -c "$g/src/gtest-all.cc" -o "$kt/gtest-all.o"
   g++ -std=c++17 -O2 -I"$g/include" -c "$g/src/gtest_main.cc" -o "$kt/gtest_main.o"
   g++ -std=c++17 -O2 -I"$root" -c "$root/runtime/src/Sampler.cpp" -o "$kt/Sampler.o"
-  for t in CudaEmuTest CudaKernelsTest CudaAttentionTest CudaQuantTest CudaSamplingTest CudaWgmmaTest; do
+  for t in CudaEmuTest CudaKernelsTest CudaAttentionTest CudaQuantTest CudaSamplingTest CudaOnnxTest CudaWgmmaTest; do
     /usr/local/cuda/bin/nvcc -std=c++17 -O3 -lineinfo -diag-suppress 177 -arch="$arch" -x cu \
       -I"$root" -I"$g/include" -c "$root/test/unit/$t.cpp" -o "$kt/$t.o"
   done
@@ -82,7 +82,8 @@ emulated() {
 }
 
 # The fixtures the CUDA target compiles (test/models/cuda-emulated*.test; the
-# last three with host steps: cuda-emulated-fallback.test).
+# last three are the fallback, cuda-emulated-fallback.test: two with host
+# steps, the static-cache one on the device through generic kernels).
 f32=(gemma-optimum gemma-torch-dynamo llama-genai-fp32 gemma-genai-fp32 llama-genai-int4
      gemma-genai-int4 qwen2-genai-int4 gpt2-optimum gpt2-ort-fused gpt2-torch-dynamo llama-onnx24-static
      llama-optimum llama-torch-dynamo mistral-optimum mistral-torch-dynamo onnx23-gqa-3d

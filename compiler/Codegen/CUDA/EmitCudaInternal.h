@@ -113,6 +113,25 @@ inline std::string pointwiseExpr(Operation *op) {
     return "1.0f / (1.0f + expf(-$0))";
   if (n == "onnx.cast" || n == "onnx.expand" || n == "onnx.identity")
     return "$0";
+  // Comparisons and boolean logic (bool results, one byte each) and Where:
+  // what a mask the fallback's attention builds is made of (those its
+  // fixtures spell masks with; Equal and Xor run on the host).
+  if (n == "onnx.less")
+    return "$0 < $1";
+  if (n == "onnx.less_or_equal")
+    return "$0 <= $1";
+  if (n == "onnx.greater")
+    return "$0 > $1";
+  if (n == "onnx.greater_or_equal")
+    return "$0 >= $1";
+  if (n == "onnx.and")
+    return "($0 != 0) && ($1 != 0)";
+  if (n == "onnx.or")
+    return "($0 != 0) || ($1 != 0)";
+  if (n == "onnx.not")
+    return "$0 == 0";
+  if (n == "onnx.where")
+    return "($0 != 0 ? $1 : $2)";
   if (auto g = dyn_cast<GeluOp>(op))
     return g.getApproximateTanh()
                ? "0.5f * $0 * (1.0f + tanhf(0.7978845608028654f * ($0 + 0.044715f * $0 * $0 * $0)))"
@@ -253,6 +272,16 @@ private:
   llvm::Error emitAssert(AssertEqualOp check, CpuModel::Entry &stats);
   /// onnx.range of a static length: start + i * delta, read on the device.
   llvm::Error emitRange(Operation *op, CpuModel::Entry &stats);
+  /// OnnxOps.cpp: onnx.matmul of floats with static shapes and at most 4
+  /// batch dimensions (matmulOnDevice), reading a transpose that only it
+  /// reads in place (matmulTransposes); onnx.softmax and onnx.log_softmax;
+  /// onnx.tensor_scatter (scatterOnDevice) into the session's cache in
+  /// place (inPlaceScatters) as a generated kernel.
+  bool matmulOnDevice(Operation *op);
+  bool scatterOnDevice(Operation *op);
+  llvm::Error emitMatmul(Operation *op, CpuModel::Entry &stats);
+  llvm::Error emitSoftmax(Operation *op, CpuModel::Entry &stats);
+  llvm::Error emitTensorScatter(Operation *op, CpuModel::Entry &stats);
   // Host steps (HostSteps.cpp, runtime/src/model/cuda/HostSteps.h).
   /// Whether an operand or result of `op` (or of an operation inside it)
   /// has a run-time shape: `op` then runs on the host.
@@ -406,6 +435,13 @@ private:
   /// attention reads before their rope, and views and region results of
   /// them (an operand with no value that is not one of these is a bug).
   llvm::DenseSet<Value> unstored;
+  /// A transpose's result -> the transpose, where the only reader is an
+  /// onnx.matmul on the device that reads its input in place.
+  llvm::DenseMap<Value, Operation *> matmulTransposes;
+  /// A static export's TensorScatter that writes the session's cache where
+  /// it is, and the llm.cache_update that then copies its result whole
+  /// into that same cache, which does nothing (emitBlock finds the pairs).
+  llvm::DenseSet<Operation *> inPlaceScatters, inPlaceUpdates;
   /// cache_update -> the [B, S, H, D] value its transposed update came from.
   llvm::DenseMap<Operation *, Value> transposedUpdates;
   std::set<std::string> missing;

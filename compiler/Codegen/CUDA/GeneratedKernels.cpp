@@ -94,7 +94,7 @@ llvm::Error CudaEmitter::emitPointwise(Operation *last, CpuModel::Entry &stats) 
         continue;
       }
       std::string t = cxxType(v.getType());
-      if (t.empty() || t == "bool") {
+      if (t.empty()) {
         unsupported(op, "operand type");
         return llvm::Error::success();
       }
@@ -113,7 +113,7 @@ llvm::Error CudaEmitter::emitPointwise(Operation *last, CpuModel::Entry &stats) 
     exprOf[op->getResult(0)] = e;
     what += (what.empty() ? "" : ", ") + shortName(op).str();
   }
-  if (yt.empty() || yt == "bool") {
+  if (yt.empty()) {
     unsupported(last, "result type");
     return llvm::Error::success();
   }
@@ -231,6 +231,12 @@ llvm::Error CudaEmitter::emitCopy(Operation *op, CpuModel::Entry &stats) {
     if (folded.contains(op))
       return llvm::Error::success();
     Value x = op->getOperand(0), y = op->getResult(0);
+    // Read in place by the one product that reads it (OnnxOps.cpp).
+    if (y.hasOneUse() && matmulOnDevice(*y.getUsers().begin())) {
+      matmulTransposes[y] = op;
+      ++stats.views;
+      return llvm::Error::success();
+    }
     auto perm = op->getAttrOfType<DenseI64ArrayAttr>("perm");
     auto in = shapeOf(x);
     SmallVector<int64_t> inStrides = contiguousStrides(in), strides;

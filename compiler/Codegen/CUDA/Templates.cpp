@@ -172,7 +172,8 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
   // no storage either.) With nothing reported, it is a bug here: an error,
   // not an entry that stops short.
   for (Value v : op->getOperands())
-    if (!known(v) && !foldedInputs.count(v) && !attentionRopes.count(op) &&
+    if (!known(v) && !foldedInputs.count(v) && !matmulTransposes.count(v) &&
+        !attentionRopes.count(op) &&
         !intoAttention.count(op) &&
         !(transposedUpdates.lookup(op) &&
                        ((isa<CacheUpdateOp>(op) && v == cast<CacheUpdateOp>(op).getUpdate()) ||
@@ -249,6 +250,12 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
     return emitPointwise(op, stats);
   if (name == "onnx.gather")
     return emitGather(op, stats);
+  if (name == "onnx.matmul")
+    return emitMatmul(op, stats);
+  if (name == "onnx.softmax" || name == "onnx.log_softmax")
+    return emitSoftmax(op, stats);
+  if (name == "onnx.tensor_scatter")
+    return emitTensorScatter(op, stats);
   if (name == "onnx.range")
     return emitRange(op, stats);
   if (auto check = dyn_cast<AssertEqualOp>(op))
@@ -378,6 +385,11 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
     if (cr.kind != Ref::Cache || (scales && refs[scales].kind != Ref::Cache) ||
         (first && refs[first->getOperand(0)].kind != Ref::Cache)) {
       unsupported(op, "not the session's cache");
+      return llvm::Error::success();
+    }
+    if (inPlaceUpdates.contains(op)) { // (its TensorScatter wrote the cache)
+      refs[op->getResult(0)] = cr;
+      ++stats.views;
       return llvm::Error::success();
     }
     auto cs = shapeOf(cache); // [B, H, C, D]

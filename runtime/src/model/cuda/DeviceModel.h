@@ -60,6 +60,7 @@
 #include "runtime/src/model/cuda/Gemm.h"
 #include "runtime/src/model/cuda/Gemv.h"
 #include "runtime/src/model/cuda/Norm.h"
+#include "runtime/src/model/cuda/Onnx.h"
 #include "runtime/src/model/cuda/QuantGemv.h"
 #include "runtime/src/model/cuda/Rope.h"
 #include "runtime/src/model/cuda/Sampling.h"
