@@ -15,8 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 work=${1:-/tmp/llmc-manual-attention}
 rounds=${2:-3}
-old=${OLD:?set OLD to the llmc binary of a build before the change}
-threads=$(nproc)
+: "${OLD:?set OLD to the llmc binary of a build before the change}"
 mkdir -p "$work"
 python3 - "$work/model.onnx" <<'PY'
 import sys
@@ -30,40 +29,4 @@ m.FORMS["onnx23-manual-attention"].update(rotary=m.HEAD_DIM, kv_heads=m.HEADS)  
 model, *_ = m.build("onnx23-manual-attention")
 onnx.save(model, sys.argv[1])
 PY
-for which in old new; do
-  llmc=$old
-  [ "$which" = new ] && llmc=./build/bin/llmc
-  "$llmc" compile "$work/model.onnx" -o "$work/$which.llmc" --max-seq 2048 \
-    --prefill-buckets 64,1024 2> "$work/$which.log"
-done
-for round in $(seq "$rounds"); do
-  for p in 64 1024; do
-    for which in old new; do
-      ./build/bin/llmc bench "$work/$which.llmc" --prompt-len "$p" --gen 64 --threads "$threads" \
-        --json > "$work/$which-$p-$round.json"
-    done
-    python3 bench/cpu/ort_decode.py "$work/model.onnx" --prompt-len "$p" --gen 64 \
-      --threads "$threads" > "$work/ort-$p-$round.json" 2>/dev/null
-  done
-done
-for which in old new; do
-  echo "$which: $(./build/bin/llmc inspect "$work/$which.llmc" | grep -E '^(structure|decode step)' | tr -s ' ' | paste -sd ';')"
-done
-python3 - "$work" <<'PY'
-import glob, json, os, statistics, sys
-work = sys.argv[1]
-def runs(which, p):
-    return [json.load(open(f)) for f in sorted(glob.glob(os.path.join(work, "%s-%d-*.json" % (which, p))))]
-print("| prompt | runner | TTFT ms | decode tok/s | TPOT ms | vs onnxruntime (decode) |")
-print("| --- | --- | --- | --- | --- | --- |")
-for p in (64, 1024):
-    ort = runs("ort", p)
-    ort_tps = statistics.median(o["decode_tokens_per_s"] for o in ort)
-    for which, label in (("old", "llmc OLD (fallback)"), ("new", "llmc NEW (recognised)"),
-                         ("ort", "onnxruntime %s" % ort[0]["onnxruntime"])):
-        r = runs(which, p)
-        med = lambda k: statistics.median(x[k] for x in r)
-        print("| %d | %s | %.1f | %.1f | %.2f | %.2fx |" % (
-            p, label, med("time_to_first_token_ms"), med("decode_tokens_per_s"),
-            med("time_per_output_token_ms"), med("decode_tokens_per_s") / ort_tps))
-PY
+bench/cpu/old_new.sh "$work" "$rounds" 2048 '^(structure|decode step)' "llmc OLD (fallback)" "llmc NEW (recognised)"

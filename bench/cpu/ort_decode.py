@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """onnxruntime's decode speed on a past/present export, measured like `llmc
 bench`: a prompt of P tokens, then G greedy tokens one at a time (present fed
-back as past), median of R runs after a warm-up. Prints JSON.
+back as past), median of R runs after a warm-up. Prints JSON. A static-cache
+export (ONNX 24: write_indices and nonpad_kv_seqlen inputs, caches of fixed
+length that TensorScatter writes) gets its caches back as they come out.
 
   python3 bench/cpu/ort_decode.py model.onnx --prompt-len 64 --gen 64 --threads 2
 """
@@ -26,9 +28,16 @@ def main():
     so.intra_op_num_threads = args.threads
     sess = ort.InferenceSession(args.model, so, providers=["CPUExecutionProvider"])
     inputs = {i.name: i for i in sess.get_inputs()}
-    past = [n for n in inputs if n.startswith("past")]
     outputs = [o.name for o in sess.get_outputs()]
+    static = "write_indices" in inputs
+    if static:  # the cache inputs, and their outputs in the same order after the logits
+        past = [n for n, i in inputs.items() if len(i.shape) == 4]
+        present = dict(zip(past, outputs[1:]))
+    else:
+        past = [n for n in inputs if n.startswith("past")]
+        present = {p: p.replace("past_key_values", "present") for p in past}
     heads, head_dim = inputs[past[0]].shape[1], inputs[past[0]].shape[3]
+    rows = inputs[past[0]].shape[2] if static else 0
     vocab = sess.get_outputs()[0].shape[-1]
     rng = np.random.default_rng(0)
     prompt = [int(t) for t in rng.integers(0, vocab if isinstance(vocab, int) else 1000,
@@ -41,14 +50,17 @@ def main():
             feed["attention_mask"] = np.ones((1, start + n), np.int64)
         if "position_ids" in inputs:
             feed["position_ids"] = np.arange(start, start + n, dtype=np.int64)[None]
+        if static:
+            feed["write_indices"] = np.array([start], np.int64)
+            feed["nonpad_kv_seqlen"] = np.array([start + n], np.int64)
         feed.update(cache)
         res = sess.run(None, feed)
-        new = {p: res[outputs.index(p.replace("past_key_values", "present"))] for p in past}
+        new = {p: res[outputs.index(present[p])] for p in past}
         return res[0], new
 
     ttft, tpot = [], []
     for run in range(args.runs + 1):
-        cache = {p: np.zeros((1, heads, 0, head_dim), np.float32) for p in past}
+        cache = {p: np.zeros((1, heads, rows, head_dim), np.float32) for p in past}
         t0 = time.perf_counter()
         logits, cache = step(prompt, cache, 0)
         tok = int(np.argmax(logits[0, -1]))

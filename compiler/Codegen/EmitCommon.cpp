@@ -266,6 +266,31 @@ bool isStatic(Type t) {
   return r && r.hasStaticShape();
 }
 
+llvm::SmallVector<std::pair<Operation *, Operation *>> inPlaceScatters(Block &block) {
+  SmallVector<std::pair<Operation *, Operation *>> pairs;
+  for (Operation &op : block.without_terminator()) {
+    auto update = dyn_cast<CacheUpdateOp>(&op);
+    Operation *scatter = update ? update.getUpdate().getDefiningOp() : nullptr;
+    if (!scatter || scatter->getBlock() != &block ||
+        shortName(scatter) != "onnx.tensor_scatter")
+      continue;
+    Value cache = scatter->getOperand(0), indices = scatter->getOperand(2);
+    auto arg = dyn_cast<BlockArgument>(cache);
+    auto mode = scatter->getAttrOfType<StringAttr>("mode");
+    auto indexType = dyn_cast<RankedTensorType>(indices.getType());
+    std::optional<SmallVector<int64_t>> pos = getConstantInts(update.getPos());
+    bool entryCache = arg && isa<func::FuncOp>(arg.getOwner()->getParentOp()) &&
+                      arg.getArgNumber() >= 2;
+    if (entryCache && cache == update.getCache() && !(mode && mode.getValue() == "circular") &&
+        !isNone(indices) && indexType && indexType.getElementType().isInteger(64) &&
+        isStatic(scatter->getOperand(1).getType()) && isStatic(cache.getType()) && pos &&
+        pos->size() == 1 && (*pos)[0] == 0 && update.getUpdate().getType() == cache.getType() &&
+        llvm::all_of(cache.getUsers(), [&](Operation *u) { return u == scatter || u == &op; }))
+      pairs.push_back({scatter, &op});
+  }
+  return pairs;
+}
+
 llvm::SmallVector<func::FuncOp> entryFunctionsInOrder(ModuleOp module) {
   SmallVector<func::FuncOp> funcs(module.getOps<func::FuncOp>());
   llvm::stable_sort(funcs, [](func::FuncOp a, func::FuncOp b) {

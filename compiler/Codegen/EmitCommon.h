@@ -67,6 +67,15 @@ int64_t weightBytesRead(func::FuncOp f,
 bool readsCapacityAtRunTime(Value v);
 bool isStatic(Type t);
 
+/// A static export's cache write: an onnx.tensor_scatter (static shapes,
+/// linear mode, i64 write_indices) over a cache argument of the entry
+/// point, whose result llm.cache_update then writes whole into that same
+/// cache at row 0 (the present output llmc keeps in the session's cache),
+/// where nothing else reads the cache as it was. The scatter may then
+/// write the cache in place, and the update has nothing to copy. The
+/// (scatter, update) pairs of `block`.
+llvm::SmallVector<std::pair<Operation *, Operation *>> inPlaceScatters(Block &block);
+
 /// The module's functions in the order the artifact lists them: prefill
 /// buckets by batch and length, then decode by batch.
 llvm::SmallVector<func::FuncOp> entryFunctionsInOrder(ModuleOp module);

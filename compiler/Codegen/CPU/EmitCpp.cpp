@@ -230,6 +230,7 @@ private:
   std::vector<ConstantOp> lazyConstants;
   llvm::Error deferredError = llvm::Error::success();
   llvm::DenseSet<Operation *> folded; // emitted as part of an earlier statement
+  llvm::DenseSet<Operation *> scattersInPlace; // codegen::inPlaceScatters
   WeightsWriter weightsWriter{model};
   llvm::DenseMap<Attribute, int> attrs;
   std::map<std::string, int> kernels;
@@ -568,6 +569,27 @@ llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
     stats.cacheUpdates += depth == 1;
     return llvm::Error::success();
   }
+  // A static export's TensorScatter into the session's cache: its rows
+  // written where the cache is, not into a copy of the whole cache.
+  if (scattersInPlace.contains(op)) {
+    SmallVector<std::string> ops; // past_cache, update, write_indices
+    for (Value o : op->getOperands()) {
+      auto r = operandRef(op, o);
+      if (!r)
+        return r.takeError();
+      ops.push_back(*r);
+    }
+    auto axis = op->getAttrOfType<IntegerAttr>("axis");
+    std::string v = newName();
+    body += llvm::formatv("{0}Tensor {1}; // onnx.tensor_scatter -> {2}, in place\n"
+                          "{0}LLMC_TRY(tensorScatterInPlace({3}, {4}, {5}, {6}, {1}, {7}));\n",
+                          in, v, describeType(op->getResult(0).getType()), ops[0], ops[1],
+                          ops[2], axis ? axis.getInt() : -2, quote(nodeName(op)))
+                .str();
+    names[op->getResult(0)] = v;
+    stats.kernelCalls += depth == 1;
+    return llvm::Error::success();
+  }
   if (auto fused = dyn_cast<FusedOp>(op); fused && fused.getKind() == "attention") {
     // decode_attention_partial -> attention_combine -> yield: one call.
     Block &block = fused.getRegion().front();
@@ -829,6 +851,8 @@ llvm::Error Emitter::emitFunction(func::FuncOp f) {
     names[f.getArgument(0)] = "tokens";
   }
   Block &block = f.getBody().front();
+  for (auto [scatter, update] : inPlaceScatters(block))
+    scattersInPlace.insert(scatter); // (its update then copies nothing: cacheUpdate)
   tail.reset();
   for (unsigned i = 0; i < f.getNumResults(); ++i)
     if (auto n = f.getResultAttrOfType<StringAttr>(i, "llm.name"); n && n.getValue() == "logits")

@@ -38,27 +38,13 @@ llvm::Error CudaEmitter::emitBlock(Block &block, CpuModel::Entry &stats) {
         transposedUpdates[&op] = t->getOperand(0);
       }
     }
-  // A static export's TensorScatter over the session's cache, whose result
-  // the same cache then takes whole at row 0 (the present output llmc
-  // keeps in the session's cache): the scatter writes its rows where the
-  // cache is, and the copy back has nothing to do. Only where nothing else
-  // reads the cache as it was.
-  for (Operation &op : block.without_terminator()) {
-    auto update = dyn_cast<CacheUpdateOp>(&op);
-    if (!update || hasRunTimeShape(&op))
-      continue;
-    Operation *scatter = update.getUpdate().getDefiningOp();
-    if (!scatter || scatter->getBlock() != &block || !scatterOnDevice(scatter))
-      continue;
-    Value cache = scatter->getOperand(0);
-    std::optional<SmallVector<int64_t>> pos = getConstantInts(update.getPos());
-    if (cache == update.getCache() && refs.lookup(cache).kind == Ref::Cache && pos &&
-        pos->size() == 1 && (*pos)[0] == 0 && update.getUpdate().getType() == cache.getType() &&
-        llvm::all_of(cache.getUsers(), [&](Operation *u) { return u == scatter || u == &op; })) {
-      inPlaceScatters.insert(scatter);
-      inPlaceUpdates.insert(&op);
+  // A static export's TensorScatter writes the session's cache in place
+  // (codegen::inPlaceScatters), where the device takes it.
+  for (auto [scatter, update] : codegen::inPlaceScatters(block))
+    if (scatterOnDevice(scatter)) {
+      scattersInPlace.insert(scatter);
+      inPlaceUpdates.insert(update);
     }
-  }
   // Runs of element-wise operations over floats, each result read only by
   // the next (of the same shape), become one kernel: the earlier ones are
   // emitted inside the last.

@@ -276,7 +276,7 @@ private:
   /// batch dimensions (matmulOnDevice), reading a transpose that only it
   /// reads in place (matmulTransposes); onnx.softmax and onnx.log_softmax;
   /// onnx.tensor_scatter (scatterOnDevice) into the session's cache in
-  /// place (inPlaceScatters) as a generated kernel.
+  /// place (scattersInPlace) as a generated kernel.
   bool matmulOnDevice(Operation *op);
   bool scatterOnDevice(Operation *op);
   llvm::Error emitMatmul(Operation *op, CpuModel::Entry &stats);
@@ -441,7 +441,7 @@ private:
   /// A static export's TensorScatter that writes the session's cache where
   /// it is, and the llm.cache_update that then copies its result whole
   /// into that same cache, which does nothing (emitBlock finds the pairs).
-  llvm::DenseSet<Operation *> inPlaceScatters, inPlaceUpdates;
+  llvm::DenseSet<Operation *> scattersInPlace, inPlaceUpdates;
   /// cache_update -> the [B, S, H, D] value its transposed update came from.
   llvm::DenseMap<Operation *, Value> transposedUpdates;
   std::set<std::string> missing;

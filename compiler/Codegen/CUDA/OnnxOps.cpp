@@ -185,10 +185,10 @@ bool CudaEmitter::scatterOnDevice(Operation *op) {
 }
 
 llvm::Error CudaEmitter::emitTensorScatter(Operation *op, CpuModel::Entry &stats) {
-  // Only in place (inPlaceScatters: the session's cache, which its present
+  // Only in place (scattersInPlace: the session's cache, which its present
   // output goes back to); a copy of the whole cache elsewhere runs on the
   // host.
-  if (!inPlaceScatters.contains(op)) {
+  if (!scattersInPlace.contains(op)) {
     unsupported(op, "not written back into the session's cache");
     return llvm::Error::success();
   }

@@ -171,6 +171,14 @@ Status call(const Context &ctx, const KernelEntry *kernel, const char *opName,
 Status cacheUpdate(const Tensor &cache, const Tensor &rows, const Tensor &pos, Tensor &out,
                    const char *opName);
 
+/// ONNX TensorScatter (linear mode) in place: writes `update` into `cache`
+/// along `axis` at each batch entry's `writeIndices` (one i64 each), as
+/// the reference kernel would write a copy; `out` then shares the cache's
+/// storage (the session's cache, which the export's present output goes
+/// back to: codegen::inPlaceScatters).
+Status tensorScatterInPlace(const Tensor &cache, const Tensor &update, const Tensor &writeIndices,
+                            int64_t axis, Tensor &out, const char *opName);
+
 /// llm.quantized_cache_update in place: each row of `rows` ([B, H, S, D],
 /// f32/f16/bf16) as int8 values into `cache` ([B, H, capacity, D]) and its
 /// scale into `scales` ([B, H, capacity, 1] f32) at row `pos`
