@@ -230,7 +230,9 @@ private:
   std::vector<ConstantOp> lazyConstants;
   llvm::Error deferredError = llvm::Error::success();
   llvm::DenseSet<Operation *> folded; // emitted as part of an earlier statement
-  llvm::DenseSet<Operation *> scattersInPlace; // codegen::inPlaceScatters
+  // codegen::inPlaceScatters: TensorScatters that write the session's cache,
+  // and the cache updates that then have nothing to copy.
+  llvm::DenseSet<Operation *> scattersInPlace, updatesInPlace;
   WeightsWriter weightsWriter{model};
   llvm::DenseMap<Attribute, int> attrs;
   std::map<std::string, int> kernels;
@@ -548,7 +550,11 @@ llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
       ops.push_back(*r);
     }
     std::string v = newName();
-    if (isa<CacheUpdateOp>(op)) {
+    if (updatesInPlace.contains(op)) { // (its TensorScatter wrote the cache)
+      body += llvm::formatv("{0}Tensor {1} = {2}; // cache_update -> {3}, written in place\n", in,
+                            v, ops[0], describeType(op->getResult(0).getType()))
+                  .str();
+    } else if (isa<CacheUpdateOp>(op)) {
       body += llvm::formatv("{0}Tensor {1}; // cache_update -> {2}, in place\n"
                             "{0}LLMC_TRY(cacheUpdate({3}, {4}, {5}, {1}, {6}));\n",
                             in, v, describeType(op->getResult(0).getType()), ops[0], ops[1],
@@ -851,8 +857,10 @@ llvm::Error Emitter::emitFunction(func::FuncOp f) {
     names[f.getArgument(0)] = "tokens";
   }
   Block &block = f.getBody().front();
-  for (auto [scatter, update] : inPlaceScatters(block))
-    scattersInPlace.insert(scatter); // (its update then copies nothing: cacheUpdate)
+  for (auto [scatter, update] : inPlaceScatters(block)) {
+    scattersInPlace.insert(scatter);
+    updatesInPlace.insert(update);
+  }
   tail.reset();
   for (unsigned i = 0; i < f.getNumResults(); ++i)
     if (auto n = f.getResultAttrOfType<StringAttr>(i, "llm.name"); n && n.getValue() == "logits")

@@ -167,21 +167,17 @@ llvm::Error CudaEmitter::emitSoftmax(Operation *op, CpuModel::Entry &stats) {
 }
 
 bool CudaEmitter::scatterOnDevice(Operation *op) {
-  if (shortName(op) != "onnx.tensor_scatter" || hasRunTimeShape(op))
-    return false;
-  Value cache = op->getOperand(0), update = op->getOperand(1), indices = op->getOperand(2);
+  // (codegen::inPlaceScatters has the shapes static, the mode linear and
+  // the write indices i64.)
+  Value cache = op->getOperand(0), update = op->getOperand(1);
   int64_t rank = int64_t(shapeOf(cache).size());
   auto axisAttr = op->getAttrOfType<IntegerAttr>("axis");
   int64_t axis = axisAttr ? axisAttr.getInt() : -2;
   if (axis < 0)
     axis += rank;
-  // (The circular mode, a ring buffer no exporter llmc knows writes, and a
-  // write without write_indices run on the host.)
-  auto mode = op->getAttrOfType<StringAttr>("mode");
   std::string t = cxxType(cache.getType());
   return !t.empty() && cxxType(update.getType()) == t && axis >= 1 && axis < rank &&
-         !(mode && mode.getValue() == "circular") && indices && !isNone(indices) &&
-         cxxType(indices.getType()) == "int64_t" && numel(cache) > 0;
+         numel(cache) > 0;
 }
 
 llvm::Error CudaEmitter::emitTensorScatter(Operation *op, CpuModel::Entry &stats) {

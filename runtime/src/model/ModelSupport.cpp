@@ -1,6 +1,7 @@
 //===- ModelSupport.cpp - what the C++ that llmc compile emits builds on --===//
 #include "runtime/src/model/ModelSupport.h"
 #include "runtime/src/cpu/Numeric.h"
+#include "runtime/src/cpu/kernels/TensorScatter.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -145,10 +146,6 @@ Status cacheUpdate(const Tensor &cache, const Tensor &rows, const Tensor &pos, T
   size_t row = size_t(cache.dim(3)) * cpu::storageSize(cache.dtype());
   char *c = static_cast<char *>(cache.mutableRaw());
   const char *p = static_cast<const char *>(rows.raw());
-  if (p == c && at == 0 && n == m) { // the cache itself (tensorScatterInPlace wrote it)
-    out = cache;
-    return Status::ok();
-  }
   for (int64_t i = 0; i < cache.dim(0) * cache.dim(1); ++i)
     std::memcpy(c + (size_t(i * m) + size_t(at)) * row, p + size_t(i * n) * row, size_t(n) * row);
   out = cache;
@@ -157,38 +154,9 @@ Status cacheUpdate(const Tensor &cache, const Tensor &rows, const Tensor &pos, T
 
 Status tensorScatterInPlace(const Tensor &cache, const Tensor &update, const Tensor &writeIndices,
                             int64_t axis, Tensor &out, const char *opName) {
-  auto fail = [&](const std::string &m) { return Status::error(std::string(opName) + ": " + m); };
-  int64_t rank = cache.rank();
-  if (axis < 0)
-    axis += rank;
-  bool fits = axis >= 1 && axis < rank && update.rank() == rank && update.dtype() == cache.dtype();
-  for (int64_t d = 0; fits && d < rank; ++d)
-    fits = d == axis || update.dim(d) == cache.dim(d);
-  if (!fits)
-    return fail("update " + update.describe() + " does not fit past_cache " + cache.describe());
-  int64_t batch = cache.dim(0), len = cache.dim(axis), n = update.dim(axis);
-  if (writeIndices.dtype() != DType::Int64 || writeIndices.numel() != batch)
-    return fail("write_indices must be one i64 per batch entry, got " + writeIndices.describe());
-  int64_t mid = 1, inner = 1; // dims between batch and axis, after axis
-  for (int64_t d = 1; d < axis; ++d)
-    mid *= cache.dim(d);
-  for (int64_t d = axis + 1; d < rank; ++d)
-    inner *= cache.dim(d);
-  size_t row = size_t(inner) * cpu::storageSize(cache.dtype());
-  char *dst = static_cast<char *>(cache.mutableRaw());
-  const char *src = static_cast<const char *>(update.raw());
-  for (int64_t b = 0; b < batch; ++b) {
-    int64_t start = writeIndices.data<int64_t>()[b];
-    if (start < 0 || start > len - n)
-      return fail("write index " + std::to_string(start) + " + " + std::to_string(n) +
-                  " exceeds the cache length " + std::to_string(len));
-  }
-  for (int64_t b = 0; b < batch; ++b) {
-    int64_t start = writeIndices.data<int64_t>()[b];
-    for (int64_t m = 0; m < mid; ++m)
-      std::memcpy(dst + size_t((b * mid + m) * len + start) * row,
-                  src + size_t((b * mid + m) * n) * row, size_t(n) * row);
-  }
+  std::string e = cpu::tensorScatterRows(cache, update, &writeIndices, axis, /*circular=*/false);
+  if (!e.empty())
+    return Status::error(std::string(opName) + ": " + e);
   out = cache;
   return Status::ok();
 }

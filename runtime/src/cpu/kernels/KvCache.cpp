@@ -10,10 +10,51 @@
 #include "runtime/src/cpu/kernels/AttentionCore.h"
 #include "runtime/src/cpu/kernels/Kernels.h"
 #include "runtime/src/cpu/kernels/KernelUtil.h"
+#include "runtime/src/cpu/kernels/TensorScatter.h"
 
 #include <algorithm>
 
 namespace llmc::cpu {
+
+std::string tensorScatterRows(const Tensor &dst, const Tensor &update,
+                              const Tensor *writeIndices, int64_t axis, bool circular) {
+  int64_t rank = dst.rank();
+  if (axis < 0)
+    axis += rank;
+  bool fits = axis >= 1 && axis < rank && update.rank() == rank && update.dtype() == dst.dtype();
+  for (int64_t d = 0; fits && d < rank; ++d)
+    fits = d == axis || update.dim(d) == dst.dim(d);
+  if (!fits)
+    return "update " + update.describe() + " does not fit past_cache " + dst.describe();
+  int64_t batch = dst.dim(0), len = dst.dim(axis), n = update.dim(axis);
+  if (writeIndices && (writeIndices->dtype() != DType::Int64 || writeIndices->numel() != batch))
+    return "write_indices must be one i64 per batch entry, got " + writeIndices->describe();
+  auto start = [&](int64_t b) { return writeIndices ? writeIndices->data<int64_t>()[b] : 0; };
+  for (int64_t b = 0; b < batch; ++b)
+    if (start(b) < 0 || (!circular && start(b) > len - n) || (circular && len == 0 && n > 0))
+      return "write index " + std::to_string(start(b)) + " + " + std::to_string(n) +
+             " exceeds the cache length " + std::to_string(len);
+  int64_t mid = 1, inner = 1; // dims between batch and axis, after axis
+  for (int64_t d = 1; d < axis; ++d)
+    mid *= dst.dim(d);
+  for (int64_t d = axis + 1; d < rank; ++d)
+    inner *= dst.dim(d);
+  size_t row = size_t(inner) * storageSize(dst.dtype());
+  char *to = static_cast<char *>(dst.mutableRaw());
+  const char *from = static_cast<const char *>(update.raw());
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t m = 0; m < mid; ++m) {
+      if (!circular) { // (one run of rows)
+        std::memcpy(to + size_t((b * mid + m) * len + start(b)) * row,
+                    from + size_t((b * mid + m) * n) * row, size_t(n) * row);
+        continue;
+      }
+      for (int64_t i = 0; i < n; ++i)
+        std::memcpy(to + size_t((b * mid + m) * len + (start(b) + i) % len) * row,
+                    from + size_t((b * mid + m) * n + i) * row, row);
+    }
+  return {};
+}
 
 namespace {
 
@@ -25,41 +66,14 @@ using namespace core;
 
 Status tensorScatterKernel(KernelCall &call) {
   const Tensor &cache = *call.input(0), &update = *call.input(1);
-  const Tensor *writeIdx = call.input(2);
   int64_t axis = call.attrs->getInt("axis", -2);
   LLMC_RETURN_IF_ERROR(normalizeAxis(call, axis, cache.rank()));
   bool circular = call.attrs->getString("mode", "linear") == "circular";
-  if (axis == 0 || update.rank() != cache.rank() || update.dtype() != cache.dtype())
-    return call.fail("update must match past_cache except along the sequence axis");
-  for (int64_t d = 0; d < cache.rank(); ++d)
-    if (d != axis && update.dim(d) != cache.dim(d))
-      return call.fail("update " + update.describe() + " does not match " + cache.describe());
-  int64_t batch = cache.dim(0), len = cache.dim(axis), n = update.dim(axis);
-  if (writeIdx && writeIdx->numel() != batch)
-    return call.fail("write_indices must have one entry per batch");
   Tensor &out = call.outputs[0];
   LLMC_RETURN_IF_ERROR(Tensor::allocate(cache.dtype(), cache.shape(), out));
   std::memcpy(out.mutableRaw(), cache.raw(), cache.bytes());
-  int64_t mid = 1, inner = 1; // dims between batch and axis, after axis
-  for (int64_t d = 1; d < axis; ++d)
-    mid *= cache.dim(d);
-  for (int64_t d = axis + 1; d < cache.rank(); ++d)
-    inner *= cache.dim(d);
-  size_t es = storageSize(cache.dtype()), row = size_t(inner) * es;
-  char *dst = static_cast<char *>(out.mutableRaw());
-  const char *src = static_cast<const char *>(update.raw());
-  for (int64_t bi = 0; bi < batch; ++bi) {
-    int64_t start = writeIdx ? writeIdx->data<int64_t>()[bi] : 0;
-    if (start < 0 || (!circular && start + n > len) || (circular && len == 0 && n > 0))
-      return call.fail("write index " + std::to_string(start) + " + " + std::to_string(n) +
-                       " exceeds the cache length " + std::to_string(len));
-    for (int64_t m = 0; m < mid; ++m)
-      for (int64_t i = 0; i < n; ++i) {
-        int64_t at = circular ? (start + i) % len : start + i;
-        std::memcpy(dst + size_t(((bi * mid + m) * len + at)) * row,
-                    src + size_t(((bi * mid + m) * n + i)) * row, row);
-      }
-  }
+  if (std::string e = tensorScatterRows(out, update, call.input(2), axis, circular); !e.empty())
+    return call.fail(e);
   return Status::ok();
 }
 //===----------------------------------------------------------------------===//

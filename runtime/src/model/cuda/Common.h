@@ -66,6 +66,19 @@ LLMC_DEVICE float blockSum(float v, float *scratch) {
   return one[0];
 }
 
+/// The maximum over the block, in every thread (`scratch` 32 floats of
+/// shared memory, free again when this returns).
+LLMC_DEVICE float blockMax(float v, float *scratch) {
+  unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  v = warpMax(v);
+  if (lane == 0)
+    scratch[warp] = v;
+  __syncthreads();
+  v = warpMax(lane < warps ? scratch[lane] : -INFINITY);
+  __syncthreads();
+  return v;
+}
+
 /// Whether p is 16-byte aligned.
 LLMC_HOST_DEVICE bool aligned16(const void *p) {
   return reinterpret_cast<uintptr_t>(p) % 16 == 0;

@@ -110,17 +110,6 @@ std::string matmul(const T *a, const T *b, T *y, int m, int n, int k, long long 
 
 constexpr int kSoftmaxThreads = 256;
 
-LLMC_DEVICE float blockMax(float v, float *scratch) {
-  unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
-  v = warpMax(v);
-  if (lane == 0)
-    scratch[warp] = v;
-  __syncthreads();
-  v = warpMax(lane < warps ? scratch[lane] : -INFINITY);
-  __syncthreads();
-  return v;
-}
-
 template <bool Log, class X, class Y>
 LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kSoftmaxThreads)
     softmaxKernel(const X *x, Y *y, int axis, int inner) {
