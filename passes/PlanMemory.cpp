@@ -100,6 +100,7 @@ struct PlanMemoryPass : mlir::llmc::impl::PlanMemoryPassBase<PlanMemoryPass> {
             continue;
           }
           if (isStorageView(&op) || isView(&op) || isa<CacheUpdateOp>(op) || // in place
+              isTransposeReadInPlace(&op) || // its product reads the input
               isa<AssertEqualOp>(op)) { // passes its value through
             root[r] = root.lookup(op.getOperand(0));
             continue;

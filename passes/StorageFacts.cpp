@@ -132,6 +132,133 @@ bool isStorageView(Operation *op) {
   return seg && seg->count == 1 && !mayChange(op->getOperand(0));
 }
 
+namespace {
+
+RankedTensorType staticType(Value v) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  return t && t.hasStaticShape() ? t : RankedTensorType();
+}
+
+/// Whether the shapes and types of the onnx.matmul `op` fit a strided
+/// product (stridedMatmul's conditions on the product itself).
+bool stridedMatmulFits(Operation *op) {
+  if (shortName(op) != "onnx.matmul" || op->getNumOperands() != 2 || op->getNumResults() != 1)
+    return false;
+  RankedTensorType a = staticType(op->getOperand(0)), b = staticType(op->getOperand(1)),
+                   y = staticType(op->getResult(0));
+  if (!a || !b || !y || a.getElementType() != y.getElementType() ||
+      b.getElementType() != y.getElementType())
+    return false;
+  Type e = y.getElementType();
+  if (!e.isF32() && !e.isF16() && !e.isBF16())
+    return false;
+  int64_t ra = a.getRank(), rb = b.getRank();
+  int64_t matrixDims = (ra > 1) + (rb > 1);
+  if (ra == 0 || rb == 0 || y.getRank() < matrixDims)
+    return false;
+  size_t batchDims = 0;
+  int64_t batches = 1;
+  for (int64_t d : y.getShape().drop_back(matrixDims))
+    if (d != 1) {
+      ++batchDims;
+      batches *= d;
+    }
+  int64_t m = ra > 1 ? a.getDimSize(ra - 2) : 1, n = rb > 1 ? b.getShape().back() : 1;
+  return batchDims <= StridedMatmul::kStridedBatchDims && batches >= 1 &&
+         batches <= StridedMatmul::kStridedMaxBatches && m >= 1 && n >= 1;
+}
+
+llvm::SmallVector<int64_t> rowMajorStrides(ArrayRef<int64_t> shape) {
+  llvm::SmallVector<int64_t> s(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;)
+    s[d - 1] = s[d] * shape[d];
+  return s;
+}
+
+} // namespace
+
+bool isTransposeReadInPlace(Operation *op) {
+  if (shortName(op) != "onnx.transpose" || op->getNumResults() != 1 ||
+      !staticType(op->getOperand(0)) || !staticType(op->getResult(0)))
+    return false;
+  Value y = op->getResult(0);
+  if (!y.hasOneUse())
+    return false;
+  Operation *user = *y.getUsers().begin();
+  return user->getBlock() == op->getBlock() && stridedMatmulFits(user) &&
+         !mayChange(op->getOperand(0));
+}
+
+bool StridedMatmul::readsTranspose() const {
+  return a != op->getOperand(0) || b != op->getOperand(1);
+}
+
+std::optional<StridedMatmul> stridedMatmul(Operation *op) {
+  if (!stridedMatmulFits(op))
+    return std::nullopt;
+  // Each operand as it is read: a transpose read in place as its input
+  // with the transpose's strides, else the value itself, contiguous.
+  struct Operand {
+    Value v;
+    llvm::SmallVector<int64_t> shape, strides;
+  };
+  auto operand = [&](Value v) {
+    ArrayRef<int64_t> shape = cast<RankedTensorType>(v.getType()).getShape();
+    Operand o{v, llvm::SmallVector<int64_t>(shape), rowMajorStrides(shape)};
+    Operation *t = v.getDefiningOp();
+    if (t && isTransposeReadInPlace(t)) {
+      o.v = t->getOperand(0);
+      llvm::SmallVector<int64_t> in =
+          rowMajorStrides(cast<RankedTensorType>(o.v.getType()).getShape());
+      auto perm = t->getAttrOfType<DenseI64ArrayAttr>("perm");
+      for (size_t d = 0; d < o.strides.size(); ++d)
+        o.strides[d] = in[size_t(perm ? perm[d] : int64_t(in.size() - 1 - d))];
+    }
+    return o;
+  };
+  Operand a = operand(op->getOperand(0)), b = operand(op->getOperand(1));
+  if (a.shape.size() == 1) {
+    a.shape.insert(a.shape.begin(), 1);
+    a.strides.insert(a.strides.begin(), 0);
+  }
+  if (b.shape.size() == 1) {
+    b.shape.push_back(1);
+    b.strides.push_back(0);
+  }
+  StridedMatmul s;
+  s.op = op;
+  s.a = a.v;
+  s.b = b.v;
+  s.m = a.shape[a.shape.size() - 2];
+  s.k = a.shape.back();
+  s.n = b.shape.back();
+  s.aRow = a.strides[a.strides.size() - 2];
+  s.aCol = a.strides.back();
+  s.bRow = b.strides[b.strides.size() - 2];
+  s.bCol = b.strides.back();
+  // Batch dimensions aligned from the right; those of size 1 dropped (an
+  // operand broadcast along one reads stride 0 there).
+  size_t rank = std::max(a.shape.size(), b.shape.size()) - 2;
+  for (size_t d = 0; d < rank; ++d) {
+    auto at = [&](const Operand &o) -> std::pair<int64_t, int64_t> {
+      size_t own = o.shape.size() - 2;
+      if (d + own < rank)
+        return {1, 0};
+      size_t i = d + own - rank;
+      return {o.shape[i], o.shape[i] == 1 ? 0 : o.strides[i]};
+    };
+    auto [da, sa] = at(a);
+    auto [db, sb] = at(b);
+    int64_t size = std::max(da, db);
+    if (size == 1)
+      continue;
+    s.dims.push_back(size);
+    s.aBatch.push_back(da == 1 ? 0 : sa);
+    s.bBatch.push_back(db == 1 ? 0 : sb);
+  }
+  return s;
+}
+
 Operation *foldedResidualAdd(Operation *linear, Value *residual) {
   if (!isa<LinearOp, QuantizedLinearOp>(linear))
     return nullptr;

@@ -13,6 +13,7 @@
 
 #include "mlir/IR/Operation.h"
 #include "mlir/IR/Value.h"
+#include "llvm/ADT/SmallVector.h"
 
 #include <optional>
 
@@ -47,6 +48,38 @@ bool isStorageView(Operation *op);
 /// computed before the layer (set in `residual`). Null when there is none.
 /// The add's result is then the layer's result, in the layer's buffer.
 Operation *foldedResidualAdd(Operation *linear, Value *residual = nullptr);
+
+/// An onnx.matmul the code runs as one strided batched product (both
+/// targets: the CPU's cpu::matmulStrided, the CUDA template matmul): static
+/// shapes, operands and result of one type, f32, f16 or bf16, M and N at
+/// least 1, at most kStridedBatchDims batch dimensions of size above 1 and
+/// kStridedMaxBatches matrices. Its operands are read through element
+/// strides: A[r, c] of batch entry i at sum_d(i_d * aBatch[d]) + r * aRow +
+/// c * aCol, likewise B; a vector A is one row [1, K], a vector B one column
+/// [K, 1]; the result is contiguous [batch..., M, N]. An operand that a
+/// transpose read in place makes (isTransposeReadInPlace) is read from the
+/// transpose's input with its permuted strides.
+struct StridedMatmul {
+  static constexpr size_t kStridedBatchDims = 4;
+  static constexpr int64_t kStridedMaxBatches = 65535;
+  Operation *op = nullptr; // the onnx.matmul
+  Value a, b;              // what it reads (a folded transpose's input)
+  int64_t m = 1, n = 1, k = 0;
+  int64_t aRow = 0, aCol = 0, bRow = 0, bCol = 0;
+  /// The batch dimensions of size above 1, outermost first, and each
+  /// operand's element stride along them (0 where it is broadcast).
+  llvm::SmallVector<int64_t, 4> dims, aBatch, bBatch;
+  /// Whether an operand is a transpose read in place.
+  bool readsTranspose() const;
+};
+std::optional<StridedMatmul> stridedMatmul(Operation *op);
+
+/// Whether the code reads the result of the onnx.transpose `op` in place,
+/// through strides, in the one strided product that reads it (no data
+/// moves): the transpose's only reader, in its block, is an onnx.matmul that
+/// stridedMatmul takes, and its input does not change later (mayChange). The
+/// plan then keeps the transpose's input alive until the product.
+bool isTransposeReadInPlace(Operation *op);
 
 /// Bytes the memory plan gives a value of `type`, dynamic sizes bounded by
 /// `bound` (arenaBound); -1 when the element size is unknown. Sets

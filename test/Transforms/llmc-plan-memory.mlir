@@ -75,3 +75,35 @@ func.func @fused(%x: tensor<1x4x2xf32> {llm.name = "tokens"}, %y: tensor<1x2x2xf
   }
   return %r : tensor<1x2x2xf32>
 }
+
+// -----
+
+// A transpose that only a strided product reads (isTransposeReadInPlace) is
+// read in place: it has no buffer, and its input lives until the product
+// reads it, so the queries' negation (computed in between) does not take
+// the keys' place. Largest first: %kn (256 bytes) at 0, %s (64, returned)
+// and %qn (32) after it. A transpose with a second reader is copied into a
+// buffer of its own.
+// CHECK-LABEL: func.func @transposed
+// CHECK-SAME: llm.memory_plan = {activations = 352 : i64, arena = 384 : i64,
+// CHECK: llm.onnx.neg %arg2 {llm.arena_offsets = array<i64: 0>}
+// CHECK-NEXT: llm.onnx.transpose
+// CHECK-NOT: arena_offsets
+// CHECK-SAME: -> tensor<1x2x4x8xf32>
+// CHECK-NEXT: llm.onnx.neg %arg1 {llm.arena_offsets = array<i64: 320>}
+// CHECK-NEXT: llm.onnx.matmul %{{.+}} {llm.arena_offsets = array<i64: 256>}
+// CHECK-LABEL: func.func @transposedTwice
+// CHECK: llm.onnx.transpose %{{.+}} {llm.arena_offsets = array<i64:
+func.func @transposed(%t: tensor<1x8xi64> {llm.name = "tokens"}, %q: tensor<1x2x1x4xf32>, %k: tensor<1x2x8x4xf32>) -> tensor<1x2x1x8xf32> {
+  %kn = llm.onnx.neg %k : (tensor<1x2x8x4xf32>) -> tensor<1x2x8x4xf32>
+  %kt = llm.onnx.transpose %kn {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x2x8x4xf32>) -> tensor<1x2x4x8xf32>
+  %qn = llm.onnx.neg %q : (tensor<1x2x1x4xf32>) -> tensor<1x2x1x4xf32>
+  %s = llm.onnx.matmul %qn, %kt : (tensor<1x2x1x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x1x8xf32>
+  return %s : tensor<1x2x1x8xf32>
+}
+func.func @transposedTwice(%t: tensor<1x8xi64> {llm.name = "tokens"}, %q: tensor<1x2x1x4xf32>, %k: tensor<1x2x8x4xf32>) -> (tensor<1x2x1x8xf32>, tensor<1x2x4x8xf32>) {
+  %kn = llm.onnx.neg %k : (tensor<1x2x8x4xf32>) -> tensor<1x2x8x4xf32>
+  %kt = llm.onnx.transpose %kn {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x2x8x4xf32>) -> tensor<1x2x4x8xf32>
+  %s = llm.onnx.matmul %q, %kt : (tensor<1x2x1x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x1x8xf32>
+  return %s, %kt : tensor<1x2x1x8xf32>, tensor<1x2x4x8xf32>
+}

@@ -7,6 +7,12 @@
 // along the axis, everything else as it was), in the 4-D and the 3-D
 // layouts; its refusals (a write past the cache, write_indices of the wrong
 // length or type, an update that does not fit) leave the cache as it was.
+// stridedMatmul, the compiled onnx.matmul (cpu::matmulStrided), against
+// float64 products: a transposed key cache read in place for one query row
+// (the decode GEMV, batch entries shared among threads) and for many (the
+// packed GEMM), a transposed A, broadcast batch dimensions (GQA's shared
+// keys), vectors, K = 0, f16 and bf16; its refusals (a layout reading past
+// an operand, mixed types, a result of the wrong size) name the node.
 // The end-to-end runs (test/e2e/fallback.test, models.test) hold the
 // compiled model to onnxruntime.
 //
@@ -15,6 +21,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <vector>
 
 using namespace llmc;
@@ -102,6 +109,167 @@ TEST(TensorScatterInPlace, RefusalsLeaveTheCacheAsItWas) {
   fails(update, i32, 2, "write_indices must be one i64 per batch entry");
   fails(counting({2, 2, 4, 4}, 0.0f), indices({0, 0}), 2, "does not fit past_cache");
   fails(update, indices({0, 0}), 0, "does not fit past_cache");
+}
+
+/// A tensor of `type` whose element i is ((i * 37 + seed) % 17 - 8) / 8:
+/// exact in f16 and bf16, with products and short sums exact in f32.
+Tensor patterned(DType type, const cpu::Shape &shape, int64_t seed) {
+  Tensor t;
+  EXPECT_TRUE(Tensor::allocate(type, shape, t).isOk());
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    float v = float((i * 37 + seed) % 17 - 8) / 8.0f;
+    if (type == DType::Float)
+      t.mutableData<float>()[i] = v;
+    else if (type == DType::Float16)
+      t.mutableData<cpu::Half>()[i] = cpu::Half{cpu::floatToHalf(v)};
+    else
+      t.mutableData<cpu::BFloat16>()[i] = cpu::BFloat16{cpu::floatToBf16(v)};
+  }
+  return t;
+}
+
+double element(const Tensor &t, int64_t i) {
+  if (t.dtype() == DType::Float)
+    return t.data<float>()[i];
+  if (t.dtype() == DType::Float16)
+    return cpu::halfToFloat(t.data<cpu::Half>()[i].bits);
+  return cpu::bf16ToFloat(t.data<cpu::BFloat16>()[i].bits);
+}
+
+/// The float64 products of `layout` (MatmulStrides' definition, element
+/// by element), batch entries in row-major order.
+std::vector<double> product(const MatmulStrides &s, const Tensor &a, const Tensor &b) {
+  int64_t batches = 1;
+  for (int64_t d = 0; d < s.rank; ++d)
+    batches *= s.dims[d];
+  std::vector<double> y;
+  for (int64_t i = 0; i < batches; ++i) {
+    int64_t offA = 0, offB = 0, rest = i;
+    for (int64_t d = s.rank - 1; d >= 0; --d) {
+      offA += rest % s.dims[d] * s.aBatch[d];
+      offB += rest % s.dims[d] * s.bBatch[d];
+      rest /= s.dims[d];
+    }
+    for (int64_t r = 0; r < s.m; ++r)
+      for (int64_t c = 0; c < s.n; ++c) {
+        double sum = 0;
+        for (int64_t k = 0; k < s.k; ++k)
+          sum += element(a, offA + r * s.aRow + k * s.aCol) *
+                 element(b, offB + k * s.bRow + c * s.bCol);
+        y.push_back(sum);
+      }
+  }
+  return y;
+}
+
+/// A context with a pool of `threads`.
+struct PoolContext : Context {
+  explicit PoolContext(unsigned threads) { pool = std::make_unique<cpu::ThreadPool>(threads); }
+};
+
+void expectProduct(const Tensor &y, const std::vector<double> &want, double tolerance) {
+  ASSERT_EQ(y.numel(), int64_t(want.size()));
+  for (size_t i = 0; i < want.size(); ++i)
+    ASSERT_NEAR(element(y, int64_t(i)), want[i], tolerance * (1 + std::fabs(want[i]))) << i;
+}
+
+TEST(StridedMatmul, TransposedKeysForOneQueryRow) {
+  // Scores of 4 heads, one query row each, against a key cache [4, 37, 8]
+  // read as K^T: B[k, t] = keys[h, t, k]. Checked against the scores
+  // written out from the tensors' own indices, not from the layout.
+  Tensor q = patterned(DType::Float, {1, 4, 1, 8}, 1), keys = patterned(DType::Float, {1, 4, 37, 8}, 2);
+  MatmulStrides s{1, 37, 8, 8, 1, 1, 8, 1, {4, 1, 1, 1}, {8, 0, 0, 0}, {37 * 8, 0, 0, 0}};
+  for (unsigned threads : {1u, 2u, 3u}) {
+    PoolContext ctx(threads);
+    Tensor y;
+    ASSERT_TRUE(stridedMatmul(ctx, "op", q, keys, s, {1, 4, 1, 37}, y).isOk());
+    std::vector<double> want;
+    for (int64_t h = 0; h < 4; ++h)
+      for (int64_t t = 0; t < 37; ++t) {
+        double sum = 0;
+        for (int64_t d = 0; d < 8; ++d)
+          sum += double(q.data<float>()[h * 8 + d]) * keys.data<float>()[(h * 37 + t) * 8 + d];
+        want.push_back(sum);
+      }
+    expectProduct(y, want, 0);
+  }
+}
+
+TEST(StridedMatmul, ManyRowsTransposedKeysSharedAmongHeads) {
+  // A prefill's scores: 20 query rows (past the GEMV's few, so B is
+  // packed) of 2 x 3 heads, keys [2, 1, 33, 16] shared by each group of 3
+  // heads (stride 0) and read transposed.
+  Tensor q = patterned(DType::Float, {2, 3, 20, 16}, 3), keys = patterned(DType::Float, {2, 1, 33, 16}, 4);
+  MatmulStrides s{20, 33, 16, 16, 1, 1, 16, 2, {2, 3, 1, 1}, {3 * 320, 320, 0, 0}, {33 * 16, 0, 0, 0}};
+  PoolContext ctx(2);
+  Tensor y;
+  ASSERT_TRUE(stridedMatmul(ctx, "op", q, keys, s, {2, 3, 20, 33}, y).isOk());
+  expectProduct(y, product(s, q, keys), 0);
+}
+
+TEST(StridedMatmul, TransposedAVectorBAndRowMajorValues) {
+  PoolContext ctx(2);
+  // A^T of a [5, 7] matrix times a vector B of 5 (N = 1, B's column
+  // stride 0).
+  Tensor a = patterned(DType::Float, {5, 7}, 5), v = patterned(DType::Float, {5}, 6);
+  MatmulStrides s1{7, 1, 5, 1, 7, 1, 0, 0};
+  Tensor y1;
+  ASSERT_TRUE(stridedMatmul(ctx, "op", a, v, s1, {7}, y1).isOk());
+  expectProduct(y1, product(s1, a, v), 0);
+  // A decode step's sum of the values: weights [8 heads, 1, 40] times
+  // values [8, 40, 24] row-major (the GEMV over batch entries).
+  Tensor p = patterned(DType::Float, {8, 1, 40}, 7), vals = patterned(DType::Float, {8, 40, 24}, 8);
+  MatmulStrides s2{1, 24, 40, 40, 1, 24, 1, 1, {8, 1, 1, 1}, {40, 0, 0, 0}, {960, 0, 0, 0}};
+  Tensor y2;
+  ASSERT_TRUE(stridedMatmul(ctx, "op", p, vals, s2, {8, 1, 24}, y2).isOk());
+  expectProduct(y2, product(s2, p, vals), 0);
+  // K = 0: zeros.
+  Tensor e0 = patterned(DType::Float, {3, 0}, 0), e1 = patterned(DType::Float, {0, 4}, 0);
+  MatmulStrides s3{3, 4, 0, 0, 1, 4, 1, 0};
+  Tensor y3;
+  ASSERT_TRUE(stridedMatmul(ctx, "op", e0, e1, s3, {3, 4}, y3).isOk());
+  expectProduct(y3, std::vector<double>(12, 0.0), 0);
+}
+
+TEST(StridedMatmul, HalfAndBFloat16RoundOnce) {
+  // Sums of 48 products in f32, rounded once to the result's type.
+  for (DType type : {DType::Float16, DType::BFloat16}) {
+    Tensor q = patterned(type, {2, 20, 48}, 9), keys = patterned(type, {2, 30, 48}, 10);
+    MatmulStrides s{20, 30, 48, 48, 1, 1, 48, 1, {2, 1, 1, 1}, {960, 0, 0, 0}, {1440, 0, 0, 0}};
+    PoolContext ctx(2);
+    Tensor y;
+    ASSERT_TRUE(stridedMatmul(ctx, "op", q, keys, s, {2, 20, 30}, y).isOk());
+    ASSERT_EQ(y.dtype(), type);
+    expectProduct(y, product(s, q, keys), type == DType::Float16 ? 1.0 / 1024 : 1.0 / 128);
+  }
+}
+
+TEST(StridedMatmul, RefusalsNameTheNode) {
+  PoolContext ctx(2);
+  Tensor q = patterned(DType::Float, {4, 8}, 1), keys = patterned(DType::Float, {4, 37, 8}, 2);
+  auto fails = [&](const Tensor &a, const Tensor &b, const MatmulStrides &s,
+                   const cpu::Shape &shape, const char *says) {
+    Tensor y;
+    llmc::cpu::Status st = stridedMatmul(ctx, "/MatMul_7", a, b, s, shape, y);
+    ASSERT_FALSE(st.isOk());
+    EXPECT_NE(st.message().find("/MatMul_7"), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find(says), std::string::npos) << st.message();
+  };
+  MatmulStrides good{1, 37, 8, 8, 1, 1, 8, 1, {4, 1, 1, 1}, {8, 0, 0, 0}, {37 * 8, 0, 0, 0}};
+  MatmulStrides past = good;
+  past.dims[0] = 5; // a fifth head past both operands
+  fails(q, keys, past, {5, 1, 37}, "reads outside its operands");
+  // Keys one element short: the last head's last key row ends past them.
+  fails(q, patterned(DType::Float, {4 * 37 * 8 - 1}, 2), good, {4, 1, 37},
+        "reads outside its operands");
+  MatmulStrides negative = good;
+  negative.bCol = -8;
+  fails(q, keys, negative, {4, 1, 37}, "reads outside its operands");
+  fails(q, keys, good, {4, 1, 36}, "does not hold 4 products of 1 x 37");
+  fails(q, patterned(DType::Float16, {4, 37, 8}, 2), good, {4, 1, 37}, "one type");
+  Tensor i64;
+  ASSERT_TRUE(Tensor::allocate(DType::Int64, {4, 8}, i64).isOk());
+  fails(i64, keys, good, {4, 1, 37}, "f32, f16 or bf16");
 }
 
 } // namespace

@@ -17,6 +17,7 @@
 #include "dialects/LLM/IR/ShapeInference.h"
 #include "passes/BuildHelpers.h"
 #include "passes/KernelBridge.h"
+#include "runtime/src/cpu/kernels/StridedMatmul.h"
 #include "runtime/src/model/kernels/Packed.h"
 #include "runtime/src/model/kernels/QuantPanels.h"
 
@@ -593,6 +594,43 @@ llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
                           ops[2], axis ? axis.getInt() : -2, quote(nodeName(op)))
                 .str();
     names[op->getResult(0)] = v;
+    stats.kernelCalls += depth == 1;
+    return llvm::Error::success();
+  }
+  // A transpose that only a strided product reads: the product reads its
+  // input in place (the plan keeps that alive until then).
+  if (isTransposeReadInPlace(op)) {
+    body += llvm::formatv("{0}// {1}: read in place by its product\n", in, nodeName(op)).str();
+    stats.views += depth == 1;
+    return llvm::Error::success();
+  }
+  if (std::optional<StridedMatmul> s = stridedMatmul(op)) {
+    static_assert(int64_t(StridedMatmul::kStridedBatchDims) == cpu::MatmulStrides::kBatchDims);
+    auto a = operandRef(op, s->a), b = operandRef(op, s->b);
+    if (!a)
+      return a.takeError();
+    if (!b)
+      return b.takeError();
+    auto list = [](ArrayRef<int64_t> v, int64_t fill) {
+      SmallVector<std::string> items;
+      for (size_t i = 0; i < StridedMatmul::kStridedBatchDims; ++i)
+        items.push_back(std::to_string(i < v.size() ? v[i] : fill));
+      return "{" + llvm::join(items, ", ") + "}";
+    };
+    Value y = op->getResult(0);
+    std::string v = newName();
+    body += llvm::formatv("{0}Tensor {1}{2}; // onnx.matmul{3} -> {4}\n", in, v, placed(y),
+                          s->readsTranspose() ? " (transpose read in place)" : "",
+                          describeType(y.getType()))
+                .str();
+    body += llvm::formatv("{0}LLMC_TRY(stridedMatmul(m, {1}, {2}, {3}, MatmulStrides{{{4}, "
+                          "{5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}}, {15}, {16}));\n",
+                          in, quote(nodeName(op)), *a, *b, s->m, s->n, s->k, s->aRow, s->aCol,
+                          s->bRow, s->bCol, s->dims.size(), list(s->dims, 1),
+                          list(s->aBatch, 0), list(s->bBatch, 0),
+                          shapeExpr(cast<RankedTensorType>(y.getType()).getShape()), v)
+                .str();
+    names[y] = v;
     stats.kernelCalls += depth == 1;
     return llvm::Error::success();
   }

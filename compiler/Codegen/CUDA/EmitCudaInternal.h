@@ -272,12 +272,11 @@ private:
   llvm::Error emitAssert(AssertEqualOp check, CpuModel::Entry &stats);
   /// onnx.range of a static length: start + i * delta, read on the device.
   llvm::Error emitRange(Operation *op, CpuModel::Entry &stats);
-  /// OnnxOps.cpp: onnx.matmul of floats with static shapes and at most 4
-  /// batch dimensions (matmulOnDevice), reading a transpose that only it
-  /// reads in place (matmulTransposes); onnx.softmax and onnx.log_softmax;
-  /// onnx.tensor_scatter (scatterOnDevice) into the session's cache in
-  /// place (scattersInPlace) as a generated kernel.
-  bool matmulOnDevice(Operation *op);
+  /// OnnxOps.cpp: onnx.matmul as a strided product (stridedMatmul: floats,
+  /// static shapes, at most 4 batch dimensions), reading a transpose that
+  /// only it reads in place (isTransposeReadInPlace); onnx.softmax and
+  /// onnx.log_softmax; onnx.tensor_scatter (scatterOnDevice) into the
+  /// session's cache in place (scattersInPlace) as a generated kernel.
   bool scatterOnDevice(Operation *op);
   llvm::Error emitMatmul(Operation *op, CpuModel::Entry &stats);
   llvm::Error emitSoftmax(Operation *op, CpuModel::Entry &stats);
@@ -435,9 +434,6 @@ private:
   /// attention reads before their rope, and views and region results of
   /// them (an operand with no value that is not one of these is a bug).
   llvm::DenseSet<Value> unstored;
-  /// A transpose's result -> the transpose, where the only reader is an
-  /// onnx.matmul on the device that reads its input in place.
-  llvm::DenseMap<Value, Operation *> matmulTransposes;
   /// A static export's TensorScatter that writes the session's cache where
   /// it is, and the llm.cache_update that then copies its result whole
   /// into that same cache, which does nothing (emitBlock finds the pairs).

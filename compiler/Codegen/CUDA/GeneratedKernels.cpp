@@ -232,8 +232,7 @@ llvm::Error CudaEmitter::emitCopy(Operation *op, CpuModel::Entry &stats) {
       return llvm::Error::success();
     Value x = op->getOperand(0), y = op->getResult(0);
     // Read in place by the one product that reads it (OnnxOps.cpp).
-    if (y.hasOneUse() && matmulOnDevice(*y.getUsers().begin())) {
-      matmulTransposes[y] = op;
+    if (isTransposeReadInPlace(op)) {
       ++stats.views;
       return llvm::Error::success();
     }

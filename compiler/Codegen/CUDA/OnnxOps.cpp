@@ -21,115 +21,32 @@ using namespace mlir::llmc;
 using namespace mlir::llmc::codegen;
 using namespace mlir::llmc::cudagen;
 
-namespace {
-
-/// The batch dimensions Onnx.h's matmul takes (kMatmulBatchDims), and the
-/// most batches (a grid's y dimension).
-constexpr size_t kBatchDims = 4;
-constexpr int64_t kMaxBatches = 65535;
-
-} // namespace
-
-bool CudaEmitter::matmulOnDevice(Operation *op) {
-  if (shortName(op) != "onnx.matmul" || hasRunTimeShape(op))
-    return false;
-  Value a = op->getOperand(0), b = op->getOperand(1), y = op->getResult(0);
-  if (!isFloatType(y.getType()) || cxxType(a.getType()) != cxxType(y.getType()) ||
-      cxxType(b.getType()) != cxxType(y.getType()))
-    return false;
-  // The output's batch dimensions: all but its last two (or one, where an
-  // operand is a vector), those of size 1 dropped.
-  size_t ra = shapeOf(a).size(), rb = shapeOf(b).size();
-  ArrayRef<int64_t> ys = shapeOf(y);
-  size_t matrixDims = (ra > 1) + (rb > 1);
-  if (ra == 0 || rb == 0 || ys.size() < matrixDims)
-    return false;
-  size_t batchDims = 0;
-  int64_t batches = 1;
-  for (int64_t d : ys.drop_back(matrixDims))
-    if (d != 1) {
-      ++batchDims;
-      batches *= d;
-    }
-  int64_t m = ra > 1 ? shapeOf(a)[ra - 2] : 1, n = rb > 1 ? shapeOf(b).back() : 1;
-  return batchDims <= kBatchDims && batches >= 1 && batches <= kMaxBatches && m >= 1 && n >= 1;
-}
-
 llvm::Error CudaEmitter::emitMatmul(Operation *op, CpuModel::Entry &stats) {
-  if (!matmulOnDevice(op)) {
+  std::optional<StridedMatmul> s = stridedMatmul(op);
+  if (!s) {
     unsupported(op, "types or shape");
     return llvm::Error::success();
   }
+  static_assert(StridedMatmul::kStridedBatchDims == 4, "Onnx.h's MatmulBatch holds 4");
   Value y = op->getResult(0);
-  // Each operand as it is read: a folded transpose's input with the
-  // transpose's strides, else the value itself, contiguous.
-  struct Operand {
-    Value v;
-    SmallVector<int64_t> shape, strides;
-  };
-  auto operand = [&](Value v) {
-    Operand o{v, SmallVector<int64_t>(shapeOf(v)), contiguousStrides(shapeOf(v))};
-    if (Operation *t = matmulTransposes.lookup(v)) {
-      o.v = t->getOperand(0);
-      SmallVector<int64_t> in = contiguousStrides(shapeOf(o.v));
-      auto perm = t->getAttrOfType<DenseI64ArrayAttr>("perm");
-      for (size_t d = 0; d < o.strides.size(); ++d)
-        o.strides[d] = in[size_t(perm ? perm[d] : int64_t(in.size() - 1 - d))];
-    }
-    return o;
-  };
-  Operand a = operand(op->getOperand(0)), b = operand(op->getOperand(1));
-  // A vector A is one row [1, K]; a vector B one column [K, 1].
-  if (a.shape.size() == 1) {
-    a.shape.insert(a.shape.begin(), 1);
-    a.strides.insert(a.strides.begin(), 0);
-  }
-  if (b.shape.size() == 1) {
-    b.shape.push_back(1);
-    b.strides.push_back(0);
-  }
-  int64_t m = a.shape[a.shape.size() - 2], k = a.shape.back(), n = b.shape.back();
-  int64_t am = a.strides[a.strides.size() - 2], ak = a.strides.back();
-  int64_t bk = b.strides[b.strides.size() - 2], bn = b.strides.back();
-  // Batch dimensions, aligned from the right; size-1 ones dropped (an
-  // operand broadcast along one reads stride 0 there).
-  size_t rank = std::max(a.shape.size(), b.shape.size()) - 2;
-  SmallVector<int64_t> dims, as, bs;
-  for (size_t d = 0; d < rank; ++d) {
-    auto at = [&](const Operand &o) -> std::pair<int64_t, int64_t> {
-      size_t own = o.shape.size() - 2;
-      if (d + own < rank)
-        return {1, 0};
-      size_t i = d + own - rank;
-      return {o.shape[i], o.shape[i] == 1 ? 0 : o.strides[i]};
-    };
-    auto [da, sa] = at(a);
-    auto [db, sb] = at(b);
-    int64_t size = std::max(da, db);
-    if (size == 1)
-      continue;
-    dims.push_back(size);
-    as.push_back(da == 1 ? 0 : sa);
-    bs.push_back(db == 1 ? 0 : sb);
-  }
   auto list = [](ArrayRef<int64_t> v, int64_t fill) {
-    std::string s = "{";
-    for (size_t i = 0; i < kBatchDims; ++i)
-      s += (i ? ", " : "") + std::to_string(i < v.size() ? v[i] : fill);
-    return s + "}";
+    std::string text = "{";
+    for (size_t i = 0; i < StridedMatmul::kStridedBatchDims; ++i)
+      text += (i ? ", " : "") + std::to_string(i < v.size() ? v[i] : fill);
+    return text + "}";
   };
   std::string t = cxxType(y.getType());
-  std::string pa = ptr(a.v), pb = ptr(b.v);
+  std::string pa = ptr(s->a), pb = ptr(s->b);
   define(y);
   statement(llvm::formatv("matmul<{0}>({1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, "
                           "MatmulBatch{{{11}, {12}, {13}, {14}}, a.stream)",
-                          t, pa, pb, ptr(y), m, n, k, am, ak, bk, bn, dims.size(),
-                          list(dims, 1), list(as, 0), list(bs, 0))
+                          t, pa, pb, ptr(y), s->m, s->n, s->k, s->aRow, s->aCol, s->bRow,
+                          s->bCol, s->dims.size(), list(s->dims, 1), list(s->aBatch, 0),
+                          list(s->bBatch, 0))
                 .str(),
             std::string("onnx.matmul") +
-                (a.v != op->getOperand(0) || b.v != op->getOperand(1) ? " (transpose read in place)"
-                                                                       : "") +
-                " -> " + describeType(y.getType()));
+                (s->readsTranspose() ? " (transpose read in place)" : "") + " -> " +
+                describeType(y.getType()));
   ++stats.kernelCalls;
   return llvm::Error::success();
 }

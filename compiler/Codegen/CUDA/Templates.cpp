@@ -172,7 +172,8 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
   // no storage either.) With nothing reported, it is a bug here: an error,
   // not an entry that stops short.
   for (Value v : op->getOperands())
-    if (!known(v) && !foldedInputs.count(v) && !matmulTransposes.count(v) &&
+    if (!known(v) && !foldedInputs.count(v) &&
+        !(v.getDefiningOp() && isTransposeReadInPlace(v.getDefiningOp())) &&
         !attentionRopes.count(op) &&
         !intoAttention.count(op) &&
         !(transposedUpdates.lookup(op) &&

@@ -161,6 +161,16 @@ Status tensorScatterInPlace(const Tensor &cache, const Tensor &update, const Ten
   return Status::ok();
 }
 
+Status stridedMatmul(const Context &ctx, const char *opName, const Tensor &a, const Tensor &b,
+                     const cpu::MatmulStrides &layout, const Shape &shape, Tensor &out) {
+  Context::Timer timer(ctx, "onnx.matmul");
+  LLMC_RETURN_IF_ERROR(Tensor::allocateUninitialized(a.dtype(), shape, out));
+  std::string e = cpu::matmulStrided(*ctx.pool, layout, a, b, out);
+  if (!e.empty())
+    return Status::error(std::string(opName) + ": " + e);
+  return Status::ok();
+}
+
 Status quantizedCacheUpdate(const Tensor &cache, const Tensor &scales, const Tensor &rows,
                             const Tensor &pos, Tensor &out, Tensor &outScales,
                             const char *opName) {

@@ -17,6 +17,7 @@
 #include "runtime/src/model/Attributes.h"
 #include "runtime/src/cpu/Kernel.h"
 #include "runtime/src/cpu/Scratch.h"
+#include "runtime/src/cpu/kernels/StridedMatmul.h"
 #include "runtime/src/model/kernels/Decode.h"
 #include "runtime/src/model/kernels/Gemv.h"
 #include "runtime/src/model/kernels/Packed.h"
@@ -43,6 +44,7 @@ using cpu::Attribute;
 using cpu::Attributes;
 using cpu::DType;
 using cpu::KernelEntry;
+using cpu::MatmulStrides;
 using cpu::Shape;
 using cpu::Status;
 using cpu::Tensor;
@@ -178,6 +180,13 @@ Status cacheUpdate(const Tensor &cache, const Tensor &rows, const Tensor &pos, T
 /// back to: codegen::inPlaceScatters).
 Status tensorScatterInPlace(const Tensor &cache, const Tensor &update, const Tensor &writeIndices,
                             int64_t axis, Tensor &out, const char *opName);
+
+/// onnx.matmul of f32/f16/bf16 with static shapes (passes/StorageFacts.h's
+/// StridedMatmul): the operands read through the strides llmc compile
+/// derived, a transpose that only the product reads read from its input in
+/// place (cpu::matmulStrided); `out` is `shape`.
+Status stridedMatmul(const Context &ctx, const char *opName, const Tensor &a, const Tensor &b,
+                     const cpu::MatmulStrides &layout, const Shape &shape, Tensor &out);
 
 /// llm.quantized_cache_update in place: each row of `rows` ([B, H, S, D],
 /// f32/f16/bf16) as int8 values into `cache` ([B, H, capacity, D]) and its

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/src/cpu/kernels/Kernels.h"
 #include "runtime/src/cpu/kernels/KernelUtil.h"
+#include "runtime/src/cpu/kernels/StridedMatmul.h"
 
 #include <algorithm>
 #include <map>
@@ -592,6 +593,78 @@ void gemmF32(ThreadPool &pool, int64_t m, int64_t n, int64_t k, const float *a,
              int64_t bColStride, float *c, int64_t ldc) {
   gemmF32<float, float>(pool, m, n, k, {a, aRowStride, aColStride}, {b, bRowStride, bColStride},
                         c, ldc);
+}
+
+std::string matmulStrided(ThreadPool &pool, const MatmulStrides &s, const Tensor &a,
+                          const Tensor &b, const Tensor &y) {
+  DType type = y.dtype();
+  if (a.dtype() != type || b.dtype() != type ||
+      (type != DType::Float && type != DType::Float16 && type != DType::BFloat16))
+    return "operands " + a.describe() + " and " + b.describe() + " and result " + y.describe() +
+           " must share one type, f32, f16 or bf16";
+  if (s.m < 1 || s.n < 1 || s.k < 0 || s.rank < 0 || s.rank > MatmulStrides::kBatchDims)
+    return "bad product layout (M " + std::to_string(s.m) + ", N " + std::to_string(s.n) +
+           ", K " + std::to_string(s.k) + ", " + std::to_string(s.rank) + " batch dimensions)";
+  // The last element each operand's layout reads, against its size (no
+  // stride is negative: every read lies in [0, last]).
+  int64_t batches = 1, lastA = (s.m - 1) * s.aRow, lastB = (s.n - 1) * s.bCol;
+  bool negative = s.aRow < 0 || s.aCol < 0 || s.bRow < 0 || s.bCol < 0;
+  for (int64_t d = 0; d < s.rank; ++d) {
+    if (s.dims[d] < 1 || s.aBatch[d] < 0 || s.bBatch[d] < 0)
+      negative = true;
+    batches *= s.dims[d];
+    lastA += (s.dims[d] - 1) * s.aBatch[d];
+    lastB += (s.dims[d] - 1) * s.bBatch[d];
+  }
+  if (s.k > 0) {
+    lastA += (s.k - 1) * s.aCol;
+    lastB += (s.k - 1) * s.bRow;
+  }
+  if (negative || (s.k > 0 && (lastA >= a.numel() || lastB >= b.numel())))
+    return "the product's layout reads outside its operands " + a.describe() + " and " +
+           b.describe();
+  if (y.numel() != batches * s.m * s.n)
+    return "result " + y.describe() + " does not hold " + std::to_string(batches) +
+           " products of " + std::to_string(s.m) + " x " + std::to_string(s.n);
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    const T *pa = a.data<T>(), *pb = b.data<T>();
+    T *py = y.mutableData<T>();
+    auto one = [&](int64_t i) {
+      int64_t offA = 0, offB = 0, rest = i;
+      for (int64_t d = s.rank - 1; d >= 0; --d) {
+        int64_t at = rest % s.dims[d];
+        rest /= s.dims[d];
+        offA += at * s.aBatch[d];
+        offB += at * s.bBatch[d];
+      }
+      matmulOne<T>(pool, s.m, s.n, s.k, pa + offA, s.aRow, s.aCol, pb + offB, s.bRow, s.bCol,
+                   py + i * s.m * s.n);
+    };
+    // Products of a few rows (a decode step's scores of each head, and its
+    // sum of the values, whose N of a head's width is one block of the
+    // GEMV) share the pool among batch entries when there are enough of
+    // them: those take the GEMV paths, which use no scratch (a worker's
+    // would grow whenever it first took a larger product). Others each use
+    // the whole pool.
+    bool gemv = std::is_same_v<T, float> && s.m <= kGemvRows && s.k > 0 && s.aCol == 1 &&
+                (s.bCol == 1 || s.bRow == 1);
+    if (batches > 1 && gemv && (batches >= int64_t(pool.size()) || s.n <= 64))
+      pool.parallelFor(batches, 1, [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i)
+          one(i);
+      });
+    else
+      for (int64_t i = 0; i < batches; ++i)
+        one(i);
+  };
+  if (type == DType::Float)
+    run(float());
+  else if (type == DType::Float16)
+    run(Half());
+  else
+    run(BFloat16());
+  return "";
 }
 
 } // namespace llmc::cpu
