@@ -8,7 +8,9 @@
 # cache in place: a copy of each whole cache per layer and step, and the copy back) and NEW
 # (./build/bin/llmc), and run by `llmc bench` at two prompt lengths, with onnxruntime on the
 # same file as the peer (bench/cpu/ort_decode.py), alternating ROUNDS times. Prints a Markdown
-# table for bench/results/. Needs pip's onnx and onnxruntime.
+# table for bench/results/. Needs pip's onnx and onnxruntime. OLD_LABEL and NEW_LABEL name
+# the two builds in the table when the change timed is another (default: the in-place
+# TensorScatter's).
 #   OLD=/path/to/old/llmc bench/cpu/static_fallback.sh [WORK] [ROUNDS] [CAPACITY]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -29,4 +31,5 @@ m.FORMS["onnx24-static-unknown-attention"].update(rotary=m.HEAD_DIM, kv_heads=m.
 model, *_ = m.build("onnx24-static-unknown-attention")
 onnx.save(model, sys.argv[1])
 PY
-bench/cpu/old_new.sh "$work" "$rounds" "$capacity" '^(KV cache|decode step)' "llmc OLD (whole-cache copies)" "llmc NEW (in place)"
+bench/cpu/old_new.sh "$work" "$rounds" "$capacity" '^(KV cache|decode step)' \
+  "${OLD_LABEL:-llmc OLD (whole-cache copies)}" "${NEW_LABEL:-llmc NEW (in place)}"
