@@ -173,6 +173,91 @@ TEST(ModelKernels, SwigluAndRmsNormMatchFloat64) {
   checkSwigluAndNorm<Bf16>(8e-3);  // one bf16 rounding
 }
 
+/// softmaxRow (and its log form) against float64 over the stored inputs: a
+/// row with scores spread over 200 (e^-200 is far below the smallest
+/// float: exactly 0 there, and nothing subnormal anywhere), masked entries
+/// of -inf and of the lowest float (exactly 0), and the rows it declines
+/// (all -inf, an infinity, a NaN), for which it writes nothing.
+template <typename T> void checkSoftmax(double tol, double tiny) {
+  const int64_t n = 203;
+  std::vector<float> x = randomFloats(n, 21, 100.f);
+  x[5] = -std::numeric_limits<float>::infinity();
+  x[77] = std::numeric_limits<float>::lowest();
+  // Two maxima (a sum of at least 2) and an entry e^-87.2 below them: its
+  // weight, 6.6e-39, would be subnormal.
+  x[0] = x[1] = 100.f;
+  x[9] = 12.8f;
+  std::vector<T> xt = stored<T>(x), y(n);
+  std::vector<double> xd = widened(xt);
+  std::vector<float> row(n);
+  double mx = -INFINITY, sum = 0;
+  for (double v : xd)
+    mx = std::max(mx, v);
+  for (double v : xd)
+    sum += std::exp(v - mx);
+  ASSERT_TRUE(softmaxRow(xt.data(), y.data(), n, row.data(), false));
+  int zeros = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double want = std::exp(xd[i] - mx) / sum;
+    float got = toFloat(y[i]);
+    // (x - max in f32 is off by half an ulp of it: relative error in e^).
+    double spread = std::isfinite(xd[i]) ? std::fabs(xd[i] - mx) : 0;
+    EXPECT_NEAR(got, want, (tol + 6e-8 * spread) * want + tiny) << i;
+    EXPECT_TRUE(got == 0 || std::fabs(got) >= std::numeric_limits<float>::min()) << i << " " << got;
+    zeros += got == 0;
+    if (xd[i] - mx < -87.3) {
+      EXPECT_EQ(got, 0.f) << i;
+    }
+  }
+  EXPECT_GT(zeros, 2); // the two masked entries and the far tail
+  EXPECT_EQ(toFloat(y[5]), 0.f);
+  EXPECT_EQ(toFloat(y[77]), 0.f);
+  // One finite entry: exactly {1, 0}.
+  std::vector<T> one = stored<T>({0.f, -std::numeric_limits<float>::infinity()}), pair(2);
+  ASSERT_TRUE(softmaxRow(one.data(), pair.data(), 2, row.data(), false));
+  EXPECT_EQ(toFloat(pair[0]), 1.f);
+  EXPECT_EQ(toFloat(pair[1]), 0.f);
+  // log-softmax of the finite ones (a row without masked entries).
+  std::vector<float> f = randomFloats(n, 22, 30.f);
+  std::vector<T> ft = stored<T>(f);
+  std::vector<double> fd = widened(ft);
+  mx = -INFINITY;
+  sum = 0;
+  for (double v : fd)
+    mx = std::max(mx, v);
+  for (double v : fd)
+    sum += std::exp(v - mx);
+  ASSERT_TRUE(softmaxRow(ft.data(), y.data(), n, row.data(), true));
+  for (int64_t i = 0; i < n; ++i) {
+    double want = fd[i] - mx - std::log(sum);
+    EXPECT_NEAR(toFloat(y[i]), want, tol * (1 + std::fabs(want))) << i;
+  }
+  // Declined rows: nothing written.
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float bad : {-inf, inf, std::numeric_limits<float>::quiet_NaN()}) {
+    std::vector<float> b = randomFloats(n, 23);
+    if (bad == -inf)
+      std::fill(b.begin(), b.end(), -inf);
+    else
+      b[n - 1] = bad; // in the scalar tail of the vector loop
+    std::vector<T> bt = stored<T>(b), untouched = stored<T>(std::vector<float>(n, 42.f));
+    std::vector<T> out = untouched;
+    for (bool log : {false, true}) {
+      EXPECT_FALSE(softmaxRow(bt.data(), out.data(), n, row.data(), log)) << bad;
+      EXPECT_EQ(std::memcmp(out.data(), untouched.data(), n * sizeof(T)), 0) << bad;
+    }
+  }
+}
+
+TEST(ModelKernels, SoftmaxRowMatchesFloat64) {
+  REQUIRE_TARGET();
+  // Within one rounding of the type (and the smallest normal float, or
+  // half of f16's smallest subnormal, near 0).
+  checkSoftmax<float>(2e-6, 1.2e-38);
+  checkSoftmax<Half>(1e-3, 3e-8);
+  checkSoftmax<Bf16>(8e-3, 1.2e-38);
+}
+
 /// y == x W^T + bias + residual in float64 (W as stored, widened), within
 /// f32 rounding of the terms' magnitudes.
 void expectLinear(const std::vector<float> &x, const std::vector<double> &wd,

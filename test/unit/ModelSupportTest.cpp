@@ -13,6 +13,10 @@
 // packed GEMM), a transposed A, broadcast batch dimensions (GQA's shared
 // keys), vectors, K = 0, f16 and bf16; its refusals (a layout reading past
 // an operand, mixed types, a result of the wrong size) name the node.
+// softmax / logSoftmax, the compiled onnx.softmax: rows along the last axis
+// in f32 within 2e-6 of the reference kernel (itself checked by the ONNX
+// node tests), the rows the template declines (all -inf, an infinity, a
+// NaN) and other axes bit for bit the reference kernel's.
 // The end-to-end runs (test/e2e/fallback.test, models.test) hold the
 // compiled model to onnxruntime.
 //
@@ -22,6 +26,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <vector>
 
 using namespace llmc;
@@ -270,6 +276,61 @@ TEST(StridedMatmul, RefusalsNameTheNode) {
   Tensor i64;
   ASSERT_TRUE(Tensor::allocate(DType::Int64, {4, 8}, i64).isOk());
   fails(i64, keys, good, {4, 1, 37}, "f32, f16 or bf16");
+}
+
+/// The reference kernel `name` run on `x` with `attrs`.
+Tensor referenceRun(const char *name, const Tensor &x, const Attributes *attrs) {
+  const KernelEntry *k = nullptr;
+  EXPECT_TRUE(findKernel(name, k).isOk());
+  Context ctx;
+  ctx.pool = std::make_unique<cpu::ThreadPool>(1);
+  Tensor y;
+  EXPECT_TRUE(call(ctx, k, "ref", {&x}, attrs, {&y}).isOk());
+  return y;
+}
+
+TEST(Softmax, RowsInF32DeclinedRowsAndOtherAxesAsTheReference) {
+  const float inf = std::numeric_limits<float>::infinity();
+  for (bool log : {false, true}) {
+    const char *name = log ? "onnx.log_softmax" : "onnx.softmax";
+    const KernelEntry *ref = nullptr;
+    ASSERT_TRUE(findKernel(name, ref).isOk());
+    // 6 rows of 37: rows 1, 3 and 4 declined (all -inf, +inf, NaN).
+    Tensor x = patterned(DType::Float, {2, 3, 37}, 5);
+    float *px = x.mutableData<float>();
+    for (int64_t j = 0; j < 37; ++j)
+      px[37 + j] = -inf;
+    px[3 * 37 + 10] = inf;
+    px[4 * 37 + 36] = std::numeric_limits<float>::quiet_NaN();
+    px[5 * 37 + 2] = -inf; // masked, not declined
+    Tensor want = referenceRun(name, x, nullptr);
+    for (unsigned threads : {1u, 2u}) {
+      PoolContext ctx(threads);
+      Tensor y;
+      ASSERT_TRUE((log ? logSoftmax : softmax)(ctx, ref, "op", {&x}, nullptr, {&y}, 0).isOk());
+      ASSERT_EQ(y.describe(), "f32[2, 3, 37]");
+      for (int64_t r = 0; r < 6; ++r)
+        for (int64_t j = 0; j < 37; ++j) {
+          float got = y.data<float>()[r * 37 + j], w = want.data<float>()[r * 37 + j];
+          if (r == 1 || r == 3 || r == 4) // declined: the reference's bits (NaN included)
+            EXPECT_EQ(std::memcmp(&got, &w, sizeof got), 0) << r << "," << j << ": " << got;
+          else if (std::isinf(w))
+            EXPECT_EQ(got, w) << r << "," << j;
+          else
+            EXPECT_NEAR(got, w, 2e-6 * (1 + std::fabs(w))) << r << "," << j;
+        }
+    }
+    // Along axis 1: the reference kernel's result, exactly.
+    Attributes axis1;
+    Attribute a;
+    a.i = 1;
+    axis1.set("axis", a);
+    Tensor finite = patterned(DType::Float, {2, 3, 37}, 6), y;
+    Tensor wantAxis = referenceRun(name, finite, &axis1);
+    PoolContext ctx(2);
+    ASSERT_TRUE((log ? logSoftmax : softmax)(ctx, ref, "op", {&finite}, &axis1, {&y}, 0).isOk());
+    EXPECT_EQ(values(y), values(wantAxis));
+  }
 }
 
 } // namespace

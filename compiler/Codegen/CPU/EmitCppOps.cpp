@@ -399,6 +399,8 @@ llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
                      .Case("rms_norm", "rmsNorm")
                      .Case("swiglu", "swiglu")
                      .Case("onnx.cast", "cast")
+                     .Case("onnx.softmax", "softmax")
+                     .Case("onnx.log_softmax", "logSoftmax")
                      .Case("flash_attention", "flashAttention")
                      .Default("call");
   body += llvm::formatv("{0}LLMC_TRY({7}(m, m.k[{1}], {2}, {{{3}}, {4}, {{{5}}{6}));\n", in, k,

@@ -17,6 +17,7 @@
 #include "runtime/src/model/Attributes.h"
 #include "runtime/src/cpu/Kernel.h"
 #include "runtime/src/cpu/Scratch.h"
+#include "runtime/src/cpu/kernels/SoftmaxLine.h"
 #include "runtime/src/cpu/kernels/StridedMatmul.h"
 #include "runtime/src/model/kernels/Decode.h"
 #include "runtime/src/model/kernels/Gemv.h"
@@ -243,6 +244,18 @@ LLMC_SUPPORT_FN Status swiglu(const Context &ctx, const KernelEntry *reference, 
 LLMC_SUPPORT_FN Status cast(const Context &ctx, const KernelEntry *reference, const char *opName,
                             std::initializer_list<const Tensor *> inputs, const Attributes *attrs,
                             std::initializer_list<Tensor *> outputs, uint64_t unwanted = 0);
+/// onnx.softmax and onnx.log_softmax with `call`'s signature: f32/f16/bf16
+/// along the last axis go through kernels::softmaxRow a row at a time (in
+/// f32), the rows it declines through cpu::softmaxLine as the reference
+/// kernel computes them; other axes and types the reference kernel.
+LLMC_SUPPORT_FN Status softmax(const Context &ctx, const KernelEntry *reference, const char *opName,
+                               std::initializer_list<const Tensor *> inputs,
+                               const Attributes *attrs, std::initializer_list<Tensor *> outputs,
+                               uint64_t unwanted = 0);
+LLMC_SUPPORT_FN Status logSoftmax(const Context &ctx, const KernelEntry *reference,
+                                  const char *opName, std::initializer_list<const Tensor *> inputs,
+                                  const Attributes *attrs,
+                                  std::initializer_list<Tensor *> outputs, uint64_t unwanted = 0);
 
 /// llm.flash_attention (prefill over the cache) with `call`'s signature:
 /// q, caches of one f32/f16/bf16 type (or int8 ones with their scales, the
@@ -718,6 +731,54 @@ LLMC_SUPPORT_FN Status swiglu(const Context &ctx, const KernelEntry *reference, 
       return Status::ok();
   }
   return call(ctx, reference, opName, inputs, attrs, outputs, unwanted);
+}
+
+/// softmax and logSoftmax.
+inline Status softmaxRows(const Context &ctx, const KernelEntry *reference, const char *opName,
+                          std::initializer_list<const Tensor *> inputs, const Attributes *attrs,
+                          std::initializer_list<Tensor *> outputs, uint64_t unwanted, bool log) {
+  Context::Timer timer(ctx, log ? "onnx.log_softmax" : "onnx.softmax");
+  const Tensor *x = inputs.size() == 1 ? inputs.begin()[0] : nullptr;
+  Tensor *out = outputs.size() == 1 ? outputs.begin()[0] : nullptr;
+  int64_t axis = attrs ? attrs->getInt("axis", -1) : -1;
+  if (x && out && x->rank() >= 1 && (axis == -1 || axis == x->rank() - 1) &&
+      x->dim(x->rank() - 1) > 0) {
+    int64_t n = x->dim(x->rank() - 1), rows = x->numel() / n;
+    bool done = intoFloatTensor(x->dtype(), x->shape(), *out, [&](auto *tag) {
+      using T = std::remove_const_t<std::remove_pointer_t<decltype(tag)>>;
+      const T *px = x->data<T>();
+      T *py = out->mutableData<T>();
+      auto chunk = cpu::chunkScratch<float>(*ctx.pool, kScratchChunk, n);
+      ctx.pool->parallelFor(rows, std::max<int64_t>(1, 16384 / n), [&](int64_t r0, int64_t r1) {
+        float *row = chunk.get();
+        for (int64_t r = r0; r < r1; ++r) {
+          const T *xr = px + r * n;
+          T *yr = py + r * n;
+          if (!kernels::softmaxRow(xr, yr, n, row, log))
+            cpu::softmaxLine(
+                n, log, [&](int64_t j) { return double(kernels::toFloat(xr[j])); },
+                [&](int64_t j, double v) { kernels::fromFloat(float(v), yr[j]); });
+        }
+      });
+    });
+    if (done)
+      return Status::ok();
+  }
+  return call(ctx, reference, opName, inputs, attrs, outputs, unwanted);
+}
+
+LLMC_SUPPORT_FN Status softmax(const Context &ctx, const KernelEntry *reference, const char *opName,
+                               std::initializer_list<const Tensor *> inputs,
+                               const Attributes *attrs, std::initializer_list<Tensor *> outputs,
+                               uint64_t unwanted) {
+  return softmaxRows(ctx, reference, opName, inputs, attrs, outputs, unwanted, false);
+}
+
+LLMC_SUPPORT_FN Status logSoftmax(const Context &ctx, const KernelEntry *reference,
+                                  const char *opName, std::initializer_list<const Tensor *> inputs,
+                                  const Attributes *attrs,
+                                  std::initializer_list<Tensor *> outputs, uint64_t unwanted) {
+  return softmaxRows(ctx, reference, opName, inputs, attrs, outputs, unwanted, true);
 }
 
 LLMC_SUPPORT_FN Status cast(const Context &ctx, const KernelEntry *reference, const char *opName,

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/src/cpu/kernels/Kernels.h"
 #include "runtime/src/cpu/kernels/KernelUtil.h"
+#include "runtime/src/cpu/kernels/SoftmaxLine.h"
 #include "runtime/src/cpu/Scratch.h"
 
 #include <algorithm>
@@ -29,23 +30,14 @@ template <bool Log> Status softmaxKernel(KernelCall &call) {
     LLMC_RETURN_IF_ERROR(Tensor::allocate(x.dtype(), x.shape(), y));
     const T *in = x.data<T>();
     T *out = y.mutableData<T>();
-    // Each exp is computed again in the last pass rather than kept (no
-    // buffer: compiled models call this kernel after warm-up, where nothing
-    // may allocate).
     call.pool->parallelFor(lanes, 64, [&](int64_t l0, int64_t l1) {
       for (int64_t lane = l0; lane < l1; ++lane) {
         int64_t base = (lane / inner) * dim * inner + lane % inner;
-        double mx = -INFINITY;
-        for (int64_t j = 0; j < dim; ++j)
-          mx = std::max(mx, double(Num<T>::load(in[base + j * inner])));
-        double sum = 0;
-        for (int64_t j = 0; j < dim; ++j)
-          sum += std::exp(double(Num<T>::load(in[base + j * inner])) - mx);
-        for (int64_t j = 0; j < dim; ++j) {
-          double d = double(Num<T>::load(in[base + j * inner])) - mx;
-          double v = Log ? d - std::log(sum) : std::exp(d) / sum;
-          out[base + j * inner] = Num<T>::store(typename Num<T>::C(v));
-        }
+        softmaxLine(
+            dim, Log, [&](int64_t j) { return double(Num<T>::load(in[base + j * inner])); },
+            [&](int64_t j, double v) {
+              out[base + j * inner] = Num<T>::store(typename Num<T>::C(v));
+            });
       }
     });
     return Status::ok();

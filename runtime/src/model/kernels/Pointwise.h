@@ -3,6 +3,11 @@
 // rmsNormRow  y = x / sqrt(mean(x^2) + eps) * (scale + offset) over one row
 //             of `n` (x, scale and y f32, Half or Bf16; computed in f32).
 // swiglu      y = g * sigmoid(g) * u elementwise.
+// softmaxRow  softmax or log-softmax of one row in f32: e^(x - max) / sum,
+//             or x - max - log(sum), weights below the smallest normal
+//             float 0; declines a row whose max or sum is not
+//             finite (all -inf, an infinity, a NaN), which the caller
+//             computes as the reference kernel does.
 // fastExp     e^x in f32, branch-free (so `omp simd` loops vectorise it):
 //             e^x = 2^k e^f, k = round(x log2 e) set in the exponent bits,
 //             |f| <= ln(2)/2, e^f by its degree-6 Taylor polynomial
@@ -71,6 +76,49 @@ void swiglu(const T *g, const T *u, T *y, int64_t n, float *gs, float *us) {
   for (int64_t i = 0; i < n; ++i)
     gs[i] = gs[i] / (1.f + fastExp(-gs[i])) * us[i];
   fromF32(gs, y, n);
+}
+
+/// Softmax (log-softmax when `log`) of the row x of n into y, through the
+/// f32 buffer `row` of n. Returns false, having written nothing, when the
+/// row's max or its sum of exponentials is not finite or has a NaN.
+template <typename T> bool softmaxRow(const T *x, T *y, int64_t n, float *row, bool log) {
+  toF32(x, row, n);
+  float mx = -INFINITY;
+  int nan = 0;
+#pragma omp simd reduction(max : mx) reduction(| : nan)
+  for (int64_t i = 0; i < n; ++i) {
+    mx = row[i] > mx ? row[i] : mx;
+    nan |= row[i] != row[i];
+  }
+  if (nan || !std::isfinite(mx))
+    return false;
+  // e^d below e^-87.3 is 0 here (fastExp clamps there): a masked score
+  // (-inf, or the lowest float) weighs exactly nothing.
+  float sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t i = 0; i < n; ++i) {
+    float d = row[i] - mx;
+    row[i] = d < -87.3f ? 0.f : fastExp(d);
+    sum += row[i];
+  }
+  if (!std::isfinite(sum) || !(sum > 0))
+    return false;
+  if (log) {
+    float ls = std::log(sum);
+    for (int64_t i = 0; i < n; ++i)
+      fromFloat((toFloat(x[i]) - mx) - ls, y[i]);
+    return true;
+  }
+  // Results below the smallest normal float are 0 (off by less than
+  // 1.2e-38): subnormal weights would slow every product that reads them.
+  float inv = 1.f / sum;
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    float p = row[i] * inv;
+    row[i] = p < 1.17549435e-38f ? 0.f : p;
+  }
+  fromF32(row, y, n);
+  return true;
 }
 
 } // namespace llmc::model::kernels
