@@ -29,6 +29,16 @@ std::string shapeExpr(llvm::ArrayRef<int64_t> dims) {
          "}";
 }
 
+std::string stridedBatchFields(const StridedMatmul &s) {
+  auto list = [](llvm::ArrayRef<int64_t> v, int64_t fill) {
+    llvm::SmallVector<int64_t, 4> padded(v);
+    padded.resize(StridedMatmul::kStridedBatchDims, fill);
+    return shapeExpr(padded);
+  };
+  return std::to_string(s.dims.size()) + ", " + list(s.dims, 1) + ", " + list(s.aBatch, 0) +
+         ", " + list(s.bBatch, 0);
+}
+
 /// "f32[1, 8, 256]" for comments.
 std::string describeType(Type type) {
   std::string s;

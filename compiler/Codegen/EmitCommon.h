@@ -26,6 +26,10 @@ namespace mlir::llmc::codegen {
 
 /// "{1, 8, 256}".
 std::string shapeExpr(llvm::ArrayRef<int64_t> dims);
+/// The batch of a strided product as both targets' layout structs take it:
+/// "rank, {dims}, {A's strides}, {B's strides}", each list padded to
+/// StridedMatmul::kStridedBatchDims (dims with 1, strides with 0).
+std::string stridedBatchFields(const StridedMatmul &s);
 /// "f32[1, 8, 256]" for comments.
 std::string describeType(Type type);
 /// A C++ string literal.

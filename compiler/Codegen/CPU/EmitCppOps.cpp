@@ -163,12 +163,6 @@ llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
       return a.takeError();
     if (!b)
       return b.takeError();
-    auto list = [](ArrayRef<int64_t> v, int64_t fill) {
-      SmallVector<std::string> items;
-      for (size_t i = 0; i < StridedMatmul::kStridedBatchDims; ++i)
-        items.push_back(std::to_string(i < v.size() ? v[i] : fill));
-      return "{" + llvm::join(items, ", ") + "}";
-    };
     Value y = op->getResult(0);
     std::string v = newName();
     body += llvm::formatv("{0}Tensor {1}{2}; // onnx.matmul{3} -> {4}\n", in, v, placed(y),
@@ -176,10 +170,9 @@ llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
                           describeType(y.getType()))
                 .str();
     body += llvm::formatv("{0}LLMC_TRY(stridedMatmul(m, {1}, {2}, {3}, MatmulStrides{{{4}, "
-                          "{5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}}, {15}, {16}));\n",
+                          "{5}, {6}, {7}, {8}, {9}, {10}, {11}}, {12}, {13}));\n",
                           in, quote(nodeName(op)), *a, *b, s->m, s->n, s->k, s->aRow, s->aCol,
-                          s->bRow, s->bCol, s->dims.size(), list(s->dims, 1),
-                          list(s->aBatch, 0), list(s->bBatch, 0),
+                          s->bRow, s->bCol, stridedBatchFields(*s),
                           shapeExpr(cast<RankedTensorType>(y.getType()).getShape()), v)
                 .str();
     names[y] = v;

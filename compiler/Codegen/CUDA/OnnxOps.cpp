@@ -29,20 +29,13 @@ llvm::Error CudaEmitter::emitMatmul(Operation *op, CpuModel::Entry &stats) {
   }
   static_assert(StridedMatmul::kStridedBatchDims == 4, "Onnx.h's MatmulBatch holds 4");
   Value y = op->getResult(0);
-  auto list = [](ArrayRef<int64_t> v, int64_t fill) {
-    std::string text = "{";
-    for (size_t i = 0; i < StridedMatmul::kStridedBatchDims; ++i)
-      text += (i ? ", " : "") + std::to_string(i < v.size() ? v[i] : fill);
-    return text + "}";
-  };
   std::string t = cxxType(y.getType());
   std::string pa = ptr(s->a), pb = ptr(s->b);
   define(y);
   statement(llvm::formatv("matmul<{0}>({1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, "
-                          "MatmulBatch{{{11}, {12}, {13}, {14}}, a.stream)",
+                          "MatmulBatch{{{11}}, a.stream)",
                           t, pa, pb, ptr(y), s->m, s->n, s->k, s->aRow, s->aCol, s->bRow,
-                          s->bCol, s->dims.size(), list(s->dims, 1), list(s->aBatch, 0),
-                          list(s->bBatch, 0))
+                          s->bCol, stridedBatchFields(*s))
                 .str(),
             std::string("onnx.matmul") +
                 (s->readsTranspose() ? " (transpose read in place)" : "") + " -> " +
