@@ -17,7 +17,7 @@
 #include "dialects/LLM/IR/ShapeInference.h"
 #include "passes/BuildHelpers.h"
 #include "passes/KernelBridge.h"
-#include "runtime/src/cpu/kernels/StridedMatmul.h"
+#include "runtime/src/cpu/StridedMatmul.h"
 #include "runtime/src/model/kernels/Packed.h"
 #include "runtime/src/model/kernels/QuantPanels.h"
 

@@ -12,7 +12,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/src/cpu/kernels/Kernels.h"
 #include "runtime/src/cpu/kernels/KernelUtil.h"
-#include "runtime/src/cpu/kernels/StridedMatmul.h"
+#include "runtime/src/cpu/StridedMatmul.h"
 
 #include <algorithm>
 #include <map>

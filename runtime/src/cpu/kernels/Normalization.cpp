@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/src/cpu/kernels/Kernels.h"
 #include "runtime/src/cpu/kernels/KernelUtil.h"
-#include "runtime/src/cpu/kernels/SoftmaxLine.h"
+#include "runtime/src/cpu/SoftmaxLine.h"
 #include "runtime/src/cpu/Scratch.h"
 
 #include <algorithm>

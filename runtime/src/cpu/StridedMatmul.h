@@ -10,8 +10,8 @@
 // GEMV paths (B row-major, and B given as B^T, as the transposed keys are).
 //
 //===----------------------------------------------------------------------===//
-#ifndef LLMC_RUNTIME_CPU_KERNELS_STRIDEDMATMUL_H
-#define LLMC_RUNTIME_CPU_KERNELS_STRIDEDMATMUL_H
+#ifndef LLMC_RUNTIME_CPU_STRIDEDMATMUL_H
+#define LLMC_RUNTIME_CPU_STRIDEDMATMUL_H
 
 #include "runtime/src/cpu/Tensor.h"
 #include "runtime/src/cpu/ThreadPool.h"
@@ -45,4 +45,4 @@ std::string matmulStrided(ThreadPool &pool, const MatmulStrides &s, const Tensor
 
 } // namespace llmc::cpu
 
-#endif // LLMC_RUNTIME_CPU_KERNELS_STRIDEDMATMUL_H
+#endif // LLMC_RUNTIME_CPU_STRIDEDMATMUL_H

@@ -8,8 +8,8 @@
 // out as the reference kernel's.
 //
 //===----------------------------------------------------------------------===//
-#ifndef LLMC_RUNTIME_CPU_KERNELS_SOFTMAXLINE_H
-#define LLMC_RUNTIME_CPU_KERNELS_SOFTMAXLINE_H
+#ifndef LLMC_RUNTIME_CPU_SOFTMAXLINE_H
+#define LLMC_RUNTIME_CPU_SOFTMAXLINE_H
 
 #include <algorithm>
 #include <cmath>
@@ -38,4 +38,4 @@ void softmaxLine(int64_t dim, bool log, Load &&load, Store &&store) {
 
 } // namespace llmc::cpu
 
-#endif // LLMC_RUNTIME_CPU_KERNELS_SOFTMAXLINE_H
+#endif // LLMC_RUNTIME_CPU_SOFTMAXLINE_H
