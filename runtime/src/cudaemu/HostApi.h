@@ -3,14 +3,14 @@
 // What the host side of runtime/src/model/cuda/Cuda.h's emulation calls:
 // device memory that ends at an inaccessible page, streams that run their
 // work when it is issued (or record it while capturing: CUDA graphs), and
-// kernel launches (runKernel: CudaEmu.h's runGrid, under the
+// kernel launches (runKernel: Scheduler.h's runGrid, under the
 // programmatic-launch check of Programmatic.h when it is on).
 //
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_RUNTIME_CUDAEMU_HOSTAPI_H
 #define LLMC_RUNTIME_CUDAEMU_HOSTAPI_H
 
-#include "runtime/src/cudaemu/CudaEmu.h"
+#include "runtime/src/cudaemu/Scheduler.h"
 #include "runtime/src/cudaemu/Programmatic.h"
 
 #include <chrono>
