@@ -168,14 +168,14 @@ bool stridedMatmulFits(Operation *op) {
          batches <= StridedMatmul::kStridedMaxBatches && m >= 1 && n >= 1;
 }
 
-llvm::SmallVector<int64_t> rowMajorStrides(ArrayRef<int64_t> shape) {
+} // namespace
+
+llvm::SmallVector<int64_t> contiguousStrides(ArrayRef<int64_t> shape) {
   llvm::SmallVector<int64_t> s(shape.size(), 1);
   for (size_t d = shape.size(); d-- > 1;)
     s[d - 1] = s[d] * shape[d];
   return s;
 }
-
-} // namespace
 
 bool isTransposeReadInPlace(Operation *op) {
   if (shortName(op) != "onnx.transpose" || op->getNumResults() != 1 ||
@@ -204,12 +204,12 @@ std::optional<StridedMatmul> stridedMatmul(Operation *op) {
   };
   auto operand = [&](Value v) {
     ArrayRef<int64_t> shape = cast<RankedTensorType>(v.getType()).getShape();
-    Operand o{v, llvm::SmallVector<int64_t>(shape), rowMajorStrides(shape)};
+    Operand o{v, llvm::SmallVector<int64_t>(shape), contiguousStrides(shape)};
     Operation *t = v.getDefiningOp();
     if (t && isTransposeReadInPlace(t)) {
       o.v = t->getOperand(0);
       llvm::SmallVector<int64_t> in =
-          rowMajorStrides(cast<RankedTensorType>(o.v.getType()).getShape());
+          contiguousStrides(cast<RankedTensorType>(o.v.getType()).getShape());
       auto perm = t->getAttrOfType<DenseI64ArrayAttr>("perm");
       for (size_t d = 0; d < o.strides.size(); ++d)
         o.strides[d] = in[size_t(perm ? perm[d] : int64_t(in.size() - 1 - d))];

@@ -49,6 +49,9 @@ bool isStorageView(Operation *op);
 /// The add's result is then the layer's result, in the layer's buffer.
 Operation *foldedResidualAdd(Operation *linear, Value *residual = nullptr);
 
+/// Row-major element strides of a shape.
+llvm::SmallVector<int64_t> contiguousStrides(ArrayRef<int64_t> shape);
+
 /// An onnx.matmul the code runs as one strided batched product (both
 /// targets: the CPU's cpu::matmulStrided, the CUDA template matmul): static
 /// shapes, operands and result of one type, f32, f16 or bf16, M and N at

@@ -73,14 +73,6 @@ inline ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getT
 
 inline int64_t numel(Value v) { return cast<RankedTensorType>(v.getType()).getNumElements(); }
 
-/// Row-major strides of a shape.
-inline SmallVector<int64_t> contiguousStrides(ArrayRef<int64_t> shape) {
-  SmallVector<int64_t> s(shape.size(), 1);
-  for (int64_t i = int64_t(shape.size()) - 2; i >= 0; --i)
-    s[size_t(i)] = s[size_t(i + 1)] * shape[size_t(i + 1)];
-  return s;
-}
-
 /// An input's strides over an iteration space of `out` (numpy broadcasting:
 /// missing leading and size-1 axes read stride 0).
 inline SmallVector<int64_t> broadcastStrides(ArrayRef<int64_t> in, ArrayRef<int64_t> out) {

@@ -153,6 +153,13 @@ void gemvColumnsBase(const float *a, int64_t lda, const float *b, int64_t ldb, i
 /// packing it.
 constexpr int64_t kGemvRows = 12;
 
+/// Whether an f32 product of M rows takes one of the unpacked GEMV paths
+/// (which use no scratch): a few rows of A with contiguous K, and B
+/// row-major or given as B^T.
+bool takesGemv(int64_t m, int64_t k, int64_t aColStride, int64_t bRowStride, int64_t bColStride) {
+  return m <= kGemvRows && k > 0 && aColStride == 1 && (bColStride == 1 || bRowStride == 1);
+}
+
 /// The unpacked path for a few rows of A (contiguous K) and a row-major B.
 void gemvF32(ThreadPool &pool, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
              const float *b, int64_t ldb, float *c, int64_t ldc) {
@@ -237,11 +244,11 @@ template <typename TA, typename TB>
 void gemmF32(ThreadPool &pool, int64_t m, int64_t n, int64_t k, MatrixView<TA> a, MatrixView<TB> b,
              float *c, int64_t ldc) {
   if constexpr (std::is_same_v<TA, float> && std::is_same_v<TB, float>) {
-    if (m <= kGemvRows && a.colStride == 1 && b.colStride == 1 && k > 0) {
+    if (takesGemv(m, k, a.colStride, b.rowStride, b.colStride) && b.colStride == 1) {
       gemvF32(pool, m, n, k, a.data, a.rowStride, b.data, b.rowStride, c, ldc);
       return;
     }
-    if (m <= kGemvRows && a.colStride == 1 && b.rowStride == 1 && k > 0) { // B given as B^T
+    if (takesGemv(m, k, a.colStride, b.rowStride, b.colStride)) { // B given as B^T
       auto fn = haveAvx2() ? gemvTransposedAvx2 : gemvTransposedBase;
       pool.parallelFor(n, 16, [&](int64_t j0, int64_t j1) {
         fn(m, k, a.data, a.rowStride, b.data, b.colStride, c, ldc, j0, j1);
@@ -647,8 +654,7 @@ std::string matmulStrided(ThreadPool &pool, const MatmulStrides &s, const Tensor
     // them: those take the GEMV paths, which use no scratch (a worker's
     // would grow whenever it first took a larger product). Others each use
     // the whole pool.
-    bool gemv = std::is_same_v<T, float> && s.m <= kGemvRows && s.k > 0 && s.aCol == 1 &&
-                (s.bCol == 1 || s.bRow == 1);
+    bool gemv = std::is_same_v<T, float> && takesGemv(s.m, s.k, s.aCol, s.bRow, s.bCol);
     if (batches > 1 && gemv && (batches >= int64_t(pool.size()) || s.n <= 64))
       pool.parallelFor(batches, 1, [&](int64_t i0, int64_t i1) {
         for (int64_t i = i0; i < i1; ++i)
