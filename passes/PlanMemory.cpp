@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/BuildHelpers.h"
 #include "passes/Passes.h"
+#include "passes/ElementwiseRuns.h"
 #include "passes/StorageFacts.h"
 
 #include "dialects/LLM/IR/LLMOps.h"
@@ -150,7 +151,9 @@ struct PlanMemoryPass : mlir::llmc::impl::PlanMemoryPassBase<PlanMemoryPass> {
     };
     if (failed(place(body)))
       return signalPassFailure();
-    // Lifetimes: through every use of a value or of a view of it.
+    // Lifetimes: through every use of a value or of a view of it; an
+    // operand of an element-wise run's operation through the run's last
+    // operation, which computes it (ElementwiseRuns.h).
     int64_t end = position;
     f.walk([&](Operation *op) {
       for (Value o : op->getOperands()) {
@@ -158,7 +161,7 @@ struct PlanMemoryPass : mlir::llmc::impl::PlanMemoryPassBase<PlanMemoryPass> {
         auto it = bufferOf.find(r);
         if (it == bufferOf.end())
           continue;
-        int64_t at = isa<func::ReturnOp>(op) ? end : index.lookup(op);
+        int64_t at = isa<func::ReturnOp>(op) ? end : index.lookup(runEnd(op));
         buffers[it->second].last = std::max(buffers[it->second].last, at);
       }
     });

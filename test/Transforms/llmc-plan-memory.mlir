@@ -107,3 +107,26 @@ func.func @transposedTwice(%t: tensor<1x8xi64> {llm.name = "tokens"}, %q: tensor
   %s = llm.onnx.matmul %q, %kt : (tensor<1x2x1x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x1x8xf32>
   return %s, %kt : tensor<1x2x1x8xf32>, tensor<1x2x4x8xf32>
 }
+
+// -----
+
+// An element-wise run (ElementwiseRuns.h: %m's only reader is %d, both
+// element-wise over floats of one shape) is computed in its last
+// operation, which reads the run's operands: %a lives until %d, so %e
+// (computed in between, by an operation outside the run) does not take its
+// place (0) but one of its own. All 64 bytes: %a at 0, %b 64, %m 128, %e
+// 192, and %d in %b's place (free after %e).
+// CHECK-LABEL: func.func @elementwiseRun
+// CHECK: llm.onnx.neg %arg1 {llm.arena_offsets = array<i64: 0>}
+// CHECK-NEXT: llm.onnx.neg %arg2 {llm.arena_offsets = array<i64: 64>}
+// CHECK-NEXT: llm.onnx.mul %{{.+}} {llm.arena_offsets = array<i64: 128>}
+// CHECK-NEXT: llm.onnx.exp %{{.+}} {llm.arena_offsets = array<i64: 192>}
+// CHECK-NEXT: llm.onnx.add %{{.+}} {llm.arena_offsets = array<i64: 64>}
+func.func @elementwiseRun(%t: tensor<1x8xi64> {llm.name = "tokens"}, %x: tensor<16xf32>, %y: tensor<16xf32>) -> tensor<16xf32> {
+  %a = llm.onnx.neg %x : (tensor<16xf32>) -> tensor<16xf32>
+  %b = llm.onnx.neg %y : (tensor<16xf32>) -> tensor<16xf32>
+  %m = llm.onnx.mul %a, %a : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+  %e = llm.onnx.exp %b : (tensor<16xf32>) -> tensor<16xf32>
+  %d = llm.onnx.add %m, %e : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+  return %d : tensor<16xf32>
+}

@@ -48,25 +48,12 @@ llvm::Error CudaEmitter::emitBlock(Block &block, CpuModel::Entry &stats) {
   // Runs of element-wise operations over floats, each result read only by
   // the next (of the same shape), become one kernel: the earlier ones are
   // emitted inside the last.
-  for (Operation &op : block.without_terminator()) {
-    if (folded.contains(&op) || !floatPointwise(&op) || hasRunTimeShape(&op))
-      continue;
-    SmallVector<Operation *> chain = {&op};
-    Operation *cur = &op;
-    while (cur->getResult(0).hasOneUse()) {
-      Operation *user = *cur->getResult(0).getUsers().begin();
-      if (user->getBlock() != &block || !floatPointwise(user) || hasRunTimeShape(user) ||
-          shapeOf(user->getResult(0)) != shapeOf(cur->getResult(0)) ||
-          (shortName(user) == "onnx.expand" && user->getOperand(0) != cur->getResult(0)))
-        break;
-      chain.push_back(user);
-      cur = user;
-    }
-    if (chain.size() < 2)
-      continue;
+  for (SmallVector<Operation *> &chain : pointwiseRuns(block, [&](Operation *op) {
+         return !folded.contains(op) && !hasRunTimeShape(op);
+       })) {
     for (Operation *o : ArrayRef(chain).drop_back())
       folded.insert(o);
-    chains[chain.back()] = chain;
+    chains[chain.back()] = std::move(chain);
   }
   // Two ropes (queries and keys) or two cache writes (keys and values) one
   // after the other, with only views between them, become one launch at

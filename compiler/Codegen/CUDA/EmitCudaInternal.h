@@ -12,6 +12,7 @@
 
 #include "compiler/Codegen/CPU/EmitCpp.h"
 #include "compiler/Codegen/EmitCommon.h"
+#include "compiler/Codegen/Pointwise.h"
 #include "dialects/LLM/IR/LLMOps.h"
 #include "passes/BuildHelpers.h"
 
@@ -59,122 +60,10 @@ inline std::string cxxType(Type t) {
   return "";
 }
 
-inline bool isFloatType(Type t) {
-  t = getElementTypeOrSelf(t);
-  return t.isF32() || t.isF16() || t.isBF16();
-}
-
 inline int64_t elemBytes(Type t) {
   t = getElementTypeOrSelf(t);
   return t.isInteger(1) ? 1 : int64_t(t.getIntOrFloatBitWidth() / 8);
 }
-
-inline ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
-
-inline int64_t numel(Value v) { return cast<RankedTensorType>(v.getType()).getNumElements(); }
-
-/// An input's strides over an iteration space of `out` (numpy broadcasting:
-/// missing leading and size-1 axes read stride 0).
-inline SmallVector<int64_t> broadcastStrides(ArrayRef<int64_t> in, ArrayRef<int64_t> out) {
-  SmallVector<int64_t> s(out.size(), 0), own = contiguousStrides(in);
-  size_t lead = out.size() - in.size();
-  for (size_t i = 0; i < in.size(); ++i)
-    s[lead + i] = in[i] == 1 && out[lead + i] != 1 ? 0 : own[i];
-  return s;
-}
-
-/// How an element-wise operation combines its inputs $0, $1 ("" when it is
-/// not one the generator knows).
-inline std::string pointwiseExpr(Operation *op) {
-  StringRef n = shortName(op);
-  if (n == "onnx.add")
-    return "$0 + $1";
-  if (n == "onnx.sub")
-    return "$0 - $1";
-  if (n == "onnx.mul")
-    return "$0 * $1";
-  if (n == "onnx.div")
-    return "$0 / $1";
-  if (n == "onnx.neg")
-    return "-$0";
-  if (n == "onnx.sqrt")
-    return "sqrtf($0)";
-  if (n == "onnx.tanh")
-    return "tanhf($0)";
-  if (n == "onnx.sigmoid")
-    return "1.0f / (1.0f + expf(-$0))";
-  if (n == "onnx.cast" || n == "onnx.expand" || n == "onnx.identity")
-    return "$0";
-  // Comparisons and boolean logic (bool results, one byte each) and Where:
-  // what a mask the fallback's attention builds is made of (those its
-  // fixtures spell masks with; Equal and Xor run on the host).
-  if (n == "onnx.less")
-    return "$0 < $1";
-  if (n == "onnx.less_or_equal")
-    return "$0 <= $1";
-  if (n == "onnx.greater")
-    return "$0 > $1";
-  if (n == "onnx.greater_or_equal")
-    return "$0 >= $1";
-  if (n == "onnx.and")
-    return "($0 != 0) && ($1 != 0)";
-  if (n == "onnx.or")
-    return "($0 != 0) || ($1 != 0)";
-  if (n == "onnx.not")
-    return "$0 == 0";
-  if (n == "onnx.where")
-    return "($0 != 0 ? $1 : $2)";
-  if (auto g = dyn_cast<GeluOp>(op))
-    return g.getApproximateTanh()
-               ? "0.5f * $0 * (1.0f + tanhf(0.7978845608028654f * ($0 + 0.044715f * $0 * $0 * $0)))"
-               : "0.5f * $0 * (1.0f + erff($0 * 0.7071067811865476f))";
-  if (isa<SiluOp>(op))
-    return "$0 / (1.0f + expf(-$0))";
-  if (auto r = dyn_cast<ReluOp>(op))
-    return r.getSquared() ? "($0 > 0.0f ? $0 * $0 : 0.0f)" : "($0 > 0.0f ? $0 : 0.0f)";
-  if (isa<SwigluOp>(op))
-    return "$0 / (1.0f + expf(-$0)) * $1";
-  return "";
-}
-
-/// `expr` with $0, $1 replaced by `args`.
-inline std::string substitute(llvm::StringRef expr, ArrayRef<std::string> args) {
-  std::string out;
-  for (size_t i = 0; i < expr.size(); ++i) {
-    if (expr[i] == '$' && i + 1 < expr.size() && expr[i + 1] >= '0' && expr[i + 1] <= '9') {
-      out += args[size_t(expr[i + 1] - '0')];
-      ++i;
-    } else {
-      out += expr[i];
-    }
-  }
-  return out;
-}
-
-/// The operands an element-wise operation reads (an expand reads only its
-/// input; its second operand is the shape).
-inline unsigned pointwiseArity(Operation *op) {
-  return shortName(op) == "onnx.expand" ? 1 : op->getNumOperands();
-}
-
-/// Whether an element-wise operation reads and writes floats only (what a
-/// run of them fused into one kernel may hold).
-inline bool floatPointwise(Operation *op) {
-  if (pointwiseExpr(op).empty() || op->getNumResults() != 1 || !isFloatType(op->getResult(0).getType()))
-    return false;
-  for (unsigned i = 0; i < pointwiseArity(op); ++i)
-    if (!isFloatType(op->getOperand(i).getType()))
-      return false;
-  return true;
-}
-
-/// One access of a generated kernel: a tensor read or written at
-/// base + sum_d index_d * strides_d over the iteration space.
-struct Access {
-  std::string type; // C++ element type
-  SmallVector<int64_t> strides;
-  int64_t base = 0;
-};
 
 class CudaEmitter {
 public:
@@ -323,10 +212,19 @@ private:
     return it->second;
   }
   /// A generated kernel over `iteration` reading `inputs` and writing
-  /// `output` as `expr` of x0, x1, ...; returns the launch statement.
+  /// `output` as `expr` of x0, x1, ... (after its temporaries); returns
+  /// the launch statement.
   std::string generated(llvm::StringRef what, ArrayRef<int64_t> iteration,
                         ArrayRef<std::pair<Access, std::string>> inputs, const Access &output,
-                        const std::string &outPtr, const std::string &expr);
+                        const std::string &outPtr, const PointwiseExpr &expr);
+  /// The same with `expr` alone (a copy's "x0").
+  std::string generated(llvm::StringRef what, ArrayRef<int64_t> iteration,
+                        ArrayRef<std::pair<Access, std::string>> inputs, const Access &output,
+                        const std::string &outPtr, const std::string &expr) {
+    PointwiseExpr e;
+    e.expr = expr;
+    return generated(what, iteration, inputs, output, outPtr, e);
+  }
 
   /// A new arena buffer for `v` (its whole size), made at this statement.
   Ref define(Value v) {

@@ -20,7 +20,7 @@ using namespace mlir::llmc::cudagen;
 std::string CudaEmitter::generated(llvm::StringRef what, ArrayRef<int64_t> iteration,
                                    ArrayRef<std::pair<Access, std::string>> inputs,
                                    const Access &output, const std::string &outPtr,
-                                   const std::string &expr) {
+                                   const PointwiseExpr &expr) {
   int64_t total = 1;
   for (int64_t d : iteration)
     total *= d;
@@ -43,28 +43,10 @@ std::string CudaEmitter::generated(llvm::StringRef what, ArrayRef<int64_t> itera
            << "u;\n";
     }
   }
-  auto index = [&](const Access &a) {
-    std::string s = std::to_string(a.base);
-    for (size_t d = 0; d < rank; ++d)
-      if (a.strides[d] != 0 && iteration[d] != 1)
-        s += " + i" + std::to_string(d) + " * " + std::to_string(a.strides[d]);
-    return s;
-  };
-  bool floatOut = output.type == "float" || output.type == "half" || output.type == "bfloat16";
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const Access &a = inputs[i].first;
-    bool floatIn = a.type == "float" || a.type == "half" || a.type == "bfloat16";
-    if (floatIn)
-      os << "  float x" << i << " = toFloat(in" << i << "[" << index(a) << "]);\n";
-    else
-      os << "  " << (floatOut ? "float" : "int64_t") << " x" << i << " = " << (floatOut ? "float" : "int64_t")
-         << "(in" << i << "[" << index(a) << "]);\n";
-  }
-  os << "  out[" << index(output) << "] = ";
-  if (floatOut)
-    os << "fromFloat<" << output.type << ">(" << expr << ");\n}\n";
-  else
-    os << output.type << "(" << expr << ");\n}\n";
+  SmallVector<Access> accesses;
+  for (const auto &in : inputs)
+    accesses.push_back(in.first);
+  os << pointwiseElement(iteration, accesses, output, expr, "  ") << "}\n";
   std::string name = kernel(what, k);
   std::string args;
   for (const auto &in : inputs)
@@ -81,49 +63,26 @@ llvm::Error CudaEmitter::emitPointwise(Operation *last, CpuModel::Entry &stats) 
   Value y = last->getResult(0);
   std::string yt = cxxType(y.getType());
   ArrayRef<int64_t> iteration = shapeOf(y);
-  llvm::DenseMap<Value, std::string> exprOf; // results inside the run
-  SmallVector<Value> externals;
-  llvm::DenseMap<Value, unsigned> externalIndex;
-  std::string what;
-  for (Operation *op : chain) {
-    SmallVector<std::string> args;
-    for (unsigned i = 0; i < pointwiseArity(op); ++i) {
-      Value v = op->getOperand(i);
-      if (auto it = exprOf.find(v); it != exprOf.end()) {
-        args.push_back("(" + it->second + ")");
-        continue;
-      }
-      std::string t = cxxType(v.getType());
-      if (t.empty()) {
-        unsupported(op, "operand type");
-        return llvm::Error::success();
-      }
-      if (!known(v))
-        return llvm::Error::success(); // reported where it comes from
-      auto [it, inserted] = externalIndex.try_emplace(v, unsigned(externals.size()));
-      if (inserted)
-        externals.push_back(v);
-      args.push_back("x" + std::to_string(it->second));
-    }
-    std::string e = substitute(pointwiseExpr(op), args);
-    // A result inside the run stored as f16/bf16 would be rounded: so is it here.
-    std::string rt = cxxType(op->getResult(0).getType());
-    if (op != last && (rt == "half" || rt == "bfloat16"))
-      e = "toFloat(fromFloat<" + rt + ">(" + e + "))";
-    exprOf[op->getResult(0)] = e;
-    what += (what.empty() ? "" : ", ") + shortName(op).str();
+  Operation *failed = nullptr;
+  std::optional<PointwiseExpr> run = runExpr(chain, cxxType, failed);
+  if (!run) {
+    unsupported(failed, "operand type");
+    return llvm::Error::success();
   }
+  for (Value v : run->externals)
+    if (!known(v))
+      return llvm::Error::success(); // reported where it comes from
   if (yt.empty()) {
     unsupported(last, "result type");
     return llvm::Error::success();
   }
   define(y);
   SmallVector<std::pair<Access, std::string>> ins;
-  for (Value v : externals)
+  for (Value v : run->externals)
     ins.push_back({Access{cxxType(v.getType()), broadcastStrides(shapeOf(v), iteration), 0}, ptr(v)});
-  statement(generated(what, iteration, ins, Access{yt, contiguousStrides(iteration), 0}, ptr(y),
-                      exprOf[y]),
-            (chain.size() > 1 ? "fused " : "") + what + " -> " + describeType(y.getType()));
+  statement(generated(run->what, iteration, ins, Access{yt, contiguousStrides(iteration), 0}, ptr(y),
+                      *run),
+            (chain.size() > 1 ? "fused " : "") + run->what + " -> " + describeType(y.getType()));
   ++stats.kernelCalls;
   return llvm::Error::success();
 }

@@ -1,0 +1,131 @@
+//===- Pointwise.cpp - element-wise code both targets generate -------------===//
+#include "compiler/Codegen/Pointwise.h"
+
+#include "dialects/LLM/IR/LLMOps.h"
+#include "passes/BuildHelpers.h"
+#include "passes/ElementwiseRuns.h"
+#include "passes/StorageFacts.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::llmc;
+
+namespace mlir::llmc::codegen {
+
+SmallVector<int64_t> broadcastStrides(ArrayRef<int64_t> in, ArrayRef<int64_t> out) {
+  SmallVector<int64_t> s(out.size(), 0), own = contiguousStrides(in);
+  size_t lead = out.size() - in.size();
+  for (size_t i = 0; i < in.size(); ++i)
+    s[lead + i] = in[i] == 1 && out[lead + i] != 1 ? 0 : own[i];
+  return s;
+}
+
+std::string substitute(llvm::StringRef expr, ArrayRef<std::string> args) {
+  std::string out;
+  for (size_t i = 0; i < expr.size(); ++i) {
+    if (expr[i] == '$' && i + 1 < expr.size() && expr[i + 1] >= '0' && expr[i + 1] <= '9') {
+      out += args[size_t(expr[i + 1] - '0')];
+      ++i;
+    } else {
+      out += expr[i];
+    }
+  }
+  return out;
+}
+
+SmallVector<SmallVector<Operation *>> pointwiseRuns(Block &block,
+                                                    llvm::function_ref<bool(Operation *)> eligible) {
+  SmallVector<SmallVector<Operation *>> runs;
+  llvm::DenseSet<Operation *> taken;
+  auto joins = [&](Operation *op) { return !taken.contains(op) && runsInFloat(op) && eligible(op); };
+  for (Operation &op : block.without_terminator()) {
+    if (!joins(&op))
+      continue;
+    SmallVector<Operation *> run = {&op};
+    for (Operation *user = runsInto(&op); user && joins(user); user = runsInto(user))
+      run.push_back(user);
+    if (run.size() < 2)
+      continue;
+    taken.insert(run.begin(), run.end());
+    runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
+std::optional<PointwiseExpr> runExpr(ArrayRef<Operation *> run,
+                                     llvm::function_ref<std::string(Type)> typeName,
+                                     Operation *&failed) {
+  PointwiseExpr out;
+  llvm::DenseMap<Value, std::string> exprOf; // results inside the run
+  llvm::DenseMap<Value, unsigned> externalIndex;
+  for (Operation *op : run) {
+    SmallVector<std::string> args;
+    for (unsigned i = 0; i < pointwiseArity(op); ++i) {
+      Value v = op->getOperand(i);
+      if (auto it = exprOf.find(v); it != exprOf.end()) {
+        args.push_back(it->second);
+        continue;
+      }
+      if (typeName(v.getType()).empty()) {
+        failed = op;
+        return std::nullopt;
+      }
+      auto [it, inserted] = externalIndex.try_emplace(v, unsigned(out.externals.size()));
+      if (inserted)
+        out.externals.push_back(v);
+      args.push_back("x" + std::to_string(it->second));
+    }
+    std::string e = substitute(pointwiseExpr(op), args);
+    // A result inside the run stored as f16/bf16 would be rounded: so is it here.
+    std::string rt = typeName(op->getResult(0).getType());
+    if (op != run.back() && (rt == "half" || rt == "bfloat16"))
+      e = "toFloat(fromFloat<" + rt + ">(" + e + "))";
+    out.what += (out.what.empty() ? "" : ", ") + shortName(op).str();
+    if (op == run.back()) {
+      out.expr = e;
+      break;
+    }
+    std::string t = "t" + std::to_string(out.temps.size());
+    out.temps.push_back("float " + t + " = " + e + ";");
+    exprOf[op->getResult(0)] = t;
+  }
+  return out;
+}
+
+std::string pointwiseElement(ArrayRef<int64_t> iteration, ArrayRef<Access> inputs,
+                             const Access &output, const PointwiseExpr &e,
+                             llvm::StringRef indent) {
+  auto index = [&](const Access &a) {
+    std::string s = std::to_string(a.base);
+    for (size_t d = 0; d < iteration.size(); ++d)
+      if (a.strides[d] != 0 && iteration[d] != 1)
+        s += " + i" + std::to_string(d) + " * " + std::to_string(a.strides[d]);
+    return s;
+  };
+  auto isFloat = [](const std::string &t) {
+    return t == "float" || t == "half" || t == "bfloat16";
+  };
+  bool floatOut = isFloat(output.type);
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Access &a = inputs[i];
+    if (isFloat(a.type))
+      os << indent << "float x" << i << " = toFloat(in" << i << "[" << index(a) << "]);\n";
+    else
+      os << indent << (floatOut ? "float" : "int64_t") << " x" << i << " = "
+         << (floatOut ? "float" : "int64_t") << "(in" << i << "[" << index(a) << "]);\n";
+  }
+  for (const std::string &t : e.temps)
+    os << indent << t << "\n";
+  os << indent << "out[" << index(output) << "] = ";
+  if (floatOut)
+    os << "fromFloat<" << output.type << ">(" << e.expr << ");\n";
+  else
+    os << output.type << "(" << e.expr << ");\n";
+  return s;
+}
+
+} // namespace mlir::llmc::codegen
