@@ -497,9 +497,7 @@ llvm::Expected<CpuModel> mlir::llmc::compileModel(MLIRContext &ctx, const Compil
   if (log && !unrecognized.empty())
     llvm::WithColor::warning(*log, "llmc")
         << unrecognized.size()
-        << " operation(s) not recognised compile "
-        << (req.target == "cuda" ? "as written, through generic kernels (slower): "
-                                 : "through the reference kernels (slower): ")
+        << " operation(s) not recognised compile as written, through generic kernels (slower): "
         << llvm::join(unrecognized, ", ") << "\n";
   if (log && !own.empty())
     llvm::WithColor::warning(*log, "llmc")

@@ -96,6 +96,7 @@ std::optional<LogitsTail> logitsTail(Block &block, Value logits, int64_t batch, 
 } // namespace
 
 llvm::Error Emitter::emitBlock(Block &block, CpuModel::Entry &stats, int depth) {
+  findRuns(block);
   for (Operation &op : block.without_terminator())
     if (!folded.contains(&op))
       if (llvm::Error e = emitOp(&op, stats, depth))
@@ -236,8 +237,10 @@ llvm::Expected<CpuModel> Emitter::run(llvm::StringRef version) {
      << (model.caches.empty() ? 0 : model.caches[0].capacity) << ", "
      << (model.caches.empty() ? 0 : model.caches[0].headDim) << "]; weights.bin "
      << model.weights.size() << " bytes, sha256 " << model.weightsSha256 << "\n\n"
-     << "#include \"runtime/src/model/ModelSupport.h\"\n\n"
+     << "#include \"runtime/src/model/ModelSupport.h\"\n"
+     << "#include \"runtime/src/model/GeneratedLoops.h\"\n\n"
      << "namespace {\nusing namespace llmc::model;\n\n"
+     << loops << (loops.empty() ? "" : "\n")
      << "struct Model final : Context {\n"
      << "  Tensor w[" << std::max(numWeights, 1) << "];\n"
      << "  Attributes at[" << std::max(numAttrs, 1) << "];\n"

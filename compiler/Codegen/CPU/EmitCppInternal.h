@@ -2,7 +2,8 @@
 //
 // Internal to compiler/Codegen/CPU: the emitter class, which EmitCpp.cpp
 // drives over the entry points (and the logits tail, and the generated file
-// around them), EmitCppOps.cpp turns operations into statements with, and
+// around them), EmitCppOps.cpp turns operations into statements with,
+// EmitCppPointwise.cpp writes loops for element-wise operations with, and
 // EmitCppWeights.cpp fills weights.bin and Model::init's tables for.
 //
 //===----------------------------------------------------------------------===//
@@ -11,6 +12,7 @@
 
 #include "compiler/Codegen/CPU/EmitCpp.h"
 #include "compiler/Codegen/EmitCommon.h"
+#include "compiler/Codegen/Pointwise.h"
 
 #include "compiler/Executor/Error.h"
 #include "dialects/LLM/IR/LLMOps.h"
@@ -63,6 +65,19 @@ private:
   llvm::Error emitFunction(func::FuncOp f);
   llvm::Error emitBlock(Block &block, CpuModel::Entry &stats, int depth);
   llvm::Error emitOp(Operation *op, CpuModel::Entry &stats, int depth);
+  // Generated loops (EmitCppPointwise.cpp).
+  /// Whether `op` becomes a generated loop (alone or as part of a run).
+  bool generatesLoop(Operation *op);
+  /// Records the runs of `block` that become one loop each (in `runs`, the
+  /// earlier operations in `folded`).
+  void findRuns(Block &block);
+  /// The loop over the run that `last` ends (or `last` alone).
+  llvm::Error emitPointwise(Operation *last, CpuModel::Entry &stats, int depth);
+  /// The name of the loop function with this iteration space, accesses and
+  /// expression, written into `loops` the first time.
+  std::string loopFunction(llvm::StringRef what, ArrayRef<int64_t> iteration,
+                           ArrayRef<Access> inputs, const Access &output,
+                           const PointwiseExpr &expr);
   /// The statement of a quantized linear layer (x and the residual given as
   /// C++ expressions, the result named v).
   llvm::Error emitQuantizedLinear(QuantizedLinearOp op, const std::string &x, const std::string &v,
@@ -154,6 +169,9 @@ private:
   std::vector<ConstantOp> lazyConstants;
   llvm::Error deferredError = llvm::Error::success();
   llvm::DenseSet<Operation *> folded; // emitted as part of an earlier statement
+  llvm::DenseMap<Operation *, SmallVector<Operation *>> runs; // by their last operation
+  std::string loops;                                          // the loop functions
+  std::map<std::string, std::string> loopNames;               // by text
   // codegen::inPlaceScatters: TensorScatters that write the session's cache,
   // and the cache updates that then have nothing to copy.
   llvm::DenseSet<Operation *> scattersInPlace, updatesInPlace;

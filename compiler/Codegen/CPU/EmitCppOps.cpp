@@ -5,10 +5,11 @@
 // place, a static export's TensorScatter writes the session's cache in
 // place, products are strided (a transpose only they read is read in
 // place), linear layers, attention, rope and norms call ModelSupport's
-// templates, fused regions become a block of their inner operations, and
-// every other operation calls its reference kernel through ModelSupport's
-// bridge with attributes built once at init. Shapes are static, so each
-// statement's comment gives its result type.
+// templates, fused regions become a block of their inner operations,
+// element-wise operations and runs of them become loops of their own
+// (EmitCppPointwise.cpp), and every other operation calls its reference
+// kernel through ModelSupport's bridge with attributes built once at init.
+// Shapes are static, so each statement's comment gives its result type.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Codegen/CPU/EmitCppInternal.h"
@@ -48,6 +49,11 @@ llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
     names[op->getResult(0)] = "";
     return llvm::Error::success();
   }
+  // The last operation of an element-wise run computes the run (an identity
+  // too); one alone, but a cast (its template) or an identity (a view).
+  if (runs.count(op) ||
+      (generatesLoop(op) && name != "onnx.cast" && name != "onnx.identity"))
+    return emitPointwise(op, stats, depth);
   // Views: the same storage with the result's static shape.
   if ((isView(op) || name == "onnx.identity") && isStatic(op->getOperand(0).getType()) &&
       isStatic(op->getResult(0).getType())) {

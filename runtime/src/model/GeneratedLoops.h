@@ -1,0 +1,80 @@
+//===- GeneratedLoops.h - what the CPU target's generated loops build on --===//
+//
+// The emitted model source writes a loop of its own for each element-wise
+// operation, or run of them (compiler/Codegen/CPU/EmitCppPointwise.cpp):
+// a static function over a range [b, e) of the result's elements, with the
+// static shapes and strides built in, that loads its inputs as f32 (or
+// int64), computes the operations' expression and stores the result. This
+// header gives it the spelling it shares with the CUDA target's generated
+// kernels (half, bfloat16, toFloat, fromFloat<T>: compiler/Codegen/
+// Pointwise.h) and `pointwise`, which checks the operands, places the
+// result and runs the loop over the context's pool.
+//
+// Numerics: as the reference kernels (runtime/src/cpu/kernels/
+// Elementwise.cpp) compute f32, f16 and bf16 operations, in float, with
+// each f16 or bf16 result inside a run rounded as its storage would round
+// it; the activations' formulas are written in float (sigmoid as
+// 1 / (1 + e^-x)).
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_RUNTIME_MODEL_GENERATEDLOOPS_H
+#define LLMC_RUNTIME_MODEL_GENERATEDLOOPS_H
+
+#include "runtime/src/model/ModelSupport.h"
+
+#include "runtime/src/cpu/Numeric.h"
+
+#include <cmath>
+
+namespace llmc::model {
+
+using half = cpu::Half;
+using bfloat16 = cpu::BFloat16;
+
+inline float toFloat(float x) { return x; }
+inline float toFloat(half x) { return cpu::halfToFloat(x.bits); }
+inline float toFloat(bfloat16 x) { return cpu::bf16ToFloat(x.bits); }
+template <class T> T fromFloat(float x);
+template <> inline float fromFloat<float>(float x) { return x; }
+template <> inline half fromFloat<half>(float x) { return half{cpu::floatToHalf(x)}; }
+template <> inline bfloat16 fromFloat<bfloat16>(float x) { return bfloat16{cpu::floatToBf16(x)}; }
+
+/// An operand of a generated loop: the tensor and what the loop reads of it.
+struct LoopInput {
+  const Tensor *tensor;
+  DType type;
+  int64_t count; // elements
+};
+
+/// Elements a chunk of a generated loop takes at least (a chunk is a few
+/// microseconds of work).
+constexpr int64_t kLoopGrain = 16384;
+
+/// Checks that every input has the type and element count the loop was
+/// generated for (the shapes are static; an error names `opName`, nothing
+/// is written), places `out` ([type, shape], in its arena buffer when it
+/// has one) and runs `loop(b, e)` over its elements, split among the pool
+/// in chunks of at least kLoopGrain. LLMC_PROFILE counts its time under
+/// `kind` (the operations it computes).
+template <class F>
+Status pointwise(const Context &ctx, const char *kind, const char *opName,
+                 std::initializer_list<LoopInput> inputs, DType type, const Shape &shape,
+                 Tensor &out, F &&loop) {
+  for (const LoopInput &in : inputs)
+    if (!in.tensor || in.tensor->dtype() != in.type || in.tensor->numel() != in.count)
+      return Status::error(std::string(opName) + ": an operand is not the " +
+                           cpu::dtypeName(in.type) + " tensor of " + std::to_string(in.count) +
+                           " elements the generated loop reads");
+  LLMC_RETURN_IF_ERROR(Tensor::allocateUninitialized(type, shape, out));
+  Context::Timer timer(ctx, kind);
+  int64_t n = out.numel();
+  if (n >= 2 * kLoopGrain && ctx.pool->size() > 1)
+    ctx.pool->parallelFor(n, kLoopGrain, [&](int64_t b, int64_t e) { loop(b, e); });
+  else if (n > 0)
+    loop(int64_t(0), n);
+  return Status::ok();
+}
+
+} // namespace llmc::model
+
+#endif // LLMC_RUNTIME_MODEL_GENERATEDLOOPS_H
