@@ -87,7 +87,7 @@ emulated() {
 f32=(gemma-optimum gemma-torch-dynamo llama-genai-fp32 gemma-genai-fp32 llama-genai-int4
      gemma-genai-int4 qwen2-genai-int4 gpt2-optimum gpt2-ort-fused gpt2-torch-dynamo llama-onnx24-static
      llama-optimum llama-torch-dynamo mistral-optimum mistral-torch-dynamo onnx23-gqa-3d
-     onnx23-gqa-3d-erf onnx23-mha-float-mask onnx23-mqa-bool-mask onnx23-manual-attention
+     onnx23-gqa-3d-erf onnx23-mha-float-mask onnx23-mqa-bool-mask onnx23-pointwise-mlp onnx23-manual-attention
      onnx23-stateless-manual-attention onnx24-static-3d
      onnx24-static-4d-mqa phi3-optimum phi3-torch-dynamo qwen2-optimum qwen2-torch-dynamo tiny-llama
      genai-gqa-window-cache mistral-genai-fp32 phi3-genai-fp32 qwen2-genai-fp32 mistral-genai-int4
