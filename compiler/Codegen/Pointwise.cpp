@@ -14,6 +14,25 @@ using namespace mlir::llmc;
 
 namespace mlir::llmc::codegen {
 
+std::string storageType(Type t, llvm::StringRef boolType) {
+  t = getElementTypeOrSelf(t);
+  if (t.isF32())
+    return "float";
+  if (t.isF16())
+    return "half";
+  if (t.isBF16())
+    return "bfloat16";
+  if (t.isInteger(64))
+    return "int64_t";
+  if (t.isInteger(32))
+    return "int32_t";
+  if (t.isInteger(8))
+    return t.isUnsignedInteger() ? "uint8_t" : "int8_t";
+  if (t.isInteger(1))
+    return boolType.str();
+  return "";
+}
+
 SmallVector<int64_t> broadcastStrides(ArrayRef<int64_t> in, ArrayRef<int64_t> out) {
   SmallVector<int64_t> s(out.size(), 0), own = contiguousStrides(in);
   size_t lead = out.size() - in.size();

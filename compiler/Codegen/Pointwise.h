@@ -27,6 +27,10 @@
 
 namespace mlir::llmc::codegen {
 
+/// The C++ storage type of an element type in generated code ("" when there
+/// is none): float, half, bfloat16, int64_t, ..., booleans `boolType` (the
+/// CUDA target's bool, the CPU's uint8_t).
+std::string storageType(Type t, llvm::StringRef boolType);
 inline ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
 inline int64_t numel(Value v) { return cast<RankedTensorType>(v.getType()).getNumElements(); }
 

@@ -17,17 +17,24 @@
 // in f32 within 2e-6 of the reference kernel (itself checked by the ONNX
 // node tests), the rows the template declines (all -inf, an infinity, a
 // NaN) and other axes bit for bit the reference kernel's.
+// pointwise (GeneratedLoops.h), what the CPU target's generated
+// element-wise loops run through: the ranges cover the result once whatever
+// the pool; an operand of another type or size than the loop was generated
+// for is refused, naming the node, with nothing written.
 // The end-to-end runs (test/e2e/fallback.test, models.test) hold the
 // compiled model to onnxruntime.
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/src/model/GeneratedLoops.h"
 #include "runtime/src/model/ModelSupport.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <vector>
 
 using namespace llmc;
@@ -330,6 +337,82 @@ TEST(Softmax, RowsInF32DeclinedRowsAndOtherAxesAsTheReference) {
     PoolContext ctx(2);
     ASSERT_TRUE((log ? logSoftmax : softmax)(ctx, ref, "op", {&finite}, &axis1, {&y}, 0).isOk());
     EXPECT_EQ(values(y), values(wantAxis));
+  }
+}
+
+/// A f32 tensor of `n` elements 0, 1, 2, ...
+Tensor iota(int64_t n) { return counting({n}, 0); }
+
+TEST(Pointwise, EveryElementOnceWhateverThePool) {
+  // The loop's ranges cover the result once, split among the pool only
+  // above 2 x kLoopGrain elements, each but the last at least kLoopGrain
+  // long.
+  for (unsigned threads : {1u, 2u, 3u})
+    for (int64_t n : {int64_t(1), int64_t(100), 2 * kLoopGrain - 1, 2 * kLoopGrain + 7,
+                      int64_t(100000)}) {
+      PoolContext ctx(threads);
+      Tensor x = iota(n), y;
+      std::mutex m;
+      std::vector<std::pair<int64_t, int64_t>> ranges;
+      ASSERT_TRUE(pointwise(ctx, "loop test", "/Add_1 (onnx.add)", {{&x, DType::Float, n}},
+                            DType::Float, {n}, y, [&](int64_t b, int64_t e) {
+                              for (int64_t i = b; i < e; ++i)
+                                y.mutableData<float>()[i] = x.data<float>()[i] + 1;
+                              std::lock_guard<std::mutex> lock(m);
+                              ranges.push_back({b, e});
+                            })
+                      .isOk());
+      ASSERT_EQ(y.numel(), n);
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(y.data<float>()[i], float(i) + 1) << n << " " << i;
+      std::sort(ranges.begin(), ranges.end());
+      int64_t at = 0;
+      for (auto [b, e] : ranges) {
+        EXPECT_EQ(b, at);
+        EXPECT_GT(e, b);
+        EXPECT_TRUE(e == n || e - b >= kLoopGrain) << e - b;
+        at = e;
+      }
+      EXPECT_EQ(at, n);
+      EXPECT_TRUE(n >= 2 * kLoopGrain || ranges.size() == 1) << ranges.size();
+    }
+}
+
+TEST(Pointwise, RefusalsNameTheNodeAndWriteNothing) {
+  // An operand of another type or size than the loop was generated for (or
+  // none): an error naming the node; the loop does not run and the
+  // result's place keeps what it held.
+  PoolContext ctx(2);
+  Tensor x = iota(8), mask;
+  ASSERT_TRUE(Tensor::allocate(DType::Bool, {8}, mask).isOk());
+  auto fails = [&](std::initializer_list<LoopInput> inputs) {
+    std::vector<float> place(8, -7.0f);
+    Tensor y = Tensor::place(place.data(), place.size() * sizeof(float));
+    bool ran = false;
+    llmc::cpu::Status st = pointwise(ctx, "loop test", "/Where_9 (onnx.where)", inputs,
+                                     DType::Float, {8}, y,
+                                     [&](int64_t, int64_t) { ran = true; });
+    ASSERT_FALSE(st.isOk());
+    EXPECT_NE(st.message().find("/Where_9 (onnx.where)"), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find("generated loop"), std::string::npos) << st.message();
+    EXPECT_FALSE(ran);
+    EXPECT_FALSE(y.defined());
+    for (float v : place)
+      EXPECT_EQ(v, -7.0f);
+  };
+  fails({{&mask, DType::Bool, 8}, {&x, DType::Float, 9}});   // one element short
+  fails({{&mask, DType::Float, 8}, {&x, DType::Float, 8}});  // booleans read as floats
+  fails({{&mask, DType::Bool, 8}, {nullptr, DType::Float, 8}});
+}
+
+/// The conversions the generated loops spell as the CUDA kernels do.
+TEST(Pointwise, HalfAndBFloat16RoundAsTheirStorage) {
+  for (float v : {0.0f, 1.0f, -2.5f, 1.0f / 3, 65504.0f, 1e-8f}) {
+    EXPECT_EQ(fromFloat<half>(v).bits, cpu::floatToHalf(v)) << v;
+    EXPECT_EQ(fromFloat<bfloat16>(v).bits, cpu::floatToBf16(v)) << v;
+    EXPECT_EQ(toFloat(fromFloat<half>(v)), cpu::halfToFloat(cpu::floatToHalf(v))) << v;
+    EXPECT_EQ(toFloat(fromFloat<bfloat16>(v)), cpu::bf16ToFloat(cpu::floatToBf16(v))) << v;
+    EXPECT_EQ(toFloat(fromFloat<float>(v)), v);
   }
 }
 

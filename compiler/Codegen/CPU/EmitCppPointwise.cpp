@@ -28,24 +28,7 @@ namespace {
 
 /// The C++ element type of a loop's operand on the CPU target (booleans are
 /// bytes of 0 or 1; f16 and bf16 GeneratedLoops.h's half and bfloat16).
-std::string loopType(Type t) {
-  t = getElementTypeOrSelf(t);
-  if (t.isF32())
-    return "float";
-  if (t.isF16())
-    return "half";
-  if (t.isBF16())
-    return "bfloat16";
-  if (t.isInteger(64))
-    return "int64_t";
-  if (t.isInteger(32))
-    return "int32_t";
-  if (t.isInteger(8))
-    return t.isUnsignedInteger() ? "uint8_t" : "int8_t";
-  if (t.isInteger(1))
-    return "uint8_t";
-  return "";
-}
+std::string loopType(Type t) { return storageType(t, "uint8_t"); }
 
 bool staticTensor(Type t) {
   auto r = dyn_cast<RankedTensorType>(t);

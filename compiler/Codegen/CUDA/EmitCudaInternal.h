@@ -41,24 +41,7 @@ struct Ref {
 };
 
 /// The C++ storage type of an element type ("" when there is none).
-inline std::string cxxType(Type t) {
-  t = getElementTypeOrSelf(t);
-  if (t.isF32())
-    return "float";
-  if (t.isF16())
-    return "half";
-  if (t.isBF16())
-    return "bfloat16";
-  if (t.isInteger(64))
-    return "int64_t";
-  if (t.isInteger(32))
-    return "int32_t";
-  if (t.isInteger(8))
-    return t.isUnsignedInteger() ? "uint8_t" : "int8_t";
-  if (t.isInteger(1))
-    return "bool";
-  return "";
-}
+inline std::string cxxType(Type t) { return storageType(t, "bool"); }
 
 inline int64_t elemBytes(Type t) {
   t = getElementTypeOrSelf(t);

@@ -57,7 +57,8 @@ public:
   unsigned workerIndex() const;
 
   /// Calls body(begin, end) over chunks of [0, n) of at least `grain`
-  /// iterations, in parallel; returns when all are done.
+  /// iterations (but the one that ends at n), in parallel; returns when all
+  /// are done.
   void parallelFor(int64_t n, int64_t grain, ChunkFn body);
 
   /// The pool shared by the reference kernels.

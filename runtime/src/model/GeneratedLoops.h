@@ -53,9 +53,10 @@ constexpr int64_t kLoopGrain = 16384;
 /// Checks that every input has the type and element count the loop was
 /// generated for (the shapes are static; an error names `opName`, nothing
 /// is written), places `out` ([type, shape], in its arena buffer when it
-/// has one) and runs `loop(b, e)` over its elements, split among the pool
-/// in chunks of at least kLoopGrain. LLMC_PROFILE counts its time under
-/// `kind` (the operations it computes).
+/// has one) and runs `loop(b, e)` over its elements: on the calling thread
+/// up to 2 x kLoopGrain elements, above that split among the pool in chunks
+/// of at least kLoopGrain (but the last). LLMC_PROFILE counts its time
+/// under `kind` (the operations it computes).
 template <class F>
 Status pointwise(const Context &ctx, const char *kind, const char *opName,
                  std::initializer_list<LoopInput> inputs, DType type, const Shape &shape,
