@@ -238,7 +238,8 @@ llvm::Expected<CpuModel> Emitter::run(llvm::StringRef version) {
      << (model.caches.empty() ? 0 : model.caches[0].headDim) << "]; weights.bin "
      << model.weights.size() << " bytes, sha256 " << model.weightsSha256 << "\n\n"
      << "#include \"runtime/src/model/ModelSupport.h\"\n"
-     << "#include \"runtime/src/model/GeneratedLoops.h\"\n\n"
+     << "#include \"runtime/src/model/GeneratedLoops.h\"\n"
+     << "#include \"runtime/src/model/ModelGlue.h\"\n\n"
      << "namespace {\nusing namespace llmc::model;\n\n"
      << loops << (loops.empty() ? "" : "\n")
      << "struct Model final : Context {\n"

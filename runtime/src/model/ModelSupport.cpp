@@ -1,5 +1,6 @@
 //===- ModelSupport.cpp - what the C++ that llmc compile emits builds on --===//
 #include "runtime/src/model/ModelSupport.h"
+#include "runtime/src/model/ModelGlue.h"
 #include "runtime/src/cpu/Numeric.h"
 #include "runtime/src/cpu/kernels/TensorScatter.h"
 
