@@ -30,11 +30,6 @@ namespace {
 /// bytes of 0 or 1; f16 and bf16 GeneratedLoops.h's half and bfloat16).
 std::string loopType(Type t) { return storageType(t, "uint8_t"); }
 
-bool staticTensor(Type t) {
-  auto r = dyn_cast<RankedTensorType>(t);
-  return r && r.hasStaticShape();
-}
-
 /// `iteration` and the accesses' strides with dimensions of size 1 dropped
 /// and neighbours merged where every access walks them as one dimension;
 /// at least one dimension.
@@ -73,10 +68,10 @@ bool Emitter::generatesLoop(Operation *op) {
   if (pointwiseExpr(op).empty() || op->getNumResults() != 1 || isa<SwigluOp>(op))
     return false;
   Type rt = getElementTypeOrSelf(op->getResult(0).getType());
-  if (!staticTensor(op->getResult(0).getType()) || (!isFloatType(rt) && !rt.isInteger(1)))
+  if (!isStatic(op->getResult(0).getType()) || (!isFloatType(rt) && !rt.isInteger(1)))
     return false;
   for (unsigned i = 0; i < pointwiseArity(op); ++i)
-    if (!staticTensor(op->getOperand(i).getType()) || loopType(op->getOperand(i).getType()).empty())
+    if (!isStatic(op->getOperand(i).getType()) || loopType(op->getOperand(i).getType()).empty())
       return false;
   // (an add a linear layer takes into its epilogue is computed there)
   for (Value v : op->getOperands())
