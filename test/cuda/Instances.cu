@@ -8,6 +8,7 @@
 // of the common model families.
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/src/model/cuda/AttentionDecode.h"
 #include "runtime/src/model/cuda/AttentionTensorCore.h"
 #include "runtime/src/model/cuda/Gemm.h"
 #include "runtime/src/model/cuda/Gemv.h"

@@ -1,6 +1,6 @@
 //===- CudaAttentionTest.cpp - the CUDA attention kernels against float64 -===//
 //
-// Split-KV decode attention (Attention.h) and flash prefill attention, SIMT
+// Split-KV decode attention (AttentionDecode.h) and flash prefill attention, SIMT (Attention.h)
 // and tensor-core (AttentionMma.h, and AttentionTensorCore.h's WMMA form), against float64 attention over
 // the caches' stored values: GQA/MQA/MHA, empty split chunks, long
 // contexts over many splits, windows, softcap, several query blocks and key
@@ -9,6 +9,7 @@
 // nvcc on a GPU.
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/src/model/cuda/AttentionDecode.h"
 #include "runtime/src/model/cuda/AttentionTensorCore.h"
 #include "runtime/src/model/cuda/Rope.h"
 

@@ -54,6 +54,7 @@
 #define LLMC_RUNTIME_MODEL_CUDA_DEVICEMODEL_H
 
 #include "llmc/model_abi.h"
+#include "runtime/src/model/cuda/AttentionDecode.h"
 #include "runtime/src/model/cuda/AttentionTensorCore.h"
 #include "runtime/src/model/cuda/Blas.h"
 #include "runtime/src/model/cuda/Common.h"

@@ -53,7 +53,7 @@ template <class T> struct RopeCacheRows {
 
 /// A rope pair (a, b) turned by the angle whose cosine and sine are c and
 /// sn, rounded to T: (a c - b sn, b c + a sn). Every rope kernel's (and the
-/// decode attention's, Attention.h) one expression for it.
+/// decode attention's, AttentionDecode.h) one expression for it.
 template <class T> LLMC_DEVICE void rotatePair(float a, float b, float c, float sn, T &v1, T &v2) {
   v1 = fromFloat<T>(a * c - b * sn);
   v2 = fromFloat<T>(b * c + a * sn);
