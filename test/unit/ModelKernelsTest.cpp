@@ -120,6 +120,69 @@ TEST(ModelKernels, ExpIsWithinTwoUlpsOfTheLibrary) {
   EXPECT_TRUE(std::isfinite(fastExp(1000.f)));
 }
 
+/// Every 211th float from 1e-30 to 12, and its negation: the binades
+/// the polynomials and their switch points (0.625, 1, 3.9375) cover.
+template <class F> void forSampledFloats(F &&check) {
+  uint32_t bits = bitsOf(1e-30f);
+  for (float x = 1e-30f; x <= 12.f; bits += 211, std::memcpy(&x, &bits, sizeof x)) {
+    check(x);
+    check(-x);
+  }
+}
+
+TEST(ModelKernels, TanhIsWithinTwoUlpsOfFloat64) {
+  REQUIRE_TARGET();
+  double worst = 0;
+  float at = 0;
+  forSampledFloats([&](float x) {
+    double want = std::tanh(double(x));
+    double d = std::fabs(double(fastTanh(x)) - want) / std::fabs(want);
+    if (!(d <= worst))
+      worst = d, at = x;
+  });
+  EXPECT_LT(worst, 1.5e-7) << "at " << at;
+  for (float x : {0.625f, std::nextafter(0.625f, 0.f)}) // the switch point
+    EXPECT_NEAR(fastTanh(x), std::tanh(double(x)), 1.5e-7 * std::tanh(double(x)));
+  EXPECT_EQ(fastTanh(INFINITY), 1.f);
+  EXPECT_EQ(fastTanh(-INFINITY), -1.f);
+  EXPECT_EQ(fastTanh(100.f), 1.f);
+  EXPECT_TRUE(std::isnan(fastTanh(NAN)));
+  EXPECT_EQ(bitsOf(fastTanh(-0.f)), bitsOf(-0.f));
+  EXPECT_EQ(fastTanh(1e-40f), 1e-40f); // (subnormal: tanh x = x)
+}
+
+TEST(ModelKernels, ErfIsWithinTwoUlpsOfFloat64) {
+  REQUIRE_TARGET();
+  double worstRel = 0, worstAbs = 0;
+  float atRel = 0, atAbs = 0;
+  forSampledFloats([&](float x) {
+    double want = std::erf(double(x)), got = fastErf(x);
+    if (std::fabs(x) < 1) { // erf ~ 1.13 x: relative
+      double d = std::fabs(got - want) / std::fabs(want);
+      if (!(d <= worstRel))
+        worstRel = d, atRel = x;
+    } else { // towards +-1: absolute, against 2^-23 (an ulp of 1)
+      double d = std::fabs(got - want);
+      if (!(d <= worstAbs))
+        worstAbs = d, atAbs = x;
+    }
+  });
+  EXPECT_LT(worstRel, 2e-7) << "at " << atRel; // (1.83e-7 without FMA)
+  EXPECT_LT(worstAbs, 1.2e-7) << "at " << atAbs;
+  // Past 3.9192 erf rounds to 1 in f32: so must the clamped polynomial.
+  for (float x : {3.92f, 3.9375f, 4.f, 10.f, 1e30f, INFINITY}) {
+    EXPECT_EQ(fastErf(x), 1.f) << x;
+    EXPECT_EQ(fastErf(-x), -1.f) << x;
+  }
+  EXPECT_TRUE(std::isnan(fastErf(NAN)));
+  EXPECT_EQ(bitsOf(fastErf(-0.f)), bitsOf(-0.f));
+  // GELU as the generated loops compute it, against float64.
+  for (float x : {-6.f, -3.f, -1.f, -0.3f, 0.f, 0.3f, 1.f, 3.f, 6.f}) {
+    double want = 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+    EXPECT_NEAR(0.5f * x * (1.0f + fastErf(x * 0.7071067811865476f)), want, 4e-7) << x;
+  }
+}
+
 template <typename T> std::vector<T> stored(const std::vector<float> &v) {
   std::vector<T> out(v.size());
   fromF32(v.data(), out.data(), int64_t(v.size()));

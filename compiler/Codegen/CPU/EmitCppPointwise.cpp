@@ -8,7 +8,9 @@
 // merged), the innermost dimension a `#pragma omp simd` loop with its
 // strides built in. The statement calls it through GeneratedLoops.h's
 // `pointwise` (operands checked, the result placed, the pool splitting the
-// range). Identical loops are written once.
+// range). Identical loops are written once. The shared expressions' libm
+// calls expf, tanhf and erff become fastExp, fastTanh and fastErf
+// (kernels/Pointwise.h: branch-free, so the loop stays vectorised).
 //
 // Left to the reference kernels or templates: casts outside a run (the
 // cast template), SwiGLU (its template), a residual add a linear layer
@@ -29,6 +31,18 @@ namespace {
 /// The C++ element type of a loop's operand on the CPU target (booleans are
 /// bytes of 0 or 1; f16 and bf16 GeneratedLoops.h's half and bfloat16).
 std::string loopType(Type t) { return storageType(t, "uint8_t"); }
+
+/// `code` with the shared expressions' libm calls (scalar calls GCC does
+/// not vectorise) spelled as kernels/Pointwise.h's vectorisable forms.
+std::string vectorMath(std::string code) {
+  static const std::pair<llvm::StringRef, llvm::StringRef> calls[] = {
+      {"expf(", "fastExp("}, {"tanhf(", "fastTanh("}, {"erff(", "fastErf("}};
+  for (auto [from, to] : calls)
+    for (size_t at = code.find(from.str()); at != std::string::npos;
+         at = code.find(from.str(), at + to.size()))
+      code.replace(at, from.size(), to.str());
+  return code;
+}
 
 /// `iteration` and the accesses' strides with dimensions of size 1 dropped
 /// and neighbours merged where every access walks them as one dimension;
@@ -141,6 +155,9 @@ llvm::Error Emitter::emitPointwise(Operation *last, CpuModel::Entry &stats, int 
   std::optional<PointwiseExpr> e = runExpr(run, loopType, failed);
   if (!e) // (generatesLoop checked every operand's type)
     return makeError(nodeName(failed) + ": an operand has no element type a loop reads");
+  for (std::string &t : e->temps)
+    t = vectorMath(t);
+  e->expr = vectorMath(e->expr);
   Value y = last->getResult(0);
   SmallVector<int64_t> iteration(shapeOf(y));
   SmallVector<Access> accesses;

@@ -12,6 +12,19 @@
 //             e^x = 2^k e^f, k = round(x log2 e) set in the exponent bits,
 //             |f| <= ln(2)/2, e^f by its degree-6 Taylor polynomial
 //             (relative error below 2.5e-7); inputs clamped to [-87.3, 88.3].
+// fastTanh    tanh(x) in f32, branch-free: on t = |x|, t + t^3 R(t^2) below
+//             0.625 (R of degree 5, least squares on Chebyshev nodes), else
+//             1 - 2 / (e^2t + 1) by fastExp; the sign of x put back (so -0
+//             stays -0, NaN stays NaN, +-inf give +-1). Relative error
+//             below 1.5e-7 (about 2 ulps) over every float.
+// fastErf     erf(x) in f32, branch-free: on t = |x|, t P(t^2) below 1 (P of
+//             degree 6 fitted as R), else 1 - e^Q(t) (Q of degree 8 fitted to
+//             log erfc over [1, 3.9375], t clamped there: erf rounds to 1 in
+//             f32 from 3.9192); the sign put back. Relative error below
+//             2e-7 for |x| < 1, absolute below 1.2e-7 above (2 ulps of 1).
+//             The generated loops (GeneratedLoops.h) compute GELU with it
+//             and tanh-GELU with fastTanh, 20-30 times faster than libm's
+//             scalar erff and tanhf, which GCC cannot vectorise.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_RUNTIME_MODEL_KERNELS_POINTWISE_H
@@ -42,6 +55,44 @@ inline float fastExp(float x) {
   float scale;
   std::memcpy(&scale, &bits, sizeof scale);
   return p * scale;
+}
+
+inline float fastTanh(float x) {
+  float t = std::fabs(x), u = x * x;
+  float r = 2.314125421e-3f;
+  r = r * u - 8.365823887e-3f;
+  r = r * u + 2.177690528e-2f;
+  r = r * u - 5.396049097e-2f;
+  r = r * u + 1.333331019e-1f;
+  r = r * u - 3.333333433e-1f;
+  float small = t + t * u * r;
+  float big = 1.f - 2.f / (fastExp(2.f * t) + 1.f);
+  return std::copysign(t < 0.625f ? small : big, x);
+}
+
+inline float fastErf(float x) {
+  float t = std::fabs(x), u = x * x;
+  float p = 7.933485904e-5f;
+  p = p * u - 8.034844068e-4f;
+  p = p * u + 5.191218108e-3f;
+  p = p * u - 2.685539983e-2f;
+  p = p * u + 1.128362566e-1f;
+  p = p * u - 3.761262894e-1f;
+  p = p * u + 1.128379226f;
+  float small = t * p;
+  // Q in v = t - 2.46875, the middle of [1, 3.9375].
+  float v = (t < 3.9375f ? t : 3.9375f) - 2.46875f;
+  float q = 1.638483241e-6f;
+  q = q * v - 1.369786969e-5f;
+  q = q * v + 8.025400166e-5f;
+  q = q * v - 4.349825322e-4f;
+  q = q * v + 2.232071478e-3f;
+  q = q * v - 1.113326475e-2f;
+  q = q * v - 9.428628683e-1f;
+  q = q * v - 5.293719292f;
+  q = q * v - 7.640465260f;
+  float big = 1.f - fastExp(q);
+  return std::copysign(t >= 1.f ? big : small, x);
 }
 
 template <typename T>
