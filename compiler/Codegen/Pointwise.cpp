@@ -129,6 +129,10 @@ std::string pointwiseElement(ArrayRef<int64_t> iteration, ArrayRef<Access> input
   bool floatOut = isFloat(output.type);
   std::string s;
   llvm::raw_string_ostream os(s);
+  if (inputs.size() == 1 && e.temps.empty() && e.expr == "x0" && inputs[0].type == output.type) {
+    os << indent << "out[" << index(output) << "] = in0[" << index(inputs[0]) << "];\n";
+    return s;
+  }
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Access &a = inputs[i];
     if (isFloat(a.type))
@@ -145,6 +149,54 @@ std::string pointwiseElement(ArrayRef<int64_t> iteration, ArrayRef<Access> input
   else
     os << output.type << "(" << e.expr << ");\n";
   return s;
+}
+
+SmallVector<CopyPart, 2> copyParts(Operation *op, llvm::function_ref<std::string(Type)> typeName) {
+  StringRef name = shortName(op);
+  SmallVector<CopyPart, 2> parts;
+  if (name == "onnx.transpose") {
+    Value x = op->getOperand(0), y = op->getResult(0);
+    auto perm = op->getAttrOfType<DenseI64ArrayAttr>("perm");
+    auto in = shapeOf(x);
+    SmallVector<int64_t> inStrides = contiguousStrides(in), strides;
+    for (size_t d = 0; d < in.size(); ++d)
+      strides.push_back(inStrides[size_t(perm ? perm[d] : int64_t(in.size() - 1 - d))]);
+    std::string t = typeName(x.getType());
+    parts.push_back({x, y, SmallVector<int64_t>(shapeOf(y)), Access{t, strides, 0},
+                     Access{t, contiguousStrides(shapeOf(y)), 0}});
+  } else if (name == "onnx.slice") {
+    std::optional<SliceSegments> seg = sliceSegments(op);
+    if (!seg)
+      return parts;
+    Value x = op->getOperand(0), y = op->getResult(0);
+    std::string t = typeName(x.getType());
+    parts.push_back({x, y, {seg->count, seg->len}, Access{t, {seg->stride, 1}, seg->base},
+                     Access{t, {seg->len, 1}, 0}});
+  } else if (name == "onnx.split" || name == "onnx.concat") {
+    // Slices of the input along one axis (split), or the inputs written
+    // into slices of the output (concat).
+    bool split = name == "onnx.split";
+    auto axisAttr = op->getAttrOfType<IntegerAttr>("axis");
+    Value whole = split ? op->getOperand(0) : op->getResult(0);
+    auto wshape = shapeOf(whole);
+    int64_t axis = axisAttr ? axisAttr.getInt() : 0;
+    if (axis < 0)
+      axis += int64_t(wshape.size());
+    SmallVector<int64_t> wstrides = contiguousStrides(wshape);
+    std::string t = typeName(whole.getType());
+    int64_t at = 0;
+    for (Value part : split ? ValueRange(op->getResults()) : ValueRange(op->getOperands())) {
+      auto pshape = shapeOf(part);
+      Access wa{t, wstrides, at * wstrides[size_t(axis)]};
+      Access pa{t, contiguousStrides(pshape), 0};
+      if (split)
+        parts.push_back({whole, part, SmallVector<int64_t>(pshape), wa, pa});
+      else
+        parts.push_back({part, whole, SmallVector<int64_t>(pshape), pa, wa});
+      at += pshape[size_t(axis)];
+    }
+  }
+  return parts;
 }
 
 } // namespace mlir::llmc::codegen

@@ -74,11 +74,28 @@ struct Access {
   int64_t base = 0;
 };
 
+/// One copy of generated code: `from` read through `in` and written to
+/// `to` through `out`, over `iteration`.
+struct CopyPart {
+  Value from, to;
+  SmallVector<int64_t> iteration;
+  Access in, out;
+};
+/// The copies that make up a transpose (one: the input read through the
+/// permuted strides, over the result's shape), a slice of whole segments
+/// (one, over [segments, length]; codegen callers first take the views),
+/// a split (one per result, over its shape) or a concat (one per input,
+/// over its shape, written at its offset along the axis of the result),
+/// with `typeName` the C++ element type of both sides; empty for any other
+/// operation or a slice that is not whole segments.
+SmallVector<CopyPart, 2> copyParts(Operation *op, llvm::function_ref<std::string(Type)> typeName);
+
 /// The statements of one element at indices i0, i1, ... over `iteration`
 /// (dimensions of size 1 and stride 0 left out): `in<k>` loaded into x<k>
 /// (float where it or the output is a float, else int64_t), `e`'s
 /// temporaries, `out` stored with its expression, each line starting with
-/// `indent`.
+/// `indent`. A plain copy (`e` is x0 of one input of the output's type) is
+/// one assignment of the element as it is stored, with no conversion.
 std::string pointwiseElement(ArrayRef<int64_t> iteration, ArrayRef<Access> inputs,
                              const Access &output, const PointwiseExpr &e,
                              llvm::StringRef indent);

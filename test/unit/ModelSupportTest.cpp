@@ -378,6 +378,43 @@ TEST(Pointwise, EveryElementOnceWhateverThePool) {
     }
 }
 
+TEST(Pointwise, ConcatPartsCutTheRangesAtTheirEnds) {
+  // A concat's parts (an input each, over its own elements) inside one
+  // pointwise call: each element of each part is written once, from the
+  // part's own index, whatever chunks the pool cuts, including chunks
+  // that span a part's end. Parts of 5, 2 x kLoopGrain + 3 and 1 element.
+  int64_t sizes[] = {5, 2 * kLoopGrain + 3, 1};
+  int64_t n = sizes[0] + sizes[1] + sizes[2];
+  for (unsigned threads : {1u, 2u, 3u}) {
+    PoolContext ctx(threads);
+    Tensor x = iota(n), y;
+    std::vector<int> seen(size_t(n), 0);
+    std::mutex m;
+    ASSERT_TRUE(pointwise(ctx, "loop onnx.concat", "/Concat_1 (onnx.concat)",
+                          {{&x, DType::Float, n}}, DType::Float, {n}, y,
+                          [&](int64_t b, int64_t e) {
+                            int64_t from = 0;
+                            for (int64_t size : sizes) {
+                              partOf(b, e, from, from + size, [&](int64_t pb, int64_t pe) {
+                                ASSERT_LE(0, pb);
+                                ASSERT_LE(pe, size);
+                                std::lock_guard<std::mutex> lock(m);
+                                for (int64_t i = pb; i < pe; ++i) {
+                                  ++seen[size_t(from + i)];
+                                  y.mutableData<float>()[from + i] = x.data<float>()[from + i];
+                                }
+                              });
+                              from += size;
+                            }
+                          })
+                    .isOk());
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(seen[size_t(i)], 1) << threads << " " << i;
+      ASSERT_EQ(y.data<float>()[i], float(i));
+    }
+  }
+}
+
 TEST(Pointwise, RefusalsNameTheNodeAndWriteNothing) {
   // An operand of another type or size than the loop was generated for (or
   // none): an error naming the node; the loop does not run and the

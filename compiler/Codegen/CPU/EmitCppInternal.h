@@ -73,6 +73,14 @@ private:
   void findRuns(Block &block);
   /// The loop over the run that `last` ends (or `last` alone).
   llvm::Error emitPointwise(Operation *last, CpuModel::Entry &stats, int depth);
+  /// Whether `op` (a transpose, split or concat of static shapes) becomes
+  /// generated copy loops.
+  bool generatesCopy(Operation *op);
+  /// Its loops (codegen::copyParts): one per result of a split, a
+  /// concat's parts in one call that writes the result once.
+  llvm::Error emitCopy(Operation *op, CpuModel::Entry &stats, int depth);
+  /// Whether `op` computes the logits' tail (the rows a caller asks for).
+  bool inTail(Operation *op);
   /// The name of the loop function with this iteration space, accesses and
   /// expression, written into `loops` the first time.
   std::string loopFunction(llvm::StringRef what, ArrayRef<int64_t> iteration,

@@ -366,6 +366,10 @@ llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
     stats.kernelCalls += depth == 1;
     return llvm::Error::success();
   }
+  // Transposes (not read in place), splits and concats of static shapes:
+  // copy loops of their own.
+  if (generatesCopy(op))
+    return emitCopy(op, stats, depth);
   // Everything else: its reference kernel.
   if (!kernelFor(op))
     return makeError(nodeName(op) + ": no CPU kernel implements " + op->getName().getStringRef().str());

@@ -92,14 +92,29 @@ bool Emitter::generatesLoop(Operation *op) {
     if (Operation *def = v.getDefiningOp();
         def && isa<LinearOp, QuantizedLinearOp>(def) && foldedResidualAdd(def) == op)
       return false;
-  if (tail) {
-    Operation *top = op;
-    while (!isa<func::FuncOp>(top->getParentOp()))
-      top = top->getParentOp();
-    if (tail->ops.contains(top))
-      return false;
-  }
-  return true;
+  return !inTail(op);
+}
+
+bool Emitter::inTail(Operation *op) {
+  if (!tail)
+    return false;
+  Operation *top = op;
+  while (!isa<func::FuncOp>(top->getParentOp()))
+    top = top->getParentOp();
+  return tail->ops.contains(top);
+}
+
+bool Emitter::generatesCopy(Operation *op) {
+  StringRef name = shortName(op);
+  if (name != "onnx.transpose" && name != "onnx.split" && name != "onnx.concat")
+    return false;
+  // (an empty part would be a loop over nothing: the reference kernel's)
+  auto usable = [](Value v) {
+    return isStatic(v.getType()) && !loopType(v.getType()).empty() && numel(v) > 0;
+  };
+  Value data = name == "onnx.concat" ? Value() : op->getOperand(0);
+  return (data ? usable(data) : llvm::all_of(op->getOperands(), usable)) &&
+         llvm::all_of(op->getResults(), usable) && !inTail(op);
 }
 
 void Emitter::findRuns(Block &block) {
@@ -188,6 +203,66 @@ llvm::Error Emitter::emitPointwise(Operation *last, CpuModel::Entry &stats, int 
                         pointers.empty() ? std::string() : llvm::join(pointers, ", ") + ", ",
                         output.type)
               .str();
+  stats.kernelCalls += depth == 1;
+  return llvm::Error::success();
+}
+
+llvm::Error Emitter::emitCopy(Operation *op, CpuModel::Entry &stats, int depth) {
+  StringRef name = shortName(op);
+  bool concat = name == "onnx.concat";
+  std::string in = indent(depth), kind = quote("loop " + name.str()), node = quote(nodeName(op));
+  PointwiseExpr copy{{}, "x0", name.str(), {}};
+  Value whole = op->getResult(0);
+  std::string out = concat ? newName() : std::string();
+  std::vector<std::string> checks, parts;
+  int64_t at = 0;
+  for (const CopyPart &part : copyParts(op, loopType)) {
+    SmallVector<int64_t> iteration(part.iteration);
+    SmallVector<Access> accesses{part.in, part.out};
+    collapse(iteration, accesses);
+    std::string fn = loopFunction(name, iteration, {accesses[0]}, accesses[1], copy);
+    auto from = operandRef(op, part.from);
+    if (!from)
+      return from.takeError();
+    std::string check = llvm::formatv("{{&{0}, {1}, {2}}", *from, dtypeExpr(part.from.getType()),
+                                      numel(part.from));
+    if (concat) {
+      checks.push_back(check);
+      parts.push_back(llvm::formatv("partOf(b, e, {0}, {1}, [&](int64_t pb, int64_t pe) {{ "
+                                    "{2}({3}.data<{4}>(), {5}.mutableData<{4}>(), pb, pe); });",
+                                    at, at + numel(part.from), fn, *from, part.in.type, out));
+      at += numel(part.from);
+      continue;
+    }
+    std::string v = newName();
+    names[part.to] = v;
+    body += llvm::formatv("{0}Tensor {1}{2}; // {3} -> {4}\n", in, v, placed(part.to), name,
+                          describeType(part.to.getType()))
+                .str();
+    body += llvm::formatv("{0}LLMC_TRY(pointwise(m, {1}, {2}, {{{3}}, {4}, {5}, {6},\n"
+                          "{0}                   [&](int64_t b, int64_t e) {{ {7}({8}.data<{9}>(), "
+                          "{6}.mutableData<{9}>(), b, e); }));\n",
+                          in, kind, node, check, dtypeExpr(part.to.getType()),
+                          shapeExpr(shapeOf(part.to)), v, fn, *from, part.in.type)
+                .str();
+    stats.kernelCalls += depth == 1;
+  }
+  if (!concat)
+    return llvm::Error::success();
+  // One call: every input checked, the result placed once, and the pool's
+  // ranges of its elements cut into the parts they cover.
+  names[whole] = out;
+  body += llvm::formatv("{0}Tensor {1}{2}; // {3} -> {4}\n", in, out, placed(whole), name,
+                        describeType(whole.getType()))
+              .str();
+  body += llvm::formatv("{0}LLMC_TRY(pointwise(m, {1}, {2}, {{{3}}, {4}, {5}, {6},\n"
+                        "{0}                   [&](int64_t b, int64_t e) {{\n",
+                        in, kind, node, llvm::join(checks, ", "), dtypeExpr(whole.getType()),
+                        shapeExpr(shapeOf(whole)), out)
+              .str();
+  for (const std::string &p : parts)
+    body += in + "                     " + p + "\n";
+  body += in + "                   }));\n";
   stats.kernelCalls += depth == 1;
   return llvm::Error::success();
 }

@@ -77,6 +77,8 @@ private:
   /// onnx.slice (a view when it is one segment of a value that does not
   /// change), onnx.transpose, onnx.split and onnx.concat as copy kernels.
   llvm::Error emitCopy(Operation *op, CpuModel::Entry &stats);
+  /// The copy kernels of a transpose, slice, split or concat (codegen::copyParts).
+  llvm::Error emitCopyParts(Operation *op, CpuModel::Entry &stats);
   /// llm.linear and llm.quantized_linear: gemv / qgemv for decode-sized
   /// rows (split-K when the columns are few), gemm / qgemm otherwise, with
   /// a following residual add folded in.

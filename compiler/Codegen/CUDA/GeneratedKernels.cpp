@@ -177,69 +177,39 @@ llvm::Error CudaEmitter::emitCopy(Operation *op, CpuModel::Entry &stats) {
         }
       }
     }
-    define(y);
-    std::string t = cxxType(x.getType());
-    statement(generated("slice", {seg->count, seg->len},
-                        {{Access{t, {seg->stride, 1}, seg->base}, ptr(x)}},
-                        Access{t, {seg->len, 1}, 0}, ptr(y), "x0"),
-              "onnx.slice -> " + describeType(y.getType()));
-    ++stats.kernelCalls;
-    return llvm::Error::success();
+    return emitCopyParts(op, stats);
   }
   if (name == "onnx.transpose") {
     if (folded.contains(op))
       return llvm::Error::success();
-    Value x = op->getOperand(0), y = op->getResult(0);
     // Read in place by the one product that reads it (OnnxOps.cpp).
     if (isTransposeReadInPlace(op)) {
       ++stats.views;
       return llvm::Error::success();
     }
-    auto perm = op->getAttrOfType<DenseI64ArrayAttr>("perm");
-    auto in = shapeOf(x);
-    SmallVector<int64_t> inStrides = contiguousStrides(in), strides;
-    for (size_t d = 0; d < in.size(); ++d)
-      strides.push_back(inStrides[size_t(perm ? perm[d] : int64_t(in.size() - 1 - d))]);
-    define(y);
-    std::string t = cxxType(x.getType());
-    statement(generated("transpose", shapeOf(y), {{Access{t, strides, 0}, ptr(x)}},
-                        Access{t, contiguousStrides(shapeOf(y)), 0}, ptr(y), "x0"),
-              "onnx.transpose -> " + describeType(y.getType()));
-    ++stats.kernelCalls;
-    return llvm::Error::success();
+    return emitCopyParts(op, stats);
   }
-  if (name == "onnx.split" || name == "onnx.concat") {
-    // Slices of the input along one axis (split), or the inputs written
-    // into slices of the output (concat): a copy kernel each.
-    bool split = name == "onnx.split";
-    auto axisAttr = op->getAttrOfType<IntegerAttr>("axis");
-    Value whole = split ? op->getOperand(0) : op->getResult(0);
-    auto wshape = shapeOf(whole);
-    int64_t rank = int64_t(wshape.size());
-    int64_t axis = axisAttr ? axisAttr.getInt() : 0;
-    if (axis < 0)
-      axis += rank;
-    SmallVector<int64_t> wstrides = contiguousStrides(wshape);
-    if (!split)
-      define(whole);
-    int64_t at = 0;
-    std::string t = cxxType(whole.getType());
-    auto parts = split ? ValueRange(op->getResults()) : ValueRange(op->getOperands());
-    for (Value part : parts) {
-      if (split)
-        define(part);
-      auto pshape = shapeOf(part);
-      Access wa{t, wstrides, at * wstrides[size_t(axis)]};
-      Access pa{t, contiguousStrides(pshape), 0};
-      std::string stmt = split ? generated("split", pshape, {{wa, ptr(whole)}}, pa, ptr(part), "x0")
-                               : generated("concat", pshape, {{pa, ptr(part)}}, wa, ptr(whole), "x0");
-      statement(stmt, std::string(name) + " -> " + describeType(part.getType()));
-      ++stats.kernelCalls;
-      at += pshape[size_t(axis)];
-    }
-    return llvm::Error::success();
-  }
+  if (name == "onnx.split" || name == "onnx.concat")
+    return emitCopyParts(op, stats);
   unsupported(op);
+  return llvm::Error::success();
+}
+
+llvm::Error CudaEmitter::emitCopyParts(Operation *op, CpuModel::Entry &stats) {
+  // A copy kernel per part (codegen::copyParts): the result defined first,
+  // where a concat's parts all write it.
+  StringRef name = shortName(op);
+  bool concat = name == "onnx.concat";
+  if (concat)
+    define(op->getResult(0));
+  for (const CopyPart &part : copyParts(op, [&](Type t) { return cxxType(t); })) {
+    if (!concat)
+      define(part.to);
+    statement(generated(name.drop_front(5), part.iteration, {{part.in, ptr(part.from)}},
+                        part.out, ptr(part.to), "x0"),
+              name.str() + " -> " + describeType((concat ? part.from : part.to).getType()));
+    ++stats.kernelCalls;
+  }
   return llvm::Error::success();
 }
 

@@ -4,11 +4,14 @@
 // operation, or run of them (compiler/Codegen/CPU/EmitCppPointwise.cpp):
 // a static function over a range [b, e) of the result's elements, with the
 // static shapes and strides built in, that loads its inputs as f32 (or
-// int64), computes the operations' expression and stores the result. This
-// header gives it the spelling it shares with the CUDA target's generated
-// kernels (half, bfloat16, toFloat, fromFloat<T>: compiler/Codegen/
-// Pointwise.h) and `pointwise`, which checks the operands, places the
-// result and runs the loop over the context's pool.
+// int64), computes the operations' expression and stores the result; and
+// copy loops for a transpose, split or concat of static shapes, which
+// store each element as it is. This header gives them the spelling they
+// share with the CUDA target's generated kernels (half, bfloat16,
+// toFloat, fromFloat<T>: compiler/Codegen/Pointwise.h), `pointwise`,
+// which checks the operands, places the result and runs the loop over the
+// context's pool, and `partOf`, which cuts a concat's range into its
+// parts.
 //
 // Numerics: as the reference kernels (runtime/src/cpu/kernels/
 // Elementwise.cpp) compute f32, f16 and bf16 operations, in float, with
@@ -82,6 +85,18 @@ Status pointwise(const Context &ctx, const char *kind, const char *opName,
   else if (n > 0)
     loop(int64_t(0), n);
   return Status::ok();
+}
+
+/// A concatenation's part inside a loop range: runs `loop(b', e')` over
+/// the elements of [b, e) in the part's [from, to) of the result's element
+/// range, counted from `from`; nothing where they do not meet. (A concat's
+/// generated loops, one per input over its own elements, share one
+/// `pointwise` call: the pool's chunks are cut at the parts' ends.)
+template <class F> void partOf(int64_t b, int64_t e, int64_t from, int64_t to, F &&loop) {
+  b = b > from ? b : from;
+  e = e < to ? e : to;
+  if (b < e)
+    loop(b - from, e - from);
 }
 
 } // namespace llmc::model
