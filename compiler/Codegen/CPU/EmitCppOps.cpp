@@ -70,10 +70,13 @@ llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
     return llvm::Error::success();
   }
   // A slice of segments of its input: a view when it is one contiguous
-  // range, else a copy of each segment.
+  // range, else a copy loop over the segments (sliceCopy where there is
+  // none: a shape or type the loops do not take).
   if (name == "onnx.slice") {
     if (std::optional<SliceSegments> seg = sliceSegments(op);
         seg && (seg->count > 1 || !mayChange(op->getOperand(0)))) {
+      if (seg->count > 1 && generatesCopy(op)) // (a loop over the segments)
+        return emitCopy(op, stats, depth);
       auto x = operandRef(op, op->getOperand(0));
       if (!x)
         return x.takeError();

@@ -106,7 +106,8 @@ bool Emitter::inTail(Operation *op) {
 
 bool Emitter::generatesCopy(Operation *op) {
   StringRef name = shortName(op);
-  if (name != "onnx.transpose" && name != "onnx.split" && name != "onnx.concat")
+  if (name != "onnx.transpose" && name != "onnx.split" && name != "onnx.concat" &&
+      !(name == "onnx.slice" && sliceSegments(op)))
     return false;
   // (an empty part would be a loop over nothing: the reference kernel's)
   auto usable = [](Value v) {
