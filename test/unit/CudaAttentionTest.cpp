@@ -30,11 +30,13 @@ using namespace llmc::cuda::test;
 namespace {
 
 /// float64 attention of the query row q (Hq heads of D) at position qpos
-/// over cache rows [0, keys) with llm.cached_attention's rules.
+/// over cache rows [0, keys) with llm.cached_attention's rules (and its
+/// sinks, one per query head, when given).
 std::vector<double> attentionRow(const std::vector<double> &q, const std::vector<double> &k,
                                  const std::vector<double> &v, int bi, int hq, int hkv, int cap,
                                  int d, int dv, long long qpos, int keys, bool causal, int window,
-                                 double scale, double softcap) {
+                                 double scale, double softcap,
+                                 const std::vector<float> *sinks = nullptr) {
   std::vector<double> out(size_t(hq) * size_t(dv), 0.0);
   for (int h = 0; h < hq; ++h) {
     int kvh = h / (hq / hkv);
@@ -57,6 +59,10 @@ std::vector<double> attentionRow(const std::vector<double> &q, const std::vector
     if (sc.empty())
       continue;
     double m = *std::max_element(sc.begin(), sc.end()), sum = 0;
+    if (sinks) { // one more score, with no value
+      m = std::max(m, double((*sinks)[size_t(h)]));
+      sum += std::exp(double((*sinks)[size_t(h)]) - m);
+    }
     for (double &s : sc)
       sum += (s = std::exp(s - m));
     for (size_t t = 0; t < sc.size(); ++t)
@@ -117,12 +123,23 @@ template <class T, class K, int D, int Dv> double decodeTolerance(int g, double 
   return base + (mma ? storageEpsilon<T>() : 0.0);
 }
 
+/// Sink logits for hq query heads: below, among and above the scores.
+std::vector<float> someSinks(int hq) {
+  std::vector<float> s;
+  for (int h = 0; h < hq; ++h)
+    s.push_back(h % 3 == 0 ? -20.0f : h % 3 == 1 ? 0.75f : 3.5f);
+  return s;
+}
+
 template <class T, int D, int Dv, class K = T>
 void checkDecode(int b, int hq, int hkv, int cap, long long pos, int splits, int window,
-                 float softcap, int maxStages = 0) {
+                 float softcap, int maxStages = 0, bool withSinks = false) {
   SCOPED_TRACE("hq=" + std::to_string(hq) + " hkv=" + std::to_string(hkv) + " pos=" +
                std::to_string(pos) + " splits=" + std::to_string(splits) + " window=" +
-               std::to_string(window) + " softcap=" + std::to_string(softcap));
+               std::to_string(window) + " softcap=" + std::to_string(softcap) +
+               (withSinks ? " sinks" : ""));
+  std::vector<float> sinkValues = someSinks(hq);
+  DeviceBuffer<float> sinks(sinkValues);
   auto q = randomValues<T>(size_t(b * hq * D), 1.0f, 41);
   DeviceCaches<T, K> c(size_t(b * hkv * cap), D, Dv, 42);
   const std::vector<double> &kd = c.kd, &vd = c.vd;
@@ -135,7 +152,8 @@ void checkDecode(int b, int hq, int hkv, int cap, long long pos, int splits, int
   ASSERT_EQ((decodeAttention<T, K, D, Dv>(dq.get(), c.k.get(), c.v.get(), c.ksPtr(), c.vsPtr(),
                                           dpos.get(), partial.get(), lse.get(), out.get(),
                                           counters.get(), b, hq, hkv, cap, splits, window, scale,
-                                          softcap, nullptr, maxStages)),
+                                          softcap, nullptr, maxStages, false,
+                                          withSinks ? sinks.get() : nullptr)),
             "");
   EXPECT_EQ(counters.leftNonzero(), 0u);
   auto qd = widen(q);
@@ -143,7 +161,7 @@ void checkDecode(int b, int hq, int hkv, int cap, long long pos, int splits, int
   for (int bi = 0; bi < b; ++bi) {
     std::vector<double> qrow(qd.begin() + bi * hq * D, qd.begin() + (bi + 1) * hq * D);
     auto row = attentionRow(qrow, kd, vd, bi, hq, hkv, cap, D, Dv, pos, int(pos + 1), true, window,
-                            scale, softcap);
+                            scale, softcap, withSinks ? &sinkValues : nullptr);
     want.insert(want.end(), row.begin(), row.end());
   }
   EXPECT_LE(relativeError(out.download(), want),
@@ -156,6 +174,17 @@ TEST(CudaDecodeAttention, GqaMqaMhaOverSplits) {
   checkDecode<float, 64, 64>(1, 8, 1, 40, 33, 3, 0, 0); // MQA: 8 heads on one
   checkDecode<bfloat16, 64, 64>(1, 4, 4, 40, 20, 2, 0, 0); // MHA
   checkDecode<half, 128, 128>(1, 10, 2, 70, 69, 5, 0, 0); // 5 heads per kv head
+}
+
+TEST(CudaDecodeAttention, SinksJoinTheMerge) {
+  // One busy split (its block writes the output) and several (the last
+  // block's merge adds the sinks), empty splits, a window; tensor-core
+  // tiles (half, 4 rows a kv head), SIMT ones (f32, 10 rows), int8 caches.
+  checkDecode<half, 64, 64>(1, 8, 2, 96, 20, 1, 0, 0, 0, true);
+  checkDecode<half, 64, 64>(2, 8, 2, 96, 77, 4, 0, 0, 0, true);
+  checkDecode<half, 64, 64>(1, 4, 2, 16, 0, 4, 0, 0, 0, true); // one key
+  checkDecode<float, 64, 64>(1, 10, 1, 3072, 2999, 33, 1000, 0, 0, true);
+  checkDecode<bfloat16, 64, 64, int8_t>(1, 6, 2, 128, 100, 5, 0, 20.0f, 0, true);
 }
 
 TEST(CudaDecodeAttention, EmptyChunksAndFirstToken) {
@@ -623,11 +652,15 @@ enum class Prefill { Chosen, Wmma, Mma };
 /// Prefill attention in `form`; the scale is scaleTimes / sqrt(D).
 template <class T, int D, int Dv, class K = T>
 void checkPrefill(int b, int s, int hq, int hkv, int cap, long long pos, bool causal, int window,
-                  float softcap, Prefill form = Prefill::Chosen, float scaleTimes = 1.5f) {
+                  float softcap, Prefill form = Prefill::Chosen, float scaleTimes = 1.5f,
+                  bool withSinks = false) {
   SCOPED_TRACE("form=" + std::to_string(int(form)) + " s=" + std::to_string(s) + " hq=" + std::to_string(hq) + " hkv=" +
                std::to_string(hkv) + " pos=" + std::to_string(pos) + (causal ? " causal" : "") +
                " window=" + std::to_string(window) + " softcap=" + std::to_string(softcap) +
-               " scale x" + std::to_string(scaleTimes));
+               " scale x" + std::to_string(scaleTimes) + (withSinks ? " sinks" : ""));
+  std::vector<float> sinkValues = someSinks(hq);
+  DeviceBuffer<float> sinkBuffer(sinkValues);
+  const float *sinks = withSinks ? sinkBuffer.get() : nullptr;
   auto q = randomValues<T>(size_t(b * s * hq * D), 1.0f, 51);
   DeviceCaches<T, K> c(size_t(b * hkv * cap), D, Dv, 52);
   const std::vector<double> &kd = c.kd, &vd = c.vd;
@@ -639,20 +672,21 @@ void checkPrefill(int b, int s, int hq, int hkv, int cap, long long pos, bool ca
     if (form == Prefill::Wmma) {
       ASSERT_EQ((flashAttentionWmma<T, D, float>(dq.get(), c.k.get(), c.v.get(), dpos.get(),
                                                  out.get(), b, s, hq, hkv, cap, causal, window,
-                                                 scale, softcap, nullptr)),
+                                                 scale, softcap, nullptr, sinks)),
                 "");
     }
     if (form == Prefill::Mma) {
       ASSERT_EQ((flashAttentionMma<T, D, float>(dq.get(), c.k.get(), c.v.get(), dpos.get(),
                                                 out.get(), b, s, hq, hkv, cap, causal, window,
-                                                scale, softcap, nullptr)),
+                                                scale, softcap, nullptr, sinks)),
                 "");
     }
   }
   if (form == Prefill::Chosen) {
     ASSERT_EQ((flashAttention<T, K, D, Dv, float>(dq.get(), c.k.get(), c.v.get(), c.ksPtr(),
                                                   c.vsPtr(), dpos.get(), out.get(), b, s, hq, hkv,
-                                                  cap, causal, window, scale, softcap, nullptr)),
+                                                  cap, causal, window, scale, softcap, nullptr,
+                                                  sinks)),
               "");
   }
   auto qd = widen(q);
@@ -662,7 +696,7 @@ void checkPrefill(int b, int s, int hq, int hkv, int cap, long long pos, bool ca
       std::vector<double> qrow(qd.begin() + (bi * s + si) * hq * D,
                                qd.begin() + (bi * s + si + 1) * hq * D);
       auto row = attentionRow(qrow, kd, vd, bi, hq, hkv, cap, D, Dv, pos + si, int(pos + s), causal,
-                              window, scale, softcap);
+                              window, scale, softcap, withSinks ? &sinkValues : nullptr);
       want.insert(want.end(), row.begin(), row.end());
     }
   // The tensor-core form rounds the probabilities to T for the value
@@ -681,6 +715,21 @@ TEST(CudaFlashAttention, ChunkedPrefillAfterCachedTokens) {
   checkPrefill<half, 64, 64>(1, 20, 4, 2, 64, 9, true, 0, 0);
   checkPrefill<float, 128, 128>(1, 3, 2, 1, 80, 70, true, 0, 0);
   checkPrefill<half, 16, 16>(1, 6, 2, 2, 16, 4, true, 0, 0);
+}
+
+TEST(CudaFlashAttention, SinksInEveryForm) {
+  // The sinks in each prefill form's last division: wgmma (the chosen form
+  // at head_dim 64 and 128 on the emulation), mma.sync and WMMA (the scale
+  // folded into the exp2, and not: softcap), SIMT (f32, int8 caches).
+  for (Prefill form : {Prefill::Chosen, Prefill::Mma, Prefill::Wmma}) {
+    checkPrefill<half, 64, 64>(1, 70, 4, 2, 160, 5, true, 0, 0, form, 1.5f, true);
+    if (form == Prefill::Wmma) // (half only before sm_80)
+      checkPrefill<half, 128, 128>(1, 40, 6, 2, 128, 30, true, 16, 30.0f, form, 1.5f, true);
+    else
+      checkPrefill<bfloat16, 128, 128>(1, 40, 6, 2, 128, 30, true, 16, 30.0f, form, 1.5f, true);
+  }
+  checkPrefill<float, 32, 32>(2, 20, 6, 2, 64, 9, true, 5, 0, Prefill::Chosen, 1.5f, true);
+  checkPrefill<half, 64, 64, int8_t>(1, 40, 3, 1, 64, 0, false, 0, 0, Prefill::Chosen, 1.5f, true);
 }
 
 TEST(CudaFlashAttention, Int8CachesWithTheirScales) {

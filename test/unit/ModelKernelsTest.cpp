@@ -417,10 +417,12 @@ TEST(ModelKernels, PackedLinearMatchesFloat64) {
   }
 }
 
-/// softmax(scale q.k_j (softcapped)) . v_j over keys lo .. hi, in float64.
+/// softmax(scale q.k_j (softcapped)) . v_j over keys lo .. hi, in float64;
+/// with a `sink` logit (-inf: none) in the softmax and no value of its own.
 template <typename T>
 std::vector<double> attendReference(const float *q, const T *kh, const T *vh, int64_t d,
-                                    int64_t lo, int64_t hi, float scale, float softcap) {
+                                    int64_t lo, int64_t hi, float scale, float softcap,
+                                    double sink = -INFINITY) {
   std::vector<double> s, out(size_t(d), 0.0);
   double mx = -INFINITY, total = 0;
   for (int64_t j = lo; j <= hi; ++j) {
@@ -432,6 +434,10 @@ std::vector<double> attendReference(const float *q, const T *kh, const T *vh, in
       dot = softcap * std::tanh(dot / softcap);
     s.push_back(dot);
     mx = std::max(mx, dot);
+  }
+  if (!s.empty() && sink > -INFINITY) {
+    mx = std::max(mx, sink);
+    total += std::exp(sink - mx);
   }
   for (double &e : s)
     total += (e = std::exp(e - mx));
@@ -466,13 +472,20 @@ std::vector<T> cacheOf(const std::vector<float> &x, int64_t d, std::vector<float
 
 /// decodeAttentionHeads and prefillAttentionRows against attendReference,
 /// over a GQA cache (6 query heads, 2 kv heads) of two sequences; int8
-/// caches (T = int8_t) against float64 over the values they hold.
+/// caches (T = int8_t) against float64 over the values they hold; with
+/// `withSinks`, a sink logit per query head (below, among and above the
+/// scores).
 template <typename T>
 void checkAttention(int64_t window, float softcap, bool causal, int64_t d = 40,
                     int64_t capacity = 23, int64_t pos = 9, int64_t s = 5, double tol = 2e-6,
-                    int64_t hq = 6, int64_t hkv = 2) {
+                    int64_t hq = 6, int64_t hkv = 2, bool withSinks = false) {
   const int64_t b = 2;
   const float scale = 0.3f;
+  std::vector<double> sinkValues;
+  for (int64_t h = 0; h < hq; ++h)
+    sinkValues.push_back(h % 3 == 0 ? -20.0 : h % 3 == 1 ? 0.75 : 4.5);
+  const double *sinks = withSinks ? sinkValues.data() : nullptr;
+  auto sinkAt = [&](int64_t h) { return withSinks ? sinkValues[size_t(h)] : -INFINITY; };
   std::vector<float> ksv, vsv, kx, vx;
   std::vector<T> k = cacheOf<T>(randomFloats(size_t(b * hkv * capacity * d), 22, 2.f), d, ksv, kx);
   std::vector<T> v = cacheOf<T>(randomFloats(size_t(b * hkv * capacity * d), 23), d, vsv, vx);
@@ -491,12 +504,13 @@ void checkAttention(int64_t window, float softcap, bool causal, int64_t d = 40,
   for (int64_t bi = 0; bi < b; ++bi)
     for (int64_t hk = 0; hk < hkv; ++hk)
       decodeAttentionHeads(q.data(), k.data(), v.data(), ks, vs, out.data(), bi, hk, hq, hkv, d,
-                           d, capacity, pos, window, scale, softcap, scratch.data());
+                           d, capacity, pos, window, scale, softcap, scratch.data(), sinks);
   int64_t lo = window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0;
   for (int64_t bi = 0; bi < b; ++bi)
     for (int64_t h = 0; h < hq; ++h) {
       std::vector<double> want = attendReference(q.data() + (bi * hq + h) * d, head(kx, bi, h),
-                                                 head(vx, bi, h), d, lo, pos, scale, softcap);
+                                                 head(vx, bi, h), d, lo, pos, scale, softcap,
+                                                 sinkAt(h));
       for (int64_t i = 0; i < d; ++i)
         EXPECT_NEAR(out[size_t((bi * hq + h) * d + i)], want[size_t(i)], std::max(tol, 2e-6))
             << h << "," << i;
@@ -514,9 +528,9 @@ void checkAttention(int64_t window, float softcap, bool causal, int64_t d = 40,
                                acc.data() + sp * d, splits * d, m.data() + sp, l.data() + sp,
                                splits);
         for (int64_t g = 0; g < group; ++g) {
-          combineSplits(acc.data() + g * splits * d, m.data() + g * splits,
-                        l.data() + g * splits, splits, d, row.data());
           int64_t h = hk * group + g;
+          combineSplits(acc.data() + g * splits * d, m.data() + g * splits,
+                        l.data() + g * splits, splits, d, row.data(), sinkOf(sinks, h));
           for (int64_t i = 0; i < d; ++i)
             EXPECT_NEAR(row[size_t(i)], out[size_t((bi * hq + h) * d + i)], 2e-6)
                 << splits << "," << h << "," << i;
@@ -528,13 +542,14 @@ void checkAttention(int64_t window, float softcap, bool causal, int64_t d = 40,
   int64_t rows = b * hq * s;
   for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, 7}, {7, 8}, {8, rows}})
     prefillAttentionRows(qp.data(), k.data(), v.data(), ks, vs, op.data(), s, hq, hkv, d, d, capacity,
-                         pos, causal, window, scale, softcap, r0, r1, scratch.data());
+                         pos, causal, window, scale, softcap, r0, r1, scratch.data(), sinks);
   // The same queries through shortPrefillAttention (a kv head's rows a
   // vector's lanes at a time), every unit.
   std::vector<float> os(qp.size(), -9.f);
   for (int64_t u = 0; u < b * hkv * shortPrefillPasses(s, hq, hkv); ++u)
     shortPrefillAttention(qp.data(), k.data(), v.data(), ks, vs, os.data(), s, hq, hkv, d, d,
-                          capacity, pos, causal, window, scale, softcap, u, scratch.data());
+                          capacity, pos, causal, window, scale, softcap, u, scratch.data(),
+                          sinks);
   for (int64_t bi = 0; bi < b; ++bi)
     for (int64_t i = 0; i < s; ++i)
       for (int64_t h = 0; h < hq; ++h) {
@@ -542,7 +557,8 @@ void checkAttention(int64_t window, float softcap, bool causal, int64_t d = 40,
         int64_t from = window > 0 ? std::max<int64_t>(0, p - window + 1) : 0;
         size_t at = size_t(((bi * s + i) * hq + h) * d);
         std::vector<double> want = attendReference(qp.data() + at, head(kx, bi, h),
-                                                   head(vx, bi, h), d, from, hi, scale, softcap);
+                                                   head(vx, bi, h), d, from, hi, scale, softcap,
+                                                   sinkAt(h));
         for (int64_t t = 0; t < d; ++t) {
           EXPECT_NEAR(op[at + size_t(t)], want[size_t(t)], tol) << i << "," << h << "," << t;
           EXPECT_NEAR(os[at + size_t(t)], want[size_t(t)], tol) << i << "," << h << "," << t;
@@ -582,6 +598,18 @@ TEST(ModelKernels, AttentionOverTheCacheMatchesFloat64) {
   checkAttention<float>(0, 0.f, true, 64, 40, 30, 1, 1e-5);
   checkAttention<Half>(5, 0.f, true, 64, 40, 30, 4, 1e-5, 8, 2);
   checkAttention<int8_t>(0, 0.f, true, 64, 40, 30, 4, 1e-5, 8, 2);
+}
+
+TEST(ModelKernels, AttentionSinksMatchFloat64) {
+  REQUIRE_TARGET();
+  // Every form (decode, split-KV merge, prefill tiles and rows, the short
+  // prefill's lanes) with a sink per query head: a window, softcap, int8
+  // caches, a head too large for a tile, verification-sized runs.
+  checkAttention<float>(0, 0.f, true, 40, 23, 9, 5, 2e-6, 6, 2, true);
+  checkAttention<Half>(4, 2.f, true, 48, 70, 21, 37, 1e-5, 6, 2, true);
+  checkAttention<int8_t>(9, 0.f, false, 64, 70, 3, 29, 1e-5, 6, 2, true);
+  checkAttention<Bf16>(0, 0.f, true, 260, 40, 5, 11, 1e-5, 6, 2, true);
+  checkAttention<float>(5, 0.f, true, 64, 40, 30, 4, 1e-5, 8, 2, true);
 }
 
 } // namespace

@@ -54,7 +54,14 @@ struct Call {
     attrs.set(name, a);
     return *this;
   }
-  Status run(const char *op) {
+  Call &attrFloats(const char *name, std::vector<double> v) {
+    Attribute a;
+    a.kind = Attribute::Floats;
+    a.floats = std::move(v);
+    attrs.set(name, a);
+    return *this;
+  }
+  Status run(const char *op, size_t results = 1) {
     const KernelEntry *k = findKernel(op);
     if (!k)
       return Status::error(std::string("no kernel ") + op);
@@ -62,7 +69,7 @@ struct Call {
     for (size_t i = 0; i < owned.size(); ++i)
       call.inputs.push_back(present[i] ? &owned[i] : nullptr);
     call.attrs = &attrs;
-    call.outputs.assign(1, Tensor());
+    call.outputs.assign(results, Tensor());
     call.pool = &ThreadPool::global();
     call.opName = op;
     return k->fn(call);
@@ -328,6 +335,7 @@ struct AttnSpec {
   bool causal = false;
   int64_t window = 0;
   double scale = 0, softcap = 0;
+  std::vector<double> sinks; // one per query head, or none
 };
 
 /// The op description in float64: mask (if any) is [B, 1, Sq, Skv], bool
@@ -370,7 +378,11 @@ std::vector<double> attentionRef(const AttnSpec &a, const std::vector<float> &q,
           if (keep[size_t(j)])
             mx = std::max(mx, s[size_t(j)]);
         if (mx == -INFINITY)
-          continue; // no key: zeros
+          continue; // no key: zeros (with or without a sink)
+        if (!a.sinks.empty()) { // one more score, with no value
+          mx = std::max(mx, a.sinks[size_t(h)]);
+          sum += std::exp(a.sinks[size_t(h)] - mx);
+        }
         for (int64_t j = 0; j < a.skv; ++j)
           if (keep[size_t(j)])
             sum += std::exp(s[size_t(j)] - mx);
@@ -398,6 +410,8 @@ struct AttnRun {
         .in(DType::Float, {a.b, a.skv, a.hkv, a.dv}, v.data());
     c.attr("num_heads", a.hq).attr("num_kv_heads", a.hkv).attr("causal", a.causal);
     c.attr("window", a.window).attrF("scale", a.scale).attrF("softcap", a.softcap);
+    if (!a.sinks.empty())
+      c.attrFloats("sinks", a.sinks);
   }
 };
 
@@ -714,6 +728,30 @@ TEST(TransformerKernels, FlashAttentionTilesEqualTheReference) {
   }
 }
 
+/// One token per sequence (q [B, 1, Hq, D]) at position `pos` over the
+/// caches (rows of `capacity`) through decode_attention_partial in `splits`
+/// and attention_combine (with a's sinks, if any): the combined result.
+std::vector<double> splitKvDecode(const AttnSpec &a, const float *q, const std::vector<float> &kc,
+                                  const std::vector<float> &vc, int64_t capacity, int64_t pos,
+                                  int64_t splits) {
+  Call part;
+  part.in(DType::Float, {a.b, 1, a.hq, a.d}, q)
+      .in(DType::Float, {a.b, a.hkv, capacity, a.d}, kc.data())
+      .in(DType::Float, {a.b, a.hkv, capacity, a.dv}, vc.data())
+      .in(DType::Int64, {}, &pos);
+  part.attr("num_heads", a.hq).attr("num_kv_heads", a.hkv).attr("num_splits", splits);
+  part.attrF("scale", a.scale);
+  EXPECT_TRUE(part.run("decode_attention_partial", 2).isOk());
+  EXPECT_EQ(part.call.outputs[1].shape(), (Shape{a.b, splits, a.hq}));
+  Call comb;
+  comb.in(DType::Float, part.call.outputs[0].shape(), part.call.outputs[0].raw())
+      .in(DType::Float, part.call.outputs[1].shape(), part.call.outputs[1].raw());
+  if (!a.sinks.empty())
+    comb.attrFloats("sinks", a.sinks);
+  EXPECT_TRUE(comb.run("attention_combine").isOk());
+  return comb.outF64();
+}
+
 TEST(TransformerKernels, SplitKvDecodeCombinesToTheReference) {
   // One token at position 6 (7 keys) in 3 and in 10 splits (some empty).
   AttnSpec a{2, 1, 7, 4, 2, 8, 8, true};
@@ -722,32 +760,77 @@ TEST(TransformerKernels, SplitKvDecodeCombinesToTheReference) {
   int64_t m = 12, p = a.skv - 1;
   std::vector<float> kc = cacheOf(r.k, a.b, a.skv, a.hkv, a.d, m),
                      vc = cacheOf(r.v, a.b, a.skv, a.hkv, a.dv, m);
-  for (int64_t splits : {3, 10}) {
-    Call part;
-    part.in(DType::Float, {a.b, 1, a.hq, a.d}, r.q.data())
+  for (int64_t splits : {3, 10})
+    EXPECT_LT(scaledError(splitKvDecode(a, r.q.data(), kc, vc, m, p, splits),
+                          attentionRef(a, r.q, r.k, r.v, nullptr, nullptr)),
+              1e-5)
+        << splits << " splits";
+}
+
+/// Sinks of every size against the scores: far below them (no effect),
+/// among them, far above (the row's weights near zero).
+std::vector<double> someSinks(int64_t heads) {
+  std::vector<double> s;
+  for (int64_t h = 0; h < heads; ++h)
+    s.push_back(h % 4 == 0 ? -30.0 : h % 4 == 1 ? 0.5 : h % 4 == 2 ? -1.25 : 6.0);
+  return s;
+}
+
+TEST(TransformerKernels, AttentionSinksJoinEachRowsSoftmax) {
+  // llm.attention with sinks (GQA, causal, a window, softcap) against
+  // float64.
+  AttnSpec a{2, 5, 9, 8, 2, 8, 8, true, 4};
+  a.scale = 0.4, a.softcap = 3.0;
+  a.sinks = someSinks(a.hq);
+  AttnRun r(a, 51);
+  ASSERT_TRUE(r.c.none().run("attention").isOk());
+  std::vector<double> want = attentionRef(a, r.q, r.k, r.v, nullptr, nullptr);
+  EXPECT_LT(scaledError(r.c.outF64(), want), 1e-5);
+  AttnSpec plain = a;
+  plain.sinks.clear();
+  EXPECT_GT(scaledError(r.c.outF64(), attentionRef(plain, r.q, r.k, r.v, nullptr, nullptr)),
+            1e-2); // the sinks matter
+  // Not one per head: an error naming the count.
+  AttnSpec wrong = a;
+  wrong.sinks.pop_back();
+  AttnRun bad(wrong, 51);
+  expectError(bad.c.none().run("attention"), "sinks has 7 logits for 8 query heads");
+}
+
+TEST(TransformerKernels, FlashAndSplitKvAttentionTakeTheSinks) {
+  // The flash forms with sinks (the prefill's tiles; the decode's splits,
+  // the sinks joining at the merge) equal llm.attention's meaning.
+  AttnSpec a{2, 11, 17, 4, 2, 8, 8, true, 5};
+  a.scale = 0.35;
+  a.sinks = someSinks(a.hq);
+  AttnRun r(a, 93);
+  int64_t m = 20, p = a.skv - a.sq;
+  std::vector<float> kc = cacheOf(r.k, a.b, a.skv, a.hkv, a.d, m),
+                     vc = cacheOf(r.v, a.b, a.skv, a.hkv, a.dv, m);
+  for (const char *op : {"flash_attention", "cached_attention"}) {
+    Call c;
+    c.in(DType::Float, {a.b, a.sq, a.hq, a.d}, r.q.data())
         .in(DType::Float, {a.b, a.hkv, m, a.d}, kc.data())
         .in(DType::Float, {a.b, a.hkv, m, a.dv}, vc.data())
         .in(DType::Int64, {}, &p);
-    part.attr("num_heads", a.hq).attr("num_kv_heads", a.hkv).attr("num_splits", splits);
-    part.attrF("scale", a.scale);
-    part.call.outputs.resize(2);
-    const KernelEntry *k = findKernel("decode_attention_partial");
-    ASSERT_NE(k, nullptr);
-    part.call.inputs.clear();
-    for (size_t i = 0; i < part.owned.size(); ++i)
-      part.call.inputs.push_back(&part.owned[i]);
-    part.call.attrs = &part.attrs;
-    part.call.pool = &ThreadPool::global();
-    part.call.opName = "decode_attention_partial";
-    ASSERT_TRUE(k->fn(part.call).isOk());
-    EXPECT_EQ(part.call.outputs[1].shape(), (Shape{a.b, splits, a.hq}));
-    Call comb;
-    comb.in(DType::Float, part.call.outputs[0].shape(), part.call.outputs[0].raw())
-        .in(DType::Float, part.call.outputs[1].shape(), part.call.outputs[1].raw());
-    ASSERT_TRUE(comb.run("attention_combine").isOk());
-    EXPECT_LT(scaledError(comb.outF64(), attentionRef(a, r.q, r.k, r.v, nullptr, nullptr)), 1e-5)
-        << splits << " splits";
+    c.attr("num_heads", a.hq).attr("num_kv_heads", a.hkv).attr("window", a.window);
+    c.attr("block_q", 3).attr("block_k", 4).attrF("scale", a.scale).attrFloats("sinks", a.sinks);
+    ASSERT_TRUE(c.run(op).isOk());
+    EXPECT_LT(scaledError(c.outF64(), attentionRef(a, r.q, r.k, r.v, nullptr, nullptr)), 1e-5)
+        << op;
   }
+  // Decode: the last query alone, at position 16, in 3 and 10 splits.
+  AttnSpec d{2, 1, 17, 4, 2, 8, 8, true};
+  d.scale = 0.35, d.sinks = a.sinks;
+  std::vector<float> last;
+  for (int64_t bi = 0; bi < a.b; ++bi)
+    last.insert(last.end(), r.q.begin() + ((bi * a.sq + a.sq - 1) * a.hq) * a.d,
+                r.q.begin() + ((bi * a.sq + a.sq) * a.hq) * a.d);
+  for (int64_t splits : {3, 10})
+    EXPECT_LT(scaledError(splitKvDecode(d, last.data(), kc, vc, m, a.skv - 1, splits),
+                          attentionRef(d, last, r.k, r.v, nullptr, nullptr)),
+              1e-5)
+        << splits << " splits";
 }
 
 TEST(TransformerKernels, QuantizedCacheUpdateRoundsEachRowAsDocumented) {

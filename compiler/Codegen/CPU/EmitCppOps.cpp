@@ -225,19 +225,24 @@ llvm::Error Emitter::emitOp(Operation *op, CpuModel::Entry &stats, int depth) {
         auto at = attrIndex(partial);
         if (!at)
           return at.takeError();
+        auto combineAt = attrIndex(combine); // (its sinks, if any)
+        if (!combineAt)
+          return combineAt.takeError();
+        auto attrsPtr = [](int index) {
+          return index < 0 ? std::string("nullptr") : llvm::formatv("&m.at[{0}]", index).str();
+        };
         // An int8 cache's scales, or none.
         std::string scales = args.size() == 6 ? "&" + args[4] + ", &" + args[5]
                                               : std::string("nullptr, nullptr");
         std::string v = newName();
         body += llvm::formatv("{0}Tensor {1}{11}; // fused \"attention\" (decode) -> {2}\n"
                               "{0}LLMC_TRY(decodeAttention(m, m.k[{3}], m.k[{4}], {5}, {6}, {7}, "
-                              "{8}, {9}, {12}, {10}, {1}));\n",
+                              "{8}, {9}, {12}, {10}, {13}, {1}));\n",
                               in, v, describeType(combine.getType()),
                               kernelIndex("decode_attention_partial"),
                               kernelIndex("attention_combine"), quote(nodeName(partial)), args[0],
-                              args[1], args[2], args[3],
-                              *at < 0 ? std::string("nullptr") : llvm::formatv("&m.at[{0}]", *at).str(),
-                              placed(combine.getResult()), scales)
+                              args[1], args[2], args[3], attrsPtr(*at),
+                              placed(combine.getResult()), scales, attrsPtr(*combineAt))
                     .str();
         if (castOp) {
           auto castAttrs = attrIndex(castOp);

@@ -250,6 +250,7 @@ private:
   /// `v`'s storage: constants go into weights.bin when first read.
   bool known(Value v) { return !v || isNone(v) || refs.count(v) || hostNames.count(v); }
   llvm::Error placeConstant(ConstantOp c);
+  std::string sinksPtr(Operation *op);
   void statement(const std::string &text, const std::string &comment) {
     body += "  // " + comment + "\n  LLMC_CUDA_TRY(" + text + ");\n";
     ++step;

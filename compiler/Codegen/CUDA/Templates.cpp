@@ -44,6 +44,26 @@ llvm::Error CudaEmitter::placeConstant(ConstantOp c) {
   return llvm::Error::success();
 }
 
+/// A device pointer to the f32 `sinks` of an attention operation (stored
+/// with the weights, once for each distinct set), or "nullptr".
+std::string CudaEmitter::sinksPtr(Operation *op) {
+  auto sinks = op->getAttrOfType<DenseF32ArrayAttr>("sinks");
+  if (!sinks)
+    return "nullptr";
+  auto it = constantOffsets.find(sinks);
+  int64_t offset;
+  if (it != constantOffsets.end()) {
+    offset = it->second;
+  } else {
+    ArrayRef<float> v = sinks.asArrayRef();
+    offset = int64_t(weightsWriter.store(
+        llvm::StringRef(reinterpret_cast<const char *>(v.data()), v.size() * sizeof(float)),
+        nodeName(op) + " sinks"));
+    constantOffsets[sinks] = offset;
+  }
+  return llvm::formatv("m.weight<float>({0})", offset).str();
+}
+
 DecodeAttentionPartialOp CudaEmitter::decodeAttentionOf(FusedOp fused, Value &result) {
   if (fused.getKind() != "attention")
     return {};
@@ -112,8 +132,12 @@ bool CudaEmitter::emitDecodeAttention(FusedOp fused, CpuModel::Entry &stats, llv
   // first: right for the step's positions (copied in before the step's
   // first kernel) and constants, not for a position a kernel computes.
   Ref::Kind posKind = refs.lookup(pos).kind;
-  std::string posAfterWait =
-      posKind == Ref::Pos || posKind == Ref::Weight ? "" : ", 0, true";
+  bool waitFirst = !(posKind == Ref::Pos || posKind == Ref::Weight);
+  std::string posAfterWait = waitFirst ? ", 0, true" : "";
+  // The sinks (the combine's), after the two defaulted arguments.
+  std::string sinks = sinksPtr(*partial->getResult(0).getUsers().begin());
+  if (sinks != "nullptr")
+    posAfterWait = llvm::formatv(", 0, {0}, {1}", waitFirst ? "true" : "false", sinks).str();
   std::string common =
       llvm::formatv("{0}, {1}, {2}, {3}, m.counters, {4}, {5}, {6}, a.capacity, {7}, {8}, "
                     "{9:e9}f, {10:e9}f",
@@ -479,15 +503,17 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
       return llvm::Error::success();
     }
     define(y);
+    std::string sinks = sinksPtr(op);
     statement(llvm::formatv("flashAttention<{0}, {17}, {1}, {2}, {3}>({4}, {5}, {6}, {18}, {7}, "
                             "{8}, {9}, {10}, {11}, {12}, a.capacity, {13}, {14}, {15:e9}f, "
-                            "{16:e9}f, a.stream)",
+                            "{16:e9}f, a.stream{19})",
                             t, d, dv, cxxType(y.getType()), ptr(q), ptr(kc), ptr(vc),
                             ptr(fa.getPos()), ptr(y), qs[0], qs[1], fa.getNumHeads(),
                             fa.getNumKvHeads(), fa.getCausal() ? "true" : "false", fa.getWindow(),
                             fa.getScale().convertToFloat(), fa.getSoftcap().convertToFloat(), k,
                             int8 ? ptr(fa.getKvScales()[0]) + ", " + ptr(fa.getKvScales()[1])
-                                 : std::string("nullptr, nullptr"))
+                                 : std::string("nullptr, nullptr"),
+                            sinks == "nullptr" ? std::string() : ", " + sinks)
                   .str(),
               "flash_attention -> " + describeType(y.getType()));
     ++stats.kernelCalls;

@@ -70,6 +70,10 @@ public:
     const Attribute *a = get(name);
     return a && a->kind == Attribute::Ints ? &a->ints : nullptr;
   }
+  const std::vector<double> *getFloats(std::string_view name) const {
+    const Attribute *a = get(name);
+    return a && a->kind == Attribute::Floats ? &a->floats : nullptr;
+  }
   const Tensor *getTensor(std::string_view name) const {
     const Attribute *a = get(name);
     return a && a->kind == Attribute::TensorValue ? &a->tensor : nullptr;

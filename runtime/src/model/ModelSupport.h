@@ -225,12 +225,14 @@ LLMC_SUPPORT_FN Status rope(const Context &ctx, const KernelEntry *reference, co
 /// partial + attention_combine of llmc-fuse): kernels/Decode.h in f32 when
 /// q and the caches share an f32/f16/bf16 type, or the caches are int8 with
 /// their scales ks/vs (null for float caches) (split-KV when the rows alone
-/// leave threads idle), the two reference kernels otherwise.
+/// leave threads idle), the two reference kernels otherwise. `attrs` are
+/// the partial's, `combineAttrs` the combine's (its sinks; null without).
 LLMC_SUPPORT_FN Status decodeAttention(const Context &ctx, const KernelEntry *partialRef,
                                        const KernelEntry *combineRef, const char *opName,
                                        const Tensor &q, const Tensor &k, const Tensor &v,
                                        const Tensor &pos, const Tensor *ks, const Tensor *vs,
-                                       const Attributes *attrs, Tensor &out);
+                                       const Attributes *attrs, const Attributes *combineAttrs,
+                                       Tensor &out);
 
 /// llm.rms_norm, llm.swiglu and onnx.cast with `call`'s signature: f32/f16/
 /// bf16 rows go through the templates in kernels/Pointwise.h and Vec.h (in
@@ -501,11 +503,24 @@ LLMC_SUPPORT_FN Status rope(const Context &ctx, const KernelEntry *reference, co
   return call(ctx, reference, opName, {&x, &cosT, &sinT, &pos}, attrs, {&out});
 }
 
+/// The `sinks` of an attention's attributes (one logit per query head), or
+/// null; an error when they are not one per head.
+inline Status attentionSinks(const Attributes *attrs, int64_t hq, const char *opName,
+                             const double *&sinks) {
+  const std::vector<double> *s = attrs ? attrs->getFloats("sinks") : nullptr;
+  sinks = s ? s->data() : nullptr;
+  if (s && int64_t(s->size()) != hq)
+    return Status::error(std::string(opName) + ": sinks has " + std::to_string(s->size()) +
+                         " logits for " + std::to_string(hq) + " query heads");
+  return Status::ok();
+}
+
 LLMC_SUPPORT_FN Status decodeAttention(const Context &ctx, const KernelEntry *partialRef,
                                        const KernelEntry *combineRef, const char *opName,
                                        const Tensor &q, const Tensor &k, const Tensor &v,
                                        const Tensor &pos, const Tensor *ks, const Tensor *vs,
-                                       const Attributes *attrs, Tensor &out) {
+                                       const Attributes *attrs, const Attributes *combineAttrs,
+                                       Tensor &out) {
   Context::Timer timer(ctx, "decode_attention");
   int64_t hq = attrs ? attrs->getInt("num_heads", -1) : -1;
   int64_t hkv = attrs ? attrs->getInt("num_kv_heads", -1) : -1;
@@ -521,6 +536,8 @@ LLMC_SUPPORT_FN Status decodeAttention(const Context &ctx, const KernelEntry *pa
     float scale = float(*attrs->optFloat("scale"));
     float softcap = float(attrs->getFloat("softcap", 0.0));
     int64_t window = attrs->getInt("window", 0);
+    const double *sinks;
+    LLMC_TRY(attentionSinks(combineAttrs, hq, opName, sinks));
     // The combined result is f32 (as llm.attention_combine's is).
     LLMC_TRY(Tensor::allocateUninitialized(DType::Float, {b, 1, hq, dv}, out));
     const float *pq = asF32(q, kScratchX);
@@ -545,7 +562,8 @@ LLMC_SUPPORT_FN Status decodeAttention(const Context &ctx, const KernelEntry *pa
           float *scratch = chunk.get();
           for (int64_t u = u0; u < u1; ++u)
             kernels::decodeAttentionHeads(pq, pk, pv, pks, pvs, po, u / hkv, u % hkv, hq, hkv, d,
-                                          dv, capacity, p, window, scale, softcap, scratch);
+                                          dv, capacity, p, window, scale, softcap, scratch,
+                                          sinks);
         });
         return;
       }
@@ -564,9 +582,9 @@ LLMC_SUPPORT_FN Status decodeAttention(const Context &ctx, const KernelEntry *pa
                                         m + r0 * splits + sp, l + r0 * splits + sp, splits);
         }
       });
-      for (int64_t r = 0; r < rows; ++r)
+      for (int64_t r = 0; r < rows; ++r) // (row r is query head r % hq)
         kernels::combineSplits(acc + r * splits * dv, m + r * splits, l + r * splits, splits, dv,
-                               po + r * dv);
+                               po + r * dv, kernels::sinkOf(sinks, r % hq));
     });
     return Status::ok();
   }
@@ -575,7 +593,7 @@ LLMC_SUPPORT_FN Status decodeAttention(const Context &ctx, const KernelEntry *pa
     LLMC_TRY(call(ctx, partialRef, opName, {&q, &k, &v, &pos, ks, vs}, attrs, {&partial, &lse}));
   else
     LLMC_TRY(call(ctx, partialRef, opName, {&q, &k, &v, &pos}, attrs, {&partial, &lse}));
-  return call(ctx, combineRef, opName, {&partial, &lse}, nullptr, {&out});
+  return call(ctx, combineRef, opName, {&partial, &lse}, combineAttrs, {&out});
 }
 
 LLMC_SUPPORT_FN Status rmsNorm(const Context &ctx, const KernelEntry *reference, const char *opName,
@@ -907,6 +925,8 @@ LLMC_SUPPORT_FN Status flashAttention(const Context &ctx, const KernelEntry *ref
     float softcap = float(attrs->getFloat("softcap", 0.0));
     bool causal = attrs->getInt("causal", 1) != 0;
     int64_t window = attrs->getInt("window", 0);
+    const double *sinks;
+    LLMC_TRY(attentionSinks(attrs, hq, opName, sinks));
     const float *pq = asF32(*q, kScratchX);
     const float *pks = ks ? ks->data<float>() : nullptr, *pvs = vs ? vs->data<float>() : nullptr;
     bool done = intoFloatTensor(q->dtype(), {b, s, hq, dv}, *out, [&](auto *) {
@@ -931,7 +951,7 @@ LLMC_SUPPORT_FN Status flashAttention(const Context &ctx, const KernelEntry *ref
             for (int64_t u = u0; u < u1; ++u)
               kernels::shortPrefillAttention(pq, k->data<T>(), v->data<T>(), pks, pvs, po, s,
                                              hq, hkv, d, dv, capacity, p, causal, window,
-                                             scale, softcap, u, scratch);
+                                             scale, softcap, u, scratch, sinks);
           });
           return;
         }
@@ -940,7 +960,7 @@ LLMC_SUPPORT_FN Status flashAttention(const Context &ctx, const KernelEntry *ref
           float *scratch = chunk.get();
           kernels::prefillAttentionRows(pq, k->data<T>(), v->data<T>(), pks, pvs, po, s, hq,
                                         hkv, d, dv, capacity, p, causal, window, scale,
-                                        softcap, r0, r1, scratch);
+                                        softcap, r0, r1, scratch, sinks);
         });
       });
       finishF32(*out, po);

@@ -816,7 +816,7 @@ Status llmAttentionKernel(KernelCall &call) {
   if (window > 0) // keys at or before position - window are out
     a.leftWindow = window - 1;
   a.onnxSemantics = true;
-  std::vector<float> maskValues;
+  std::vector<float> maskValues, sinks;
   if (mask) {
     BiasView view;
     LLMC_RETURN_IF_ERROR(attachMask(call, *mask, a, maskValues, view));
@@ -824,6 +824,9 @@ Status llmAttentionKernel(KernelCall &call) {
       return call.fail("mask " + mask->describe() + " must have " + std::to_string(a.skv) +
                        " key columns");
   }
+  LLMC_RETURN_IF_ERROR(readSinks(call, a.hq, sinks));
+  if (!sinks.empty())
+    a.sink = sinks.data();
   std::vector<float> q, k, v, out;
   LLMC_RETURN_IF_ERROR(toF32(call, Q, q));
   LLMC_RETURN_IF_ERROR(toF32(call, K, k));

@@ -97,6 +97,20 @@ inline std::vector<float> swapHeadSeq(const std::vector<float> &x, int64_t b, in
   return out;
 }
 
+/// The `sinks` attribute of llmc's attention operations (one logit per
+/// query head), or none (`out` empty).
+inline Status readSinks(const KernelCall &call, int64_t heads, std::vector<float> &out) {
+  out.clear();
+  const std::vector<double> *sinks = call.attrs ? call.attrs->getFloats("sinks") : nullptr;
+  if (!sinks)
+    return Status::ok();
+  if (int64_t(sinks->size()) != heads)
+    return call.fail("sinks has " + std::to_string(sinks->size()) + " logits for " +
+                     std::to_string(heads) + " query heads");
+  out.assign(sinks->begin(), sinks->end());
+  return Status::ok();
+}
+
 /// Position ids (i32 or i64) as i64.
 inline Status readPositions(const KernelCall &call, const Tensor &t,
                             std::vector<int64_t> &out) {

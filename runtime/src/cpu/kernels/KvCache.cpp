@@ -198,6 +198,7 @@ struct CacheAttention {
   float scale, softcap;
   bool causal;
   std::vector<float> q, k, v; // q [B, Hq, Sq, D]; k, v [B, Hkv, Skv, D|Dv]
+  std::vector<float> sinks;   // one per query head, or none
 };
 
 Status readCacheAttention(KernelCall &call, CacheAttention &c) {
@@ -227,6 +228,7 @@ Status readCacheAttention(KernelCall &call, CacheAttention &c) {
   c.softcap = float(at.getFloat("softcap", 0.0));
   c.causal = at.getInt("causal", 1) != 0;
   c.window = at.getInt("window", 0);
+  LLMC_RETURN_IF_ERROR(readSinks(call, c.hq, c.sinks));
   Tensor keys, values;
   LLMC_RETURN_IF_ERROR(Tensor::allocate(K.dtype(), {c.b, c.hkv, c.skv, c.d}, keys));
   LLMC_RETURN_IF_ERROR(Tensor::allocate(V.dtype(), {c.b, c.hkv, c.skv, c.dv}, values));
@@ -271,6 +273,8 @@ Status cachedAttentionKernel(KernelCall &call) {
   if (c.window > 0) // keys at or before position - window are out
     a.leftWindow = c.window - 1;
   a.onnxSemantics = true;
+  if (!c.sinks.empty())
+    a.sink = c.sinks.data();
   std::vector<float> out;
   runAttention(*call.pool, a, c.q, c.k, c.v, out);
   return fromF32(call.input(0)->dtype(), {c.b, c.sq, c.hq, c.dv},
@@ -353,9 +357,13 @@ Status flashAttentionKernel(KernelCall &call) {
         for (int64_t i = q0; i < q1; ++i) {
           const OnlineRow &r = rows[size_t(i - q0)];
           float *o = out.data() + ((bi * c.hq + h) * c.sq + i) * c.dv;
+          // A sink adds its exp to the denominator only.
+          double l = r.l + (c.sinks.empty() || r.l == 0
+                                ? 0.0
+                                : std::exp(double(c.sinks[size_t(h)]) - r.m));
           if (r.l > 0)
             for (int64_t t = 0; t < c.dv; ++t)
-              o[t] = float(r.acc[size_t(t)] / r.l);
+              o[t] = float(r.acc[size_t(t)] / l);
         }
       }
     }
@@ -407,6 +415,8 @@ Status attentionCombineKernel(KernelCall &call) {
     return call.fail("partial " + partial.describe() + " and lse " + lse.describe() +
                      " do not go together");
   int64_t b = partial.dim(0), splits = partial.dim(1), h = partial.dim(2), dv = partial.dim(3);
+  std::vector<float> sinks;
+  LLMC_RETURN_IF_ERROR(readSinks(call, h, sinks));
   Tensor &out = call.outputs[0];
   LLMC_RETURN_IF_ERROR(Tensor::allocate(DType::Float, {b, 1, h, dv}, out));
   const float *p = partial.data<float>(), *l = lse.data<float>();
@@ -425,6 +435,8 @@ Status attentionCombineKernel(KernelCall &call) {
           for (int64_t t = 0; t < dv; ++t)
             acc[size_t(t)] += w * p[((bi * splits + s) * h + hi) * dv + t];
         }
+      if (total > 0 && !sinks.empty()) // (no key: zeros, with or without a sink)
+        total += std::exp(double(sinks[size_t(hi)]) - m);
       for (int64_t t = 0; t < dv; ++t)
         o[(bi * h + hi) * dv + t] = total > 0 ? float(acc[size_t(t)] / total) : 0.0f;
     }

@@ -15,7 +15,10 @@
 //                   (llm.flash_attention).
 //   Scores are scale * q.k, then softcap * tanh(s / softcap) when softcap >
 //   0; `causal` drops keys after the query, `window` > 0 keys at or before
-//   position - window. A query with no key left gives zeros.
+//   position - window. A query with no key left gives zeros. `sinks` (null,
+//   or one f32 logit per query head: llm.attention's attention sinks) add
+//   e^(sink - m) to a row's softmax denominator (m the maximum of its
+//   scores) and nothing to its values; every attention kernel takes them.
 //   The split-KV decode over the same caches is AttentionDecode.h's.
 //
 // Tiling
@@ -179,6 +182,19 @@ LLMC_DEVICE void addWeightedValues(float (&acc)[kValueRun<Dv>], float p, const T
   }
 }
 
+/// A row's softmax denominator with its sink's share: l (the sum of the
+/// exps of its scores against their maximum m) + e^(sinks[h] - m); l
+/// itself without sinks or for a row with no key (l = 0).
+LLMC_DEVICE float withSink(float l, float m, const float *sinks, int h) {
+  return sinks && l > 0.0f ? l + expf(sinks[h] - m) : l;
+}
+
+/// The same with m in log2 units (the exps are 2^(s log2 e - m)).
+LLMC_DEVICE float withSink2(float l, float m, const float *sinks, int h) {
+  constexpr float kLog2e = 1.4426950408889634f;
+  return sinks && l > 0.0f ? l + exp2f(sinks[h] * kLog2e - m) : l;
+}
+
 /// The first key a query at `qpos` may see (the window).
 LLMC_DEVICE int firstKey(long long qpos, int window) {
   return window > 0 && qpos - window + 1 > 0 ? int(qpos - window + 1) : 0;
@@ -202,7 +218,8 @@ template <class T, class K, int D, int Dv, class Y>
 LLMC_GLOBAL void
     flashAttentionKernel(const T *q, const K *kCache, const K *vCache, const float *kScales,
                          const float *vScales, const int64_t *pos, Y *out, int s, int hq, int hkv,
-                         int capacity, bool causal, int window, float scale, float softcap) {
+                         int capacity, bool causal, int window, float scale, float softcap,
+                         const float *sinks) {
   LLMC_KERNEL_BEGIN();
   constexpr int kOut = kValueRun<Dv>; // value channels per lane
   int q0 = int(blockIdx.x) * kAttnQueries, h = int(blockIdx.y), b = int(blockIdx.z);
@@ -282,11 +299,12 @@ LLMC_GLOBAL void
     if (qi >= queries)
       break;
     Y *dst = out + ((size_t(b) * size_t(s) + size_t(q0 + qi)) * size_t(hq) + size_t(h)) * Dv;
+    float den = withSink(l[w], m[w], sinks, h);
     LLMC_UNROLL
     for (int c = 0; c < kOut; ++c) {
       int d = valueChannel<Dv>(lane, c);
       if (d < Dv)
-        dst[d] = fromFloat<Y>(l[w] > 0.0f ? o[w][c] / l[w] : 0.0f);
+        dst[d] = fromFloat<Y>(l[w] > 0.0f ? o[w][c] / den : 0.0f);
     }
   }
 }
@@ -299,7 +317,7 @@ template <class T, class K, int D, int Dv, class Y>
 std::string flashAttentionSimt(const T *q, const K *kCache, const K *vCache, const float *kScales,
                            const float *vScales, const int64_t *pos, Y *out, int b, int s, int hq,
                            int hkv, int capacity, bool causal, int window, float scale,
-                           float softcap, Stream stream) {
+                           float softcap, Stream stream, const float *sinks = nullptr) {
   static_assert(D * sizeof(K) % 16 == 0 && Dv * sizeof(K) % 16 == 0, "16-byte rows");
   if (b < 1 || s < 1 || hq < 1 || hkv < 1 || hq % hkv || capacity < 1 ||
       (sizeof(K) == 1) != (kScales && vScales))
@@ -308,7 +326,7 @@ std::string flashAttentionSimt(const T *q, const K *kCache, const K *vCache, con
   return launchWithShared(flashAttentionKernel<T, K, D, Dv, Y>,
                           dim3(ceilDiv(s, kAttnQueries), unsigned(hq), unsigned(b)),
                           dim3(kAttnThreads), bytes, stream, q, kCache, vCache, kScales, vScales,
-                          pos, out, s, hq, hkv, capacity, causal, window, scale, softcap);
+                          pos, out, s, hq, hkv, capacity, causal, window, scale, softcap, sinks);
 }
 
 } // namespace llmc::cuda

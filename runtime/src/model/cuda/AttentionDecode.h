@@ -356,7 +356,7 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, (kDecodeMinBlocks<T, K, D,
                           const float *vScales, const int64_t *pos, float *partial, float *lse,
                           Y *out, unsigned *counters, int hq, int hkv, int capacity, int window,
                           float scale, float softcap, int stages, bool tensorTiles,
-                          bool posAfterWait, DecodeRope<T, K> rope) {
+                          bool posAfterWait, DecodeRope<T, K> rope, const float *sinks) {
   constexpr int kOut = kValueRun<Dv>; // value channels per lane
   int g = hq / hkv;
   int kvh = int(blockIdx.x), split = int(blockIdx.y), b = int(blockIdx.z);
@@ -564,10 +564,10 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, (kDecodeMinBlocks<T, K, D,
     // The only busy split: its normalised values are the output (the merge
     // of one split would give them back), with no partial and no count.
     for (int hi = int(warp); hi < g; hi += kAttnWarps) {
-      float l = ls[hi];
+      float l = ls[hi], den = withSink(l, ms[hi], sinks, h0 + hi);
       Y *dst = out + (size_t(b) * size_t(hq) + size_t(h0 + hi)) * size_t(Dv);
       for (int d = int(lane); d < Dv; d += 32)
-        dst[d] = fromFloat<Y>(l > 0.0f ? os[hi * Dv + d] / l : 0.0f);
+        dst[d] = fromFloat<Y>(l > 0.0f ? os[hi * Dv + d] / den : 0.0f);
     }
     return;
   }
@@ -581,8 +581,9 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, (kDecodeMinBlocks<T, K, D,
   }
 
   // The group's last block: out[b, h, :] = sum_s exp(lse_s - L) partial_s,
-  // L = log sum_s exp(lse_s), a warp per head of the group, a lane per run
-  // of channels (valueChannel).
+  // L = log (sum_s exp(lse_s) + exp(sinks[h])) (no sink term without
+  // sinks), a warp per head of the group, a lane per run of channels
+  // (valueChannel).
   if (!lastOfGroup(counters + size_t(b) * size_t(hkv) + size_t(kvh), unsigned(busy)))
     return;
   // One pass over the splits, kCombineLoads at a time: a batch's log-sum-
@@ -631,6 +632,7 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, (kDecodeMinBlocks<T, K, D,
       }
       m = mNew;
     }
+    den = withSink(den, m, sinks, int(h));
     LLMC_UNROLL
     for (int c = 0; c < kOut; ++c) {
       int d = valueChannel<Dv>(lane, c);
@@ -648,7 +650,8 @@ std::string launchDecodeAttention(const T *q, const K *kCache, const K *vCache,
                                   float *partial, float *lse, Y *out, unsigned *counters, int b,
                                   int hq, int hkv, int capacity, int splits, int window,
                                   float scale, float softcap, Stream stream, int maxStages,
-                                  bool posAfterWait, const DecodeRope<T, K> &rope) {
+                                  bool posAfterWait, const DecodeRope<T, K> &rope,
+                                  const float *sinks) {
   static_assert(D * sizeof(K) % 16 == 0 && Dv * sizeof(K) % 16 == 0, "16-byte rows");
   if (b < 1 || hq < 1 || hkv < 1 || hq % hkv || capacity < 1 || splits < 1 ||
       (sizeof(K) == 1) != (kScales && vScales) || !counters ||
@@ -661,7 +664,7 @@ std::string launchDecodeAttention(const T *q, const K *kCache, const K *vCache,
                           dim3(unsigned(hkv), unsigned(splits), unsigned(b)), dim3(kAttnThreads),
                           bytes, stream, q, kCache, vCache, kScales, vScales, pos, partial, lse,
                           out, counters, hq, hkv, capacity, window, scale, softcap, stages,
-                          decodeMmaEnabled(), posAfterWait, rope);
+                          decodeMmaEnabled(), posAfterWait, rope, sinks);
 }
 
 /// Split-KV decode attention and its combination, one launch (K: the
@@ -672,17 +675,19 @@ std::string launchDecodeAttention(const T *q, const K *kCache, const K *vCache,
 /// tiles it decides, before the programmatic wait for the kernel before
 /// (Cuda.h), which is right for a position no kernel writes (the step's
 /// position buffer); posAfterWait reads it after the wait, for a position
-/// a kernel may have written just before.
+/// a kernel may have written just before. `sinks`: one logit per query
+/// head on the device, or null (Attention.h).
 template <class T, class K, int D, int Dv, class Y>
 std::string decodeAttention(const T *q, const K *kCache, const K *vCache, const float *kScales,
                             const float *vScales, const int64_t *pos, float *partial, float *lse,
                             Y *out, unsigned *counters, int b, int hq, int hkv, int capacity,
                             int splits, int window, float scale, float softcap, Stream stream,
-                            int maxStages = 0, bool posAfterWait = false) {
+                            int maxStages = 0, bool posAfterWait = false,
+                            const float *sinks = nullptr) {
   return launchDecodeAttention<T, K, D, Dv, Y>(q, kCache, vCache, kScales, vScales, pos, partial,
                                                lse, out, counters, b, hq, hkv, capacity, splits,
                                                window, scale, softcap, stream, maxStages,
-                                               posAfterWait, DecodeRope<T, K>{});
+                                               posAfterWait, DecodeRope<T, K>{}, sinks);
 }
 
 /// decodeAttention with the attention's ropes and cache writes in the same
@@ -706,7 +711,7 @@ std::string decodeAttentionRope(const T *xq, const T *xk, const T *values, int64
                                 unsigned *counters, int b, int hq, int hkv, int capacity,
                                 int splits, int window, float scale, float softcap,
                                 unsigned long long *error, Stream stream, int maxStages = 0,
-                                bool posAfterWait = false) {
+                                bool posAfterWait = false, const float *sinks = nullptr) {
   static_assert(std::is_same_v<K, T> || std::is_same_v<K, int8_t>, "caches of T or int8");
   if (r == 0)
     r = D;
@@ -722,7 +727,7 @@ std::string decodeAttentionRope(const T *xq, const T *xk, const T *values, int64
   return launchDecodeAttention<T, K, D, Dv, Y>(xq, kCache, vCache, kScales, vScales, pos, partial,
                                                lse, out, counters, b, hq, hkv, capacity, splits,
                                                window, scale, softcap, stream, maxStages,
-                                               posAfterWait, rope);
+                                               posAfterWait, rope, sinks);
 }
 
 } // namespace llmc::cuda

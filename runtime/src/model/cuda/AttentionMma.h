@@ -180,17 +180,20 @@ LLMC_DEVICE void probabilities(unsigned (&pa)[4], const float (&s)[kNt][4], int 
   pa[3] = tc::packFloats<T>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
 }
 
-/// O / l (the row sums reduced over the row's four lanes; 0 for a row
-/// with no key) into the atom's rows that exist (rows of 16): row r at
-/// out + (token + r) * stride.
+/// O / l (the row sums reduced over the row's four lanes, with the sink's
+/// share against the rows' maxima m in log2 units (withSink2): sinks[h],
+/// none when null; 0 for a row with no key) into the atom's rows that
+/// exist (rows of 16): row r at out + (token + r) * stride.
 template <int kDt, class Y>
-LLMC_DEVICE void writeRows(const float (&o)[kDt][4], const float (&l)[2], Y *out, size_t token,
-                           size_t stride, int rows, int g, int t4) {
+LLMC_DEVICE void writeRows(const float (&o)[kDt][4], const float (&l)[2], const float (&m)[2],
+                           const float *sinks, int h, Y *out, size_t token, size_t stride,
+                           int rows, int g, int t4) {
   LLMC_UNROLL
   for (int hr = 0; hr < 2; ++hr) {
     float sum = l[hr];
     sum += __shfl_xor_sync(kFullMask, sum, 1);
     sum += __shfl_xor_sync(kFullMask, sum, 2);
+    sum = withSink2(sum, m[hr], sinks, h);
     int r = g + 8 * hr;
     if (r >= rows)
       continue;
@@ -222,7 +225,7 @@ template <class T, int D, class Y, bool kFold>
 LLMC_DEVICE void flashAttentionMmaBody(const T *q, const T *kCache, const T *vCache,
                                        const int64_t *pos, Y *out, int s, int hq, int hkv,
                                        int capacity, bool causal, int window, float scale,
-                                       float softcap) {
+                                       float softcap, const float *sinks) {
   using L = MmaAttnLayout<T, D>;
   constexpr int A = L::kAtoms, kLd = L::kLd, kNt = kMmaAttnKeys / 8, kDt = D / 8;
   constexpr float kLog2e = 1.4426950408889634f;
@@ -359,7 +362,7 @@ LLMC_DEVICE void flashAttentionMmaBody(const T *q, const T *kCache, const T *vCa
 
   LLMC_UNROLL
   for (int a = 0; a < A; ++a)
-    fa2::writeRows(o[a], lSum[a], out + size_t(h) * D,
+    fa2::writeRows(o[a], lSum[a], mMax[a], sinks, h, out + size_t(h) * D,
                    size_t(b) * size_t(s) + size_t(q0 + wq0 + 16 * a), size_t(hq) * D,
                    queries - wq0 - 16 * a, g, t4);
 }
@@ -368,14 +371,14 @@ template <class T, int D, class Y, bool kFold>
 LLMC_GLOBAL void
     flashAttentionMmaKernel(const T *q, const T *kCache, const T *vCache, const int64_t *pos,
                             Y *out, int s, int hq, int hkv, int capacity, bool causal, int window,
-                            float scale, float softcap) {
+                            float scale, float softcap, const float *sinks) {
   LLMC_KERNEL_BEGIN();
   if constexpr (!tc::kBf16)
     __trap(); // mma.sync m16n8k16 and cp.async: sm_80 and later (tc::bf16() on the host);
               // code built for an older GPU on a newer one: a launch error, not silence
   else
     flashAttentionMmaBody<T, D, Y, kFold>(q, kCache, vCache, pos, out, s, hq, hkv, capacity,
-                                          causal, window, scale, softcap);
+                                          causal, window, scale, softcap, sinks);
 }
 
 /// Launches the mma.sync form (the caller checked the arguments and that
@@ -385,7 +388,8 @@ LLMC_GLOBAL void
 template <class T, int D, class Y>
 std::string flashAttentionMma(const T *q, const T *kCache, const T *vCache, const int64_t *pos,
                               Y *out, int b, int s, int hq, int hkv, int capacity, bool causal,
-                              int window, float scale, float softcap, Stream stream) {
+                              int window, float scale, float softcap, Stream stream,
+                              const float *sinks = nullptr) {
   constexpr size_t bytes = MmaAttnLayout<T, D>::kBytes;
   if (std::string e = fa2::cacheRowsCheck(b, hkv, capacity); !e.empty())
     return e;
@@ -393,7 +397,7 @@ std::string flashAttentionMma(const T *q, const T *kCache, const T *vCache, cons
   auto kernel = fa2::foldsScale(scale, softcap) ? flashAttentionMmaKernel<T, D, Y, true>
                                                 : flashAttentionMmaKernel<T, D, Y, false>;
   return launchWithShared(kernel, grid, dim3(kMmaAttnThreads), bytes, stream, q, kCache, vCache,
-                          pos, out, s, hq, hkv, capacity, causal, window, scale, softcap);
+                          pos, out, s, hq, hkv, capacity, causal, window, scale, softcap, sinks);
 }
 
 } // namespace llmc::cuda

@@ -78,7 +78,7 @@ template <class T, int D, class Y>
 LLMC_DEVICE void flashAttentionTcBody(const T *q, const T *kCache, const T *vCache,
                                       const int64_t *pos, Y *out, int s, int hq, int hkv,
                                       int capacity, bool causal, int window, float scale,
-                                      float softcap) {
+                                      float softcap, const float *sinks) {
   using L = TcAttnLayout<T, D>;
   constexpr int kLd = L::kLd, kOLd = L::kOLd, kVec = int(16 / sizeof(T)), kHalf = D / 2;
   int q0 = int(blockIdx.x) * kTcAttnQueries, h = int(blockIdx.y), b = int(blockIdx.z);
@@ -200,7 +200,7 @@ LLMC_DEVICE void flashAttentionTcBody(const T *q, const T *kCache, const T *vCac
                     size_t(h)) *
                        D +
              side * kHalf;
-    float inv = lRow > 0.0f ? 1.0f / lRow : 0.0f;
+    float inv = lRow > 0.0f ? 1.0f / withSink(lRow, mRow, sinks, h) : 0.0f;
     const float *orow = ow + row * kOLd + side * kHalf;
     for (int c = 0; c < kHalf; ++c)
       dst[c] = fromFloat<Y>(orow[c] * inv);
@@ -211,13 +211,13 @@ template <class T, int D, class Y>
 LLMC_GLOBAL void
     flashAttentionTcKernel(const T *q, const T *kCache, const T *vCache, const int64_t *pos,
                            Y *out, int s, int hq, int hkv, int capacity, bool causal, int window,
-                           float scale, float softcap) {
+                           float scale, float softcap, const float *sinks) {
   LLMC_KERNEL_BEGIN();
   if constexpr (std::is_same_v<T, bfloat16> && !tc::kBf16)
     return; // sm_75's build has no bfloat16 tiles: never launched there (tc::bf16())
   else
     flashAttentionTcBody<T, D, Y>(q, kCache, vCache, pos, out, s, hq, hkv, capacity, causal,
-                                  window, scale, softcap);
+                                  window, scale, softcap, sinks);
 }
 
 /// Launches the WMMA form (the caller checked the arguments and, for
@@ -225,12 +225,13 @@ LLMC_GLOBAL void
 template <class T, int D, class Y>
 std::string flashAttentionWmma(const T *q, const T *kCache, const T *vCache, const int64_t *pos,
                                Y *out, int b, int s, int hq, int hkv, int capacity, bool causal,
-                               int window, float scale, float softcap, Stream stream) {
+                               int window, float scale, float softcap, Stream stream,
+                               const float *sinks = nullptr) {
   constexpr size_t bytes = TcAttnLayout<T, D>::kBytes;
   return launchWithShared(flashAttentionTcKernel<T, D, Y>,
                           dim3(ceilDiv(s, kTcAttnQueries), unsigned(hq), unsigned(b)),
                           dim3(kTcAttnThreads), bytes, stream, q, kCache, vCache, pos, out, s, hq,
-                          hkv, capacity, causal, window, scale, softcap);
+                          hkv, capacity, causal, window, scale, softcap, sinks);
 }
 
 /// Flash prefill attention (K: the caches' type; with int8 caches kScales
@@ -238,29 +239,30 @@ std::string flashAttentionWmma(const T *q, const T *kCache, const T *vCache, con
 /// applies (see the top of this file), by wgmma in sm_90a code at head_dim
 /// 64 and 128 (AttentionWgmma.h; unless LLMC_CUDA_WGMMA=0), by mma.sync on sm_80 and later
 /// (AttentionMma.h), else by WMMA (half on sm_70 and sm_75); else the SIMT
-/// form.
+/// form. `sinks`: one logit per query head on the device, or null
+/// (Attention.h).
 template <class T, class K, int D, int Dv, class Y>
 std::string flashAttention(const T *q, const K *kCache, const K *vCache, const float *kScales,
                            const float *vScales, const int64_t *pos, Y *out, int b, int s, int hq,
                            int hkv, int capacity, bool causal, int window, float scale,
-                           float softcap, Stream stream) {
+                           float softcap, Stream stream, const float *sinks = nullptr) {
   if constexpr (kTensorCoreAttention<T, K, D, Dv>) {
     if (b < 1 || s < 1 || hq < 1 || hkv < 1 || hq % hkv || capacity < 1 || kScales || vScales)
       return "flash attention: invalid arguments";
     if constexpr (D == 64 || D == 128)
       if (wg::wgmmaEnabled())
         return flashAttentionWgmma<T, D, Y>(q, kCache, vCache, pos, out, b, s, hq, hkv, capacity,
-                                            causal, window, scale, softcap, stream);
+                                            causal, window, scale, softcap, stream, sinks);
     if (tc::bf16())
       return flashAttentionMma<T, D, Y>(q, kCache, vCache, pos, out, b, s, hq, hkv, capacity,
-                                        causal, window, scale, softcap, stream);
+                                        causal, window, scale, softcap, stream, sinks);
     if (std::is_same_v<T, half>)
       return flashAttentionWmma<T, D, Y>(q, kCache, vCache, pos, out, b, s, hq, hkv, capacity,
-                                         causal, window, scale, softcap, stream);
+                                         causal, window, scale, softcap, stream, sinks);
   }
   return flashAttentionSimt<T, K, D, Dv, Y>(q, kCache, vCache, kScales, vScales, pos, out, b, s,
                                             hq, hkv, capacity, causal, window, scale, softcap,
-                                            stream);
+                                            stream, sinks);
 }
 
 } // namespace llmc::cuda

@@ -94,7 +94,7 @@ template <class T, int D, class Y, bool kFold>
 LLMC_DEVICE void flashAttentionWgmmaBody(const T *q, const T *kCache, const T *vCache,
                                          const int64_t *pos, Y *out, int s, int hq, int hkv,
                                          int capacity, bool causal, int window, float scale,
-                                         float softcap) {
+                                         float softcap, const float *sinks) {
   using L = WgAttnLayout<T, D>;
   constexpr int kNt = kWgAttnKeys / 8, kDt = D / 8;
   constexpr float kLog2e = 1.4426950408889634f;
@@ -245,7 +245,7 @@ LLMC_DEVICE void flashAttentionWgmmaBody(const T *q, const T *kCache, const T *v
     wg::fenceOperand(oFlat);
   }
 
-  fa2::writeRows(o, lSum, out + size_t(h) * D,
+  fa2::writeRows(o, lSum, mMax, sinks, h, out + size_t(h) * D,
                  size_t(b) * size_t(s) + size_t(q0 + 64 * group + 16 * (warp % 4)),
                  size_t(hq) * D, queries - 64 * group - 16 * (warp % 4), g, t4);
 }
@@ -254,13 +254,13 @@ template <class T, int D, class Y, bool kFold>
 LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kWgAttnThreads, 1)
     flashAttentionWgmmaKernel(const T *q, const T *kCache, const T *vCache, const int64_t *pos,
                               Y *out, int s, int hq, int hkv, int capacity, bool causal,
-                              int window, float scale, float softcap) {
+                              int window, float scale, float softcap, const float *sinks) {
   LLMC_KERNEL_BEGIN();
   if constexpr (!wg::kWgmma)
     __trap(); // not sm_90a code: never launched there (wg::wgmmaBuilt())
   else
     flashAttentionWgmmaBody<T, D, Y, kFold>(q, kCache, vCache, pos, out, s, hq, hkv, capacity,
-                                            causal, window, scale, softcap);
+                                            causal, window, scale, softcap, sinks);
 }
 
 /// Launches the wgmma form (the caller checked the arguments and
@@ -269,7 +269,8 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kWgAttnThreads, 1)
 template <class T, int D, class Y>
 std::string flashAttentionWgmma(const T *q, const T *kCache, const T *vCache, const int64_t *pos,
                                 Y *out, int b, int s, int hq, int hkv, int capacity, bool causal,
-                                int window, float scale, float softcap, Stream stream) {
+                                int window, float scale, float softcap, Stream stream,
+                                const float *sinks = nullptr) {
   if (std::string e = fa2::cacheRowsCheck(b, hkv, capacity); !e.empty())
     return e;
   dim3 grid(ceilDiv(s, kWgAttnQueries), unsigned(hq), unsigned(b));
@@ -277,7 +278,7 @@ std::string flashAttentionWgmma(const T *q, const T *kCache, const T *vCache, co
                                                 : flashAttentionWgmmaKernel<T, D, Y, false>;
   return launchWithShared(kernel, grid, dim3(kWgAttnThreads), WgAttnLayout<T, D>::kBytes, stream,
                           q, kCache, vCache, pos, out, s, hq, hkv, capacity, causal, window,
-                          scale, softcap);
+                          scale, softcap, sinks);
 }
 
 } // namespace llmc::cuda

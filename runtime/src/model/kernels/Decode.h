@@ -22,7 +22,10 @@
 //            scores); a few queries per kv head (verification passes of
 //            speculative decoding, short prompts) 8 of its rows at a time,
 //            the cache rows read as they are (attendByKey: [keys, 8]
-//            scores, never [S, S]).
+//            scores, never [S, S]). Attention sinks (llm.attention's
+//            `sinks`, one logit per query head, as double: the attribute's
+//            own values; null without) add exp(sink - m) to a row's
+//            denominator (m its scores' maximum) and nothing to its values.
 //
 // The caches hold f32, Half, Bf16 or int8 (T). An int8 cache
 // (llm.quantized_cache_update) comes with its f32 scales, one per row
@@ -163,15 +166,27 @@ void attendRowPartial(const float *q, const T *kh, const T *vh, const float *ksh
   }
 }
 
+/// 1 / the softmax denominator of a row whose scores have maximum m and
+/// sum of exps l, with a sink's share (sink = -inf: none); 0 for a row with
+/// no key.
+inline float rowNorm(float m, float l, float sink) {
+  return l > 0 ? 1.f / (l + std::exp(sink - m)) : 0.f;
+}
+
+/// A row's sink: sinks[h], or -inf without sinks.
+inline float sinkOf(const double *sinks, int64_t h) {
+  return sinks ? float(sinks[h]) : -INFINITY;
+}
+
 /// The same, normalised: out = softmax-weighted sum of the values (zeros for
-/// an empty range).
+/// an empty range), with the row's `sink` (-inf: none).
 template <typename T>
 void attendRow(const float *q, const T *kh, const T *vh, const float *ksh, const float *vsh,
                int64_t d, int64_t dv, int64_t lo, int64_t hi, float scale, float softcap,
-               float *scores, float *out) {
+               float *scores, float *out, float sink = -INFINITY) {
   float m, l;
   attendRowPartial(q, kh, vh, ksh, vsh, d, dv, lo, hi, scale, softcap, scores, out, m, l);
-  float inv = l > 0 ? 1.f / l : 0.f;
+  float inv = rowNorm(m, l, sink);
   for (int64_t t = 0; t < dv; ++t)
     out[t] *= inv;
 }
@@ -374,8 +389,8 @@ void attendGroupPartial(const float *q, int64_t G, const T *kh, const T *vh, con
 /// keys lo .. pos for the query heads of kv head hk of sequence bi (what
 /// attendGroupPartial gives: acc rows at stride accStride, m and l at
 /// stride mlStride), and combineSplits, which merges the splits' (m, l,
-/// acc) into the row: out = sum_s e^(m_s - M) acc_s / sum_s e^(m_s - M) l_s,
-/// M = max_s m_s. `scratch` has room for (Hq / Hkv) * (pos + 1) floats.
+/// acc) into the row: out = sum_s e^(m_s - M) acc_s / (sum_s e^(m_s - M) l_s
+/// + e^(sink - M)), M = max_s m_s (sink -inf: none). `scratch` has room for (Hq / Hkv) * (pos + 1) floats.
 template <typename T>
 void decodeAttentionSplit(const float *q, const T *k, const T *v, const float *ks,
                           const float *vs, int64_t bi, int64_t hk, int64_t split, int64_t splits,
@@ -392,7 +407,7 @@ void decodeAttentionSplit(const float *q, const T *k, const T *v, const float *k
 }
 
 inline void combineSplits(const float *acc, const float *m, const float *l, int64_t splits,
-                          int64_t dv, float *out) {
+                          int64_t dv, float *out, float sink = -INFINITY) {
   float mx = -INFINITY, total = 0;
   for (int64_t s = 0; s < splits; ++s)
     mx = std::max(mx, m[s]);
@@ -406,6 +421,7 @@ inline void combineSplits(const float *acc, const float *m, const float *l, int6
     total += w * l[s];
     axpy(out, w, acc + s * dv, dv);
   }
+  total += std::exp(sink - mx);
   for (int64_t t = 0; t < dv; ++t)
     out[t] /= total;
 }
@@ -414,12 +430,13 @@ inline void combineSplits(const float *acc, const float *m, const float *l, int6
 /// each): keys 0 .. pos, or pos - window + 1 .. pos when window > 0.
 /// `scratch` has room for (Hq / Hkv) * (pos + 3) floats. The caches hold
 /// f32, Half, Bf16 or int8 (T, with their scales ks/vs [B, Hkv, capacity]);
-/// q and out f32.
+/// q and out f32; `sinks` [Hq] or null.
 template <typename T>
 void decodeAttentionHeads(const float *q, const T *k, const T *v, const float *ks,
                           const float *vs, float *out, int64_t bi, int64_t hk, int64_t hq,
                           int64_t hkv, int64_t d, int64_t dv, int64_t capacity, int64_t pos,
-                          int64_t window, float scale, float softcap, float *scratch) {
+                          int64_t window, float scale, float softcap, float *scratch,
+                          const double *sinks = nullptr) {
   int64_t group = hq / hkv, h0 = bi * hq + hk * group;
   int64_t lo = window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0;
   int64_t first = (bi * hkv + hk) * capacity;
@@ -429,7 +446,7 @@ void decodeAttentionHeads(const float *q, const T *k, const T *v, const float *k
                      headScales(vs, first), d, dv, lo, pos, scale, softcap, scratch,
                      out + h0 * dv, dv, m, l, 1);
   for (int64_t g = 0; g < group; ++g) {
-    float inv = l[g] > 0 ? 1.f / l[g] : 0.f;
+    float inv = rowNorm(m[g], l[g], sinkOf(sinks, hk * group + g));
     for (int64_t t = 0; t < dv; ++t)
       out[(h0 + g) * dv + t] *= inv;
   }
@@ -476,7 +493,7 @@ void packKeyBlocks(const T *kh, const float *ksh, int64_t d, int64_t from, int64
 template <typename T>
 void attendTile(const float *const *q, int rows, const float *kt, int64_t kbase, const T *vh,
                 const float *vsh, int64_t d, int64_t dv, const int64_t *lo, const int64_t *hi,
-                float scale, float softcap, float *const *out) {
+                float scale, float softcap, float *const *out, float sink = -INFINITY) {
   constexpr int L = VecF::kLanes, R = kAttnRows;
   constexpr int V = int(kAttnKeys) / L; // score vectors per row
   alignas(64) float p[R][kAttnKeys];
@@ -587,7 +604,7 @@ void attendTile(const float *const *q, int rows, const float *kt, int64_t kbase,
       }
   }
   for (int i = 0; i < rows; ++i) {
-    float inv = l[i] > 0 ? 1.f / l[i] : 0.f;
+    float inv = rowNorm(m[i], l[i], sink);
     for (int64_t t = 0; t < dv; ++t)
       out[i][t] = acc[i][t] * inv;
   }
@@ -613,7 +630,7 @@ void prefillAttentionRows(const float *q, const T *k, const T *v, const float *k
                           const float *vs, float *out, int64_t s, int64_t hq, int64_t hkv,
                           int64_t d, int64_t dv, int64_t capacity, int64_t pos, bool causal,
                           int64_t window, float scale, float softcap, int64_t r0, int64_t r1,
-                          float *scratch) {
+                          float *scratch, const double *sinks = nullptr) {
   int64_t group = hq / hkv;
   bool tiled = d <= kAttnMaxDim && dv <= kAttnMaxDim;
   auto range = [&](int64_t i, int64_t &lo, int64_t &hi) {
@@ -647,10 +664,11 @@ void prefillAttentionRows(const float *q, const T *k, const T *v, const float *k
         outs[e] = out + ((bi * s + i + e) * hq + h) * dv;
       }
       if (tiled)
-        attendTile(qs, rows, scratch, kbase, vh, vsh, d, dv, los, his, scale, softcap, outs);
+        attendTile(qs, rows, scratch, kbase, vh, vsh, d, dv, los, his, scale, softcap, outs,
+                   sinkOf(sinks, h));
       else
         attendRow(qs[0], kh, vh, ksh, vsh, d, dv, los[0], his[0], scale, softcap, scratch,
-                  outs[0]);
+                  outs[0], sinkOf(sinks, h));
       r += rows;
     }
   }
@@ -692,7 +710,8 @@ inline int64_t attendByKeyScratch(int64_t n, int64_t d, int64_t dv) {
 template <typename T>
 void attendByKey(const float *const *q, int rows, const T *kh, const T *vh, const float *ksh,
                  const float *vsh, int64_t d, int64_t dv, const int64_t *lo, const int64_t *hi,
-                 float scale, float softcap, float *scratch, float *const *out) {
+                 float scale, float softcap, float *scratch, float *const *out,
+                 const float *sink = nullptr) {
   constexpr int L = KeyVec::kLanes, B = kKeyBlock;
   int64_t from = INT64_MAX, to = INT64_MIN;
   for (int r = 0; r < rows; ++r)
@@ -778,7 +797,7 @@ void attendByKey(const float *const *q, int rows, const T *kh, const T *vh, cons
       w[r * n + j] = st[j * L + r];
   weightedValues(w, rows, n, vh, vsh, dv, from, acc, dv);
   for (int r = 0; r < rows; ++r) {
-    float inv = sum[r] > 0 ? 1.f / sum[r] : 0.f;
+    float inv = rowNorm(mx[r], sum[r], sink ? sink[r] : -INFINITY);
     for (int64_t t = 0; t < dv; ++t)
       out[r][t] = acc[r * dv + t] * inv;
   }
@@ -802,7 +821,7 @@ void shortPrefillAttention(const float *q, const T *k, const T *v, const float *
                            const float *vs, float *out, int64_t s, int64_t hq, int64_t hkv,
                            int64_t d, int64_t dv, int64_t capacity, int64_t pos, bool causal,
                            int64_t window, float scale, float softcap, int64_t unit,
-                           float *scratch) {
+                           float *scratch, const double *sinks = nullptr) {
   int64_t group = hq / hkv, passes = shortPrefillPasses(s, hq, hkv);
   int64_t pass = unit % passes, hk = (unit / passes) % hkv, bi = unit / (passes * hkv);
   int64_t first = (bi * hkv + hk) * capacity;
@@ -810,15 +829,18 @@ void shortPrefillAttention(const float *q, const T *k, const T *v, const float *
   const float *qs[kKeyRows];
   float *outs[kKeyRows];
   int64_t los[kKeyRows], his[kKeyRows];
+  float rowSinks[kKeyRows];
   for (int64_t e = e0; e < e1; ++e) {
     int64_t i = e / group, h = hk * group + e % group, p = pos + i;
+    rowSinks[e - e0] = sinkOf(sinks, h);
     qs[e - e0] = q + ((bi * s + i) * hq + h) * d;
     outs[e - e0] = out + ((bi * s + i) * hq + h) * dv;
     his[e - e0] = causal ? p : pos + s - 1;
     los[e - e0] = window > 0 ? std::max<int64_t>(0, p - window + 1) : 0;
   }
   attendByKey(qs, int(e1 - e0), k + first * d, v + first * dv, headScales(ks, first),
-              headScales(vs, first), d, dv, los, his, scale, softcap, scratch, outs);
+              headScales(vs, first), d, dv, los, his, scale, softcap, scratch, outs,
+              sinks ? rowSinks : nullptr);
 }
 
 } // namespace llmc::model::kernels
