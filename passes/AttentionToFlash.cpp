@@ -84,8 +84,12 @@ struct AttentionToFlashPass : mlir::llmc::impl::AttentionToFlashPassBase<Attenti
         SmallVector<NamedAttribute> attrs(common);
         attrs.push_back(b.getNamedAttr("num_splits", b.getI64IntegerAttr(splitsFor(a, q))));
         auto partial = b.create<DecodeAttentionPartialOp>(loc, operands, attrs);
+        // (The sinks join at the merge: no split's partial result has them.)
+        SmallVector<NamedAttribute> combineAttrs;
+        if (auto sinks = a.getSinksAttr())
+          combineAttrs.push_back(b.getNamedAttr("sinks", sinks));
         out = b.create<AttentionCombineOp>(loc, ValueRange{partial.getPartial(), partial.getLse()},
-                                           ArrayRef<NamedAttribute>{})
+                                           combineAttrs)
                   .getResult();
         if (!q.getElementType().isF32()) {
           int64_t code = q.getElementType().isF16() ? 10 : q.getElementType().isBF16() ? 16 : 0;
@@ -107,6 +111,8 @@ struct AttentionToFlashPass : mlir::llmc::impl::AttentionToFlashPassBase<Attenti
         attrs.push_back(b.getNamedAttr(
             "block_q", b.getI64IntegerAttr(std::min<int64_t>(blockQ, q.getDimSize(1)))));
         attrs.push_back(b.getNamedAttr("block_k", b.getI64IntegerAttr(blockK)));
+        if (auto sinks = a.getSinksAttr())
+          attrs.push_back(b.getNamedAttr("sinks", sinks));
         out = b.create<FlashAttentionOp>(loc, operands, attrs).getResult();
       }
       a.getResult().replaceAllUsesWith(out);

@@ -399,14 +399,16 @@ struct InsertKvCachePass : mlir::llmc::impl::InsertKvCachePassBase<InsertKvCache
       Location al = l.attn.getLoc();
       Value kc = createOp<CacheUpdateOp>(ab, al, {cachesK[i], l.newK, start});
       Value vc = createOp<CacheUpdateOp>(ab, al, {cachesV[i], l.newV, start});
-      Value out = createOp<CachedAttentionOp>(
-          ab, al, {l.attn.getQ(), kc, vc, start},
-          {ab.getNamedAttr("num_heads", l.attn.getNumHeadsAttr()),
-           ab.getNamedAttr("num_kv_heads", l.attn.getNumKvHeadsAttr()),
-           ab.getNamedAttr("causal", ab.getBoolAttr(true)),
-           ab.getNamedAttr("window", l.attn.getWindowAttr()),
-           ab.getNamedAttr("scale", l.attn.getScaleAttr()),
-           ab.getNamedAttr("softcap", l.attn.getSoftcapAttr())});
+      SmallVector<NamedAttribute> attrs{
+          ab.getNamedAttr("num_heads", l.attn.getNumHeadsAttr()),
+          ab.getNamedAttr("num_kv_heads", l.attn.getNumKvHeadsAttr()),
+          ab.getNamedAttr("causal", ab.getBoolAttr(true)),
+          ab.getNamedAttr("window", l.attn.getWindowAttr()),
+          ab.getNamedAttr("scale", l.attn.getScaleAttr()),
+          ab.getNamedAttr("softcap", l.attn.getSoftcapAttr())};
+      if (auto sinks = l.attn.getSinksAttr())
+        attrs.push_back(ab.getNamedAttr("sinks", sinks));
+      Value out = createOp<CachedAttentionOp>(ab, al, {l.attn.getQ(), kc, vc, start}, attrs);
       l.attn.getResult().replaceAllUsesWith(out);
       l.attn.erase();
       newCaches.push_back(kc);

@@ -146,6 +146,9 @@ public:
 
   // RaiseAttention.cpp
   static int64_t dimSize(Value v, int64_t d);
+  static std::optional<std::vector<float>> sinkLogits(Value column);
+  static std::optional<std::pair<Value, Value>> withoutSinks(Value scores, Value probs,
+                                                             std::vector<float> &sinks);
   Value unrepeat(Value v, SymbolicShapes &sym);
   Value untransposeKey(Value v, SymbolicShapes &sym);
   static std::pair<Value, double> unscale(Value v);
@@ -161,7 +164,8 @@ public:
   static void replaceResults(Operation *op, ArrayRef<Value> values);
   static SmallVector<NamedAttribute> attentionAttrs(Builder &b, int64_t hq, int64_t hkv,
                                                     bool causal, double scale,
-                                                    int64_t window = 0, double softcap = 0);
+                                                    int64_t window = 0, double softcap = 0,
+                                                    ArrayRef<float> sinks = {});
   Value sliceLast(OpBuilder &b, Location loc, Value x, int64_t lo, int64_t hi);
   Value sizeOf(OpBuilder &b, Location loc, Value x, int64_t d);
   Value assertEqual(OpBuilder &b, Location loc, Value value, Value lhs, Value rhs,

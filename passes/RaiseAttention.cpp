@@ -195,6 +195,94 @@ std::optional<std::pair<Value, Value>> Raiser::whereMasked(Value scores) {
   return std::nullopt;
 }
 
+/// The logits of a sink column ([B, H, S, 1]: one logit per head,
+/// broadcast over the batch and the rows): an Expand of a [1, H, 1, 1] or
+/// [H, 1, 1] value computed from constants alone (gpt-oss's
+/// sinks.reshape(1, -1, 1, 1).expand(...), maybe cast), evaluated in that
+/// value's type; finite.
+std::optional<std::vector<float>> Raiser::sinkLogits(Value column) {
+  Operation *expand = defOf(column, "onnx.expand");
+  int64_t heads = dimSize(column, 1);
+  if (!expand || rankOf(column) != 4 || heads < 1 || dimSize(column, 3) != 1)
+    return std::nullopt;
+  Value e = expand->getOperand(0);
+  int64_t r = rankOf(e);
+  if (r < 3 || r > 4)
+    return std::nullopt;
+  for (int64_t d = 0; d < r; ++d) // right-aligned with [B, H, S, 1]
+    if (dimSize(e, d) != (d == r - 3 ? heads : 1))
+      return std::nullopt;
+  // The value's computation: reshapes, (un)squeezes and casts of a constant.
+  SmallVector<Operation *> chain;
+  Value root = e;
+  while (Operation *op = root.getDefiningOp()) {
+    if (!isLlmOp(op, "onnx.reshape") && !isLlmOp(op, "onnx.unsqueeze") &&
+        !isLlmOp(op, "onnx.squeeze") && !isLlmOp(op, "onnx.cast") &&
+        !isLlmOp(op, "onnx.identity"))
+      break;
+    chain.insert(chain.begin(), op);
+    root = op->getOperand(0);
+  }
+  if (!constantOf(root))
+    return std::nullopt;
+  for (Operation *op : chain) // (shapes and axes: constants too)
+    for (Value a : op->getOperands().drop_front())
+      if (!isNone(a) && !constantOf(a))
+        return std::nullopt;
+  std::optional<cpu::Tensor> t =
+      chain.empty() ? constantOf(root) : evaluateSlice(chain, {}, e);
+  std::optional<std::vector<double>> values = t ? floatsOf(*t) : std::nullopt;
+  if (!values || int64_t(values->size()) != heads)
+    return std::nullopt;
+  std::vector<float> logits;
+  for (double v : *values) {
+    if (!std::isfinite(v))
+      return std::nullopt;
+    logits.push_back(float(v));
+  }
+  return logits;
+}
+
+/// softmax(Concat(scores, sink column)) on the last axis with the sink's
+/// column sliced off the probabilities (gpt-oss's attention sinks; the
+/// column last or first): the scores and the sliced probabilities, and
+/// `sinks` set to the heads' logits.
+std::optional<std::pair<Value, Value>> Raiser::withoutSinks(Value scores, Value probs,
+                                                            std::vector<float> &sinks) {
+  Operation *cat = defOf(scores, "onnx.concat");
+  int64_t axis = cat ? intAttrOr(cat, "axis", 0) : 0;
+  if (!cat || cat->getNumOperands() != 2 || rankOf(scores) != 4 || (axis != -1 && axis != 3) ||
+      !probs.hasOneUse())
+    return std::nullopt;
+  Operation *slice = probs.getUses().begin()->getOwner();
+  if (!isLlmOp(slice, "onnx.slice") || slice->getOperand(0) != probs)
+    return std::nullopt;
+  auto starts = constInts(slice->getOperand(1)), ends = constInts(slice->getOperand(2));
+  Value axesV = optionalOperand(slice, 3), stepsV = optionalOperand(slice, 4);
+  auto axes = axesV ? constInts(axesV) : std::nullopt;
+  auto steps = stepsV ? constInts(stepsV) : std::optional<SmallVector<int64_t>>(SmallVector<int64_t>{1});
+  if (!starts || !ends || !axes || !steps || starts->size() != 1 || ends->size() != 1 ||
+      axes->size() != 1 || steps->size() != 1 || ((*axes)[0] != -1 && (*axes)[0] != 3) ||
+      (*steps)[0] != 1)
+    return std::nullopt;
+  int64_t start = (*starts)[0], end = (*ends)[0];
+  for (int column = 0; column < 2; ++column) { // the sink's operand
+    std::optional<std::vector<float>> logits = sinkLogits(cat->getOperand(column));
+    if (!logits)
+      continue;
+    Value kept = cat->getOperand(1 - column);
+    int64_t keys = dimSize(kept, 3);
+    bool dropsSink = column == 1 ? start == 0 && (end == -1 || (keys > 0 && end == keys))
+                                 : start == 1 && (end >= (int64_t(1) << 31) - 1 ||
+                                                  (keys > 0 && end == keys + 1));
+    if (!dropsSink)
+      continue;
+    sinks = std::move(*logits);
+    return std::make_pair(kept, slice->getResult(0));
+  }
+  return std::nullopt;
+}
+
 /// softmax(scale * Q K^T + mask) V, as HF's eager attention writes it,
 /// with Q [B, H, S, D] and K, V [B, Hkv, T, D] (repeated to H heads); the
 /// mask added, or applied by a Where (whereMasked).
@@ -206,6 +294,11 @@ void Raiser::raiseAttention(func::FuncOp func) {
     int64_t axis = intAttrOr(sm, "axis", -1), rank = rankOf(scores);
     if (rank != 4 || (axis != -1 && axis != 3))
       continue;
+    // softmax(x - max(x)) is softmax(x) (gpt-oss subtracts the maximum).
+    if (Operation *sub = defOf(scores, "onnx.sub"))
+      if (Operation *max = defOf(sub->getOperand(1), "onnx.reduce_max");
+          max && max->getOperand(0) == sub->getOperand(0) && reducesLastDimKept(max))
+        scores = sub->getOperand(0);
     // The probabilities, maybe with NaN rows (every key masked) zeroed.
     Value probs = sm->getResult(0);
     for (Operation *user : probs.getUsers())
@@ -230,6 +323,11 @@ void Raiser::raiseAttention(func::FuncOp func) {
           scores = in->getOperand(0);
           probs = back->getResult(0);
         }
+    // Attention sinks: a logit per head in each row's softmax, its
+    // probability dropped before the values.
+    std::vector<float> sinks;
+    if (auto plain = withoutSinks(scores, probs, sinks))
+      std::tie(scores, probs) = *plain;
     if (!probs.hasOneUse())
       continue;
     Operation *pv = probs.getUses().begin()->getOwner();
@@ -278,7 +376,8 @@ void Raiser::raiseAttention(func::FuncOp func) {
     int64_t hq = dimSize(qv, 1), hkv = dimSize(k, 1), d = dimSize(qv, 3);
     double scale = a * bscale * c;
     if (rankOf(qv) != 4 || rankOf(k) != 4 || rankOf(v) != 4 || hq < 1 || hkv < 1 ||
-        hq % hkv || dimSize(v, 1) != hkv || d < 1 || dimSize(k, 3) != d || !(scale > 0))
+        hq % hkv || dimSize(v, 1) != hkv || d < 1 || dimSize(k, 3) != d || !(scale > 0) ||
+        (!sinks.empty() && int64_t(sinks.size()) != hq))
       continue;
     Type element = getElementTypeOrSelf(qv.getType());
     if (getElementTypeOrSelf(k.getType()) != element ||
@@ -292,7 +391,7 @@ void Raiser::raiseAttention(func::FuncOp func) {
     auto toBshd = [&](Value x) { return create<OnnxTransposeOp>(b, loc, {x}, {perm}); };
     Value out = create<AttentionOp>(
         b, loc, {toBshd(qv), toBshd(k), toBshd(v), mask ? mask : none(b, loc)},
-        attentionAttrs(b, hq, hkv, /*causal=*/false, scale, 0, softcap));
+        attentionAttrs(b, hq, hkv, /*causal=*/false, scale, 0, softcap, sinks));
     Value y = toBshd(out);
     if (!sameShapeAndType(y, pv->getResult(0)))
       continue;

@@ -45,13 +45,17 @@ void Raiser::replaceResults(Operation *op, ArrayRef<Value> values) {
 /// The attributes of an llm.attention.
 SmallVector<NamedAttribute> Raiser::attentionAttrs(Builder &b, int64_t hq, int64_t hkv,
                                                   bool causal, double scale,
-                                                  int64_t window, double softcap) {
-  return {b.getNamedAttr("num_heads", b.getI64IntegerAttr(hq)),
-          b.getNamedAttr("num_kv_heads", b.getI64IntegerAttr(hkv)),
-          b.getNamedAttr("causal", b.getBoolAttr(causal)),
-          b.getNamedAttr("window", b.getI64IntegerAttr(window)),
-          b.getNamedAttr("scale", f32(b, scale)),
-          b.getNamedAttr("softcap", f32(b, softcap))};
+                                                  int64_t window, double softcap,
+                                                  ArrayRef<float> sinks) {
+  SmallVector<NamedAttribute> attrs{b.getNamedAttr("num_heads", b.getI64IntegerAttr(hq)),
+                                    b.getNamedAttr("num_kv_heads", b.getI64IntegerAttr(hkv)),
+                                    b.getNamedAttr("causal", b.getBoolAttr(causal)),
+                                    b.getNamedAttr("window", b.getI64IntegerAttr(window)),
+                                    b.getNamedAttr("scale", f32(b, scale)),
+                                    b.getNamedAttr("softcap", f32(b, softcap))};
+  if (!sinks.empty())
+    attrs.push_back(b.getNamedAttr("sinks", b.getDenseF32ArrayAttr(sinks)));
+  return attrs;
 }
 
 /// x[..., lo:hi] on the last axis.
@@ -103,11 +107,23 @@ void Raiser::raiseGroupQueryAttention(func::FuncOp func) {
     auto operand = [&](unsigned i) { return optionalOperand(g, i); };
     bool unsupported = false;
     for (unsigned i = 10; i < g->getNumOperands(); ++i)
-      unsupported |= bool(operand(i)); // bias, sinks, quantized caches, q/k norms
+      unsupported |= i != 11 && bool(operand(i)); // bias, quantized caches, q/k norms
+    int64_t nq = intAttrOr(g, "num_heads", 0), nkv = intAttrOr(g, "kv_num_heads", 0);
+    // head_sink (a constant logit per head), or smooth_softmax's zeros.
+    std::vector<float> sinks;
+    if (Value sink = operand(11)) {
+      std::optional<cpu::Tensor> t = constantOf(sink);
+      std::optional<std::vector<double>> values = t ? floatsOf(*t) : std::nullopt;
+      if (!values || int64_t(values->size()) != nq ||
+          !llvm::all_of(*values, [](double v) { return std::isfinite(v); }))
+        continue;
+      sinks.assign(values->begin(), values->end());
+    } else if (intAttrOr(g, "smooth_softmax", -1) > 0 && nq > 0) {
+      sinks.assign(size_t(nq), 0.0f);
+    }
     bool windowCache = intAttrOr(g, "sliding_window_cache", 0) != 0;
     int64_t window = intAttrOr(g, "local_window_size", -1);
-    if (unsupported || intAttrOr(g, "smooth_softmax", -1) > 0 ||
-        intAttrOr(g, "causal", 1) != 1 || (windowCache && window <= 0) ||
+    if (unsupported || intAttrOr(g, "causal", 1) != 1 || (windowCache && window <= 0) ||
         (g->getNumResults() > 3 && !g->getResult(3).use_empty()))
       continue;
     Value query = operand(0), key = operand(1), value = operand(2), pastK = operand(3),
@@ -115,7 +131,6 @@ void Raiser::raiseGroupQueryAttention(func::FuncOp func) {
           sinC = operand(8), positionIds = operand(9);
     if (windowCache && !pastK)
       continue;
-    int64_t nq = intAttrOr(g, "num_heads", 0), nkv = intAttrOr(g, "kv_num_heads", 0);
     int64_t hidden = lastDim(query);
     bool packed = !key;
     if (nq <= 0 || nkv <= 0 || nq % nkv || rankOf(query) != 3 || hidden <= 0 ||
@@ -236,7 +251,7 @@ void Raiser::raiseGroupQueryAttention(func::FuncOp func) {
         {q4, create<OnnxTransposeOp>(b, loc, {presentK}, {perm}),
          create<OnnxTransposeOp>(b, loc, {presentV}, {perm}), none(b, loc)},
         attentionAttrs(b, nq, nkv, /*causal=*/true, scale, window > 0 ? window : 0,
-                       floatAttrOr(g, "softcap", 0.0)));
+                       floatAttrOr(g, "softcap", 0.0), sinks));
     Value out = create<OnnxReshapeOp>(b, loc, {o, i64Constant(b, loc, {0, 0, nq * d})});
     // A window-sized cache's present (its evictions) stays the op's own:
     // llmc's cache replaces it (and the op) in llmc-insert-kv-cache.

@@ -127,6 +127,8 @@ std::string describeAttention(AttentionOp a) {
     s += ", window " + std::to_string(a.getWindow());
   if (a.getSoftcap().convertToDouble() > 0)
     s += ", softcap " + fmt(a.getSoftcap().convertToDouble());
+  if (a.getSinks())
+    s += ", sinks";
   return s + ")";
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A static-cache export whose attention llmc does not recognise (make_onnx_forms.py's
 # onnx24-static-unknown-attention form: TensorScatter writes each step's rows into caches of
-# fixed length that the model takes and returns, an attention with sinks written out) at a size
+# fixed length that the model takes and returns, an attention with a learned null key written
+# out; before 2026-11-30, with sinks, which llmc now recognises) at a size
 # where the cache copies show: 8 layers, hidden 512 (8 heads of 64), MLP 1536, vocab 8192,
 # caches of CAPACITY rows (default 2048), random weights, generated into WORK (not committed).
 # The same ONNX file compiled by two llmc builds, OLD (before TensorScatter wrote the session's

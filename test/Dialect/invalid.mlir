@@ -1219,6 +1219,30 @@ func.func @decode_attention_partial(%q: tensor<1x1x4x16xf32>, %k: tensor<1x2x64x
 
 // -----
 
+func.func @attention_sinks_per_head(%q: tensor<1x4x8x16xf32>, %k: tensor<1x4x2x16xf32>, %none: none) {
+  // expected-error @+1 {{sinks has 3 logits for 8 query heads}}
+  %0 = llm.attention %q, %k, %k, %none {num_heads = 8 : i64, num_kv_heads = 2 : i64, scale = 0.25 : f32, sinks = array<f32: 1.0, 2.0, 3.0>} : (tensor<1x4x8x16xf32>, tensor<1x4x2x16xf32>, tensor<1x4x2x16xf32>, none) -> tensor<1x4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @flash_attention_sinks_finite(%q: tensor<1x8x2x16xf32>, %k: tensor<1x2x64x16xf32>, %pos: tensor<i64>) {
+  // expected-error @+1 {{sinks must be finite}}
+  %0 = llm.flash_attention %q, %k, %k, %pos {num_heads = 2 : i64, num_kv_heads = 2 : i64, scale = 0.25 : f32, sinks = array<f32: 1.0, 0x7F800000>} : (tensor<1x8x2x16xf32>, tensor<1x2x64x16xf32>, tensor<1x2x64x16xf32>, tensor<i64>) -> tensor<1x8x2x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_combine_sinks(%p: tensor<1x2x4x16xf32>, %l: tensor<1x2x4xf32>) {
+  // expected-error @+1 {{sinks has 2 logits for 4 query heads}}
+  %0 = llm.attention_combine %p, %l {sinks = array<f32: 1.0, 2.0>} : (tensor<1x2x4x16xf32>, tensor<1x2x4xf32>) -> tensor<1x1x4x16xf32>
+  return
+}
+
+// -----
+
 func.func @attention_combine(%p: tensor<1x2x4x16xf32>, %l: tensor<1x2xf32>) {
   // expected-error @+2 {{lse must have rank 3, got 2}}
   // expected-error @+1 {{failed to infer returned types}}

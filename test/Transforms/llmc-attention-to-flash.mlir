@@ -28,6 +28,18 @@ func.func @decode(%q: tensor<2x1x4x16xf16>, %k: tensor<2x2x64x16xf16>, %v: tenso
   return %o : tensor<2x1x4x16xf16>
 }
 
+// Attention sinks: on the flash form, and on the combine (not the partial
+// results, which never include them).
+// CHECK-LABEL: func.func @sinks
+// CHECK: llm.flash_attention %arg0, %arg2, %arg3, %arg4 {block_k = 32 : i64, block_q = 8 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 2.500000e-01 : f32, sinks = array<f32: 1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00>}
+// CHECK: llm.decode_attention_partial %arg1, %arg2, %arg3, %arg4 {num_heads = 4 : i64, num_kv_heads = 2 : i64, num_splits = 4 : i64, scale = 2.500000e-01 : f32} :
+// CHECK: llm.attention_combine %{{.+}}, %{{.+}} {sinks = array<f32: 1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00>}
+func.func @sinks(%q: tensor<1x8x4x16xf32>, %q1: tensor<1x1x4x16xf32>, %k: tensor<1x2x64x16xf32>, %v: tensor<1x2x64x16xf32>, %pos: tensor<i64>) -> (tensor<1x8x4x16xf32>, tensor<1x1x4x16xf32>) {
+  %o = llm.cached_attention %q, %k, %v, %pos {num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.25 : f32, sinks = array<f32: 1.0, 2.0, 3.0, 4.0>} : (tensor<1x8x4x16xf32>, tensor<1x2x64x16xf32>, tensor<1x2x64x16xf32>, tensor<i64>) -> tensor<1x8x4x16xf32>
+  %o1 = llm.cached_attention %q1, %k, %v, %pos {num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.25 : f32, sinks = array<f32: 1.0, 2.0, 3.0, 4.0>} : (tensor<1x1x4x16xf32>, tensor<1x2x64x16xf32>, tensor<1x2x64x16xf32>, tensor<i64>) -> tensor<1x1x4x16xf32>
+  return %o, %o1 : tensor<1x8x4x16xf32>, tensor<1x1x4x16xf32>
+}
+
 // Negative: not bucketed (the query length is dynamic).
 // CHECK-LABEL: func.func @dynamic
 // CHECK: llm.cached_attention

@@ -410,6 +410,56 @@ func.func @attention_where_mask(%q: tensor<1x2x?x4xf32>, %k: tensor<1x2x?x4xf32>
 
 // -----
 
+// gpt-oss's attention sinks as HF's eager attention writes them: a logit per
+// head (reshaped to [1, H, 1, 1], expanded over the rows) concatenated to
+// the masked scores, the maximum subtracted, a softmax, the sink's column
+// sliced off before the values: an llm.attention with `sinks`. The same
+// with the sink's column first (sliced from 1). A sink computed from an
+// argument is no constant: that attention stays as written.
+// CHECK-LABEL: func.func @attention_sinks
+// CHECK: llm.attention %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} {num_heads = 2 : i64, num_kv_heads = 2 : i64, scale = 5.000000e-01 : f32, sinks = array<f32: 1.500000e+00, -2.000000e+00>}
+// CHECK: llm.attention %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} {num_heads = 2 : i64, num_kv_heads = 2 : i64, scale = 5.000000e-01 : f32, sinks = array<f32: 1.500000e+00, -2.000000e+00>}
+// CHECK-NOT: llm.attention
+// CHECK: return
+func.func @attention_sinks(%q: tensor<1x2x?x4xf32>, %k: tensor<1x2x?x4xf32>, %v: tensor<1x2x?x4xf32>, %keep: tensor<1x1x?x?xi1>, %learned: tensor<2xf32>) -> (tensor<1x2x?x4xf32>, tensor<1x2x?x4xf32>, tensor<1x2x?x4xf32>) {
+  %last = llm.constant dense<-1> : tensor<1xi64>
+  %zero = llm.constant dense<0> : tensor<1xi64>
+  %first = llm.constant dense<1> : tensor<1xi64>
+  %end = llm.constant dense<9223372036854775807> : tensor<1xi64>
+  %half = llm.constant dense<0.5> : tensor<f32>
+  %low = llm.constant dense<-1.0e9> : tensor<f32>
+  %sinks = llm.constant dense<[1.5, -2.0]> : tensor<2xf32>
+  %to4 = llm.constant dense<[1, -1, 1, 1]> : tensor<4xi64>
+  %none = llm.none
+  %kt = llm.onnx.transpose %k {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x2x?x4xf32>) -> tensor<1x2x4x?xf32>
+  %qk = llm.onnx.matmul %q, %kt : (tensor<1x2x?x4xf32>, tensor<1x2x4x?xf32>) -> tensor<1x2x?x?xf32>
+  %sc = llm.onnx.mul %qk, %half : (tensor<1x2x?x?xf32>, tensor<f32>) -> tensor<1x2x?x?xf32>
+  %w = llm.onnx.where %keep, %sc, %low : (tensor<1x1x?x?xi1>, tensor<1x2x?x?xf32>, tensor<f32>) -> tensor<1x2x?x?xf32>
+  %shape = llm.onnx.shape %w {end = 3 : i64} : (tensor<1x2x?x?xf32>) -> tensor<3xi64>
+  %rows = llm.onnx.concat %shape, %first {axis = 0 : i64} : (tensor<3xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %s4 = llm.onnx.reshape %sinks, %to4 : (tensor<2xf32>, tensor<4xi64>) -> tensor<1x2x1x1xf32>
+  %col = llm.onnx.expand %s4, %rows : (tensor<1x2x1x1xf32>, tensor<4xi64>) -> tensor<1x2x?x1xf32>
+  %cat = llm.onnx.concat %w, %col {axis = -1 : i64} : (tensor<1x2x?x?xf32>, tensor<1x2x?x1xf32>) -> tensor<1x2x?x?xf32>
+  %m = llm.onnx.reduce_max %cat, %last : (tensor<1x2x?x?xf32>, tensor<1xi64>) -> tensor<1x2x?x1xf32>
+  %d = llm.onnx.sub %cat, %m : (tensor<1x2x?x?xf32>, tensor<1x2x?x1xf32>) -> tensor<1x2x?x?xf32>
+  %p = llm.onnx.softmax %d : (tensor<1x2x?x?xf32>) -> tensor<1x2x?x?xf32>
+  %ps = llm.onnx.slice %p, %zero, %last, %last, %none : (tensor<1x2x?x?xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, none) -> tensor<1x2x?x?xf32>
+  %o = llm.onnx.matmul %ps, %v : (tensor<1x2x?x?xf32>, tensor<1x2x?x4xf32>) -> tensor<1x2x?x4xf32>
+  %cat2 = llm.onnx.concat %col, %w {axis = 3 : i64} : (tensor<1x2x?x1xf32>, tensor<1x2x?x?xf32>) -> tensor<1x2x?x?xf32>
+  %p2 = llm.onnx.softmax %cat2 : (tensor<1x2x?x?xf32>) -> tensor<1x2x?x?xf32>
+  %ps2 = llm.onnx.slice %p2, %first, %end, %last, %none : (tensor<1x2x?x?xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, none) -> tensor<1x2x?x?xf32>
+  %o2 = llm.onnx.matmul %ps2, %v : (tensor<1x2x?x?xf32>, tensor<1x2x?x4xf32>) -> tensor<1x2x?x4xf32>
+  %l4 = llm.onnx.reshape %learned, %to4 : (tensor<2xf32>, tensor<4xi64>) -> tensor<1x2x1x1xf32>
+  %col3 = llm.onnx.expand %l4, %rows : (tensor<1x2x1x1xf32>, tensor<4xi64>) -> tensor<1x2x?x1xf32>
+  %cat3 = llm.onnx.concat %w, %col3 {axis = -1 : i64} : (tensor<1x2x?x?xf32>, tensor<1x2x?x1xf32>) -> tensor<1x2x?x?xf32>
+  %p3 = llm.onnx.softmax %cat3 : (tensor<1x2x?x?xf32>) -> tensor<1x2x?x?xf32>
+  %ps3 = llm.onnx.slice %p3, %zero, %last, %last, %none : (tensor<1x2x?x?xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, none) -> tensor<1x2x?x?xf32>
+  %o3 = llm.onnx.matmul %ps3, %v : (tensor<1x2x?x?xf32>, tensor<1x2x?x4xf32>) -> tensor<1x2x?x4xf32>
+  return %o, %o2, %o3 : tensor<1x2x?x4xf32>, tensor<1x2x?x4xf32>, tensor<1x2x?x4xf32>
+}
+
+// -----
+
 // A mask built from attention_mask and the sizes: key j is visible to query
 // i when j <= (T - S) + i and attention_mask[b, j] != 0. Evaluating its
 // construction on bindings of b, s, p shows it is causal with padding: it

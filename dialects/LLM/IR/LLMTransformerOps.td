@@ -123,6 +123,14 @@ def LLM_AttentionOp : LLM_InferredOp<"attention"> {
     `window` keys); both need Sq <= Skv, attention without them (cross
     attention) does not. A query with no key left yields zeros.
 
+    `sinks` (optional, one finite f32 logit per query head: gpt-oss's
+    attention sinks; onnxruntime's head_sink, or zeros for its
+    smooth_softmax) take part in each row's softmax as one more score that
+    has no value: the row's weights are exp(s_j - m) / (sum_j exp(s_j - m)
+    + exp(sink_h - m)), so they sum to less than one. The sink is compared
+    with the scores after scale, softcap and mask. A query with no key left
+    still yields zeros.
+
     ```mlir
     %o = llm.attention %q, %k, %v, %none {num_heads = 32, num_kv_heads = 8, causal = true, scale = 0.0883883461 : f32}
         : (tensor<1x?x32x128xf16>, tensor<1x?x8x128xf16>, tensor<1x?x8x128xf16>, none) -> tensor<1x?x32x128xf16>
@@ -134,7 +142,8 @@ def LLM_AttentionOp : LLM_InferredOp<"attention"> {
                    DefaultValuedAttr<BoolAttr, "false">:$causal,
                    DefaultValuedAttr<LLM_I64Attr, "0">:$window,
                    F32Attr:$scale,
-                   DefaultValuedAttr<F32Attr, "0.0">:$softcap);
+                   DefaultValuedAttr<F32Attr, "0.0">:$softcap,
+                   OptionalAttr<DenseF32ArrayAttr>:$sinks);
   let results = (outs LLM_FloatTensor:$output);
   let hasVerifier = 1;
 }
@@ -323,8 +332,8 @@ def LLM_CachedAttentionOp : LLM_InferredOp<"cached_attention"> {
     pos + S - 1 and the keys are cache rows 0 .. pos + S - 1 (written before,
     by llm.cache_update). Otherwise as llm.attention: query head h reads kv
     head h / (Hq / Hkv), scale, softcap, `causal` and `window` relative to
-    the query's position. The result is [B, S, Hq, Dv]. pos + S > M is an
-    error. With `kv_scales` (k_scales, v_scales: [B, Hkv, M, 1] f32) the
+    the query's position, and its `sinks`. The result is [B, S, Hq, Dv].
+    pos + S > M is an error. With `kv_scales` (k_scales, v_scales: [B, Hkv, M, 1] f32) the
     caches hold int8 (llm.quantized_cache_update): row j reads as
     cache[.., j, :] * scales[.., j, 0]; the flash forms take them the same
     way.
@@ -336,6 +345,7 @@ def LLM_CachedAttentionOp : LLM_InferredOp<"cached_attention"> {
                    DefaultValuedAttr<LLM_I64Attr, "0">:$window,
                    F32Attr:$scale,
                    DefaultValuedAttr<F32Attr, "0.0">:$softcap,
+                   OptionalAttr<DenseF32ArrayAttr>:$sinks,
                    Variadic<TensorOf<[F32]>>:$kv_scales);
   let results = (outs LLM_FloatTensor:$output);
   let hasVerifier = 1;
@@ -352,8 +362,9 @@ def LLM_FlashAttentionOp : LLM_InferredOp<"flash_attention"> {
     block of `block_q` queries, the keys are visited in blocks of `block_k`
     (blocks wholly outside the causal range or the window are skipped), each
     block's scores update a running maximum, sum and weighted value
-    accumulator in f32, and the result is the accumulator over the sum. No
-    more than block_q x block_k scores exist at once.
+    accumulator in f32, and the result is the accumulator over the sum
+    (plus exp(sink - maximum) with `sinks`). No more than block_q x block_k
+    scores exist at once.
   }];
   let arguments = (ins LLM_FloatTensor:$q, LLM_CacheTensor:$k_cache,
                    LLM_CacheTensor:$v_cache, LLM_I64Tensor:$pos,
@@ -364,6 +375,7 @@ def LLM_FlashAttentionOp : LLM_InferredOp<"flash_attention"> {
                    DefaultValuedAttr<F32Attr, "0.0">:$softcap,
                    DefaultValuedAttr<LLM_I64Attr, "64">:$block_q,
                    DefaultValuedAttr<LLM_I64Attr, "64">:$block_k,
+                   OptionalAttr<DenseF32ArrayAttr>:$sinks,
                    Variadic<TensorOf<[F32]>>:$kv_scales);
   let results = (outs LLM_FloatTensor:$output);
   let hasVerifier = 1;
@@ -407,10 +419,14 @@ def LLM_AttentionCombineOp : LLM_InferredOp<"attention_combine"> {
   let description = [{
     out[b, 0, h] = sum_s exp(lse[b, s, h] - L) * partial[b, s, h] with
     L = log sum_s exp(lse[b, s, h]): the attention over all splits' keys.
-    The result is [B, 1, Hq, Dv] in f32.
+    With `sinks` (llm.attention's, one per head; the partial results never
+    include them) L also sums exp(sinks[h]): L = log(sum_s exp(lse[b, s, h])
+    + exp(sinks[h])). The result is [B, 1, Hq, Dv] in f32.
   }];
-  let arguments = (ins TensorOf<[F32]>:$partial, TensorOf<[F32]>:$lse);
+  let arguments = (ins TensorOf<[F32]>:$partial, TensorOf<[F32]>:$lse,
+                   OptionalAttr<DenseF32ArrayAttr>:$sinks);
   let results = (outs TensorOf<[F32]>:$output);
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//

@@ -10,6 +10,8 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::llmc;
 using namespace mlir::llmc::ophelpers;
@@ -156,8 +158,24 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
                               types);
 }
 
+/// `sinks`, when given: one finite logit per query head.
+static LogicalResult verifySinks(Operation *op, std::optional<ArrayRef<float>> sinks,
+                                 std::optional<int64_t> heads) {
+  if (!sinks)
+    return success();
+  if (heads && int64_t(sinks->size()) != *heads)
+    return op->emitOpError("sinks has ") << sinks->size() << " logits for " << *heads
+                                         << " query heads";
+  for (float s : *sinks)
+    if (!std::isfinite(s))
+      return op->emitOpError("sinks must be finite");
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
   int64_t hq = getNumHeads(), hkv = getNumKvHeads();
+  if (failed(verifySinks(*this, getSinks(), hq)))
+    return failure();
   if (hq <= 0 || hkv <= 0 || hq % hkv != 0)
     return emitOpError("num_heads (") << hq << ") must be a positive multiple of num_kv_heads ("
                                       << hkv << ")";
@@ -321,10 +339,17 @@ static LogicalResult verifyCacheOperands(Operation *op, Value k, Value v, ValueR
 }
 
 LogicalResult CachedAttentionOp::verify() {
+  if (failed(verifySinks(*this, getSinks(), getNumHeads())))
+    return failure();
   return verifyCacheOperands(*this, getKCache(), getVCache(), getKvScales());
 }
 LogicalResult FlashAttentionOp::verify() {
+  if (failed(verifySinks(*this, getSinks(), getNumHeads())))
+    return failure();
   return verifyCacheOperands(*this, getKCache(), getVCache(), getKvScales());
+}
+LogicalResult AttentionCombineOp::verify() {
+  return verifySinks(*this, getSinks(), staticDim(getPartial(), 2));
 }
 LogicalResult DecodeAttentionPartialOp::verify() {
   return verifyCacheOperands(*this, getKCache(), getVCache(), getKvScales());
