@@ -260,7 +260,8 @@ std::optional<std::pair<Value, Value>> Raiser::withoutSinks(Value scores, Value 
   auto starts = constInts(slice->getOperand(1)), ends = constInts(slice->getOperand(2));
   Value axesV = optionalOperand(slice, 3), stepsV = optionalOperand(slice, 4);
   auto axes = axesV ? constInts(axesV) : std::nullopt;
-  auto steps = stepsV ? constInts(stepsV) : std::optional<SmallVector<int64_t>>(SmallVector<int64_t>{1});
+  std::optional<SmallVector<int64_t>> steps =
+      stepsV ? constInts(stepsV) : SmallVector<int64_t>{1};
   if (!starts || !ends || !axes || !steps || starts->size() != 1 || ends->size() != 1 ||
       axes->size() != 1 || steps->size() != 1 || ((*axes)[0] != -1 && (*axes)[0] != 3) ||
       (*steps)[0] != 1)

@@ -571,6 +571,21 @@ func.func @gqa_with_bias(%q: tensor<1x?x32xf32>, %k: tensor<1x?x16xf32>, %v: ten
 
 // -----
 
+// GroupQueryAttention's smooth_softmax (1 added to each row's denominator)
+// is sinks of zero; a head_sink that is no constant keeps the contrib op.
+// CHECK-LABEL: func.func @gqa_smooth_softmax
+// CHECK: llm.attention {{.+}} {causal = true, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.353553385 : f32, sinks = array<f32: 0.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00>}
+// CHECK: llm.ms.group_query_attention
+// CHECK-NOT: llm.attention
+func.func @gqa_smooth_softmax(%q: tensor<1x?x32xf32>, %k: tensor<1x?x16xf32>, %v: tensor<1x?x16xf32>, %pk: tensor<1x2x?x8xf32>, %pv: tensor<1x2x?x8xf32>, %seqlens: tensor<1xi32>, %total: tensor<i32>, %sinks: tensor<4xf32>) -> (tensor<1x?x32xf32>, tensor<1x?x32xf32>) {
+  %none = llm.none
+  %o:4 = llm.ms.group_query_attention %q, %k, %v, %pk, %pv, %seqlens, %total, %none, %none, %none, %none, %none, %none, %none, %none, %none, %none {num_heads = 4 : i64, kv_num_heads = 2 : i64, smooth_softmax = 1 : i64} : (tensor<1x?x32xf32>, tensor<1x?x16xf32>, tensor<1x?x16xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1xi32>, tensor<i32>, none, none, none, none, none, none, none, none, none, none) -> (tensor<1x?x32xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x4x?x?xf32>)
+  %p:4 = llm.ms.group_query_attention %q, %k, %v, %pk, %pv, %seqlens, %total, %none, %none, %none, %none, %sinks, %none, %none, %none, %none, %none {num_heads = 4 : i64, kv_num_heads = 2 : i64} : (tensor<1x?x32xf32>, tensor<1x?x16xf32>, tensor<1x?x16xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1xi32>, tensor<i32>, none, none, none, none, tensor<4xf32>, none, none, none, none, none) -> (tensor<1x?x32xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x4x?x?xf32>)
+  return %o#0, %p#0 : tensor<1x?x32xf32>, tensor<1x?x32xf32>
+}
+
+// -----
+
 // onnxruntime's older contrib forms. RotaryEmbedding on [B, S, hidden] with
 // constant caches: llm.rope on [B, S, N, D].
 // CHECK-LABEL: func.func @contrib_rotary

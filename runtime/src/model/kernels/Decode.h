@@ -390,7 +390,8 @@ void attendGroupPartial(const float *q, int64_t G, const T *kh, const T *vh, con
 /// attendGroupPartial gives: acc rows at stride accStride, m and l at
 /// stride mlStride), and combineSplits, which merges the splits' (m, l,
 /// acc) into the row: out = sum_s e^(m_s - M) acc_s / (sum_s e^(m_s - M) l_s
-/// + e^(sink - M)), M = max_s m_s (sink -inf: none). `scratch` has room for (Hq / Hkv) * (pos + 1) floats.
+/// + e^(sink - M)), M = max_s m_s (sink -inf: none). `scratch` has room for
+/// (Hq / Hkv) * (pos + 1) floats.
 template <typename T>
 void decodeAttentionSplit(const float *q, const T *k, const T *v, const float *ks,
                           const float *vs, int64_t bi, int64_t hk, int64_t split, int64_t splits,
