@@ -111,6 +111,21 @@ struct KernelCall {
 
 using KernelFn = Status (*)(KernelCall &call);
 
+/// The `sinks` attribute of llmc's attention operations (one logit per
+/// query head) in `sinks`, or null without one; an error naming `who` when
+/// it does not have one logit per head. (The reference kernels and the
+/// compiled CPU dispatchers both read them through this; it allocates
+/// nothing but an error's message: a decode step calls it.)
+inline Status attentionSinks(const Attributes *attrs, int64_t heads, const char *who,
+                             const double *&sinks) {
+  const std::vector<double> *s = attrs ? attrs->getFloats("sinks") : nullptr;
+  sinks = s ? s->data() : nullptr;
+  if (s && int64_t(s->size()) != heads)
+    return Status::error(std::string(who) + ": sinks has " + std::to_string(s->size()) +
+                         " logits for " + std::to_string(heads) + " query heads");
+  return Status::ok();
+}
+
 struct KernelEntry {
   const char *name;
   KernelFn fn;

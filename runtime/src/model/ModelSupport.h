@@ -503,18 +503,6 @@ LLMC_SUPPORT_FN Status rope(const Context &ctx, const KernelEntry *reference, co
   return call(ctx, reference, opName, {&x, &cosT, &sinT, &pos}, attrs, {&out});
 }
 
-/// The `sinks` of an attention's attributes (one logit per query head), or
-/// null; an error when they are not one per head.
-inline Status attentionSinks(const Attributes *attrs, int64_t hq, const char *opName,
-                             const double *&sinks) {
-  const std::vector<double> *s = attrs ? attrs->getFloats("sinks") : nullptr;
-  sinks = s ? s->data() : nullptr;
-  if (s && int64_t(s->size()) != hq)
-    return Status::error(std::string(opName) + ": sinks has " + std::to_string(s->size()) +
-                         " logits for " + std::to_string(hq) + " query heads");
-  return Status::ok();
-}
-
 LLMC_SUPPORT_FN Status decodeAttention(const Context &ctx, const KernelEntry *partialRef,
                                        const KernelEntry *combineRef, const char *opName,
                                        const Tensor &q, const Tensor &k, const Tensor &v,
@@ -537,7 +525,7 @@ LLMC_SUPPORT_FN Status decodeAttention(const Context &ctx, const KernelEntry *pa
     float softcap = float(attrs->getFloat("softcap", 0.0));
     int64_t window = attrs->getInt("window", 0);
     const double *sinks;
-    LLMC_TRY(attentionSinks(combineAttrs, hq, opName, sinks));
+    LLMC_TRY(cpu::attentionSinks(combineAttrs, hq, opName, sinks));
     // The combined result is f32 (as llm.attention_combine's is).
     LLMC_TRY(Tensor::allocateUninitialized(DType::Float, {b, 1, hq, dv}, out));
     const float *pq = asF32(q, kScratchX);
@@ -926,7 +914,7 @@ LLMC_SUPPORT_FN Status flashAttention(const Context &ctx, const KernelEntry *ref
     bool causal = attrs->getInt("causal", 1) != 0;
     int64_t window = attrs->getInt("window", 0);
     const double *sinks;
-    LLMC_TRY(attentionSinks(attrs, hq, opName, sinks));
+    LLMC_TRY(cpu::attentionSinks(attrs, hq, opName, sinks));
     const float *pq = asF32(*q, kScratchX);
     const float *pks = ks ? ks->data<float>() : nullptr, *pvs = vs ? vs->data<float>() : nullptr;
     bool done = intoFloatTensor(q->dtype(), {b, s, hq, dv}, *out, [&](auto *) {

@@ -97,17 +97,13 @@ inline std::vector<float> swapHeadSeq(const std::vector<float> &x, int64_t b, in
   return out;
 }
 
-/// The `sinks` attribute of llmc's attention operations (one logit per
-/// query head), or none (`out` empty).
+/// The call's attention sinks (attentionSinks) as floats, or none (`out`
+/// empty).
 inline Status readSinks(const KernelCall &call, int64_t heads, std::vector<float> &out) {
-  out.clear();
-  const std::vector<double> *sinks = call.attrs ? call.attrs->getFloats("sinks") : nullptr;
-  if (!sinks)
-    return Status::ok();
-  if (int64_t(sinks->size()) != heads)
-    return call.fail("sinks has " + std::to_string(sinks->size()) + " logits for " +
-                     std::to_string(heads) + " query heads");
-  out.assign(sinks->begin(), sinks->end());
+  const double *sinks;
+  LLMC_RETURN_IF_ERROR(
+      attentionSinks(call.attrs, heads, call.label ? call.label : call.opName.c_str(), sinks));
+  out.assign(sinks, sinks ? sinks + heads : sinks);
   return Status::ok();
 }
 
