@@ -63,6 +63,8 @@ Value makeI64Constant(OpBuilder &b, Location loc, ArrayRef<int64_t> values) {
 }
 
 struct CanonicalizePass : mlir::llmc::impl::CanonicalizePassBase<CanonicalizePass> {
+  using CanonicalizePassBase::CanonicalizePassBase;
+
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     for (int round = 0; round < 16; ++round) {
@@ -71,6 +73,8 @@ struct CanonicalizePass : mlir::llmc::impl::CanonicalizePassBase<CanonicalizePas
       changed |= foldOverExpandedScalars(func);
       changed |= foldConstants(func);
       changed |= removeNoOps(func);
+      if (unitTransposes)
+        changed |= unitTransposesAsReshapes(func);
       IRRewriter rewriter(&getContext());
       DominanceInfo dom(func);
       bool cse = false;
@@ -257,6 +261,8 @@ struct CanonicalizePass : mlir::llmc::impl::CanonicalizePassBase<CanonicalizePas
         const SymExpr &e = (*target)[size_t(i)];
         if (e.asConstant() == 0 && !allowZero)
           dims.push_back(i < rank ? (*xs)[size_t(i)] : Dim::dynamic());
+        else if (e.asConstant() == -1) // (what the symbols say it is)
+          dims.push_back(dimFor(sym.dimOf(op->getResult(0), i), sym, ctx));
         else
           dims.push_back(dimFor(e, sym, ctx));
       }
@@ -468,6 +474,56 @@ struct CanonicalizePass : mlir::llmc::impl::CanonicalizePassBase<CanonicalizePas
 
   /// Identity, casts to the same type, Expand by ones, Reshape to the same
   /// shape, inference-mode Dropout.
+  /// A Transpose of static shapes whose permutation keeps the axes of size
+  /// above 1 in their order moves no data (a decode step's [B, 1, H, D] to
+  /// [B, H, 1, D]): it becomes a Reshape to its result's shape, a view.
+  bool unitTransposesAsReshapes(func::FuncOp func) {
+    SmallVector<OnnxTransposeOp> ops;
+    func.walk([&](OnnxTransposeOp op) { ops.push_back(op); });
+    bool changed = false;
+    for (OnnxTransposeOp op : ops) {
+      auto xt = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+      auto rt = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+      auto perm = op->getAttrOfType<DenseI64ArrayAttr>("perm");
+      if (!xt || !rt || !xt.hasStaticShape() || !rt.hasStaticShape() || !perm ||
+          int64_t(perm.size()) != xt.getRank())
+        continue;
+      // (A cache update's [B, S, H, D] to [B, H, S, D] stays: the code
+      // generators fold it into the cache write, with the rope before.)
+      if (llvm::any_of(op->getUsers(), [](Operation *u) {
+            return isa<CacheUpdateOp, QuantizedCacheUpdateOp>(u);
+          }))
+        continue;
+      int64_t last = -1;
+      bool ordered = true;
+      for (int64_t axis : perm.asArrayRef()) {
+        if (axis < 0 || axis >= xt.getRank()) {
+          ordered = false;
+          break;
+        }
+        if (xt.getDimSize(axis) == 1)
+          continue;
+        ordered &= axis > last;
+        last = axis;
+      }
+      if (!ordered)
+        continue;
+      OpBuilder b(op);
+      Value y = createOp<OnnxReshapeOp>(b, op->getLoc(),
+                                        {op->getOperand(0), i64Constant(b, op->getLoc(), rt.getShape())});
+      auto yt = dyn_cast<RankedTensorType>(y.getType());
+      if (!yt || yt.getShape() != rt.getShape() || yt.getElementType() != rt.getElementType()) {
+        y.getDefiningOp()->erase();
+        continue;
+      }
+      y.setType(rt); // (its dimension names, if any)
+      op->getResult(0).replaceAllUsesWith(y);
+      op->erase();
+      changed = true;
+    }
+    return changed;
+  }
+
   bool removeNoOps(func::FuncOp func) {
     bool changed = false;
     SmallVector<Operation *> ops;

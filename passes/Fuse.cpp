@@ -42,6 +42,7 @@ struct FusePass : mlir::llmc::impl::FusePassBase<FusePass> {
   void runOnOperation() override {
     func::FuncOp f = getOperation();
     mergeProjections(f);
+    bringRopesTogether(f);
     fuseAttention(f);
     fuseLinearResidual(f);
     fuseFromNorms(f);
@@ -66,6 +67,50 @@ struct FusePass : mlir::llmc::impl::FusePassBase<FusePass> {
       if (!isa<ConstantOp, NoneOp, func::ReturnOp>(op) && !isView(&op) && !isBookkeeping(&op))
         ++kernels;
     f->setAttr("llm.kernels", Builder(f.getContext()).getI64IntegerAttr(kernels));
+  }
+
+  /// An attention's two ropes (queries, then keys) with work for the keys'
+  /// rope between them, such as Qwen 3's and Gemma 3's RMS norm of each key
+  /// head: that work moves before the queries' rope when it does not
+  /// depend on it, so the ropes are neighbours, which the CUDA code runs as
+  /// one launch (and, at decode, in the attention's launch).
+  void bringRopesTogether(func::FuncOp f) {
+    Block &block = f.getBody().front();
+    RopeOp last;
+    for (Operation &op : llvm::make_early_inc_range(block)) {
+      auto rope = dyn_cast<RopeOp>(&op);
+      if (!rope)
+        continue;
+      RopeOp first = last;
+      last = rope;
+      if (!first)
+        continue;
+      // What the second rope needs that is computed after the first.
+      llvm::SetVector<Operation *> needed;
+      SmallVector<Operation *> work{rope};
+      bool independent = true;
+      while (!work.empty() && independent) {
+        Operation *o = work.pop_back_val();
+        for (Value v : o->getOperands()) {
+          Operation *d = v.getDefiningOp();
+          if (!d || d->getBlock() != &block || d->isBeforeInBlock(first) || needed.contains(d))
+            continue;
+          if (d == first.getOperation() || !isMemoryEffectFree(d)) {
+            independent = false;
+            break;
+          }
+          needed.insert(d);
+          work.push_back(d);
+        }
+      }
+      if (!independent || needed.empty())
+        continue;
+      SmallVector<Operation *> moved(needed.begin(), needed.end());
+      llvm::sort(moved, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+      for (Operation *o : moved)
+        o->moveBefore(first);
+      last = RopeOp();
+    }
   }
 
   //===--------------------------------------------------------------------===//
@@ -313,7 +358,8 @@ struct FusePass : mlir::llmc::impl::FusePassBase<FusePass> {
     }
   }
 
-  /// A norm and what it feeds, up to attention, another norm or a residual.
+  /// A norm and what it feeds, up to attention, another norm or a residual,
+  /// when that includes a linear layer.
   void fuseFromNorms(func::FuncOp f) {
     SmallVector<Operation *> norms;
     f.walk([&](Operation *op) {
@@ -353,6 +399,10 @@ struct FusePass : mlir::llmc::impl::FusePassBase<FusePass> {
             seen.insert(user);
             ops.push_back(user);
           }
+      // A norm of each head before a rope (Qwen 3's, Gemma 3's) feeds no
+      // projection: it stays on its own, for the ropes to pair.
+      if (llvm::none_of(ops, [](Operation *o) { return isa<LinearOp, QuantizedLinearOp>(o); }))
+        continue;
       outline(ops, cache ? "norm_qkv_rope_cache" : gated ? "norm_gated_mlp" : "norm_linear");
     }
   }

@@ -66,6 +66,12 @@ def CanonicalizePass : Pass<"llmc-canonicalize", "::mlir::func::FuncOp"> {
       constant times the summed sizes (a mask of ones is then not read);
     * Identity, casts to the same type, Expand by ones, Reshape to the same
       shape and inference-mode Dropout are removed;
+    * with `unit-transposes` (the pipeline's run after bucketing, where
+      shapes are static): a Transpose that keeps every axis of size above 1
+      in its order (a decode step's `[B, 1, H, D]` to `[B, H, 1, D]`) moves
+      no data and becomes a Reshape, which the code generators make a view
+      (not one a cache update reads: the code generators fold that one into
+      the cache write);
     * common subexpressions are merged, dead operations erased, and result
       types re-inferred (as `llmc-infer-shapes`).
 
@@ -89,6 +95,10 @@ def CanonicalizePass : Pass<"llmc-canonicalize", "::mlir::func::FuncOp"> {
     ```
   }];
   let dependentDialects = ["::mlir::llmc::LLMDialect"];
+  let options = [
+    Option<"unitTransposes", "unit-transposes", "bool", /*default=*/"false",
+           "Rewrite Transposes that only move axes of size 1 as Reshapes">,
+  ];
 }
 
 def RaiseTransformerPass : Pass<"llmc-raise-transformer", "::mlir::func::FuncOp"> {

@@ -72,7 +72,9 @@ void buildPipeline(OpPassManager &pm, const PipelineOptions &o) {
   buckets.batch = o.batch;
   buckets.prefillBuckets = o.prefillBuckets;
   pm.addPass(createBucketShapesPass(buckets));
-  pm.addNestedPass<func::FuncOp>(createCanonicalizePass());
+  CanonicalizePassOptions canonical;
+  canonical.unitTransposes = true;
+  pm.addNestedPass<func::FuncOp>(createCanonicalizePass(canonical));
   if (o.untilQuantization)
     return;
   if (o.quantBits != 0) {

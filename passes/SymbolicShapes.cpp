@@ -236,22 +236,29 @@ const std::vector<SymExpr> *SymbolicShapes::lookup(Value v) const {
 }
 
 SymExpr SymbolicShapes::parseDimName(StringRef name) {
-  // "a + b + 2" (how exporters name derived sizes) is the sum of its terms;
-  // any other name is one symbol.
+  // "a + b + 2" (how exporters name derived sizes) is the sum of its terms,
+  // and "2*a" (how dimFor names a multiple) a product; any other name is
+  // one symbol.
   SmallVector<StringRef> terms;
   name.split(terms, '+');
-  if (terms.size() > 1) {
+  if (terms.size() > 1 || name.contains('*')) {
     SymExpr sum = SymExpr::constant(0);
     bool ok = true;
     for (StringRef t : terms) {
+      int64_t factor = 1;
+      auto [head, rest] = t.split('*');
+      if (!rest.empty() && !head.trim().getAsInteger(10, factor))
+        t = rest;
+      else
+        factor = 1;
       t = t.trim();
       int64_t c;
       if (!t.getAsInteger(10, c))
-        sum = sum + SymExpr::constant(c);
+        sum = sum + SymExpr::constant(c * factor);
       else if (!t.empty() && llvm::all_of(t, [](char ch) {
                  return llvm::isAlnum(ch) || ch == '_' || ch == '.' || ch == ':';
                }))
-        sum = sum + SymExpr::symbol(intern(t.str(), /*isNamed=*/true));
+        sum = sum + SymExpr::constant(factor) * SymExpr::symbol(intern(t.str(), /*isNamed=*/true));
       else
         ok = false;
     }
@@ -303,7 +310,7 @@ SymExpr SymbolicShapes::dimOf(Value v, int64_t d) {
   }
   // Layout operations carry their operands' sizes: Transpose permutes them,
   // Concat adds them on its axis, Reshape copies those its target marks 0,
-  // rope and attention keep their input's.
+  // rope, attention and norms keep their input's.
   if (Operation *def = v.getDefiningOp()) {
     StringRef name = def->getName().getStringRef();
     int64_t rank = shape ? int64_t(shape->size()) : -1;
@@ -324,10 +331,43 @@ SymExpr SymbolicShapes::dimOf(Value v, int64_t d) {
     } else if (name == "llm.onnx.reshape" && def->getNumOperands() == 2) {
       auto allowZero = def->getAttrOfType<IntegerAttr>("allowzero");
       const std::vector<SymExpr> *target = lookup(def->getOperand(1));
-      if (target && d < int64_t(target->size()) && (!allowZero || allowZero.getInt() == 0) &&
+      bool zeroCopies = !allowZero || allowZero.getInt() == 0;
+      if (target && d < int64_t(target->size()) && zeroCopies &&
           (*target)[size_t(d)].asConstant() == 0)
         return dimOf(def->getOperand(0), d);
-    } else if (name == "llm.rope" || (name == "llm.attention" && d < 3)) {
+      // The -1: the input's elements over the other target sizes, the
+      // sizes 0 copies cancelling the input's own (genai's q/k norms
+      // reshape [B, S, H * D] to [B, S * H, D] and back with [0, -1, H * D]).
+      MaybeShape in = getShape(def->getOperand(0).getType());
+      if (target && in && d < int64_t(target->size()) && zeroCopies &&
+          (*target)[size_t(d)].asConstant() == -1) {
+        SymExpr elements = SymExpr::constant(1);
+        int64_t divisor = 1;
+        llvm::SmallVector<bool, 6> copied(in->size(), false);
+        bool known = true;
+        for (size_t j = 0; j < target->size() && known; ++j) {
+          if (int64_t(j) == d)
+            continue;
+          std::optional<int64_t> c = (*target)[j].asConstant();
+          if (c == 0 && j < in->size())
+            copied[j] = true;
+          else if (c && *c > 0)
+            divisor *= *c;
+          else
+            known = false;
+        }
+        for (size_t i = 0; i < in->size() && known; ++i)
+          if (!copied[i])
+            elements = elements * dimOf(def->getOperand(0), int64_t(i));
+        if (known)
+          if (std::optional<SymExpr> size = elements.divideExactly(divisor))
+            return *size;
+      }
+    } else if (name == "llm.rope" || (name == "llm.attention" && d < 3) ||
+               name == "llm.rms_norm" || name == "llm.layer_norm" ||
+               name == "llm.onnx.layer_normalization" ||
+               name == "llm.ms.simplified_layer_normalization" ||
+               name == "llm.onnx.rms_normalization") {
       return dimOf(def->getOperand(0), d);
     }
   }

@@ -2,6 +2,7 @@
 #include "passes/TransformerStructure.h"
 
 #include "passes/BuildHelpers.h"
+#include "passes/Raise.h"
 
 #include "dialects/LLM/IR/LLMOps.h"
 #include "dialects/LLM/IR/ShapeInference.h"
@@ -195,19 +196,52 @@ bool mlir::llmc::keepsTokenHistory(ModuleOp module) {
   return false;
 }
 
+/// c * tanh(x / c) (or x * (1 / c) inside) ending at the onnx.mul `op`:
+/// x and c.
+std::optional<std::pair<Value, double>> softcapOf(Operation *op) {
+  if (shortName(op) != "onnx.mul" || op->getNumOperands() != 2)
+    return std::nullopt;
+  for (int side = 0; side < 2; ++side) {
+    Operation *tanh = op->getOperand(side).getDefiningOp();
+    std::optional<double> c = raise::scalarOf(op->getOperand(1 - side));
+    if (!tanh || shortName(tanh) != "onnx.tanh" || !c || *c <= 0)
+      continue;
+    Operation *in = tanh->getOperand(0).getDefiningOp();
+    if (!in || in->getNumOperands() != 2)
+      continue;
+    std::optional<double> d = raise::scalarOf(in->getOperand(1));
+    if (shortName(in) == "onnx.div" && d && std::abs(*d - *c) <= 1e-6 * *c)
+      return std::make_pair(in->getOperand(0), *c);
+    if (shortName(in) == "onnx.mul" && d && std::abs(*d * *c - 1) < 1e-6)
+      return std::make_pair(in->getOperand(0), *c);
+  }
+  return std::nullopt;
+}
+
 TransformerStructure mlir::llmc::describeTransformer(func::FuncOp func) {
   TransformerStructure out;
   std::vector<Event> events;
-  // The lm_head: a projection whose result the function returns.
-  llvm::DenseSet<Operation *> returned;
+  // The lm_head: a projection whose result the function returns, perhaps
+  // through a softcap of the logits, c * tanh(x / c) (Gemma 2's).
+  llvm::DenseSet<Operation *> returned, logitSoftcap;
+  std::optional<double> softcap;
   func.walk([&](func::ReturnOp ret) {
     for (Value v : ret.getOperands())
-      for (int step = 0; step < 4 && v; ++step) {
+      for (int step = 0; step < 6 && v; ++step) {
         Operation *d = v.getDefiningOp();
         if (!d)
           break;
         returned.insert(d);
         StringRef n = shortName(d);
+        if (std::optional<std::pair<Value, double>> capped = softcapOf(d)) {
+          Operation *tanh = d->getOperand(0).getDefiningOp();
+          if (!tanh || shortName(tanh) != "onnx.tanh")
+            tanh = d->getOperand(1).getDefiningOp();
+          logitSoftcap.insert(tanh);
+          softcap = capped->second;
+          v = capped->first;
+          continue;
+        }
         v = (n == "onnx.reshape" || n == "onnx.cast" || n == "onnx.slice" ||
              n == "onnx.gather") ? d->getOperand(0) : Value();
       }
@@ -234,6 +268,7 @@ TransformerStructure mlir::llmc::describeTransformer(func::FuncOp func) {
       if (returned.contains(op))
         lmHead = true;
     } else if (isa<RopeOp>(op) || isGlue(op) || isResidualOrScale(op) || isGate(op) ||
+               logitSoftcap.contains(op) ||
                isProjectionBias(op) ||
                // a raised GroupQueryAttention kept for its window-sized
                // cache's present outputs (cache plumbing)
@@ -280,6 +315,6 @@ TransformerStructure mlir::llmc::describeTransformer(func::FuncOp func) {
   for (size_t i = cursor; i < events.size(); ++i)
     (attns.empty() ? out.prologue : out.epilogue).push_back(events[i].text);
   if (lmHead)
-    out.epilogue.push_back("lm_head");
+    out.epilogue.push_back(softcap ? "lm_head (logit softcap " + fmt(*softcap) + ")" : "lm_head");
   return out;
 }

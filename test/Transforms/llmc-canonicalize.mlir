@@ -1,4 +1,5 @@
 // RUN: llmc-opt --split-input-file --llmc-canonicalize %s | FileCheck %s
+// RUN: llmc-opt --split-input-file "--llmc-canonicalize=unit-transposes=true" %s | FileCheck %s --check-prefix=UNIT
 
 // The head split of an attention layer: the target [batch, seq, 4, 16]
 // computed from Shape(x) becomes a constant with 0 for x's own dimensions,
@@ -227,4 +228,38 @@ func.func @named_range_of_constant_length(%s: tensor<i64> {llm.name = "start_pos
   %r = llm.onnx.range %f, %l, %d : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64, #llm.dims<"sequence_length">>
   %u = llm.onnx.unsqueeze %r, %a : (tensor<?xi64, #llm.dims<"sequence_length">>, tensor<1xi64>) -> tensor<?x1xi64, #llm.dims<"sequence_length", ?>>
   return %u : tensor<?x1xi64, #llm.dims<"sequence_length", ?>>
+}
+
+// -----
+
+// A reshape's -1 is the input's elements over the other sizes, those that 0
+// copies cancelling: genai's Qwen 3 norms each head over [B, S * H, D] and
+// reshapes back with [0, -1, H * D], which is [B, S, H * D] again. ("2*s"
+// is read back as twice s.)
+// CHECK-LABEL: func.func @reshape_minus_one
+// CHECK: -> tensor<?x?x16xf32, #llm.dims<"b", "2*s", ?>>
+// CHECK: -> tensor<?x?x32xf32, #llm.dims<"b", "s", ?>>
+func.func @reshape_minus_one(%x: tensor<?x?x32xf32, #llm.dims<"b", "s", ?>>) -> tensor<?x?x32xf32> {
+  %heads = llm.constant dense<[0, -1, 16]> : tensor<3xi64>
+  %merged = llm.constant dense<[0, -1, 32]> : tensor<3xi64>
+  %h = llm.onnx.reshape %x, %heads : (tensor<?x?x32xf32, #llm.dims<"b", "s", ?>>, tensor<3xi64>) -> tensor<?x?x16xf32>
+  %n = llm.onnx.neg %h : (tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
+  %m = llm.onnx.reshape %n, %merged : (tensor<?x?x16xf32>, tensor<3xi64>) -> tensor<?x?x32xf32>
+  return %m : tensor<?x?x32xf32>
+}
+
+// -----
+
+// With unit-transposes (after bucketing): a decode step's [B, 1, H, D] to
+// [B, H, 1, D] moves no data and becomes a reshape (a view); a transpose of
+// two axes above 1 stays. Without the option both stay.
+// UNIT-LABEL: func.func @unit_transposes
+// UNIT: %[[V:.+]] = llm.onnx.reshape %arg0, %{{.+}} : (tensor<1x1x4x16xf32>, tensor<4xi64>) -> tensor<1x4x1x16xf32>
+// UNIT: llm.onnx.transpose %arg1 {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x2x4x16xf32>) -> tensor<1x4x2x16xf32>
+// CHECK-LABEL: func.func @unit_transposes
+// CHECK-COUNT-2: llm.onnx.transpose
+func.func @unit_transposes(%x: tensor<1x1x4x16xf32>, %y: tensor<1x2x4x16xf32>) -> (tensor<1x4x1x16xf32>, tensor<1x4x2x16xf32>) {
+  %a = llm.onnx.transpose %x {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x1x4x16xf32>) -> tensor<1x4x1x16xf32>
+  %b = llm.onnx.transpose %y {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x2x4x16xf32>) -> tensor<1x4x2x16xf32>
+  return %a, %b : tensor<1x4x1x16xf32>, tensor<1x4x2x16xf32>
 }

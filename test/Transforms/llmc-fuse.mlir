@@ -119,3 +119,44 @@ func.func @quantized_unlike(%x: tensor<1x64xf32>) -> (tensor<1x1xf32>, tensor<1x
   %b = llm.quantized_linear %x, %qb, %sb, %none, %none {bits = 4 : i64, group_size = 64 : i64} : (tensor<1x64xf32>, tensor<1x1x32xui8>, tensor<1x1xf32>, none, none) -> tensor<1x1xf32>
   return %a, %b : tensor<1x1xf32>, tensor<1x1xf32>
 }
+
+// -----
+
+// Qwen 3's head norms: the key heads' norm between the two ropes moves
+// before the queries' rope, so the ropes are neighbours (one CUDA launch,
+// and at decode part of the attention's); a norm that feeds no linear
+// layer is not outlined into a region of its own.
+// CHECK-LABEL: func.func @head_norms
+// CHECK: %[[QN:.+]] = llm.rms_norm %arg0
+// CHECK-NEXT: %[[KN:.+]] = llm.rms_norm %arg1
+// CHECK-NEXT: llm.rope %[[QN]]
+// CHECK-NEXT: llm.rope %[[KN]]
+// CHECK-NOT: llm.fused
+func.func @head_norms(%q: tensor<1x1x2x16xf32>, %k: tensor<1x1x1x16xf32>, %pos: tensor<1x1xi64>) -> (tensor<1x1x2x16xf32>, tensor<1x1x1x16xf32>) {
+  %wq = llm.constant dense<1.0> : tensor<16xf32>
+  %wk = llm.constant dense<2.0> : tensor<16xf32>
+  %cos = llm.constant dense<1.0> : tensor<8x8xf32>
+  %sin = llm.constant dense<0.0> : tensor<8x8xf32>
+  %qn = llm.rms_norm %q, %wq : (tensor<1x1x2x16xf32>, tensor<16xf32>) -> tensor<1x1x2x16xf32>
+  %qr = llm.rope %qn, %cos, %sin, %pos : (tensor<1x1x2x16xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<1x1xi64>) -> tensor<1x1x2x16xf32>
+  %kn = llm.rms_norm %k, %wk : (tensor<1x1x1x16xf32>, tensor<16xf32>) -> tensor<1x1x1x16xf32>
+  %kr = llm.rope %kn, %cos, %sin, %pos : (tensor<1x1x1x16xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<1x1xi64>) -> tensor<1x1x1x16xf32>
+  return %qr, %kr : tensor<1x1x2x16xf32>, tensor<1x1x1x16xf32>
+}
+
+// -----
+
+// Negative: what the keys' rope needs depends on the queries' rope; nothing
+// moves.
+// CHECK-LABEL: func.func @rope_after_rope
+// CHECK: llm.rope %arg0
+// CHECK-NEXT: llm.onnx.add
+// CHECK-NEXT: llm.rope
+func.func @rope_after_rope(%q: tensor<1x1x1x16xf32>, %pos: tensor<1x1xi64>) -> tensor<1x1x1x16xf32> {
+  %cos = llm.constant dense<1.0> : tensor<8x8xf32>
+  %sin = llm.constant dense<0.0> : tensor<8x8xf32>
+  %qr = llm.rope %q, %cos, %sin, %pos : (tensor<1x1x1x16xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<1x1xi64>) -> tensor<1x1x1x16xf32>
+  %s = llm.onnx.add %qr, %q : (tensor<1x1x1x16xf32>, tensor<1x1x1x16xf32>) -> tensor<1x1x1x16xf32>
+  %kr = llm.rope %s, %cos, %sin, %pos : (tensor<1x1x1x16xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<1x1xi64>) -> tensor<1x1x1x16xf32>
+  return %kr : tensor<1x1x1x16xf32>
+}
