@@ -73,6 +73,7 @@ struct CanonicalizePass : mlir::llmc::impl::CanonicalizePassBase<CanonicalizePas
       changed |= foldOverExpandedScalars(func);
       changed |= foldConstants(func);
       changed |= removeNoOps(func);
+      changed |= foldIndexPicks(func);
       if (unitTransposes)
         changed |= unitTransposesAsReshapes(func);
       IRRewriter rewriter(&getContext());
@@ -474,6 +475,84 @@ struct CanonicalizePass : mlir::llmc::impl::CanonicalizePassBase<CanonicalizePas
 
   /// Identity, casts to the same type, Expand by ones, Reshape to the same
   /// shape, inference-mode Dropout.
+  /// Position arithmetic that picks one run-time value out of a vector (a
+  /// cache position computed from a shape with the past length spliced in):
+  /// a Gather at a constant index from a Concat of parts of static sizes is
+  /// the Gather from the part holding it, or the scalar itself where that
+  /// part is an Unsqueezed scalar; a Range of static length 1 is its start
+  /// reshaped to [1]. Each would be a kernel (a launch on the GPU) per step.
+  bool foldIndexPicks(func::FuncOp func) {
+    SmallVector<Operation *> ops;
+    func.walk([&](Operation *op) {
+      if (isa<OnnxGatherOp, OnnxRangeOp>(op))
+        ops.push_back(op);
+    });
+    bool changed = false;
+    for (Operation *op : ops) {
+      auto rt = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+      if (!rt || !rt.hasStaticShape())
+        continue;
+      OpBuilder b(op);
+      Value replacement;
+      bool built = true;
+      if (auto range = dyn_cast<OnnxRangeOp>(op)) {
+        auto st = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+        if (rt.getShape() != ArrayRef<int64_t>{1} || !st || st.getRank() != 0)
+          continue;
+        replacement = createOp<OnnxReshapeOp>(b, op->getLoc(),
+                                              {op->getOperand(0), i64Constant(b, op->getLoc(), {1})});
+      } else {
+        auto concat = op->getOperand(0).getDefiningOp<OnnxConcatOp>();
+        std::optional<SmallVector<int64_t>> index = constantInts(op->getOperand(1));
+        auto it = dyn_cast<RankedTensorType>(op->getOperand(1).getType());
+        if (!concat || !index || index->size() != 1 || !it || it.getRank() > 1 ||
+            intAttrOr(op, "axis", 0) != 0 ||
+            cast<RankedTensorType>(concat.getType()).getRank() != 1)
+          continue;
+        int64_t total = 0;
+        for (Value part : concat->getOperands()) {
+          auto pt = dyn_cast<RankedTensorType>(part.getType());
+          total = pt && pt.hasStaticShape() && total >= 0 ? total + pt.getDimSize(0) : -1;
+        }
+        int64_t i = (*index)[0] < 0 ? (*index)[0] + total : (*index)[0];
+        if (total < 0 || i < 0 || i >= total)
+          continue;
+        for (Value part : concat->getOperands()) {
+          int64_t size = cast<RankedTensorType>(part.getType()).getDimSize(0);
+          if (i >= size) {
+            i -= size;
+            continue;
+          }
+          Operation *u = part.getDefiningOp();
+          Value scalar = u && isa<OnnxUnsqueezeOp>(u) ? u->getOperand(0) : Value();
+          if (scalar && it.getRank() == 0 && scalar.getType() == rt) {
+            replacement = scalar;
+            built = false;
+          } else
+            replacement = createOp<OnnxGatherOp>(
+                b, op->getLoc(), {part, i64Constant(b, op->getLoc(), {i}, it.getRank() == 0)});
+          break;
+        }
+      }
+      if (!replacement)
+        continue;
+      auto yt = dyn_cast<RankedTensorType>(replacement.getType());
+      if (!yt || yt.getShape() != rt.getShape() || yt.getElementType() != rt.getElementType()) {
+        if (built) { // (erase what was built, and its index or shape constant)
+          Operation *made = replacement.getDefiningOp();
+          Operation *index = made->getOperand(1).getDefiningOp();
+          made->erase();
+          if (index && index->use_empty())
+            index->erase();
+        }
+        continue;
+      }
+      op->getResult(0).replaceAllUsesWith(replacement);
+      changed = true;
+    }
+    return changed;
+  }
+
   /// A Transpose of static shapes whose permutation keeps the axes of size
   /// above 1 in their order moves no data (a decode step's [B, 1, H, D] to
   /// [B, H, 1, D]): it becomes a Reshape to its result's shape, a view.

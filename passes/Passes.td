@@ -64,6 +64,9 @@ def CanonicalizePass : Pass<"llmc-canonicalize", "::mlir::func::FuncOp"> {
     * Shape of a scalar expanded to a computed shape is that shape; a
       ReduceSum (static result) of an integer constant so expanded is the
       constant times the summed sizes (a mask of ones is then not read);
+    * a Gather at a constant index from a Concat of static parts is the
+      Gather from the part holding it (the scalar itself for an Unsqueezed
+      scalar), and a Range of static length 1 is its start reshaped to [1];
     * Identity, casts to the same type, Expand by ones, Reshape to the same
       shape and inference-mode Dropout are removed;
     * with `unit-transposes` (the pipeline's run after bucketing, where

@@ -169,12 +169,14 @@ func.func @empty_parts(%x: tensor<?x2x?x16xf32>, %e: tensor<?x2x?x0xf32>) -> ten
 // The attention mask of ones a cached export gets (start_pos + 1 keys) is
 // read only through its Shape and a ReduceSum (onnxruntime-genai's
 // total_sequence_length and seqlens_k): both become arithmetic on the shape
-// operand and the mask goes. A ReduceSum of a float splat stays.
+// operand and the mask goes (the key count, Gather of the shape's second
+// entry, is the Unsqueezed start_pos + 1 it was made from). A ReduceSum of
+// a float splat stays.
 // CHECK-LABEL: func.func @mask_of_ones
+// CHECK: %[[KEYS:.+]] = llm.onnx.add %arg0
 // CHECK: %[[SHAPE:.+]] = llm.onnx.concat
 // CHECK-NOT: llm.onnx.shape
-// CHECK: %[[KEYS:.+]] = llm.onnx.gather %[[SHAPE]], %{{.+}} : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
-// CHECK-NOT: llm.onnx.shape
+// CHECK-NOT: llm.onnx.gather
 // CHECK: %[[SUM:.+]] = llm.onnx.expand %[[KEYS]], %{{.+}} : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
 // CHECK-NOT: llm.onnx.shape
 // CHECK-NOT: llm.onnx.reduce_sum {{.*}}(tensor<1x?xi64
@@ -262,4 +264,30 @@ func.func @unit_transposes(%x: tensor<1x1x4x16xf32>, %y: tensor<1x2x4x16xf32>) -
   %a = llm.onnx.transpose %x {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x1x4x16xf32>) -> tensor<1x4x1x16xf32>
   %b = llm.onnx.transpose %y {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x2x4x16xf32>) -> tensor<1x4x2x16xf32>
   return %a, %b : tensor<1x4x1x16xf32>, tensor<1x4x2x16xf32>
+}
+
+// -----
+
+// Picks of one value out of a vector: a Gather at a constant index from a
+// Concat is the Gather from the part holding it, or the Unsqueezed scalar
+// itself; a Range of one element is its start (Gemma 3's cache position,
+// computed every decode step).
+// CHECK-LABEL: func.func @index_picks
+// CHECK-NOT: llm.onnx.range
+// CHECK: %[[R:.+]] = llm.onnx.reshape %arg0, %{{.+}} : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+// CHECK: %[[G:.+]] = llm.onnx.gather %arg1, %{{.+}} : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+// CHECK: return %arg0, %[[R]], %[[G]]
+func.func @index_picks(%pos: tensor<i64>, %v: tensor<3xi64>) -> (tensor<i64>, tensor<1xi64>, tensor<i64>) {
+  %ax0 = llm.constant dense<0> : tensor<1xi64>
+  %one = llm.constant dense<1> : tensor<i64>
+  %two = llm.constant dense<2> : tensor<i64>
+  %m1 = llm.constant dense<-1> : tensor<i64>
+  %c = llm.constant dense<[7, 8]> : tensor<2xi64>
+  %p1 = llm.onnx.unsqueeze %pos, %ax0 : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %cat = llm.onnx.concat %c, %p1, %v {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>, tensor<3xi64>) -> tensor<6xi64>
+  %start = llm.onnx.gather %cat, %two : (tensor<6xi64>, tensor<i64>) -> tensor<i64>
+  %end = llm.onnx.add %start, %one : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %r = llm.onnx.range %start, %end, %one : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<1xi64>
+  %last = llm.onnx.gather %cat, %m1 : (tensor<6xi64>, tensor<i64>) -> tensor<i64>
+  return %start, %r, %last : tensor<i64>, tensor<1xi64>, tensor<i64>
 }
