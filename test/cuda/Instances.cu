@@ -69,6 +69,10 @@ template <class T> void forType() {
   layerNorm<T, T, T>(nullptr, nullptr, nullptr, nullptr, 1, 1, 0, nullptr);
   rmsNorm<float, T, float>(nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 0, 0, nullptr);
   rmsNorm<T, T, T>(nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 0, 0, nullptr);
+  rmsNormPair<float, T, float>(nullptr, nullptr, nullptr, 1, 0, 0, nullptr, nullptr, nullptr, 1, 0,
+                               0, 1, nullptr);
+  rmsNormPair<T, T, T>(nullptr, nullptr, nullptr, 1, 0, 0, nullptr, nullptr, nullptr, 1, 0, 0, 1,
+                       nullptr);
   rope<T, T>(nullptr, nullptr, nullptr, nullptr, nullptr, false, 1, 1, 1, 2, 0, 1, false, nullptr,
              nullptr);
   rope<float, T>(nullptr, nullptr, nullptr, nullptr, nullptr, false, 1, 1, 1, 2, 0, 1, false,

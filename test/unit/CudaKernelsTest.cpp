@@ -56,8 +56,11 @@ std::string runGemv(const X *x, const GemvPrologue<W, X> &pro, const W *w, const
     return normGemv(x, pro.norm, pro.eps, pro.offset, w, bias, residual, y, partial, counters, m,
                     n, k, splits, nullptr, seg);
   else if constexpr (IN == GemvIn::Swiglu)
-    return swigluGemv(x, pro.up, w, bias, residual, y, partial, counters, m, n, k, splits,
-                      nullptr, seg);
+    return pro.act == GateAct::Silu
+               ? swigluGemv(x, pro.up, w, bias, residual, y, partial, counters, m, n, k, splits,
+                            nullptr, seg)
+               : gatedGemv(pro.act, x, pro.up, w, bias, residual, y, partial, counters, m, n, k,
+                           splits, nullptr, seg);
   else
     return gemv(x, w, bias, residual, y, partial, counters, m, n, k, splits, nullptr, seg);
 }
@@ -470,16 +473,18 @@ TEST(CudaGemv, OutputInColumnRanges) {
                                                      {32, 40});
 }
 
-/// swigluGemv (llm.swiglu folded into the decode GEMV) against float64: y =
-/// (silu(gate) * up) W^T + bias + residual, silu(g) = g / (1 + e^-g). (The
-/// kernel rounds silu(gate) * up to X as the SwiGLU's output would be:
-/// within X's storage epsilon of the unrounded reference.)
+/// swigluGemv (llm.swiglu folded into the decode GEMV), or gatedGemv with
+/// another act (Gemma's GELU-gated product), against float64: y =
+/// (act(gate) * up) W^T + bias + residual. (The kernel rounds act(gate) *
+/// up to X as the element-wise kernel's output would be: within X's
+/// storage epsilon of the unrounded reference.)
 template <class W, class X, class Y, Form F = Form::Chosen>
 void checkSwigluGemv(int m, int n, int k, int splits, bool withBias, bool withResidual,
-                     unsigned seed, GemvSegments seg = {}) {
+                     unsigned seed, GemvSegments seg = {}, GateAct act = GateAct::Silu) {
   SCOPED_TRACE("m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k) +
                " splits=" + std::to_string(splits) + " form=" + std::to_string(int(F)) +
-               " segments=" + std::to_string(seg.e1) + "," + std::to_string(seg.e2));
+               " segments=" + std::to_string(seg.e1) + "," + std::to_string(seg.e2) +
+               " act=" + std::to_string(int(act)));
   auto gate = randomValues<X>(size_t(m) * size_t(k), 4.0f, seed);
   auto up = randomValues<X>(size_t(m) * size_t(k), 1.0f, seed + 1);
   auto w = randomValues<W>(size_t(n) * size_t(k), 1.0f, seed + 2);
@@ -492,7 +497,8 @@ void checkSwigluGemv(int m, int n, int k, int splits, bool withBias, bool withRe
   SplitCounters counters;
   const W *b = withBias ? db.get() : nullptr;
   const Y *r = withResidual ? dr.get() : nullptr;
-  ASSERT_EQ((runGemv<F, GemvIn::Swiglu>(dg.get(), GemvPrologue<W, X>{nullptr, 0.0f, 0.0f, du.get()},
+  ASSERT_EQ((runGemv<F, GemvIn::Swiglu>(dg.get(),
+                                        GemvPrologue<W, X>{nullptr, 0.0f, 0.0f, du.get(), act},
                                         dw.get(), b, r, dy.get(), partial.get(), counters.get(), m,
                                         n, k, splits, seg)),
             "");
@@ -504,7 +510,7 @@ void checkSwigluGemv(int m, int n, int k, int splits, bool withBias, bool withRe
       double s = withBias ? bd[size_t(j)] : 0.0;
       for (int e = 0; e < k; ++e) {
         size_t at = size_t(i) * size_t(k) + size_t(e);
-        s += wd[size_t(j) * size_t(k) + size_t(e)] * gd[at] / (1.0 + std::exp(-gd[at])) * ud[at];
+        s += wd[size_t(j) * size_t(k) + size_t(e)] * gateReference(act, gd[at]) * ud[at];
       }
       if (withResidual)
         s += rd[size_t(i) * size_t(n) + size_t(j)];
@@ -533,6 +539,21 @@ TEST(CudaGemv, SwigluFoldedIn) {
   // f32 weights over half x: a split's range starts at a multiple of 4, not
   // of x's 8-value vectors (element by element).
   checkSwigluGemv<float, half, float, Form::Simt>(2, 24, 520, 4, true, false, 138);
+}
+
+// Gemma's GELU-gated product before the down projection (gatedGemv): the
+// tanh and the erf GELU, in both forms, one and several splits, f32 and
+// 16-bit. (Each act's formula is what fails if another act is taken: at
+// gate values up to 4 the three differ by far more than the tolerance.)
+TEST(CudaGemv, GeluGateFoldedIn) {
+  for (GateAct act : {GateAct::GeluTanh, GateAct::GeluErf}) {
+    checkSwigluGemv<float, float, float>(1, 24, 512, 1, true, true, 140, {}, act);
+    checkSwigluGemv<half, half, half>(2, 40, 2048, 4, false, true, 141, {}, act);
+    checkSwigluGemv<bfloat16, bfloat16, bfloat16, Form::Simt>(3, 33, 1024, 3, true, true, 142, {},
+                                                               act);
+    checkSwigluGemv<half, half, half, Form::TensorCores>(8, 40, 1024, 2, true, true, 143, {}, act);
+    checkSwigluGemv<float, float, float, Form::Simt>(1, 8, 20, 8, false, false, 144, {}, act);
+  }
 }
 
 TEST(CudaGemv, SplitCountFillsTheDevice) {
@@ -587,19 +608,26 @@ TEST(CudaGemv, RejectsBadArguments) {
 // rms_norm
 //===----------------------------------------------------------------------===//
 
+/// rmsNorm against float64; withAfter: y = after + norm (a norm after a
+/// block added to the residual stream, Gemma 2's), written over `after`
+/// itself when inPlace (the memory plan may give the sum after's place).
 template <class X, class Wt, class Y>
-void checkRmsNorm(int rows, int h, bool withResidual, float offset, unsigned seed) {
-  SCOPED_TRACE("rows=" + std::to_string(rows) + " h=" + std::to_string(h));
+void checkRmsNorm(int rows, int h, bool withResidual, float offset, unsigned seed,
+                  bool withAfter = false, bool inPlace = false) {
+  SCOPED_TRACE("rows=" + std::to_string(rows) + " h=" + std::to_string(h) +
+               " after=" + std::to_string(withAfter) + " inPlace=" + std::to_string(inPlace));
   auto x = randomValues<X>(size_t(rows) * size_t(h), 2.0f, seed);
   auto r = randomValues<X>(size_t(rows) * size_t(h), 2.0f, seed + 1);
   auto w = randomValues<Wt>(size_t(h), 1.5f, seed + 2);
+  auto a = randomValues<Y>(size_t(rows) * size_t(h), 4.0f, seed + 3);
   DeviceBuffer<X> dx(x), dr(r), dsum(x.size());
   DeviceBuffer<Wt> dw(w);
-  DeviceBuffer<Y> dy(x.size());
+  DeviceBuffer<Y> dy(x.size()), da(a);
   float eps = 1e-5f;
+  Y *out = inPlace ? da.get() : dy.get();
   ASSERT_EQ(rmsNorm(dx.get(), withResidual ? dr.get() : nullptr,
-                    withResidual ? dsum.get() : nullptr, dw.get(), dy.get(), rows, h, eps, offset,
-                    nullptr),
+                    withResidual ? dsum.get() : nullptr, dw.get(), out, rows, h, eps, offset,
+                    nullptr, withAfter ? da.get() : static_cast<const Y *>(nullptr)),
             "");
   auto xd = widen(x), rd = widen(r), wd = widen(w);
   std::vector<double> want(x.size()), sums(x.size());
@@ -614,10 +642,14 @@ void checkRmsNorm(int rows, int h, bool withResidual, float offset, unsigned see
     double inv = 1.0 / std::sqrt(ss / h + eps);
     for (int j = 0; j < h; ++j) {
       size_t at = size_t(i) * size_t(h) + size_t(j);
-      want[at] = sums[at] * inv * (wd[size_t(j)] + offset);
+      want[at] = sums[at] * inv * (wd[size_t(j)] + offset) +
+                 (withAfter ? double(toFloat(a[at])) : 0.0);
     }
   }
-  EXPECT_LE(relativeError(dy.download(), want), tolerance<Y>());
+  // (With after, two roundings to Y: the norm's, as llm.rms_norm's output
+  // would be, and the sum's.)
+  EXPECT_LE(relativeError(inPlace ? da.download() : dy.download(), want),
+            tolerance<Y>() + (withAfter ? storageEpsilon<Y>() : 0.0));
   if (withResidual) {
     EXPECT_LE(relativeError(dsum.download(), sums), tolerance<X>());
   }
@@ -627,6 +659,57 @@ TEST(CudaRmsNorm, Plain) {
   checkRmsNorm<float, float, float>(3, 64, false, 0.0f, 1);
   checkRmsNorm<float, half, float>(2, 1000, false, 0.0f, 2);
   checkRmsNorm<half, half, half>(4, 768, false, 0.0f, 3);
+}
+
+// A norm after a block, added to the residual stream in the same launch
+// (Gemma 2's and 3's sandwich norms): into another buffer and over the
+// residual itself, f32 and half, Gemma's 1 + w.
+TEST(CudaRmsNorm, AddedAfter) {
+  checkRmsNorm<float, float, float>(1, 64, false, 1.0f, 11, true);
+  checkRmsNorm<half, half, half>(3, 768, false, 0.0f, 12, true, true);
+  checkRmsNorm<bfloat16, bfloat16, bfloat16>(2, 1000, false, 1.0f, 13, true, true);
+}
+
+/// rmsNormPair (Qwen 3's query and key head norms in one launch) against
+/// float64: each norm with its own rows, weights, epsilon and offset.
+template <class X, class Wt, class Y> void checkRmsNormPair(int rows1, int rows2, int h) {
+  SCOPED_TRACE("rows=" + std::to_string(rows1) + "+" + std::to_string(rows2) +
+               " h=" + std::to_string(h));
+  auto x1 = randomValues<X>(size_t(rows1) * size_t(h), 2.0f, 21);
+  auto x2 = randomValues<X>(size_t(rows2) * size_t(h), 3.0f, 22);
+  auto w1 = randomValues<Wt>(size_t(h), 1.5f, 23), w2 = randomValues<Wt>(size_t(h), 1.5f, 24);
+  DeviceBuffer<X> dx1(x1), dx2(x2);
+  DeviceBuffer<Wt> dw1(w1), dw2(w2);
+  DeviceBuffer<Y> dy1(x1.size()), dy2(x2.size());
+  ASSERT_EQ(rmsNormPair(dx1.get(), dw1.get(), dy1.get(), rows1, 1e-6f, 0.0f, dx2.get(), dw2.get(),
+                        dy2.get(), rows2, 1e-2f, 1.0f, h, nullptr),
+            "");
+  auto want = [&](const std::vector<X> &x, const std::vector<Wt> &w, double eps, double offset) {
+    auto xd = widen(x), wd = widen(w);
+    std::vector<double> y(xd.size());
+    for (size_t r = 0; r < xd.size() / size_t(h); ++r) {
+      double ss = 0;
+      for (int j = 0; j < h; ++j)
+        ss += xd[r * size_t(h) + size_t(j)] * xd[r * size_t(h) + size_t(j)];
+      double inv = 1.0 / std::sqrt(ss / h + eps);
+      for (int j = 0; j < h; ++j)
+        y[r * size_t(h) + size_t(j)] = xd[r * size_t(h) + size_t(j)] * inv * (wd[size_t(j)] + offset);
+    }
+    return y;
+  };
+  EXPECT_LE(relativeError(dy1.download(), want(x1, w1, 1e-6, 0.0)), tolerance<Y>());
+  EXPECT_LE(relativeError(dy2.download(), want(x2, w2, 1e-2, 1.0)), tolerance<Y>());
+}
+
+// Two norms in one launch: each half of the blocks takes its own rows,
+// weights, epsilon (1e-2 against 1e-6 shows in the result) and offset.
+TEST(CudaRmsNorm, Pair) {
+  checkRmsNormPair<float, float, float>(2, 1, 16);
+  checkRmsNormPair<half, half, half>(8, 2, 128);
+  checkRmsNormPair<bfloat16, bfloat16, bfloat16>(32, 8, 64);
+  EXPECT_EQ((rmsNormPair<float, float, float>(nullptr, nullptr, nullptr, 0, 0.0f, 0.0f, nullptr,
+                                              nullptr, nullptr, 1, 0.0f, 0.0f, 16, nullptr)),
+            "rms_norm: invalid arguments");
 }
 
 template <class X, class Wt, class Y> void checkLayerNorm(int rows, int h, bool withBias) {

@@ -63,11 +63,13 @@ Packed pack(int n, int k, int bits, int groupSize, bool withZeros, unsigned seed
 /// count; m: only m's kernels, fewer for the GPU's test binary to carry).
 template <class X, class Y, class S, int BITS, GemvIn IN = GemvIn::Plain, int ROWS = 0>
 void checkQuant(int m, int n, int k, int groupSize, bool withZeros, int splits, bool withBias,
-                bool withResidual, unsigned seed, GemvSegments seg = {}) {
+                bool withResidual, unsigned seed, GemvSegments seg = {},
+                GateAct act = GateAct::Silu) {
   SCOPED_TRACE("bits=" + std::to_string(BITS) + " m=" + std::to_string(m) + " n=" +
                std::to_string(n) + " k=" + std::to_string(k) + " group=" +
                std::to_string(groupSize) + " zeros=" + std::to_string(withZeros) + " splits=" +
-               std::to_string(splits) + " prologue=" + std::to_string(int(IN)));
+               std::to_string(splits) + " prologue=" + std::to_string(int(IN)) +
+               " act=" + std::to_string(int(act)));
   Packed p = pack(n, k, BITS, groupSize, withZeros, seed);
   std::vector<S> scales(p.scales.size());
   for (size_t i = 0; i < scales.size(); ++i) {
@@ -102,9 +104,13 @@ void checkQuant(int m, int n, int k, int groupSize, bool withZeros, int splits, 
           dx.get(), dother.get(), eps, offset, dq.get(), ds.get(), zeros, b, r, dy.get(),
           partial.get(), counters.get(), m, n, k, groupSize, splits, nullptr, seg);
     else if constexpr (IN == GemvIn::Swiglu)
-      e = qswigluGemv<X, Y, S, float, BITS, ROWS>(dx.get(), dother.get(), dq.get(), ds.get(), zeros,
-                                                  b, r, dy.get(), partial.get(), counters.get(), m,
-                                                  n, k, groupSize, splits, nullptr, seg);
+      e = act == GateAct::Silu
+              ? qswigluGemv<X, Y, S, float, BITS, ROWS>(
+                    dx.get(), dother.get(), dq.get(), ds.get(), zeros, b, r, dy.get(),
+                    partial.get(), counters.get(), m, n, k, groupSize, splits, nullptr, seg)
+              : qgatedGemv<X, Y, S, float, BITS, ROWS>(
+                    act, dx.get(), dother.get(), dq.get(), ds.get(), zeros, b, r, dy.get(),
+                    partial.get(), counters.get(), m, n, k, groupSize, splits, nullptr, seg);
     else
       e = qgemv<X, Y, S, float, BITS>(dx.get(), dq.get(), ds.get(), zeros, b, r, dy.get(),
                                       partial.get(), counters.get(), m, n, k, groupSize, splits,
@@ -130,7 +136,7 @@ void checkQuant(int m, int n, int k, int groupSize, bool withZeros, int splits, 
     }
   if (IN == GemvIn::Swiglu)
     for (size_t i = 0; i < xd.size(); ++i)
-      xd[i] = xd[i] / (1.0 + std::exp(-xd[i])) * od[i];
+      xd[i] = gateReference(act, xd[i]) * od[i];
   // qgemm with half or bfloat16 x runs on the tensor cores, each weight
   // rounded to x's type (its f32 value, q - zero times the scale, rounded).
   constexpr bool rounded = std::is_same_v<X, half> || std::is_same_v<X, bfloat16>;
@@ -203,8 +209,8 @@ TEST(CudaQuantGemv, OutputInColumnRanges) {
   checkQuant<float, float, float, 8>(2, 24, 1024, 64, false, 2, false, false, 65, {8, 0});
 }
 
-// An RMS norm and a SwiGLU folded into the 4- and 8-bit GEMVs (qnormGemv,
-// qswigluGemv): every row count, zero points, split-K (SwiGLU: each split's
+// An RMS norm, a SwiGLU and a GELU-gated product folded into the 4- and
+// 8-bit GEMVs (qnormGemv, qswigluGemv, qgatedGemv): every row count, zero points, split-K (SwiGLU: each split's
 // range of K), K ending inside a group and unaligned, column ranges, and
 // the largest rows the shared memory holds.
 TEST(CudaQuantGemv, NormAndSwigluFoldedIn) {
@@ -221,6 +227,11 @@ TEST(CudaQuantGemv, NormAndSwigluFoldedIn) {
   checkQuant<half, half, half, 4, GemvIn::RmsNorm, 3>(3, 40, 256, 32, true, 1, true, false, 104,
                                                       {16, 24});
   checkQuant<half, half, half, 4, GemvIn::RmsNorm, 8>(8, 16, 2048, 32, false, 2, false, true, 105);
+  // Gemma's GELU-gated product (qgatedGemv), tanh and erf.
+  checkQuant<half, half, half, 4, GemvIn::Swiglu, 1>(1, 21, 256, 32, true, 2, true, false, 106,
+                                                     {}, GateAct::GeluTanh);
+  checkQuant<float, float, float, 8, GemvIn::Swiglu, 3>(3, 17, 99, 32, false, 1, false, true, 107,
+                                                        {}, GateAct::GeluErf);
   // Past the shared memory: refused with a message.
   DeviceBuffer<half> x(size_t(8) * 4096);
   EXPECT_NE((qnormGemv<half, half, half, float, 4, 8>(x.get(), x.get(), 1e-5f, 0.0f, nullptr,

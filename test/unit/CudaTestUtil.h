@@ -166,6 +166,16 @@ std::vector<double> ropeReference(const std::vector<T> &x, const RopeTables &t,
   return want;
 }
 
+/// A gated activation's act(g) in float64 (Gemv.h's GateAct): silu(g) = g /
+/// (1 + e^-g), GELU exactly (erf) or by its tanh approximation.
+template <class Act> double gateReference(Act act, double g) {
+  if (act == Act::GeluErf)
+    return 0.5 * g * (1.0 + std::erf(g / std::sqrt(2.0)));
+  if (act == Act::GeluTanh)
+    return 0.5 * g * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (g + 0.044715 * g * g * g)));
+  return g / (1.0 + std::exp(-g));
+}
+
 } // namespace llmc::cuda::test
 
 #endif // LLMC_TEST_UNIT_CUDATESTUTIL_H

@@ -24,6 +24,10 @@ using namespace mlir::llmc::codegen;
 
 namespace mlir::llmc::cudagen {
 
+static bool isViewOrIdentity(Operation *op) {
+  return isView(op) || shortName(op) == "onnx.identity";
+}
+
 llvm::Error CudaEmitter::emitBlock(Block &block, CpuModel::Entry &stats) {
   // Transposes that only feed cache updates are folded into the writes.
   for (Operation &op : block.without_terminator())
@@ -45,6 +49,16 @@ llvm::Error CudaEmitter::emitBlock(Block &block, CpuModel::Entry &stats) {
       scattersInPlace.insert(scatter);
       inPlaceUpdates.insert(update);
     }
+  // A GELU-gated product read only by decode GEMVs (Gemma's GeGLU before
+  // the down projection) is their prologue, as a SwiGLU is: neither the
+  // GELU nor the product is a launch of its own (gatedGemv).
+  for (Operation &op : block.without_terminator())
+    if (GeluOp gelu = geluGate(&op); gelu && gelu->getBlock() == &block &&
+                                     !hasRunTimeShape(&op) && foldsIntoGemv(&op)) {
+      folded.insert(gelu);
+      folded.insert(&op);
+      foldedInputs[op.getResult(0)] = &op;
+    }
   // Runs of element-wise operations over floats, each result read only by
   // the next (of the same shape), become one kernel: the earlier ones are
   // emitted inside the last.
@@ -55,9 +69,10 @@ llvm::Error CudaEmitter::emitBlock(Block &block, CpuModel::Entry &stats) {
       folded.insert(o);
     chains[chain.back()] = std::move(chain);
   }
-  // Two ropes (queries and keys) or two cache writes (keys and values) one
-  // after the other, with only views between them, become one launch at
-  // the second: the first is deferred to it. A rope pair right before a
+  // Two ropes (queries and keys), two cache writes (keys and values) or two
+  // RMS norms (of the query and key heads) one after the other, with only
+  // views between them, become one launch at the second: the first is
+  // deferred to it. A rope pair right before a
   // cache-write pair of the same attention joins it (ropeCacheWrite).
   Operation *pending = nullptr, *lastPair = nullptr;
   for (Operation &op : block.without_terminator()) {
@@ -84,7 +99,7 @@ llvm::Error CudaEmitter::emitBlock(Block &block, CpuModel::Entry &stats) {
     // (The pair before stays "last" only for the first half of the next.)
     if (pending || !isa<CacheUpdateOp>(&op))
       lastPair = nullptr;
-    pending = isa<RopeOp, CacheUpdateOp>(&op) ? &op : nullptr;
+    pending = isa<RopeOp, CacheUpdateOp>(&op) || pairableNorm(&op) ? &op : nullptr;
   }
   for (Operation &op : block.without_terminator())
     if (!folded.contains(&op))
@@ -101,6 +116,28 @@ bool CudaEmitter::pairable(Operation *first, Operation *second) {
       if (!at || !second->isBeforeInBlock(at))
         return false;
     }
+  if (isa<RmsNormOp>(first)) {
+    // The first norm's input must stay stored until the second (the memory
+    // plan could otherwise give the second's output its place): both read
+    // one buffer, as the query and key heads of one projection do.
+    auto stored = [](Value v) {
+      while (true) {
+        v = outside(v);
+        Operation *d = v.getDefiningOp();
+        if (!d || !(isStorageView(d) || isViewOrIdentity(d)))
+          return v;
+        v = d->getOperand(0);
+      }
+    };
+    auto a = cast<RmsNormOp>(first);
+    auto b = dyn_cast<RmsNormOp>(second);
+    return b && pairableNorm(b) && !a.getResult().use_empty() && !b.getResult().use_empty() &&
+           stored(a.getX()) == stored(b.getX()) &&
+           cxxType(a.getX().getType()) == cxxType(b.getX().getType()) &&
+           cxxType(a.getWeight().getType()) == cxxType(b.getWeight().getType()) &&
+           cxxType(a.getResult().getType()) == cxxType(b.getResult().getType()) &&
+           shapeOf(a.getX()).back() == shapeOf(b.getX()).back();
+  }
   if (auto a = dyn_cast<RopeOp>(first)) {
     auto b = dyn_cast<RopeOp>(second);
     // (A rope nothing reads is not emitted, and would take its pair along.)
@@ -162,10 +199,6 @@ bool CudaEmitter::ropeCacheFusable(Operation *ropes, Operation *caches) {
     return false;
   ropeCaches[caches] = {keysRope == r1 ? r2 : r1, keysRope, keysWrite};
   return true;
-}
-
-static bool isViewOrIdentity(Operation *op) {
-  return isView(op) || shortName(op) == "onnx.identity";
 }
 
 /// Whether every reader of v, through views and out of the (non-attention)

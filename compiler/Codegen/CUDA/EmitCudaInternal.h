@@ -48,6 +48,10 @@ inline int64_t elemBytes(Type t) {
   return t.isInteger(1) ? 1 : int64_t(t.getIntOrFloatBitWidth() / 8);
 }
 
+/// The llm.gelu of a GELU-gated product `op`, gelu(gate) * up (an onnx.mul
+/// whose GELU it alone reads), with its gate and up; null otherwise.
+GeluOp geluGate(Operation *op, Value *gate = nullptr, Value *up = nullptr);
+
 class CudaEmitter {
 public:
   explicit CudaEmitter(ModuleOp module) : module(module) {}
@@ -84,11 +88,21 @@ private:
   /// a following residual add folded in.
   llvm::Error emitLinear(Operation *op, CpuModel::Entry &stats);
   /// Whether `op` is an llm.rms_norm (or an llm.swiglu not ending a run of
-  /// element-wise operations) read only by decode GEMVs over constant
-  /// weights (at most kGemvMaxRows rows; a norm's of its weight type; its
-  /// output within normGemv's shared memory): then normGemv (swigluGemv)
-  /// applies it as each block reads x, and `op` writes nothing.
+  /// element-wise operations, or a GELU-gated product: geluGate) read only
+  /// by decode GEMVs over constant weights (at most kGemvMaxRows rows; a
+  /// norm's of its weight type; its output within normGemv's shared
+  /// memory): then normGemv (swigluGemv, gatedGemv) applies it as each
+  /// block reads x, and `op` writes nothing.
   bool foldsIntoGemv(Operation *op);
+  /// For an llm.rms_norm whose only reader is an onnx.add right after it
+  /// (past constants and views) of a value already stored: that value,
+  /// which rmsNorm adds to the norm in its launch (`after`), writing the
+  /// add's result. Null otherwise.
+  Value normAddedAfter(Operation *op);
+  /// Whether `op` is an llm.rms_norm that runs as a launch of its own (not
+  /// folded into a GEMV, no add after it): two such in a row are one
+  /// launch (rmsNormPair).
+  bool pairableNorm(Operation *op);
   /// For a decode linear's result `y` ([rows, .., n], rows > 1) whose every
   /// reader (through fused regions) is a slice of whole columns along the
   /// last axis, the slices' column ranges cutting [0, n) into 2 or 3: their
@@ -106,9 +120,10 @@ private:
   };
   CacheSource cacheUpdateSource(Operation *op);
   /// Whether `second`, the next operation after `first` that is not a view,
-  /// can run in one launch with it (ropePair, cacheWritePair) at second's
-  /// place: the same kind over the same shape, tables and position, and
-  /// nothing reading first's results before second.
+  /// can run in one launch with it (ropePair, cacheWritePair, rmsNormPair)
+  /// at second's place: the same kind over the same shape, tables and
+  /// position (norms: the same types and row length), and nothing reading
+  /// first's results before second.
   bool pairable(Operation *first, Operation *second);
   /// Whether the rope pair ending at `ropes` and the cache-write pair ending
   /// at `caches` (the next operations that are not views) are an

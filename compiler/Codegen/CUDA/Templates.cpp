@@ -334,15 +334,43 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
       foldedInputs[y] = op; // (no storage, no launch of its own)
       return llvm::Error::success();
     }
-    define(y);
+    // Two norms in one launch (Qwen 3's and Gemma 3's of the query and the
+    // key heads): the first was deferred to the second.
+    if (auto first = dyn_cast_or_null<RmsNormOp>(pairs.lookup(op))) {
+      define(first.getResult());
+      define(y);
+      int64_t h1 = shapeOf(first.getX()).back();
+      statement(llvm::formatv("rmsNormPair<{0}, {1}, {2}>({3}, {4}, {5}, {6}, {7:e9}f, {8:e9}f, "
+                              "{9}, {10}, {11}, {12}, {13:e9}f, {14:e9}f, {15}, a.stream)",
+                              cxxType(x.getType()), cxxType(n.getWeight().getType()),
+                              cxxType(y.getType()), ptr(first.getX()), ptr(first.getWeight()),
+                              ptr(first.getResult()), numel(first.getX()) / h1,
+                              first.getEpsilon().convertToFloat(),
+                              first.getWeightOffset().convertToFloat(), ptr(x), ptr(n.getWeight()),
+                              ptr(y), numel(x) / h, n.getEpsilon().convertToFloat(),
+                              n.getWeightOffset().convertToFloat(), h)
+                    .str(),
+                "rms_norm x 2 -> " + describeType(first.getResult().getType()) + ", " +
+                    describeType(y.getType()));
+      ++stats.kernelCalls;
+      return llvm::Error::success();
+    }
+    Value after = normAddedAfter(op);
+    Operation *add = after ? *y.getUsers().begin() : nullptr;
+    Value out = after ? add->getResult(0) : y;
+    define(out);
     statement(llvm::formatv("rmsNorm<{0}, {1}, {2}>({3}, nullptr, nullptr, {4}, {5}, {6}, {7}, "
-                            "{8:e9}f, {9:e9}f, a.stream)",
+                            "{8:e9}f, {9:e9}f, a.stream{10})",
                             cxxType(x.getType()), cxxType(n.getWeight().getType()),
-                            cxxType(y.getType()), ptr(x), ptr(n.getWeight()), ptr(y),
+                            cxxType(y.getType()), ptr(x), ptr(n.getWeight()), ptr(out),
                             numel(x) / h, h, n.getEpsilon().convertToFloat(),
-                            n.getWeightOffset().convertToFloat())
+                            n.getWeightOffset().convertToFloat(),
+                            after ? ", " + ptr(after) : std::string())
                   .str(),
-              "rms_norm -> " + describeType(y.getType()));
+              std::string(after ? "rms_norm + onnx.add" : "rms_norm") + " -> " +
+                  describeType(out.getType()));
+    if (after)
+      folded.insert(add);
     ++stats.kernelCalls;
     return llvm::Error::success();
   }
@@ -634,17 +662,63 @@ SmallVector<int64_t, 2> CudaEmitter::outputSegments(Value y, int64_t rows, int64
   return ends;
 }
 
+Value CudaEmitter::normAddedAfter(Operation *op) {
+  // A norm after a block, added to the residual stream right after it
+  // (Gemma 2's and 3's post-attention and post-MLP norms): the add in the
+  // same launch, written where the add's result lives. (Nothing runs
+  // between the two, so no value the plan placed there is live.)
+  auto n = dyn_cast<RmsNormOp>(op);
+  Value y = n ? n.getResult() : Value();
+  Operation *add = y && y.hasOneUse() ? *y.getUsers().begin() : nullptr;
+  if (!add || shortName(add) != "onnx.add" || add->getBlock() != op->getBlock() ||
+      add->getResult(0).getType() != y.getType() || chains.count(add))
+    return Value();
+  Operation *next = op->getNextNode();
+  while (next && next != add && (isa<ConstantOp>(next) || isView(next)))
+    next = next->getNextNode();
+  Value other = add->getOperand(0) == y ? add->getOperand(1) : add->getOperand(0);
+  if (next == add && other != y && other.getType() == y.getType() && refs.count(other))
+    return other;
+  return Value();
+}
+
+bool CudaEmitter::pairableNorm(Operation *op) {
+  auto n = dyn_cast<RmsNormOp>(op);
+  return n && isStatic(n.getX().getType()) && isFloatType(n.getX().getType()) &&
+         !shapeOf(n.getX()).empty() && !foldsIntoGemv(op) && !normAddedAfter(op);
+}
+
+GeluOp mlir::llmc::cudagen::geluGate(Operation *op, Value *gate, Value *up) {
+  if (shortName(op) != "onnx.mul" || op->getNumOperands() != 2)
+    return GeluOp();
+  for (int side = 0; side < 2; ++side) {
+    auto gelu = op->getOperand(side).getDefiningOp<GeluOp>();
+    if (!gelu || !gelu->hasOneUse() || op->getOperand(1 - side) == gelu.getResult())
+      continue;
+    if (gate)
+      *gate = gelu.getX();
+    if (up)
+      *up = op->getOperand(1 - side);
+    return gelu;
+  }
+  return GeluOp();
+}
+
 bool CudaEmitter::foldsIntoGemv(Operation *op) {
   auto n = dyn_cast<RmsNormOp>(op);
   auto swiglu = dyn_cast<SwigluOp>(op);
-  if ((!n && !swiglu) || chains.count(op)) // (a SwiGLU that ends a run is the run's kernel)
+  Value gate, up;
+  GeluOp gelu = geluGate(op, &gate, &up);
+  if ((!n && !swiglu && !gelu) || chains.count(op)) // (a SwiGLU that ends a run is the run's kernel)
     return false;
   Value y = op->getResult(0);
   // The kernel reads its operands as y's type, of y's shape, and writes
-  // their norm or SwiGLU into shared memory.
+  // their norm, SwiGLU or GELU-gated product into shared memory.
   SmallVector<Value, 2> inputs;
   if (n)
     inputs.push_back(n.getX());
+  else if (gelu)
+    inputs.append({gate, up});
   else
     inputs.append(op->operand_begin(), op->operand_end());
   for (Value x : inputs)
@@ -667,8 +741,14 @@ llvm::Error CudaEmitter::emitLinear(Operation *op, CpuModel::Entry &stats) {
   Operation *prologue = foldedInputs.lookup(x);
   auto norm = dyn_cast_or_null<RmsNormOp>(prologue);
   auto swiglu = dyn_cast_or_null<SwigluOp>(prologue);
-  if (prologue)
+  Value gate, up;
+  GeluOp gelu = prologue ? geluGate(prologue, &gate, &up) : GeluOp();
+  if (gelu)
+    x = gate;
+  else if (prologue)
     x = prologue->getOperand(0);
+  if (swiglu)
+    up = prologue->getOperand(1);
   Value bias = quant ? quant.getBias() : cast<LinearOp>(op).getBias();
   bool hasBias = bias && !isNone(bias);
   // A following residual add of a value already computed is folded into
@@ -760,10 +840,13 @@ llvm::Error CudaEmitter::emitLinear(Operation *op, CpuModel::Entry &stats) {
       buffers.push_back({splits * rows * n * 4, step, step, -1});
       partial = llvm::formatv("m.at<float>(@@B{0}@@ + 0), m.counters", buffers.size() - 1).str();
     }
-    fn += norm ? "normGemv" : swiglu ? "swigluGemv" : "gemv";
+    fn += norm ? "normGemv" : swiglu ? "swigluGemv" : gelu ? "gatedGemv" : "gemv";
     std::string in = ptr(x);
-    if (swiglu)
-      in += ", " + ptr(prologue->getOperand(1));
+    if (up)
+      in += ", " + ptr(up);
+    if (gelu) // (the activation first)
+      in = std::string(gelu.getApproximateTanh() ? "GateAct::GeluTanh, " : "GateAct::GeluErf, ") +
+           in;
     if (norm) // (the norm's weights: W's type, or x's for the quantized GEMVs)
       in += llvm::formatv(", {0}, {1:e9}f, {2:e9}f", ptr(norm.getWeight(), quant ? xt : bt),
                           norm.getEpsilon().convertToFloat(),
@@ -778,7 +861,8 @@ llvm::Error CudaEmitter::emitLinear(Operation *op, CpuModel::Entry &stats) {
                             fn, targs, in, wargs, b, res, ptr(y), partial, sizes, splits, segs,
                             rows)
                   .str(),
-              (prologue ? shortName(prologue).str() + " + " : "") + shortName(op).str() +
+              (gelu ? "gelu + " : "") + (prologue ? shortName(prologue).str() + " + " : "") +
+                  shortName(op).str() +
                   (add ? " + residual" : "") +
                   " (" + fn + ") -> " + describeType(y.getType()));
   } else {

@@ -42,7 +42,8 @@
 //   range, rounded to X as the SwiGLU kernel would have written them, into
 //   shared memory (M * K values at most kGemvPrologueSharedBytes), once per
 //   block: a block of 8 columns computes each of its values once where the
-//   per-warp fold computed it 8 times.
+//   per-warp fold computed it 8 times. gatedGemv: the same with GELU (tanh
+//   or erf) in SiLU's place (Gemma's GeGLU, gelu(gate) * up).
 //
 //   A lane keeps two batches of kUnroll vectors in flight: the next
 //   batch's loads are issued before the current one is multiplied. Its
@@ -98,19 +99,24 @@ struct GemvSegments {
   int e1 = 0, e2 = 0;
 };
 /// What a GEMV applies to x as each block writes it into shared memory:
-/// nothing (gemv reads x itself), llm.rms_norm (normGemv) or llm.swiglu
-/// (swigluGemv: x is the gate).
+/// nothing (gemv reads x itself), llm.rms_norm (normGemv) or a gated
+/// activation, act(gate) * up (swigluGemv, gatedGemv: x is the gate).
 enum class GemvIn { Plain, RmsNorm, Swiglu };
+/// The gated activation's act: SiLU (llm.swiglu), or GELU with tanh or erf
+/// (llm.gelu times up: Gemma's GeGLU), each as llmc's element-wise kernels
+/// compute it in f32.
+enum class GateAct { Silu, GeluTanh, GeluErf };
 /// The shared memory a GEMV block's prologue writes M rows of K into.
 template <GemvIn IN, class X> constexpr size_t gemvSharedBytes(int m, int k) {
   return IN == GemvIn::Plain ? 0 : size_t(m) * size_t(k) * sizeof(X);
 }
 /// Their operands beyond x: the norm's weights, epsilon and weight offset;
-/// SwiGLU's up.
+/// the gated activation's up and act.
 template <class W, class X> struct GemvPrologue {
   const W *norm = nullptr;
   float eps = 0.0f, offset = 0.0f;
   const X *up = nullptr;
+  GateAct act = GateAct::Silu;
 };
 template <GemvIn IN, int ROWS = 0, class T, class Y>
 std::string launchGemvTc(const T *x, const GemvPrologue<T, T> &pro, const T *w, const T *bias,
@@ -285,17 +291,28 @@ LLMC_DEVICE void normaliseRows(const X *x, const W *norm, int k, float eps, floa
   __syncthreads();
 }
 
-/// silu(gate) * up for values [lo, hi) of M rows of K into xs [M, K] in
-/// shared memory, rounded to X as the generated SwiGLU kernel rounds them
-/// (g / (1 + exp(-g)) * u in f32), by every thread of the block; 16-byte
-/// vectors where the range and rows allow, else element by element.
+/// act(g) * u in f32, as the generated element-wise kernels compute it.
+LLMC_DEVICE float gated(GateAct act, float g, float u) {
+  if (act == GateAct::GeluTanh)
+    return 0.5f * g * (1.0f + tanhf(0.7978845608028654f * (g + 0.044715f * g * g * g))) * u;
+  if (act == GateAct::GeluErf)
+    return 0.5f * g * (1.0f + erff(g * 0.7071067811865476f)) * u;
+  return g / (1.0f + expf(-g)) * u;
+}
+
+/// act(gate) * up for values [lo, hi) of M rows of K into xs [M, K] in
+/// shared memory, rounded to X as the generated SwiGLU (or GELU and
+/// product) kernel rounds them (`gated` in f32), by every thread of the
+/// block; 16-byte vectors where the range and rows allow, else element by
+/// element.
 template <int M, class X>
-LLMC_DEVICE void swigluRows(const X *gate, const X *up, int k, int lo, int hi, X *xs) {
+LLMC_DEVICE void gatedRows(const X *gate, const X *up, GateAct act, int k, int lo, int hi,
+                           X *xs) {
   constexpr int kVec = int(16 / sizeof(X));
   int tid = int(threadIdx.x), threads = int(blockDim.x);
   bool vectors = lo % kVec == 0 && k % kVec == 0 && aligned16(gate) && aligned16(up);
   int vEnd = vectors ? lo + (hi - lo) / kVec * kVec : lo;
-  auto value = [](float g, float u) { return fromFloat<X>(g / (1.0f + expf(-g)) * u); };
+  auto value = [act](float g, float u) { return fromFloat<X>(gated(act, g, u)); };
   for (int i = lo / kVec + tid; i < vEnd / kVec; i += threads) {
     uint4 g[M], u[M];
     LLMC_UNROLL
@@ -335,7 +352,7 @@ LLMC_DEVICE const X *blockInput(const X *x, const GemvPrologue<W, X> &pro, int k
     if constexpr (IN == GemvIn::RmsNorm)
       normaliseRows<M>(x, pro.norm, k, pro.eps, pro.offset, xs);
     else
-      swigluRows<M>(x, pro.up, k, lo, hi, xs);
+      gatedRows<M>(x, pro.up, pro.act, k, lo, hi, xs);
     return xs;
   }
 }
@@ -560,6 +577,17 @@ std::string swigluGemv(const X *gate, const X *up, const W *w, const W *bias, co
                        Stream stream, GemvSegments seg = {}) {
   return launchGemv<GemvIn::Swiglu, ROWS>(gate, GemvPrologue<W, X>{nullptr, 0.0f, 0.0f, up}, w,
                                           bias, residual, y, partial, counters, m, n, k, splits,
+                                          stream, seg);
+}
+
+/// y = (act(gate) * up) W^T (+ bias) (+ residual), as swigluGemv with the
+/// activation `act` (GateAct::GeluTanh, GeluErf: Gemma's GeGLU).
+template <class W, class X, class Y, int ROWS = 0>
+std::string gatedGemv(GateAct act, const X *gate, const X *up, const W *w, const W *bias,
+                      const Y *residual, Y *y, float *partial, unsigned *counters, int m, int n,
+                      int k, int splits, Stream stream, GemvSegments seg = {}) {
+  return launchGemv<GemvIn::Swiglu, ROWS>(gate, GemvPrologue<W, X>{nullptr, 0.0f, 0.0f, up, act},
+                                          w, bias, residual, y, partial, counters, m, n, k, splits,
                                           stream, seg);
 }
 

@@ -264,6 +264,18 @@ std::string qswigluGemv(const X *gate, const X *up, const uint8_t *q, const S *s
       partial, counters, m, n, k, groupSize, splits, stream, seg);
 }
 
+/// y = (act(gate) * up) dequant(W)^T (+ bias) (+ residual) (Gemv.h's
+/// gatedGemv).
+template <class X, class Y, class S, class B, int BITS, int ROWS = 0>
+std::string qgatedGemv(GateAct act, const X *gate, const X *up, const uint8_t *q, const S *scales,
+                       const uint8_t *zeros, const B *bias, const Y *residual, Y *y,
+                       float *partial, unsigned *counters, int m, int n, int k, int groupSize,
+                       int splits, Stream stream, GemvSegments seg = {}) {
+  return launchQgemv<GemvIn::Swiglu, X, Y, S, B, BITS, ROWS>(
+      gate, GemvPrologue<X, X>{nullptr, 0.0f, 0.0f, up, act}, q, scales, zeros, bias, residual, y,
+      partial, counters, m, n, k, groupSize, splits, stream, seg);
+}
+
 /// Launches the prefill kernel (any M).
 template <class X, class Y, class S, class B, int BITS>
 std::string qgemm(const X *a, const uint8_t *q, const S *scales, const uint8_t *zeros, const B *bias,
