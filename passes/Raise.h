@@ -56,6 +56,19 @@ Value optionalOperand(Operation *op, unsigned i);
 /// The value of a one-element integer or float constant.
 std::optional<double> scalarOf(Value v);
 
+/// x scaled by a scalar constant (Mul or Div), with the factor; x and 1
+/// otherwise.
+std::pair<Value, double> unscale(Value v);
+
+/// cap * tanh(x / cap) (or x times 1 / cap inside), a softcap (Gemma 2's of
+/// the attention scores and of the logits): x, cap > 0 and the tanh.
+struct Softcap {
+  Value x;
+  double cap;
+  Operation *tanh;
+};
+std::optional<Softcap> softcapOf(Value v);
+
 int64_t rankOf(Value v);
 
 /// The static size of `v`'s last dimension, or -1.
@@ -151,7 +164,6 @@ public:
                                                              std::vector<float> &sinks);
   Value unrepeat(Value v, SymbolicShapes &sym);
   Value untransposeKey(Value v, SymbolicShapes &sym);
-  static std::pair<Value, double> unscale(Value v);
   void raiseSoftmax(func::FuncOp func);
   static Value floatScalar(OpBuilder &b, Location loc, FloatType t, double v);
   std::optional<std::pair<Value, Value>> whereMasked(Value scores);

@@ -113,19 +113,6 @@ Value Raiser::untransposeKey(Value v, SymbolicShapes &sym) {
   return merged && split ? k : Value();
 }
 
-/// x scaled by a scalar constant (Mul or Div), with the factor; x and 1
-/// otherwise.
-std::pair<Value, double> Raiser::unscale(Value v) {
-  if (Operation *m = defOf(v, "onnx.mul"))
-    for (int side = 0; side < 2; ++side)
-      if (std::optional<double> c = scalarOf(m->getOperand(side)))
-        return {m->getOperand(1 - side), *c};
-  if (Operation *d = defOf(v, "onnx.div"))
-    if (std::optional<double> c = scalarOf(d->getOperand(1)); c && *c != 0)
-      return {d->getOperand(0), 1 / *c};
-  return {v, 1.0};
-}
-
 /// A softmax over the last axis written out, as exporters of a
 /// hand-written attention emit it: Exp(x - ReduceMax(x)) / ReduceSum(..)
 /// (both reductions over the last axis, kept; or times Reciprocal of the
@@ -351,18 +338,10 @@ void Raiser::raiseAttention(func::FuncOp func) {
     }
     // softcap * tanh(scores / softcap) (Gemma 2), after the scaling.
     double softcap = 0;
-    if (Operation *outer = defOf(qk, "onnx.mul"))
-      for (int side = 0; side < 2 && softcap == 0; ++side) {
-        std::optional<double> cap = scalarOf(outer->getOperand(side));
-        Operation *tanh = defOf(outer->getOperand(1 - side), "onnx.tanh");
-        if (!cap || *cap <= 0 || !tanh)
-          continue;
-        auto [inner, f] = unscale(tanh->getOperand(0));
-        if (std::abs(f * *cap - 1.0) <= 1e-6) { // divided by the same cap
-          softcap = *cap;
-          qk = inner;
-        }
-      }
+    if (std::optional<Softcap> capped = softcapOf(qk)) {
+      softcap = capped->cap;
+      qk = capped->x;
+    }
     auto [product, c] = unscale(qk);
     Operation *mm = defOf(product, "onnx.matmul");
     if (!mm)

@@ -82,6 +82,33 @@ std::optional<double> scalarOf(Value v) {
   return std::nullopt;
 }
 
+std::pair<Value, double> unscale(Value v) {
+  if (Operation *m = defOf(v, "onnx.mul"))
+    for (int side = 0; side < 2; ++side)
+      if (std::optional<double> c = scalarOf(m->getOperand(side)))
+        return {m->getOperand(1 - side), *c};
+  if (Operation *d = defOf(v, "onnx.div"))
+    if (std::optional<double> c = scalarOf(d->getOperand(1)); c && *c != 0)
+      return {d->getOperand(0), 1 / *c};
+  return {v, 1.0};
+}
+
+std::optional<Softcap> softcapOf(Value v) {
+  Operation *outer = defOf(v, "onnx.mul");
+  if (!outer)
+    return std::nullopt;
+  for (int side = 0; side < 2; ++side) {
+    std::optional<double> cap = scalarOf(outer->getOperand(side));
+    Operation *tanh = defOf(outer->getOperand(1 - side), "onnx.tanh");
+    if (!cap || *cap <= 0 || !tanh)
+      continue;
+    auto [inner, f] = unscale(tanh->getOperand(0));
+    if (std::abs(f * *cap - 1.0) <= 1e-6) // divided by the same cap
+      return Softcap{inner, *cap, tanh};
+  }
+  return std::nullopt;
+}
+
 
 int64_t rankOf(Value v) {
   MaybeShape s = getShape(v.getType());

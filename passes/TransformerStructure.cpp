@@ -196,28 +196,6 @@ bool mlir::llmc::keepsTokenHistory(ModuleOp module) {
   return false;
 }
 
-/// c * tanh(x / c) (or x * (1 / c) inside) ending at the onnx.mul `op`:
-/// x and c.
-std::optional<std::pair<Value, double>> softcapOf(Operation *op) {
-  if (shortName(op) != "onnx.mul" || op->getNumOperands() != 2)
-    return std::nullopt;
-  for (int side = 0; side < 2; ++side) {
-    Operation *tanh = op->getOperand(side).getDefiningOp();
-    std::optional<double> c = raise::scalarOf(op->getOperand(1 - side));
-    if (!tanh || shortName(tanh) != "onnx.tanh" || !c || *c <= 0)
-      continue;
-    Operation *in = tanh->getOperand(0).getDefiningOp();
-    if (!in || in->getNumOperands() != 2)
-      continue;
-    std::optional<double> d = raise::scalarOf(in->getOperand(1));
-    if (shortName(in) == "onnx.div" && d && std::abs(*d - *c) <= 1e-6 * *c)
-      return std::make_pair(in->getOperand(0), *c);
-    if (shortName(in) == "onnx.mul" && d && std::abs(*d * *c - 1) < 1e-6)
-      return std::make_pair(in->getOperand(0), *c);
-  }
-  return std::nullopt;
-}
-
 TransformerStructure mlir::llmc::describeTransformer(func::FuncOp func) {
   TransformerStructure out;
   std::vector<Event> events;
@@ -233,13 +211,10 @@ TransformerStructure mlir::llmc::describeTransformer(func::FuncOp func) {
           break;
         returned.insert(d);
         StringRef n = shortName(d);
-        if (std::optional<std::pair<Value, double>> capped = softcapOf(d)) {
-          Operation *tanh = d->getOperand(0).getDefiningOp();
-          if (!tanh || shortName(tanh) != "onnx.tanh")
-            tanh = d->getOperand(1).getDefiningOp();
-          logitSoftcap.insert(tanh);
-          softcap = capped->second;
-          v = capped->first;
+        if (std::optional<raise::Softcap> capped = raise::softcapOf(v)) {
+          logitSoftcap.insert(capped->tanh);
+          softcap = capped->cap;
+          v = capped->x;
           continue;
         }
         v = (n == "onnx.reshape" || n == "onnx.cast" || n == "onnx.slice" ||
