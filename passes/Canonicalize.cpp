@@ -78,6 +78,7 @@ struct CanonicalizePass : mlir::llmc::impl::CanonicalizePassBase<CanonicalizePas
         changed |= unitTransposesAsReshapes(func);
       IRRewriter rewriter(&getContext());
       DominanceInfo dom(func);
+      changed |= removeRepeatedChecks(func, dom);
       bool cse = false;
       eliminateCommonSubExpressions(rewriter, dom, func, &cse);
       changed |= cse;
@@ -599,6 +600,46 @@ struct CanonicalizePass : mlir::llmc::impl::CanonicalizePassBase<CanonicalizePas
       op->getResult(0).replaceAllUsesWith(y);
       op->erase();
       changed = true;
+    }
+    return changed;
+  }
+
+  /// An llm.assert_equal whose check one before it (dominating it) already
+  /// made, of the same two values (either order; values seen through the
+  /// checks they passed, which return them unchanged), cannot fail: it
+  /// goes, its result being the earlier check's where both pass one value
+  /// on (so what each computes from it becomes one expression for CSE),
+  /// else its own value. onnxruntime-genai's exports check the same
+  /// sequence lengths in every layer's GroupQueryAttention.
+  bool removeRepeatedChecks(func::FuncOp func, DominanceInfo &dom) {
+    auto checked = [](Value v) {
+      while (auto a = v.getDefiningOp<AssertEqualOp>())
+        v = a.getValue();
+      return v;
+    };
+    SmallVector<AssertEqualOp> checks;
+    func.walk([&](AssertEqualOp a) { checks.push_back(a); });
+    bool changed = false;
+    for (size_t i = 0; i < checks.size(); ++i) {
+      AssertEqualOp b = checks[i];
+      Value bl = checked(b.getLhs()), br = checked(b.getRhs());
+      for (size_t j = 0; j < i; ++j) {
+        AssertEqualOp a = checks[j];
+        if (!a)
+          continue;
+        Value al = checked(a.getLhs()), ar = checked(a.getRhs());
+        if (!((al == bl && ar == br) || (al == br && ar == bl)) ||
+            !dom.properlyDominates(a.getOperation(), b.getOperation()))
+          continue;
+        Value same = checked(a.getValue()) == checked(b.getValue()) ? a.getResult() : b.getValue();
+        if (same.getType() != b.getResult().getType())
+          continue;
+        b.getResult().replaceAllUsesWith(same);
+        b->erase();
+        checks[i] = nullptr;
+        changed = true;
+        break;
+      }
     }
     return changed;
   }

@@ -69,6 +69,11 @@ def CanonicalizePass : Pass<"llmc-canonicalize", "::mlir::func::FuncOp"> {
       scalar), and a Range of static length 1 is its start reshaped to [1];
     * Identity, casts to the same type, Expand by ones, Reshape to the same
       shape and inference-mode Dropout are removed;
+    * an `llm.assert_equal` of two values an earlier one (dominating it)
+      already checked (seen through the checks they passed) is removed: its
+      result is the earlier check's where both pass one value on, else its
+      own value (onnxruntime-genai's exports check the same sequence lengths
+      in every layer);
     * with `unit-transposes` (the pipeline's run after bucketing, where
       shapes are static): a Transpose that keeps every axis of size above 1
       in its order (a decode step's `[B, 1, H, D]` to `[B, H, 1, D]`) moves

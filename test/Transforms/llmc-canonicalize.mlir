@@ -291,3 +291,29 @@ func.func @index_picks(%pos: tensor<i64>, %v: tensor<3xi64>) -> (tensor<i64>, te
   %last = llm.onnx.gather %cat, %m1 : (tensor<6xi64>, tensor<i64>) -> tensor<i64>
   return %start, %r, %last : tensor<i64>, tensor<1xi64>, tensor<i64>
 }
+
+// -----
+
+// A check another before it already made (the same two values, in either
+// order, seen through the checks they passed) goes: onnxruntime-genai's
+// GroupQueryAttention checks the same sequence lengths in every layer.
+// Where both pass one value on, the second's result is the first's, so
+// what each layer computes from it is one expression (CSE); otherwise the
+// second passes its own value on. A check of other values stays.
+// CHECK-LABEL: func.func @repeated_checks
+// CHECK: %[[A:.+]] = llm.assert_equal %arg0, %arg0, %arg1 {message = "first"}
+// CHECK: %[[P:.+]] = llm.onnx.add %[[A]], %{{.+}}
+// CHECK-NOT: message = "again"
+// CHECK: llm.assert_equal %arg2, %arg0, %arg2 {message = "other values"}
+// CHECK-NOT: llm.assert_equal
+// CHECK: return %[[P]], %[[P]], %arg2
+func.func @repeated_checks(%start: tensor<1xi64>, %past: tensor<i64>, %other: tensor<1xi64>) -> (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) {
+  %one = llm.constant dense<1> : tensor<1xi64>
+  %a = llm.assert_equal %start, %start, %past {message = "first"} : (tensor<1xi64>, tensor<1xi64>, tensor<i64>) -> tensor<1xi64>
+  %p1 = llm.onnx.add %a, %one : (tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %b = llm.assert_equal %start, %past, %a {message = "again"} : (tensor<1xi64>, tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %p2 = llm.onnx.add %b, %one : (tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %c = llm.assert_equal %other, %start, %other {message = "other values"} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %d = llm.assert_equal %other, %start, %past {message = "again, its own value"} : (tensor<1xi64>, tensor<1xi64>, tensor<i64>) -> tensor<1xi64>
+  return %p1, %p2, %d : tensor<1xi64>, tensor<1xi64>, tensor<1xi64>
+}
