@@ -60,6 +60,21 @@ bool mayChange(Value v) {
 /// segments of `len` elements of its input, segment c starting at element
 /// base + c * stride: one sliced axis, every axis after it whole. count 1 is
 /// one contiguous range (a view).
+/// Elements [start, start + size) of `in`'s axis, every axis after it whole,
+/// as segments of `in`.
+static SliceSegments segmentsAlong(RankedTensorType in, int64_t axis, int64_t start, int64_t size) {
+  SliceSegments seg;
+  int64_t inner = 1;
+  for (int64_t a = axis + 1; a < in.getRank(); ++a)
+    inner *= in.getDimSize(a);
+  for (int64_t a = 0; a < axis; ++a)
+    seg.count *= in.getDimSize(a);
+  seg.base = start * inner;
+  seg.stride = in.getDimSize(axis) * inner;
+  seg.len = size * inner;
+  return seg;
+}
+
 std::optional<SliceSegments> sliceSegments(Operation *op) {
   if (op->getNumOperands() < 3 || op->getNumOperands() > 5)
     return std::nullopt;
@@ -100,20 +115,43 @@ std::optional<SliceSegments> sliceSegments(Operation *op) {
     if (a == axis ? begin[a] + o > d : begin[a] != 0 || o != d)
       return std::nullopt;
   }
-  SliceSegments seg;
-  int64_t inner = 1;
-  for (int64_t a = axis + 1; a < rank; ++a)
-    inner *= in.getDimSize(a);
-  for (int64_t a = 0; a < axis; ++a)
-    seg.count *= in.getDimSize(a);
   if (axis == rank) {
+    SliceSegments seg;
     seg.len = in.getNumElements();
     return seg;
   }
-  seg.base = begin[axis] * inner;
-  seg.stride = in.getDimSize(axis) * inner;
-  seg.len = out.getDimSize(axis) * inner;
-  return seg;
+  return segmentsAlong(in, axis, begin[axis], out.getDimSize(axis));
+}
+
+std::optional<SliceSegments> splitSegments(Operation *op, unsigned i) {
+  if (shortName(op) != "onnx.split" || op->getNumOperands() < 1 || i >= op->getNumResults())
+    return std::nullopt;
+  auto in = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+  if (!in || !in.hasStaticShape())
+    return std::nullopt;
+  int64_t rank = in.getRank();
+  auto axisAttr = op->getAttrOfType<IntegerAttr>("axis");
+  int64_t axis = axisAttr ? axisAttr.getInt() : 0;
+  if (axis < 0)
+    axis += rank;
+  if (axis < 0 || axis >= rank)
+    return std::nullopt;
+  // The parts' extents along the axis: result i starts after those before.
+  int64_t at = 0, start = 0, size = 0;
+  for (unsigned r = 0; r < op->getNumResults(); ++r) {
+    auto t = dyn_cast<RankedTensorType>(op->getResult(r).getType());
+    if (!t || !t.hasStaticShape() || t.getRank() != rank)
+      return std::nullopt;
+    for (int64_t a = 0; a < rank; ++a)
+      if (a != axis && t.getDimSize(a) != in.getDimSize(a))
+        return std::nullopt;
+    if (r == i)
+      start = at, size = t.getDimSize(axis);
+    at += t.getDimSize(axis);
+  }
+  if (at != in.getDimSize(axis))
+    return std::nullopt;
+  return segmentsAlong(in, axis, start, size);
 }
 
 bool isStorageView(Operation *op) {

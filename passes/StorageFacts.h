@@ -36,6 +36,9 @@ struct SliceSegments {
   int64_t base = 0, count = 1, stride = 0, len = 0;
 };
 std::optional<SliceSegments> sliceSegments(Operation *op);
+/// Result i of an onnx.split (static shapes; the parts along one axis, in
+/// order) as such segments of its input.
+std::optional<SliceSegments> splitSegments(Operation *op, unsigned i);
 
 /// Whether the compiled code makes `op`'s result a view of its first
 /// operand (no data moves): reshapes, squeezes, identities, and slices of

@@ -34,6 +34,15 @@ template <class T, class K, int D> void attention() {
                                     1, 1, 1, 1, 1, true, 0, 1.0f, 0.0f, nullptr);
 }
 
+/// The decode attention's instance that takes the query and key heads'
+/// norms (Qwen 3's and Gemma 3's head sizes).
+template <class T, class K, int D> void headNorms() {
+  decodeAttentionRope<T, K, D, D, T, true>(nullptr, nullptr, nullptr, 0, 0, nullptr, nullptr,
+                                           nullptr, nullptr, nullptr, nullptr, nullptr, false, 0,
+                                           1, false, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                           1, 1, 1, 1, 1, 0, 1.0f, 0.0f, nullptr, nullptr);
+}
+
 template <class T> void forType() {
   gemv<T, float, float>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 1, 1,
                         nullptr);
@@ -93,6 +102,10 @@ template <class T> void forType() {
   attention<T, int8_t, 64>();
   attention<T, int8_t, 128>();
   attention<T, int8_t, 256>();
+  headNorms<T, T, 128>();
+  headNorms<T, T, 256>();
+  headNorms<T, int8_t, 128>();
+  headNorms<T, int8_t, 256>();
 }
 
 } // namespace

@@ -456,14 +456,18 @@ std::vector<double> cacheValues(const std::vector<K> &c, const std::vector<float
 /// value row: T's values exactly, or cpu::quantizeKvRow's bytes and scale;
 /// every other row and scale as it was. Then the output: float64 attention
 /// of float64's roped queries (rounded to T) over what the caches hold.
+/// With `norms`, each query and key head is first RMS-normalised (HeadNorms:
+/// the queries' weights with offset 0, the keys' with offset 1, each its own
+/// epsilon) in float64 and rounded to T, as the graph's norm writes it.
 template <class T, int D, int Dv, class K = T>
 void checkDecodeRope(int b, int hq, int hkv, int cap, int pos, int splits, int window, int r,
-                     bool interleaved, bool perBatch, int stages = 0) {
+                     bool interleaved, bool perBatch, int stages = 0, bool norms = false) {
   SCOPED_TRACE("b=" + std::to_string(b) + " hq=" + std::to_string(hq) + " hkv=" +
                std::to_string(hkv) + " pos=" + std::to_string(pos) + " splits=" +
                std::to_string(splits) + " window=" + std::to_string(window) + " r=" +
                std::to_string(r) + (interleaved ? " interleaved" : "") +
-               (perBatch ? " per-batch" : "") + " stages=" + std::to_string(stages));
+               (perBatch ? " per-batch" : "") + " stages=" + std::to_string(stages) +
+               (norms ? " norms" : ""));
   constexpr bool kInt8 = std::is_same_v<K, int8_t>;
   int p = 3 * cap, rot = r ? r : D;
   RopeTables tables(p, rot); // rounded to T: the kernel's tables are T
@@ -490,13 +494,46 @@ void checkDecodeRope(int b, int hq, int hkv, int cap, int pos, int splits, int w
   DeviceBuffer<float> out(size_t(b * hq * Dv));
   SplitCounters counters;
   float scale = 1.5f / std::sqrt(float(D));
-  ASSERT_EQ((decodeAttentionRope<T, K, D, Dv>(
-                dq.get(), dk.get(), dv.get(), int64_t(2 * hkv * Dv), int64_t(2 * Dv), kc.get(),
-                vc.get(), kInt8 ? kScales.get() : nullptr, kInt8 ? vScales.get() : nullptr,
-                dcos.get(), dsin.get(), dp.get(), perBatch, r, p, interleaved, dpos.get(),
-                partial.get(), lse.get(), out.get(), counters.get(), b, hq, hkv, cap, splits,
-                window, scale, 0.0f, err.get(), nullptr, stages)),
+  // The heads' norms: weights around 1 for the queries (offset 0), around 0
+  // for the keys (offset 1, Gemma's form).
+  auto qw = randomValues<T>(size_t(D), 0.5f, 66), kw = randomValues<T>(size_t(D), 0.5f, 67);
+  for (T &w : qw)
+    w = fromFloat<T>(toFloat(w) + 1.0f);
+  DeviceBuffer<T> dqw(qw), dkw(kw);
+  HeadNorms<T> hn;
+  if (norms)
+    hn = HeadNorms<T>{dqw.get(), dkw.get(), 1e-6f, 1e-5f, 0.0f, 1.0f};
+  auto launch = norms ? decodeAttentionRope<T, K, D, Dv, float, true>
+                      : decodeAttentionRope<T, K, D, Dv, float, false>;
+  ASSERT_EQ(launch(dq.get(), dk.get(), dv.get(), int64_t(2 * hkv * Dv), int64_t(2 * Dv), kc.get(),
+                   vc.get(), kInt8 ? kScales.get() : nullptr, kInt8 ? vScales.get() : nullptr,
+                   dcos.get(), dsin.get(), dp.get(), perBatch, r, p, interleaved, dpos.get(),
+                   partial.get(), lse.get(), out.get(), counters.get(), b, hq, hkv, cap, splits,
+                   window, scale, 0.0f, err.get(), nullptr, stages, false, nullptr, hn),
             "");
+  // (Norms given to the instance without them: refused.)
+  if (norms)
+    EXPECT_NE((decodeAttentionRope<T, K, D, Dv, float>(
+                  dq.get(), dk.get(), dv.get(), 0, 0, kc.get(), vc.get(), nullptr, nullptr,
+                  dcos.get(), dsin.get(), dp.get(), perBatch, r, p, interleaved, dpos.get(),
+                  partial.get(), lse.get(), out.get(), counters.get(), b, hq, hkv, cap, splits,
+                  window, scale, 0.0f, err.get(), nullptr, stages, false, nullptr, hn)),
+              "");
+  if (norms) { // float64's norms, rounded to T: what the ropes below read
+    auto normRows = [&](std::vector<T> &x, const std::vector<T> &w, double eps, double offset) {
+      for (size_t row = 0; row < x.size() / size_t(D); ++row) {
+        double squares = 0;
+        for (int e = 0; e < D; ++e)
+          squares += double(toFloat(x[row * D + size_t(e)])) * double(toFloat(x[row * D + size_t(e)]));
+        double inv = 1.0 / std::sqrt(squares / D + eps);
+        for (int e = 0; e < D; ++e)
+          x[row * D + size_t(e)] = fromFloat<T>(float(double(toFloat(x[row * D + size_t(e)])) *
+                                                      inv * (double(toFloat(w[size_t(e)])) + offset)));
+      }
+    };
+    normRows(xq, qw, 1e-6, 0.0);
+    normRows(xk, kw, 1e-5, 1.0);
+  }
   EXPECT_EQ(err.download()[0], 0u);
   EXPECT_EQ(counters.leftNonzero(), 0u);
   std::vector<K> gotK = kc.download(), gotV = vc.download();
@@ -567,6 +604,18 @@ TEST(CudaDecodeAttention, RopesAndCacheWritesInTheSameLaunch) {
   checkDecodeRope<float, 32, 32>(1, 2, 1, 16, 15, 7, 0, 0, false, false);  // the last row
   for (int stages = 1; stages <= kDecodeMaxStages; ++stages)
     checkDecodeRope<half, 64, 64>(1, 8, 2, 400, 300, 2, 0, 0, false, false, stages);
+}
+
+// The same with each query and key head RMS-normalised first, in the same
+// launch (HeadNorms: Qwen 3's and Gemma 3's head norms at one token): GQA
+// and MHA, several splits, partial rotation, f32, half and bfloat16, and
+// into int8 caches.
+TEST(CudaDecodeAttention, HeadNormsInTheSameLaunch) {
+  checkDecodeRope<half, 64, 64>(1, 8, 2, 96, 77, 1, 0, 0, false, false, 0, true);
+  checkDecodeRope<bfloat16, 128, 128>(2, 16, 8, 300, 250, 3, 0, 0, false, true, 0, true);
+  checkDecodeRope<float, 64, 64>(1, 8, 1, 40, 33, 3, 0, 32, true, false, 0, true);
+  checkDecodeRope<half, 128, 128>(2, 4, 4, 70, 0, 2, 17, 64, false, true, 0, true);
+  checkDecodeRope<half, 64, 64, int8_t>(1, 8, 2, 96, 77, 2, 0, 0, false, false, 0, true);
 }
 
 // The same into int8 caches with their scales (the rope pair and

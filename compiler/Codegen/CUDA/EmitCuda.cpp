@@ -310,12 +310,48 @@ bool CudaEmitter::ropesIntoAttention(RopeOp qr, RopeOp kr, Operation *keysWrite,
                               return w == keysWrite;
                             })))
       return false;
-  attentionRopes[fused] = {qr, kr, keysWrite, valuesWrite};
+  attentionRopes[fused] = {qr, kr, keysWrite, valuesWrite, {}, {}};
+  headNormsIntoAttention(fused);
   unstored.insert(qr.getResult());
   unstored.insert(kr.getResult());
   intoAttention.insert(keysWrite);
   intoAttention.insert(valuesWrite);
   return true;
+}
+
+void CudaEmitter::headNormsIntoAttention(Operation *fused) {
+  AttentionRopes &ar = attentionRopes.find(fused)->second;
+  auto normBefore = [&](RopeOp r) -> RmsNormOp {
+    Value x = r.getX();
+    while (Operation *d = x.getDefiningOp()) {
+      if (!isViewOrIdentity(d))
+        break;
+      x = d->getOperand(0);
+    }
+    auto n = x.getDefiningOp<RmsNormOp>();
+    std::string t = cxxType(r.getX().getType());
+    if (!n || !isStatic(n.getX().getType()) || shapeOf(n.getX()).back() != shapeOf(r.getX()).back() ||
+        numel(n.getX()) != numel(r.getX()) || cxxType(n.getX().getType()) != t ||
+        cxxType(n.getWeight().getType()) != t || cxxType(n.getResult().getType()) != t ||
+        !readOnlyBy(n.getResult(), r))
+      return {};
+    return n;
+  };
+  RmsNormOp qn = normBefore(ar.queries), kn = normBefore(ar.keys);
+  if (!qn || !kn || qn == kn)
+    return;
+  // Paired (rmsNormPair) with nothing but each other: a pair's launch at
+  // its second norm would write the first's result too.
+  for (auto [second, first] : pairs)
+    for (Operation *n : {qn.getOperation(), kn.getOperation()})
+      if ((second == n || first == n) &&
+          !llvm::is_contained({qn.getOperation(), kn.getOperation()}, second == n ? first : second))
+        return;
+  ar.queriesNorm = qn, ar.keysNorm = kn;
+  for (RmsNormOp n : {qn, kn}) {
+    folded.insert(n);
+    unstored.insert(n.getResult());
+  }
 }
 
 bool CudaEmitter::ropePositionsPerBatch(RopeOp r) {

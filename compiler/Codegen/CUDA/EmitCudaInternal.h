@@ -83,6 +83,10 @@ private:
   llvm::Error emitCopy(Operation *op, CpuModel::Entry &stats);
   /// The copy kernels of a transpose, slice, split or concat (codegen::copyParts).
   llvm::Error emitCopyParts(Operation *op, CpuModel::Entry &stats);
+  /// A segment of x (a slice's or a split part's) as a view of x's storage:
+  /// one contiguous range of a value that does not change, or one column
+  /// range of a GEMV's result written range by range (outputSegments).
+  std::optional<Ref> segmentView(Value x, const SliceSegments &seg);
   /// llm.linear and llm.quantized_linear: gemv / qgemv for decode-sized
   /// rows (split-K when the columns are few), gemm / qgemm otherwise, with
   /// a following residual add folded in.
@@ -105,10 +109,11 @@ private:
   bool pairableNorm(Operation *op);
   /// For a decode linear's result `y` ([rows, .., n], rows > 1) whose every
   /// reader (through fused regions) is a slice of whole columns along the
-  /// last axis, the slices' column ranges cutting [0, n) into 2 or 3: their
-  /// starts after the first (gemv's segment ends); else none. The GEMV then
-  /// writes each range as a [rows, width] block of its own, and the slices
-  /// become views (segmented).
+  /// last axis, or a split along it, the slices' and parts' column ranges
+  /// cutting [0, n) into 2 or 3: their starts after the first (gemv's
+  /// segment ends); else none. The GEMV then writes each range as a [rows,
+  /// width] block of its own, and the slices and parts become views
+  /// (segmented).
   SmallVector<int64_t, 2> outputSegments(Value y, int64_t rows, int64_t n);
   /// Whether rope's operands are what the rope template takes.
   bool ropeSupported(RopeOp r);
@@ -145,6 +150,13 @@ private:
   /// The checks both share, given the ropes and the writes (keys', values').
   bool ropesIntoAttention(RopeOp queries, RopeOp keys, Operation *keysWrite,
                           Operation *valuesWrite, Operation *last);
+  /// For such an attention: when both ropes read (through views) an
+  /// llm.rms_norm of their heads (Qwen 3's and Gemma 3's query and key
+  /// head norms) that only the rope reads, over the heads' D channels, of
+  /// the ropes' type, and paired with nothing but each other, the
+  /// attention's launch takes them too (HeadNorms): records them in
+  /// attentionRopes[fused], and they launch nothing.
+  void headNormsIntoAttention(Operation *fused);
   /// Whether a rope's positions are [B, S] per sequence (else [1, S],
   /// shared by the batch).
   static bool ropePositionsPerBatch(RopeOp r);
@@ -318,6 +330,9 @@ private:
   struct AttentionRopes {
     RopeOp queries, keys;
     Operation *keysWrite, *valuesWrite;
+    /// The query and key heads' norms before the ropes, taken in the same
+    /// launch (headNormsIntoAttention), or null.
+    RmsNormOp queriesNorm, keysNorm;
   };
   llvm::DenseMap<Operation *, AttentionRopes> attentionRopes;
   llvm::DenseSet<Operation *> intoAttention;

@@ -149,35 +149,28 @@ llvm::Error CudaEmitter::emitCopy(Operation *op, CpuModel::Entry &stats) {
       unsupported(op, "not a slice of whole segments");
       return llvm::Error::success();
     }
-    Value x = op->getOperand(0), y = op->getResult(0);
-    int64_t eb = elemBytes(x.getType());
-    if (seg->count == 1 && !mayChange(x)) {
-      Ref r = refs[x];
-      r.offset += seg->base * eb;
-      refs[y] = r;
+    if (std::optional<Ref> view = segmentView(op->getOperand(0), *seg)) {
+      refs[op->getResult(0)] = *view;
       ++stats.views;
       return llvm::Error::success();
     }
-    // One column range of a GEMV's result written range by range
-    // (outputSegments): a [rows, width] block at rows * start.
-    if (auto it = refs.find(x); it != refs.end() && it->second.kind == Ref::Arena &&
-                                it->second.offset == 0) {
-      auto sg = segmented.find(it->second.buffer);
-      if (sg != segmented.end() && seg->count == sg->second.rows && seg->stride == sg->second.n) {
-        const SmallVector<int64_t, 3> &starts = sg->second.starts;
-        for (size_t i = 0; i < starts.size(); ++i) {
-          int64_t end = i + 1 < starts.size() ? starts[i + 1] : sg->second.n;
-          if (starts[i] == seg->base && end - starts[i] == seg->len) {
-            Ref r = it->second;
-            r.offset = sg->second.rows * seg->base * eb;
-            refs[y] = r;
-            ++stats.views;
-            return llvm::Error::success();
-          }
-        }
-      }
-    }
     return emitCopyParts(op, stats);
+  }
+  if (name == "onnx.split") {
+    // Every part a view (genai's Qwen 3 splits its q, k and v projection's
+    // result), or every part a copy.
+    SmallVector<Ref, 3> views;
+    for (unsigned i = 0; i < op->getNumResults(); ++i) {
+      std::optional<SliceSegments> seg = splitSegments(op, i);
+      std::optional<Ref> view = seg ? segmentView(op->getOperand(0), *seg) : std::nullopt;
+      if (!view)
+        return emitCopyParts(op, stats);
+      views.push_back(*view);
+    }
+    for (auto [r, view] : llvm::zip(op->getResults(), views))
+      refs[r] = view;
+    stats.views += int(views.size());
+    return llvm::Error::success();
   }
   if (name == "onnx.transpose") {
     if (folded.contains(op))
@@ -189,10 +182,37 @@ llvm::Error CudaEmitter::emitCopy(Operation *op, CpuModel::Entry &stats) {
     }
     return emitCopyParts(op, stats);
   }
-  if (name == "onnx.split" || name == "onnx.concat")
+  if (name == "onnx.concat")
     return emitCopyParts(op, stats);
   unsupported(op);
   return llvm::Error::success();
+}
+
+std::optional<Ref> CudaEmitter::segmentView(Value x, const SliceSegments &seg) {
+  int64_t eb = elemBytes(x.getType());
+  if (seg.count == 1 && !mayChange(x) && refs.count(x)) {
+    Ref r = refs[x];
+    r.offset += seg.base * eb;
+    return r;
+  }
+  // One column range of a GEMV's result written range by range
+  // (outputSegments): a [rows, width] block at rows * start.
+  if (auto it = refs.find(x); it != refs.end() && it->second.kind == Ref::Arena &&
+                              it->second.offset == 0) {
+    auto sg = segmented.find(it->second.buffer);
+    if (sg != segmented.end() && seg.count == sg->second.rows && seg.stride == sg->second.n) {
+      const SmallVector<int64_t, 3> &starts = sg->second.starts;
+      for (size_t i = 0; i < starts.size(); ++i) {
+        int64_t end = i + 1 < starts.size() ? starts[i + 1] : sg->second.n;
+        if (starts[i] == seg.base && end - starts[i] == seg.len) {
+          Ref r = it->second;
+          r.offset = sg->second.rows * seg.base * eb;
+          return r;
+        }
+      }
+    }
+  }
+  return std::nullopt;
 }
 
 llvm::Error CudaEmitter::emitCopyParts(Operation *op, CpuModel::Entry &stats) {

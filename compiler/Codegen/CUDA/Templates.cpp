@@ -148,19 +148,33 @@ bool CudaEmitter::emitDecodeAttention(FusedOp fused, CpuModel::Entry &stats, llv
   if (roped) {
     RopeOp kr = ropes->second.keys;
     CacheSource values = cacheUpdateSource(ropes->second.valuesWrite);
-    statement(llvm::formatv("decodeAttentionRope<{0}, {1}, {2}, {3}, {4}>({5}, {6}, {7}, {8}, {9}, "
-                            "{10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, "
-                            "m.error, a.stream{21})",
-                            t, k, d, dv, y, ptr(ropes->second.queries.getX()), ptr(kr.getX()),
+    // The heads' norms in the same launch (headNormsIntoAttention): the
+    // kernel reads the norms' inputs, and their weights.
+    RmsNormOp qn = ropes->second.queriesNorm, kn = ropes->second.keysNorm;
+    Value xq = qn ? qn.getX() : ropes->second.queries.getX(), xk = qn ? kn.getX() : kr.getX();
+    if (qn)
+      posAfterWait =
+          llvm::formatv(", 0, {0}, {1}, HeadNorms<{2}>{{{3}, {4}, {5:e9}f, {6:e9}f, {7:e9}f, "
+                        "{8:e9}f}",
+                        waitFirst ? "true" : "false", sinks, t, ptr(qn.getWeight()),
+                        ptr(kn.getWeight()), qn.getEpsilon().convertToFloat(),
+                        kn.getEpsilon().convertToFloat(), qn.getWeightOffset().convertToFloat(),
+                        kn.getWeightOffset().convertToFloat())
+              .str();
+    statement(llvm::formatv("decodeAttentionRope<{0}, {1}, {2}, {3}, {4}{22}>({5}, {6}, {7}, {8}, "
+                            "{9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, "
+                            "{20}, m.error, a.stream{21})",
+                            t, k, d, dv, y, ptr(xq), ptr(xk),
                             ptr(values.value), values.sb, values.sh, ptr(kc), ptr(vc),
                             int8 ? ptr(args[4]) + ", " + ptr(args[5])
                                  : std::string("nullptr, nullptr"),
                             ptr(kr.getCos()), ptr(kr.getSin()), ptr(kr.getPositions()),
                             ropePositionsPerBatch(kr) ? "true" : "false", kr.getRotaryDim(),
                             shapeOf(kr.getCos())[0], kr.getInterleaved() ? "true" : "false", common,
-                            posAfterWait)
+                            posAfterWait, qn ? ", true" : "")
                   .str(),
-              std::string(int8 ? "rope x 2 + quantized_cache_update x 2" : "rope x 2 + cache_update x 2") +
+              std::string(qn ? "rms_norm x 2 + " : "") +
+                  (int8 ? "rope x 2 + quantized_cache_update x 2" : "rope x 2 + cache_update x 2") +
                   " + fused \"attention\" (decode, split-KV) -> " + describeType(result.getType()));
   } else {
     statement(llvm::formatv("decodeAttention<{0}, {1}, {2}, {3}, {4}>({5}, {6}, {7}, {8}, {9}, "
@@ -636,16 +650,26 @@ SmallVector<int64_t, 2> CudaEmitter::outputSegments(Value y, int64_t rows, int64
   if (rows < 2 || !readersThroughRegions(y, readers))
     return {};
   std::map<int64_t, int64_t> ranges; // start -> width
+  auto add = [&](std::optional<SliceSegments> seg) {
+    if (!seg || seg->count != rows || seg->stride != n || seg->len < 1)
+      return false;
+    auto [it, fresh] = ranges.try_emplace(seg->base, seg->len);
+    return fresh || it->second == seg->len;
+  };
   for (OpOperand *use : readers) {
     Operation *r = use->getOwner();
-    std::optional<SliceSegments> seg = shortName(r) == "onnx.slice" && use->getOperandNumber() == 0
-                                           ? sliceSegments(r)
-                                           : std::nullopt;
-    if (!seg || seg->count != rows || seg->stride != n || seg->len < 1)
+    if (use->getOperandNumber() != 0)
       return {};
-    auto [it, fresh] = ranges.try_emplace(seg->base, seg->len);
-    if (!fresh && it->second != seg->len)
+    if (shortName(r) == "onnx.slice") {
+      if (!add(sliceSegments(r)))
+        return {};
+    } else if (shortName(r) == "onnx.split") { // (each part a range)
+      for (unsigned i = 0; i < r->getNumResults(); ++i)
+        if (!add(splitSegments(r, i)))
+          return {};
+    } else {
       return {};
+    }
   }
   // Consecutive ranges from 0 to n, two or three of them.
   SmallVector<int64_t, 2> ends;

@@ -27,6 +27,11 @@
 //                   holds row *pos writes the roped key and the value row
 //                   there (into int8 caches a warp a row, quantized as
 //                   cacheWriteInt8 quantizes), then asks for that tile.
+//                   With HeadNorms, each query head and the new key head
+//                   are RMS-normalised first (Qwen 3's and Gemma 3's head
+//                   norms; rmsNormPair's work at one token): a warp a row
+//                   sums its squares, and each channel is normalised and
+//                   rounded to T as it is read for the rope.
 //
 // Tiling
 //   A block per (kv head, split, batch) serves the G = Hq / Hkv
@@ -89,13 +94,17 @@ constexpr int kMmaDecodeRows = 16; // an mma's rows: the group's heads, padded
 /// the tiles may go to tensor cores (in 64, half at head_dim 128 spilled on
 /// sm_86 and sm_89); no bound over int8 ones, which spilled in 64 registers
 /// and, at head_dim 256, in 128.
-template <class T, class K, int D, int Dv>
-constexpr int kDecodeMinBlocks = sizeof(K) == 1 ? 1 : kMmaDecode<T, K, D, Dv> ? 7 : 8;
+/// The instance with the heads' norms (kNorms) 6 (80) where 7 would be
+/// taken: in 72 it spilled on sm_86 and sm_89.
+template <class T, class K, int D, int Dv, bool kNorms = false>
+constexpr int kDecodeMinBlocks = sizeof(K) == 1             ? 1
+                                 : kMmaDecode<T, K, D, Dv> ? (kNorms ? 6 : 7)
+                                                           : 8;
 
 /// Floats before the tiles in the decode kernel's shared memory (a whole
 /// number of 16-byte vectors, so the tiles start aligned).
 template <int D, int Dv> LLMC_HOST_DEVICE int decodeFloats(int g) {
-  return (g * (D + Dv + kAttnKeys + 2) + 2 * kAttnKeys + 3) / 4 * 4;
+  return (g * (D + Dv + kAttnKeys + 3) + 2 * kAttnKeys + 1 + 3) / 4 * 4;
 }
 
 /// The decode kernel's shared memory with `stages` key and value tile
@@ -178,6 +187,16 @@ LLMC_DEVICE void loadPartialRun(const float *row, unsigned lane, float (&out)[kV
   }
 }
 
+/// RMS norms of each query head and of each new key head before their
+/// rope (Qwen 3's and Gemma 3's), done by the decode kernel as it reads
+/// them (decodeAttentionRope): a head's row x of D channels becomes x /
+/// sqrt(mean(x^2) + eps) * (w + offset), f32 inside, rounded to T, as
+/// rmsNorm writes it. Null weights: no norms.
+template <class T> struct HeadNorms {
+  const T *q = nullptr, *k = nullptr; // [D] each
+  float qEps = 0.0f, kEps = 0.0f, qOffset = 0.0f, kOffset = 0.0f;
+};
+
 /// A decode attention's ropes and cache writes, done by its own kernel
 /// (decodeAttentionRope): q is read before its rope, and the new key row
 /// (roped) and value row are written into the caches at *pos (int8 ones
@@ -194,16 +213,25 @@ template <class T, class K> struct DecodeRope {
   int positionsPerBatch = 0, r = 0, p = 0;
   bool interleaved = false;
   unsigned long long *error = nullptr;
+  HeadNorms<T> norms; // the heads' norms before the rope, if any
 };
 
-/// Channel e of the row x (D channels) roped as rope's kernel ropes it
-/// (Rope.h: channels past r copied; pairs (i, i + r/2), or (2i, 2i + 1)
-/// interleaved) at table row `row` (cos 1, sin 0 when row < 0), as a float
-/// of the rounded T.
-template <class T, class K>
-LLMC_DEVICE float ropedChannel(const DecodeRope<T, K> &rope, const T *x, int e, long long row) {
+/// Channel e of a head's row x, as float: x[e], or with a norm's weight w,
+/// x[e] * inv * (w[e] + offset) rounded to T (rmsNormRow's value; inv is
+/// the row's 1 / sqrt(mean(x^2) + eps)).
+template <class T>
+LLMC_DEVICE float headChannel(const T *x, int e, const T *w, float inv, float offset) {
+  return w ? toFloat(fromFloat<T>(toFloat(x[e]) * inv * (toFloat(w[e]) + offset))) : toFloat(x[e]);
+}
+
+/// Channel e of a row (D channels; x(c) its channel c as a float of T)
+/// roped as rope's kernel ropes it (Rope.h: channels past r copied; pairs
+/// (i, i + r/2), or (2i, 2i + 1) interleaved) at table row `row` (cos 1,
+/// sin 0 when row < 0), as a float of the rounded T.
+template <class T, class K, class Read>
+LLMC_DEVICE float ropedChannel(const DecodeRope<T, K> &rope, Read x, int e, long long row) {
   if (e >= rope.r)
-    return toFloat(x[e]);
+    return x(e);
   int half = rope.r / 2;
   int item = rope.interleaved ? e / 2 : e % half;
   int c1 = rope.interleaved ? 2 * item : item, c2 = rope.interleaved ? 2 * item + 1 : item + half;
@@ -213,7 +241,7 @@ LLMC_DEVICE float ropedChannel(const DecodeRope<T, K> &rope, const T *x, int e, 
     sn = toFloat(rope.sinT[size_t(row) * size_t(half) + size_t(item)]);
   }
   T v1, v2;
-  rotatePair(toFloat(x[c1]), toFloat(x[c2]), c, sn, v1, v2);
+  rotatePair(x(c1), x(c2), c, sn, v1, v2);
   return toFloat(e == c1 ? v1 : v2);
 }
 
@@ -350,8 +378,8 @@ LLMC_DEVICE void decodeTilesMma(const T *qt, float *sc, float *os, float *ms, fl
         ms[gr + 8 * hr] = m[hr], ls[gr + 8 * hr] = l[hr];
 }
 
-template <class T, class K, int D, int Dv, class Y>
-LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, (kDecodeMinBlocks<T, K, D, Dv>))
+template <class T, class K, int D, int Dv, class Y, bool kNorms>
+LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, (kDecodeMinBlocks<T, K, D, Dv, kNorms>))
     decodeAttentionKernel(const T *q, const K *kCache, const K *vCache, const float *kScales,
                           const float *vScales, const int64_t *pos, float *partial, float *lse,
                           Y *out, unsigned *counters, int hq, int hkv, int capacity, int window,
@@ -363,11 +391,11 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, (kDecodeMinBlocks<T, K, D,
   int splits = int(gridDim.y);
   unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   // Shared memory: q [G][D], o [G][Dv], scores [G][keys], m [G], l [G], the
-  // tile's key and value scales [keys] as floats, then the key and value
-  // tiles.
+  // tile's key and value scales [keys], the heads' norms' 1 / rms [G + 1]
+  // (rope.norms) as floats, then the key and value tiles.
   LLMC_DYNAMIC_SHARED(float, smem);
   float *qs = smem, *os = qs + g * D, *sc = os + g * Dv, *ms = sc + g * kAttnKeys, *ls = ms + g;
-  float *kst = ls + g, *vst = kst + kAttnKeys;
+  float *kst = ls + g, *vst = kst + kAttnKeys, *invs = vst + kAttnKeys;
   // Tile buffers: buffer i's keys at tiles + i * kStage, its values after.
   K *tiles = reinterpret_cast<K *>(smem + decodeFloats<D, Dv>(g));
   constexpr int kStage = kAttnKeys * (paddedRow<K>(D) + paddedRow<K>(Dv));
@@ -443,23 +471,47 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, (kDecodeMinBlocks<T, K, D,
         recordError(rope.error, kPositionOutOfRange, b);
       ropeRow = -1; // (not turned; the step fails on the recorded error)
     }
+    // The heads' norms (rope.norms): a warp a row sums its squares, for the
+    // group's queries and the new key where this block writes it.
+    // (A kernel instance of its own: in the other one's 72 registers the
+    // norms made ptxas spill on sm_86 and sm_89.)
+    if (kNorms && (rope.norms.q || rope.norms.k)) { // block-uniform
+      for (int r = int(warp); r <= g; r += kAttnWarps) {
+        if (r < g ? !rope.norms.q : (!rope.norms.k || end != n))
+          continue;
+        const T *x = r < g ? q + (size_t(b) * size_t(hq) + size_t(kvh * g + r)) * D
+                           : rope.k + (size_t(b) * size_t(hkv) + size_t(kvh)) * D;
+        float squares = 0.0f;
+        for (int e = int(lane); e < D; e += 32) {
+          float v = toFloat(x[e]);
+          squares = fmaf(v, v, squares);
+        }
+        squares = warpSum(squares);
+        if (lane == 0)
+          invs[r] = rsqrtf(squares / float(D) + (r < g ? rope.norms.qEps : rope.norms.kEps));
+      }
+      __syncthreads();
+    }
     if (end == n) { // block-uniform: this split's last tile holds row *pos
       size_t at = head + size_t(p0);
       const T *kx = rope.k + (size_t(b) * size_t(hkv) + size_t(kvh)) * D;
+      auto keyIn = [&](int e) {
+        return headChannel(kx, e, kNorms ? rope.norms.k : nullptr, invs[g], rope.norms.kOffset);
+      };
       const T *vx = rope.v + size_t(b) * size_t(rope.vsb) + size_t(kvh) * size_t(rope.vsh);
       if constexpr (sizeof(K) == 1) {
         // int8 caches: a warp a row (warp 0 the key's, 1 the value's),
         // quantized from the roped key rounded to T, as rope and
         // cacheWriteInt8 one after the other.
         if (warp == 0)
-          warpQuantizeRow([&](int e) { return ropedChannel(rope, kx, e, ropeRow); }, D,
+          warpQuantizeRow([&](int e) { return ropedChannel(rope, keyIn, e, ropeRow); }, D,
                           rope.kCache + at * D, rope.kScales + at);
         else if (warp == 1)
           warpQuantizeRow([&](int e) { return toFloat(vx[e]); }, Dv, rope.vCache + at * Dv,
                           rope.vScales + at);
       } else {
         for (int e = int(threadIdx.x); e < D; e += int(blockDim.x))
-          rope.kCache[at * D + size_t(e)] = fromFloat<K>(ropedChannel(rope, kx, e, ropeRow));
+          rope.kCache[at * D + size_t(e)] = fromFloat<K>(ropedChannel(rope, keyIn, e, ropeRow));
         for (int e = int(threadIdx.x); e < Dv; e += int(blockDim.x))
           rope.vCache[at * Dv + size_t(e)] = fromFloat<K>(toFloat(vx[e]));
       }
@@ -471,13 +523,22 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, (kDecodeMinBlocks<T, K, D,
 
   int h0 = kvh * g;
   const T *qx = q + (size_t(b) * size_t(hq) + size_t(h0)) * D;
+
   // The tiles on tensor cores (decodeTilesMma) read the queries as T,
   // unscaled, in padded rows within qs; the SIMT loop as scaled floats.
   bool mma = kMmaDecode<T, K, D, Dv> && tc::kBf16 && g <= kMmaDecodeRows && tensorTiles;
   for (int i = int(threadIdx.x); i < g * D; i += int(blockDim.x)) {
-    float v = rope.k ? ropedChannel(rope, qx + (i / D) * D, i % D, ropeRow) : toFloat(qx[i]);
+    int hi = i / D;
+    float v = rope.k ? ropedChannel(
+                           rope,
+                           [&](int e) {
+                             return headChannel(qx + hi * D, e, kNorms ? rope.norms.q : nullptr,
+                                                invs[hi], rope.norms.qOffset);
+                           },
+                           i % D, ropeRow)
+                     : toFloat(qx[i]);
     if (mma) // (in padded rows, as decodeTilesMma reads them)
-      reinterpret_cast<T *>(qs)[(i / D) * paddedRow<T>(D) + i % D] = fromFloat<T>(v);
+      reinterpret_cast<T *>(qs)[hi * paddedRow<T>(D) + i % D] = fromFloat<T>(v);
     else
       qs[i] = v * scale;
   }
@@ -643,8 +704,9 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, (kDecodeMinBlocks<T, K, D,
   }
 }
 
-/// decodeAttention's and decodeAttentionRope's launch.
-template <class T, class K, int D, int Dv, class Y>
+/// decodeAttention's and decodeAttentionRope's launch (kNorms: the kernel
+/// instance that takes rope.norms).
+template <class T, class K, int D, int Dv, class Y, bool kNorms = false>
 std::string launchDecodeAttention(const T *q, const K *kCache, const K *vCache,
                                   const float *kScales, const float *vScales, const int64_t *pos,
                                   float *partial, float *lse, Y *out, unsigned *counters, int b,
@@ -660,7 +722,7 @@ std::string launchDecodeAttention(const T *q, const K *kCache, const K *vCache,
   int stages = decodeStages<K, D, Dv>(hq / hkv, capacity, splits,
                                       maxStages > 0 ? maxStages : decodeStageCap());
   size_t bytes = decodeSharedBytes<K, D, Dv>(hq / hkv, stages);
-  return launchWithShared(decodeAttentionKernel<T, K, D, Dv, Y>,
+  return launchWithShared(decodeAttentionKernel<T, K, D, Dv, Y, kNorms>,
                           dim3(unsigned(hkv), unsigned(splits), unsigned(b)), dim3(kAttnThreads),
                           bytes, stream, q, kCache, vCache, kScales, vScales, pos, partial, lse,
                           out, counters, hq, hkv, capacity, window, scale, softcap, stages,
@@ -699,10 +761,14 @@ std::string decodeAttention(const T *q, const K *kCache, const K *vCache, const 
 /// caches at row *pos (K = T, or int8_t with kScales and vScales, each row
 /// quantized as cacheWriteInt8 does), and the attention reads them there.
 /// The block whose chunk holds row *pos writes the rows, then asks for that
-/// tile; every block ropes its group's queries as it reads them. A row
-/// *pos outside the cache records kCacheOverflow and writes nothing; a
-/// position outside the tables records kPositionOutOfRange.
-template <class T, class K, int D, int Dv, class Y>
+/// tile; every block ropes its group's queries as it reads them. `norms`:
+/// each query head's and the new key head's RMS norm before its rope
+/// (Qwen 3's and Gemma 3's), taken as they are read (xq and xk are then the
+/// norms' inputs). A row *pos outside the cache records kCacheOverflow and
+/// writes nothing; a position outside the tables records
+/// kPositionOutOfRange. kNorms: the kernel instance that takes norms (the
+/// other refuses them).
+template <class T, class K, int D, int Dv, class Y, bool kNorms = false>
 std::string decodeAttentionRope(const T *xq, const T *xk, const T *values, int64_t vsb,
                                 int64_t vsh, K *kCache, K *vCache, float *kScales, float *vScales,
                                 const T *cosT, const T *sinT, const int64_t *positions,
@@ -711,12 +777,13 @@ std::string decodeAttentionRope(const T *xq, const T *xk, const T *values, int64
                                 unsigned *counters, int b, int hq, int hkv, int capacity,
                                 int splits, int window, float scale, float softcap,
                                 unsigned long long *error, Stream stream, int maxStages = 0,
-                                bool posAfterWait = false, const float *sinks = nullptr) {
+                                bool posAfterWait = false, const float *sinks = nullptr,
+                                HeadNorms<T> norms = {}) {
   static_assert(std::is_same_v<K, T> || std::is_same_v<K, int8_t>, "caches of T or int8");
   if (r == 0)
     r = D;
   if (!xq || !xk || !values || !kCache || !vCache || !cosT || !sinT || !positions || r % 2 ||
-      r > D || r < 2 || p < 1)
+      r > D || r < 2 || p < 1 || (!kNorms && (norms.q || norms.k)))
     return "decode attention with rope: invalid arguments";
   DecodeRope<T, K> rope;
   rope.k = xk, rope.v = values, rope.vsb = vsb, rope.vsh = vsh;
@@ -724,10 +791,10 @@ std::string decodeAttentionRope(const T *xq, const T *xk, const T *values, int64
   rope.cosT = cosT, rope.sinT = sinT;
   rope.positions = positions, rope.positionsPerBatch = positionsPerBatch ? 1 : 0;
   rope.r = r, rope.p = p, rope.interleaved = interleaved, rope.error = error;
-  return launchDecodeAttention<T, K, D, Dv, Y>(xq, kCache, vCache, kScales, vScales, pos, partial,
-                                               lse, out, counters, b, hq, hkv, capacity, splits,
-                                               window, scale, softcap, stream, maxStages,
-                                               posAfterWait, rope, sinks);
+  rope.norms = norms;
+  return launchDecodeAttention<T, K, D, Dv, Y, kNorms>(
+      xq, kCache, vCache, kScales, vScales, pos, partial, lse, out, counters, b, hq, hkv, capacity,
+      splits, window, scale, softcap, stream, maxStages, posAfterWait, rope, sinks);
 }
 
 } // namespace llmc::cuda
