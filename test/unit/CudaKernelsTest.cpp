@@ -834,20 +834,30 @@ TEST(CudaRope, PositionOutsideTheTablesIsReported) {
   EXPECT_NE(describeDeviceError(word).find("position at index 1"), std::string::npos);
 }
 
-template <class T> void checkEmbedding(int h) {
+/// The rows gathered; with `scaled`, each value times sqrt(h) rounded to T
+/// (Gemma's scaling), as float64's product rounded to T (the one rounding
+/// the graph's Mul makes: exact for these types).
+template <class T> void checkEmbedding(int h, bool scaled = false) {
+  SCOPED_TRACE("h=" + std::to_string(h) + (scaled ? " scaled" : ""));
   int vocab = 11;
   auto table = randomValues<T>(size_t(vocab) * size_t(h), 1.0f, 9);
   std::vector<int64_t> ids = {3, 0, 10, 3, 7};
-  DeviceBuffer<T> dt(table), dout(ids.size() * size_t(h));
+  T scale = fromFloat<T>(std::sqrt(float(h)));
+  DeviceBuffer<T> dt(table), dout(ids.size() * size_t(h)), ds(std::vector<T>{scale});
   DeviceBuffer<int64_t> di(ids);
   DeviceBuffer<unsigned long long> err(std::vector<unsigned long long>{0});
-  ASSERT_EQ(embedding(dt.get(), di.get(), dout.get(), int(ids.size()), vocab, h, err.get(), nullptr),
+  ASSERT_EQ(embedding(dt.get(), di.get(), dout.get(), int(ids.size()), vocab, h, err.get(), nullptr,
+                      scaled ? ds.get() : nullptr),
             "");
   std::vector<T> got = dout.download();
   for (size_t i = 0; i < ids.size(); ++i)
-    for (int j = 0; j < h; ++j)
-      ASSERT_EQ(toFloat(got[i * size_t(h) + size_t(j)]),
-                toFloat(table[size_t(ids[i]) * size_t(h) + size_t(j)]));
+    for (int j = 0; j < h; ++j) {
+      T x = table[size_t(ids[i]) * size_t(h) + size_t(j)];
+      double want = scaled ? double(toFloat(fromFloat<T>(float(double(toFloat(x)) *
+                                                                double(toFloat(scale))))))
+                           : double(toFloat(x));
+      ASSERT_EQ(double(toFloat(got[i * size_t(h) + size_t(j)])), want) << i << " " << j;
+    }
   EXPECT_EQ(err.download()[0], 0u);
 }
 
@@ -855,6 +865,15 @@ TEST(CudaEmbedding, GathersRows) {
   checkEmbedding<float>(64);
   checkEmbedding<half>(72);
   checkEmbedding<bfloat16>(13); // not a whole number of vectors
+}
+
+// Gemma's scaling of the embeddings (a Mul by sqrt(hidden)) in the gather's
+// launch: 16-byte vectors and the element loop.
+TEST(CudaEmbedding, ScalesRowsInTheSameLaunch) {
+  checkEmbedding<float>(64, true);
+  checkEmbedding<half>(72, true);
+  checkEmbedding<bfloat16>(13, true);
+  checkEmbedding<bfloat16>(2048, true);
 }
 
 TEST(CudaEmbedding, IdOutsideTheVocabularyIsReportedAndZeroed) {

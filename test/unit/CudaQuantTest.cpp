@@ -252,8 +252,12 @@ TEST(CudaQuantGemm, TilesAndEdges) {
   checkQuant<bfloat16, bfloat16, float, 4>(64, 64, 256, 128, false, 0, false, false, 76);
 }
 
-template <class S, class Y, int BITS> void checkEmbedding(int groupSize, bool withZeros) {
-  SCOPED_TRACE("bits=" + std::to_string(BITS) + " group=" + std::to_string(groupSize));
+/// With `scaled`, each value (rounded to Y) times 5.5 (Gemma's scaling Mul),
+/// rounded to Y again.
+template <class S, class Y, int BITS>
+void checkEmbedding(int groupSize, bool withZeros, bool scaled = false) {
+  SCOPED_TRACE("bits=" + std::to_string(BITS) + " group=" + std::to_string(groupSize) +
+               (scaled ? " scaled" : ""));
   const int vocab = 50, groups = 3, h = groups * groupSize;
   Packed p = pack(vocab, h, BITS, groupSize, withZeros, unsigned(BITS * 100 + groupSize));
   std::vector<S> scales(p.scales.size());
@@ -267,16 +271,19 @@ template <class S, class Y, int BITS> void checkEmbedding(int groupSize, bool wi
   DeviceBuffer<int64_t> di(ids);
   DeviceBuffer<Y> dy(ids.size() * size_t(h));
   DeviceBuffer<unsigned long long> error(std::vector<unsigned long long>{0});
+  DeviceBuffer<Y> scale(std::vector<Y>{fromFloat<Y>(5.5f)});
   ASSERT_EQ((quantEmbedding<S, Y, BITS>(dq.get(), ds.get(), withZeros ? dz.get() : nullptr,
                                         di.get(), dy.get(), int(ids.size()), vocab, groupSize,
-                                        groups, error.get(), nullptr)),
+                                        groups, error.get(), nullptr,
+                                        scaled ? scale.get() : nullptr)),
             "");
   std::vector<double> want(ids.size() * size_t(h), 0.0);
   for (size_t r = 0; r < ids.size(); ++r)
     if (ids[r] >= 0 && ids[r] < vocab)
       for (int e = 0; e < h; ++e)
-        want[r * size_t(h) + size_t(e)] = p.at(int(ids[r]), e);
-  EXPECT_LE(relativeError(dy.download(), want), 1e-7 + storageEpsilon<Y>()); // one rounding
+        want[r * size_t(h) + size_t(e)] = p.at(int(ids[r]), e) * (scaled ? 5.5 : 1.0);
+  // one rounding, or two with the scale
+  EXPECT_LE(relativeError(dy.download(), want), 1e-7 + (scaled ? 2 : 1) * storageEpsilon<Y>());
   // A bad id (row 4: 50, past the vocabulary; row 5: -1) is reported
   // (whichever block gets there first on a GPU).
   unsigned long long word = error.download()[0];
@@ -289,6 +296,8 @@ TEST(CudaQuantEmbedding, GathersAndDequantizesRows) {
   checkEmbedding<float, float, 4>(16, true);
   checkEmbedding<half, half, 8>(64, true);
   checkEmbedding<float, bfloat16, 8>(32, false);
+  checkEmbedding<float, float, 4>(16, true, true);
+  checkEmbedding<half, half, 8>(64, true, true);
 }
 
 TEST(CudaQuantGemv, ChunkBytesAndBadArguments) {

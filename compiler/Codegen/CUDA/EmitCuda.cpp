@@ -59,6 +59,14 @@ llvm::Error CudaEmitter::emitBlock(Block &block, CpuModel::Entry &stats) {
       folded.insert(&op);
       foldedInputs[op.getResult(0)] = &op;
     }
+  // Gemma's scaling of the embeddings (a Mul by sqrt(hidden)) is the
+  // gather's: no launch of its own.
+  for (Operation &op : block.without_terminator())
+    if (isa<EmbeddingOp, QuantizedEmbeddingOp>(&op) && !hasRunTimeShape(&op))
+      if (Operation *mul = embeddingScale(&op)) {
+        embeddingScales[&op] = mul;
+        folded.insert(mul);
+      }
   // Runs of element-wise operations over floats, each result read only by
   // the next (of the same shape), become one kernel: the earlier ones are
   // emitted inside the last.
@@ -106,6 +114,19 @@ llvm::Error CudaEmitter::emitBlock(Block &block, CpuModel::Entry &stats) {
       if (llvm::Error e = emitOnDeviceOrHost(&op, stats))
         return e;
   return llvm::Error::success();
+}
+
+Operation *CudaEmitter::embeddingScale(Operation *gather) {
+  Value y = gather->getResult(0);
+  Operation *mul = y.hasOneUse() ? *y.getUsers().begin() : nullptr;
+  if (!mul || shortName(mul) != "onnx.mul" || mul->getNumOperands() != 2 ||
+      mul->getBlock() != gather->getBlock() || mul->getResult(0).getType() != y.getType())
+    return nullptr;
+  Value other = mul->getOperand(0) == y ? mul->getOperand(1) : mul->getOperand(0);
+  if (other == y || !other.getDefiningOp<ConstantOp>() || !isStatic(other.getType()) ||
+      numel(other) != 1 || cxxType(other.getType()) != cxxType(y.getType()))
+    return nullptr;
+  return mul;
 }
 
 bool CudaEmitter::pairable(Operation *first, Operation *second) {

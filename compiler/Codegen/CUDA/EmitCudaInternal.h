@@ -115,6 +115,19 @@ private:
   /// width] block of its own, and the slices and parts become views
   /// (segmented).
   SmallVector<int64_t, 2> outputSegments(Value y, int64_t rows, int64_t n);
+  /// For an embedding gather read only by an onnx.mul by one constant
+  /// element of the gather's type, of the gather's result type: that Mul
+  /// (its launch scales each value, embedding's `scale`); else null.
+  static Operation *embeddingScale(Operation *gather);
+  /// Where an embedding gather writes (defined now): its result, or the
+  /// Mul's it takes (embeddingScales), with the launch's last argument
+  /// then (", " and the scale's pointer; the constant placed now if it
+  /// comes later; else "").
+  struct GatherOut {
+    Value value;
+    std::string scaleArg;
+  };
+  llvm::Expected<GatherOut> gatherOut(Operation *gather);
   /// Whether rope's operands are what the rope template takes.
   bool ropeSupported(RopeOp r);
   /// A cache update's source: the value read, its S and its strides per
@@ -335,6 +348,10 @@ private:
     RmsNormOp queriesNorm, keysNorm;
   };
   llvm::DenseMap<Operation *, AttentionRopes> attentionRopes;
+  /// An embedding gather (float or quantized) -> the Mul by one constant
+  /// element of its type that only it feeds (Gemma's sqrt(hidden)), which
+  /// its launch takes (embeddingScale).
+  llvm::DenseMap<Operation *, Operation *> embeddingScales;
   llvm::DenseSet<Operation *> intoAttention;
   /// Values with no storage by design: the roped queries and keys such an
   /// attention reads before their rope, and views and region results of

@@ -64,6 +64,21 @@ std::string CudaEmitter::sinksPtr(Operation *op) {
   return llvm::formatv("m.weight<float>({0})", offset).str();
 }
 
+llvm::Expected<CudaEmitter::GatherOut> CudaEmitter::gatherOut(Operation *gather) {
+  Value y = gather->getResult(0);
+  Operation *mul = embeddingScales.lookup(gather);
+  if (!mul) {
+    define(y);
+    return GatherOut{y, ""};
+  }
+  Value scale = mul->getOperand(0) == y ? mul->getOperand(1) : mul->getOperand(0);
+  if (!known(scale))
+    if (llvm::Error e = placeConstant(scale.getDefiningOp<ConstantOp>()))
+      return std::move(e);
+  define(mul->getResult(0));
+  return GatherOut{mul->getResult(0), ", " + ptr(scale)};
+}
+
 DecodeAttentionPartialOp CudaEmitter::decodeAttentionOf(FusedOp fused, Value &result) {
   if (fused.getKind() != "attention")
     return {};
@@ -307,13 +322,16 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
       unsupported(op, "ids must be i64 or i32");
       return llvm::Error::success();
     }
-    define(y);
+    llvm::Expected<GatherOut> out = gatherOut(op);
+    if (!out)
+      return out.takeError();
     auto ts = shapeOf(table);
-    statement(llvm::formatv("embedding<{0}>({1}, {2}, {3}, {4}, {5}, {6}, m.error, a.stream)",
-                            cxxType(table.getType()), ptr(table), ptr(ids), ptr(y), numel(ids),
-                            ts[0], ts[1])
+    statement(llvm::formatv("embedding<{0}>({1}, {2}, {3}, {4}, {5}, {6}, m.error, a.stream{7})",
+                            cxxType(table.getType()), ptr(table), ptr(ids), ptr(out->value),
+                            numel(ids), ts[0], ts[1], out->scaleArg)
                   .str(),
-              "embedding -> " + describeType(y.getType()));
+              std::string(out->scaleArg.empty() ? "embedding" : "embedding + onnx.mul") + " -> " +
+                  describeType(out->value.getType()));
     ++stats.kernelCalls;
     return llvm::Error::success();
   }
@@ -329,15 +347,20 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
     }
     bool hasZeros = zeros && !isNone(zeros);
     recordQuantizedLayer(op, model, recordedQuantized);
-    define(y);
+    llvm::Expected<GatherOut> out = gatherOut(op);
+    if (!out)
+      return out.takeError();
     auto ss = shapeOf(scales);
     statement(llvm::formatv("quantEmbedding<{0}, {1}, {2}>({3}, {4}, {5}, {6}, {7}, {8}, {9}, "
-                            "{10}, {11}, m.error, a.stream)",
+                            "{10}, {11}, m.error, a.stream{12})",
                             cxxType(scales.getType()), cxxType(y.getType()), bits, ptr(q),
-                            ptr(scales), hasZeros ? ptr(zeros) : "nullptr", ptr(ids), ptr(y),
-                            numel(ids), ss[0], e.getGroupSize(), ss[1])
+                            ptr(scales), hasZeros ? ptr(zeros) : "nullptr", ptr(ids),
+                            ptr(out->value), numel(ids), ss[0], e.getGroupSize(), ss[1],
+                            out->scaleArg)
                   .str(),
-              "quantized_embedding -> " + describeType(y.getType()));
+              std::string(out->scaleArg.empty() ? "quantized_embedding"
+                                                : "quantized_embedding + onnx.mul") +
+                  " -> " + describeType(out->value.getType()));
     ++stats.kernelCalls;
     return llvm::Error::success();
   }

@@ -37,7 +37,9 @@
 // quantEmbedding: llm.quantized_embedding, rows of a table in the same
 // layout ([vocab, G, groupSize * BITS / 8], scales and zeros [vocab, G])
 // gathered by i64 or i32 ids and dequantized, one block per id; an id outside
-// the vocabulary records kTokenOutOfRange and writes zeros.
+// the vocabulary records kTokenOutOfRange and writes zeros. With `scale`
+// (one Y on the device), each value rounded to Y times it, rounded to Y
+// again (the element-wise Mul after the gather: Gemma's sqrt(H)).
 //
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_RUNTIME_MODEL_CUDA_QUANTGEMV_H
@@ -289,7 +291,7 @@ std::string qgemm(const X *a, const uint8_t *q, const S *scales, const uint8_t *
 template <class S, class Y, int BITS, class I>
 LLMC_GLOBAL void quantEmbeddingKernel(const uint8_t *q, const S *scales, const uint8_t *zeros,
                                       const I *ids, Y *out, int64_t vocab, int groupSize,
-                                      int groups, unsigned long long *error) {
+                                      int groups, unsigned long long *error, const Y *scale) {
   LLMC_KERNEL_BEGIN();
   int64_t id = ids[blockIdx.x];
   int h = groupSize * groups;
@@ -298,19 +300,23 @@ LLMC_GLOBAL void quantEmbeddingKernel(const uint8_t *q, const S *scales, const u
   if (!valid && threadIdx.x == 0)
     recordError(error, kTokenOutOfRange, (long long)blockIdx.x);
   QuantRows<S, BITS> rows{q, scales, zeros, groupSize, groups};
-  for (int i = int(threadIdx.x); i < h; i += int(blockDim.x))
-    dst[i] = fromFloat<Y>(valid ? rows(int(id), i) : 0.0f);
+  float sc = scale ? toFloat(*scale) : 1.0f;
+  for (int i = int(threadIdx.x); i < h; i += int(blockDim.x)) {
+    Y v = fromFloat<Y>(valid ? rows(int(id), i) : 0.0f);
+    dst[i] = scale && valid ? fromFloat<Y>(toFloat(v) * sc) : v;
+  }
 }
 
-/// Launches the gather of n rows; out is [n, groups * groupSize].
+/// Launches the gather of n rows; out is [n, groups * groupSize]
+/// (`scale`: each value times *scale, or null).
 template <class S, class Y, int BITS, class I>
 std::string quantEmbedding(const uint8_t *q, const S *scales, const uint8_t *zeros, const I *ids,
                            Y *out, int n, int64_t vocab, int groupSize, int groups,
-                           unsigned long long *error, Stream stream) {
+                           unsigned long long *error, Stream stream, const Y *scale = nullptr) {
   if (n < 1 || vocab < 1 || groupSize < 1 || groups < 1)
     return "quantEmbedding: invalid arguments";
   return launch(quantEmbeddingKernel<S, Y, BITS, I>, dim3(unsigned(n)), dim3(128), 0, stream, q,
-                scales, zeros, ids, out, vocab, groupSize, groups, error);
+                scales, zeros, ids, out, vocab, groupSize, groups, error, scale);
 }
 
 } // namespace llmc::cuda

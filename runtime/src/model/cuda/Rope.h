@@ -11,7 +11,9 @@
 //            blockIdx.y choosing the tensor.
 // embedding  table [V, H], ids int64 or int32 [n]: out [n, H]; one block per id,
 //            16-byte copies when H allows. An id outside [0, V) records
-//            kTokenOutOfRange and writes zeros.
+//            kTokenOutOfRange and writes zeros. With `scale` (one T on the
+//            device: Gemma's sqrt(H)), each value times it, rounded to T
+//            (the element-wise Mul after the Gather).
 // cacheWrite cache [B, Hkv, C, D]; update element (b, h, s, d) at
 //            update[b * sb + s * ss + h * sh + d] (so [B, S, Hkv, D]
 //            projections are read in place); rows *pos .. *pos + S - 1.
@@ -165,7 +167,7 @@ std::string ropePair(const T *x0, T *y0, int n0, const T *x1, T *y1, int n1, con
 
 template <class T, class I>
 LLMC_GLOBAL void embeddingKernel(const T *table, const I *ids, T *out, int64_t vocab, int h,
-                                 unsigned long long *error) {
+                                 unsigned long long *error, const T *scale) {
   LLMC_KERNEL_BEGIN();
   int64_t id = ids[blockIdx.x];
   T *dst = out + size_t(blockIdx.x) * size_t(h);
@@ -177,21 +179,34 @@ LLMC_GLOBAL void embeddingKernel(const T *table, const I *ids, T *out, int64_t v
   if (valid && h % kVec == 0) {
     const uint4 *s4 = reinterpret_cast<const uint4 *>(src);
     uint4 *d4 = reinterpret_cast<uint4 *>(dst);
-    for (int i = int(threadIdx.x); i < h / kVec; i += int(blockDim.x))
-      d4[i] = s4[i];
+    float sc = scale ? toFloat(*scale) : 1.0f;
+    for (int i = int(threadIdx.x); i < h / kVec; i += int(blockDim.x)) {
+      uint4 v = s4[i];
+      if (scale) {
+        T *e = reinterpret_cast<T *>(&v);
+        LLMC_UNROLL
+        for (int j = 0; j < kVec; ++j)
+          e[j] = fromFloat<T>(toFloat(e[j]) * sc);
+      }
+      d4[i] = v;
+    }
     return;
   }
   for (int i = int(threadIdx.x); i < h; i += int(blockDim.x))
-    dst[i] = valid ? src[i] : fromFloat<T>(0.0f);
+    dst[i] = !valid  ? fromFloat<T>(0.0f)
+             : scale ? fromFloat<T>(toFloat(src[i]) * toFloat(*scale))
+                     : src[i];
 }
 
+/// Gathers n rows of the table by id (`scale`: each value times *scale,
+/// rounded to T, or null).
 template <class T, class I>
 std::string embedding(const T *table, const I *ids, T *out, int n, int64_t vocab, int h,
-                      unsigned long long *error, Stream stream) {
+                      unsigned long long *error, Stream stream, const T *scale = nullptr) {
   if (n < 1 || h < 1 || vocab < 1)
     return "embedding: invalid arguments";
   return launch(embeddingKernel<T, I>, dim3(unsigned(n)), dim3(128), 0, stream, table, ids, out,
-                vocab, h, error);
+                vocab, h, error, scale);
 }
 
 /// One cache of a cacheWrite launch and where its update's elements are.
