@@ -79,6 +79,8 @@ struct CanonicalizePass : mlir::llmc::impl::CanonicalizePassBase<CanonicalizePas
       IRRewriter rewriter(&getContext());
       DominanceInfo dom(func);
       changed |= removeRepeatedChecks(func, dom);
+      if (symbolicValues)
+        changed |= reuseSymbolicValues(func);
       bool cse = false;
       eliminateCommonSubExpressions(rewriter, dom, func, &cse);
       changed |= cse;
@@ -644,6 +646,104 @@ struct CanonicalizePass : mlir::llmc::impl::CanonicalizePassBase<CanonicalizePas
     return changed;
   }
 
+  /// Small integer values the symbolic analysis knows (constants aside:
+  /// foldSymbolic makes those) that equal one before them in the function's
+  /// block, or an argument (start_pos), are that value: itself where the
+  /// types match, else a Reshape of it (a view) where the element type and
+  /// count do. A check (llm.assert_equal) whose two sides the analysis
+  /// shows equal cannot fail and goes. onnxruntime-genai's exports compute
+  /// the past length from the attention mask's sum through casts to i32 and
+  /// back, and check it against start_pos and the total length in every
+  /// layer; with the mask of ones folded (foldOverExpandedScalars) all of
+  /// it is start_pos, and none of it is computed.
+  bool reuseSymbolicValues(func::FuncOp func) {
+    SymbolicShapes sym(func);
+    const std::vector<std::string> &names = sym.symbolNames();
+    // A spelling of what an integer value holds (none for constants and
+    // what the analysis does not know).
+    auto contents = [&](Value v) -> std::optional<std::string> {
+      auto t = dyn_cast<RankedTensorType>(v.getType());
+      const std::vector<SymExpr> *e = sym.lookup(v);
+      if (!t || !t.hasStaticShape() || !isa<IntegerType>(t.getElementType()) || !e)
+        return std::nullopt;
+      std::string k;
+      bool constant = true;
+      for (const SymExpr &x : *e) {
+        if (x.overflowed())
+          return std::nullopt;
+        constant &= x.isConstant();
+        k += x.str(names) + ";";
+      }
+      if (constant)
+        return std::nullopt;
+      return k;
+    };
+    bool changed = false;
+    std::map<std::string, SmallVector<Value, 2>> seen; // contents -> first of each type
+    Block &block = func.getBody().front();
+    for (BlockArgument a : block.getArguments())
+      if (std::optional<std::string> k = contents(a))
+        seen[*k].push_back(a);
+    for (Operation &op : llvm::make_early_inc_range(block.without_terminator())) {
+      if (auto check = dyn_cast<AssertEqualOp>(&op)) {
+        const std::vector<SymExpr> *l = sym.lookup(check.getLhs()), *r = sym.lookup(check.getRhs());
+        auto same = [&](const std::vector<SymExpr> &x, const std::vector<SymExpr> &y) {
+          if (x.empty() || y.empty() || (x.size() != y.size() && y.size() != 1))
+            return false;
+          for (size_t i = 0; i < x.size(); ++i)
+            if (x[i].overflowed() || y[y.size() == 1 ? 0 : i].overflowed() ||
+                x[i] != y[y.size() == 1 ? 0 : i])
+              return false;
+          return true;
+        };
+        if (l && r && (same(*l, *r) || same(*r, *l))) {
+          check.getResult().replaceAllUsesWith(check.getValue());
+          check->erase();
+          changed = true;
+        }
+        continue;
+      }
+      if (op.getNumResults() != 1 || isa<ConstantOp>(&op) || !isMemoryEffectFree(&op))
+        continue;
+      Value v = op.getResult(0);
+      std::optional<std::string> k = contents(v);
+      if (!k)
+        continue;
+      SmallVector<Value, 2> &earlier = seen[*k];
+      auto t = cast<RankedTensorType>(v.getType());
+      Value replacement;
+      for (Value u : earlier)
+        if (u.getType() == t)
+          replacement = u;
+      // (A view of a value of the same contents is left as it is: it would
+      // be made again.)
+      if (!replacement && !isView(&op))
+        for (Value u : earlier) {
+          auto ut = cast<RankedTensorType>(u.getType());
+          if (ut.getElementType() != t.getElementType() || ut.getNumElements() != t.getNumElements())
+            continue;
+          OpBuilder b(&op);
+          Value y = createOp<OnnxReshapeOp>(b, op.getLoc(),
+                                            {u, i64Constant(b, op.getLoc(), t.getShape())});
+          if (y.getType() != Type(t)) {
+            y.getDefiningOp()->erase();
+            continue;
+          }
+          replacement = y;
+          break;
+        }
+      if (!replacement) {
+        earlier.push_back(v);
+        continue;
+      }
+      v.replaceAllUsesWith(replacement);
+      if (replacement.getDefiningOp<OnnxReshapeOp>() && !llvm::is_contained(earlier, replacement))
+        earlier.push_back(replacement);
+      changed = true;
+    }
+    return changed;
+  }
+
   bool removeNoOps(func::FuncOp func) {
     bool changed = false;
     SmallVector<Operation *> ops;
@@ -705,6 +805,19 @@ struct CanonicalizePass : mlir::llmc::impl::CanonicalizePassBase<CanonicalizePas
           x = kept;
           noop = true;
         }
+      } else if ((name == "add" || name == "sub") && op->getNumOperands() == 2 &&
+                 isa<IntegerType>(getElementTypeOrSelf(result.getType()))) {
+        // Integers plus (or minus) zeros: a decode step's positions,
+        // start_pos plus a range of one 0.
+        auto zeros = [](Value v) {
+          std::optional<SmallVector<int64_t>> c = constantInts(v);
+          return c && llvm::all_of(*c, [](int64_t e) { return e == 0; });
+        };
+        if (name == "add" && zeros(x))
+          x = op->getOperand(1);
+        else if (!zeros(op->getOperand(1)))
+          x = Value();
+        noop = x && x.getType() == result.getType();
       } else if (name == "slice") {
         // Every sliced axis taken whole, in order: starts 0, ends past the
         // (static) size, steps 1.

@@ -80,6 +80,15 @@ def CanonicalizePass : Pass<"llmc-canonicalize", "::mlir::func::FuncOp"> {
       no data and becomes a Reshape, which the code generators make a view
       (not one a cache update reads: the code generators fold that one into
       the cache write);
+    * with `symbolic-values` (the same run): a small integer value the
+      symbolic analysis knows that equals one before it, or an argument
+      (start_pos), is that value (a Reshape of it where only the shape
+      differs), and an `llm.assert_equal` whose sides it shows equal is
+      removed; integer adds and subtractions of zeros are removed in every
+      run. onnxruntime-genai's past length, computed from the mask's sum
+      through casts to i32 and back and checked in every layer, is then
+      start_pos itself. (Not in the first run: the rewritten integer
+      computations are what llmc-raise-transformer reads positions from.)
     * common subexpressions are merged, dead operations erased, and result
       types re-inferred (as `llmc-infer-shapes`).
 
@@ -106,6 +115,9 @@ def CanonicalizePass : Pass<"llmc-canonicalize", "::mlir::func::FuncOp"> {
   let options = [
     Option<"unitTransposes", "unit-transposes", "bool", /*default=*/"false",
            "Rewrite Transposes that only move axes of size 1 as Reshapes">,
+    Option<"symbolicValues", "symbolic-values", "bool", /*default=*/"false",
+           "Replace integer values the symbolic analysis shows equal to an earlier "
+           "one (or to start_pos) by it, and remove checks it shows true">,
   ];
 }
 

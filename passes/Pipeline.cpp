@@ -74,6 +74,7 @@ void buildPipeline(OpPassManager &pm, const PipelineOptions &o) {
   pm.addPass(createBucketShapesPass(buckets));
   CanonicalizePassOptions canonical;
   canonical.unitTransposes = true;
+  canonical.symbolicValues = true;
   pm.addNestedPass<func::FuncOp>(createCanonicalizePass(canonical));
   if (o.untilQuantization)
     return;

@@ -599,6 +599,14 @@ void SymbolicShapes::visit(Operation *op) {
       v.push_back(*ci->asConstant() ? *ai : *bi);
     }
     set(v);
+  } else if (name == "expand") {
+    // (A rank <= 1 result: the input's one element repeated, or its
+    // elements as they are.)
+    const std::vector<SymExpr> *x = known(0);
+    int64_t n = type.getRank() == 0 ? 1 : type.getDimSize(0);
+    if (!x || (x->size() != 1 && int64_t(x->size()) != n))
+      return;
+    set(x->size() == 1 ? std::vector<SymExpr>(size_t(n), (*x)[0]) : *x);
   } else if (name == "constant_of_shape") {
     const std::vector<SymExpr> *shape = known(0);
     if (!shape || shape->size() > 1)

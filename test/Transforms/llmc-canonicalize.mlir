@@ -1,5 +1,6 @@
 // RUN: llmc-opt --split-input-file --llmc-canonicalize %s | FileCheck %s
 // RUN: llmc-opt --split-input-file "--llmc-canonicalize=unit-transposes=true" %s | FileCheck %s --check-prefix=UNIT
+// RUN: llmc-opt --split-input-file "--llmc-canonicalize=unit-transposes=true symbolic-values=true" %s | FileCheck %s --check-prefix=SYMV
 
 // The head split of an attention layer: the target [batch, seq, 4, 16]
 // computed from Shape(x) becomes a constant with 0 for x's own dimensions,
@@ -316,4 +317,51 @@ func.func @repeated_checks(%start: tensor<1xi64>, %past: tensor<i64>, %other: te
   %c = llm.assert_equal %other, %start, %other {message = "other values"} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
   %d = llm.assert_equal %other, %start, %past {message = "again, its own value"} : (tensor<1xi64>, tensor<1xi64>, tensor<i64>) -> tensor<1xi64>
   return %p1, %p2, %d : tensor<1xi64>, tensor<1xi64>, tensor<1xi64>
+}
+
+// -----
+
+// With symbolic-values (the pipeline's run after bucketing): onnxruntime-
+// genai's past length, start_pos + 1 expanded, less one, through i32 and
+// back, is start_pos (a Reshape of the argument, a view); the checks of it
+// against start_pos and of the total length against start_pos + 1 hold by
+// what the analysis knows and go; start_pos + 1 computed twice is one
+// value; and an integer add of zeros is its other operand (in every run).
+// A value the analysis cannot tie to start_pos (the token id) stays, and so
+// does its check.
+// SYMV-LABEL: func.func @genai_lengths
+// SYMV-NOT: llm.onnx.cast
+// SYMV-NOT: llm.assert_equal {{.*}}"past"
+// SYMV-NOT: llm.assert_equal {{.*}}"total"
+// SYMV: %[[P:.+]] = llm.onnx.reshape %arg1, %{{.+}} : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+// SYMV: %[[POS:.+]] = llm.onnx.unsqueeze %[[P]], %{{.+}} : (tensor<1xi64>, tensor<1xi64>) -> tensor<1x1xi64>
+// SYMV: llm.assert_equal %arg0, %arg0, %arg1 {message = "unknown"}
+// SYMV-NOT: llm.onnx.add
+// SYMV: return %[[POS]], %[[T:.+]], %[[T]]
+// UNIT-LABEL: func.func @genai_lengths
+// UNIT: llm.assert_equal {{.*}}"past"
+// UNIT-NOT: llm.onnx.add {{.*}}tensor<1x1xi64>
+// CHECK-LABEL: func.func @genai_lengths
+// CHECK: llm.assert_equal {{.*}}"past"
+// CHECK: llm.assert_equal {{.*}}"total"
+// CHECK-NOT: llm.onnx.add {{.*}}tensor<1x1xi64>
+func.func @genai_lengths(%ids: tensor<1xi64>, %pos: tensor<i64> {llm.name = "start_pos"}) -> (tensor<1x1xi64>, tensor<i64>, tensor<i64>) {
+  %one = llm.constant dense<1> : tensor<i64>
+  %one1 = llm.constant dense<1> : tensor<1xi64>
+  %ax0 = llm.constant dense<0> : tensor<1xi64>
+  %zero = llm.constant dense<0> : tensor<1x1xi64>
+  %total = llm.onnx.add %pos, %one : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %e = llm.onnx.expand %total, %one1 : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %s = llm.onnx.sub %e, %one1 : (tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %seqlens = llm.onnx.cast %s {to = 6 : i64} : (tensor<1xi64>) -> tensor<1xi32>
+  %total32 = llm.onnx.cast %total {to = 6 : i64} : (tensor<i64>) -> tensor<i32>
+  %back = llm.onnx.cast %seqlens {to = 7 : i64} : (tensor<1xi32>) -> tensor<1xi64>
+  %start = llm.assert_equal %back, %back, %pos {message = "past"} : (tensor<1xi64>, tensor<1xi64>, tensor<i64>) -> tensor<1xi64>
+  %t64 = llm.onnx.cast %total32 {to = 7 : i64} : (tensor<i32>) -> tensor<i64>
+  %checked = llm.assert_equal %start, %t64, %total {message = "total"} : (tensor<1xi64>, tensor<i64>, tensor<i64>) -> tensor<1xi64>
+  %u = llm.onnx.unsqueeze %checked, %ax0 : (tensor<1xi64>, tensor<1xi64>) -> tensor<1x1xi64>
+  %positions = llm.onnx.add %u, %zero : (tensor<1x1xi64>, tensor<1x1xi64>) -> tensor<1x1xi64>
+  %other = llm.assert_equal %ids, %ids, %pos {message = "unknown"} : (tensor<1xi64>, tensor<1xi64>, tensor<i64>) -> tensor<1xi64>
+  %again = llm.onnx.add %one, %pos : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  return %positions, %total, %again : tensor<1x1xi64>, tensor<i64>, tensor<i64>
 }
