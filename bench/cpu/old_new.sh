@@ -6,7 +6,8 @@
 # the same file (bench/cpu/ort_decode.py) at prompts of 64 and 1024 tokens,
 # 64 generated, alternating ROUNDS times; prints what `llmc inspect` says of
 # each (the lines matching INSPECT) and a Markdown table of medians (and the
-# rounds' range), OLD_LABEL and NEW_LABEL naming the two builds.
+# rounds' range), OLD_LABEL and NEW_LABEL naming the two builds. ORT_ARGS:
+# more options for ort_decode.py (--head-dim for onnxruntime-genai's exports).
 #   OLD=... bench/cpu/old_new.sh WORK ROUNDS MAX_SEQ INSPECT OLD_LABEL NEW_LABEL
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -26,7 +27,7 @@ for round in $(seq "$rounds"); do
         --json > "$work/$which-$p-$round.json"
     done
     python3 bench/cpu/ort_decode.py "$work/model.onnx" --prompt-len "$p" --gen 64 \
-      --threads "$threads" > "$work/ort-$p-$round.json" 2>/dev/null
+      --threads "$threads" ${ORT_ARGS:-} > "$work/ort-$p-$round.json" 2>/dev/null
   done
 done
 for which in old new; do

@@ -10,6 +10,7 @@ length that TensorScatter writes) gets its caches back as they come out.
 import argparse
 import json
 import statistics
+import sys
 import time
 
 import numpy as np
@@ -23,6 +24,9 @@ def main():
     ap.add_argument("--gen", type=int, default=64)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--head-dim", type=int, default=0,
+                    help="the caches' head size where the model names it instead "
+                         "(onnxruntime-genai's kv_cache_dim)")
     args = ap.parse_args()
     so = ort.SessionOptions()
     so.intra_op_num_threads = args.threads
@@ -37,6 +41,10 @@ def main():
         past = [n for n in inputs if n.startswith("past")]
         present = {p: p.replace("past_key_values", "present") for p in past}
     heads, head_dim = inputs[past[0]].shape[1], inputs[past[0]].shape[3]
+    if not isinstance(head_dim, int):
+        if not args.head_dim:
+            sys.exit("the caches' head size is named %r: give --head-dim" % head_dim)
+        head_dim = args.head_dim
     rows = inputs[past[0]].shape[2] if static else 0
     vocab = sess.get_outputs()[0].shape[-1]
     rng = np.random.default_rng(0)
