@@ -650,7 +650,8 @@ struct CanonicalizePass : mlir::llmc::impl::CanonicalizePassBase<CanonicalizePas
   /// foldSymbolic makes those) that equal one before them in the function's
   /// block, or an argument (start_pos), are that value: itself where the
   /// types match, else a Reshape of it (a view) where the element type and
-  /// count do. A check (llm.assert_equal) whose two sides the analysis
+  /// count do, or an Expand of it where every element is that one value (a
+  /// batch's lengths, start_pos for each sequence). A check (llm.assert_equal) whose two sides the analysis
   /// shows equal cannot fail and goes. onnxruntime-genai's exports compute
   /// the past length from the attention mask's sum through casts to i32 and
   /// back, and check it against start_pos and the total length in every
@@ -715,29 +716,40 @@ struct CanonicalizePass : mlir::llmc::impl::CanonicalizePassBase<CanonicalizePas
       for (Value u : earlier)
         if (u.getType() == t)
           replacement = u;
+      // u reshaped (or expanded) to v's type, before op, from the values
+      // `from` of v's element type and `count` elements.
+      auto remake = [&](bool expand, ArrayRef<Value> from, int64_t count) -> Value {
+        for (Value u : from) {
+          auto ut = cast<RankedTensorType>(u.getType());
+          if (ut.getElementType() != t.getElementType() || ut.getNumElements() != count)
+            continue;
+          OpBuilder b(&op);
+          SmallVector<Value, 2> operands = {u, i64Constant(b, op.getLoc(), t.getShape())};
+          Value y = expand ? createOp<OnnxExpandOp>(b, op.getLoc(), operands)
+                           : createOp<OnnxReshapeOp>(b, op.getLoc(), operands);
+          if (y.getType() == Type(t))
+            return y;
+          y.getDefiningOp()->erase();
+        }
+        return Value();
+      };
       // (A view of a value of the same contents is left as it is: it would
       // be made again.)
       if (!replacement && !isView(&op))
-        for (Value u : earlier) {
-          auto ut = cast<RankedTensorType>(u.getType());
-          if (ut.getElementType() != t.getElementType() || ut.getNumElements() != t.getNumElements())
-            continue;
-          OpBuilder b(&op);
-          Value y = createOp<OnnxReshapeOp>(b, op.getLoc(),
-                                            {u, i64Constant(b, op.getLoc(), t.getShape())});
-          if (y.getType() != Type(t)) {
-            y.getDefiningOp()->erase();
-            continue;
-          }
-          replacement = y;
-          break;
-        }
+        replacement = remake(false, earlier, t.getNumElements());
+      // Every element the value of one element before it (a batch's
+      // lengths, start_pos for each sequence): an Expand of that value.
+      const std::vector<SymExpr> &e = *sym.lookup(v);
+      if (!replacement && e.size() > 1 && onnxName(&op) != "expand" &&
+          llvm::all_of(e, [&](const SymExpr &x) { return x == e[0]; }))
+        replacement = remake(true, seen[e[0].str(names) + ";"], 1);
       if (!replacement) {
         earlier.push_back(v);
         continue;
       }
       v.replaceAllUsesWith(replacement);
-      if (replacement.getDefiningOp<OnnxReshapeOp>() && !llvm::is_contained(earlier, replacement))
+      if (isa_and_nonnull<OnnxReshapeOp, OnnxExpandOp>(replacement.getDefiningOp()) &&
+          !llvm::is_contained(earlier, replacement))
         earlier.push_back(replacement);
       changed = true;
     }

@@ -83,7 +83,8 @@ def CanonicalizePass : Pass<"llmc-canonicalize", "::mlir::func::FuncOp"> {
     * with `symbolic-values` (the same run): a small integer value the
       symbolic analysis knows that equals one before it, or an argument
       (start_pos), is that value (a Reshape of it where only the shape
-      differs), and an `llm.assert_equal` whose sides it shows equal is
+      differs, an Expand of it where every element is that value), and an
+      `llm.assert_equal` whose sides it shows equal is
       removed; integer adds and subtractions of zeros are removed in every
       run. onnxruntime-genai's past length, computed from the mask's sum
       through casts to i32 and back and checked in every layer, is then

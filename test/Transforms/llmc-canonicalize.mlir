@@ -365,3 +365,23 @@ func.func @genai_lengths(%ids: tensor<1xi64>, %pos: tensor<i64> {llm.name = "sta
   %again = llm.onnx.add %one, %pos : (tensor<i64>, tensor<i64>) -> tensor<i64>
   return %positions, %total, %again : tensor<1x1xi64>, tensor<i64>, tensor<i64>
 }
+
+// -----
+
+// A batch's lengths (start_pos + 1 for each of two sequences, less one) are
+// start_pos for each: an Expand of it, with symbolic-values.
+// SYMV-LABEL: func.func @batch_lengths
+// SYMV-NEXT: %[[S:.+]] = llm.constant dense<2> : tensor<1xi64>
+// SYMV-NEXT: %[[E:.+]] = llm.onnx.expand %arg0, %[[S]] : (tensor<i64>, tensor<1xi64>) -> tensor<2xi64>
+// SYMV-NEXT: return %[[E]]
+// CHECK-LABEL: func.func @batch_lengths
+// CHECK: llm.onnx.sub
+func.func @batch_lengths(%pos: tensor<i64> {llm.name = "start_pos"}) -> tensor<2xi64> {
+  %one = llm.constant dense<1> : tensor<i64>
+  %two = llm.constant dense<2> : tensor<1xi64>
+  %one1 = llm.constant dense<1> : tensor<1xi64>
+  %total = llm.onnx.add %pos, %one : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %e = llm.onnx.expand %total, %two : (tensor<i64>, tensor<1xi64>) -> tensor<2xi64>
+  %s = llm.onnx.sub %e, %one1 : (tensor<2xi64>, tensor<1xi64>) -> tensor<2xi64>
+  return %s : tensor<2xi64>
+}
