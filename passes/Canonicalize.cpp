@@ -651,8 +651,9 @@ struct CanonicalizePass : mlir::llmc::impl::CanonicalizePassBase<CanonicalizePas
   /// block, or an argument (start_pos), are that value: itself where the
   /// types match, else a Reshape of it (a view) where the element type and
   /// count do, or an Expand of it where every element is that one value (a
-  /// batch's lengths, start_pos for each sequence). A check (llm.assert_equal) whose two sides the analysis
-  /// shows equal cannot fail and goes. onnxruntime-genai's exports compute
+  /// batch's lengths, start_pos for each sequence). A check
+  /// (llm.assert_equal) whose two sides the analysis shows equal cannot
+  /// fail and goes. onnxruntime-genai's exports compute
   /// the past length from the attention mask's sum through casts to i32 and
   /// back, and check it against start_pos and the total length in every
   /// layer; with the mask of ones folded (foldOverExpandedScalars) all of
@@ -734,13 +735,13 @@ struct CanonicalizePass : mlir::llmc::impl::CanonicalizePassBase<CanonicalizePas
         return Value();
       };
       // (A view of a value of the same contents is left as it is: it would
-      // be made again.)
+      // be made again, and a view moves no data; an Expand is not remade.)
       if (!replacement && !isView(&op))
         replacement = remake(false, earlier, t.getNumElements());
       // Every element the value of one element before it (a batch's
       // lengths, start_pos for each sequence): an Expand of that value.
       const std::vector<SymExpr> &e = *sym.lookup(v);
-      if (!replacement && e.size() > 1 && onnxName(&op) != "expand" &&
+      if (!replacement && !isView(&op) && e.size() > 1 && onnxName(&op) != "expand" &&
           llvm::all_of(e, [&](const SymExpr &x) { return x == e[0]; }))
         replacement = remake(true, seen[e[0].str(names) + ";"], 1);
       if (!replacement) {

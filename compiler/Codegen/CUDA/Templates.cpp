@@ -166,7 +166,7 @@ bool CudaEmitter::emitDecodeAttention(FusedOp fused, CpuModel::Entry &stats, llv
     // The heads' norms in the same launch (headNormsIntoAttention): the
     // kernel reads the norms' inputs, and their weights.
     RmsNormOp qn = ropes->second.queriesNorm, kn = ropes->second.keysNorm;
-    Value xq = qn ? qn.getX() : ropes->second.queries.getX(), xk = qn ? kn.getX() : kr.getX();
+    Value xq = qn ? qn.getX() : ropes->second.queries.getX(), xk = kn ? kn.getX() : kr.getX();
     if (qn)
       posAfterWait =
           llvm::formatv(", 0, {0}, {1}, HeadNorms<{2}>{{{3}, {4}, {5:e9}f, {6:e9}f, {7:e9}f, "
