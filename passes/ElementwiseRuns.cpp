@@ -38,9 +38,10 @@ std::string pointwiseExpr(Operation *op) {
   if (n == "onnx.cast" || n == "onnx.expand" || n == "onnx.identity")
     return "$0";
   // Comparisons and boolean logic (bool results, one byte each) and Where:
-  // what a mask the fallback's attention builds is made of (those its
-  // fixtures spell masks with; Equal and Xor go through the reference
-  // kernels).
+  // what a mask the fallback's attention builds is made of. Integer operands
+  // are compared as int64_t, float ones in f32 (exact for f16 and bf16).
+  if (n == "onnx.equal")
+    return "$0 == $1";
   if (n == "onnx.less")
     return "$0 < $1";
   if (n == "onnx.less_or_equal")
@@ -53,6 +54,8 @@ std::string pointwiseExpr(Operation *op) {
     return "($0 != 0) && ($1 != 0)";
   if (n == "onnx.or")
     return "($0 != 0) || ($1 != 0)";
+  if (n == "onnx.xor")
+    return "($0 != 0) != ($1 != 0)";
   if (n == "onnx.not")
     return "$0 == 0";
   if (n == "onnx.where")
