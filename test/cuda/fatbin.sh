@@ -1,29 +1,101 @@
 #!/usr/bin/env bash
-# Builds test/cuda/Instances.cu into one fatbin with SASS for sm_80, sm_86,
-# sm_89 and sm_90a and PTX for compute_90 (what llmc's CUDA artifacts carry),
-# then reads ptxas's report: every kernel is built for every architecture,
-# none spills registers to local memory, and ptxas reports no performance
-# loss (serialised wgmma).
+# Builds the kernel instances in test/cuda/instances/ (the kernels in the
+# forms models use) with SASS for sm_80, sm_86, sm_89 and sm_90a and PTX for
+# compute_90 (what llmc's CUDA artifacts carry), then reads ptxas's report:
+# every kernel is built for every architecture, none spills registers to
+# local memory, and ptxas reports no performance loss (serialised wgmma).
+#
+# One nvcc run per translation unit and target, each cached: its key is a
+# SHA-256 of nvcc's and ptxas's versions, the flags, and the path and contents
+# of every file `nvcc -M` lists for that target (the CUDA, C++ and llmc
+# headers alike), so a run whose inputs are all unchanged is read back
+# instead of compiled again (an hour of CPU for all of them on a 2-core VM
+# beside lit), and a changed kernel header rebuilds only the units that
+# include it. The cache holds ptxas's report and the output's size, not the
+# binaries. LLMC_FATBIN_CACHE names its folder (default
+# ${XDG_CACHE_HOME:-~/.cache}/llmc-fatbin); LLMC_FATBIN_CACHE=off compiles
+# everything.
 # Usage: fatbin.sh NVCC SOURCE_ROOT OUT_DIR
 set -euo pipefail
-nvcc=$1 root=$2 out=$3
+nvcc=$1 root=$(cd "$2" && pwd) out=$3
 if [ ! -x "$nvcc" ]; then
   echo "SKIPPED: no CUDA compiler ($nvcc)"
   exit 77
 fi
+ptxas=$(dirname "$nvcc")/ptxas
+cache=${LLMC_FATBIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/llmc-fatbin}
 mkdir -p "$out"
+[ "$cache" = off ] || mkdir -p "$cache"
 log=$out/ptxas.log
+: >"$log"
 archs=(80 86 89 90a)
-gencode=()
-for a in "${archs[@]}"; do gencode+=(-gencode "arch=compute_$a,code=sm_$a"); done
-gencode+=(-gencode "arch=compute_90,code=compute_90")
-if ! "$nvcc" -std=c++17 -O3 -I"$root" -fatbin "${gencode[@]}" -Xptxas -v \
-    "$root/test/cuda/Instances.cu" -o "$out/kernels.fatbin" >"$log" 2>&1; then
-  cat "$log"
-  echo "FAIL: nvcc could not build the fatbin"
-  exit 1
+units=("$root"/test/cuda/instances/*.cu)
+versions=$("$nvcc" --version; "$ptxas" --version)
+hits=0 builds=0
+
+# Compiles unit $1 for target $2 (an architecture, or "ptx" for compute_90's
+# PTX), appending ptxas's report to $log; reads it from the cache when the
+# same inputs were compiled before.
+compile() {
+  local unit=$1 target=$2 arch mode outFile key entry= deps tmp
+  if [ "$target" = ptx ]; then
+    arch=(-arch=compute_90) mode=(-ptx)
+    outFile=$out/$(basename "$unit" .cu).compute_90.ptx
+  else
+    arch=(-gencode "arch=compute_$target,code=sm_$target") mode=(-cubin -Xptxas -v)
+    outFile=$out/$(basename "$unit" .cu).sm_$target.cubin
+  fi
+  local flags=(-std=c++17 -O3 "${arch[@]}" "${mode[@]}")
+  if [ "$cache" != off ]; then
+    # nvcc -M for this target lists what its device pass includes too.
+    deps=$("$nvcc" -M -I"$root" -std=c++17 "${arch[@]}" "$unit" 2>/dev/null |
+           sed -e 's/^[^:]*://' -e 's/\\$//' | tr -s ' \n' '\n\n' | sed '/^$/d' | sort -u) || deps=
+    if [ -n "$deps" ]; then
+      # (paths within the source tree relative to it: a clone elsewhere
+      # shares the entries)
+      key=$({ echo "$versions"; echo "${flags[*]}"; echo "${unit#"$root"/}";
+              while read -r f; do echo "${f#"$root"/}"; sha256sum <"$f"; done <<<"$deps"; } |
+            sha256sum | cut -c1-64)
+      entry=$cache/$key
+      if [ -s "$entry/ptxas.log" ] && [ -s "$entry/size" ]; then
+        cat "$entry/ptxas.log" >>"$log"
+        touch "$entry"
+        hits=$((hits + 1))
+        return 0
+      fi
+    fi
+  fi
+  local unitLog=$out/unit.log
+  if ! "$nvcc" -I"$root" "${flags[@]}" "$unit" -o "$outFile" >"$unitLog" 2>&1; then
+    cat "$unitLog"
+    echo "FAIL: nvcc could not build $(basename "$unit") for $target"
+    exit 1
+  fi
+  test -s "$outFile"
+  cat "$unitLog" >>"$log"
+  builds=$((builds + 1))
+  if [ -n "$entry" ]; then
+    # Written aside and renamed, so a run beside this one reads whole entries.
+    tmp=$(mktemp -d "$cache/new.XXXXXX")
+    cp "$unitLog" "$tmp/ptxas.log"
+    # (an empty report, as -ptx gives, is still a result)
+    [ -s "$tmp/ptxas.log" ] || echo "(no ptxas report)" >"$tmp/ptxas.log"
+    stat -c %s "$outFile" >"$tmp/size"
+    rm -rf "$entry" && mv "$tmp" "$entry" || rm -rf "$tmp"
+  fi
+  rm -f "$outFile"
+}
+
+for unit in "${units[@]}"; do
+  for a in "${archs[@]}"; do compile "$unit" "$a"; done
+  compile "$unit" ptx
+done
+echo "$builds nvcc runs, $hits read from the cache ($cache)"
+# Keep the cache to the newest 200 entries (8 versions of every unit).
+if [ "$cache" != off ]; then
+  ls -1t "$cache" | tail -n +201 | while read -r old; do rm -rf "${cache:?}/$old"; done
 fi
-test -s "$out/kernels.fatbin"
+
 status=0
 counts=()
 for a in "${archs[@]}"; do
