@@ -148,9 +148,39 @@ std::string describeActivation(Operation *op) {
   return name + (gated ? " gated mlp" : " mlp");
 }
 
+/// What `v` is computed by, through layout changes and a projection's
+/// separate bias add.
+Operation *producerOf(Value v) {
+  for (int step = 0; step < 6 && v; ++step) {
+    Operation *d = v.getDefiningOp();
+    if (!d)
+      return nullptr;
+    StringRef n = shortName(d);
+    if (n == "onnx.transpose" || n == "onnx.reshape" || n == "onnx.cast")
+      v = d->getOperand(0);
+    else if (isProjectionBias(d))
+      v = d->getOperand(d->getOperand(0).getDefiningOp<ConstantOp>() ? 1 : 0);
+    else
+      return d;
+  }
+  return nullptr;
+}
+
+/// Whether a norm reads an MLP's output (Gemma 2's and 3's norm after the
+/// MLP, which belongs to the layer before the next attention's norms): a
+/// projection of an activation or of a gated product.
+bool readsMlpOutput(Operation *norm) {
+  Operation *proj = producerOf(norm->getOperand(0));
+  if (!proj || !(isa<LinearOp, QuantizedLinearOp>(proj) || shortName(proj) == "ms.matmul_nbits"))
+    return false;
+  Operation *in = producerOf(proj->getOperand(0));
+  return in && (isa<SwigluOp, GeluOp, SiluOp, ReluOp>(in) || isGate(in));
+}
+
 struct Event {
   enum Kind { Embedding, Norm, Attention, Mlp } kind;
   std::string text;
+  bool afterMlp = false; // a norm of the MLP's output
 };
 
 } // namespace
@@ -234,7 +264,7 @@ TransformerStructure mlir::llmc::describeTransformer(func::FuncOp func) {
         what += "(int4)";
       events.push_back({Event::Embedding, what});
     } else if (isa<RmsNormOp, LayerNormOp>(op)) {
-      events.push_back({Event::Norm, n.str()});
+      events.push_back({Event::Norm, n.str(), readsMlpOutput(op)});
     } else if (auto a = dyn_cast<AttentionOp>(op)) {
       events.push_back({Event::Attention, describeAttention(a)});
     } else if (isa<SwigluOp, GeluOp, SiluOp, ReluOp>(op)) {
@@ -260,8 +290,9 @@ TransformerStructure mlir::llmc::describeTransformer(func::FuncOp func) {
         events.push_back({Event::Attention, n.str() + " (not raised)"});
     }
   });
-  // Layers: each attention with the norm before it (after the previous
-  // layer's MLP) and what follows up to the next layer's norm.
+  // Layers: each attention with the norms before it (after the previous
+  // layer's MLP and its norm, if any) and what follows up to the next
+  // layer's norms.
   std::vector<size_t> attns;
   for (size_t i = 0; i < events.size(); ++i)
     if (events[i].kind == Event::Attention)
@@ -269,7 +300,7 @@ TransformerStructure mlir::llmc::describeTransformer(func::FuncOp func) {
   size_t cursor = 0;
   for (size_t k = 0; k < attns.size(); ++k) {
     size_t a = attns[k], start = a;
-    while (start > cursor && events[start - 1].kind == Event::Norm)
+    while (start > cursor && events[start - 1].kind == Event::Norm && !events[start - 1].afterMlp)
       --start;
     for (size_t i = cursor; i < start; ++i) // before the first layer
       (k == 0 ? out.prologue : out.layers.back()).push_back(events[i].text);
@@ -279,7 +310,10 @@ TransformerStructure mlir::llmc::describeTransformer(func::FuncOp func) {
       if (events[i].kind == Event::Mlp)
         end = i + 1;
     if (k + 1 < attns.size())
-      while (end < limit && events[end].kind != Event::Norm)
+      while (end < limit && (events[end].kind != Event::Norm || events[end].afterMlp))
+        ++end;
+    else
+      while (end < limit && events[end].kind == Event::Norm && events[end].afterMlp)
         ++end;
     std::vector<std::string> layer;
     for (size_t i = start; i < end; ++i)
