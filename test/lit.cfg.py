@@ -17,11 +17,15 @@ for var in ("HOME", "CC", "CXX"):
     if var in os.environ:
         config.environment[var] = os.environ[var]
 
-# The compiled model support objects llmc compile keeps (compiler/Artifact/
-# HostBuild.h) go in the build tree, not the user's cache: built once per
-# flags for the whole suite, and never from a stale build's headers (the key
-# covers their text anyway).
-config.environment["LLMC_CACHE_DIR"] = os.path.join(config.llmc_obj_root, "llmc-cache")
+# The objects llmc compile keeps (compiler/Artifact/HostBuild.h: each
+# model's code and the model support object) go in a cache folder of the
+# suite's own, not the user's llmc cache (the suite's hundreds of models
+# would push the user's entries out), and not in the build tree: a fresh
+# clone of the same llmc (CI's) then compiles only the models whose
+# generated code changed. The key covers the compiler, the flags and the
+# whole preprocessed text, so an entry is never another build's.
+cache_home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+config.environment["LLMC_CACHE_DIR"] = os.path.join(cache_home, "llmc-tests")
 
 # Tools are found on PATH: llmc and llmc-opt from the build, FileCheck and
 # not from LLVM 19.

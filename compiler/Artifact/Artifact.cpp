@@ -127,33 +127,20 @@ llvm::Error buildLibrary(const ArtifactInfo &info, llvm::StringRef dir, llvm::ra
     compile.push_back("-I" + i);
   for (const std::string &f : tc->flags)
     compile.push_back(f);
-  // The dispatchers every model shares come compiled (HostBuild.h).
-  auto support = buildSupportObject(compile, dir, log);
-  if (!support)
-    return support.takeError();
-  auto link = [&](const SupportObject &object) {
+  // The model's code and the dispatchers every model shares, each compiled
+  // or taken from the cache (HostBuild.h), then linked.
+  LinkedObjects objects{compile, "model.cpp", "", compile};
+  return linkWithCachedObjects(objects, dir, log, [&](llvm::ArrayRef<std::string> files) {
+    if (log)
+      *log << "  building libmodel.so with " << tc->cxx << " -march=" << info.cpu << "\n";
     std::vector<std::string> args = compile;
-    args.insert(args.end(), {"-shared", "-ffile-prefix-map=" + dir.str() + "=.", "model.cpp",
-                             llvm::sys::path::filename(object.path).str(), "-o",
-                             "libmodel.so"});
-    for (const std::string &l : tc->libs)
-      args.push_back(l);
+    args.push_back("-shared");
+    args.insert(args.end(), files.begin(), files.end());
+    args.insert(args.end(), {"-o", "libmodel.so"});
+    args.insert(args.end(), tc->libs.begin(), tc->libs.end());
     args.insert(args.end(), {"-lpthread", "-Wl,--build-id=sha1"});
     return runBuild(args, dir, "libmodel.so");
-  };
-  if (log)
-    *log << "  building libmodel.so with " << tc->cxx << " -march=" << info.cpu << "\n";
-  llvm::Error e = link(*support);
-  if (e && !support->cacheEntry.empty()) {
-    // A damaged cache entry must not fail every compile after it.
-    llvm::consumeError(std::move(e));
-    support = rebuildSupportObject(compile, *support, dir, log);
-    if (!support)
-      return support.takeError();
-    e = link(*support);
-  }
-  removeSupportFiles(dir);
-  return e;
+  });
 }
 
 /// The CUDA model's two builds: libmodel-emulated.so (host compiler, the
@@ -164,29 +151,35 @@ llvm::Error buildCudaLibraries(const ArtifactInfo &info, llvm::StringRef dir, bo
   auto tc = toolchain(info);
   if (!tc)
     return tc.takeError();
-  std::vector<std::string> args = {tc->cxx, "-std=c++17", "-O2", "-fPIC", "-shared",
-                                   "-fvisibility=hidden", "-ffile-prefix-map=" + dir.str() + "=.",
-                                   "-x", "c++"};
+  std::vector<std::string> compile = {tc->cxx, "-std=c++17", "-O2", "-fPIC",
+                                      "-fvisibility=hidden"};
   for (const std::string &i : tc->includes)
-    args.push_back("-I" + i);
-  args.insert(args.end(), {"model.cu", "-o", "libmodel-emulated.so"});
+    compile.push_back("-I" + i);
   // Host steps (runtime/src/model/cuda/HostSteps.h) call the CPU kernels.
-  // (-x none: the libraries are not C++ source; nvcc takes them as -L/-l,
-  // which its -x cu does not reach.)
+  // (nvcc takes them as -L/-l, which its -x cu does not reach.)
   std::vector<std::string> hostLibs;
-  if (hostSteps) {
-    args.insert(args.end(), {"-x", "none"});
-    args.insert(args.end(), tc->libs.begin(), tc->libs.end());
+  if (hostSteps)
     for (const std::string &l : tc->libs) {
       llvm::StringRef name = llvm::sys::path::stem(l);
       hostLibs.push_back("-L" + llvm::sys::path::parent_path(l).str());
       hostLibs.push_back("-l" + name.drop_front(name.starts_with("lib") ? 3 : 0).str());
     }
-  }
-  args.insert(args.end(), {"-lpthread", "-Wl,--build-id=sha1"});
-  if (log)
-    *log << "  building libmodel-emulated.so (the CUDA emulation) with " << tc->cxx << "\n";
-  if (llvm::Error e = runBuild(args, dir, "libmodel-emulated.so"))
+  // The emulation's object compiled or taken from the cache (HostBuild.h),
+  // then linked.
+  LinkedObjects objects{compile, "model.cu", "c++", {}};
+  if (llvm::Error e =
+          linkWithCachedObjects(objects, dir, log, [&](llvm::ArrayRef<std::string> files) {
+            if (log)
+              *log << "  building libmodel-emulated.so (the CUDA emulation) with " << tc->cxx
+                   << "\n";
+            std::vector<std::string> args = {tc->cxx, "-shared"};
+            args.insert(args.end(), files.begin(), files.end());
+            args.insert(args.end(), {"-o", "libmodel-emulated.so"});
+            if (hostSteps)
+              args.insert(args.end(), tc->libs.begin(), tc->libs.end());
+            args.insert(args.end(), {"-lpthread", "-Wl,--build-id=sha1"});
+            return runBuild(args, dir, "libmodel-emulated.so");
+          }))
     return e;
   if (info.cudaArchs.empty())
     return llvm::Error::success();

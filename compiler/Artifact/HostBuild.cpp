@@ -3,6 +3,8 @@
 
 #include "compiler/Executor/Error.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
@@ -52,9 +54,26 @@ llvm::Error mlir::llmc::runBuild(const std::vector<std::string> &args, llvm::Str
 namespace {
 
 const char *kSupportSource = "support.cpp";
-const char *kSupportText = "support.ii";
-const char *kSupportObject = "support.o";
 const char *kCompilerVersion = "compiler-version.txt";
+
+/// What an object is built from and into, in the build folder.
+struct ObjectBuild {
+  std::vector<std::string> compile; // the compiler and its flags
+  std::string source;               // in dir
+  std::string language;             // -x for the source ("" by its name)
+  std::string what;                 // for messages
+  std::string kind;                 // the cache's subfolder
+  std::string text() const { return llvm::sys::path::stem(source).str() + ".ii"; }
+  std::string object() const { return llvm::sys::path::stem(source).str() + ".o"; }
+};
+
+ObjectBuild supportBuild(const std::vector<std::string> &compile) {
+  return {compile, kSupportSource, "", "the model support object", "support"};
+}
+ObjectBuild modelBuild(const std::vector<std::string> &compile, llvm::StringRef source,
+                       llvm::StringRef language) {
+  return {compile, source.str(), language.str(), "the model's code", "model"};
+}
 
 std::string inDir(llvm::StringRef dir, llvm::StringRef name) {
   llvm::SmallString<256> p(dir);
@@ -62,8 +81,8 @@ std::string inDir(llvm::StringRef dir, llvm::StringRef name) {
   return std::string(p);
 }
 
-/// The cache folder (see HostBuild.h), or "" for none.
-std::string cacheDir() {
+/// The cache folder for `kind` (see HostBuild.h), or "" for none.
+std::string cacheDir(llvm::StringRef kind) {
   auto env = [](const char *name) -> std::string {
     const char *v = std::getenv(name);
     return v ? v : "";
@@ -77,7 +96,7 @@ std::string cacheDir() {
     dir = env("HOME") + "/.cache/llmc";
   if (dir.empty())
     return "";
-  dir += "/support";
+  dir += "/" + kind.str();
   if (llvm::sys::fs::create_directories(dir))
     return "";
   return dir;
@@ -98,47 +117,94 @@ bool publish(llvm::StringRef from, llvm::StringRef to) {
   return true;
 }
 
-/// The source, preprocessed into dir, and its cache key.
-llvm::Expected<std::string> preprocess(const std::vector<std::string> &compile,
-                                       llvm::StringRef dir) {
-  if (llvm::Error e = [&]() -> llvm::Error {
-        int fd;
-        if (std::error_code ec = llvm::sys::fs::openFileForWrite(inDir(dir, kSupportSource), fd))
-          return makeError("cannot write " + inDir(dir, kSupportSource) + ": " + ec.message());
-        llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
-        os << "#define LLMC_MODEL_SUPPORT_DEFINITIONS\n"
-              "#include \"runtime/src/model/ModelSupport.h\"\n";
-        return llvm::Error::success();
-      }())
-    return std::move(e);
-  std::vector<std::string> args = compile;
-  args.insert(args.end(), {"-E", kSupportSource, "-o", kSupportText});
-  if (llvm::Error e = runBuild(args, dir, "the model support object"))
-    return std::move(e);
-  if (llvm::Error e = runBuild({compile[0], "--version"}, dir, "the model support object",
-                               kCompilerVersion))
-    return std::move(e);
-  llvm::SHA256 hash;
-  for (const std::string &a : compile) {
-    hash.update(a);
-    hash.update(llvm::StringRef("\0", 1));
+/// The folders the compile command includes from (its -I flags): where
+/// llmc's headers are, which differs between two checkouts of one llmc.
+std::vector<std::string> includeDirs(const std::vector<std::string> &compile) {
+  std::vector<std::string> dirs;
+  for (const std::string &a : compile)
+    if (llvm::StringRef(a).starts_with("-I") && a.size() > 3)
+      dirs.push_back(a.substr(2));
+  // (the longest first: one may hold another)
+  std::sort(dirs.begin(), dirs.end(),
+            [](const std::string &x, const std::string &y) { return x.size() > y.size(); });
+  return dirs;
+}
+
+/// `text` with every include folder's path replaced by a mark, for the key:
+/// the same llmc checked out elsewhere (a CI clone) finds the objects it
+/// built. (An object that records such a path goes under the exact key.)
+std::string relocated(llvm::StringRef text, const std::vector<std::string> &dirs) {
+  std::string out = text.str();
+  for (size_t i = 0; i < dirs.size(); ++i) {
+    std::string mark = "<include " + std::to_string(i) + ">";
+    for (size_t at = out.find(dirs[i]); at != std::string::npos;
+         at = out.find(dirs[i], at + mark.size()))
+      out.replace(at, dirs[i].size(), mark);
   }
-  for (const char *file : {kCompilerVersion, kSupportText}) {
+  return out;
+}
+
+/// An object's two cache keys: with the include folders' paths marked
+/// (for an object that records none of them) and as they are.
+struct Keys {
+  std::string relocatable, exact;
+};
+
+/// An object in the build folder, the cache entry it came from (if it did)
+/// and its keys.
+struct CachedObject {
+  std::string path, cacheEntry;
+  Keys keys;
+};
+
+/// The cache entry of `key` in `cache`.
+std::string entryOf(llvm::StringRef cache, llvm::StringRef key) {
+  return (cache + "/" + key + ".o").str();
+}
+
+/// The source, preprocessed into dir, and its cache keys.
+llvm::Expected<Keys> preprocess(const ObjectBuild &b, llvm::StringRef dir) {
+  std::vector<std::string> args = b.compile;
+  if (!b.language.empty())
+    args.insert(args.end(), {"-x", b.language});
+  args.insert(args.end(), {"-E", b.source, "-o", b.text()});
+  if (llvm::Error e = runBuild(args, dir, b.what))
+    return std::move(e);
+  if (llvm::Error e = runBuild({b.compile[0], "--version"}, dir, b.what, kCompilerVersion))
+    return std::move(e);
+  std::vector<std::string> dirs = includeDirs(b.compile);
+  llvm::SHA256 relocatable, exact;
+  auto add = [&](llvm::StringRef text) {
+    relocatable.update(relocated(text, dirs));
+    exact.update(text);
+    relocatable.update(llvm::StringRef("\0", 1));
+    exact.update(llvm::StringRef("\0", 1));
+  };
+  for (const std::string &a : b.compile)
+    add(a);
+  for (const std::string &file : {std::string(kCompilerVersion), b.text()}) {
     auto buf = llvm::MemoryBuffer::getFile(inDir(dir, file));
     if (!buf)
       return makeError("cannot read " + inDir(dir, file) + ": " + buf.getError().message());
-    hash.update((*buf)->getBuffer());
-    hash.update(llvm::StringRef("\0", 1));
+    add((*buf)->getBuffer());
   }
-  auto digest = hash.final();
-  return llvm::toHex(llvm::ArrayRef<uint8_t>(digest.data(), digest.size()), /*LowerCase=*/true);
+  // (the exact key marked, so that it never equals a relocatable one)
+  exact.update("exact");
+  auto hex = [](llvm::SHA256 &h) {
+    auto digest = h.final();
+    return llvm::toHex(llvm::ArrayRef<uint8_t>(digest.data(), digest.size()), /*LowerCase=*/true);
+  };
+  return Keys{hex(relocatable), hex(exact)};
 }
 
-/// Keeps the cache folder to its newest kCacheEntries entries (by last use:
-/// a hit touches its entry), so header edits and flag changes do not grow
-/// it without end.
-constexpr size_t kCacheEntries = 64;
+/// Keeps a cache folder to its newest entries (by last use: a hit touches
+/// its entry), so header edits, flag changes and models do not grow it
+/// without end: kSupportEntries support objects (about 300 KB each),
+/// kModelEntries model objects (0.1-1 MB each).
+constexpr size_t kSupportEntries = 64, kModelEntries = 512;
 void prune(llvm::StringRef cache) {
+  const size_t kCacheEntries =
+      llvm::sys::path::filename(cache) == "support" ? kSupportEntries : kModelEntries;
   std::vector<std::pair<llvm::sys::TimePoint<>, std::string>> entries;
   std::error_code ec;
   for (llvm::sys::fs::directory_iterator it(cache, ec), end; it != end && !ec; it.increment(ec)) {
@@ -154,37 +220,49 @@ void prune(llvm::StringRef cache) {
 }
 
 /// Compiles the preprocessed source in dir into the object, and stores it
-/// as `entry` when there is one.
-llvm::Expected<SupportObject> compileSupport(const std::vector<std::string> &compile,
-                                             llvm::StringRef dir, const std::string &entry,
-                                             llvm::raw_ostream *log) {
+/// in `cache` when there is one: under its relocatable key, or its exact one
+/// if it records where the headers are (an assert's __FILE__: not the
+/// object another checkout builds).
+llvm::Expected<CachedObject> compileObject(const ObjectBuild &b, llvm::StringRef dir,
+                                           llvm::StringRef cache, const Keys &keys,
+                                           llvm::raw_ostream *log) {
   if (log)
-    *log << "  building the model support object with " << compile[0] << "\n";
-  std::vector<std::string> args = compile;
-  args.insert(args.end(), {"-c", kSupportText, "-o", kSupportObject});
-  if (llvm::Error e = runBuild(args, dir, "the model support object"))
+    *log << "  building " << b.what << " with " << b.compile[0] << "\n";
+  std::vector<std::string> args = b.compile;
+  args.insert(args.end(), {"-c", b.text(), "-o", b.object()});
+  if (llvm::Error e = runBuild(args, dir, b.what))
     return std::move(e);
-  SupportObject object{inDir(dir, kSupportObject), ""};
+  CachedObject object{inDir(dir, b.object()), "", keys};
+  if (cache.empty())
+    return object;
+  auto bytes = llvm::MemoryBuffer::getFile(object.path, /*IsText=*/false,
+                                           /*RequiresNullTerminator=*/false);
+  if (!bytes)
+    return object;
+  bool recordsPaths = llvm::any_of(includeDirs(b.compile), [&](const std::string &d) {
+    return (*bytes)->getBuffer().contains(d);
+  });
   // (A cache that cannot be written only costs the next compile this one.)
-  if (!entry.empty() && publish(object.path, entry))
-    prune(llvm::sys::path::parent_path(entry));
+  if (publish(object.path, entryOf(cache, recordsPaths ? keys.exact : keys.relocatable)))
+    prune(cache);
   return object;
 }
 
-} // namespace
-
-llvm::Expected<SupportObject> mlir::llmc::buildSupportObject(const std::vector<std::string> &compile,
-                                                             llvm::StringRef dir,
-                                                             llvm::raw_ostream *log) {
-  auto key = preprocess(compile, dir);
-  if (!key)
-    return key.takeError();
-  std::string cache = cacheDir();
-  std::string entry = cache.empty() ? "" : cache + "/" + *key + ".o";
-  if (!entry.empty() && llvm::sys::fs::exists(entry) &&
-      !llvm::sys::fs::copy_file(entry, inDir(dir, kSupportObject))) {
+/// The object `b` builds: `object()` in dir, copied from the cache or
+/// built there (and then stored).
+llvm::Expected<CachedObject> buildObject(const ObjectBuild &b, llvm::StringRef dir,
+                                         llvm::raw_ostream *log) {
+  auto keys = preprocess(b, dir);
+  if (!keys)
+    return keys.takeError();
+  std::string cache = cacheDir(b.kind);
+  for (const std::string &key : {keys->relocatable, keys->exact}) {
+    std::string entry = entryOf(cache, key);
+    if (cache.empty() || !llvm::sys::fs::exists(entry) ||
+        llvm::sys::fs::copy_file(entry, inDir(dir, b.object())))
+      continue;
     if (log)
-      *log << "  the model support object from " << entry << "\n";
+      *log << "  " << b.what << " from " << entry << "\n";
     // Its last use, for prune().
     int fd;
     if (!llvm::sys::fs::openFileForWrite(entry, fd, llvm::sys::fs::CD_OpenExisting,
@@ -192,22 +270,80 @@ llvm::Expected<SupportObject> mlir::llmc::buildSupportObject(const std::vector<s
       (void)llvm::sys::fs::setLastAccessAndModificationTime(fd, std::chrono::system_clock::now());
       llvm::sys::Process::SafelyCloseFileDescriptor(fd);
     }
-    return SupportObject{inDir(dir, kSupportObject), entry};
+    return CachedObject{inDir(dir, b.object()), entry, *keys};
   }
-  return compileSupport(compile, dir, entry, log);
+  return compileObject(b, dir, cache, *keys, log);
 }
 
-llvm::Expected<SupportObject>
-mlir::llmc::rebuildSupportObject(const std::vector<std::string> &compile,
-                                 const SupportObject &object, llvm::StringRef dir,
-                                 llvm::raw_ostream *log) {
+/// Builds `object` again without the cache, replacing its entry.
+llvm::Expected<CachedObject> rebuildObject(const ObjectBuild &b, const CachedObject &object,
+                                           llvm::StringRef dir, llvm::raw_ostream *log) {
   if (log)
     *log << "  the cached " << object.cacheEntry << " did not link: building it again\n";
   llvm::sys::fs::remove(object.cacheEntry);
-  return compileSupport(compile, dir, object.cacheEntry, log);
+  return compileObject(b, dir, llvm::sys::path::parent_path(object.cacheEntry), object.keys,
+                       log);
 }
 
-void mlir::llmc::removeSupportFiles(llvm::StringRef dir) {
-  for (const char *file : {kSupportSource, kSupportText, kSupportObject, kCompilerVersion})
+/// support.cpp in dir: the support object's source.
+llvm::Error writeSupportSource(llvm::StringRef dir) {
+  int fd;
+  if (std::error_code ec = llvm::sys::fs::openFileForWrite(inDir(dir, kSupportSource), fd))
+    return makeError("cannot write " + inDir(dir, kSupportSource) + ": " + ec.message());
+  llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+  os << "#define LLMC_MODEL_SUPPORT_DEFINITIONS\n"
+        "#include \"runtime/src/model/ModelSupport.h\"\n";
+  return llvm::Error::success();
+}
+
+void removeObjectFiles(const ObjectBuild &b, llvm::StringRef dir) {
+  for (const std::string &file : {b.text(), b.object()})
     llvm::sys::fs::remove(inDir(dir, file));
+}
+
+} // namespace
+
+llvm::Error mlir::llmc::linkWithCachedObjects(const LinkedObjects &objects, llvm::StringRef dir,
+                                              llvm::raw_ostream *log,
+                                              llvm::function_ref<llvm::Error(
+                                                  llvm::ArrayRef<std::string>)> link) {
+  std::vector<ObjectBuild> builds = {
+      modelBuild(objects.modelCompile, objects.modelSource, objects.modelLanguage)};
+  if (!objects.supportCompile.empty()) {
+    if (llvm::Error e = writeSupportSource(dir))
+      return e;
+    builds.push_back(supportBuild(objects.supportCompile));
+  }
+  std::vector<CachedObject> built;
+  auto cleanup = llvm::make_scope_exit([&] {
+    for (const ObjectBuild &b : builds)
+      removeObjectFiles(b, dir);
+    llvm::sys::fs::remove(inDir(dir, kSupportSource));
+    llvm::sys::fs::remove(inDir(dir, kCompilerVersion));
+  });
+  std::vector<std::string> files;
+  for (const ObjectBuild &b : builds) {
+    auto o = buildObject(b, dir, log);
+    if (!o)
+      return o.takeError();
+    built.push_back(*o);
+    files.push_back(b.object());
+  }
+  llvm::Error e = link(files);
+  bool cached = llvm::any_of(built, [](const CachedObject &o) { return !o.cacheEntry.empty(); });
+  if (e && cached) {
+    // A damaged cache entry must not fail every compile after it: the
+    // objects that came from the cache are built again.
+    llvm::consumeError(std::move(e));
+    for (size_t i = 0; i < builds.size(); ++i) {
+      if (built[i].cacheEntry.empty())
+        continue;
+      auto o = rebuildObject(builds[i], built[i], dir, log);
+      if (!o)
+        return o.takeError();
+      built[i] = *o;
+    }
+    e = link(files);
+  }
+  return e;
 }

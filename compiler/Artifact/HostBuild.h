@@ -1,34 +1,49 @@
 //===- HostBuild.h - running the host compiler for an artifact -----------===//
 //
-// What writeArtifact uses to build libmodel.so: running a tool in the
-// artifact's build folder, and the model support object.
+// What writeArtifact uses to build libmodel.so (and libmodel-emulated.so):
+// running a tool in the artifact's build folder, and the objects it links,
+// each kept in a cache folder and reused by every compile with the same
+// compiler, flags and text:
 //
-// The support object holds the operation dispatchers of
-// runtime/src/model/ModelSupport.h (linear, attention, norms, ...) and the
-// kernels they instantiate, compiled with LLMC_MODEL_SUPPORT_SPLIT and
-// LLMC_MODEL_SUPPORT_DEFINITIONS. They are the same for every model, and
-// most of a model's compile time, so the object is kept in a cache folder
-// and reused by every compile with the same compiler, flags and header text:
+//   model    the model's own code (model.cpp, or model.cu for the CUDA
+//            emulation): the same for every compile of one model with the
+//            same options and llmc, so compiling a model again (a CI job
+//            packaging it, a test suite) skips the host compiler;
+//   support  the operation dispatchers of runtime/src/model/ModelSupport.h
+//            (linear, attention, norms, ...) and the kernels they
+//            instantiate, compiled with LLMC_MODEL_SUPPORT_SPLIT and
+//            LLMC_MODEL_SUPPORT_DEFINITIONS: the same for every model, and
+//            most of a small model's compile time (CPU target).
 //
 //   key    SHA-256 of the compiler's `--version` output, the compile command
-//          and the preprocessed support source (which is what is compiled,
-//          so a header edited meanwhile cannot end up under an old key);
+//          and the preprocessed source (which is what is compiled, so a
+//          header edited meanwhile cannot end up under an old key), with the
+//          paths of the folders it includes from (-I) replaced by a mark, so
+//          that another checkout of the same llmc (a CI clone) finds the
+//          objects; an object that records one of those paths (an assert's
+//          __FILE__) is stored under the key of the paths as they are;
 //   where  $LLMC_CACHE_DIR, else $XDG_CACHE_HOME/llmc, else
-//          $HOME/.cache/llmc; LLMC_CACHE_DIR=off (or no such folder that
-//          can be made) builds the object in the artifact's folder each time;
-//   entry  support/<key>.o, written to a unique name and renamed into place,
-//          so concurrent compiles never read half an object;
-//   size   the 64 entries used last (about 300 KB each): storing one removes
-//          the ones used least recently beyond that.
+//          $HOME/.cache/llmc, in support/ and model/; LLMC_CACHE_DIR=off (or
+//          no such folder that can be made) builds the objects in the
+//          artifact's folder each time;
+//   entry  <key>.o, written to a unique name and renamed into place, so
+//          concurrent compiles never read half an object;
+//   size   the 64 support objects (about 300 KB each) and 512 model objects
+//          (0.1-1 MB each) used last: storing one removes the ones used
+//          least recently beyond that.
 //
-// The object is compiled from the same text with the same command either
+// An object is compiled from the same text with the same command either
 // way, so an artifact is byte-identical whether it came from the cache or
-// not (test/e2e/compile-cache.test).
+// not (test/e2e/compile-cache.test). The link always runs; one that fails
+// with a cached object builds the cached objects again and relinks (a
+// damaged entry must not fail every compile after it).
 //
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_COMPILER_ARTIFACT_HOSTBUILD_H
 #define LLMC_COMPILER_ARTIFACT_HOSTBUILD_H
 
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
@@ -44,23 +59,22 @@ namespace mlir::llmc {
 llvm::Error runBuild(const std::vector<std::string> &args, llvm::StringRef dir,
                      llvm::StringRef output, llvm::StringRef stdoutFile = "");
 
-/// The support object for `compile` (the compiler and its flags, without
-/// source or output): `path` in dir, copied from the cache or built there
-/// (and then stored). `cacheEntry` is the entry it came from, if it did.
-struct SupportObject {
-  std::string path, cacheEntry;
+/// The objects of a library: the model's source in the build folder,
+/// compiled with `modelCompile` (the compiler and its flags, without source
+/// or output; `modelLanguage` its -x, or "" for its name's), and, when
+/// `supportCompile` is not empty, the support object compiled with it.
+struct LinkedObjects {
+  std::vector<std::string> modelCompile;
+  std::string modelSource, modelLanguage;
+  std::vector<std::string> supportCompile;
 };
-llvm::Expected<SupportObject> buildSupportObject(const std::vector<std::string> &compile,
-                                                 llvm::StringRef dir, llvm::raw_ostream *log);
 
-/// Builds the support object again without the cache, replacing the entry
-/// `object` came from (a link with a damaged entry's object failed).
-llvm::Expected<SupportObject> rebuildSupportObject(const std::vector<std::string> &compile,
-                                                   const SupportObject &object,
-                                                   llvm::StringRef dir, llvm::raw_ostream *log);
-
-/// Removes the support object's files from dir.
-void removeSupportFiles(llvm::StringRef dir);
+/// Builds (or takes from the cache) the objects in dir, then runs `link`
+/// with their file names (the model's first); see above for a failed link.
+/// The objects and their intermediate files are removed afterwards.
+llvm::Error linkWithCachedObjects(
+    const LinkedObjects &objects, llvm::StringRef dir, llvm::raw_ostream *log,
+    llvm::function_ref<llvm::Error(llvm::ArrayRef<std::string>)> link);
 
 } // namespace mlir::llmc
 
