@@ -33,9 +33,11 @@ tar -C /usr/src -cJf "$out/googletest.tar.xz" googletest
 
 # The kernel tests built for ARCH with nvcc here, so the GPU machine spends
 # no time on them (test-gpu.sh uses them when present); only when a source
-# they build from is newer than the last build for this ARCH.
+# they build from (or this script, which says how) is newer than the last
+# build for this ARCH.
 tests="$out/bin/llmc-cuda-device.xz"
 if [ ! -f "$tests" ] || [ "$(cat "$tests.arch" 2>/dev/null)" != "$arch" ] ||
+  [ "$root/scripts/prepare-gpu.sh" -nt "$tests" ] ||
   [ -n "$(find "$root/test/unit" "$root/runtime/src" -newer "$tests" \
     \( -name 'Cuda*Test.cpp' -o -name '*.h' -o -name 'Sampler.cpp' \) -print -quit)" ]; then
   kt="$out/kt"
@@ -44,12 +46,15 @@ if [ ! -f "$tests" ] || [ "$(cat "$tests.arch" 2>/dev/null)" != "$arch" ] ||
   g++ -std=c++17 -O2 -I"$g/include" -I"$g" -c "$g/src/gtest-all.cc" -o "$kt/gtest-all.o"
   g++ -std=c++17 -O2 -I"$g/include" -c "$g/src/gtest_main.cc" -o "$kt/gtest_main.o"
   g++ -std=c++17 -O2 -I"$root" -c "$root/runtime/src/Sampler.cpp" -o "$kt/Sampler.o"
+  # (--no-compress: the device code as it is, which xz -9e packs into less
+  # than half of what it makes of nvcc's compressed fatbins: the binary is
+  # most of what a device call carries)
   for t in CudaEmuTest CudaKernelsTest CudaAttentionTest CudaQuantTest CudaSamplingTest CudaOnnxTest CudaWgmmaTest; do
-    /usr/local/cuda/bin/nvcc -std=c++17 -O3 -lineinfo -diag-suppress 177 -arch="$arch" -x cu \
-      -I"$root" -I"$g/include" -c "$root/test/unit/$t.cpp" -o "$kt/$t.o"
+    /usr/local/cuda/bin/nvcc -std=c++17 -O3 -lineinfo --no-compress -diag-suppress 177 \
+      -arch="$arch" -x cu -I"$root" -I"$g/include" -c "$root/test/unit/$t.cpp" -o "$kt/$t.o"
   done
-  /usr/local/cuda/bin/nvcc -arch="$arch" "$kt"/*.o -lpthread -o "$kt/llmc-cuda-device"
-  xz -6 -c "$kt/llmc-cuda-device" > "$tests"
+  /usr/local/cuda/bin/nvcc -arch="$arch" --no-compress "$kt"/*.o -lpthread -o "$kt/llmc-cuda-device"
+  xz -9e -T1 -c "$kt/llmc-cuda-device" > "$tests"
   echo "$arch" > "$tests.arch"
   rm -rf "$kt"
 fi
