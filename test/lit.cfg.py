@@ -24,8 +24,10 @@ for var in ("HOME", "CC", "CXX"):
 # clone of the same llmc (CI's) then compiles only the models whose
 # generated code changed. The key covers the compiler, the flags and the
 # whole preprocessed text, so an entry is never another build's.
+# LLMC_TEST_CACHE_DIR names another folder, or "off" (every model compiled).
 cache_home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-config.environment["LLMC_CACHE_DIR"] = os.path.join(cache_home, "llmc-tests")
+config.environment["LLMC_CACHE_DIR"] = (os.environ.get("LLMC_TEST_CACHE_DIR")
+                                        or os.path.join(cache_home, "llmc-tests"))
 
 # Tools are found on PATH: llmc and llmc-opt from the build, FileCheck and
 # not from LLVM 19.
