@@ -23,9 +23,16 @@ if [ ! -x "$nvcc" ]; then
   exit 77
 fi
 ptxas=$(dirname "$nvcc")/ptxas
-cache=${LLMC_FATBIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/llmc-fatbin}
+cache=${LLMC_FATBIN_CACHE:-}
+if [ -z "$cache" ]; then
+  if [ -n "${XDG_CACHE_HOME:-}" ]; then cache=$XDG_CACHE_HOME/llmc-fatbin
+  elif [ -n "${HOME:-}" ]; then cache=$HOME/.cache/llmc-fatbin
+  else cache=off
+  fi
+fi
 mkdir -p "$out"
-[ "$cache" = off ] || mkdir -p "$cache"
+# (a folder that cannot be made: no cache)
+[ "$cache" = off ] || mkdir -p "$cache" 2>/dev/null || cache=off
 log=$out/ptxas.log
 : >"$log"
 archs=(80 86 89 90a)
@@ -76,12 +83,14 @@ compile() {
   builds=$((builds + 1))
   if [ -n "$entry" ]; then
     # Written aside and renamed, so a run beside this one reads whole entries.
-    tmp=$(mktemp -d "$cache/new.XXXXXX")
-    cp "$unitLog" "$tmp/ptxas.log"
-    # (an empty report, as -ptx gives, is still a result)
-    [ -s "$tmp/ptxas.log" ] || echo "(no ptxas report)" >"$tmp/ptxas.log"
-    stat -c %s "$outFile" >"$tmp/size"
-    rm -rf "$entry" && mv "$tmp" "$entry" || rm -rf "$tmp"
+    # (a cache that cannot be written only costs the next run this one)
+    if tmp=$(mktemp -d "$cache/new.XXXXXX" 2>/dev/null); then
+      cp "$unitLog" "$tmp/ptxas.log"
+      # (an empty report, as -ptx gives, is still a result)
+      [ -s "$tmp/ptxas.log" ] || echo "(no ptxas report)" >"$tmp/ptxas.log"
+      stat -c %s "$outFile" >"$tmp/size"
+      { rm -rf "$entry" && mv "$tmp" "$entry"; } || rm -rf "$tmp"
+    fi
   fi
   rm -f "$outFile"
 }
