@@ -63,16 +63,17 @@ struct ObjectBuild {
   std::string language;             // -x for the source ("" by its name)
   std::string what;                 // for messages
   std::string kind;                 // the cache's subfolder
+  size_t keep;                      // its entries kept (prune)
   std::string text() const { return llvm::sys::path::stem(source).str() + ".ii"; }
   std::string object() const { return llvm::sys::path::stem(source).str() + ".o"; }
 };
 
 ObjectBuild supportBuild(const std::vector<std::string> &compile) {
-  return {compile, kSupportSource, "", "the model support object", "support"};
+  return {compile, kSupportSource, "", "the model support object", "support", 64};
 }
 ObjectBuild modelBuild(const std::vector<std::string> &compile, llvm::StringRef source,
                        llvm::StringRef language) {
-  return {compile, source.str(), language.str(), "the model's code", "model"};
+  return {compile, source.str(), language.str(), "the model's code", "model", 512};
 }
 
 std::string inDir(llvm::StringRef dir, llvm::StringRef name) {
@@ -197,14 +198,11 @@ llvm::Expected<Keys> preprocess(const ObjectBuild &b, llvm::StringRef dir) {
   return Keys{hex(relocatable), hex(exact)};
 }
 
-/// Keeps a cache folder to its newest entries (by last use: a hit touches
-/// its entry), so header edits, flag changes and models do not grow it
-/// without end: kSupportEntries support objects (about 300 KB each),
-/// kModelEntries model objects (0.1-1 MB each).
-constexpr size_t kSupportEntries = 64, kModelEntries = 512;
-void prune(llvm::StringRef cache) {
-  const size_t kCacheEntries =
-      llvm::sys::path::filename(cache) == "support" ? kSupportEntries : kModelEntries;
+/// Keeps a cache folder to its `keep` newest entries (by last use: a hit
+/// touches its entry), so header edits, flag changes and models do not grow
+/// it without end (ObjectBuild::keep: 64 support objects of about 300 KB,
+/// 512 model objects of 0.1-1 MB).
+void prune(llvm::StringRef cache, size_t keep) {
   std::vector<std::pair<llvm::sys::TimePoint<>, std::string>> entries;
   std::error_code ec;
   for (llvm::sys::fs::directory_iterator it(cache, ec), end; it != end && !ec; it.increment(ec)) {
@@ -212,10 +210,10 @@ void prune(llvm::StringRef cache) {
     if (llvm::StringRef(it->path()).ends_with(".o") && !llvm::sys::fs::status(it->path(), st))
       entries.emplace_back(st.getLastModificationTime(), it->path());
   }
-  if (entries.size() <= kCacheEntries)
+  if (entries.size() <= keep)
     return;
   std::sort(entries.begin(), entries.end());
-  for (size_t i = 0; i + kCacheEntries < entries.size(); ++i)
+  for (size_t i = 0; i + keep < entries.size(); ++i)
     llvm::sys::fs::remove(entries[i].second);
 }
 
@@ -244,7 +242,7 @@ llvm::Expected<CachedObject> compileObject(const ObjectBuild &b, llvm::StringRef
   });
   // (A cache that cannot be written only costs the next compile this one.)
   if (publish(object.path, entryOf(cache, recordsPaths ? keys.exact : keys.relocatable)))
-    prune(cache);
+    prune(cache, b.keep);
   return object;
 }
 
