@@ -196,9 +196,8 @@ llvm::Error buildCudaLibraries(const ArtifactInfo &info, llvm::StringRef dir, bo
   if (nvcc.empty() || !llvm::sys::fs::can_execute(nvcc))
     return makeError("no nvcc to build the GPU library (install the CUDA toolkit, set NVCC, or "
                      "pass --cuda-arch none for an artifact that runs only on the emulation)");
-  std::vector<std::string> nv = {nvcc, "-std=c++17", "-O3", "-shared", "-x", "cu",
-                                 "-Xcompiler", "-fPIC,-fvisibility=hidden",
-                                 "-diag-suppress", "177"};
+  std::vector<std::string> nv = {nvcc, "-std=c++17", "-O3", "-Xcompiler",
+                                 "-fPIC,-fvisibility=hidden", "-diag-suppress", "177"};
   for (const std::string &arch : info.cudaArchs) {
     std::string num = llvm::StringRef(arch).drop_front(3).str(); // sm_90 -> 90, sm_90a -> 90a
     nv.insert(nv.end(), {"-gencode", "arch=compute_" + num + ",code=sm_" + num});
@@ -209,12 +208,19 @@ llvm::Error buildCudaLibraries(const ArtifactInfo &info, llvm::StringRef dir, bo
   nv.insert(nv.end(), {"-gencode", "arch=compute_" + last + ",code=compute_" + last});
   for (const std::string &i : tc->includes)
     nv.push_back("-I" + i);
-  nv.insert(nv.end(), {"model.cu", "-o", "libmodel.so"});
-  nv.insert(nv.end(), hostLibs.begin(), hostLibs.end());
-  nv.insert(nv.end(), {"-lpthread", "-Xlinker", "--build-id=sha1"});
-  if (log)
-    *log << "  building libmodel.so with nvcc for " << llvm::join(info.cudaArchs, ", ") << "\n";
-  return runBuild(nv, dir, "libmodel.so");
+  // The GPU object (most of the compile's time) compiled or taken from the
+  // cache (HostBuild.h), then linked by nvcc (its CUDA runtime).
+  LinkedObjects gpu{nv, "model.cu", "cu", {}, /*modelNvcc=*/true};
+  return linkWithCachedObjects(gpu, dir, log, [&](llvm::ArrayRef<std::string> files) {
+    if (log)
+      *log << "  building libmodel.so with nvcc for " << llvm::join(info.cudaArchs, ", ") << "\n";
+    std::vector<std::string> args = {nvcc, "-shared"};
+    args.insert(args.end(), files.begin(), files.end());
+    args.insert(args.end(), {"-o", "libmodel.so"});
+    args.insert(args.end(), hostLibs.begin(), hostLibs.end());
+    args.insert(args.end(), {"-lpthread", "-Xlinker", "--build-id=sha1"});
+    return runBuild(args, dir, "libmodel.so");
+  });
 }
 
 } // namespace

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <optional>
+#include <set>
 
 using namespace mlir;
 using namespace mlir::llmc;
@@ -64,16 +65,24 @@ struct ObjectBuild {
   std::string what;                 // for messages
   std::string kind;                 // the cache's subfolder
   size_t keep;                      // its entries kept (prune)
+  /// nvcc: keyed by the files `nvcc -M` lists (dependencyKeys) and
+  /// compiled from the source itself (its host and device passes each
+  /// preprocess it their own way); else keyed by and compiled from the
+  /// host compiler's preprocessed text.
+  bool byDependencies = false;
   std::string text() const { return llvm::sys::path::stem(source).str() + ".ii"; }
+  std::string depfile() const { return llvm::sys::path::stem(source).str() + ".d"; }
   std::string object() const { return llvm::sys::path::stem(source).str() + ".o"; }
 };
 
 ObjectBuild supportBuild(const std::vector<std::string> &compile) {
   return {compile, kSupportSource, "", "the model support object", "support", 64};
 }
-ObjectBuild modelBuild(const std::vector<std::string> &compile, llvm::StringRef source,
-                       llvm::StringRef language) {
-  return {compile, source.str(), language.str(), "the model's code", "model", 512};
+ObjectBuild modelBuild(const LinkedObjects &o) {
+  if (o.modelNvcc)
+    return {o.modelCompile, o.modelSource, o.modelLanguage, "the model's GPU code", "gpu", 64,
+            true};
+  return {o.modelCompile, o.modelSource, o.modelLanguage, "the model's code", "model", 512};
 }
 
 std::string inDir(llvm::StringRef dir, llvm::StringRef name) {
@@ -163,6 +172,41 @@ std::string entryOf(llvm::StringRef cache, llvm::StringRef key) {
   return (cache + "/" + key + ".o").str();
 }
 
+/// The two keys' hashes, fed the same pieces: the relocatable one with the
+/// include folders' paths marked.
+struct KeyHash {
+  std::vector<std::string> dirs;
+  llvm::SHA256 relocatable, exact;
+  explicit KeyHash(const std::vector<std::string> &compile) : dirs(includeDirs(compile)) {
+    for (const std::string &a : compile)
+      add(a);
+  }
+  void add(llvm::StringRef text) {
+    relocatable.update(relocated(text, dirs));
+    exact.update(text);
+    relocatable.update(llvm::StringRef("\0", 1));
+    exact.update(llvm::StringRef("\0", 1));
+  }
+  llvm::Error addFile(llvm::StringRef path) {
+    auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                           /*RequiresNullTerminator=*/false);
+    if (!buf)
+      return makeError("cannot read " + path.str() + ": " + buf.getError().message());
+    add((*buf)->getBuffer());
+    return llvm::Error::success();
+  }
+  Keys final() {
+    // (the exact key marked, so that it never equals a relocatable one)
+    exact.update("exact");
+    auto hex = [](llvm::SHA256 &h) {
+      auto digest = h.final();
+      return llvm::toHex(llvm::ArrayRef<uint8_t>(digest.data(), digest.size()),
+                         /*LowerCase=*/true);
+    };
+    return Keys{hex(relocatable), hex(exact)};
+  }
+};
+
 /// The source, preprocessed into dir, and its cache keys.
 llvm::Expected<Keys> preprocess(const ObjectBuild &b, llvm::StringRef dir) {
   std::vector<std::string> args = b.compile;
@@ -173,35 +217,109 @@ llvm::Expected<Keys> preprocess(const ObjectBuild &b, llvm::StringRef dir) {
     return std::move(e);
   if (llvm::Error e = runBuild({b.compile[0], "--version"}, dir, b.what, kCompilerVersion))
     return std::move(e);
-  std::vector<std::string> dirs = includeDirs(b.compile);
-  llvm::SHA256 relocatable, exact;
-  auto add = [&](llvm::StringRef text) {
-    relocatable.update(relocated(text, dirs));
-    exact.update(text);
-    relocatable.update(llvm::StringRef("\0", 1));
-    exact.update(llvm::StringRef("\0", 1));
+  KeyHash h(b.compile);
+  for (const std::string &file : {std::string(kCompilerVersion), b.text()})
+    if (llvm::Error e = h.addFile(inDir(dir, file)))
+      return std::move(e);
+  return h.final();
+}
+
+/// The files a make rule (`nvcc -M`'s output) lists after its colon.
+std::vector<std::string> ruleDependencies(llvm::StringRef rule) {
+  std::vector<std::string> files;
+  size_t colon = rule.find(": ");
+  std::string current;
+  auto flush = [&] {
+    if (!current.empty())
+      files.push_back(current);
+    current.clear();
   };
-  for (const std::string &a : b.compile)
-    add(a);
-  for (const std::string &file : {std::string(kCompilerVersion), b.text()}) {
-    auto buf = llvm::MemoryBuffer::getFile(inDir(dir, file));
-    if (!buf)
-      return makeError("cannot read " + inDir(dir, file) + ": " + buf.getError().message());
-    add((*buf)->getBuffer());
+  for (size_t i = colon == llvm::StringRef::npos ? rule.size() : colon + 1; i < rule.size(); ++i) {
+    char c = rule[i];
+    if (c == '\\' && i + 1 < rule.size() && (rule[i + 1] == ' ' || rule[i + 1] == '#')) {
+      current += rule[++i]; // an escaped space or '#' in a name
+    } else if (c == '\\' && i + 1 < rule.size() && (rule[i + 1] == '\n' || rule[i + 1] == '\r')) {
+      flush(); // a continued line
+    } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+      flush();
+    } else {
+      current += c;
+    }
   }
-  // (the exact key marked, so that it never equals a relocatable one)
-  exact.update("exact");
-  auto hex = [](llvm::SHA256 &h) {
-    auto digest = h.final();
-    return llvm::toHex(llvm::ArrayRef<uint8_t>(digest.data(), digest.size()), /*LowerCase=*/true);
-  };
-  return Keys{hex(relocatable), hex(exact)};
+  flush();
+  return files;
+}
+
+/// An nvcc object's cache keys, from what its compile reads: nvcc's
+/// version, the host compiler nvcc runs (its --version; NVCC_CCBIN and the
+/// NVCC_*_FLAGS it reads from the environment), the command, and the path
+/// and contents of every file `nvcc -M` lists. Its device pass may include
+/// a file the listing (one pass) misses, under a test of __CUDA_ARCH__:
+/// so every file of a listed file's folder within the include folders (the
+/// kernel templates beside each other) is read too; the toolkit's own
+/// headers are its version's.
+llvm::Expected<Keys> dependencyKeys(const ObjectBuild &b, llvm::StringRef dir) {
+  std::vector<std::string> args = b.compile;
+  if (!b.language.empty())
+    args.insert(args.end(), {"-x", b.language});
+  args.insert(args.end(), {"-M", b.source, "-o", b.depfile()});
+  if (llvm::Error e = runBuild(args, dir, b.what))
+    return std::move(e);
+  KeyHash h(b.compile);
+  if (llvm::Error e = runBuild({b.compile[0], "--version"}, dir, b.what, kCompilerVersion))
+    return std::move(e);
+  if (llvm::Error e = h.addFile(inDir(dir, kCompilerVersion)))
+    return std::move(e);
+  // The host compiler: -ccbin, else NVCC_CCBIN, else nvcc's default, gcc.
+  std::string host = "gcc";
+  for (const char *name : {"NVCC_CCBIN", "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"}) {
+    const char *v = std::getenv(name);
+    h.add(std::string(name) + "=" + (v ? v : ""));
+    if (v && *v && llvm::StringRef(name) == "NVCC_CCBIN")
+      host = v;
+  }
+  for (size_t i = 0; i + 1 < b.compile.size(); ++i)
+    if (b.compile[i] == "-ccbin" || b.compile[i] == "--compiler-bindir")
+      host = b.compile[i + 1];
+  if (llvm::sys::fs::is_directory(host))
+    host += "/gcc";
+  auto program = llvm::sys::findProgramByName(host);
+  if (program && !runBuild({*program, "--version"}, dir, b.what, kCompilerVersion))
+    (void)h.addFile(inDir(dir, kCompilerVersion));
+  else
+    h.add("no host compiler " + host);
+  auto rule = llvm::MemoryBuffer::getFile(inDir(dir, b.depfile()));
+  if (!rule)
+    return makeError("cannot read " + inDir(dir, b.depfile()) + ": " +
+                     rule.getError().message());
+  std::set<std::string> files;
+  for (const std::string &f : ruleDependencies((*rule)->getBuffer())) {
+    std::string path = llvm::sys::path::is_absolute(f) ? f : inDir(dir, f);
+    files.insert(path);
+    if (llvm::none_of(h.dirs, [&](const std::string &d) {
+          return llvm::StringRef(path).starts_with(d + "/");
+        }))
+      continue;
+    std::error_code ec;
+    for (llvm::sys::fs::directory_iterator it(llvm::sys::path::parent_path(path), ec), end;
+         it != end && !ec; it.increment(ec))
+      if (llvm::sys::fs::is_regular_file(it->path()))
+        files.insert(it->path());
+  }
+  for (const std::string &f : files) {
+    // (the build folder's own files by name: it is new each compile)
+    llvm::StringRef name(f);
+    h.add(name.starts_with(dir.str() + "/") ? name.drop_front(dir.size() + 1) : name);
+    if (llvm::Error e = h.addFile(f))
+      return std::move(e);
+  }
+  return h.final();
 }
 
 /// Keeps a cache folder to its `keep` newest entries (by last use: a hit
 /// touches its entry), so header edits, flag changes and models do not grow
 /// it without end (ObjectBuild::keep: 64 support objects of about 300 KB,
-/// 512 model objects of 0.1-1 MB).
+/// 512 model objects of 0.1-1 MB, 64 gpu objects of 1-5 MB).
 void prune(llvm::StringRef cache, size_t keep) {
   std::vector<std::pair<llvm::sys::TimePoint<>, std::string>> entries;
   std::error_code ec;
@@ -227,7 +345,9 @@ llvm::Expected<CachedObject> compileObject(const ObjectBuild &b, llvm::StringRef
   if (log)
     *log << "  building " << b.what << " with " << b.compile[0] << "\n";
   std::vector<std::string> args = b.compile;
-  args.insert(args.end(), {"-c", b.text(), "-o", b.object()});
+  if (b.byDependencies && !b.language.empty())
+    args.insert(args.end(), {"-x", b.language});
+  args.insert(args.end(), {"-c", b.byDependencies ? b.source : b.text(), "-o", b.object()});
   if (llvm::Error e = runBuild(args, dir, b.what))
     return std::move(e);
   CachedObject object{inDir(dir, b.object()), "", keys};
@@ -250,7 +370,7 @@ llvm::Expected<CachedObject> compileObject(const ObjectBuild &b, llvm::StringRef
 /// built there (and then stored).
 llvm::Expected<CachedObject> buildObject(const ObjectBuild &b, llvm::StringRef dir,
                                          llvm::raw_ostream *log) {
-  auto keys = preprocess(b, dir);
+  auto keys = b.byDependencies ? dependencyKeys(b, dir) : preprocess(b, dir);
   if (!keys)
     return keys.takeError();
   std::string cache = cacheDir(b.kind);
@@ -295,7 +415,7 @@ llvm::Error writeSupportSource(llvm::StringRef dir) {
 }
 
 void removeObjectFiles(const ObjectBuild &b, llvm::StringRef dir) {
-  for (const std::string &file : {b.text(), b.object()})
+  for (const std::string &file : {b.text(), b.object(), b.depfile()})
     llvm::sys::fs::remove(inDir(dir, file));
 }
 
@@ -306,7 +426,7 @@ llvm::Error mlir::llmc::linkWithCachedObjects(const LinkedObjects &objects, llvm
                                               llvm::function_ref<llvm::Error(
                                                   llvm::ArrayRef<std::string>)> link) {
   std::vector<ObjectBuild> builds = {
-      modelBuild(objects.modelCompile, objects.modelSource, objects.modelLanguage)};
+      modelBuild(objects)};
   if (!objects.supportCompile.empty()) {
     if (llvm::Error e = writeSupportSource(dir))
       return e;

@@ -15,6 +15,9 @@
 //            LLMC_MODEL_SUPPORT_DEFINITIONS: the same for every model, and
 //            most of a small model's compile time (CPU target).
 //
+//   gpu      the model's code as nvcc compiles it for libmodel.so (SASS and
+//            PTX for the artifact's architectures: most of a CUDA compile);
+//
 //   key    SHA-256 of the compiler's `--version` output, the compile command
 //          and the preprocessed source (which is what is compiled, so a
 //          header edited meanwhile cannot end up under an old key), with the
@@ -22,19 +25,28 @@
 //          that another checkout of the same llmc (a CI clone) finds the
 //          objects; an object that records one of those paths (an assert's
 //          __FILE__) is stored under the key of the paths as they are;
+//          nvcc preprocesses a source once per pass (host, and each
+//          architecture's device code), so a gpu object's key reads, in the
+//          preprocessed text's place, the path and contents of every file
+//          `nvcc -M` lists and of every file beside llmc's headers among
+//          them (a device pass may include one the listing misses), with
+//          the version of the host compiler nvcc runs;
 //   where  $LLMC_CACHE_DIR, else $XDG_CACHE_HOME/llmc, else
 //          $HOME/.cache/llmc, in support/ and model/; LLMC_CACHE_DIR=off (or
 //          no such folder that can be made) builds the objects in the
 //          artifact's folder each time;
 //   entry  <key>.o, written to a unique name and renamed into place, so
 //          concurrent compiles never read half an object;
-//   size   the 64 support objects (about 300 KB each) and 512 model objects
-//          (0.1-1 MB each) used last: storing one removes the ones used
-//          least recently beyond that.
+//   size   the 64 support objects (about 300 KB each), 512 model objects
+//          (0.1-1 MB each) and 64 gpu objects (1-5 MB each) used last:
+//          storing one removes the ones used least recently beyond that.
 //
 // An object is compiled from the same text with the same command either
 // way, so an artifact is byte-identical whether it came from the cache or
-// not (test/e2e/compile-cache.test). The link always runs; one that fails
+// not (test/e2e/compile-cache.test). (Not libmodel.so's gpu object: nvcc
+// writes the name of a temporary file of its own, numbered by its process,
+// into every object, so two compiles of one source differ there anyway;
+// from the cache they are the same.) The link always runs; one that fails
 // with a cached object builds the cached objects again and relinks (a
 // damaged entry must not fail every compile after it).
 //
@@ -63,10 +75,13 @@ llvm::Error runBuild(const std::vector<std::string> &args, llvm::StringRef dir,
 /// compiled with `modelCompile` (the compiler and its flags, without source
 /// or output; `modelLanguage` its -x, or "" for its name's), and, when
 /// `supportCompile` is not empty, the support object compiled with it.
+/// `modelNvcc`: modelCompile is nvcc's (the GPU library), keyed by what it
+/// reads instead of by preprocessed text (see gpu above).
 struct LinkedObjects {
   std::vector<std::string> modelCompile;
   std::string modelSource, modelLanguage;
   std::vector<std::string> supportCompile;
+  bool modelNvcc = false;
 };
 
 /// Builds (or takes from the cache) the objects in dir, then runs `link`
