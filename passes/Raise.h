@@ -154,6 +154,13 @@ public:
   Value tableConstant(ArrayRef<char> bytes, RankedTensorType type, StringRef key, Location loc);
   Value tableConstant(const cpu::Tensor &rows, Type element, StringRef key, Location loc);
   std::optional<RopeTables> makeTables(Value cosV, Value sinV, bool interleaved = false);
+  /// norm(transpose(x)) -> transpose(norm(x)) for an RMS or layer norm
+  /// (over the last axis) of a transpose that keeps the last axis, when
+  /// only transposes read the norm: the transposes then meet
+  /// (foldTransposePairs). Gemma 3's query head norm runs over [B, H, S, D]
+  /// between two transposes of [B, S, H, D]: then over the projection as it
+  /// lies, and the transposes go.
+  void sinkTransposesIntoNorms(func::FuncOp func);
   void foldTransposePairs(func::FuncOp func);
   void eraseDead(func::FuncOp func);
 

@@ -677,6 +677,39 @@ std::optional<RopeTables> Raiser::makeTables(Value cosV, Value sinV, bool interl
   return RopeTables{cosT, sinT, c->positions, c->seqAxis};
 }
 
+void Raiser::sinkTransposesIntoNorms(func::FuncOp func) {
+  SmallVector<Operation *> norms;
+  func.walk([&](Operation *op) {
+    if (isa<RmsNormOp, LayerNormOp>(op))
+      norms.push_back(op);
+  });
+  for (Operation *norm : norms) {
+    auto t = norm->getOperand(0).getDefiningOp<OnnxTransposeOp>();
+    if (!t || !t.getPerm() || norm->getResult(0).use_empty() ||
+        !llvm::all_of(norm->getResult(0).getUsers(),
+                      [](Operation *u) { return isa<OnnxTransposeOp>(u); }))
+      continue;
+    ArrayRef<int64_t> perm = *t.getPerm();
+    auto xt = dyn_cast<RankedTensorType>(t.getData().getType());
+    auto nt = dyn_cast<RankedTensorType>(norm->getResult(0).getType());
+    if (!xt || !nt || perm.empty() || perm.back() != int64_t(perm.size()) - 1 ||
+        xt.getElementType() != nt.getElementType())
+      continue;
+    OpBuilder b(norm);
+    Operation *moved = b.clone(*norm);
+    moved->setOperand(0, t.getData());
+    moved->getResult(0).setType(xt);
+    Value back = create<OnnxTransposeOp>(b, norm->getLoc(), {moved->getResult(0)},
+                                         {b.getNamedAttr("perm", b.getDenseI64ArrayAttr(perm))});
+    if (!sameShapeAndType(back, norm->getResult(0))) {
+      back.getDefiningOp()->erase();
+      moved->erase();
+      continue;
+    }
+    norm->getResult(0).replaceAllUsesWith(back);
+  }
+}
+
 /// transpose(transpose(y, p1), p2) -> transpose(y, p1[p2]) or y.
 void Raiser::foldTransposePairs(func::FuncOp func) {
   SmallVector<OnnxTransposeOp> ops;
@@ -744,7 +777,8 @@ struct RaiseTransformerPass
           &Raiser::raiseOnnxRotary, &Raiser::raiseOnnxAttention,
           &Raiser::raiseOnnxStaticCacheAttention, &Raiser::raiseMultiHeadAttention,
           &Raiser::raiseContribAttention, &Raiser::raiseEmbedLayerNorm,
-          &Raiser::simplifyMasks, &Raiser::foldTransposePairs}) {
+          &Raiser::simplifyMasks, &Raiser::sinkTransposesIntoNorms,
+          &Raiser::foldTransposePairs}) {
       (r.*step)(func);
       r.eraseDead(func);
     }

@@ -1012,3 +1012,50 @@ func.func @gather_block_quantized_axis0(%ids: tensor<2xi64>) -> tensor<2x32xf32>
   %y = llm.ms.gather_block_quantized %data, %ids, %s, %none {bits = 4 : i64, block_size = 32 : i64, gather_axis = 0 : i64, quantize_axis = 0 : i64} : (tensor<64x16xui8>, tensor<2xi64>, tensor<2x32xf32>, none) -> tensor<2x32xf32>
   return %y : tensor<2x32xf32>
 }
+
+// -----
+
+// A head norm between two transposes that keep the last axis (Gemma 3's
+// query norm over [B, H, S, D] of a [B, S, H, D] projection): the norm runs
+// over the projection as it lies and the transposes meet and go; a layer
+// norm the same, one transpose left where the two do not cancel.
+// CHECK-LABEL: func.func @norms_between_transposes
+// CHECK-NOT: llm.onnx.transpose
+// CHECK: %[[N:.+]] = llm.rms_norm %arg0, %{{.+}} {weight_offset = 1.000000e+00 : f32} : (tensor<2x3x4x8xf32>, tensor<8xf32>) -> tensor<2x3x4x8xf32>
+// CHECK-NOT: llm.onnx.transpose
+// CHECK: %[[L:.+]] = llm.layer_norm %arg0, %{{.+}}, %{{.+}} : (tensor<2x3x4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x3x4x8xf32>
+// CHECK-NEXT: %[[T:.+]] = llm.onnx.transpose %[[L]] {perm = array<i64: 1, 0, 2, 3>} : (tensor<2x3x4x8xf32>) -> tensor<3x2x4x8xf32>
+// CHECK-NEXT: return %[[N]], %[[T]]
+func.func @norms_between_transposes(%x: tensor<2x3x4x8xf32>) -> (tensor<2x3x4x8xf32>, tensor<3x2x4x8xf32>) {
+  %w = llm.constant dense<0.5> : tensor<8xf32>
+  %b = llm.constant dense<0.25> : tensor<8xf32>
+  %t = llm.onnx.transpose %x {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x3x4x8xf32>) -> tensor<2x4x3x8xf32>
+  %n = llm.rms_norm %t, %w {weight_offset = 1.0 : f32} : (tensor<2x4x3x8xf32>, tensor<8xf32>) -> tensor<2x4x3x8xf32>
+  %y = llm.onnx.transpose %n {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x4x3x8xf32>) -> tensor<2x3x4x8xf32>
+  %l = llm.layer_norm %t, %w, %b : (tensor<2x4x3x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x4x3x8xf32>
+  %z = llm.onnx.transpose %l {perm = array<i64: 2, 0, 1, 3>} : (tensor<2x4x3x8xf32>) -> tensor<3x2x4x8xf32>
+  return %y, %z : tensor<2x3x4x8xf32>, tensor<3x2x4x8xf32>
+}
+
+// -----
+
+// Not moved: a transpose of the normalised axis, or a norm something other
+// than a transpose reads.
+// CHECK-LABEL: func.func @norms_kept_after_transposes
+// CHECK: %[[T:.+]] = llm.onnx.transpose %arg0 {perm = array<i64: 0, 1, 3, 2>}
+// CHECK-NEXT: %[[N:.+]] = llm.rms_norm %[[T]]
+// CHECK-NEXT: llm.onnx.transpose %[[N]]
+// CHECK: %[[T2:.+]] = llm.onnx.transpose %arg0 {perm = array<i64: 0, 2, 1, 3>}
+// CHECK-NEXT: %[[N2:.+]] = llm.rms_norm %[[T2]]
+// CHECK-NEXT: llm.onnx.transpose %[[N2]]
+// CHECK: return {{.*}}, %[[N2]]
+func.func @norms_kept_after_transposes(%x: tensor<2x3x8x8xf32>) -> (tensor<2x3x8x8xf32>, tensor<2x3x8x8xf32>, tensor<2x8x3x8xf32>) {
+  %w = llm.constant dense<0.5> : tensor<8xf32>
+  %t = llm.onnx.transpose %x {perm = array<i64: 0, 1, 3, 2>} : (tensor<2x3x8x8xf32>) -> tensor<2x3x8x8xf32>
+  %n = llm.rms_norm %t, %w : (tensor<2x3x8x8xf32>, tensor<8xf32>) -> tensor<2x3x8x8xf32>
+  %y = llm.onnx.transpose %n {perm = array<i64: 0, 1, 3, 2>} : (tensor<2x3x8x8xf32>) -> tensor<2x3x8x8xf32>
+  %t2 = llm.onnx.transpose %x {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x3x8x8xf32>) -> tensor<2x8x3x8xf32>
+  %n2 = llm.rms_norm %t2, %w : (tensor<2x8x3x8xf32>, tensor<8xf32>) -> tensor<2x8x3x8xf32>
+  %y2 = llm.onnx.transpose %n2 {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x8x3x8xf32>) -> tensor<2x3x8x8xf32>
+  return %y, %y2, %n2 : tensor<2x3x8x8xf32>, tensor<2x3x8x8xf32>, tensor<2x8x3x8xf32>
+}
