@@ -1013,6 +1013,92 @@ TEST(CudaCacheWrite, RopesAndCacheWritesInOneLaunch) {
   }
 }
 
+// The same launch with the heads' RMS norms before the ropes (HeadNorms:
+// Qwen 3's and Gemma 3's in a prefill), a warp a head's row: queries and
+// keys as float64 norms them (rounded to T, as the separate rms_norm writes
+// them, with Gemma's weight offset for the keys) and then ropes them; the
+// key cache exactly the roped keys, the value cache the values. Rows of 40
+// and 128 channels (partial warps, several channels a lane), partial and
+// interleaved rotary dimensions, f32 and f16. One norm alone: refused.
+template <class T> void normRopeCacheWrite(int d, int r, bool interleaved) {
+  SCOPED_TRACE("d=" + std::to_string(d) + " r=" + std::to_string(r) +
+               (interleaved ? " interleaved" : ""));
+  int b = 2, s = 3, nq = 4, nkv = 2, p = 40, cap = 9;
+  float qEps = 1e-6f, kEps = 1e-5f, kOffset = 1.0f;
+  RopeTables tables(p, r ? r : d);
+  std::vector<int64_t> positions = ropePositions(b, s, true, p);
+  auto xq = randomValues<T>(size_t(b * s * nq * d), 2.0f, 31);
+  auto xk = randomValues<T>(size_t(b * s * nkv * d), 0.5f, 32);
+  auto wq = randomValues<T>(size_t(d), 1.0f, 33), wk = randomValues<T>(size_t(d), 0.3f, 34);
+  auto values = randomValues<T>(size_t(b * s * nkv * d), 1.0f, 35);
+  std::vector<T> init(size_t(b * nkv * cap * d), fromFloat<T>(-3.0f));
+  DeviceBuffer<T> dxq(xq), dxk(xk), dyq(xq.size()), dyk(xk.size()), dv(values), kc(init), vc(init),
+      dwq(wq), dwk(wk);
+  DeviceBuffer<float> dc(tables.cosT), ds(tables.sinT);
+  DeviceBuffer<int64_t> dp(positions), pos(std::vector<int64_t>{5});
+  DeviceBuffer<unsigned long long> err(std::vector<unsigned long long>{0});
+  auto run = [&](HeadNorms<T> norms) {
+    // (values [B, S, Hkv, D], as a projection's)
+    return ropeCacheWrite(dxq.get(), dyq.get(), nq, dxk.get(), dyk.get(), nkv, kc.get(), vc.get(),
+                          dv.get(), int64_t(s * nkv * d), int64_t(nkv * d), int64_t(d), dc.get(),
+                          ds.get(), dp.get(), true, pos.get(), b, s, d, r, p, interleaved, cap,
+                          err.get(), nullptr, norms);
+  };
+  ASSERT_EQ(run(HeadNorms<T>{dwq.get(), dwk.get(), qEps, kEps, 0.0f, kOffset}), "");
+  // The norms in float64, each row rounded to T as rmsNorm writes it.
+  auto normed = [&](const std::vector<T> &x, const std::vector<T> &w, double eps, double offset) {
+    std::vector<T> y(x.size());
+    for (size_t row = 0; row < x.size() / size_t(d); ++row) {
+      double squares = 0.0;
+      for (int e = 0; e < d; ++e)
+        squares += double(toFloat(x[row * size_t(d) + size_t(e)])) *
+                   double(toFloat(x[row * size_t(d) + size_t(e)]));
+      double inv = 1.0 / std::sqrt(squares / d + eps);
+      for (int e = 0; e < d; ++e)
+        y[row * size_t(d) + size_t(e)] = fromFloat<T>(float(
+            double(toFloat(x[row * size_t(d) + size_t(e)])) * inv *
+            (double(toFloat(w[size_t(e)])) + offset)));
+    }
+    return y;
+  };
+  // (two roundings to T on the way: the norm's and the rope's)
+  double tol = 2 * tolerance<T>();
+  EXPECT_LE(relativeError(dyq.download(), ropeReference(normed(xq, wq, qEps, 0.0), tables,
+                                                        positions, b, s, nq, d, r, interleaved,
+                                                        true)),
+            tol);
+  std::vector<T> yk = dyk.download();
+  EXPECT_LE(relativeError(yk, ropeReference(normed(xk, wk, kEps, kOffset), tables, positions, b, s,
+                                            nkv, d, r, interleaved, true)),
+            tol);
+  std::vector<T> gotK = kc.download(), gotV = vc.download();
+  for (int bi = 0; bi < b; ++bi)
+    for (int hi = 0; hi < nkv; ++hi)
+      for (int row = 0; row < cap; ++row)
+        for (int di = 0; di < d; ++di) {
+          size_t at = size_t(((bi * nkv + hi) * cap + row) * d + di);
+          bool written = row >= 5 && row < 5 + s;
+          size_t from = size_t(((bi * s + row - 5) * nkv + hi) * d + di);
+          ASSERT_EQ(toFloat(gotK[at]), written ? toFloat(yk[from]) : -3.0f)
+              << bi << " " << hi << " " << row << " " << di;
+          ASSERT_EQ(toFloat(gotV[at]), written ? toFloat(values[from]) : -3.0f)
+              << bi << " " << hi << " " << row << " " << di;
+        }
+  EXPECT_EQ(err.download()[0], 0u);
+  EXPECT_EQ(run(HeadNorms<T>{dwq.get(), nullptr, qEps, kEps, 0.0f, 0.0f}),
+            "rope and cache write: invalid arguments");
+  pos.upload({7}); // rows 7 .. 9 of 9
+  ASSERT_EQ(run(HeadNorms<T>{dwq.get(), dwk.get(), qEps, kEps, 0.0f, kOffset}), "");
+  EXPECT_EQ(err.download()[0] >> 32, kCacheOverflow);
+}
+
+TEST(CudaCacheWrite, HeadNormsRopesAndCacheWritesInOneLaunch) {
+  normRopeCacheWrite<float>(128, 0, false);
+  normRopeCacheWrite<half>(128, 0, false);
+  normRopeCacheWrite<half>(40, 16, false);
+  normRopeCacheWrite<float>(40, 0, true);
+}
+
 TEST(CudaCacheWrite, Int8RowsAndScalesAsTheCpuRoundsThem) {
   // A [B, S, Hkv, D] f16 update into an int8 cache and its scales: every
   // value and scale equal to cpu::quantizeKvRow's (rows of 40 and of 160,

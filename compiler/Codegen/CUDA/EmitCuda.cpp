@@ -100,6 +100,12 @@ llvm::Error CudaEmitter::emitBlock(Block &block, CpuModel::Entry &stats) {
       if (lastPair && isa<CacheUpdateOp>(&op) && ropeCacheFusable(lastPair, &op)) {
         folded.insert(lastPair); // (ropeCaches[&op] says what joins it)
         ropeIntoAttention(&op);
+        // Not a decode attention's: the heads' norms before the ropes join
+        // this launch instead (a prefill's).
+        if (!intoAttention.contains(&op)) {
+          RopeCache &rc = ropeCaches.find(&op)->second;
+          std::tie(rc.queriesNorm, rc.keysNorm) = headNormsBefore(rc.queries, rc.keys);
+        }
       }
       lastPair = &op;
       continue;
@@ -340,8 +346,7 @@ bool CudaEmitter::ropesIntoAttention(RopeOp qr, RopeOp kr, Operation *keysWrite,
   return true;
 }
 
-void CudaEmitter::headNormsIntoAttention(Operation *fused) {
-  AttentionRopes &ar = attentionRopes.find(fused)->second;
+std::pair<RmsNormOp, RmsNormOp> CudaEmitter::headNormsBefore(RopeOp queries, RopeOp keys) {
   auto normBefore = [&](RopeOp r) -> RmsNormOp {
     Value x = r.getX();
     while (Operation *d = x.getDefiningOp()) {
@@ -358,21 +363,26 @@ void CudaEmitter::headNormsIntoAttention(Operation *fused) {
       return {};
     return n;
   };
-  RmsNormOp qn = normBefore(ar.queries), kn = normBefore(ar.keys);
+  RmsNormOp qn = normBefore(queries), kn = normBefore(keys);
   if (!qn || !kn || qn == kn)
-    return;
+    return {};
   // Paired (rmsNormPair) with nothing but each other: a pair's launch at
   // its second norm would write the first's result too.
   for (auto [second, first] : pairs)
     for (Operation *n : {qn.getOperation(), kn.getOperation()})
       if ((second == n || first == n) &&
           !llvm::is_contained({qn.getOperation(), kn.getOperation()}, second == n ? first : second))
-        return;
-  ar.queriesNorm = qn, ar.keysNorm = kn;
+        return {};
   for (RmsNormOp n : {qn, kn}) {
     folded.insert(n);
     unstored.insert(n.getResult());
   }
+  return {qn, kn};
+}
+
+void CudaEmitter::headNormsIntoAttention(Operation *fused) {
+  AttentionRopes &ar = attentionRopes.find(fused)->second;
+  std::tie(ar.queriesNorm, ar.keysNorm) = headNormsBefore(ar.queries, ar.keys);
 }
 
 bool CudaEmitter::ropePositionsPerBatch(RopeOp r) {

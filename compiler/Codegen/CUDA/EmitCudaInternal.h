@@ -163,13 +163,17 @@ private:
   /// The checks both share, given the ropes and the writes (keys', values').
   bool ropesIntoAttention(RopeOp queries, RopeOp keys, Operation *keysWrite,
                           Operation *valuesWrite, Operation *last);
-  /// For such an attention: when both ropes read (through views) an
-  /// llm.rms_norm of their heads (Qwen 3's and Gemma 3's query and key
-  /// head norms) that only the rope reads, over the heads' D channels, of
-  /// the ropes' type, and paired with nothing but each other, the
-  /// attention's launch takes them too (HeadNorms): records them in
-  /// attentionRopes[fused], and they launch nothing.
+  /// For such an attention: the heads' norms before its ropes
+  /// (headNormsBefore), which the attention's launch then takes too
+  /// (HeadNorms), recorded in attentionRopes[fused]; they launch nothing.
   void headNormsIntoAttention(Operation *fused);
+  /// The RMS norms of the heads the ropes `queries` and `keys` read
+  /// (through views), when both are such norms (Qwen 3's and Gemma 3's)
+  /// that only their rope reads, over the heads' D channels, of the ropes'
+  /// type, and paired with nothing but each other: recorded as folded into
+  /// the launch of the ropes (a decode attention's, or ropeCacheWrite's),
+  /// which reads their inputs; else none.
+  std::pair<RmsNormOp, RmsNormOp> headNormsBefore(RopeOp queries, RopeOp keys);
   /// Whether a rope's positions are [B, S] per sequence (else [1, S],
   /// shared by the batch).
   static bool ropePositionsPerBatch(RopeOp r);
@@ -334,6 +338,10 @@ private:
   struct RopeCache {
     RopeOp queries, keys;
     Operation *keysWrite;
+    /// The query and key heads' norms before the ropes, taken in the same
+    /// launch when no decode attention takes the ropes (headNormsBefore),
+    /// or null.
+    RmsNormOp queriesNorm = {}, keysNorm = {};
   };
   /// The second cache write of such a pair -> what joins it there.
   llvm::DenseMap<Operation *, RopeCache> ropeCaches;

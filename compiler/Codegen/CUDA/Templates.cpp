@@ -518,19 +518,33 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
       define(kr.getResult());
       auto xs = shapeOf(kr.getX());
       bool perBatch = ropePositionsPerBatch(kr);
+      // The heads' norms in the same launch (headNormsBefore): the kernel
+      // reads the norms' inputs, and their weights.
+      RmsNormOp qn = fused->second.queriesNorm, kn = fused->second.keysNorm;
+      Value xq = qn ? qn.getX() : qr.getX(), xk = kn ? kn.getX() : kr.getX();
+      std::string norms =
+          qn ? llvm::formatv(", HeadNorms<{0}>{{{1}, {2}, {3:e9}f, {4:e9}f, {5:e9}f, {6:e9}f}",
+                             cxxType(kr.getX().getType()), ptr(qn.getWeight()),
+                             ptr(kn.getWeight()), qn.getEpsilon().convertToFloat(),
+                             kn.getEpsilon().convertToFloat(),
+                             qn.getWeightOffset().convertToFloat(),
+                             kn.getWeightOffset().convertToFloat())
+                   .str()
+             : "";
       statement(
           llvm::formatv(
               "ropeCacheWrite<{0}, {1}>({2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, "
               "{13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, "
-              "a.capacity, m.error, a.stream)",
-              cxxType(kr.getX().getType()), cxxType(kr.getCos().getType()), ptr(qr.getX()),
-              ptr(qr.getResult()), shapeOf(qr.getX())[2], ptr(kr.getX()), ptr(kr.getResult()),
+              "a.capacity, m.error, a.stream{25})",
+              cxxType(kr.getX().getType()), cxxType(kr.getCos().getType()), ptr(xq),
+              ptr(qr.getResult()), shapeOf(qr.getX())[2], ptr(xk), ptr(kr.getResult()),
               xs[2], ptr(kCache), ptr(vCache), ptr(values.value), values.sb, values.ss, values.sh,
               ptr(kr.getCos()), ptr(kr.getSin()), ptr(kr.getPositions()),
               perBatch ? "true" : "false", ptr(pos), xs[0], xs[1], xs[3], kr.getRotaryDim(),
-              shapeOf(kr.getCos())[0], kr.getInterleaved() ? "true" : "false")
+              shapeOf(kr.getCos())[0], kr.getInterleaved() ? "true" : "false", norms)
               .str(),
-          "rope x 2 + cache_update x 2 -> " + describeType(qr.getResult().getType()) + ", " +
+          std::string(qn ? "rms_norm x 2 + " : "") + "rope x 2 + cache_update x 2 -> " +
+              describeType(qr.getResult().getType()) + ", " +
               describeType(kr.getResult().getType()) + ", " + describeType(cache.getType()) +
               " x 2, in place");
       ++stats.kernelCalls;

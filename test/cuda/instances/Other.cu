@@ -41,6 +41,12 @@ template <class T> void forType() {
   softmax<T, T>(nullptr, nullptr, 1, 1, 1, false, nullptr);
   cacheWrite<T, T>(nullptr, nullptr, nullptr, 1, 1, 1, 1, 1, 0, 0, 0, nullptr, nullptr);
   cacheWrite<T, float>(nullptr, nullptr, nullptr, 1, 1, 1, 1, 1, 0, 0, 0, nullptr, nullptr);
+  ropeCacheWrite<T, T>(nullptr, nullptr, 1, nullptr, nullptr, 1, nullptr, nullptr, nullptr, 0, 0,
+                       0, nullptr, nullptr, nullptr, false, nullptr, 1, 1, 2, 0, 1, false, 1,
+                       nullptr, nullptr);
+  ropeCacheWrite<float, T>(nullptr, nullptr, 1, nullptr, nullptr, 1, nullptr, nullptr, nullptr, 0,
+                           0, 0, nullptr, nullptr, nullptr, false, nullptr, 1, 1, 2, 0, 1, false,
+                           1, nullptr, nullptr);
   cacheWriteInt8<T>(nullptr, nullptr, nullptr, nullptr, 1, 1, 1, 1, 1, 0, 0, 0, nullptr, nullptr);
   argmax<T>(nullptr, nullptr, 1, 1, 1, nullptr);
   sample<T>(nullptr, nullptr, 1, 1, 1, nullptr, nullptr, nullptr, nullptr);

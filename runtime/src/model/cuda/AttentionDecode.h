@@ -187,16 +187,6 @@ LLMC_DEVICE void loadPartialRun(const float *row, unsigned lane, float (&out)[kV
   }
 }
 
-/// RMS norms of each query head and of each new key head before their
-/// rope (Qwen 3's and Gemma 3's), done by the decode kernel as it reads
-/// them (decodeAttentionRope): a head's row x of D channels becomes x /
-/// sqrt(mean(x^2) + eps) * (w + offset), f32 inside, rounded to T, as
-/// rmsNorm writes it. Null weights: no norms.
-template <class T> struct HeadNorms {
-  const T *q = nullptr, *k = nullptr; // [D] each
-  float qEps = 0.0f, kEps = 0.0f, qOffset = 0.0f, kOffset = 0.0f;
-};
-
 /// A decode attention's ropes and cache writes, done by its own kernel
 /// (decodeAttentionRope): q is read before its rope, and the new key row
 /// (roped) and value row are written into the caches at *pos (int8 ones
@@ -216,33 +206,11 @@ template <class T, class K> struct DecodeRope {
   HeadNorms<T> norms; // the heads' norms before the rope, if any
 };
 
-/// Channel e of a head's row x, as float: x[e], or with a norm's weight w,
-/// x[e] * inv * (w[e] + offset) rounded to T (rmsNormRow's value; inv is
-/// the row's 1 / sqrt(mean(x^2) + eps)).
-template <class T>
-LLMC_DEVICE float headChannel(const T *x, int e, const T *w, float inv, float offset) {
-  return w ? toFloat(fromFloat<T>(toFloat(x[e]) * inv * (toFloat(w[e]) + offset))) : toFloat(x[e]);
-}
-
-/// Channel e of a row (D channels; x(c) its channel c as a float of T)
-/// roped as rope's kernel ropes it (Rope.h: channels past r copied; pairs
-/// (i, i + r/2), or (2i, 2i + 1) interleaved) at table row `row` (cos 1,
-/// sin 0 when row < 0), as a float of the rounded T.
+/// Channel e of a row roped at table row `row` (Rope.h's ropeChannel with
+/// the rope's tables and form).
 template <class T, class K, class Read>
 LLMC_DEVICE float ropedChannel(const DecodeRope<T, K> &rope, Read x, int e, long long row) {
-  if (e >= rope.r)
-    return x(e);
-  int half = rope.r / 2;
-  int item = rope.interleaved ? e / 2 : e % half;
-  int c1 = rope.interleaved ? 2 * item : item, c2 = rope.interleaved ? 2 * item + 1 : item + half;
-  float c = 1.0f, sn = 0.0f;
-  if (row >= 0) {
-    c = toFloat(rope.cosT[size_t(row) * size_t(half) + size_t(item)]);
-    sn = toFloat(rope.sinT[size_t(row) * size_t(half) + size_t(item)]);
-  }
-  T v1, v2;
-  rotatePair(x(c1), x(c2), c, sn, v1, v2);
-  return toFloat(e == c1 ? v1 : v2);
+  return ropeChannel<T>(x, e, rope.r, rope.interleaved, rope.cosT, rope.sinT, row);
 }
 
 /// Two 16-bit values at p (4-byte aligned) as one 32-bit word.

@@ -24,7 +24,10 @@
 // ropeCacheWrite  an attention's ropePair and cacheWritePair in one launch:
 //            the thread that ropes a key pair writes it into the key cache
 //            as well (the keys' update read as [B, S, Hkv, D]), blockIdx.y
-//            2 writes the values.
+//            2 writes the values. With HeadNorms (Qwen 3's and Gemma 3's
+//            RMS norms of each query and key head before the rope), a warp
+//            a head's row: its squares summed, then each channel
+//            normalised, rounded to T and roped.
 // cacheWriteInt8  the same into an int8 cache and its scales [B, Hkv, C]
 //            (llm.quantized_cache_update): per row, s = max|x| / 127 and
 //            q = rint(x / s) in [-127, 127] (round half to even, as
@@ -59,6 +62,47 @@ template <class T> struct RopeCacheRows {
 template <class T> LLMC_DEVICE void rotatePair(float a, float b, float c, float sn, T &v1, T &v2) {
   v1 = fromFloat<T>(a * c - b * sn);
   v2 = fromFloat<T>(b * c + a * sn);
+}
+
+/// RMS norms of each query head and of each key head before their rope
+/// (Qwen 3's and Gemma 3's), done by the kernel that ropes them
+/// (ropeCacheWrite's, and the decode attention's: decodeAttentionRope): a
+/// head's row x of D channels becomes x / sqrt(mean(x^2) + eps) * (w +
+/// offset), f32 inside, rounded to T, as rmsNorm writes it. Null weights:
+/// no norms.
+template <class T> struct HeadNorms {
+  const T *q = nullptr, *k = nullptr; // [D] each
+  float qEps = 0.0f, kEps = 0.0f, qOffset = 0.0f, kOffset = 0.0f;
+};
+
+/// Channel e of a head's row x, as float: x[e], or with a norm's weight w,
+/// x[e] * inv * (w[e] + offset) rounded to T (rmsNormRow's value; inv is
+/// the row's 1 / sqrt(mean(x^2) + eps)).
+template <class T>
+LLMC_DEVICE float headChannel(const T *x, int e, const T *w, float inv, float offset) {
+  return w ? toFloat(fromFloat<T>(toFloat(x[e]) * inv * (toFloat(w[e]) + offset))) : toFloat(x[e]);
+}
+
+/// Channel e of a row (x(c) its channel c as a float of T) roped as the
+/// rope kernel ropes it (channels past r as they are; pairs (i, i + r/2),
+/// or (2i, 2i + 1) interleaved) at table row `row` of cosT/sinT [P, r/2]
+/// (cos 1, sin 0 when row < 0), as a float of the rounded T.
+template <class T, class C, class Read>
+LLMC_DEVICE float ropeChannel(Read x, int e, int r, bool interleaved, const C *cosT,
+                              const C *sinT, long long row) {
+  if (e >= r)
+    return x(e);
+  int half = r / 2;
+  int item = interleaved ? e / 2 : e % half;
+  int c1 = interleaved ? 2 * item : item, c2 = interleaved ? 2 * item + 1 : item + half;
+  float c = 1.0f, sn = 0.0f;
+  if (row >= 0) {
+    c = toFloat(cosT[size_t(row) * size_t(half) + size_t(item)]);
+    sn = toFloat(sinT[size_t(row) * size_t(half) + size_t(item)]);
+  }
+  T v1, v2;
+  rotatePair(x(c1), x(c2), c, sn, v1, v2);
+  return toFloat(e == c1 ? v1 : v2);
 }
 
 /// Work item i of a rope over t (one thread per (token, head, pair), then
@@ -299,24 +343,111 @@ LLMC_GLOBAL void ropeCacheWriteKernel(RopeTensor<T> queries, RopeTensor<T> keys,
              positions, positionsPerBatch, b, s, d, r, p, interleaved, error);
 }
 
+/// A rope of a tensor's rows after their RMS norm (HeadNorms), a warp a
+/// row (one (token, head) of t, D channels): the warp sums the row's
+/// squares, then each lane writes its channels normalised (rounded to T)
+/// and roped, as rmsNorm and rope one after the other; with `rows`, into
+/// the key cache as well. w null: the rope alone.
+template <class T, class C>
+LLMC_DEVICE void normRopeRow(const RopeTensor<T> &t, RopeCacheRows<T> rows, size_t row,
+                             const T *w, float eps, float offset, const C *cosT, const C *sinT,
+                             const int64_t *positions, int positionsPerBatch, int b, int s, int d,
+                             int r, int p, bool interleaved, unsigned long long *error) {
+  int lane = int(threadIdx.x % 32u);
+  if (row >= size_t(b) * size_t(s) * size_t(t.n))
+    return; // (warp-uniform)
+  const T *x = t.x + row * size_t(d);
+  float inv = 0.0f;
+  if (w) {
+    float squares = 0.0f;
+    for (int e = lane; e < d; e += 32) {
+      float v = toFloat(x[e]);
+      squares = fmaf(v, v, squares);
+    }
+    inv = rsqrtf(warpSum(squares) / float(d) + eps);
+  }
+  size_t token = row / size_t(t.n);
+  int bi = int(token / size_t(s)), si = int(token % size_t(s));
+  int64_t pos = positions[size_t(positionsPerBatch ? bi : 0) * size_t(s) + size_t(si)];
+  if (pos < 0 || pos >= p) {
+    if (lane == 0)
+      recordError(error, kPositionOutOfRange, (long long)token);
+    return;
+  }
+  T *cacheRow = nullptr;
+  if (rows.cache) {
+    int64_t at = *rows.pos + si;
+    if (*rows.pos < 0 || at >= rows.capacity) {
+      if (lane == 0)
+        recordError(error, kCacheOverflow, (long long)at);
+      return;
+    }
+    int hi = int(row % size_t(t.n));
+    cacheRow = rows.cache +
+               ((size_t(bi) * size_t(t.n) + size_t(hi)) * size_t(rows.capacity) + size_t(at)) *
+                   size_t(d);
+  }
+  auto in = [&](int e) { return headChannel(x, e, w, inv, offset); };
+  for (int e = lane; e < d; e += 32) {
+    T v = fromFloat<T>(ropeChannel<T>(in, e, r, interleaved, cosT, sinT, (long long)pos));
+    t.y[row * size_t(d) + size_t(e)] = v;
+    if (cacheRow)
+      cacheRow[e] = v;
+  }
+}
+
+template <class T, class C>
+LLMC_GLOBAL void normRopeCacheWriteKernel(RopeTensor<T> queries, RopeTensor<T> keys, T *kCache,
+                                          CacheUpdate<T, T> values, HeadNorms<T> norms,
+                                          const C *cosT, const C *sinT, const int64_t *positions,
+                                          int positionsPerBatch, const int64_t *pos, int b, int s,
+                                          int d, int r, int p, bool interleaved, int capacity,
+                                          unsigned long long *error) {
+  LLMC_KERNEL_BEGIN();
+  if (blockIdx.y == 2) {
+    cacheWriteItem(values, size_t(blockIdx.x) * blockDim.x + threadIdx.x, pos, b, keys.n,
+                   capacity, s, d, error);
+    return;
+  }
+  bool k = blockIdx.y == 1;
+  normRopeRow(k ? keys : queries, RopeCacheRows<T>{k ? kCache : nullptr, pos, capacity},
+              size_t(blockIdx.x) * (blockDim.x / 32u) + threadIdx.x / 32u, k ? norms.k : norms.q,
+              k ? norms.kEps : norms.qEps, k ? norms.kOffset : norms.qOffset, cosT, sinT,
+              positions, positionsPerBatch, b, s, d, r, p, interleaved, error);
+}
+
 /// An attention's ropes and cache writes in one launch: rope over the
 /// queries xq -> yq [B, S, nq, D] and the keys xk -> yk [B, S, nkv, D] (as
 /// ropePair), the roped keys also into kCache [B, nkv, C, D] at rows *pos ..
 /// *pos + S - 1, and the values into vCache as cacheWrite (read at their
-/// strides); blockIdx.y 0, 1, 2.
+/// strides); blockIdx.y 0, 1, 2. With `norms` (both weights), each query
+/// and key head's RMS norm before its rope in the same launch, a warp a
+/// head's row (normRopeCacheWriteKernel: Qwen 3's and Gemma 3's head norms
+/// in a prefill).
 template <class T, class C>
 std::string ropeCacheWrite(const T *xq, T *yq, int nq, const T *xk, T *yk, int nkv, T *kCache,
                            T *vCache, const T *values, int64_t vsb, int64_t vss, int64_t vsh,
                            const C *cosT, const C *sinT, const int64_t *positions,
                            bool positionsPerBatch, const int64_t *pos, int b, int s, int d, int r,
                            int p, bool interleaved, int capacity, unsigned long long *error,
-                           Stream stream) {
+                           Stream stream, HeadNorms<T> norms = {}) {
   if (r == 0)
     r = d;
-  if (b < 1 || s < 1 || nq < 1 || nkv < 1 || d < 1 || r % 2 || r > d || p < 1 || capacity < 1)
+  if (b < 1 || s < 1 || nq < 1 || nkv < 1 || d < 1 || r % 2 || r > d || p < 1 || capacity < 1 ||
+      (!norms.q != !norms.k))
     return "rope and cache write: invalid arguments";
-  size_t ropes = size_t(b) * size_t(s) * size_t(nq > nkv ? nq : nkv) * size_t(r / 2 + d - r);
   size_t writes = size_t(b) * size_t(nkv) * size_t(s) * size_t(d);
+  if (norms.q) {
+    constexpr unsigned kRows = 8; // a warp a row, 256 threads
+    size_t rows = size_t(b) * size_t(s) * size_t(nq > nkv ? nq : nkv);
+    size_t blocks = ceilDiv(rows, kRows) > ceilDiv(writes, 256) ? ceilDiv(rows, kRows)
+                                                                 : ceilDiv(writes, 256);
+    return launch(normRopeCacheWriteKernel<T, C>, dim3(unsigned(blocks), 3), dim3(32 * kRows), 0,
+                  stream, RopeTensor<T>{xq, yq, nq}, RopeTensor<T>{xk, yk, nkv}, kCache,
+                  CacheUpdate<T, T>{vCache, values, vsb, vss, vsh}, norms, cosT, sinT, positions,
+                  positionsPerBatch ? 1 : 0, pos, b, s, d, r, p, interleaved, capacity, error);
+  }
+  size_t ropes = size_t(b) * size_t(s) * size_t(nq > nkv ? nq : nkv) * size_t(r / 2 + d - r);
   return launch(ropeCacheWriteKernel<T, C>, dim3(ceilDiv(ropes > writes ? ropes : writes, 256), 3),
                 dim3(256), 0, stream, RopeTensor<T>{xq, yq, nq}, RopeTensor<T>{xk, yk, nkv}, kCache,
                 CacheUpdate<T, T>{vCache, values, vsb, vss, vsh}, cosT, sinT, positions,
