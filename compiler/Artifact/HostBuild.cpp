@@ -91,6 +91,17 @@ std::string inDir(llvm::StringRef dir, llvm::StringRef name) {
   return std::string(p);
 }
 
+/// b's compiler and flags run on `input` (its language given) with `mode`
+/// ("-E", "-M", "-c") into `output`.
+std::vector<std::string> sourceCommand(const ObjectBuild &b, llvm::StringRef mode,
+                                       llvm::StringRef input, llvm::StringRef output) {
+  std::vector<std::string> args = b.compile;
+  if (!b.language.empty() && input == b.source)
+    args.insert(args.end(), {"-x", b.language});
+  args.insert(args.end(), {mode.str(), input.str(), "-o", output.str()});
+  return args;
+}
+
 /// The cache folder for `kind` (see HostBuild.h), or "" for none.
 std::string cacheDir(llvm::StringRef kind) {
   auto env = [](const char *name) -> std::string {
@@ -209,11 +220,7 @@ struct KeyHash {
 
 /// The source, preprocessed into dir, and its cache keys.
 llvm::Expected<Keys> preprocess(const ObjectBuild &b, llvm::StringRef dir) {
-  std::vector<std::string> args = b.compile;
-  if (!b.language.empty())
-    args.insert(args.end(), {"-x", b.language});
-  args.insert(args.end(), {"-E", b.source, "-o", b.text()});
-  if (llvm::Error e = runBuild(args, dir, b.what))
+  if (llvm::Error e = runBuild(sourceCommand(b, "-E", b.source, b.text()), dir, b.what))
     return std::move(e);
   if (llvm::Error e = runBuild({b.compile[0], "--version"}, dir, b.what, kCompilerVersion))
     return std::move(e);
@@ -259,11 +266,7 @@ std::vector<std::string> ruleDependencies(llvm::StringRef rule) {
 /// kernel templates beside each other) is read too; the toolkit's own
 /// headers are its version's.
 llvm::Expected<Keys> dependencyKeys(const ObjectBuild &b, llvm::StringRef dir) {
-  std::vector<std::string> args = b.compile;
-  if (!b.language.empty())
-    args.insert(args.end(), {"-x", b.language});
-  args.insert(args.end(), {"-M", b.source, "-o", b.depfile()});
-  if (llvm::Error e = runBuild(args, dir, b.what))
+  if (llvm::Error e = runBuild(sourceCommand(b, "-M", b.source, b.depfile()), dir, b.what))
     return std::move(e);
   KeyHash h(b.compile);
   if (llvm::Error e = runBuild({b.compile[0], "--version"}, dir, b.what, kCompilerVersion))
@@ -344,11 +347,9 @@ llvm::Expected<CachedObject> compileObject(const ObjectBuild &b, llvm::StringRef
                                            llvm::raw_ostream *log) {
   if (log)
     *log << "  building " << b.what << " with " << b.compile[0] << "\n";
-  std::vector<std::string> args = b.compile;
-  if (b.byDependencies && !b.language.empty())
-    args.insert(args.end(), {"-x", b.language});
-  args.insert(args.end(), {"-c", b.byDependencies ? b.source : b.text(), "-o", b.object()});
-  if (llvm::Error e = runBuild(args, dir, b.what))
+  if (llvm::Error e = runBuild(
+          sourceCommand(b, "-c", b.byDependencies ? b.source : b.text(), b.object()), dir,
+          b.what))
     return std::move(e);
   CachedObject object{inDir(dir, b.object()), "", keys};
   if (cache.empty())
