@@ -29,6 +29,10 @@ llvm::Error mlir::llmc::runBuild(const std::vector<std::string> &args, llvm::Str
   llvm::SmallString<256> errFile(dir), outFile(dir);
   llvm::sys::path::append(errFile, "compiler.log");
   llvm::sys::path::append(outFile, stdoutFile);
+  // (A redirect writes over a file without truncating it: a shorter output
+  // would keep the end of the longer one before it.)
+  if (!stdoutFile.empty())
+    llvm::sys::fs::remove(outFile);
   std::optional<llvm::StringRef> redirects[] = {
       std::nullopt, stdoutFile.empty() ? llvm::StringRef(errFile) : llvm::StringRef(outFile),
       llvm::StringRef(errFile)};
@@ -245,6 +249,8 @@ std::vector<std::string> ruleDependencies(llvm::StringRef rule) {
     char c = rule[i];
     if (c == '\\' && i + 1 < rule.size() && (rule[i + 1] == ' ' || rule[i + 1] == '#')) {
       current += rule[++i]; // an escaped space or '#' in a name
+    } else if (c == '$' && i + 1 < rule.size() && rule[i + 1] == '$') {
+      current += rule[++i]; // make's escaped '$'
     } else if (c == '\\' && i + 1 < rule.size() && (rule[i + 1] == '\n' || rule[i + 1] == '\r')) {
       flush(); // a continued line
     } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
@@ -257,14 +263,35 @@ std::vector<std::string> ruleDependencies(llvm::StringRef rule) {
   return files;
 }
 
+/// The host compiler nvcc runs for `compile`: -ccbin (--compiler-bindir),
+/// else NVCC_CCBIN, else gcc; a folder names its gcc.
+std::string nvccHostCompiler(const std::vector<std::string> &compile) {
+  std::string host = "gcc";
+  if (const char *v = std::getenv("NVCC_CCBIN"); v && *v)
+    host = v;
+  for (size_t i = 0; i < compile.size(); ++i) {
+    llvm::StringRef a(compile[i]);
+    for (llvm::StringRef flag : {"-ccbin", "--compiler-bindir"}) {
+      if (a == flag && i + 1 < compile.size())
+        host = compile[i + 1];
+      else if (a.starts_with((flag + "=").str()))
+        host = a.drop_front(flag.size() + 1).str();
+    }
+  }
+  if (llvm::sys::fs::is_directory(host))
+    host += "/gcc";
+  return host;
+}
+
 /// An nvcc object's cache keys, from what its compile reads: nvcc's
 /// version, the host compiler nvcc runs (its --version; NVCC_CCBIN and the
 /// NVCC_*_FLAGS it reads from the environment), the command, and the path
 /// and contents of every file `nvcc -M` lists. Its device pass may include
 /// a file the listing (one pass) misses, under a test of __CUDA_ARCH__:
-/// so every file of a listed file's folder within the include folders (the
-/// kernel templates beside each other) is read too; the toolkit's own
-/// headers are its version's.
+/// so every file of a listed file's folder below the include folders (the
+/// kernel templates beside each other) is read too, but not the build
+/// folder's (the weights); the toolkit's own headers are its version's.
+/// A listing without the source is an error (no key: compiled uncached).
 llvm::Expected<Keys> dependencyKeys(const ObjectBuild &b, llvm::StringRef dir) {
   if (llvm::Error e = runBuild(sourceCommand(b, "-M", b.source, b.depfile()), dir, b.what))
     return std::move(e);
@@ -273,46 +300,44 @@ llvm::Expected<Keys> dependencyKeys(const ObjectBuild &b, llvm::StringRef dir) {
     return std::move(e);
   if (llvm::Error e = h.addFile(inDir(dir, kCompilerVersion)))
     return std::move(e);
-  // The host compiler: -ccbin, else NVCC_CCBIN, else nvcc's default, gcc.
-  std::string host = "gcc";
   for (const char *name : {"NVCC_CCBIN", "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"}) {
     const char *v = std::getenv(name);
     h.add(std::string(name) + "=" + (v ? v : ""));
-    if (v && *v && llvm::StringRef(name) == "NVCC_CCBIN")
-      host = v;
   }
-  for (size_t i = 0; i + 1 < b.compile.size(); ++i)
-    if (b.compile[i] == "-ccbin" || b.compile[i] == "--compiler-bindir")
-      host = b.compile[i + 1];
-  if (llvm::sys::fs::is_directory(host))
-    host += "/gcc";
+  std::string host = nvccHostCompiler(b.compile);
   auto program = llvm::sys::findProgramByName(host);
-  if (program && !runBuild({*program, "--version"}, dir, b.what, kCompilerVersion))
-    (void)h.addFile(inDir(dir, kCompilerVersion));
-  else
-    h.add("no host compiler " + host);
+  if (!program)
+    return makeError("no host compiler " + host + " for nvcc");
+  if (llvm::Error e = runBuild({*program, "--version"}, dir, b.what, kCompilerVersion))
+    return std::move(e);
+  if (llvm::Error e = h.addFile(inDir(dir, kCompilerVersion)))
+    return std::move(e);
   auto rule = llvm::MemoryBuffer::getFile(inDir(dir, b.depfile()));
   if (!rule)
     return makeError("cannot read " + inDir(dir, b.depfile()) + ": " +
                      rule.getError().message());
+  std::string inBuild = dir.str() + "/";
   std::set<std::string> files;
   for (const std::string &f : ruleDependencies((*rule)->getBuffer())) {
     std::string path = llvm::sys::path::is_absolute(f) ? f : inDir(dir, f);
     files.insert(path);
-    if (llvm::none_of(h.dirs, [&](const std::string &d) {
-          return llvm::StringRef(path).starts_with(d + "/");
+    llvm::StringRef folder = llvm::sys::path::parent_path(path);
+    if (llvm::StringRef(path).starts_with(inBuild) || llvm::none_of(h.dirs, [&](const std::string &d) {
+          return folder.starts_with(d + "/");
         }))
       continue;
     std::error_code ec;
-    for (llvm::sys::fs::directory_iterator it(llvm::sys::path::parent_path(path), ec), end;
-         it != end && !ec; it.increment(ec))
+    for (llvm::sys::fs::directory_iterator it(folder, ec), end; it != end && !ec;
+         it.increment(ec))
       if (llvm::sys::fs::is_regular_file(it->path()))
         files.insert(it->path());
   }
+  if (!files.count(inDir(dir, b.source)))
+    return makeError("nvcc -M did not list " + b.source);
   for (const std::string &f : files) {
     // (the build folder's own files by name: it is new each compile)
     llvm::StringRef name(f);
-    h.add(name.starts_with(dir.str() + "/") ? name.drop_front(dir.size() + 1) : name);
+    h.add(name.starts_with(inBuild) ? name.drop_front(inBuild.size()) : name);
     if (llvm::Error e = h.addFile(f))
       return std::move(e);
   }
@@ -354,6 +379,15 @@ llvm::Expected<CachedObject> compileObject(const ObjectBuild &b, llvm::StringRef
   CachedObject object{inDir(dir, b.object()), "", keys};
   if (cache.empty())
     return object;
+  // nvcc read the files after they were hashed: a file changed meanwhile
+  // (an edit, a checkout) would leave this object under the old key.
+  if (b.byDependencies) {
+    auto after = dependencyKeys(b, dir);
+    if (!after || after->relocatable != keys.relocatable || after->exact != keys.exact) {
+      llvm::consumeError(after.takeError());
+      return object;
+    }
+  }
   auto bytes = llvm::MemoryBuffer::getFile(object.path, /*IsText=*/false,
                                            /*RequiresNullTerminator=*/false);
   if (!bytes)
@@ -372,6 +406,13 @@ llvm::Expected<CachedObject> compileObject(const ObjectBuild &b, llvm::StringRef
 llvm::Expected<CachedObject> buildObject(const ObjectBuild &b, llvm::StringRef dir,
                                          llvm::raw_ostream *log) {
   auto keys = b.byDependencies ? dependencyKeys(b, dir) : preprocess(b, dir);
+  if (!keys && b.byDependencies) {
+    // (no key for nvcc's object: compiled as before the cache, not failed)
+    if (log)
+      *log << "  no cache key for " << b.what << " (" << llvm::toString(keys.takeError())
+           << "): not cached\n";
+    return compileObject(b, dir, "", Keys{}, log);
+  }
   if (!keys)
     return keys.takeError();
   std::string cache = cacheDir(b.kind);

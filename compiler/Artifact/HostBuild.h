@@ -30,7 +30,11 @@
 //          preprocessed text's place, the path and contents of every file
 //          `nvcc -M` lists and of every file beside llmc's headers among
 //          them (a device pass may include one the listing misses), with
-//          the version of the host compiler nvcc runs;
+//          the version of the host compiler nvcc runs; since nvcc reads the
+//          files after they were hashed, the key is taken again after the
+//          compile and the object stored only if it is the same (a file
+//          edited meanwhile); no key (an unreadable file, a listing without
+//          the source) compiles the object without the cache;
 //   where  $LLMC_CACHE_DIR, else $XDG_CACHE_HOME/llmc, else
 //          $HOME/.cache/llmc, in support/ and model/; LLMC_CACHE_DIR=off (or
 //          no such folder that can be made) builds the objects in the
