@@ -449,14 +449,9 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, (kDecodeMinBlocks<T, K, D,
           continue;
         const T *x = r < g ? q + (size_t(b) * size_t(hq) + size_t(kvh * g + r)) * D
                            : rope.k + (size_t(b) * size_t(hkv) + size_t(kvh)) * D;
-        float squares = 0.0f;
-        for (int e = int(lane); e < D; e += 32) {
-          float v = toFloat(x[e]);
-          squares = fmaf(v, v, squares);
-        }
-        squares = warpSum(squares);
+        float inv = warpRmsInv(x, D, r < g ? rope.norms.qEps : rope.norms.kEps);
         if (lane == 0)
-          invs[r] = rsqrtf(squares / float(D) + (r < g ? rope.norms.qEps : rope.norms.kEps));
+          invs[r] = inv;
       }
       __syncthreads();
     }

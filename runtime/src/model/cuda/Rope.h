@@ -56,6 +56,25 @@ template <class T> struct RopeCacheRows {
   int capacity;
 };
 
+/// The cache row that token si of sequence bi, head hi (of n) is also
+/// written to: `row` (null without a cache); false, with kCacheOverflow
+/// recorded, when it lies past the capacity.
+template <class T>
+LLMC_DEVICE bool ropeCacheRow(const RopeCacheRows<T> &rows, int bi, int hi, int si, int n, int d,
+                              T *&row, unsigned long long *error) {
+  row = nullptr;
+  if (!rows.cache)
+    return true;
+  int64_t at = *rows.pos + si;
+  if (*rows.pos < 0 || at >= rows.capacity) {
+    recordError(error, kCacheOverflow, (long long)at);
+    return false;
+  }
+  row = rows.cache +
+        ((size_t(bi) * size_t(n) + size_t(hi)) * size_t(rows.capacity) + size_t(at)) * size_t(d);
+  return true;
+}
+
 /// A rope pair (a, b) turned by the angle whose cosine and sine are c and
 /// sn, rounded to T: (a c - b sn, b c + a sn). Every rope kernel's (and the
 /// decode attention's, AttentionDecode.h) one expression for it.
@@ -81,6 +100,17 @@ template <class T> struct HeadNorms {
 template <class T>
 LLMC_DEVICE float headChannel(const T *x, int e, const T *w, float inv, float offset) {
   return w ? toFloat(fromFloat<T>(toFloat(x[e]) * inv * (toFloat(w[e]) + offset))) : toFloat(x[e]);
+}
+
+/// 1 / sqrt(mean(x^2) + eps) of a head's row x of d channels, summed by the
+/// calling warp (every lane gets it): a head norm's factor (HeadNorms).
+template <class T> LLMC_DEVICE float warpRmsInv(const T *x, int d, float eps) {
+  float squares = 0.0f;
+  for (int e = int(threadIdx.x % 32u); e < d; e += 32) {
+    float v = toFloat(x[e]);
+    squares = fmaf(v, v, squares);
+  }
+  return rsqrtf(warpSum(squares) / float(d) + eps);
 }
 
 /// Channel e of a row (x(c) its channel c as a float of T) roped as the
@@ -126,17 +156,8 @@ LLMC_DEVICE void ropeItem(const RopeTensor<T> &t, RopeCacheRows<T> rows, size_t 
   size_t rowBase = head * size_t(d);
   int bi = int(token / size_t(s)), si = int(token % size_t(s));
   T *cacheRow = nullptr;
-  if (rows.cache) {
-    int64_t row = *rows.pos + si;
-    if (*rows.pos < 0 || row >= rows.capacity) {
-      recordError(error, kCacheOverflow, (long long)row);
-      return;
-    }
-    int hi = int(head % size_t(n));
-    cacheRow = rows.cache +
-               ((size_t(bi) * size_t(n) + size_t(hi)) * size_t(rows.capacity) + size_t(row)) *
-                   size_t(d);
-  }
+  if (!ropeCacheRow(rows, bi, int(head % size_t(n)), si, n, d, cacheRow, error))
+    return;
   if (item >= half) {
     int ch = r + (item - half);
     y[rowBase + size_t(ch)] = x[rowBase + size_t(ch)];
@@ -357,15 +378,7 @@ LLMC_DEVICE void normRopeRow(const RopeTensor<T> &t, RopeCacheRows<T> rows, size
   if (row >= size_t(b) * size_t(s) * size_t(t.n))
     return; // (warp-uniform)
   const T *x = t.x + row * size_t(d);
-  float inv = 0.0f;
-  if (w) {
-    float squares = 0.0f;
-    for (int e = lane; e < d; e += 32) {
-      float v = toFloat(x[e]);
-      squares = fmaf(v, v, squares);
-    }
-    inv = rsqrtf(warpSum(squares) / float(d) + eps);
-  }
+  float inv = w ? warpRmsInv(x, d, eps) : 0.0f;
   size_t token = row / size_t(t.n);
   int bi = int(token / size_t(s)), si = int(token % size_t(s));
   int64_t pos = positions[size_t(positionsPerBatch ? bi : 0) * size_t(s) + size_t(si)];
@@ -375,18 +388,8 @@ LLMC_DEVICE void normRopeRow(const RopeTensor<T> &t, RopeCacheRows<T> rows, size
     return;
   }
   T *cacheRow = nullptr;
-  if (rows.cache) {
-    int64_t at = *rows.pos + si;
-    if (*rows.pos < 0 || at >= rows.capacity) {
-      if (lane == 0)
-        recordError(error, kCacheOverflow, (long long)at);
-      return;
-    }
-    int hi = int(row % size_t(t.n));
-    cacheRow = rows.cache +
-               ((size_t(bi) * size_t(t.n) + size_t(hi)) * size_t(rows.capacity) + size_t(at)) *
-                   size_t(d);
-  }
+  if (!ropeCacheRow(rows, bi, int(row % size_t(t.n)), si, t.n, d, cacheRow, error))
+    return;
   auto in = [&](int e) { return headChannel(x, e, w, inv, offset); };
   for (int e = lane; e < d; e += 32) {
     T v = fromFloat<T>(ropeChannel<T>(in, e, r, interleaved, cosT, sinT, (long long)pos));
