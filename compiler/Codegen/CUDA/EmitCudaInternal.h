@@ -174,6 +174,16 @@ private:
   /// the launch of the ropes (a decode attention's, or ropeCacheWrite's),
   /// which reads their inputs; else none.
   std::pair<RmsNormOp, RmsNormOp> headNormsBefore(RopeOp queries, RopeOp keys);
+  /// Such norms as the kernels' HeadNorms<t> argument (weights, epsilons,
+  /// weight offsets).
+  std::string headNormsArg(const std::string &t, RmsNormOp queries, RmsNormOp keys) {
+    return llvm::formatv("HeadNorms<{0}>{{{1}, {2}, {3:e9}f, {4:e9}f, {5:e9}f, {6:e9}f}", t,
+                         ptr(queries.getWeight()), ptr(keys.getWeight()),
+                         queries.getEpsilon().convertToFloat(), keys.getEpsilon().convertToFloat(),
+                         queries.getWeightOffset().convertToFloat(),
+                         keys.getWeightOffset().convertToFloat())
+        .str();
+  }
   /// Whether a rope's positions are [B, S] per sequence (else [1, S],
   /// shared by the batch).
   static bool ropePositionsPerBatch(RopeOp r);

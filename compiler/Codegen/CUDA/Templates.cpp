@@ -168,14 +168,9 @@ bool CudaEmitter::emitDecodeAttention(FusedOp fused, CpuModel::Entry &stats, llv
     RmsNormOp qn = ropes->second.queriesNorm, kn = ropes->second.keysNorm;
     Value xq = qn ? qn.getX() : ropes->second.queries.getX(), xk = kn ? kn.getX() : kr.getX();
     if (qn)
-      posAfterWait =
-          llvm::formatv(", 0, {0}, {1}, HeadNorms<{2}>{{{3}, {4}, {5:e9}f, {6:e9}f, {7:e9}f, "
-                        "{8:e9}f}",
-                        waitFirst ? "true" : "false", sinks, t, ptr(qn.getWeight()),
-                        ptr(kn.getWeight()), qn.getEpsilon().convertToFloat(),
-                        kn.getEpsilon().convertToFloat(), qn.getWeightOffset().convertToFloat(),
-                        kn.getWeightOffset().convertToFloat())
-              .str();
+      posAfterWait = llvm::formatv(", 0, {0}, {1}, {2}", waitFirst ? "true" : "false", sinks,
+                                   headNormsArg(t, qn, kn))
+                         .str();
     statement(llvm::formatv("decodeAttentionRope<{0}, {1}, {2}, {3}, {4}{22}>({5}, {6}, {7}, {8}, "
                             "{9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, "
                             "{20}, m.error, a.stream{21})",
@@ -522,15 +517,7 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
       // reads the norms' inputs, and their weights.
       RmsNormOp qn = fused->second.queriesNorm, kn = fused->second.keysNorm;
       Value xq = qn ? qn.getX() : qr.getX(), xk = kn ? kn.getX() : kr.getX();
-      std::string norms =
-          qn ? llvm::formatv(", HeadNorms<{0}>{{{1}, {2}, {3:e9}f, {4:e9}f, {5:e9}f, {6:e9}f}",
-                             cxxType(kr.getX().getType()), ptr(qn.getWeight()),
-                             ptr(kn.getWeight()), qn.getEpsilon().convertToFloat(),
-                             kn.getEpsilon().convertToFloat(),
-                             qn.getWeightOffset().convertToFloat(),
-                             kn.getWeightOffset().convertToFloat())
-                   .str()
-             : "";
+      std::string norms = qn ? ", " + headNormsArg(cxxType(kr.getX().getType()), qn, kn) : "";
       statement(
           llvm::formatv(
               "ropeCacheWrite<{0}, {1}>({2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, "
