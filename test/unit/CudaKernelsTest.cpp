@@ -926,6 +926,22 @@ TEST(CudaCacheWrite, WritesRowsAtTheDevicePositionFromAStridedUpdate) {
   EXPECT_EQ(err.download()[0] >> 32, kCacheOverflow);
 }
 
+// Every row of a cache [b, h, cap, d] written from -3.0: rows first ..
+// first + s - 1 hold want(bi, hi, si, di) exactly, the others still -3.
+template <class T, class Want>
+void expectCacheRows(const std::vector<T> &got, int b, int h, int cap, int d, int first, int s,
+                     Want want) {
+  for (int bi = 0; bi < b; ++bi)
+    for (int hi = 0; hi < h; ++hi)
+      for (int row = 0; row < cap; ++row)
+        for (int di = 0; di < d; ++di) {
+          bool written = row >= first && row < first + s;
+          ASSERT_EQ(toFloat(got[size_t(((bi * h + hi) * cap + row) * d + di)]),
+                    written ? want(bi, hi, row - first, di) : -3.0f)
+              << bi << " " << hi << " " << row << " " << di;
+        }
+}
+
 // Keys read as [B, S, Hkv, D] and values as [B, Hkv, S, D] into their two
 // caches in one launch: every row at the device position, nothing else.
 TEST(CudaCacheWrite, PairOfCachesInOneLaunch) {
@@ -940,19 +956,14 @@ TEST(CudaCacheWrite, PairOfCachesInOneLaunch) {
                            vc.get(), dv.get(), int64_t(hkv * s * d), int64_t(d), int64_t(s * d),
                            pos.get(), b, hkv, cap, s, d, err.get(), nullptr),
             "");
-  std::vector<half> gotK = kc.download(), gotV = vc.download();
-  for (int bi = 0; bi < b; ++bi)
-    for (int hi = 0; hi < hkv; ++hi)
-      for (int row = 0; row < cap; ++row)
-        for (int di = 0; di < d; ++di) {
-          size_t at = size_t(((bi * hkv + hi) * cap + row) * d + di);
-          bool written = row >= 6 && row < 6 + s;
-          int si = row - 6;
-          float wantK = written ? toFloat(keys[size_t(((bi * s + si) * hkv + hi) * d + di)]) : -3.0f;
-          float wantV = written ? toFloat(values[size_t(((bi * hkv + hi) * s + si) * d + di)]) : -3.0f;
-          ASSERT_EQ(toFloat(gotK[at]), wantK) << bi << " " << hi << " " << row << " " << di;
-          ASSERT_EQ(toFloat(gotV[at]), wantV) << bi << " " << hi << " " << row << " " << di;
-        }
+  auto wantK = [&](int bi, int hi, int si, int di) {
+    return toFloat(keys[size_t(((bi * s + si) * hkv + hi) * d + di)]);
+  };
+  ASSERT_NO_FATAL_FAILURE(expectCacheRows(kc.download(), b, hkv, cap, d, 6, s, wantK));
+  auto wantV = [&](int bi, int hi, int si, int di) {
+    return toFloat(values[size_t(((bi * hkv + hi) * s + si) * d + di)]);
+  };
+  ASSERT_NO_FATAL_FAILURE(expectCacheRows(vc.download(), b, hkv, cap, d, 6, s, wantV));
   EXPECT_EQ(err.download()[0], 0u);
 }
 
@@ -992,20 +1003,14 @@ TEST(CudaCacheWrite, RopesAndCacheWritesInOneLaunch) {
     std::vector<half> yk = dyk.download();
     EXPECT_LE(relativeError(yk, ropeReference(xk, tables, positions, b, s, nkv, d, r, false, true)),
               tolerance<half>());
-    std::vector<half> gotK = kc.download(), gotV = vc.download();
-    for (int bi = 0; bi < b; ++bi)
-      for (int hi = 0; hi < nkv; ++hi)
-        for (int row = 0; row < cap; ++row)
-          for (int di = 0; di < d; ++di) {
-            size_t at = size_t(((bi * nkv + hi) * cap + row) * d + di);
-            bool written = row >= 7 && row < 7 + s;
-            int si = row - 7;
-            float wantK = written ? toFloat(yk[size_t(((bi * s + si) * nkv + hi) * d + di)]) : -3.0f;
-            float wantV =
-                written ? toFloat(values[size_t(((bi * nkv + hi) * s + si) * d + di)]) : -3.0f;
-            ASSERT_EQ(toFloat(gotK[at]), wantK) << bi << " " << hi << " " << row << " " << di;
-            ASSERT_EQ(toFloat(gotV[at]), wantV) << bi << " " << hi << " " << row << " " << di;
-          }
+    auto wantK = [&](int bi, int hi, int si, int di) {
+      return toFloat(yk[size_t(((bi * s + si) * nkv + hi) * d + di)]);
+    };
+    ASSERT_NO_FATAL_FAILURE(expectCacheRows(kc.download(), b, nkv, cap, d, 7, s, wantK));
+    auto wantV = [&](int bi, int hi, int si, int di) {
+      return toFloat(values[size_t(((bi * nkv + hi) * s + si) * d + di)]);
+    };
+    ASSERT_NO_FATAL_FAILURE(expectCacheRows(vc.download(), b, nkv, cap, d, 7, s, wantV));
     EXPECT_EQ(err.download()[0], 0u);
     pos.upload({9}); // rows 9 .. 11 of 11
     ASSERT_EQ(run(), "");
@@ -1071,19 +1076,15 @@ template <class T> void normRopeCacheWrite(int d, int r, bool interleaved) {
   EXPECT_LE(relativeError(yk, ropeReference(normed(xk, wk, kEps, kOffset), tables, positions, b, s,
                                             nkv, d, r, interleaved, true)),
             tol);
-  std::vector<T> gotK = kc.download(), gotV = vc.download();
-  for (int bi = 0; bi < b; ++bi)
-    for (int hi = 0; hi < nkv; ++hi)
-      for (int row = 0; row < cap; ++row)
-        for (int di = 0; di < d; ++di) {
-          size_t at = size_t(((bi * nkv + hi) * cap + row) * d + di);
-          bool written = row >= 5 && row < 5 + s;
-          size_t from = size_t(((bi * s + row - 5) * nkv + hi) * d + di);
-          ASSERT_EQ(toFloat(gotK[at]), written ? toFloat(yk[from]) : -3.0f)
-              << bi << " " << hi << " " << row << " " << di;
-          ASSERT_EQ(toFloat(gotV[at]), written ? toFloat(values[from]) : -3.0f)
-              << bi << " " << hi << " " << row << " " << di;
-        }
+  // (values [B, S, Hkv, D])
+  auto wantK = [&](int bi, int hi, int si, int di) {
+    return toFloat(yk[size_t(((bi * s + si) * nkv + hi) * d + di)]);
+  };
+  ASSERT_NO_FATAL_FAILURE(expectCacheRows(kc.download(), b, nkv, cap, d, 5, s, wantK));
+  auto wantV = [&](int bi, int hi, int si, int di) {
+    return toFloat(values[size_t(((bi * s + si) * nkv + hi) * d + di)]);
+  };
+  ASSERT_NO_FATAL_FAILURE(expectCacheRows(vc.download(), b, nkv, cap, d, 5, s, wantV));
   EXPECT_EQ(err.download()[0], 0u);
   EXPECT_EQ(run(HeadNorms<T>{dwq.get(), nullptr, qEps, kEps, 0.0f, 0.0f}),
             "rope and cache write: invalid arguments");
