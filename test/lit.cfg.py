@@ -23,7 +23,8 @@ for var in ("HOME", "CC", "CXX"):
 # would push the user's entries out), and not in the build tree: a fresh
 # clone of the same llmc (CI's) then compiles only the models whose
 # generated code changed. The key covers the compiler, the flags and the
-# whole preprocessed text, so an entry is never another build's.
+# whole preprocessed text (for nvcc's objects, every file it reads), so an
+# entry is never another build's.
 # LLMC_TEST_CACHE_DIR names another folder, or "off" (every model compiled).
 cache_home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
 config.environment["LLMC_CACHE_DIR"] = (os.environ.get("LLMC_TEST_CACHE_DIR")

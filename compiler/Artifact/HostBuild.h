@@ -36,9 +36,9 @@
 //          edited meanwhile); no key (an unreadable file, a listing without
 //          the source) compiles the object without the cache;
 //   where  $LLMC_CACHE_DIR, else $XDG_CACHE_HOME/llmc, else
-//          $HOME/.cache/llmc, in support/ and model/; LLMC_CACHE_DIR=off (or
-//          no such folder that can be made) builds the objects in the
-//          artifact's folder each time;
+//          $HOME/.cache/llmc, in support/, model/ and gpu/;
+//          LLMC_CACHE_DIR=off (or no such folder that can be made) builds
+//          the objects in the artifact's folder each time;
 //   entry  <key>.o, written to a unique name and renamed into place, so
 //          concurrent compiles never read half an object;
 //   size   the 64 support objects (about 300 KB each), 512 model objects

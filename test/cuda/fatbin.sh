@@ -11,10 +11,10 @@
 # headers alike), so a run whose inputs are all unchanged is read back
 # instead of compiled again (all of them: 13.5 minutes of one core of a
 # 2-core VM, 25 beside lit; all read back: 20-40 s), and a changed kernel
-# header rebuilds only the units that include it. The cache holds ptxas's report and the output's size, not the
-# binaries. LLMC_FATBIN_CACHE names its folder (default
-# ${XDG_CACHE_HOME:-~/.cache}/llmc-fatbin); LLMC_FATBIN_CACHE=off compiles
-# everything.
+# header rebuilds only the units that include it. The cache holds ptxas's
+# report and the output's size, not the binaries. LLMC_FATBIN_CACHE names
+# its folder (default ${XDG_CACHE_HOME:-~/.cache}/llmc-fatbin);
+# LLMC_FATBIN_CACHE=off compiles everything.
 # Usage: fatbin.sh NVCC SOURCE_ROOT OUT_DIR
 set -euo pipefail
 nvcc=$1 root=$(cd "$2" && pwd) out=$3
