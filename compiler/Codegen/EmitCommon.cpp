@@ -376,6 +376,91 @@ void writeEntryComment(llvm::raw_ostream &os, const CpuModel &model) {
        << e.batch << ", " << e.seq << ", " << model.vocab << "]\n";
 }
 
+/// Whether `op` treats each row (position) of its [B, S, ...] operand
+/// `row` on its own, every other operand being a constant (a linear layer's
+/// weights; else of at most one dimension: a norm's weight, a bias, a
+/// scalar): norms and linear layers over the last dimension, casts,
+/// element-wise operations.
+static bool rowWise(Operation *op, Value row, int64_t batch, int64_t seq) {
+  auto rowShaped = [&](Value v) {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    return t && t.hasStaticShape() && t.getRank() == 3 && t.getDimSize(0) == batch &&
+           t.getDimSize(1) == seq;
+  };
+  if (op->getNumResults() != 1 || !rowShaped(row) || !rowShaped(op->getResult(0)))
+    return false;
+  if (auto fused = dyn_cast<FusedOp>(op)) {
+    Block &inner = fused.getRegion().front();
+    Value at; // the region's row value
+    for (auto [arg, operand] : llvm::zip(inner.getArguments(), fused->getOperands()))
+      if (operand == row)
+        at = arg;
+    auto yield = cast<YieldOp>(inner.getTerminator());
+    for (Operation &o : inner.without_terminator()) {
+      if (o.getNumOperands() == 0 || o.getOperand(0) != at || !rowWise(&o, at, batch, seq))
+        return false;
+      at = o.getResult(0);
+    }
+    return yield->getNumOperands() == 1 && yield->getOperand(0) == at;
+  }
+  StringRef name = shortName(op);
+  bool elementwise = name == "onnx.cast" || name == "onnx.tanh" || name == "onnx.mul" ||
+                     name == "onnx.div" || name == "onnx.add" || name == "onnx.sub" ||
+                     name == "onnx.neg";
+  if (!isa<RmsNormOp, LayerNormOp, LinearOp, QuantizedLinearOp>(op) && !elementwise)
+    return false;
+  if (op->getOperand(0) != row)
+    return false;
+  // A linear layer's weights are any constants; the other operations'
+  // constants must not vary along the positions.
+  bool linear = isa<LinearOp, QuantizedLinearOp>(op);
+  for (Value o : llvm::drop_begin(op->getOperands())) {
+    if (isNone(o))
+      continue;
+    auto c = outside(o).getDefiningOp<ConstantOp>();
+    auto t = dyn_cast<RankedTensorType>(o.getType());
+    if (!c || !t || (!linear && t.getRank() > 1))
+      return false;
+  }
+  return true;
+}
+
+static bool containsLinear(Operation *op) {
+  bool found = false;
+  op->walk([&](Operation *o) { found |= isa<LinearOp, QuantizedLinearOp>(o); });
+  return found;
+}
+
+static std::optional<LogitsTail> logitsTailOf(Block &block, Value logits, int64_t batch,
+                                              int64_t seq) {
+  LogitsTail tail;
+  bool linear = false;
+  Value v = logits;
+  while (true) {
+    Operation *d = v.getDefiningOp();
+    if (!d || d->getBlock() != &block || d->getNumOperands() == 0 ||
+        !rowWise(d, d->getOperand(0), batch, seq) || (v != logits && !v.hasOneUse()))
+      break;
+    tail.ops.insert(d);
+    linear |= containsLinear(d);
+    tail.input = d->getOperand(0);
+    v = tail.input;
+  }
+  // The hidden state is read by the tail alone (it gets another name there).
+  if (!linear || !tail.input || !tail.input.hasOneUse())
+    return std::nullopt;
+  return tail;
+}
+
+
+std::optional<LogitsTail> logitsTail(func::FuncOp f, int64_t batch, int64_t seq) {
+  Block &block = f.getBody().front();
+  for (unsigned i = 0; i < f.getNumResults(); ++i)
+    if (auto n = f.getResultAttrOfType<StringAttr>(i, "llm.name"); n && n.getValue() == "logits")
+      return logitsTailOf(block, block.getTerminator()->getOperand(i), batch, seq);
+  return std::nullopt;
+}
+
 void writeAbiTables(llvm::raw_ostream &os, const CpuModel &model, llvm::StringRef fnResult) {
   os << "  static constexpr uint32_t kNumEntries = " << model.entries.size() << ";\n"
      << "  static inline const llmc_model_entry kEntries[] = {\n";

@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallVector.h"
 
 #include <optional>
@@ -97,6 +98,19 @@ llvm::Expected<EntrySignature> entrySignature(func::FuncOp f, bool allowI32Token
 /// them.
 llvm::Error takeCaches(CpuModel &model, const std::vector<CpuModel::Cache> &caches,
                        llvm::StringRef fname);
+/// The operations at the end of an entry that make the logits from the
+/// hidden state position by position (the final norm, lm_head, a softcap, a
+/// cast): with them known, an entry computes the logits of only the
+/// positions its caller asks for (model ABI run_rows), a bucket's padding
+/// and a prompt's earlier positions skipped.
+struct LogitsTail {
+  Value input;                     // the hidden state [B, S, H] they read
+  llvm::DenseSet<Operation *> ops; // top-level operations of the entry
+};
+/// The tail that makes entry `f`'s logits (f's [batch, seq] entry), or
+/// nothing when they do not end in one with a linear layer.
+std::optional<LogitsTail> logitsTail(func::FuncOp f, int64_t batch, int64_t seq);
+
 /// The comment at the top of a generated file listing the entry points.
 void writeEntryComment(llvm::raw_ostream &os, const CpuModel &model);
 /// struct Model's tables for the ABI: kNumEntries, kEntries, kFns (entry

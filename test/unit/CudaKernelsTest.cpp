@@ -894,6 +894,37 @@ TEST(CudaEmbedding, IdOutsideTheVocabularyIsReportedAndZeroed) {
   EXPECT_TRUE((word & 0xffffffffu) == 1u || (word & 0xffffffffu) == 2u);
 }
 
+// The rows of the hidden state a prefill's logits tail runs on: rows row0
+// .. row0 + r - 1 of each sequence, past the entry's last read as the last
+// (a chunk's padding); 16-byte vectors and the element loop.
+template <class T> void checkSelectRows(int h) {
+  SCOPED_TRACE("h=" + std::to_string(h));
+  int b = 2, s = 5;
+  auto x = randomValues<T>(size_t(b * s * h), 1.0f, 4);
+  DeviceBuffer<T> dx(x);
+  for (auto [row0, r] : {std::pair{3, 4}, std::pair{0, 1}, std::pair{4, 1}, std::pair{0, 5}}) {
+    DeviceBuffer<T> dout(size_t(b * r * h));
+    ASSERT_EQ(selectRows(dx.get(), dout.get(), b, s, h, row0, r, nullptr), "");
+    std::vector<T> got = dout.download();
+    for (int q = 0; q < b; ++q)
+      for (int i = 0; i < r; ++i)
+        for (int j = 0; j < h; ++j) {
+          int row = std::min(row0 + i, s - 1);
+          ASSERT_EQ(toFloat(got[size_t((q * r + i) * h + j)]),
+                    toFloat(x[size_t((q * s + row) * h + j)]))
+              << row0 << " " << r << ": " << q << " " << i << " " << j;
+        }
+  }
+  DeviceBuffer<T> dout(size_t(b * h));
+  EXPECT_NE(selectRows(dx.get(), dout.get(), b, s, h, 5, 1, nullptr), ""); // row0 past the entry
+}
+
+TEST(CudaSelectRows, RowsOfEachSequenceAndTheLastForPadding) {
+  checkSelectRows<float>(64);
+  checkSelectRows<half>(24);
+  checkSelectRows<bfloat16>(13);
+}
+
 TEST(CudaCacheWrite, WritesRowsAtTheDevicePositionFromAStridedUpdate) {
   int b = 2, hkv = 3, cap = 10, s = 4, d = 8;
   // The update as [B, S, Hkv, D] (a projection's layout), read in place.

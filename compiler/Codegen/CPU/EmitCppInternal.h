@@ -45,15 +45,6 @@ namespace mlir::llmc::cpugen {
 using namespace mlir::llmc::codegen;
 namespace cpu = ::llmc::cpu;
 
-/// The operations at the end of an entry that make the logits from the
-/// hidden state position by position (the final norm, lm_head, a softcap, a
-/// cast): with them known, an entry computes the logits of only the
-/// positions its caller asks for (model ABI run_rows), a bucket's padding
-/// and a prompt's earlier positions skipped.
-struct LogitsTail {
-  Value input;                      // the hidden state [B, S, H] they read
-  llvm::DenseSet<Operation *> ops;  // top-level operations of the entry
-};
 
 class Emitter {
 public:

@@ -15,6 +15,7 @@
 #include "passes/BuildHelpers.h"
 #include "passes/KernelBridge.h"
 
+#include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -29,6 +30,11 @@ static bool isViewOrIdentity(Operation *op) {
 }
 
 llvm::Error CudaEmitter::emitBlock(Block &block, CpuModel::Entry &stats) {
+  prepareBlock(block);
+  return emitOps(block, stats);
+}
+
+void CudaEmitter::prepareBlock(Block &block) {
   // Transposes that only feed cache updates are folded into the writes.
   for (Operation &op : block.without_terminator())
     if (isa<CacheUpdateOp, QuantizedCacheUpdateOp>(&op) && !hasRunTimeShape(&op)) {
@@ -115,10 +121,113 @@ llvm::Error CudaEmitter::emitBlock(Block &block, CpuModel::Entry &stats) {
       lastPair = nullptr;
     pending = isa<RopeOp, CacheUpdateOp>(&op) || pairableNorm(&op) ? &op : nullptr;
   }
+}
+
+llvm::Error CudaEmitter::emitOps(Block &block, CpuModel::Entry &stats,
+                                 const llvm::DenseSet<Operation *> *skip) {
   for (Operation &op : block.without_terminator())
-    if (!folded.contains(&op))
+    if (!folded.contains(&op) && !(skip && skip->contains(&op)))
       if (llvm::Error e = emitOnDeviceOrHost(&op, stats))
         return e;
+  return llvm::Error::success();
+}
+
+bool CudaEmitter::tailApart(const LogitsTail &tail) {
+  for (auto &[second, first] : pairs)
+    if (tail.ops.contains(second) != tail.ops.contains(first))
+      return false;
+  for (auto &[last, chain] : chains)
+    for (Operation *o : chain)
+      if (tail.ops.contains(o) != tail.ops.contains(last))
+        return false;
+  return true;
+}
+
+llvm::Error CudaEmitter::emitTailAt(func::FuncOp f, const LogitsTail &tail, Value logits,
+                                    int64_t rows, const std::string &first,
+                                    CpuModel::Entry &stats) {
+  Value h = tail.input;
+  auto ht = cast<RankedTensorType>(h.getType());
+  int64_t batch = ht.getDimSize(0), seq = ht.getDimSize(1);
+  // [B, S, n] -> [B, rows, n]: the values along the rows (the operations'
+  // results, and inside a fused region its row argument and results).
+  auto atRows = [&](Value v) {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    if (t && t.getRank() == 3 && t.getDimSize(0) == batch && t.getDimSize(1) == seq)
+      v.setType(RankedTensorType::get({batch, rows, t.getDimSize(2)}, t.getElementType(),
+                                      t.getEncoding()));
+  };
+  OpBuilder b(f.getContext());
+  auto rowsType =
+      RankedTensorType::get({batch, rows, ht.getDimSize(2)}, ht.getElementType(), ht.getEncoding());
+  auto copy = b.create<func::FuncOp>(f.getLoc(), f.getSymName().str() + "_logits_rows",
+                                     b.getFunctionType({rowsType}, {}));
+  tailCopies.emplace_back(copy);
+  Block *copied = copy.addEntryBlock();
+  Value selected = copied->getArgument(0);
+  IRMapping map;
+  map.map(h, selected);
+  OpBuilder in = OpBuilder::atBlockEnd(copied);
+  for (Operation &op : f.getBody().front().without_terminator()) {
+    if (!tail.ops.contains(&op))
+      continue;
+    Value row = map.lookup(op.getOperand(0));
+    for (Value o : op.getOperands()) // (constants, and none: the weights)
+      if (!map.contains(o))
+        if (Operation *d = o.getDefiningOp(); d && d->getNumOperands() == 0)
+          in.clone(*d, map);
+    Operation *c = in.clone(op, map);
+    atRows(c->getResult(0));
+    if (auto fused = dyn_cast<FusedOp>(c)) {
+      Block &inner = fused.getRegion().front();
+      for (auto [arg, operand] : llvm::zip(inner.getArguments(), fused->getOperands()))
+        if (operand == row)
+          atRows(arg);
+      for (Operation &o : inner.without_terminator())
+        atRows(o.getResult(0));
+    }
+  }
+  Value out = map.lookup(logits); // (read by the return: not dead)
+  in.create<func::ReturnOp>(f.getLoc(), out);
+  copy.setFunctionType(b.getFunctionType({rowsType}, {out.getType()}));
+
+  define(selected);
+  statement(llvm::formatv("selectRows<{0}>({1}, {2}, {3}, {4}, {5}, {6}, {7}, a.stream)",
+                          cxxType(ht.getElementType()), ptr(h), ptr(selected), batch, seq,
+                          ht.getDimSize(2), first, rows)
+                .str(),
+            "the positions whose logits are asked for -> " + describeType(selected.getType()));
+  ++stats.kernelCalls;
+  if (llvm::Error e = emitBlock(*copied, stats))
+    return e;
+  if (!known(out))
+    return makeError("@" + f.getSymName().str() + ": the logits' tail left no logits");
+  body += llvm::formatv("  // the logits of these positions\n"
+                        "  LLMC_CUDA_TRY(m.storeLogitRows({0}, {1}, {2}, a.stream));\n",
+                        ptr(out), rows, first)
+              .str();
+  ++step;
+  return llvm::Error::success();
+}
+
+llvm::Error CudaEmitter::emitLogitRows(func::FuncOp f, const LogitsTail &tail, Value logits,
+                                       CpuModel::Entry &entry) {
+  int64_t chunk = std::min(entry.seq, kLogitsChunk);
+  body += "  if (a.rows == 1) { // one position a sequence\n";
+  if (llvm::Error e = emitTailAt(f, tail, logits, 1, "a.row0", entry))
+    return e;
+  body += llvm::formatv("  } else {{ // chunks of up to {0} positions\n"
+                        "  for (int64_t row = a.row0; row < a.row0 + a.rows; row += {0}) {{\n",
+                        chunk)
+              .str();
+  CpuModel::Entry uncounted = entry; // (the launches counted are a prompt's: one position)
+  if (llvm::Error e = emitTailAt(f, tail, logits, chunk, "row", uncounted))
+    return e;
+  body += "  }\n  }\n";
+  // Every chunk selects from the hidden state: it lives to the loop's end.
+  Buffer &hidden = buffers[size_t(refs.find(tail.input)->second.buffer)];
+  hidden.last = std::max(hidden.last, step);
+  logitsFloats = std::max(logitsFloats, entry.batch * chunk * model.vocab);
   return llvm::Error::success();
 }
 
@@ -468,8 +577,24 @@ llvm::Error CudaEmitter::emitFunction(func::FuncOp f) {
     return e;
 
   Block &block = f.getBody().front();
-  if (llvm::Error e = emitBlock(block, entry))
+  prepareBlock(block);
+  // A prefill's logits' tail runs apart, on the positions asked for
+  // (emitLogitRows), when the hidden state it reads is stored.
+  std::optional<LogitsTail> tail = logitsTail(f, entry.batch, entry.seq);
+  bool rowsApart = tail && entry.seq > 1 && tailApart(*tail);
+  if (llvm::Error e = emitOps(block, entry, rowsApart ? &tail->ops : nullptr))
     return e;
+  if (rowsApart) {
+    auto h = refs.find(tail->input);
+    if (h == refs.end() || h->second.kind != Ref::Arena) {
+      rowsApart = false; // (the tail as it is, after everything else)
+      for (Operation &op : block.without_terminator())
+        if (tail->ops.contains(&op) && !folded.contains(&op))
+          if (llvm::Error e = emitOnDeviceOrHost(&op, entry))
+            return e;
+    }
+  }
+  entry.logitsRows = tail && (entry.seq == 1 || rowsApart);
   auto ret = cast<func::ReturnOp>(block.getTerminator());
   bool haveLogits = false;
   for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
@@ -489,15 +614,22 @@ llvm::Error CudaEmitter::emitFunction(func::FuncOp f) {
       if (model.vocab && model.vocab != t.getDimSize(2))
         return makeError("@" + fname + ": the vocabulary differs between entry points");
       model.vocab = t.getDimSize(2);
+      if (rowsApart) {
+        if (llvm::Error e = emitLogitRows(f, *tail, v, entry))
+          return e;
+        haveLogits = true;
+        continue;
+      }
       if (host)
         uploadAs(v, {entry.batch, entry.seq, model.vocab}, "the logits");
       if (known(v)) {
         body += "  // the logits, to the host as f32\n";
-        body += llvm::formatv("  LLMC_CUDA_TRY(m.storeLogits({0}, {1}, a.stream));\n", ptr(v),
-                              entry.batch * entry.seq * model.vocab)
+        body += llvm::formatv("  LLMC_CUDA_TRY(m.storeLogitRows({0}, {1}, 0, a.stream));\n",
+                              ptr(v), entry.seq)
                     .str();
         ++step;
       }
+      logitsFloats = std::max(logitsFloats, entry.batch * entry.seq * model.vocab);
       haveLogits = true;
       continue;
     }
@@ -567,6 +699,7 @@ llvm::Expected<CpuModel> CudaEmitter::run(llvm::StringRef version) {
   os << "\n";
   writeAbiTables(os, model, "std::string");
   os << "  static constexpr uint64_t kArenaBytes = " << arenaBytes << ";\n"
+     << "  static constexpr int64_t kLogitsFloats = " << logitsFloats << ";\n"
      << "  static constexpr int64_t kMaxTokens = " << maxTokens << ";\n"
      << "  static constexpr size_t kNumAsserts = " << assertMessages.size() << ";\n"
      << "  static constexpr bool kHostSteps = " << (model.hostOperations.empty() ? "false" : "true")
@@ -592,7 +725,7 @@ llvm::Expected<CpuModel> CudaEmitter::run(llvm::StringRef version) {
      << "      &Glue<Model>::run, Model::kAnyCapacity, &Glue<Model>::runAtCapacity,\n"
      << "      LLMC_BUFFERS_DEVICE,\n"
      << "      LLMC_CUDA_EMULATED ? \"cuda-emulated\" : \"cuda\", &Glue<Model>::cacheAlloc,\n"
-     << "      &Glue<Model>::cacheFree, &Glue<Model>::runGreedy, nullptr, nullptr,\n"
+     << "      &Glue<Model>::cacheFree, &Glue<Model>::runGreedy, &Glue<Model>::runRows, nullptr,\n"
      << "      &Glue<Model>::runSample};\n"
      << "  return &abi;\n}\n";
   model.source = std::move(s);

@@ -17,6 +17,7 @@
 #include "passes/BuildHelpers.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -65,7 +66,30 @@ private:
   };
 
   llvm::Error emitFunction(func::FuncOp f);
+  /// prepareBlock, then emitOps.
   llvm::Error emitBlock(Block &block, CpuModel::Entry &stats);
+  /// What the block's operations fold into which (folded, chains, pairs,
+  /// ...), before any is emitted.
+  void prepareBlock(Block &block);
+  /// The block's operations that are not folded into others, but `skip`.
+  llvm::Error emitOps(Block &block, CpuModel::Entry &stats,
+                      const llvm::DenseSet<Operation *> *skip = nullptr);
+  /// The logits' tail of a prefill entry (codegen::logitsTail) on only the
+  /// positions the caller asks for (a.row0, a.rows): one position a
+  /// sequence as a [B, 1] copy of the tail, else chunks of up to
+  /// kLogitsChunk positions as a [B, chunk] copy in a loop; each selects
+  /// its rows of the hidden state (selectRows) and stores its logits
+  /// (storeLogitRows). The hidden state must be stored in the arena.
+  llvm::Error emitLogitRows(func::FuncOp f, const LogitsTail &tail, Value logits,
+                            CpuModel::Entry &entry);
+  /// One such copy of the tail at `rows` positions a sequence from
+  /// position `first` (a C++ expression).
+  llvm::Error emitTailAt(func::FuncOp f, const LogitsTail &tail, Value logits, int64_t rows,
+                         const std::string &first, CpuModel::Entry &stats);
+  /// Whether nothing outside the tail was folded into it or it into
+  /// something outside (element-wise runs, pairs).
+  bool tailApart(const LogitsTail &tail);
+  static constexpr int64_t kLogitsChunk = 64;
   llvm::Error emitOp(Operation *op, CpuModel::Entry &stats);
   /// A fused region that is a decode attention (partial, combine, maybe a
   /// cast): its partial op, with `result` the region's value; else null.
@@ -393,6 +417,11 @@ private:
   bool anyCapacity = true;
   std::string entries; // the entry functions' text
   int64_t arenaBytes = 0, maxTokens = 1;
+  /// The most f32 logits one step stores (DeviceModel.h's kLogitsFloats).
+  int64_t logitsFloats = 1;
+  /// The logits tails' copies at fewer positions (emitTailAt), kept while
+  /// the maps above may name their operations.
+  std::vector<OwningOpRef<func::FuncOp>> tailCopies;
 };
 
 } // namespace mlir::llmc::cudagen

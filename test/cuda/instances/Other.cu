@@ -2,7 +2,7 @@
 //
 // One of the translation units test/cuda/fatbin.sh builds for every
 // architecture llmc targets (see that script): the prefill GEMM tiles, the
-// norms, ropes, embedding gathers and cache writes, the fallback's ONNX
+// norms, ropes, embedding gathers, row selections and cache writes, the fallback's ONNX
 // matmul and softmax, and the argmax and sampling kernels, for f32, f16 and
 // bf16. The functions are never called; naming each launcher makes nvcc
 // build its kernels.
@@ -37,6 +37,7 @@ template <class T> void forType() {
                  nullptr, nullptr);
   embedding<T>(nullptr, ids, nullptr, 1, 1, 1, nullptr, nullptr);
   embedding<T>(nullptr, ids32, nullptr, 1, 1, 1, nullptr, nullptr);
+  selectRows<T>(nullptr, nullptr, 1, 1, 1, 0, 1, nullptr);
   matmul<T>(nullptr, nullptr, nullptr, 1, 1, 1, 1, 1, 1, 1, MatmulBatch{}, nullptr);
   softmax<T, T>(nullptr, nullptr, 1, 1, 1, false, nullptr);
   cacheWrite<T, T>(nullptr, nullptr, nullptr, 1, 1, 1, 1, 1, 0, 0, 0, nullptr, nullptr);

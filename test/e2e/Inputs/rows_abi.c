@@ -3,7 +3,10 @@
  * logits; run_rows on a second context fed the same tokens must give the
  * same logits for each asked range of rows (within 1e-5 of the logits'
  * scale: a few rows take the GEMV where many take the tiled GEMM), and
- * refuse ranges outside the entry.
+ * refuse ranges outside the entry. A device model's caches come from its
+ * cache_alloc (the CUDA target, on the emulation here). The ranges: the
+ * last row (a prompt's next token), the first, 3 rows inside, 5 rows
+ * across position 64 (the CUDA target's chunks of 64), all.
  *   rows_abi LIBMODEL WEIGHTS_BIN PREFILL_ENTRY
  * Prints "run_rows equals the logits of run_at_capacity for N ranges" or
  * fails. */
@@ -38,6 +41,11 @@ int main(int argc, char **argv) {
   for (int c = 0; c < 2; ++c) {
     if (abi->create(lm.weights, lm.bytes, 1, &ctx[c], err, sizeof err) != 0)
       return loadFail("rows_abi", "create", err);
+    if (abi->buffers == LLMC_BUFFERS_DEVICE) {
+      if (abi->cache_alloc(ctx[c], batch, capacity, caches[c], err, sizeof err) != 0)
+        return loadFail("rows_abi", "cache_alloc", err);
+      continue;
+    }
     for (uint32_t i = 0; i < abi->num_caches; ++i) {
       const llmc_model_cache *m = &abi->caches[i];
       caches[c][i] = calloc((size_t)(batch * m->heads * m->capacity * m->head_dim),
@@ -54,9 +62,10 @@ int main(int argc, char **argv) {
   double scale = 0;
   for (int64_t i = 0; i < batch * seq * vocab; ++i)
     scale = fmax(scale, fabs(all[i]));
-  /* The last row (a prompt's next token), the first, a range inside, all. */
-  int64_t ranges[4][2] = {{seq - 1, 1}, {0, 1}, {seq / 2, seq - seq / 2 > 3 ? 3 : 1}, {0, seq}};
-  for (int r = 0; r < 4; ++r) {
+  int64_t across = seq > 66 ? 62 : 0, acrossRows = seq - across < 5 ? seq - across : 5;
+  int64_t ranges[5][2] = {
+      {seq - 1, 1}, {0, 1}, {seq / 2, seq - seq / 2 > 3 ? 3 : 1}, {across, acrossRows}, {0, seq}};
+  for (int r = 0; r < 5; ++r) {
     int64_t row0 = ranges[r][0], rows = ranges[r][1];
     if (abi->run_rows(ctx[1], entry, tokens, 0, capacity, caches[1], row0, rows, some, err,
                       sizeof err) != 0)
@@ -81,9 +90,12 @@ int main(int argc, char **argv) {
         !strstr(err, "do not lie in the entry"))
       return loadFail("rows_abi", "a range outside the entry was not refused", err);
   }
-  printf("run_rows equals the logits of run_at_capacity for 4 ranges of %lld x %lld\n",
+  printf("run_rows equals the logits of run_at_capacity for 5 ranges of %lld x %lld\n",
          (long long)batch, (long long)seq);
-  for (int c = 0; c < 2; ++c)
+  for (int c = 0; c < 2; ++c) {
+    if (abi->buffers == LLMC_BUFFERS_DEVICE)
+      abi->cache_free(ctx[c], caches[c]);
     abi->destroy(ctx[c]);
+  }
   return 0;
 }

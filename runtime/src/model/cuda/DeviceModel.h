@@ -23,9 +23,19 @@
 //             one synchronisation per token); prefill entries are enqueued
 //             directly, and so is every entry of a model with host steps
 //             (HostSteps.h: operations that run on the host, kHostSteps).
-//             The logits come back as f32 and the error word is checked
-//             after the step. Nothing is allocated on the device while
-//             generating.
+//             The logits come back as f32 (a replayed graph's through pinned
+//             staging, others straight into the caller's buffer) and the
+//             error word is checked after the step. Nothing is allocated on
+//             the device while generating.
+//   run_rows  the same with the logits of only some positions of each
+//             sequence: where the compiler found the logits' tail (the
+//             final norm, lm_head, a softcap: EmitCuda.cpp), a prefill runs
+//             it on those positions only: one row a sequence (the rows
+//             selected first, then the tail at [B, 1], as a decode step's),
+//             or chunks of up to 64 (kLogitsChunk) positions, each chunk's
+//             logits copied out before the next; so a bucket's padding and a
+//             prompt's earlier positions cost no lm_head, and the arena
+//             holds no [B, S, vocab] logits.
 //   run_greedy  the same step, but only the argmax of one position of each
 //             sequence (the runtime's greedy rule) crosses to the host: a
 //             graph of its own per (caches, capacity, position).
@@ -85,6 +95,9 @@ struct Args {
   void *const *caches;   // the session's caches, [batch, heads, capacity, head_dim]
   int64_t capacity;
   Stream stream;
+  // The positions of each sequence whose logits (or token) the step needs:
+  // row0 .. row0 + rows - 1 (an entry with a logits tail computes only those).
+  int64_t row0 = 0, rows = 1;
 };
 
 /// f32 logits from the model's type, for the copy to the host.
@@ -138,7 +151,7 @@ struct DeviceContext {
   unsigned char *weights = nullptr; // device copy of weights.bin
   unsigned char *arena = nullptr;
   int64_t *tokens = nullptr, *pos = nullptr;
-  float *logits = nullptr;              // f32 logits of the largest entry
+  float *logits = nullptr;              // f32 logits of a step's stored rows (kLogitsFloats)
   int32_t *ids = nullptr;               // a greedy or sampled step's token ids [batch]
   SampleParams *params = nullptr;       // a sampled step's parameters
   double *uniforms = nullptr;           // and its uniforms [batch]
@@ -158,6 +171,11 @@ struct DeviceContext {
   // step, the position whose token per sequence is all that crosses to the
   // host (-1: the logits cross).
   int64_t stepBatch = 1, stepSeq = 1, greedyRow = -1, vocab = 0;
+  // Where the logits of positions outRow0 .. outRow0 + outRows - 1 of each
+  // sequence go ([batch, outRows, vocab] f32, host memory): the caller's
+  // buffer, or the pinned staging of a replayed graph.
+  float *outLogits = nullptr;
+  int64_t outRow0 = 0, outRows = 1;
   // (With greedyRow >= 0) run_sample's step: the parameters copied in;
   // drawn (temperature > 0): the sampling kernel and the uniforms, else
   // the argmax; penalised: the marks copied in and applied.
@@ -185,15 +203,19 @@ struct DeviceContext {
   }
   template <class T> T *at(size_t offset) const { return reinterpret_cast<T *>(arena + offset); }
 
-  /// Queues the copy of `n` values of the entry's logits into the pinned
-  /// f32 staging buffer; in a greedy step, the argmax of position
-  /// greedyRow of each sequence and the copy of those ids instead; in a
-  /// sampled one, the draws, with that position's f32 logits kept on the
-  /// device for rows the host must draw.
-  template <class T> std::string storeLogits(const T *p, size_t n, Stream s) {
+  /// Logits of positions first .. first + perSeq - 1 of each sequence,
+  /// [stepBatch, perSeq, vocab] at p: queues the copy of those of them the
+  /// caller asked for (outRow0 ..) as f32 to outLogits; in a greedy step
+  /// the argmax of position greedyRow of each sequence (which p holds) and
+  /// the copy of those ids instead; in a sampled one, the draws, with that
+  /// position's f32 logits kept on the device for rows the host must draw.
+  template <class T>
+  std::string storeLogitRows(const T *p, int64_t perSeq, int64_t first, Stream s) {
     if (greedyRow >= 0) {
-      const T *row = p + greedyRow * vocab;
-      size_t stride = size_t(stepSeq * vocab);
+      if (greedyRow < first || greedyRow >= first + perSeq)
+        return "the logits of position " + std::to_string(greedyRow) + " were not computed";
+      const T *row = p + (greedyRow - first) * vocab;
+      size_t stride = size_t(perSeq * vocab);
       const uint32_t *marks = penalised ? penalized : nullptr;
       if (drawn) // (rows left to the host get their f32 logits in `logits`)
         LLMC_CUDA_TRY(sample(row, ids, int(stepBatch), int(vocab), stride, params, uniforms, logits,
@@ -202,12 +224,23 @@ struct DeviceContext {
         LLMC_CUDA_TRY(argmax(row, ids, int(stepBatch), int(vocab), stride, s, params, marks));
       return copyAsync(hostIds, ids, size_t(stepBatch) * sizeof(int32_t), s);
     }
+    int64_t lo = std::max(first, outRow0), hi = std::min(first + perSeq, outRow0 + outRows);
+    if (lo >= hi)
+      return {};
+    size_t n = size_t(stepBatch * perSeq * vocab);
     const float *f32 = reinterpret_cast<const float *>(p);
     if constexpr (!std::is_same_v<T, float>) {
       LLMC_CUDA_TRY(launch(widenKernel<T>, dim3(ceilDiv(n, 256)), dim3(256), 0, s, p, logits, n));
       f32 = logits;
     }
-    return copyAsync(hostLogits, f32, n * sizeof(float), s);
+    size_t row = size_t(vocab) * sizeof(float);
+    const float *from = f32 + (lo - first) * vocab;
+    float *to = outLogits + (lo - outRow0) * vocab;
+    if (stepBatch == 1 || (perSeq == outRows && hi - lo == perSeq))
+      return copyAsync(to, from, size_t(stepBatch - 1) * size_t(perSeq) * row + size_t(hi - lo) * row,
+                       s);
+    return copy2DAsync(to, size_t(outRows) * row, from, size_t(perSeq) * row,
+                       size_t(hi - lo) * row, size_t(stepBatch), s);
   }
 };
 
@@ -232,13 +265,6 @@ template <class M> struct Glue {
     return batch * size_t(penaltyWords(int(M::kVocab))) * sizeof(uint32_t);
   }
 
-  static size_t maxLogits() {
-    size_t most = 0;
-    for (uint32_t i = 0; i < M::kNumEntries; ++i)
-      most = std::max(most, size_t(M::kEntries[i].batch * M::kEntries[i].seq * M::kVocab));
-    return most;
-  }
-
   static std::string setUp(M &m, const void *weights, uint64_t bytes) {
     if (bytes != M::kWeightsBytes)
       return "weights.bin holds " + std::to_string(bytes) + " bytes; the model expects " +
@@ -246,7 +272,7 @@ template <class M> struct Glue {
     DeviceInfo info;
     LLMC_CUDA_TRY(deviceInfo(&info));
     m.multiprocessors = info.multiprocessors;
-    size_t need = size_t(M::kWeightsBytes) + size_t(M::kArenaBytes) + maxLogits() * 4 +
+    size_t need = size_t(M::kWeightsBytes) + size_t(M::kArenaBytes) + size_t(M::kLogitsFloats) * 4 +
                   (Blas::wanted() ? Blas::kWorkspaceBytes : 0);
     if (info.freeBytes < need)
       return "too little device memory on " + info.name + ": the weights and activations need " +
@@ -271,7 +297,7 @@ template <class M> struct Glue {
     LLMC_CUDA_TRY(alloc(&m.arena, size_t(M::kArenaBytes)));
     LLMC_CUDA_TRY(alloc(&m.tokens, size_t(M::kMaxTokens) * 8));
     LLMC_CUDA_TRY(alloc(&m.pos, 8));
-    LLMC_CUDA_TRY(alloc(&m.logits, maxLogits() * 4));
+    LLMC_CUDA_TRY(alloc(&m.logits, size_t(M::kLogitsFloats) * 4));
     LLMC_CUDA_TRY(alloc(&m.ids, maxBatch() * 4));
     LLMC_CUDA_TRY(pinned(&m.hostIds, maxBatch() * 4));
     LLMC_CUDA_TRY(alloc(&m.params, sizeof(SampleParams)));
@@ -285,7 +311,7 @@ template <class M> struct Glue {
     LLMC_CUDA_TRY(alloc(&m.counters, kSplitCounters * sizeof(unsigned)));
     LLMC_CUDA_TRY(pinned(&m.hostTokens, size_t(M::kMaxTokens) * 8));
     LLMC_CUDA_TRY(pinned(&m.hostPos, 8));
-    LLMC_CUDA_TRY(pinned(&m.hostLogits, maxLogits() * 4));
+    LLMC_CUDA_TRY(pinned(&m.hostLogits, maxBatch() * size_t(M::kVocab) * 4)); // (decode graphs)
     LLMC_CUDA_TRY(pinned(&m.hostError, 8));
     (void)programmaticLaunches(); // decided now, not while a graph is captured
     (void)wg::wgmmaBuilt();       // (a probe launch: before any capture)
@@ -360,7 +386,8 @@ template <class M> struct Glue {
   }
 
   /// The step's work on the stream: copies in, the entry, copies out.
-  static std::string enqueue(M &m, uint32_t entry, void *const *caches, int64_t capacity) {
+  static std::string enqueue(M &m, uint32_t entry, void *const *caches, int64_t capacity,
+                             int64_t row0, int64_t rows) {
     const llmc_model_entry &e = M::kEntries[entry];
     size_t tokens = size_t(e.batch * e.seq);
     Stream s = m.stream;
@@ -373,20 +400,22 @@ template <class M> struct Glue {
       LLMC_CUDA_TRY(copyAsync(m.uniforms, m.hostUniforms, size_t(e.batch) * sizeof(double), s));
     if (m.penalised)
       LLMC_CUDA_TRY(copyAsync(m.penalized, m.hostPenalized, markBytes(size_t(e.batch)), s));
-    Args a{m.tokens, m.pos, caches, capacity, s};
+    Args a{m.tokens, m.pos, caches, capacity, s, row0, rows};
     LLMC_CUDA_TRY(M::kFns[entry](m, a));
     return copyAsync(m.hostError, m.error, 8, s);
   }
 
-  /// Runs an entry; its logits go to `logits`, or (greedyRow >= 0) the
-  /// argmax of that position of each sequence to `ids`, or with `sampling`
-  /// a draw with uniforms[b] (-1 where the host must draw: that row's f32
-  /// logits then go to rowLogits + b * vocab).
+  /// Runs an entry; the logits of positions row0 .. row0 + rows - 1 of
+  /// each sequence go to `logits` ([batch, rows, vocab]), or (greedyRow >=
+  /// 0) the argmax of that position of each sequence to `ids`, or with
+  /// `sampling` a draw with uniforms[b] (-1 where the host must draw: that
+  /// row's f32 logits then go to rowLogits + b * vocab).
   static std::string runEntry(M &m, uint32_t entry, const int64_t *tokens, int64_t start,
                               int64_t capacity, void *const *caches, float *logits,
                               int64_t greedyRow, int64_t *ids,
                               const llmc_model_sampling *sampling = nullptr,
-                              const double *uniforms = nullptr, float *rowLogits = nullptr) {
+                              const double *uniforms = nullptr, float *rowLogits = nullptr,
+                              int64_t row0 = 0, int64_t rows = -1) {
     std::chrono::steady_clock::time_point called; // (read under LLMC_PROFILE only)
     if (m.stepProfile)
       called = std::chrono::steady_clock::now();
@@ -399,6 +428,13 @@ template <class M> struct Glue {
     if (greedyRow >= e.seq)
       return "position " + std::to_string(greedyRow) + " is outside the entry's " +
              std::to_string(e.seq) + " tokens";
+    if (greedyRow >= 0)
+      row0 = greedyRow, rows = 1;
+    else if (rows < 0)
+      row0 = 0, rows = e.seq;
+    if (row0 < 0 || rows < 1 || row0 + rows > e.seq)
+      return "rows [" + std::to_string(row0) + ", " + std::to_string(row0 + rows) +
+             ") do not lie in the entry's " + std::to_string(e.seq) + " positions";
     if (capacity < 1 || capacity > M::kCaches[0].capacity)
       return "capacity " + std::to_string(capacity) + " is outside 1 .. " +
              std::to_string(M::kCaches[0].capacity);
@@ -440,6 +476,11 @@ template <class M> struct Glue {
     std::memcpy(m.hostTokens, tokens, size_t(e.batch * e.seq) * 8);
     *m.hostPos = start;
     m.stepBatch = e.batch, m.stepSeq = e.seq, m.greedyRow = greedyRow;
+    m.outRow0 = row0, m.outRows = rows;
+    // A replayed graph copies the logits into the pinned staging (its
+    // nodes' fixed address); other steps straight into the caller's buffer.
+    bool staged = e.kind == LLMC_ENTRY_DECODE && !M::kHostSteps;
+    m.outLogits = staged ? m.hostLogits : logits;
     m.sampled = sampling != nullptr, m.drawn = drawn, m.penalised = penalised;
     bool timed = false; // (a replayed decode graph, under LLMC_PROFILE)
     if (e.kind == LLMC_ENTRY_DECODE && !M::kHostSteps) {
@@ -452,7 +493,7 @@ template <class M> struct Glue {
           graph = g.graph;
       if (!graph) {
         LLMC_CUDA_TRY(captureBegin(m.stream));
-        std::string e = enqueue(m, entry, caches, capacity);
+        std::string e = enqueue(m, entry, caches, capacity, row0, rows);
         std::string end = captureEnd(m.stream, &graph);
         LLMC_CUDA_TRY(e);
         LLMC_CUDA_TRY(end);
@@ -466,7 +507,7 @@ template <class M> struct Glue {
       if (timed)
         LLMC_CUDA_TRY(eventRecord(m.stepProfile->end, m.stream));
     } else {
-      LLMC_CUDA_TRY(enqueue(m, entry, caches, capacity));
+      LLMC_CUDA_TRY(enqueue(m, entry, caches, capacity, row0, rows));
     }
     LLMC_CUDA_TRY(streamSynchronize(m.stream));
     if (unsigned long long word = *m.hostError) {
@@ -482,8 +523,8 @@ template <class M> struct Glue {
           LLMC_CUDA_TRY(copyToHost(rowLogits + b * M::kVocab, m.logits + b * M::kVocab,
                                    size_t(M::kVocab) * sizeof(float)));
       }
-    else
-      std::memcpy(logits, m.hostLogits, size_t(e.batch * e.seq * M::kVocab) * sizeof(float));
+    else if (staged)
+      std::memcpy(logits, m.hostLogits, size_t(e.batch * rows * M::kVocab) * sizeof(float));
     if (timed) {
       float ms = 0;
       LLMC_CUDA_TRY(eventElapsed(&ms, m.stepProfile->start, m.stepProfile->end));
@@ -504,6 +545,22 @@ template <class M> struct Glue {
     }
     std::string e =
         runEntry(*static_cast<M *>(ctx), entry, tokens, start, capacity, caches, logits, -1, nullptr);
+    if (!e.empty()) {
+      writeError(err, errlen, e);
+      return 1;
+    }
+    return 0;
+  }
+
+  static int runRows(void *ctx, uint32_t entry, const int64_t *tokens, int64_t start,
+                     int64_t capacity, void *const *caches, int64_t row0, int64_t rows,
+                     float *logits, char *err, size_t errlen) {
+    std::string e = !ctx     ? "the context is null"
+                    : rows < 1 ? "rows [" + std::to_string(row0) + ", " +
+                                     std::to_string(row0 + rows) + ") do not lie in the entry"
+                               : runEntry(*static_cast<M *>(ctx), entry, tokens, start, capacity,
+                                          caches, logits, -1, nullptr, nullptr, nullptr, nullptr,
+                                          row0, rows);
     if (!e.empty()) {
       writeError(err, errlen, e);
       return 1;
