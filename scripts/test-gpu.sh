@@ -17,7 +17,9 @@
 #      by LLMC, else scripts/bundle-llmc.sh's .gpu/llmc.tar.xz, else this
 #      tree's build/bin/llmc; each generating on the GPU (greedy tokens
 #      against onnxruntime's, or the emulation's of the same compilation),
-#      one of them under compute-sanitizer.
+#      one of them under compute-sanitizer, and on llama-optimum the model
+#      ABI's run_rows and the greedy prefill's CUDA graph against
+#      run_at_capacity (test/e2e/Inputs/rows_abi.c, greedy_abi.c).
 #
 # The kernel tests come from .gpu/bin/llmc-cuda-device.xz (prepare-gpu.sh)
 # unless REBUILD_TESTS=1; building them needs GoogleTest's source: GTEST_SRC
@@ -158,6 +160,24 @@ if [ -n "$compiling" ]; then
       "$root/.gpu/bin/llmc-generate" "$a" 56,4,119 8
     step "compute-sanitizer racecheck on llama-optimum" "$cs" --tool racecheck --error-exitcode 1 \
       "$root/.gpu/bin/llmc-generate" "$a" 56,4,119 8
+  fi
+  # A prefill's logits on only the asked positions (model ABI run_rows: one
+  # position a sequence, or chunks) against every position's, and a greedy
+  # prefill captured as a CUDA graph at its second run and replayed at other
+  # positions (read on the device), each against run_at_capacity on a twin
+  # context: the emulation's checks of test/e2e/logits-rows.test and
+  # cuda-target.test, on the GPU (llama-optimum in f32: the row and chunk
+  # paths agree to within 1e-5 there; entries prefill_b1_s16 and decode_b1).
+  abi_check() { # program args...
+    local p=$1; shift
+    cc -I"$root/runtime/include" "$root/test/e2e/Inputs/$p.c" -ldl -lm -o "$build/$p" &&
+      "$build/$p" "$@"
+  }
+  if [ -d "$a" ]; then
+    step "run_rows on the GPU (llama-optimum f32)" abi_check rows_abi "$a/libmodel.so" \
+      "$a/weights.bin" 0
+    step "greedy prefill graphs on the GPU (llama-optimum f32)" abi_check greedy_abi \
+      "$a/libmodel.so" "$a/weights.bin" 0 1 6 12
   fi
 else
   echo "test-gpu: no .gpu/fixtures (run scripts/prepare-gpu.sh where llmc builds)"; failed=$((failed + 1))

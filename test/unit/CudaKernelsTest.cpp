@@ -896,15 +896,21 @@ TEST(CudaEmbedding, IdOutsideTheVocabularyIsReportedAndZeroed) {
 
 // The rows of the hidden state a prefill's logits tail runs on: rows row0
 // .. row0 + r - 1 of each sequence, past the entry's last read as the last
-// (a chunk's padding); 16-byte vectors and the element loop.
+// (a chunk's padding), row0 given by the host or read on the device (a
+// captured graph's); 16-byte vectors and the element loop.
 template <class T> void checkSelectRows(int h) {
   SCOPED_TRACE("h=" + std::to_string(h));
   int b = 2, s = 5;
   auto x = randomValues<T>(size_t(b * s * h), 1.0f, 4);
   DeviceBuffer<T> dx(x);
-  for (auto [row0, r] : {std::pair{3, 4}, std::pair{0, 1}, std::pair{4, 1}, std::pair{0, 5}}) {
+  for (auto [row0, r, onDevice] : {std::tuple{3, 4, false}, std::tuple{0, 1, false},
+                                   std::tuple{4, 1, false}, std::tuple{0, 5, false},
+                                   std::tuple{2, 1, true}, std::tuple{4, 2, true}}) {
     DeviceBuffer<T> dout(size_t(b * r * h));
-    ASSERT_EQ(selectRows(dx.get(), dout.get(), b, s, h, row0, r, nullptr), "");
+    DeviceBuffer<int64_t> first(std::vector<int64_t>{row0});
+    ASSERT_EQ(onDevice ? selectRows(dx.get(), dout.get(), b, s, h, first.get(), 0, r, nullptr)
+                       : selectRows(dx.get(), dout.get(), b, s, h, nullptr, row0, r, nullptr),
+              "");
     std::vector<T> got = dout.download();
     for (int q = 0; q < b; ++q)
       for (int i = 0; i < r; ++i)
@@ -916,7 +922,7 @@ template <class T> void checkSelectRows(int h) {
         }
   }
   DeviceBuffer<T> dout(size_t(b * h));
-  EXPECT_NE(selectRows(dx.get(), dout.get(), b, s, h, 5, 1, nullptr), ""); // row0 past the entry
+  EXPECT_NE(selectRows(dx.get(), dout.get(), b, s, h, nullptr, 5, 1, nullptr), ""); // past the entry
 }
 
 TEST(CudaSelectRows, RowsOfEachSequenceAndTheLastForPadding) {

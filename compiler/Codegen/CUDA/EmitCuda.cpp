@@ -192,9 +192,13 @@ llvm::Error CudaEmitter::emitTailAt(func::FuncOp f, const LogitsTail &tail, Valu
   copy.setFunctionType(b.getFunctionType({rowsType}, {out.getType()}));
 
   define(selected);
-  statement(llvm::formatv("selectRows<{0}>({1}, {2}, {3}, {4}, {5}, {6}, {7}, a.stream)",
+  // (One position a sequence: read on the device, m.row, so that a
+  // captured graph serves every prompt length.)
+  statement(llvm::formatv("selectRows<{0}>({1}, {2}, {3}, {4}, {5}, {6}, a.stream)",
                           cxxType(ht.getElementType()), ptr(h), ptr(selected), batch, seq,
-                          ht.getDimSize(2), first, rows)
+                          ht.getDimSize(2), rows == 1 ? "m.row, 0, 1" : "nullptr, " + first +
+                                                                          ", " +
+                                                                          std::to_string(rows))
                 .str(),
             "the positions whose logits are asked for -> " + describeType(selected.getType()));
   ++stats.kernelCalls;
@@ -595,6 +599,7 @@ llvm::Error CudaEmitter::emitFunction(func::FuncOp f) {
     }
   }
   entry.logitsRows = tail && (entry.seq == 1 || rowsApart);
+  logitRowsOnDevice.push_back(rowsApart);
   auto ret = cast<func::ReturnOp>(block.getTerminator());
   bool haveLogits = false;
   for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
@@ -700,6 +705,12 @@ llvm::Expected<CpuModel> CudaEmitter::run(llvm::StringRef version) {
   writeAbiTables(os, model, "std::string");
   os << "  static constexpr uint64_t kArenaBytes = " << arenaBytes << ";\n"
      << "  static constexpr int64_t kLogitsFloats = " << logitsFloats << ";\n"
+     << "  // Per entry: a prefill whose one-position logits tail reads the position on\n"
+     << "  // the device (DeviceModel.h captures it as a graph for any prompt length).\n"
+     << "  static inline const bool kLogitRows[] = {"
+     << llvm::join(llvm::map_range(logitRowsOnDevice, [](bool b) { return b ? "true" : "false"; }),
+                   ", ")
+     << "};\n"
      << "  static constexpr int64_t kMaxTokens = " << maxTokens << ";\n"
      << "  static constexpr size_t kNumAsserts = " << assertMessages.size() << ";\n"
      << "  static constexpr bool kHostSteps = " << (model.hostOperations.empty() ? "false" : "true")

@@ -419,6 +419,9 @@ private:
   int64_t arenaBytes = 0, maxTokens = 1;
   /// The most f32 logits one step stores (DeviceModel.h's kLogitsFloats).
   int64_t logitsFloats = 1;
+  /// Per entry: whether its logits tail runs apart (emitLogitRows), the
+  /// one-position copy reading the position on the device (kLogitRows).
+  std::vector<bool> logitRowsOnDevice;
   /// The logits tails' copies at fewer positions (emitTailAt), kept while
   /// the maps above may name their operations.
   std::vector<OwningOpRef<func::FuncOp>> tailCopies;

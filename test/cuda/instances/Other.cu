@@ -37,7 +37,7 @@ template <class T> void forType() {
                  nullptr, nullptr);
   embedding<T>(nullptr, ids, nullptr, 1, 1, 1, nullptr, nullptr);
   embedding<T>(nullptr, ids32, nullptr, 1, 1, 1, nullptr, nullptr);
-  selectRows<T>(nullptr, nullptr, 1, 1, 1, 0, 1, nullptr);
+  selectRows<T>(nullptr, nullptr, 1, 1, 1, nullptr, 0, 1, nullptr);
   matmul<T>(nullptr, nullptr, nullptr, 1, 1, 1, 1, 1, 1, 1, MatmulBatch{}, nullptr);
   softmax<T, T>(nullptr, nullptr, 1, 1, 1, false, nullptr);
   cacheWrite<T, T>(nullptr, nullptr, nullptr, 1, 1, 1, 1, 1, 0, 0, 0, nullptr, nullptr);

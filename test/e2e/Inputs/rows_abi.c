@@ -5,8 +5,10 @@
  * scale: a few rows take the GEMV where many take the tiled GEMM), and
  * refuse ranges outside the entry. A device model's caches come from its
  * cache_alloc (the CUDA target, on the emulation here). The ranges: the
- * last row (a prompt's next token), the first, 3 rows inside, 5 rows
- * across position 64 (the CUDA target's chunks of 64), all.
+ * last row (a prompt's next token), the first, one inside, 3 rows inside,
+ * 5 rows across position 64 (the CUDA target's chunks of 64), all, and the
+ * last again: the CUDA target captures a one-row prefill as a graph at its
+ * second run and replays it for any row (read on the device).
  *   rows_abi LIBMODEL WEIGHTS_BIN PREFILL_ENTRY
  * Prints "run_rows equals the logits of run_at_capacity for N ranges" or
  * fails. */
@@ -63,9 +65,10 @@ int main(int argc, char **argv) {
   for (int64_t i = 0; i < batch * seq * vocab; ++i)
     scale = fmax(scale, fabs(all[i]));
   int64_t across = seq > 66 ? 62 : 0, acrossRows = seq - across < 5 ? seq - across : 5;
-  int64_t ranges[5][2] = {
-      {seq - 1, 1}, {0, 1}, {seq / 2, seq - seq / 2 > 3 ? 3 : 1}, {across, acrossRows}, {0, seq}};
-  for (int r = 0; r < 5; ++r) {
+  int64_t ranges[7][2] = {{seq - 1, 1},     {0, 1},   {seq / 3, 1},
+                          {seq / 2, seq - seq / 2 > 3 ? 3 : 1},
+                          {across, acrossRows}, {0, seq}, {seq - 1, 1}};
+  for (int r = 0; r < 7; ++r) {
     int64_t row0 = ranges[r][0], rows = ranges[r][1];
     if (abi->run_rows(ctx[1], entry, tokens, 0, capacity, caches[1], row0, rows, some, err,
                       sizeof err) != 0)
@@ -90,7 +93,7 @@ int main(int argc, char **argv) {
         !strstr(err, "do not lie in the entry"))
       return loadFail("rows_abi", "a range outside the entry was not refused", err);
   }
-  printf("run_rows equals the logits of run_at_capacity for 5 ranges of %lld x %lld\n",
+  printf("run_rows equals the logits of run_at_capacity for 7 ranges of %lld x %lld\n",
          (long long)batch, (long long)seq);
   for (int c = 0; c < 2; ++c) {
     if (abi->buffers == LLMC_BUFFERS_DEVICE)

@@ -20,9 +20,14 @@
 //             then runs the entry: a decode entry is captured once as a CUDA
 //             graph per (caches, capacity) and replayed each step (the
 //             copies in and out are nodes of the graph, so one launch and
-//             one synchronisation per token); prefill entries are enqueued
-//             directly, and so is every entry of a model with host steps
-//             (HostSteps.h: operations that run on the host, kHostSteps).
+//             one synchronisation per token); a prefill that needs one
+//             position a sequence (a prompt's next token: kLogitRows, the
+//             position copied in with the tokens and read on the device) is
+//             captured at its second run and replayed from then on, for any
+//             prompt length (its first run, uncaptured, lets cuBLASLt
+//             choose its plans); other prefills are enqueued directly, and
+//             so is every entry of a model with host steps (HostSteps.h:
+//             operations that run on the host, kHostSteps).
 //             The logits come back as f32 (a replayed graph's through pinned
 //             staging, others straight into the caller's buffer) and the
 //             error word is checked after the step. Nothing is allocated on
@@ -76,6 +81,7 @@
 #include "runtime/src/model/cuda/Rope.h"
 #include "runtime/src/model/cuda/Sampling.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -151,6 +157,7 @@ struct DeviceContext {
   unsigned char *weights = nullptr; // device copy of weights.bin
   unsigned char *arena = nullptr;
   int64_t *tokens = nullptr, *pos = nullptr;
+  int64_t *row = nullptr; // a prefill's position whose logits are asked (selectRows reads it)
   float *logits = nullptr;              // f32 logits of a step's stored rows (kLogitsFloats)
   int32_t *ids = nullptr;               // a greedy or sampled step's token ids [batch]
   SampleParams *params = nullptr;       // a sampled step's parameters
@@ -160,7 +167,7 @@ struct DeviceContext {
   unsigned *counters = nullptr;         // the split counters (Common.h), zero
   Blas blas;                            // cuBLASLt for the prefill GEMMs, when there
   // Pinned staging: tokens, position, logits, ids, sampling, error word.
-  int64_t *hostTokens = nullptr, *hostPos = nullptr;
+  int64_t *hostTokens = nullptr, *hostPos = nullptr, *hostRow = nullptr;
   float *hostLogits = nullptr;
   int32_t *hostIds = nullptr;
   SampleParams *hostParams = nullptr;
@@ -185,11 +192,20 @@ struct DeviceContext {
   struct Captured {
     uint32_t entry;
     std::vector<void *> caches;
+    // greedyRow -2: a token chosen at any one position, -3: the logits of
+    // any one position (read on the device: kLogitRows).
     int64_t capacity, greedyRow;
     bool sampled, drawn, penalised;
     Graph graph;
+
+    bool same(const Captured &o) const {
+      return entry == o.entry && capacity == o.capacity && caches == o.caches &&
+             greedyRow == o.greedyRow && sampled == o.sampled && drawn == o.drawn &&
+             penalised == o.penalised;
+    }
   };
   std::vector<Captured> graphs;
+  std::vector<Captured> warm; // prefills run once, uncaptured (graph null)
   /// LLMC_PROFILE's decode step timing (see the top of this file).
   struct StepProfile {
     Event start = nullptr, end = nullptr;
@@ -297,6 +313,8 @@ template <class M> struct Glue {
     LLMC_CUDA_TRY(alloc(&m.arena, size_t(M::kArenaBytes)));
     LLMC_CUDA_TRY(alloc(&m.tokens, size_t(M::kMaxTokens) * 8));
     LLMC_CUDA_TRY(alloc(&m.pos, 8));
+    LLMC_CUDA_TRY(alloc(&m.row, 8));
+    LLMC_CUDA_TRY(pinned(&m.hostRow, 8));
     LLMC_CUDA_TRY(alloc(&m.logits, size_t(M::kLogitsFloats) * 4));
     LLMC_CUDA_TRY(alloc(&m.ids, maxBatch() * 4));
     LLMC_CUDA_TRY(pinned(&m.hostIds, maxBatch() * 4));
@@ -370,12 +388,14 @@ template <class M> struct Glue {
     if (m->stream)
       streamDestroy(m->stream);
     m->blas.close();
-    for (void *p : {(void *)m->arena, (void *)m->tokens, (void *)m->pos, (void *)m->logits,
+    for (void *p : {(void *)m->arena, (void *)m->tokens, (void *)m->pos, (void *)m->row,
+                    (void *)m->logits,
                     (void *)m->ids, (void *)m->params, (void *)m->uniforms, (void *)m->penalized,
                     (void *)m->error, (void *)m->counters})
       if (p)
         deviceFree(p);
-    for (void *p : {(void *)m->hostTokens, (void *)m->hostPos, (void *)m->hostLogits,
+    for (void *p : {(void *)m->hostTokens, (void *)m->hostPos, (void *)m->hostRow,
+                    (void *)m->hostLogits,
                     (void *)m->hostIds, (void *)m->hostParams, (void *)m->hostUniforms,
                     (void *)m->hostPenalized, (void *)m->hostError})
       if (p)
@@ -394,6 +414,8 @@ template <class M> struct Glue {
     LLMC_CUDA_TRY(memsetAsync(m.error, 0, 8, s));
     LLMC_CUDA_TRY(copyAsync(m.tokens, m.hostTokens, tokens * 8, s));
     LLMC_CUDA_TRY(copyAsync(m.pos, m.hostPos, 8, s));
+    if (e.kind == LLMC_ENTRY_PREFILL)
+      LLMC_CUDA_TRY(copyAsync(m.row, m.hostRow, 8, s));
     if (m.sampled)
       LLMC_CUDA_TRY(copyAsync(m.params, m.hostParams, sizeof(SampleParams), s));
     if (m.drawn)
@@ -475,31 +497,48 @@ template <class M> struct Glue {
     }
     std::memcpy(m.hostTokens, tokens, size_t(e.batch * e.seq) * 8);
     *m.hostPos = start;
+    *m.hostRow = row0;
     m.stepBatch = e.batch, m.stepSeq = e.seq, m.greedyRow = greedyRow;
     m.outRow0 = row0, m.outRows = rows;
-    // A replayed graph copies the logits into the pinned staging (its
-    // nodes' fixed address); other steps straight into the caller's buffer.
-    bool staged = e.kind == LLMC_ENTRY_DECODE && !M::kHostSteps;
-    m.outLogits = staged ? m.hostLogits : logits;
     m.sampled = sampling != nullptr, m.drawn = drawn, m.penalised = penalised;
-    bool timed = false; // (a replayed decode graph, under LLMC_PROFILE)
-    if (e.kind == LLMC_ENTRY_DECODE && !M::kHostSteps) {
-      std::vector<void *> key(caches, caches + M::kNumCaches);
-      Graph graph = nullptr;
+    // Graphs (see the top of this file): a decode step's from its first
+    // run, a one-position prefill's from its second, whatever the position.
+    bool anyRow = e.kind == LLMC_ENTRY_PREFILL && M::kLogitRows[entry] && rows == 1;
+    bool graphed = !M::kHostSteps && (e.kind == LLMC_ENTRY_DECODE || anyRow);
+    typename M::Captured key{entry,     std::vector<void *>(caches, caches + M::kNumCaches),
+                             capacity,  anyRow ? (greedyRow >= 0 ? -2 : -3) : greedyRow,
+                             m.sampled, drawn,
+                             penalised, nullptr};
+    Graph graph = nullptr;
+    bool capture = false;
+    if (graphed) {
       for (auto &g : m.graphs)
-        if (g.entry == entry && g.capacity == capacity && g.caches == key &&
-            g.greedyRow == greedyRow && g.sampled == m.sampled && g.drawn == drawn &&
-            g.penalised == penalised)
+        if (g.same(key))
           graph = g.graph;
       if (!graph) {
+        capture = e.kind == LLMC_ENTRY_DECODE ||
+                  std::any_of(m.warm.begin(), m.warm.end(),
+                              [&](const typename M::Captured &w) { return w.same(key); });
+        if (!capture)
+          m.warm.push_back(key);
+      }
+    }
+    // A graph copies the logits into the pinned staging (its nodes' fixed
+    // address); other steps straight into the caller's buffer.
+    bool staged = graph || capture;
+    m.outLogits = staged ? m.hostLogits : logits;
+    bool timed = false; // (a replayed decode graph, under LLMC_PROFILE)
+    if (staged) {
+      if (capture) {
         LLMC_CUDA_TRY(captureBegin(m.stream));
         std::string e = enqueue(m, entry, caches, capacity, row0, rows);
         std::string end = captureEnd(m.stream, &graph);
         LLMC_CUDA_TRY(e);
         LLMC_CUDA_TRY(end);
-        m.graphs.push_back({entry, key, capacity, greedyRow, m.sampled, drawn, penalised, graph});
+        key.graph = graph;
+        m.graphs.push_back(std::move(key));
       } else {
-        timed = m.stepProfile != nullptr;
+        timed = m.stepProfile != nullptr && e.kind == LLMC_ENTRY_DECODE;
       }
       if (timed)
         LLMC_CUDA_TRY(eventRecord(m.stepProfile->start, m.stream));
@@ -647,7 +686,7 @@ template <class M> struct Glue {
 
   static void cacheFree(void *ctx, void *const *caches) {
     auto *m = static_cast<M *>(ctx);
-    if (m) // graphs captured over these caches go with them
+    if (m) { // graphs captured over these caches go with them
       for (size_t i = 0; i < m->graphs.size();)
         if (M::kNumCaches && m->graphs[i].caches[0] == caches[0]) {
           graphDestroy(m->graphs[i].graph);
@@ -655,6 +694,11 @@ template <class M> struct Glue {
         } else {
           ++i;
         }
+      if (M::kNumCaches)
+        m->warm.erase(std::remove_if(m->warm.begin(), m->warm.end(),
+                                     [&](const auto &w) { return w.caches[0] == caches[0]; }),
+                      m->warm.end());
+    }
     if (M::kNumCaches) // one allocation, at the first cache
       deviceFree(caches[0]);
   }

@@ -14,12 +14,13 @@
 //            kTokenOutOfRange and writes zeros. With `scale` (one T on the
 //            device: Gemma's sqrt(H)), each value times it, rounded to T
 //            (the element-wise Mul after the Gather).
-// selectRows  x [B, S, H]: out [B, R, H] = rows row0 .. row0 + R - 1 of
-//            each sequence, a row past S - 1 read as row S - 1 (a logits
-//            chunk's padding: whatever it computes is never stored); one
-//            block per output row, 16-byte copies when H allows. The rows a
-//            prefill's logits tail runs on (the positions the caller asks
-//            for, EmitCuda.cpp).
+// selectRows  x [B, S, H]: out [B, R, H] = rows p .. p + R - 1 of each
+//            sequence, p = row0 plus *first when `first` (a position on the
+//            device: one captured graph then serves every prompt length), a
+//            row past S - 1 read as row S - 1 (a logits chunk's padding:
+//            whatever it computes is never stored); one block per output
+//            row, 16-byte copies when H allows. The rows a prefill's logits
+//            tail runs on (the positions the caller asks for, EmitCuda.cpp).
 // cacheWrite cache [B, Hkv, C, D]; update element (b, h, s, d) at
 //            update[b * sb + s * ss + h * sh + d] (so [B, S, Hkv, D]
 //            projections are read in place); rows *pos .. *pos + S - 1.
@@ -281,10 +282,12 @@ std::string embedding(const T *table, const I *ids, T *out, int n, int64_t vocab
 }
 
 template <class T>
-LLMC_GLOBAL void selectRowsKernel(const T *x, T *out, int s, int h, int64_t row0, int r) {
+LLMC_GLOBAL void selectRowsKernel(const T *x, T *out, int s, int h, const int64_t *first,
+                                  int64_t row0, int r) {
   LLMC_KERNEL_BEGIN();
   int b = int(blockIdx.x) / r, i = int(blockIdx.x) % r;
-  int64_t row = row0 + i < s ? row0 + i : s - 1;
+  int64_t row = (first ? *first : 0) + row0 + i;
+  row = row < 0 ? 0 : row < s ? row : s - 1;
   const T *src = x + (size_t(b) * size_t(s) + size_t(row)) * size_t(h);
   T *dst = out + size_t(blockIdx.x) * size_t(h);
   constexpr int kVec = int(16 / sizeof(T));
@@ -299,15 +302,16 @@ LLMC_GLOBAL void selectRowsKernel(const T *x, T *out, int s, int h, int64_t row0
     dst[j] = src[j];
 }
 
-/// Rows row0 .. row0 + r - 1 of each of the b sequences of x [b, s, h]
-/// into out [b, r, h] (past s - 1: row s - 1).
+/// Rows p .. p + r - 1 of each of the b sequences of x [b, s, h] into out
+/// [b, r, h], p = row0 (+ *first, read on the device, when `first` is not
+/// null); past s - 1: row s - 1.
 template <class T>
-std::string selectRows(const T *x, T *out, int b, int s, int h, int64_t row0, int r,
-                       Stream stream) {
-  if (b < 1 || s < 1 || h < 1 || r < 1 || row0 < 0 || row0 >= s)
+std::string selectRows(const T *x, T *out, int b, int s, int h, const int64_t *first,
+                       int64_t row0, int r, Stream stream) {
+  if (b < 1 || s < 1 || h < 1 || r < 1 || row0 < 0 || (!first && row0 >= s))
     return "selectRows: invalid arguments";
   return launch(selectRowsKernel<T>, dim3(unsigned(b * r)), dim3(128), 0, stream, x, out, s, h,
-                row0, r);
+                first, row0, r);
 }
 
 /// One cache of a cacheWrite launch and where its update's elements are.
