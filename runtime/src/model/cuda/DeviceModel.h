@@ -25,9 +25,11 @@
 //             position copied in with the tokens and read on the device) is
 //             captured at its second run and replayed from then on, for any
 //             prompt length (its first run, uncaptured, lets cuBLASLt
-//             choose its plans); other prefills are enqueued directly, and
-//             so is every entry of a model with host steps (HostSteps.h:
-//             operations that run on the host, kHostSteps).
+//             choose its plans; LLMC_CUDA_PREFILL_GRAPHS=0 leaves every
+//             prefill uncaptured, to compare on a GPU); other prefills are
+//             enqueued directly, and so is every entry of a model with host
+//             steps (HostSteps.h: operations that run on the host,
+//             kHostSteps).
 //             The logits come back as f32 (a replayed graph's through pinned
 //             staging, others straight into the caller's buffer) and the
 //             error word is checked after the step. Nothing is allocated on
@@ -59,7 +61,8 @@
 // steps, the time of a call and of its graph on the device, and the share
 // of the call the device was not busy with the graph: the host's overhead
 // per step (issue 11's target: under 5% at batch 1), apart from what the
-// caller does between calls.
+// caller does between calls; and how many prefills ran, and how many of
+// them as replayed graphs.
 //
 // Built by nvcc for a GPU, or by the host compiler against the emulation
 // (libmodel-emulated.so: `llmc run --device emulated`).
@@ -209,7 +212,7 @@ struct DeviceContext {
   /// LLMC_PROFILE's decode step timing (see the top of this file).
   struct StepProfile {
     Event start = nullptr, end = nullptr;
-    long long steps = 0;
+    long long steps = 0, prefills = 0, prefillReplays = 0;
     double callSeconds = 0, graphMs = 0;
   };
   std::unique_ptr<StepProfile> stepProfile;
@@ -380,6 +383,10 @@ template <class M> struct Glue {
         std::fprintf(stderr, "llmc profile (LLMC_PROFILE): no decode graph to time: the model "
                              "runs host steps (HostSteps.h), its entries without CUDA graphs\n");
       }
+      if (p->prefills > 0)
+        std::fprintf(stderr,
+                     "llmc profile (LLMC_PROFILE): %lld prefills, %lld of them replayed graphs\n",
+                     p->prefills, p->prefillReplays);
       if (p->start)
         eventDestroy(p->start);
       if (p->end)
@@ -403,6 +410,16 @@ template <class M> struct Glue {
     if (m->weights)
       SharedWeights::get().release(m->hostWeights);
     delete m;
+  }
+
+  /// Whether a one-position prefill is captured and replayed
+  /// (LLMC_CUDA_PREFILL_GRAPHS=0: never).
+  static bool prefillGraphs() {
+    static const bool enabled = [] {
+      const char *env = std::getenv("LLMC_CUDA_PREFILL_GRAPHS");
+      return !(env && std::strcmp(env, "0") == 0);
+    }();
+    return enabled;
   }
 
   /// The step's work on the stream: copies in, the entry, copies out.
@@ -498,13 +515,15 @@ template <class M> struct Glue {
     std::memcpy(m.hostTokens, tokens, size_t(e.batch * e.seq) * 8);
     *m.hostPos = start;
     *m.hostRow = row0;
+    if (m.stepProfile && e.kind == LLMC_ENTRY_PREFILL)
+      ++m.stepProfile->prefills;
     m.stepBatch = e.batch, m.stepSeq = e.seq, m.greedyRow = greedyRow;
     m.outRow0 = row0, m.outRows = rows;
     m.sampled = sampling != nullptr, m.drawn = drawn, m.penalised = penalised;
     // Graphs (see the top of this file): a decode step's from its first
     // run, a one-position prefill's from its second, whatever the position.
     bool anyRow = e.kind == LLMC_ENTRY_PREFILL && M::kLogitRows[entry] && rows == 1;
-    bool graphed = !M::kHostSteps && (e.kind == LLMC_ENTRY_DECODE || anyRow);
+    bool graphed = !M::kHostSteps && (e.kind == LLMC_ENTRY_DECODE || (anyRow && prefillGraphs()));
     typename M::Captured key{entry,     std::vector<void *>(caches, caches + M::kNumCaches),
                              capacity,  anyRow ? (greedyRow >= 0 ? -2 : -3) : greedyRow,
                              m.sampled, drawn,
@@ -539,6 +558,8 @@ template <class M> struct Glue {
         m.graphs.push_back(std::move(key));
       } else {
         timed = m.stepProfile != nullptr && e.kind == LLMC_ENTRY_DECODE;
+        if (m.stepProfile && e.kind == LLMC_ENTRY_PREFILL)
+          ++m.stepProfile->prefillReplays;
       }
       if (timed)
         LLMC_CUDA_TRY(eventRecord(m.stepProfile->start, m.stream));
