@@ -179,6 +179,15 @@ if [ -n "$compiling" ]; then
     step "greedy prefill graphs on the GPU (llama-optimum f32)" abi_check greedy_abi \
       "$a/libmodel.so" "$a/weights.bin" 0 1 6 12
   fi
+  # In f16 with a 128-token bucket (entry 1): its prefill GEMMs on cuBLASLt,
+  # captured with them; two chunks, the second past the entry's end; the
+  # row and chunk paths' logits within f16's rounding (5e-3 of their scale).
+  h="$build/artifacts/llama-optimum-f16-128.llmc"
+  step "compile llama-optimum f16 with a 128-token bucket" "$llmc" compile \
+    "$root/test/models/llama-optimum/model.onnx" -o "$h" --target cuda --cuda-arch "$sm" \
+    --dtype f16 --max-seq 256 --prefill-buckets 16,128
+  [ ! -d "$h" ] || step "run_rows and prefill graphs on the GPU (llama-optimum f16, cuBLASLt)" \
+    abi_check rows_abi "$h/libmodel.so" "$h/weights.bin" 1 5e-3
 else
   echo "test-gpu: no .gpu/fixtures (run scripts/prepare-gpu.sh where llmc builds)"; failed=$((failed + 1))
 fi

@@ -1,15 +1,16 @@
 /* The model ABI's run_rows against run_at_capacity on one library: a
  * prefill entry run on a prompt from position 0 gives every position's
  * logits; run_rows on a second context fed the same tokens must give the
- * same logits for each asked range of rows (within 1e-5 of the logits'
- * scale: a few rows take the GEMV where many take the tiled GEMM), and
- * refuse ranges outside the entry. A device model's caches come from its
+ * same logits for each asked range of rows (within TOLERANCE, default
+ * 1e-5, of the logits' scale: a few rows take the GEMV where many take the
+ * tiled GEMM), and refuse ranges outside the entry. A device model's caches come from its
  * cache_alloc (the CUDA target, on the emulation here). The ranges: the
  * last row (a prompt's next token), the first, one inside, 3 rows inside,
- * 5 rows across position 64 (the CUDA target's chunks of 64), all, and the
- * last again: the CUDA target captures a one-row prefill as a graph at its
+ * the last 100 (the CUDA target's chunks of 64 from the first asked: at
+ * 128 positions a second chunk past the entry's end), all, and the last
+ * again: the CUDA target captures a one-row prefill as a graph at its
  * second run and replays it for any row (read on the device).
- *   rows_abi LIBMODEL WEIGHTS_BIN PREFILL_ENTRY
+ *   rows_abi LIBMODEL WEIGHTS_BIN PREFILL_ENTRY [TOLERANCE]
  * Prints "run_rows equals the logits of run_at_capacity for N ranges" or
  * fails. */
 #include "llmc/model_abi.h"
@@ -23,8 +24,9 @@
 static size_t dtypeBytes(int32_t dtype) { return dtype == 1 ? 4 : dtype == 10 || dtype == 16 ? 2 : 8; }
 
 int main(int argc, char **argv) {
-  if (argc != 4)
-    return loadFail("rows_abi", "usage: rows_abi LIBMODEL WEIGHTS PREFILL", NULL);
+  if (argc != 4 && argc != 5)
+    return loadFail("rows_abi", "usage: rows_abi LIBMODEL WEIGHTS PREFILL [TOLERANCE]", NULL);
+  double tolerance = argc == 5 ? atof(argv[4]) : 1e-5;
   LoadedModel lm = {0};
   if (loadModel("rows_abi", argv[1], argv[2], &lm) != 0)
     return 1;
@@ -64,10 +66,10 @@ int main(int argc, char **argv) {
   double scale = 0;
   for (int64_t i = 0; i < batch * seq * vocab; ++i)
     scale = fmax(scale, fabs(all[i]));
-  int64_t across = seq > 66 ? 62 : 0, acrossRows = seq - across < 5 ? seq - across : 5;
-  int64_t ranges[7][2] = {{seq - 1, 1},     {0, 1},   {seq / 3, 1},
+  int64_t last = seq > 100 ? 100 : seq;
+  int64_t ranges[7][2] = {{seq - 1, 1},       {0, 1},   {seq / 3, 1},
                           {seq / 2, seq - seq / 2 > 3 ? 3 : 1},
-                          {across, acrossRows}, {0, seq}, {seq - 1, 1}};
+                          {seq - last, last}, {0, seq}, {seq - 1, 1}};
   for (int r = 0; r < 7; ++r) {
     int64_t row0 = ranges[r][0], rows = ranges[r][1];
     if (abi->run_rows(ctx[1], entry, tokens, 0, capacity, caches[1], row0, rows, some, err,
@@ -76,7 +78,7 @@ int main(int argc, char **argv) {
     for (int64_t b = 0; b < batch; ++b)
       for (int64_t i = 0; i < rows * vocab; ++i) {
         double want = all[(b * seq + row0) * vocab + i], got = some[(b * rows) * vocab + i];
-        if (!(fabs(got - want) <= 1e-5 * scale)) {
+        if (!(fabs(got - want) <= tolerance * scale)) {
           fprintf(stderr, "rows_abi: rows [%lld, %lld) sequence %lld element %lld: %g, not %g\n",
                   (long long)row0, (long long)(row0 + rows), (long long)b, (long long)i, got,
                   want);

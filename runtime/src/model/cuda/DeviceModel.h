@@ -45,7 +45,8 @@
 //             holds no [B, S, vocab] logits.
 //   run_greedy  the same step, but only the argmax of one position of each
 //             sequence (the runtime's greedy rule) crosses to the host: a
-//             graph of its own per (caches, capacity, position).
+//             graph of its own per (caches, capacity, position), or for a
+//             prefill per (caches, capacity), any position.
 //   run_sample  likewise a token id per sequence, drawn on the device
 //             (Sampling.h) with the parameters and uniforms the graph copies
 //             in each step, or at temperature 0 the argmax; with a
@@ -208,7 +209,8 @@ struct DeviceContext {
     }
   };
   std::vector<Captured> graphs;
-  std::vector<Captured> warm; // prefills run once, uncaptured (graph null)
+  std::vector<Captured> warm;    // prefills run once, uncaptured (graph null)
+  std::vector<Captured> refused; // prefills whose capture failed: never captured
   /// LLMC_PROFILE's decode step timing (see the top of this file).
   struct StepProfile {
     Event start = nullptr, end = nullptr;
@@ -258,8 +260,12 @@ struct DeviceContext {
     if (stepBatch == 1 || (perSeq == outRows && hi - lo == perSeq))
       return copyAsync(to, from, size_t(stepBatch - 1) * size_t(perSeq) * row + size_t(hi - lo) * row,
                        s);
-    return copy2DAsync(to, size_t(outRows) * row, from, size_t(perSeq) * row,
-                       size_t(hi - lo) * row, size_t(stepBatch), s);
+    // (A copy a sequence: a 2-D copy's pitch is capped by the device, and a
+    // bucket's rows of a large vocabulary pass 2 GiB.)
+    for (int64_t b = 0; b < stepBatch; ++b)
+      LLMC_CUDA_TRY(copyAsync(to + b * outRows * vocab, from + b * perSeq * vocab,
+                              size_t(hi - lo) * row, s));
+    return {};
   }
 };
 
@@ -471,7 +477,7 @@ template <class M> struct Glue {
       row0 = greedyRow, rows = 1;
     else if (rows < 0)
       row0 = 0, rows = e.seq;
-    if (row0 < 0 || rows < 1 || row0 + rows > e.seq)
+    if (row0 < 0 || rows < 1 || row0 > e.seq || rows > e.seq - row0)
       return "rows [" + std::to_string(row0) + ", " + std::to_string(row0 + rows) +
              ") do not lie in the entry's " + std::to_string(e.seq) + " positions";
     if (capacity < 1 || capacity > M::kCaches[0].capacity)
@@ -530,33 +536,46 @@ template <class M> struct Glue {
                              penalised, nullptr};
     Graph graph = nullptr;
     bool capture = false;
+    auto listed = [&](const std::vector<typename M::Captured> &list) {
+      return std::any_of(list.begin(), list.end(),
+                         [&](const typename M::Captured &w) { return w.same(key); });
+    };
     if (graphed) {
       for (auto &g : m.graphs)
         if (g.same(key))
           graph = g.graph;
-      if (!graph) {
-        capture = e.kind == LLMC_ENTRY_DECODE ||
-                  std::any_of(m.warm.begin(), m.warm.end(),
-                              [&](const typename M::Captured &w) { return w.same(key); });
+      if (!graph && !listed(m.refused)) {
+        capture = e.kind == LLMC_ENTRY_DECODE || listed(m.warm);
         if (!capture)
           m.warm.push_back(key);
       }
     }
     // A graph copies the logits into the pinned staging (its nodes' fixed
     // address); other steps straight into the caller's buffer.
-    bool staged = graph || capture;
-    m.outLogits = staged ? m.hostLogits : logits;
-    bool timed = false; // (a replayed decode graph, under LLMC_PROFILE)
-    if (staged) {
-      if (capture) {
-        LLMC_CUDA_TRY(captureBegin(m.stream));
-        std::string e = enqueue(m, entry, caches, capacity, row0, rows);
-        std::string end = captureEnd(m.stream, &graph);
-        LLMC_CUDA_TRY(e);
-        LLMC_CUDA_TRY(end);
+    m.outLogits = graph || capture ? m.hostLogits : logits;
+    if (capture) {
+      LLMC_CUDA_TRY(captureBegin(m.stream));
+      std::string queued = enqueue(m, entry, caches, capacity, row0, rows);
+      std::string end = captureEnd(m.stream, &graph);
+      if (queued.empty() && end.empty()) {
         key.graph = graph;
-        m.graphs.push_back(std::move(key));
+        m.graphs.push_back(key);
       } else {
+        if (graph)
+          graphDestroy(graph);
+        graph = nullptr;
+        if (e.kind == LLMC_ENTRY_DECODE)
+          return queued.empty() ? end : queued;
+        // A prefill that did not capture (nothing of it ran) runs
+        // uncaptured, now and from then on; an error of the step's own
+        // comes back from that run.
+        m.refused.push_back(key);
+        m.outLogits = logits;
+      }
+    }
+    bool timed = false; // (a replayed decode graph, under LLMC_PROFILE)
+    if (graph) {
+      if (!capture) {
         timed = m.stepProfile != nullptr && e.kind == LLMC_ENTRY_DECODE;
         if (m.stepProfile && e.kind == LLMC_ENTRY_PREFILL)
           ++m.stepProfile->prefillReplays;
@@ -583,7 +602,7 @@ template <class M> struct Glue {
           LLMC_CUDA_TRY(copyToHost(rowLogits + b * M::kVocab, m.logits + b * M::kVocab,
                                    size_t(M::kVocab) * sizeof(float)));
       }
-    else if (staged)
+    else if (graph) // (staged: see m.outLogits)
       std::memcpy(logits, m.hostLogits, size_t(e.batch * rows * M::kVocab) * sizeof(float));
     if (timed) {
       float ms = 0;
@@ -716,9 +735,10 @@ template <class M> struct Glue {
           ++i;
         }
       if (M::kNumCaches)
-        m->warm.erase(std::remove_if(m->warm.begin(), m->warm.end(),
+        for (auto *list : {&m->warm, &m->refused})
+          list->erase(std::remove_if(list->begin(), list->end(),
                                      [&](const auto &w) { return w.caches[0] == caches[0]; }),
-                      m->warm.end());
+                      list->end());
     }
     if (M::kNumCaches) // one allocation, at the first cache
       deviceFree(caches[0]);

@@ -291,7 +291,7 @@ LLMC_GLOBAL void selectRowsKernel(const T *x, T *out, int s, int h, const int64_
   const T *src = x + (size_t(b) * size_t(s) + size_t(row)) * size_t(h);
   T *dst = out + size_t(blockIdx.x) * size_t(h);
   constexpr int kVec = int(16 / sizeof(T));
-  if (h % kVec == 0) {
+  if (h % kVec == 0 && (reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(out)) % 16 == 0) {
     const uint4 *s4 = reinterpret_cast<const uint4 *>(src);
     uint4 *d4 = reinterpret_cast<uint4 *>(dst);
     for (int j = int(threadIdx.x); j < h / kVec; j += int(blockDim.x))
