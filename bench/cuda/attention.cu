@@ -6,9 +6,10 @@
 // f32 accumulation), the issue's target being >= 50% of it at head_dim 128. Medians of 10
 // timed runs after a warm-up, by CUDA events, three rounds in turns. Checks 64 random
 // output rows against a float64 softmax reference before timing. Random inputs.
-// flashAttention takes the wgmma form (AttentionWgmma.h) in code built for sm_90a, else
-// the mma.sync one (AttentionMma.h); the last column times the mma.sync form on the
-// same inputs, in turns with flashAttention's (on sm_90a: wgmma against mma.sync).
+// flashAttention takes the mma.sync form (AttentionMma.h), or with LLMC_CUDA_WGMMA=1 in
+// code built for sm_90a the wgmma one (AttentionWgmma.h); in sm_90a code the last column
+// times the form it does not take (wgmma, or with that setting mma.sync) on the same
+// inputs, in turns with flashAttention's.
 //   nvcc -std=c++17 -O3 -arch=sm_90a -I. bench/cuda/attention.cu -lcublas -o attention
 //   ./attention [S ...]            (default 1024 4096 8192)
 #include "runtime/src/model/cuda/AttentionTensorCore.h"
@@ -73,11 +74,16 @@ template <int D> static void run(int s, double dense) {
     if (!e.empty())
       std::fprintf(stderr, "%s\n", e.c_str()), std::exit(1);
   };
-  // The mma.sync form, which sm_90a code leaves to wgmma (measured beside
-  // it; its output is not checked here, the kernel tests do that).
-  auto attendMma = [&] {
-    std::string e = llmc::cuda::flashAttentionMma<half, D, half>(dq, dk, dv, dpos, dout, 1, s, hq,
-                                                                hkv, s, true, 0, scale, 0.0f, 0);
+  // The form flashAttention does not take (wgmma, unless LLMC_CUDA_WGMMA=1),
+  // measured beside it in sm_90a code; its output is not checked here, the
+  // kernel tests do that.
+  const bool other = llmc::cuda::wg::wgmmaBuilt();
+  auto attendOther = [&] {
+    std::string e = llmc::cuda::wg::wgmmaEnabled()
+                        ? llmc::cuda::flashAttentionMma<half, D, half>(
+                              dq, dk, dv, dpos, dout, 1, s, hq, hkv, s, true, 0, scale, 0.0f, 0)
+                        : llmc::cuda::flashAttentionWgmma<half, D, half>(
+                              dq, dk, dv, dpos, dout, 1, s, hq, hkv, s, true, 0, scale, 0.0f, 0);
     if (!e.empty())
       std::fprintf(stderr, "%s\n", e.c_str()), std::exit(1);
   };
@@ -108,15 +114,18 @@ template <int D> static void run(int s, double dense) {
       worst = std::isnan(got) ? INFINITY : std::max(worst, std::fabs(got - want));
     }
   }
-  float ms = 0, mmaMs = 0;
+  float ms = 0, otherMs = 0;
   for (int round = 0; round < 3; ++round) {
     ms = medianMs(attend, 10);
-    mmaMs = medianMs(attendMma, 10);
+    if (other)
+      otherMs = medianMs(attendOther, 10);
   }
   double flop = 4.0 * D * hq * (double(s) * (s + 1) / 2);
-  std::printf("| %d | %d | %.3f | %.1f TFLOP/s | %.1f%% | %.1e | %.1f TFLOP/s |\n", D, s, ms,
-              flop / (ms / 1e3) / 1e12, 100 * flop / (ms / 1e3) / dense, worst,
-              flop / (mmaMs / 1e3) / 1e12);
+  char otherRate[32] = "-";
+  if (other)
+    std::snprintf(otherRate, sizeof otherRate, "%.1f TFLOP/s", flop / (otherMs / 1e3) / 1e12);
+  std::printf("| %d | %d | %.3f | %.1f TFLOP/s | %.1f%% | %.1e | %s |\n", D, s, ms,
+              flop / (ms / 1e3) / 1e12, 100 * flop / (ms / 1e3) / dense, worst, otherRate);
   cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dout), cudaFree(dpos);
 }
 
@@ -141,9 +150,10 @@ int main(int argc, char **argv) {
               "causal prefill attention, 32 query / 8 key-value heads, batch 1, half; "
               "flashAttention by %s:\n\n"
               "| head_dim | S | ms | llmc flash attention | share of the dense rate | max abs. "
-              "error (64 rows vs float64) | the mma.sync form |\n"
+              "error (64 rows vs float64) | the %s form |\n"
               "| --- | --- | --- | --- | --- | --- | --- |\n",
-              p.name, dense / 1e12, llmc::cuda::wg::wgmmaBuilt() ? "wgmma" : "mma.sync");
+              p.name, dense / 1e12, llmc::cuda::wg::wgmmaEnabled() ? "wgmma" : "mma.sync",
+              llmc::cuda::wg::wgmmaEnabled() ? "mma.sync" : "wgmma (LLMC_CUDA_WGMMA=1)");
   for (int s : lengths) {
     run<64>(s, dense);
     run<128>(s, dense);

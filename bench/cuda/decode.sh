@@ -21,7 +21,7 @@
 #      bench, llmc bench again under each setting COMPARE lists (settings
 #      separated by spaces, each a row of its own: such as LLMC_CUDA_PDL=0,
 #      every kernel launched plainly, LLMC_CUDA_CUBLASLT=0, the prefill
-#      GEMMs on llmc's own kernels, LLMC_CUDA_WGMMA=0,
+#      GEMMs on llmc's own kernels, LLMC_CUDA_WGMMA=1 (the wgmma prefill attention),
 #      LLMC_CUDA_DECODE_STAGES=2 or LLMC_CUDA_PREFILL_GRAPHS=0, every
 #      prefill launched from the host: what that feature is worth), transformers
 #      eager, torch.compile over a

@@ -692,11 +692,12 @@ TEST(CudaDecodeAttention, Int8CachesWithTheirScales) {
 }
 
 /// Which prefill form checkPrefill runs: the one flashAttention chooses
-/// (on the emulation, as in sm_90a code: wgmma at head_dim 64 and 128,
-/// else mma.sync), or AttentionTensorCore.h's WMMA form (which
-/// flashAttention takes only before sm_80), or AttentionMma.h's mma.sync
-/// form (which it takes elsewhere at head_dim 64 and 128).
-enum class Prefill { Chosen, Wmma, Mma };
+/// (on the emulation, as on sm_80 and later GPUs: mma.sync), or
+/// AttentionTensorCore.h's WMMA form (which flashAttention takes only
+/// before sm_80), or AttentionWgmma.h's wgmma form at head_dim 64 and 128
+/// (which it takes with LLMC_CUDA_WGMMA=1 in sm_90a code; the emulation
+/// has it: run only where wg::wgmmaBuilt()).
+enum class Prefill { Chosen, Wmma, Wgmma };
 
 /// Prefill attention in `form`; the scale is scaleTimes / sqrt(D).
 template <class T, int D, int Dv, class K = T>
@@ -724,12 +725,13 @@ void checkPrefill(int b, int s, int hq, int hkv, int cap, long long pos, bool ca
                                                  scale, softcap, nullptr, sinks)),
                 "");
     }
-    if (form == Prefill::Mma) {
-      ASSERT_EQ((flashAttentionMma<T, D, float>(dq.get(), c.k.get(), c.v.get(), dpos.get(),
-                                                out.get(), b, s, hq, hkv, cap, causal, window,
-                                                scale, softcap, nullptr, sinks)),
-                "");
-    }
+    if constexpr (D == 64 || D == 128)
+      if (form == Prefill::Wgmma) {
+        ASSERT_EQ((flashAttentionWgmma<T, D, float>(dq.get(), c.k.get(), c.v.get(), dpos.get(),
+                                                    out.get(), b, s, hq, hkv, cap, causal, window,
+                                                    scale, softcap, nullptr, sinks)),
+                  "");
+      }
   }
   if (form == Prefill::Chosen) {
     ASSERT_EQ((flashAttention<T, K, D, Dv, float>(dq.get(), c.k.get(), c.v.get(), c.ksPtr(),
@@ -767,10 +769,12 @@ TEST(CudaFlashAttention, ChunkedPrefillAfterCachedTokens) {
 }
 
 TEST(CudaFlashAttention, SinksInEveryForm) {
-  // The sinks in each prefill form's last division: wgmma (the chosen form
-  // at head_dim 64 and 128 on the emulation), mma.sync and WMMA (the scale
-  // folded into the exp2, and not: softcap), SIMT (f32, int8 caches).
-  for (Prefill form : {Prefill::Chosen, Prefill::Mma, Prefill::Wmma}) {
+  // The sinks in each prefill form's last division: mma.sync (the chosen
+  // form), wgmma and WMMA (the scale folded into the exp2, and not:
+  // softcap), SIMT (f32, int8 caches).
+  for (Prefill form : {Prefill::Chosen, Prefill::Wgmma, Prefill::Wmma}) {
+    if (form == Prefill::Wgmma && !wg::wgmmaBuilt())
+      continue; // (device code without wgmma: WgmmaTiles says so)
     checkPrefill<half, 64, 64>(1, 70, 4, 2, 160, 5, true, 0, 0, form, 1.5f, true);
     if (form == Prefill::Wmma) // (half only before sm_80)
       checkPrefill<half, 128, 128>(1, 40, 6, 2, 128, 30, true, 16, 30.0f, form, 1.5f, true);
@@ -787,8 +791,8 @@ TEST(CudaFlashAttention, Int8CachesWithTheirScales) {
   checkPrefill<bfloat16, 32, 32, int8_t>(2, 9, 2, 2, 32, 3, false, 0, 0);
 }
 
-/// Head dims 64 and 128 in `form` (Chosen: wgmma on the emulation and in
-/// sm_90a code; Mma: the mma.sync form): several query blocks (64 or 128
+/// Head dims 64 and 128 in `form` (Chosen: mma.sync; Wgmma: the wgmma
+/// form): several query blocks (64 or 128
 /// queries) and key tiles (64 or 128 keys), a partial last block with
 /// warps that have no query, a chunk after cached tokens, GQA and MQA,
 /// windows that skip whole tiles, softcap, non-causal.
@@ -821,10 +825,9 @@ void headDims64And128(Prefill form) {
   checkPrefill<bfloat16, 64, 64>(1, 65, 2, 2, 640, 530, false, 0, 0, form);
 }
 
-// Half and bfloat16 with D = Dv <= 128 run on tensor cores: at head_dim 64
-// and 128 by wgmma in sm_90a code (AttentionWgmma.h; the emulation has it)
-// or mma.sync, the other head dims by mma.sync (AttentionMma.h) on sm_80
-// and later.
+// Half and bfloat16 with D = Dv <= 128 run on tensor cores: by mma.sync
+// (AttentionMma.h) on sm_80 and later (wgmma with LLMC_CUDA_WGMMA=1 in
+// sm_90a code: WgmmaTiles).
 TEST(CudaFlashAttention, TensorCoreTiles) {
   static_assert(kTensorCoreAttention<half, half, 128, 128> &&
                 kTensorCoreAttention<bfloat16, bfloat16, 16, 16> &&
@@ -847,9 +850,13 @@ TEST(CudaFlashAttention, TensorCoreTiles) {
             "flash attention: more cache rows than an int counts");
 }
 
-// The mma.sync form at head_dim 64 and 128, which sm_90a code leaves to
-// wgmma (every other GPU takes it).
-TEST(CudaFlashAttention, MmaTiles) { headDims64And128(Prefill::Mma); }
+// The wgmma form at head_dim 64 and 128 (sm_90a code with
+// LLMC_CUDA_WGMMA=1; the emulation has it).
+TEST(CudaFlashAttention, WgmmaTiles) {
+  if (!wg::wgmmaBuilt())
+    GTEST_SKIP() << "this device code has no wgmma (it is built for sm_90a only)";
+  headDims64And128(Prefill::Wgmma);
+}
 
 // The WMMA form (before sm_80) on the same shapes.
 TEST(CudaFlashAttention, WmmaTiles) {

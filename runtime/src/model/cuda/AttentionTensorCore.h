@@ -4,10 +4,11 @@
 // keys 0 .. *pos + S - 1 of the [B, Hkv, C, D] caches, out [B, S, Hq, Dv],
 // scale, softcap, causal, window, GQA/MQA; a query with no key gives
 // zeros). flashAttention takes a tensor-core form when queries and caches
-// are both half or both bfloat16, D = Dv, a multiple of 16 up to 128: in
-// code built for sm_90a at D = 64 and 128 AttentionWgmma.h's (Hopper's
-// wgmma), else on sm_80 and later AttentionMma.h's (mma.sync, everything
-// in registers),
+// are both half or both bfloat16, D = Dv, a multiple of 16 up to 128: on
+// sm_80 and later AttentionMma.h's (mma.sync, everything in registers; in
+// code built for sm_90a at D = 64 and 128, AttentionWgmma.h's with Hopper's
+// wgmma when LLMC_CUDA_WGMMA=1: 1-18% slower than mma.sync on an H200,
+// bench/results/2026-11-30-cuda-decode-h200-5.md),
 // before it (sm_75, which `--cuda-arch` accepts), for half, the WMMA form
 // below (on an H200 the mma.sync form ran 2.1-2.5x faster at head_dim 128:
 // bench/results/2026-11-27-cuda-decode-h200-4.md); Attention.h's SIMT form
@@ -236,8 +237,9 @@ std::string flashAttentionWmma(const T *q, const T *kCache, const T *vCache, con
 
 /// Flash prefill attention (K: the caches' type; with int8 caches kScales
 /// and vScales are their scales, else null): on tensor cores where it
-/// applies (see the top of this file), by wgmma in sm_90a code at head_dim
-/// 64 and 128 (AttentionWgmma.h; unless LLMC_CUDA_WGMMA=0), by mma.sync on sm_80 and later
+/// applies (see the top of this file), by mma.sync on sm_80 and later
+/// (or by wgmma in sm_90a code at head_dim 64 and 128 with LLMC_CUDA_WGMMA=1:
+/// AttentionWgmma.h, slower on an H200; Wgmma.h's wgmmaEnabled)
 /// (AttentionMma.h), else by WMMA (half on sm_70 and sm_75); else the SIMT
 /// form. `sinks`: one logit per query head on the device, or null
 /// (Attention.h).

@@ -5,7 +5,9 @@
 // scale, softcap, causal, window, GQA/MQA; a query with no key gives
 // zeros), for half or bfloat16 queries and caches with D = Dv = 64 or 128,
 // on device code built for sm_90a (wg::wgmmaBuilt(); AttentionTensorCore.h's
-// flashAttention picks it there, AttentionMma.h's mma.sync form elsewhere).
+// flashAttention picks it there only with LLMC_CUDA_WGMMA=1: on an H200 it
+// ran 1-18% slower than AttentionMma.h's mma.sync form, which flashAttention
+// takes otherwise; bench/results/2026-11-30-cuda-decode-h200-5.md).
 //
 // Tiling (FlashAttention-3's consumers on Hopper's warpgroup products,
 // Wgmma.h, with its overlap of the softmax with the products, without its

@@ -360,11 +360,13 @@ void mmaRS(float (&d)[N / 2], const unsigned (&a)[4], uint64_t descB, bool accum
 #endif
 
 /// Whether kernels take their wgmma forms: the code has wgmma
-/// (wgmmaBuilt()) and LLMC_CUDA_WGMMA is not 0 (which leaves them to the
-/// mma.sync forms, to compare or to step around the wgmma ones).
+/// (wgmmaBuilt()) and LLMC_CUDA_WGMMA is 1. Off by default: on an H200 the
+/// mma.sync prefill attention was 1-18% faster than the wgmma one at every
+/// shape timed (bench/results/2026-11-30-cuda-decode-h200-5.md), so the
+/// wgmma forms are there to compare and to work on.
 inline bool wgmmaEnabled() {
   const char *env = std::getenv("LLMC_CUDA_WGMMA");
-  return !(env && env[0] == '0' && env[1] == 0) && wgmmaBuilt();
+  return env && env[0] == '1' && env[1] == 0 && wgmmaBuilt();
 }
 
 } // namespace llmc::cuda::wg
