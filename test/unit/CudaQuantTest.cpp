@@ -59,7 +59,8 @@ Packed pack(int n, int k, int bits, int groupSize, bool withZeros, unsigned seed
 
 /// qgemv (splits >= 1, y in seg's layout; with IN, qnormGemv or
 /// qswigluGemv: x through an RMS norm or SwiGLU first) or, with splits = 0,
-/// qgemm against float64. ROWS: the launchers' (0: built for every row
+/// qgemm's tiles that dequantize as they stage, with splits = -1, qgemm
+/// through its dequantized scratch copy, against float64. ROWS: the launchers' (0: built for every row
 /// count; m: only m's kernels, fewer for the GPU's test binary to carry).
 template <class X, class Y, class S, int BITS, GemvIn IN = GemvIn::Plain, int ROWS = 0>
 void checkQuant(int m, int n, int k, int groupSize, bool withZeros, int splits, bool withBias,
@@ -88,12 +89,13 @@ void checkQuant(int m, int n, int k, int groupSize, bool withZeros, int splits, 
   DeviceBuffer<X> dx(x);
   DeviceBuffer<uint8_t> dq(p.q), dz(withZeros ? p.zeros : std::vector<uint8_t>(1));
   DeviceBuffer<S> ds(scales);
-  DeviceBuffer<float> db(bias), partial(size_t(splits) * size_t(m) * size_t(n));
+  DeviceBuffer<float> db(bias), partial(size_t(std::max(splits, 0)) * size_t(m) * size_t(n));
   DeviceBuffer<Y> dr(residual), dy(size_t(m) * size_t(n));
   const uint8_t *zeros = withZeros ? dz.get() : nullptr;
   const float *b = withBias ? db.get() : nullptr;
   const Y *r = withResidual ? dr.get() : nullptr;
   SplitCounters counters;
+  DeviceBuffer<X> scratch(splits < 0 ? size_t(n) * size_t(k) : size_t(1));
   // (if constexpr: each instance builds only the launcher it runs; every
   // launcher is 24 kernels, and the GPU's test binary must fit what the
   // device tool carries.)
@@ -119,7 +121,8 @@ void checkQuant(int m, int n, int k, int groupSize, bool withZeros, int splits, 
     EXPECT_EQ(counters.leftNonzero(), 0u);
   } else if constexpr (IN == GemvIn::Plain) {
     ASSERT_EQ((qgemm<X, Y, S, float, BITS>(dx.get(), dq.get(), ds.get(), zeros, b, r, dy.get(), m,
-                                           n, k, groupSize, nullptr)),
+                                           n, k, groupSize, splits < 0 ? scratch.get() : nullptr,
+                                           nullptr)),
               "");
   }
   auto xd = widen(x), rd = widen(residual), od = widen(other);
@@ -137,12 +140,12 @@ void checkQuant(int m, int n, int k, int groupSize, bool withZeros, int splits, 
   if (IN == GemvIn::Swiglu)
     for (size_t i = 0; i < xd.size(); ++i)
       xd[i] = gateReference(act, xd[i]) * od[i];
-  // qgemm with half or bfloat16 x runs on the tensor cores, each weight
-  // rounded to x's type (its f32 value, q - zero times the scale, rounded).
+  // qgemm with half or bfloat16 x multiplies each weight rounded to x's
+  // type (its f32 value, q - zero times the scale, rounded).
   constexpr bool rounded = std::is_same_v<X, half> || std::is_same_v<X, bfloat16>;
   auto weight = [&](int j, int e) {
     double w = p.at(j, e);
-    return rounded && splits == 0 ? double(toFloat(fromFloat<X>(float(w)))) : w;
+    return rounded && splits <= 0 ? double(toFloat(fromFloat<X>(float(w)))) : w;
   };
   std::vector<double> want(size_t(m) * size_t(n));
   for (int i = 0; i < m; ++i)
@@ -156,6 +159,10 @@ void checkQuant(int m, int n, int k, int groupSize, bool withZeros, int splits, 
     }
   EXPECT_LE(relativeError(dy.download(), want),
             1e-5 + storageEpsilon<Y>() + (IN == GemvIn::Plain ? 0.0 : storageEpsilon<X>()));
+  if (splits < 0) { // (the copy was made: its last weight)
+    std::vector<X> copy = scratch.download();
+    EXPECT_EQ(toFloat(copy.back()), toFloat(fromFloat<X>(float(p.at(n - 1, k - 1)))));
+  }
 }
 
 TEST(CudaQuantGemv, Int4EveryRowCount) {
@@ -250,6 +257,61 @@ TEST(CudaQuantGemm, TilesAndEdges) {
   checkQuant<bfloat16, float, float, 8>(65, 20, 99, 16, false, 0, false, true, 74);
   checkQuant<half, float, half, 4>(130, 72, 200, 32, true, 0, true, true, 75);
   checkQuant<bfloat16, bfloat16, float, 4>(64, 64, 256, 128, false, 0, false, false, 76);
+}
+
+TEST(CudaQuantGemm, ThroughADequantizedCopy) {
+  // The same shapes through the scratch copy, then gemm: f32 x on the SIMT
+  // tiles, half and bfloat16 on the tensor-core ones (on a GPU, cuBLASLt
+  // where x, y and the bias are one 16-bit type: the last two).
+  checkQuant<float, float, float, 4>(64, 64, 64, 32, false, -1, false, false, 71);
+  checkQuant<float, float, float, 4>(100, 37, 100, 32, true, -1, true, true, 72);
+  checkQuant<half, half, half, 8>(17, 70, 128, 64, true, -1, true, false, 73);
+  checkQuant<bfloat16, float, float, 8>(65, 20, 99, 16, false, -1, false, true, 74);
+  checkQuant<half, float, half, 4>(130, 72, 200, 32, true, -1, true, true, 75);
+  checkQuant<bfloat16, bfloat16, float, 4>(64, 64, 256, 128, false, -1, false, false, 76);
+  checkQuant<half, half, half, 4>(40, 48, 64, 32, true, -1, false, true, 77);
+  checkQuant<bfloat16, bfloat16, bfloat16, 8>(24, 40, 96, 32, false, -1, false, false, 78);
+}
+
+/// dequantRows' copy against the weights the op defines, each rounded to T
+/// once from its f32 value: equal bit for bit.
+template <class S, class T, int BITS>
+void checkDequantRows(int n, int k, int groupSize, bool withZeros, unsigned seed) {
+  SCOPED_TRACE("bits=" + std::to_string(BITS) + " n=" + std::to_string(n) + " k=" +
+               std::to_string(k) + " group=" + std::to_string(groupSize) +
+               " zeros=" + std::to_string(withZeros));
+  Packed p = pack(n, k, BITS, groupSize, withZeros, seed);
+  std::vector<S> scales(p.scales.size());
+  for (size_t i = 0; i < scales.size(); ++i) {
+    scales[i] = fromFloat<S>(p.scales[i]);
+    p.scales[i] = toFloat(scales[i]);
+  }
+  DeviceBuffer<uint8_t> dq(p.q), dz(withZeros ? p.zeros : std::vector<uint8_t>(1));
+  DeviceBuffer<S> ds(scales);
+  // One more row's room, poisoned: nothing is written past n * k.
+  std::vector<T> poison(size_t(n + 1) * size_t(k), fromFloat<T>(-7.0f));
+  DeviceBuffer<T> out(poison);
+  ASSERT_EQ((dequantRows<S, T, BITS>(dq.get(), ds.get(), withZeros ? dz.get() : nullptr,
+                                     out.get(), n, k, groupSize, nullptr)),
+            "");
+  std::vector<T> got = out.download();
+  int wrong = 0;
+  for (int j = 0; j <= n; ++j)
+    for (int e = 0; e < k; ++e) {
+      float want = j < n ? toFloat(fromFloat<T>(float(p.at(j, e)))) : -7.0f;
+      wrong += toFloat(got[size_t(j) * size_t(k) + size_t(e)]) != want;
+    }
+  EXPECT_EQ(wrong, 0);
+}
+
+TEST(CudaQuantGemm, DequantizedRowsEqualTheOpsWeights) {
+  checkDequantRows<float, float, 4>(5, 64, 32, false, 81);
+  checkDequantRows<float, half, 4>(7, 100, 32, true, 82); // K ends inside a group and a word
+  checkDequantRows<half, half, 8>(3, 99, 16, true, 83);
+  checkDequantRows<float, bfloat16, 8>(4, 130, 4, false, 84); // groups of one word
+  checkDequantRows<half, bfloat16, 4>(6, 256, 128, true, 85);
+  EXPECT_NE((dequantRows<float, half, 4>(nullptr, nullptr, nullptr, nullptr, 1, 8, 4, nullptr)),
+            ""); // (a group of 2 bytes)
 }
 
 /// With `scaled`, each value (rounded to Y) times 5.5 (Gemma's scaling Mul),

@@ -935,10 +935,20 @@ llvm::Error CudaEmitter::emitLinear(Operation *op, CpuModel::Entry &stats) {
       }
       return llvm::Error::success();
     }
-    statement(llvm::formatv("{0}<{1}>({2}, {3}, {4}, {5}, {6}, {7}, a.stream{8})", fn, targs,
-                            ptr(x), wargs, b, res, ptr(y), sizes, quant ? "" : ", &m.blas")
+    std::string how = fn;
+    if (quant) { // the weight dequantized into a buffer of its own, live for this statement
+      std::string scratch = "nullptr";
+      if (size_t bytes = ::llmc::cuda::qgemmScratchBytes(n, k, elemBytes(x.getType()))) {
+        buffers.push_back({int64_t(bytes), step, step, -1});
+        scratch = llvm::formatv("m.at<{0}>(@@B{1}@@ + 0)", xt, buffers.size() - 1).str();
+        how += ", dequantized copy";
+      }
+      sizes += ", " + scratch;
+    }
+    statement(llvm::formatv("{0}<{1}>({2}, {3}, {4}, {5}, {6}, {7}, a.stream, &m.blas)", fn,
+                            targs, ptr(x), wargs, b, res, ptr(y), sizes)
                   .str(),
-              shortName(op).str() + (add ? " + residual" : "") + " (" + fn + ") -> " +
+              shortName(op).str() + (add ? " + residual" : "") + " (" + how + ") -> " +
                   describeType(y.getType()));
   }
   ++stats.kernelCalls;

@@ -2,9 +2,10 @@
 //
 // One of the translation units test/cuda/fatbin.sh builds for every
 // architecture llmc targets (see that script): the quantized decode GEMVs
-// (plain, RMS-norm and SwiGLU forms), the prefill tiles that dequantize as
-// they stage, and the quantized embedding gather (i64 and i32 ids), for f32,
-// f16 and bf16 activations. The functions are never called; naming each
+// (plain, RMS-norm and SwiGLU forms), the prefill's dequantized copy
+// (dequantRows, then gemm) and the tiles that dequantize as they stage, and
+// the quantized embedding gather (i64 and i32 ids), for f32, f16 and bf16
+// activations. The functions are never called; naming each
 // launcher makes nvcc build its kernels.
 //
 //===----------------------------------------------------------------------===//
@@ -24,11 +25,11 @@ template <class T> void forType() {
   qswigluGemv<T, T, float, T, 4>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
                                  nullptr, nullptr, nullptr, 1, 1, 1, 32, 1, nullptr);
   qgemm<T, T, float, T, 4>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 1,
-                           32, nullptr);
+                           32, nullptr, nullptr);
   qgemm<T, T, float, T, 8>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 1,
-                           32, nullptr);
+                           32, nullptr, nullptr);
   qgemm<T, T, T, T, 4>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 1, 32,
-                       nullptr);
+                       nullptr, nullptr);
   const int64_t *ids = nullptr;
   const int32_t *ids32 = nullptr; // (models whose token ids are i32)
   quantEmbedding<float, T, 4>(nullptr, nullptr, nullptr, ids, nullptr, 1, 1, 32, 1, nullptr,

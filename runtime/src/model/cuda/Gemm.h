@@ -12,9 +12,8 @@
 // Tiling
 //   Tensor cores (gemmTensorCore: X and W both half, or both bfloat16 on
 //   sm_80 and later, or X half or bfloat16 and W 4- or 8-bit (QuantGemv.h's
-//   qgemm: the weight tile dequantized and rounded to X's type as it is
-//   staged, as onnxruntime's MatMulNBits dequantizes to fp16 for a
-//   prefill); sm_75 has no bfloat16 tiles and takes the SIMT form): a
+//   qgemm without its scratch copy: the weight tile dequantized and rounded
+//   to X's type as it is staged); sm_75 has no bfloat16 tiles and takes the SIMT form): a
 //   block of 4 warps computes a 64 x 64 tile of C, each warp 32 x 32 of it as
 //   2 x 2 WMMA accumulators of 16 x 16 (f32), over K in steps of 32 staged
 //   in shared memory (A and W tiles row-major with k contiguous, rows

@@ -28,11 +28,24 @@
 // its rows of x through the prologue into shared memory first (the norm's
 // weights of x's type), and its warps read them as x.
 //
-// Prefill (qgemm): Gemm.h's tiles with the weight tile dequantized as it is
-// staged in shared memory (QuantRows): for half or bfloat16 x on the tensor
-// cores, each weight rounded to x's type (onnxruntime's MatMulNBits
-// likewise multiplies fp16 dequantized weights in a prefill), else the
-// SIMT tiles in f32.
+// Prefill (qgemm): with a scratch buffer of N * K X's (the code generator
+// gives one from the arena where it is at most kQuantScratchMaxBytes),
+// dequantRows first writes the whole weight into it as X, each weight
+// rounded to X's type once (onnxruntime's MatMulNBits likewise multiplies
+// fp16 dequantized weights in a prefill), then Gemm.h's gemm multiplies it:
+// on a GPU cuBLASLt's tensor-core GEMM for 16-bit X, Y and bias (the
+// bias's type X or none). dequantRows: a thread a 32-bit word of a row (8
+// values at 4 bits, 4 at 8; a group's bytes are a multiple of 4, so a word
+// lies in one group), its values written to consecutive X's, coalesced
+// across the warp. The N * K copy costs about 4 (int4) or 2 (int8) times
+// the quantized weight's bytes in writes, small beside the GEMM of a long
+// prompt; it replaced, for those, the path below, which on an H200 ran a
+// 1B model's prefill at about 30 TFLOP/s
+// (bench/results/2026-11-30-cuda-decode-h200-5.md). Without the buffer:
+// Gemm.h's tiles with the weight tile dequantized as it is staged in
+// shared memory (QuantRows), element by element: for half or bfloat16 x on
+// the tensor cores, each weight rounded to x's type, else the SIMT tiles
+// in f32.
 //
 // quantEmbedding: llm.quantized_embedding, rows of a table in the same
 // layout ([vocab, G, groupSize * BITS / 8], scales and zeros [vocab, G])
@@ -278,12 +291,79 @@ std::string qgatedGemv(GateAct act, const X *gate, const X *up, const uint8_t *q
       partial, counters, m, n, k, groupSize, splits, stream, seg);
 }
 
-/// Launches the prefill kernel (any M).
+/// The largest scratch copy a prefill's quantized linear layer is given
+/// (qgemm): 256 MiB, a 7B model's merged gate and up projections in half
+/// (180 MiB) but not a 262144-word lm_head (Gemma 3's, 1.3 GB), which
+/// runs in the logits' chunks of at most 64 rows a sequence anyway.
+constexpr size_t kQuantScratchMaxBytes = size_t(256) << 20;
+
+/// The bytes of qgemm's scratch copy for an [n, k] weight dequantized to
+/// `elementBytes`-byte values; 0 past kQuantScratchMaxBytes (no copy).
+inline size_t qgemmScratchBytes(int64_t n, int64_t k, int64_t elementBytes) {
+  size_t bytes = size_t(n) * size_t(k) * size_t(elementBytes);
+  return bytes <= kQuantScratchMaxBytes ? bytes : 0;
+}
+
+template <class S, class T, int BITS>
+LLMC_GLOBAL void dequantRowsKernel(const uint8_t *q, const S *scales, const uint8_t *zeros, T *out,
+                                   int n, int k, int groupSize, int groups) {
+  LLMC_KERNEL_BEGIN();
+  constexpr int kPerWord = 32 / BITS;
+  constexpr unsigned kMask = (1u << BITS) - 1u;
+  int words = (k + kPerWord - 1) / kPerWord; // a row's words holding values below K
+  size_t i = size_t(blockIdx.x) * size_t(blockDim.x) + size_t(threadIdx.x);
+  if (i >= size_t(n) * size_t(words))
+    return;
+  int row = int(i / size_t(words)), word = int(i % size_t(words));
+  size_t rowBytes = size_t(groups) * size_t(groupSize) * BITS / 8;
+  unsigned bits = *reinterpret_cast<const unsigned *>(q + size_t(row) * rowBytes + size_t(word) * 4);
+  int k0 = word * kPerWord;
+  size_t g = size_t(row) * size_t(groups) + size_t(k0 / groupSize);
+  int zero = zeros ? int(zeros[g]) : 1 << (BITS - 1);
+  float scale = toFloat(scales[g]);
+  T *dst = out + size_t(row) * size_t(k) + size_t(k0);
+  LLMC_UNROLL
+  for (int j = 0; j < kPerWord; ++j)
+    if (k0 + j < k)
+      dst[j] = fromFloat<T>(float(int((bits >> (j * BITS)) & kMask) - zero) * scale);
+}
+
+/// Writes W dequantized into `out` ([n, k] of T, row-major), each weight
+/// (q - zero) * scale in f32 rounded to T once; the rows of q must be
+/// 4-byte aligned (a group's bytes a multiple of 4: quantChunkBytes).
+template <class S, class T, int BITS>
+std::string dequantRows(const uint8_t *q, const S *scales, const uint8_t *zeros, T *out, int n,
+                        int k, int groupSize, Stream stream) {
+  if (n < 1 || k < 1 || groupSize < 1 || quantChunkBytes(BITS, groupSize) == 0)
+    return "dequantRows: invalid arguments";
+  size_t threads = size_t(n) * size_t(ceilDiv(unsigned(k), unsigned(32 / BITS)));
+  return launch(dequantRowsKernel<S, T, BITS>, dim3(ceilDiv(threads, 256)), dim3(256), 0, stream,
+                q, scales, zeros, out, n, k, groupSize, ceilDiv(unsigned(k), unsigned(groupSize)));
+}
+
+/// Launches the prefill (any M): with `scratch` (n * k X's,
+/// qgemmScratchBytes), W dequantized into it, then gemm (through `blas`
+/// where it takes the shape); without, the tiles that dequantize as they
+/// stage W.
 template <class X, class Y, class S, class B, int BITS>
 std::string qgemm(const X *a, const uint8_t *q, const S *scales, const uint8_t *zeros, const B *bias,
-                  const Y *residual, Y *c, int m, int n, int k, int groupSize, Stream stream) {
-  if (groupSize < 1)
+                  const Y *residual, Y *c, int m, int n, int k, int groupSize, X *scratch,
+                  Stream stream, Blas *blas = nullptr) {
+  if (groupSize < 1 || m < 1 || n < 1 || k < 1)
     return "qgemm: invalid arguments";
+  if (scratch) {
+    if (std::string e = dequantRows<S, X, BITS>(q, scales, zeros, scratch, n, k, groupSize, stream);
+        !e.empty())
+      return e;
+    if constexpr (std::is_same_v<B, X>)
+      return gemm<X, X, Y>(a, scratch, bias, residual, c, m, n, k, stream, blas);
+    else if (!bias)
+      return gemm<X, X, Y>(a, scratch, static_cast<const X *>(nullptr), residual, c, m, n, k,
+                           stream, blas);
+    else // (a bias of another type: llmc's tiles)
+      return gemmRows<kTensorCoreGemm<X, X>>(a, DenseRows<X>{scratch, k}, bias, residual, c, m, n,
+                                             k, stream);
+  }
   QuantRows<S, BITS> w{q, scales, zeros, groupSize, (k + groupSize - 1) / groupSize};
   return gemmRows<kTensorCoreType<X>>(a, w, bias, residual, c, m, n, k, stream);
 }
