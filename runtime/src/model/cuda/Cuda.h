@@ -38,6 +38,7 @@
 //                                  for |b| above 2^126; the emulation: a / b)
 //   loadWords<N>(p, out)           N (4, 8, 16) aligned bytes at p as N / 4
 //                                  little-endian 32-bit words
+//   floatFromBits(u)               the f32 whose bits are u (__uint_as_float)
 //   tc::FragA<T>, FragB<T>,        a warp's 16 x 16 x 16 tensor-core tiles (T
 //   FragBRow<T>, Acc; tc::zero,    half or bfloat16, f32 accumulators): WMMA
 //   loadA, loadB, loadBRow, mma,   on the GPU; on the host every lane holds
@@ -181,6 +182,8 @@ LLMC_DEVICE void prefetchL2(const void *p) { asm volatile("prefetch.global.L2 [%
 
 /// 16 aligned bytes at p, as they are.
 LLMC_DEVICE uint4 load16(const void *p) { return *reinterpret_cast<const uint4 *>(p); }
+
+LLMC_DEVICE float floatFromBits(unsigned u) { return __uint_as_float(u); }
 
 /// 16 bytes of T (as load16 read them) as floats; the pointer only names T.
 LLMC_DEVICE void unpackFloats(const uint4 &raw, float (&out)[4], const float *) {
@@ -629,6 +632,12 @@ inline uint4 load16(const void *p) {
   uint4 v;
   std::memcpy(&v, p, 16);
   return v;
+}
+
+inline float floatFromBits(unsigned u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
 }
 
 template <class T, int N> void unpackFloats(const uint4 &raw, float (&out)[N], const T *) {

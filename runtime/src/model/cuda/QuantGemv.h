@@ -19,8 +19,11 @@
 // each lane reading CHUNK bytes (16, else 8 or 4: the largest that divides
 // a group's bytes, so a chunk lies in one group) per step, lanes side by
 // side, kQuantUnroll chunks in flight. The chunk's values become floats as
-// the exact integers q - zero, multiplied with x (read through L1 as in
-// Gemv.h) into a per-chunk sum that one FMA scales into the row's f32
+// the exact integers q - zero (quantMinusZero: the bits of 2^23 + q, an OR,
+// minus 2^23 + zero; the integer-to-float conversion it replaced runs at a
+// quarter of the FMA rate, and by arithmetic, not yet timed, at one row
+// an H200 would take longer to convert int4 weights than to read them),
+// multiplied with x (read through L1 as in Gemv.h) into a per-chunk sum that one FMA scales into the row's f32
 // accumulator. K past the last whole chunk (or all of K when x's rows are
 // not 16-byte aligned) is read value by value. Split-K and its in-launch
 // combination are Gemv.h's. qnormGemv and qswigluGemv fold an RMS norm or a
@@ -64,6 +67,14 @@
 namespace llmc::cuda {
 
 constexpr int kQuantUnroll = 2;
+
+/// q - zero as an f32, exactly, for 0 <= q < 2^23 and `biasedZero` = 2^23 +
+/// zero (an f32, exact for zero < 2^23): 2^23 + q by its bits, minus it.
+/// The same value as float(int(q) - zero), without an integer-to-float
+/// conversion.
+LLMC_DEVICE float quantMinusZero(unsigned q, float biasedZero) {
+  return floatFromBits(0x4B000000u | q) - biasedZero;
+}
 
 /// Value `k` of a quantized row as the exact float q - zero.
 template <int BITS>
@@ -135,11 +146,12 @@ LLMC_GLOBAL void qgemvKernel(const X *x, const uint8_t *q, const S *scales, cons
         break;
       int g = cu * kVals / groupSize;
       int zero = rowZeros ? int(rowZeros[g]) : 1 << (BITS - 1);
-      float scale = toFloat(rowScales[g]);
+      float scale = toFloat(rowScales[g]), biasedZero = 8388608.0f + float(zero);
       float wv[kVals];
       LLMC_UNROLL
       for (int i = 0; i < kVals; ++i)
-        wv[i] = float(int((words[u][i / kPerWord] >> ((i % kPerWord) * BITS)) & kMask) - zero);
+        wv[i] = quantMinusZero((words[u][i / kPerWord] >> ((i % kPerWord) * BITS)) & kMask,
+                               biasedZero);
       LLMC_UNROLL
       for (int m = 0; m < M; ++m) {
         float xv[kVals];
@@ -319,13 +331,13 @@ LLMC_GLOBAL void dequantRowsKernel(const uint8_t *q, const S *scales, const uint
   unsigned bits = *reinterpret_cast<const unsigned *>(q + size_t(row) * rowBytes + size_t(word) * 4);
   int k0 = word * kPerWord;
   size_t g = size_t(row) * size_t(groups) + size_t(k0 / groupSize);
-  int zero = zeros ? int(zeros[g]) : 1 << (BITS - 1);
+  float biasedZero = 8388608.0f + float(zeros ? int(zeros[g]) : 1 << (BITS - 1));
   float scale = toFloat(scales[g]);
   T *dst = out + size_t(row) * size_t(k) + size_t(k0);
   LLMC_UNROLL
   for (int j = 0; j < kPerWord; ++j)
     if (k0 + j < k)
-      dst[j] = fromFloat<T>(float(int((bits >> (j * BITS)) & kMask) - zero) * scale);
+      dst[j] = fromFloat<T>(quantMinusZero((bits >> (j * BITS)) & kMask, biasedZero) * scale);
 }
 
 /// Writes W dequantized into `out` ([n, k] of T, row-major), each weight
