@@ -140,12 +140,15 @@ void checkQuant(int m, int n, int k, int groupSize, bool withZeros, int splits, 
   if (IN == GemvIn::Swiglu)
     for (size_t i = 0; i < xd.size(); ++i)
       xd[i] = gateReference(act, xd[i]) * od[i];
-  // qgemm with half or bfloat16 x multiplies each weight rounded to x's
-  // type (its f32 value, q - zero times the scale, rounded).
-  constexpr bool rounded = std::is_same_v<X, half> || std::is_same_v<X, bfloat16>;
+  // qgemm, and qgemv on the tensor cores (from 3 rows), with half or
+  // bfloat16 x multiply each weight rounded to x's type (its f32 value,
+  // q - zero times the scale, rounded). (With f32 outputs the tolerance
+  // tells the two forms apart: the unrounded weights miss it.)
+  bool rounded = (std::is_same_v<X, half> || std::is_same_v<X, bfloat16>) &&
+                 (splits <= 0 || qgemvOnTensorCores<X>(m, k, groupSize));
   auto weight = [&](int j, int e) {
     double w = p.at(j, e);
-    return rounded && splits <= 0 ? double(toFloat(fromFloat<X>(float(w)))) : w;
+    return rounded ? double(toFloat(fromFloat<X>(float(w)))) : w;
   };
   std::vector<double> want(size_t(m) * size_t(n));
   for (int i = 0; i < m; ++i)
@@ -207,6 +210,32 @@ TEST(CudaQuantGemv, SplitK) {
   checkQuant<half, half, float, 8>(3, 8, 2048, 128, true, 3, true, false, 62);
   // More splits than chunks: the last splits are empty.
   checkQuant<float, float, float, 4>(1, 8, 128, 32, false, 16, false, false, 63);
+}
+
+// From 3 rows of half or bfloat16 x, qgemv runs on the tensor cores
+// (GemvTensorCore.h over QuantTcRows): 4 and 8 bits, groups of 8 to 128
+// values, zero points, N not a multiple of 16, split-K, bias, residual,
+// column ranges, an RMS norm or SwiGLU folded in; f32 outputs, which hold
+// it to the rounded weights.
+TEST(CudaQuantGemv, TensorCoresFromThreeRows) {
+  for (int m = kTcGemvMinRows; m <= kGemvMaxRows; ++m) {
+    checkQuant<half, float, half, 4>(m, 37, 256, 32, m % 2, 1, true, true, unsigned(110 + m));
+    checkQuant<bfloat16, float, float, 8>(m, 21, 512, 64, m % 2 == 0, 2, true, false,
+                                          unsigned(120 + m));
+  }
+  checkQuant<half, float, float, 4>(4, 40, 128, 8, true, 1, false, false, 131);   // 4-byte groups
+  checkQuant<bfloat16, float, half, 8>(5, 24, 96, 16, true, 1, false, true, 132); // 3 chunks
+  checkQuant<half, float, half, 4>(8, 64, 1024, 128, false, 4, true, false, 133);
+  checkQuant<half, half, half, 4>(3, 40, 256, 32, true, 1, true, false, 134, {16, 24});
+  checkQuant<half, float, half, 4, GemvIn::RmsNorm, 6>(6, 33, 512, 32, true, 1, true, false, 135);
+  checkQuant<bfloat16, float, float, 4, GemvIn::Swiglu, 3>(3, 20, 256, 64, false, 2, false, true,
+                                                           136);
+  // Groups of 4 values (int8) or K not a multiple of 32: the SIMT form.
+  EXPECT_FALSE(qgemvOnTensorCores<half>(4, 256, 4));
+  EXPECT_FALSE(qgemvOnTensorCores<half>(4, 100, 32));
+  EXPECT_FALSE(qgemvOnTensorCores<half>(2, 256, 32));
+  EXPECT_FALSE(qgemvOnTensorCores<float>(8, 256, 32));
+  checkQuant<half, float, half, 8>(4, 12, 64, 4, true, 1, false, false, 137);
 }
 
 // A merged projection's output in column ranges (Gemv.h's segments), with

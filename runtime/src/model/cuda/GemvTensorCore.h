@@ -29,6 +29,16 @@
 //   (bias, residual) or its split's partial sums; Gemv.h's finishSplits
 //   ends split-K.
 //
+// W is read through a row reader (`Rows`): DenseTcRows, W's own 16 bytes;
+// or QuantTcRows, for QuantGemv.h's qgemv of 4- and 8-bit weights from
+// kTcGemvMinRows rows of half or bfloat16 x (groups of a multiple of 8
+// values, K a multiple of 32): a lane reads the same 8 values' 4 or 8
+// bytes and their group's scale and zero point, and where they are
+// multiplied makes them 8 values of x's type, each q - zero (QuantGemv.h's
+// quantMinusZero) times the scale rounded to it, as qgemm's dequantized
+// copy holds them. The loads are issued as above; only the expansion waits
+// for them.
+//
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_RUNTIME_MODEL_CUDA_GEMVTENSORCORE_H
 #define LLMC_RUNTIME_MODEL_CUDA_GEMVTENSORCORE_H
@@ -41,8 +51,27 @@ namespace llmc::cuda {
 
 constexpr int kTcGemvWarps = 8, kTcGemvColumns = 16, kTcGemvUnroll = 4;
 
-template <class T, class Y, int M, GemvIn IN>
-LLMC_DEVICE void gemvTcBody(const T *x, const T *w, const T *bias, const Y *residual, Y *y,
+/// W's rows as gemvTcBody reads them: row(r, offset) is a cursor over row r
+/// from value `offset` (a multiple of 8); its load(j) issues the reads of
+/// the 8 values at offset + 32 j (a Raw), expand(raw) makes them 16 bytes of
+/// T as they would lie in a row of T, where they are multiplied.
+template <class T> struct DenseTcRows {
+  const T *w;
+  int k;
+  struct Cursor {
+    using Raw = uint4;
+    const T *p;
+    LLMC_DEVICE Raw load(int j) const { return load16(p + size_t(j) * 32); }
+    LLMC_DEVICE void prefetch(int j) const { prefetchL2(p + size_t(j) * 32); }
+    LLMC_DEVICE uint4 expand(const Raw &raw) const { return raw; }
+  };
+  LLMC_DEVICE Cursor row(int r, int offset) const {
+    return {w + size_t(r) * size_t(k) + size_t(offset)};
+  }
+};
+
+template <class T, class Y, int M, GemvIn IN, class Rows, class B>
+LLMC_DEVICE void gemvTcBody(const T *x, const Rows &rows, const B *bias, const Y *residual, Y *y,
                             float *partial, unsigned *counters, int n, int k,
                             const GemvPrologue<T, T> &pro, const GemvSegments &seg) {
   constexpr int U = kTcGemvUnroll;
@@ -57,26 +86,27 @@ LLMC_DEVICE void gemvTcBody(const T *x, const T *w, const T *bias, const Y *resi
   int c0 = s0 + warp * perWarp < s1 ? s0 + warp * perWarp : s1;
   int c1 = c0 + perWarp < s1 ? c0 + perWarp : s1;
   int r0 = col0 + g, r1 = col0 + g + 8; // (a column past N reads column col0; dropped)
-  const T *w0 = w + size_t(r0 < n ? r0 : col0) * size_t(k) + 8 * t;
-  const T *w1 = w + size_t(r1 < n ? r1 : col0) * size_t(k) + 8 * t;
+  const auto w0 = rows.row(r0 < n ? r0 : col0, 8 * t), w1 = rows.row(r1 < n ? r1 : col0, 8 * t);
+  using Raw = typename decltype(w0)::Raw;
   // U chunks of W per lane in flight (a batch), the next batch issued
   // before the current one is multiplied; the first before the wait for
   // the kernel before (programmatic launches) and the prologue, the one
   // after it asked for in L2 (no kernel writes the weights). A chunk past
   // the warp's range is zero, unused.
   const uint4 zero = {0, 0, 0, 0};
-  auto issue = [&](uint4 (&a)[U], uint4 (&b)[U], int at) {
+  const Raw none = {};
+  auto issue = [&](Raw (&a)[U], Raw (&b)[U], int at) {
     LLMC_UNROLL
     for (int u = 0; u < U; ++u) {
-      a[u] = at + u < c1 ? load16(w0 + size_t(at + u) * 32) : zero;
-      b[u] = at + u < c1 ? load16(w1 + size_t(at + u) * 32) : zero;
+      a[u] = at + u < c1 ? w0.load(at + u) : none;
+      b[u] = at + u < c1 ? w1.load(at + u) : none;
     }
   };
-  uint4 a[U], b[U];
+  Raw a[U], b[U];
   issue(a, b, c0);
   for (int j = c0 + U; j < c1 && j < c0 + 2 * U; ++j) {
-    prefetchL2(w0 + size_t(j) * 32);
-    prefetchL2(w1 + size_t(j) * 32);
+    w0.prefetch(j);
+    w1.prefetch(j);
   }
   LLMC_KERNEL_BEGIN();
   x = blockInput<IN, M>(x, pro, k, s0 * 32, s1 * 32); // (block barriers: every thread is here)
@@ -91,7 +121,8 @@ LLMC_DEVICE void gemvTcBody(const T *x, const T *w, const T *bias, const Y *resi
     tc::mma16816<T>(c, a1, x1);
   };
   for (int j = c0; j < c1; j += U) {
-    uint4 xv[U], na[U], nb[U];
+    uint4 xv[U];
+    Raw na[U], nb[U];
     LLMC_UNROLL
     for (int u = 0; u < U; ++u)
       xv[u] = g < M && j + u < c1 ? load16(xr + size_t(j + u) * 32) : zero;
@@ -99,7 +130,7 @@ LLMC_DEVICE void gemvTcBody(const T *x, const T *w, const T *bias, const Y *resi
     LLMC_UNROLL
     for (int u = 0; u < U; ++u)
       if (j + u < c1) // (warp-uniform: c1 is the warp's)
-        multiply(a[u], b[u], xv[u]);
+        multiply(w0.expand(a[u]), w1.expand(b[u]), xv[u]);
     LLMC_UNROLL
     for (int u = 0; u < U; ++u)
       a[u] = na[u], b[u] = nb[u];
@@ -136,25 +167,27 @@ LLMC_DEVICE void gemvTcBody(const T *x, const T *w, const T *bias, const Y *resi
   finishSplits<M, kTcGemvColumns>(partial, counters, bias, residual, y, n, seg);
 }
 
-template <class T, class Y, int M, GemvIn IN>
-LLMC_GLOBAL void gemvTcKernel(const T *x, const T *w, const T *bias, const Y *residual, Y *y,
+template <class T, class Y, int M, GemvIn IN, class Rows, class B>
+LLMC_GLOBAL void gemvTcKernel(const T *x, Rows rows, const B *bias, const Y *residual, Y *y,
                               float *partial, unsigned *counters, int n, int k,
                               GemvPrologue<T, T> pro, GemvSegments seg) {
   if constexpr (!tc::kBf16) { // mma.sync m16n8k16: sm_80 and later (tc::bf16() on the host)
     LLMC_KERNEL_BEGIN();
     __trap(); // code built for an older GPU on a newer one: a launch error, not silence
   } else {
-    gemvTcBody<T, Y, M, IN>(x, w, bias, residual, y, partial, counters, n, k, pro, seg);
+    gemvTcBody<T, Y, M, IN>(x, rows, bias, residual, y, partial, counters, n, k, pro, seg);
   }
 }
 
-/// The tensor-core form of launchGemv (the caller checked the arguments,
-/// K % 32 == 0 and tc::bf16()).
-template <GemvIn IN, int ROWS, class T, class Y>
-std::string launchGemvTc(const T *x, const GemvPrologue<T, T> &pro, const T *w, const T *bias,
-                         const Y *residual, Y *y, float *partial, unsigned *counters, int m, int n,
-                         int k, int splits, Stream stream, const GemvSegments &seg) {
-  if (std::string e = gemvRowsError<ROWS>("gemv", m); !e.empty())
+/// The tensor-core form over the row reader `rows` (the caller checked the
+/// arguments, K % 32 == 0 and tc::bf16()); `name` names the launcher in
+/// errors.
+template <GemvIn IN, int ROWS, class T, class Y, class Rows, class B>
+std::string launchGemvTcRows(const char *name, const T *x, const GemvPrologue<T, T> &pro,
+                             const Rows &rows, const B *bias, const Y *residual, Y *y,
+                             float *partial, unsigned *counters, int m, int n, int k, int splits,
+                             Stream stream, const GemvSegments &seg) {
+  if (std::string e = gemvRowsError<ROWS>(name, m); !e.empty())
     return e;
   size_t shared = gemvSharedBytes<IN, T>(m, k);
   dim3 grid(ceilDiv(n, kTcGemvColumns), unsigned(splits)), block(kTcGemvWarps * 32);
@@ -163,8 +196,8 @@ std::string launchGemvTc(const T *x, const GemvPrologue<T, T> &pro, const T *w, 
 #define LLMC_GEMV_TC_CASE(R)                                                                       \
   case R:                                                                                          \
     if constexpr (gemvRowsWanted<ROWS>(R))                                                         \
-      e = launch(gemvTcKernel<T, Y, R, IN>, grid, block, shared, stream, x, w, bias, residual, y,  \
-                 partial, counters, n, k, pro, seg);                                               \
+      e = launch(gemvTcKernel<T, Y, R, IN, Rows, B>, grid, block, shared, stream, x, rows, bias,   \
+                 residual, y, partial, counters, n, k, pro, seg);                                  \
     break;
     LLMC_GEMV_TC_CASE(1)
     LLMC_GEMV_TC_CASE(2)
@@ -176,9 +209,19 @@ std::string launchGemvTc(const T *x, const GemvPrologue<T, T> &pro, const T *w, 
     LLMC_GEMV_TC_CASE(8)
 #undef LLMC_GEMV_TC_CASE
   default:
-    e = "gemv: invalid arguments";
+    e = std::string(name) + ": invalid arguments";
   }
   return e;
+}
+
+/// The tensor-core form of launchGemv (the caller checked the arguments,
+/// K % 32 == 0 and tc::bf16()).
+template <GemvIn IN, int ROWS, class T, class Y>
+std::string launchGemvTc(const T *x, const GemvPrologue<T, T> &pro, const T *w, const T *bias,
+                         const Y *residual, Y *y, float *partial, unsigned *counters, int m, int n,
+                         int k, int splits, Stream stream, const GemvSegments &seg) {
+  return launchGemvTcRows<IN, ROWS>("gemv", x, pro, DenseTcRows<T>{w, k}, bias, residual, y,
+                                    partial, counters, m, n, k, splits, stream, seg);
 }
 
 } // namespace llmc::cuda

@@ -15,7 +15,11 @@
 //   partial   [splits, M, N] f32 workspace when splits > 1; counters:
 //             Common.h's split counters (at least ceil(N / kGemvWarps))
 //
-// Decode (M <= kGemvMaxRows, qgemv): one warp per row of W as in Gemv.h,
+// Decode (M <= kGemvMaxRows, qgemv): from kTcGemvMinRows rows of half or
+// bfloat16 x (K a multiple of 32, groups of a multiple of 8 values, sm_80
+// and later: qgemvOnTensorCores), GemvTensorCore.h's tensor-core form over
+// QuantTcRows (below), each weight rounded to x's type as qgemm's copy
+// holds it. Otherwise one warp per row of W as in Gemv.h,
 // each lane reading CHUNK bytes (16, else 8 or 4: the largest that divides
 // a group's bytes, so a chunk lies in one group) per step, lanes side by
 // side, kQuantUnroll chunks in flight. The chunk's values become floats as
@@ -96,6 +100,70 @@ template <class S, int BITS> struct QuantRows {
     return quantValue<BITS>(row, k, zero) * toFloat(scales[g]);
   }
 };
+
+/// 4- or 8-bit rows as GemvTensorCore.h's gemvTcBody reads them (its
+/// DenseTcRows' interface): a load is the 8 values' 4 or 8 bytes (one or
+/// two 32-bit words: a row's bytes are a multiple of 4) with their group's
+/// scale and zero point (groups of a multiple of 8 values, so the 8 lie in
+/// one group); expand makes them 8 T's, each q - zero times the scale
+/// rounded to T.
+template <class T, class S, int BITS> struct QuantTcRows {
+  const uint8_t *q;
+  const S *scales;
+  const uint8_t *zeros;
+  int groupSize, groups;
+  struct Raw {
+    unsigned v[BITS / 4];
+    S scale;
+    uint8_t zero;
+  };
+  struct Cursor {
+    using Raw = QuantTcRows::Raw;
+    const uint8_t *q; // the row's bytes from the cursor's first value
+    const S *scales;
+    const uint8_t *zeros;
+    int offset, groupSize;
+    LLMC_DEVICE Raw load(int j) const {
+      Raw r;
+      const uint8_t *at = q + size_t(j) * 32 * BITS / 8;
+      LLMC_UNROLL
+      for (int i = 0; i < BITS / 4; ++i)
+        r.v[i] = *reinterpret_cast<const unsigned *>(at + 4 * i);
+      int g = (offset + 32 * j) / groupSize;
+      r.scale = scales[g];
+      r.zero = zeros ? zeros[g] : uint8_t(1 << (BITS - 1));
+      return r;
+    }
+    LLMC_DEVICE void prefetch(int j) const { prefetchL2(q + size_t(j) * 32 * BITS / 8); }
+    LLMC_DEVICE uint4 expand(const Raw &r) const {
+      constexpr int kPerWord = 32 / BITS;
+      constexpr unsigned kMask = (1u << BITS) - 1u;
+      float scale = toFloat(r.scale), biasedZero = 8388608.0f + float(r.zero);
+      float v[8];
+      LLMC_UNROLL
+      for (int i = 0; i < 8; ++i)
+        v[i] = quantMinusZero((r.v[i / kPerWord] >> ((i % kPerWord) * BITS)) & kMask,
+                              biasedZero) *
+               scale;
+      return {tc::packFloats<T>(v[0], v[1]), tc::packFloats<T>(v[2], v[3]),
+              tc::packFloats<T>(v[4], v[5]), tc::packFloats<T>(v[6], v[7])};
+    }
+  };
+  LLMC_DEVICE Cursor row(int r, int offset) const {
+    size_t rowBytes = size_t(groups) * size_t(groupSize) * BITS / 8;
+    return {q + size_t(r) * rowBytes + size_t(offset) * BITS / 8,
+            scales + size_t(r) * size_t(groups),
+            zeros ? zeros + size_t(r) * size_t(groups) : nullptr, offset, groupSize};
+  }
+};
+
+/// Whether qgemv of m rows takes the tensor-core form (GemvTensorCore.h
+/// over QuantTcRows): half or bfloat16 x, from kTcGemvMinRows rows, K a
+/// multiple of 32 and groups of a multiple of 8 values, sm_80 and later.
+template <class X> bool qgemvOnTensorCores(int m, int k, int groupSize) {
+  return kTensorCoreType<X> && m >= kTcGemvMinRows && k % 32 == 0 && groupSize % 8 == 0 &&
+         tc::bf16();
+}
 
 template <class X, class Y, class S, class B, int BITS, int CHUNK, int M, GemvIn IN>
 LLMC_GLOBAL void qgemvKernel(const X *x, const uint8_t *q, const S *scales, const uint8_t *zeros,
@@ -223,6 +291,12 @@ std::string launchQgemv(const X *x, const GemvPrologue<X, X> &pro, const uint8_t
   if (chunk == 0)
     return std::string(name) + ": a group of fewer than 4 bytes";
   int groups = (k + groupSize - 1) / groupSize;
+  if constexpr (kTensorCoreType<X>)
+    if (qgemvOnTensorCores<X>(m, k, groupSize))
+      return launchGemvTcRows<IN, ROWS>(name, x, pro,
+                                        QuantTcRows<X, S, BITS>{q, scales, zeros, groupSize, groups},
+                                        bias, residual, y, partial, counters, m, n, k, splits,
+                                        stream, seg);
   dim3 grid(ceilDiv(n, kGemvWarps), unsigned(splits));
   dim3 block(kGemvWarps * 32);
   std::string e;
