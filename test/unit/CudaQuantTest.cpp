@@ -60,9 +60,11 @@ Packed pack(int n, int k, int bits, int groupSize, bool withZeros, unsigned seed
 /// qgemv (splits >= 1, y in seg's layout; with IN, qnormGemv or
 /// qswigluGemv: x through an RMS norm or SwiGLU first) or, with splits = 0,
 /// qgemm's tiles that dequantize as they stage, with splits = -1, qgemm
-/// through its dequantized scratch copy, against float64. ROWS: the launchers' (0: built for every row
+/// through its dequantized scratch copy, against float64. B: the bias's
+/// type. ROWS: the launchers' (0: built for every row
 /// count; m: only m's kernels, fewer for the GPU's test binary to carry).
-template <class X, class Y, class S, int BITS, GemvIn IN = GemvIn::Plain, int ROWS = 0>
+template <class X, class Y, class S, int BITS, GemvIn IN = GemvIn::Plain, int ROWS = 0,
+          class B = float>
 void checkQuant(int m, int n, int k, int groupSize, bool withZeros, int splits, bool withBias,
                 bool withResidual, unsigned seed, GemvSegments seg = {},
                 GateAct act = GateAct::Silu) {
@@ -84,15 +86,16 @@ void checkQuant(int m, int n, int k, int groupSize, bool withZeros, int splits, 
   auto other = randomValues<X>(IN == GemvIn::RmsNorm ? size_t(k) : size_t(m) * size_t(k), 1.0f,
                                seed + 4);
   DeviceBuffer<X> dother(other);
-  auto bias = randomValues<float>(size_t(n), 1.0f, seed + 2);
+  auto bias = randomValues<B>(size_t(n), 1.0f, seed + 2);
   auto residual = randomValues<Y>(size_t(m) * size_t(n), 4.0f, seed + 3);
   DeviceBuffer<X> dx(x);
   DeviceBuffer<uint8_t> dq(p.q), dz(withZeros ? p.zeros : std::vector<uint8_t>(1));
   DeviceBuffer<S> ds(scales);
-  DeviceBuffer<float> db(bias), partial(size_t(std::max(splits, 0)) * size_t(m) * size_t(n));
+  DeviceBuffer<B> db(bias);
+  DeviceBuffer<float> partial(size_t(std::max(splits, 0)) * size_t(m) * size_t(n));
   DeviceBuffer<Y> dr(residual), dy(size_t(m) * size_t(n));
   const uint8_t *zeros = withZeros ? dz.get() : nullptr;
-  const float *b = withBias ? db.get() : nullptr;
+  const B *b = withBias ? db.get() : nullptr;
   const Y *r = withResidual ? dr.get() : nullptr;
   SplitCounters counters;
   DeviceBuffer<X> scratch(splits < 0 ? size_t(n) * size_t(k) : size_t(1));
@@ -102,27 +105,29 @@ void checkQuant(int m, int n, int k, int groupSize, bool withZeros, int splits, 
   if (splits > 0) {
     std::string e;
     if constexpr (IN == GemvIn::RmsNorm)
-      e = qnormGemv<X, Y, S, float, BITS, ROWS>(
+      e = qnormGemv<X, Y, S, B, BITS, ROWS>(
           dx.get(), dother.get(), eps, offset, dq.get(), ds.get(), zeros, b, r, dy.get(),
           partial.get(), counters.get(), m, n, k, groupSize, splits, nullptr, seg);
     else if constexpr (IN == GemvIn::Swiglu)
       e = act == GateAct::Silu
-              ? qswigluGemv<X, Y, S, float, BITS, ROWS>(
+              ? qswigluGemv<X, Y, S, B, BITS, ROWS>(
                     dx.get(), dother.get(), dq.get(), ds.get(), zeros, b, r, dy.get(),
                     partial.get(), counters.get(), m, n, k, groupSize, splits, nullptr, seg)
-              : qgatedGemv<X, Y, S, float, BITS, ROWS>(
+              : qgatedGemv<X, Y, S, B, BITS, ROWS>(
                     act, dx.get(), dother.get(), dq.get(), ds.get(), zeros, b, r, dy.get(),
                     partial.get(), counters.get(), m, n, k, groupSize, splits, nullptr, seg);
     else
-      e = qgemv<X, Y, S, float, BITS>(dx.get(), dq.get(), ds.get(), zeros, b, r, dy.get(),
+      e = qgemv<X, Y, S, B, BITS>(dx.get(), dq.get(), ds.get(), zeros, b, r, dy.get(),
                                       partial.get(), counters.get(), m, n, k, groupSize, splits,
                                       nullptr, seg);
     ASSERT_EQ(e, "");
     EXPECT_EQ(counters.leftNonzero(), 0u);
   } else if constexpr (IN == GemvIn::Plain) {
-    ASSERT_EQ((qgemm<X, Y, S, float, BITS>(dx.get(), dq.get(), ds.get(), zeros, b, r, dy.get(), m,
-                                           n, k, groupSize, splits < 0 ? scratch.get() : nullptr,
-                                           nullptr)),
+    Blas blas; // (cuBLASLt on a GPU: the copy's gemm where x, y and the bias are one type)
+    ASSERT_EQ(blas.open(), "");
+    ASSERT_EQ((qgemm<X, Y, S, B, BITS>(dx.get(), dq.get(), ds.get(), zeros, b, r, dy.get(), m, n,
+                                       k, groupSize, splits < 0 ? scratch.get() : nullptr, nullptr,
+                                       &blas)),
               "");
   }
   auto xd = widen(x), rd = widen(residual), od = widen(other);
@@ -153,7 +158,7 @@ void checkQuant(int m, int n, int k, int groupSize, bool withZeros, int splits, 
   std::vector<double> want(size_t(m) * size_t(n));
   for (int i = 0; i < m; ++i)
     for (int j = 0; j < n; ++j) {
-      double s = withBias ? double(bias[size_t(j)]) : 0.0;
+      double s = withBias ? double(toFloat(bias[size_t(j)])) : 0.0;
       for (int e = 0; e < k; ++e)
         s += weight(j, e) * xd[size_t(i) * size_t(k) + size_t(e)];
       if (withResidual)
@@ -290,8 +295,9 @@ TEST(CudaQuantGemm, TilesAndEdges) {
 
 TEST(CudaQuantGemm, ThroughADequantizedCopy) {
   // The same shapes through the scratch copy, then gemm: f32 x on the SIMT
-  // tiles, half and bfloat16 on the tensor-core ones (on a GPU, cuBLASLt
-  // where x, y and the bias are one 16-bit type: the last two).
+  // tiles, half and bfloat16 on the tensor-core ones; on a GPU, cuBLASLt
+  // where x, y and the bias (or none) are one 16-bit type (the emulation
+  // has no cuBLASLt: its tiles).
   checkQuant<float, float, float, 4>(64, 64, 64, 32, false, -1, false, false, 71);
   checkQuant<float, float, float, 4>(100, 37, 100, 32, true, -1, true, true, 72);
   checkQuant<half, half, half, 8>(17, 70, 128, 64, true, -1, true, false, 73);
@@ -300,6 +306,10 @@ TEST(CudaQuantGemm, ThroughADequantizedCopy) {
   checkQuant<bfloat16, bfloat16, float, 4>(64, 64, 256, 128, false, -1, false, false, 76);
   checkQuant<half, half, half, 4>(40, 48, 64, 32, true, -1, false, true, 77);
   checkQuant<bfloat16, bfloat16, bfloat16, 8>(24, 40, 96, 32, false, -1, false, false, 78);
+  // A bias of x's type (gemm's own bias; cuBLASLt's epilogue on a GPU).
+  checkQuant<half, half, half, 4, GemvIn::Plain, 0, half>(40, 48, 64, 32, true, -1, true, true, 79);
+  checkQuant<bfloat16, bfloat16, float, 8, GemvIn::Plain, 0, bfloat16>(72, 64, 128, 64, false, -1,
+                                                                       true, false, 80);
 }
 
 /// dequantRows' copy against the weights the op defines, each rounded to T

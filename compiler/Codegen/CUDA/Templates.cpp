@@ -937,8 +937,14 @@ llvm::Error CudaEmitter::emitLinear(Operation *op, CpuModel::Entry &stats) {
     }
     std::string how = fn;
     if (quant) { // the weight dequantized into a buffer of its own, live for this statement
+      // (16-bit x only: an f32 copy would go to the same SIMT tiles that
+      // dequantize as they stage, only later.)
       std::string scratch = "nullptr";
-      if (size_t bytes = ::llmc::cuda::qgemmScratchBytes(n, k, elemBytes(x.getType()))) {
+      Type xe = getElementTypeOrSelf(x.getType());
+      size_t bytes = xe.isF16() || xe.isBF16()
+                         ? ::llmc::cuda::qgemmScratchBytes(n, k, elemBytes(x.getType()))
+                         : 0;
+      if (bytes) {
         buffers.push_back({int64_t(bytes), step, step, -1});
         scratch = llvm::formatv("m.at<{0}>(@@B{1}@@ + 0)", xt, buffers.size() - 1).str();
         how += ", dequantized copy";

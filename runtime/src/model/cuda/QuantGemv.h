@@ -36,7 +36,8 @@
 // weights of x's type), and its warps read them as x.
 //
 // Prefill (qgemm): with a scratch buffer of N * K X's (the code generator
-// gives one from the arena where it is at most kQuantScratchMaxBytes),
+// gives one from the arena for half or bfloat16 x where it is at most
+// kQuantScratchMaxBytes),
 // dequantRows first writes the whole weight into it as X, each weight
 // rounded to X's type once (onnxruntime's MatMulNBits likewise multiplies
 // fp16 dequantized weights in a prefill), then Gemm.h's gemm multiplies it:
@@ -291,7 +292,7 @@ std::string launchQgemv(const X *x, const GemvPrologue<X, X> &pro, const uint8_t
   if (chunk == 0)
     return std::string(name) + ": a group of fewer than 4 bytes";
   int groups = (k + groupSize - 1) / groupSize;
-  if constexpr (kTensorCoreType<X>)
+  if constexpr (kTensorCoreType<X> && (ROWS == 0 || ROWS >= kTcGemvMinRows))
     if (qgemvOnTensorCores<X>(m, k, groupSize))
       return launchGemvTcRows<IN, ROWS>(name, x, pro,
                                         QuantTcRows<X, S, BITS>{q, scales, zeros, groupSize, groups},
@@ -379,7 +380,7 @@ std::string qgatedGemv(GateAct act, const X *gate, const X *up, const uint8_t *q
 
 /// The largest scratch copy a prefill's quantized linear layer is given
 /// (qgemm): 256 MiB, a 7B model's merged gate and up projections in half
-/// (180 MiB) but not a 262144-word lm_head (Gemma 3's, 1.3 GB), which
+/// (172 MiB) but not a 262144-word lm_head (Gemma 3's, 1.3 GB), which
 /// runs in the logits' chunks of at most 64 rows a sequence anyway.
 constexpr size_t kQuantScratchMaxBytes = size_t(256) << 20;
 
