@@ -181,8 +181,10 @@ LLMC_GLOBAL void gemvTcKernel(const T *x, Rows rows, const B *bias, const Y *res
 
 /// The tensor-core form over the row reader `rows` (the caller checked the
 /// arguments, K % 32 == 0 and tc::bf16()); `name` names the launcher in
-/// errors.
-template <GemvIn IN, int ROWS, class T, class Y, class Rows, class B>
+/// errors. Kernels are built for MIN_ROWS rows and more only (a launcher
+/// that never takes the form below kTcGemvMinRows rows builds none for
+/// them).
+template <GemvIn IN, int ROWS, int MIN_ROWS = 1, class T, class Y, class Rows, class B>
 std::string launchGemvTcRows(const char *name, const T *x, const GemvPrologue<T, T> &pro,
                              const Rows &rows, const B *bias, const Y *residual, Y *y,
                              float *partial, unsigned *counters, int m, int n, int k, int splits,
@@ -195,9 +197,11 @@ std::string launchGemvTcRows(const char *name, const T *x, const GemvPrologue<T,
   switch (m) {
 #define LLMC_GEMV_TC_CASE(R)                                                                       \
   case R:                                                                                          \
-    if constexpr (gemvRowsWanted<ROWS>(R))                                                         \
+    if constexpr (gemvRowsWanted<ROWS>(R) && R >= MIN_ROWS)                                        \
       e = launch(gemvTcKernel<T, Y, R, IN, Rows, B>, grid, block, shared, stream, x, rows, bias,   \
                  residual, y, partial, counters, n, k, pro, seg);                                  \
+    else                                                                                           \
+      e = std::string(name) + ": " + std::to_string(R) + " rows, below the tensor-core form's";    \
     break;
     LLMC_GEMV_TC_CASE(1)
     LLMC_GEMV_TC_CASE(2)

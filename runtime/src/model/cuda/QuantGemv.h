@@ -27,9 +27,10 @@
 // minus 2^23 + zero; the integer-to-float conversion it replaced runs at a
 // quarter of the FMA rate, and by arithmetic, not yet timed, at one row
 // an H200 would take longer to convert int4 weights than to read them),
-// multiplied with x (read through L1 as in Gemv.h) into a per-chunk sum that one FMA scales into the row's f32
-// accumulator. K past the last whole chunk (or all of K when x's rows are
-// not 16-byte aligned) is read value by value. Split-K and its in-launch
+// multiplied with x (read through L1 as in Gemv.h) into a per-chunk sum
+// that one FMA scales into the row's f32 accumulator. K past the last whole
+// chunk (or all of K when x's rows are not 16-byte aligned) is read value
+// by value. Split-K and its in-launch
 // combination are Gemv.h's. qnormGemv and qswigluGemv fold an RMS norm or a
 // SwiGLU into it as Gemv.h's normGemv and swigluGemv do: each block writes
 // its rows of x through the prologue into shared memory first (the norm's
@@ -294,10 +295,9 @@ std::string launchQgemv(const X *x, const GemvPrologue<X, X> &pro, const uint8_t
   int groups = (k + groupSize - 1) / groupSize;
   if constexpr (kTensorCoreType<X> && (ROWS == 0 || ROWS >= kTcGemvMinRows))
     if (qgemvOnTensorCores<X>(m, k, groupSize))
-      return launchGemvTcRows<IN, ROWS>(name, x, pro,
-                                        QuantTcRows<X, S, BITS>{q, scales, zeros, groupSize, groups},
-                                        bias, residual, y, partial, counters, m, n, k, splits,
-                                        stream, seg);
+      return launchGemvTcRows<IN, ROWS, kTcGemvMinRows>(
+          name, x, pro, QuantTcRows<X, S, BITS>{q, scales, zeros, groupSize, groups}, bias,
+          residual, y, partial, counters, m, n, k, splits, stream, seg);
   dim3 grid(ceilDiv(n, kGemvWarps), unsigned(splits));
   dim3 block(kGemvWarps * 32);
   std::string e;
@@ -403,7 +403,8 @@ LLMC_GLOBAL void dequantRowsKernel(const uint8_t *q, const S *scales, const uint
     return;
   int row = int(i / size_t(words)), word = int(i % size_t(words));
   size_t rowBytes = size_t(groups) * size_t(groupSize) * BITS / 8;
-  unsigned bits = *reinterpret_cast<const unsigned *>(q + size_t(row) * rowBytes + size_t(word) * 4);
+  const uint8_t *at = q + size_t(row) * rowBytes + size_t(word) * 4;
+  unsigned bits = *reinterpret_cast<const unsigned *>(at);
   int k0 = word * kPerWord;
   size_t g = size_t(row) * size_t(groups) + size_t(k0 / groupSize);
   float biasedZero = 8388608.0f + float(zeros ? int(zeros[g]) : 1 << (BITS - 1));
