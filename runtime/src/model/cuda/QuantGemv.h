@@ -74,10 +74,14 @@ namespace llmc::cuda {
 
 constexpr int kQuantUnroll = 2;
 
-/// q - zero as an f32, exactly, for 0 <= q < 2^23 and `biasedZero` = 2^23 +
-/// zero (an f32, exact for zero < 2^23): 2^23 + q by its bits, minus it.
-/// The same value as float(int(q) - zero), without an integer-to-float
-/// conversion.
+/// 2^23 + zero, exact for 0 <= zero < 2^23: quantMinusZero's second
+/// operand, formed once per group.
+LLMC_DEVICE float quantBiasedZero(int zero) { return 8388608.0f + float(zero); }
+
+/// q - zero as an f32, exactly, for 0 <= q < 2^23 and `biasedZero` =
+/// quantBiasedZero(zero): 2^23 + q by its bits (0x4B000000 is 2^23's),
+/// minus it. The same value as float(int(q) - zero), without an
+/// integer-to-float conversion.
 LLMC_DEVICE float quantMinusZero(unsigned q, float biasedZero) {
   return floatFromBits(0x4B000000u | q) - biasedZero;
 }
@@ -140,7 +144,7 @@ template <class T, class S, int BITS> struct QuantTcRows {
     LLMC_DEVICE uint4 expand(const Raw &r) const {
       constexpr int kPerWord = 32 / BITS;
       constexpr unsigned kMask = (1u << BITS) - 1u;
-      float scale = toFloat(r.scale), biasedZero = 8388608.0f + float(r.zero);
+      float scale = toFloat(r.scale), biasedZero = quantBiasedZero(r.zero);
       float v[8];
       LLMC_UNROLL
       for (int i = 0; i < 8; ++i)
@@ -216,7 +220,7 @@ LLMC_GLOBAL void qgemvKernel(const X *x, const uint8_t *q, const S *scales, cons
         break;
       int g = cu * kVals / groupSize;
       int zero = rowZeros ? int(rowZeros[g]) : 1 << (BITS - 1);
-      float scale = toFloat(rowScales[g]), biasedZero = 8388608.0f + float(zero);
+      float scale = toFloat(rowScales[g]), biasedZero = quantBiasedZero(zero);
       float wv[kVals];
       LLMC_UNROLL
       for (int i = 0; i < kVals; ++i)
@@ -407,7 +411,7 @@ LLMC_GLOBAL void dequantRowsKernel(const uint8_t *q, const S *scales, const uint
   unsigned bits = *reinterpret_cast<const unsigned *>(at);
   int k0 = word * kPerWord;
   size_t g = size_t(row) * size_t(groups) + size_t(k0 / groupSize);
-  float biasedZero = 8388608.0f + float(zeros ? int(zeros[g]) : 1 << (BITS - 1));
+  float biasedZero = quantBiasedZero(zeros ? int(zeros[g]) : 1 << (BITS - 1));
   float scale = toFloat(scales[g]);
   T *dst = out + size_t(row) * size_t(k) + size_t(k0);
   LLMC_UNROLL
