@@ -20,7 +20,9 @@
 //   read through L1 (every warp of the block reads the same rows). Sums in
 //   f32, reduced across the warp with shuffles. K that is not a multiple of
 //   the vector width is read element by element. w, x and y are 16-byte
-//   aligned.
+//   aligned. The body (gemvSimtBody) reads W through a row reader:
+//   DenseGemvRows, W's own vectors; or QuantGemv.h's QuantGemvRows, 4- or
+//   8-bit values with their groups' scales and zero points (qgemv).
 //
 //   normGemv: the same over llm.rms_norm(x) folded in (norm [K] of W):
 //   each block first sums the squares of its M rows of x (16-byte loads,
@@ -357,45 +359,83 @@ LLMC_DEVICE const X *blockInput(const X *x, const GemvPrologue<W, X> &pro, int k
   }
 }
 
-// (No __launch_bounds__: with it ptxas trades registers for occupancy and
-// spills at M = 8; without it M = 8 takes 78 registers and 3 blocks fit an
-// SM, which keeps enough loads in flight.) IN: what x goes through into
-// shared memory first (blockInput).
-template <class W, class X, class Y, int M, GemvIn IN>
-LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *residual, Y *y,
-                            float *partial, unsigned *counters, int n, int k,
-                            GemvPrologue<W, X> pro, GemvSegments seg) {
-  constexpr int kVec = int(16 / sizeof(W)), U = kGemvUnroll;
+/// W's rows as gemvSimtBody reads them, in vectors of kVals values a lane
+/// reads in one step (kUnroll of them a batch): vectors() whole ones a row
+/// (0: the scalar tail reads all of it); row(r) a cursor over row r whose
+/// load(v) issues vector v's reads (a Raw), multiply adds that vector times
+/// x's values into the M rows' sums where it is used, and value(e) is W[r,
+/// e] in f32 (the tail). DenseGemvRows: W's own 16 bytes (8 halves or 4
+/// floats); QuantGemv.h's QuantGemvRows: 4- or 8-bit values with their
+/// group's scale and zero point.
+template <class W> struct DenseGemvRows {
+  static constexpr int kVals = int(16 / sizeof(W)), kUnroll = kGemvUnroll;
+  const W *w;
+  int k;
+  /// Whole vectors per row; none when rows are not 16-byte aligned (K not
+  /// a multiple of the vector width).
+  LLMC_DEVICE int vectors() const { return k % kVals == 0 ? k / kVals : 0; }
+  struct Cursor {
+    using Raw = uint4;
+    const W *p;
+    LLMC_DEVICE Raw load(int v) const { return load16(p + size_t(v) * kVals); }
+    LLMC_DEVICE void prefetch(int v) const { prefetchL2(p + size_t(v) * kVals); }
+    /// x's vector v of every row, times W's.
+    template <int M, class X>
+    LLMC_DEVICE void multiply(const Raw &raw, const X *x, int k, int v, float (&acc)[M]) const {
+      float wv[kVals];
+      unpackFloats(raw, wv, p);
+      LLMC_UNROLL
+      for (int m = 0; m < M; ++m) {
+        float xv[kVals];
+        loadRun<kVals>(x + size_t(m) * size_t(k) + size_t(v) * kVals, xv);
+        LLMC_UNROLL
+        for (int i = 0; i < kVals; ++i)
+          acc[m] = fmaf(wv[i], xv[i], acc[m]);
+      }
+    }
+    LLMC_DEVICE float value(int e) const { return toFloat(p[e]); }
+  };
+  LLMC_DEVICE Cursor row(int r) const { return {w + size_t(r) * size_t(k)}; }
+};
+
+/// The SIMT GEMV (see the top of this file) over the row reader `rows`, by
+/// every thread of the block. IN: what x goes through into shared memory
+/// first (blockInput).
+template <class Y, int M, GemvIn IN, class Rows, class X, class P, class B>
+LLMC_DEVICE void gemvSimtBody(const X *x, const Rows &rows, const B *bias, const Y *residual, Y *y,
+                              float *partial, unsigned *counters, int n, int k,
+                              const GemvPrologue<P, X> &pro, const GemvSegments &seg) {
+  constexpr int kVals = Rows::kVals, U = Rows::kUnroll;
   unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   int col = int(blockIdx.x) * kGemvWarps + int(warp);
   int splits = int(gridDim.y), split = int(blockIdx.y);
   bool live = col < n;
-  // Whole vectors per row; none when rows are not 16-byte aligned (K not a
-  // multiple of the vector width): then the scalar tail does everything.
-  int chunks = k % kVec == 0 ? k / kVec : 0;
+  int chunks = rows.vectors();
   int perSplit = (chunks + splits - 1) / splits;
   int c0 = split * perSplit, c1 = c0 + perSplit < chunks ? c0 + perSplit : chunks;
   // The split's values of x (the last split's reach past the last whole
   // vector: the scalar tail's).
-  int lo = (c0 < chunks ? c0 : chunks) * kVec, hi = split == splits - 1 ? k : c1 * kVec;
+  int lo = (c0 < chunks ? c0 : chunks) * kVals, hi = split == splits - 1 ? k : c1 * kVals;
   if (!live)
     c1 = c0;
-  const W *row = w + static_cast<size_t>(live ? col : 0) * size_t(k);
+  const auto row = rows.row(live ? col : 0);
+  using Raw = typename decltype(row)::Raw;
   // U vectors per lane in flight (a batch): batch b + 1 is issued before
   // batch b is used. The first batch is issued before the wait for the
   // kernel before this one (programmatic launches) and before the
   // prologue, and the batch after it asked for in L2: no kernel writes the
   // weights. (A lane's vector past its range is zero, unused.)
-  auto issue = [&](uint4 (&raw)[U], int at) {
+  const Raw none = {};
+  auto issue = [&](Raw (&raw)[U], int at) {
     LLMC_UNROLL
     for (int u = 0; u < U; ++u)
-      raw[u] = at + u * 32 < c1 ? load16(row + size_t(at + u * 32) * kVec) : uint4{};
+      raw[u] = at + u * 32 < c1 ? row.load(at + u * 32) : none;
   };
   int v = c0 + int(lane);
-  uint4 batch[U];
+  Raw batch[U];
   issue(batch, v);
   for (int p = v + U * 32, u = 0; p < c1 && u < kGemvPrefetch; p += 32, ++u)
-    prefetchL2(row + size_t(p) * kVec);
+    row.prefetch(p);
   LLMC_KERNEL_BEGIN();
   x = blockInput<IN, M>(x, pro, k, lo, hi); // (block barriers: before any warp leaves)
   if (!live && splits == 1)
@@ -406,40 +446,38 @@ LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *resi
   LLMC_UNROLL
   for (int m = 0; m < M; ++m)
     acc[m] = 0.0f;
-  // x's vector at chunk `at` of every row, times W's.
-  auto multiply = [&](const uint4 &raw, int at) {
-    float wv[kVec];
-    unpackFloats(raw, wv, w);
-    LLMC_UNROLL
-    for (int m = 0; m < M; ++m) {
-      float xv[kVec];
-      loadRun<kVec>(x + size_t(m) * size_t(k) + size_t(at) * kVec, xv);
-      LLMC_UNROLL
-      for (int i = 0; i < kVec; ++i)
-        acc[m] = fmaf(wv[i], xv[i], acc[m]);
-    }
-  };
   for (; v < c1; v += U * 32) {
-    uint4 next[U];
+    Raw next[U];
     issue(next, v + U * 32);
     LLMC_UNROLL
     for (int u = 0; u < U; ++u)
       if (v + u * 32 < c1)
-        multiply(batch[u], v + u * 32);
+        row.template multiply<M>(batch[u], x, k, v + u * 32, acc);
     LLMC_UNROLL
     for (int u = 0; u < U; ++u)
       batch[u] = next[u];
   }
   // The scalar tail past the last whole vector, in the last split.
   if (live && split == splits - 1)
-    for (int e = chunks * kVec + int(lane); e < k; e += 32)
+    for (int e = chunks * kVals + int(lane); e < k; e += 32)
       LLMC_UNROLL
       for (int m = 0; m < M; ++m)
-        acc[m] = fmaf(toFloat(row[e]), toFloat(x[size_t(m) * size_t(k) + size_t(e)]), acc[m]);
+        acc[m] = fmaf(row.value(e), toFloat(x[size_t(m) * size_t(k) + size_t(e)]), acc[m]);
 
   if (live) // (warp-uniform: finishColumn shuffles)
     finishColumn<M>(acc, lane, split, splits, col, n, bias, residual, y, partial, seg);
   finishSplits<M>(partial, counters, bias, residual, y, n, seg);
+}
+
+// (No __launch_bounds__: with it ptxas trades registers for occupancy and
+// spills at M = 8; without it M = 8 takes 78 registers and 3 blocks fit an
+// SM, which keeps enough loads in flight.)
+template <class W, class X, class Y, int M, GemvIn IN>
+LLMC_GLOBAL void gemvKernel(const X *x, const W *w, const W *bias, const Y *residual, Y *y,
+                            float *partial, unsigned *counters, int n, int k,
+                            GemvPrologue<W, X> pro, GemvSegments seg) {
+  gemvSimtBody<Y, M, IN>(x, DenseGemvRows<W>{w, k}, bias, residual, y, partial, counters, n, k,
+                         pro, seg);
 }
 
 /// Whether split-K has its workspace: partial sums and a split counter per

@@ -19,10 +19,17 @@
 // bfloat16 x (K a multiple of 32, groups of a multiple of 8 values, sm_80
 // and later: qgemvOnTensorCores), GemvTensorCore.h's tensor-core form over
 // QuantTcRows (below), each weight rounded to x's type as qgemm's copy
-// holds it. Otherwise one warp per row of W as in Gemv.h,
-// each lane reading CHUNK bytes (16, else 8 or 4: the largest that divides
-// a group's bytes, so a chunk lies in one group) per step, lanes side by
-// side, kQuantUnroll chunks in flight. The chunk's values become floats as
+// holds it. Otherwise Gemv.h's SIMT form (gemvSimtBody, one warp per row
+// of W) over QuantGemvRows (below): each lane reads CHUNK bytes (16, else
+// 8 or 4: the largest that divides a group's bytes, so a chunk lies in one
+// group) and the group's scale and zero point per step, lanes side by
+// side, kQuantUnroll chunks a batch, the next batch issued before the
+// current one is used, the first before the wait for the kernel before
+// (programmatic launches) and before the prologue, as the float form's
+// (until 2026-11-30 qgemv waited for the kernel before and the prologue
+// before its first load, and used each batch before issuing the next: on
+// an H200 that order had held the float form's folded layers at 38-64% of
+// a streaming read). The chunk's values become floats as
 // the exact integers q - zero (quantMinusZero: the bits of 2^23 + q, an OR,
 // minus 2^23 + zero; the integer-to-float conversion it replaced runs at a
 // quarter of the FMA rate, and by arithmetic, not yet timed, at one row
@@ -171,65 +178,54 @@ template <class X> bool qgemvOnTensorCores(int m, int k, int groupSize) {
          tc::bf16();
 }
 
-template <class X, class Y, class S, class B, int BITS, int CHUNK, int M, GemvIn IN>
-LLMC_GLOBAL void qgemvKernel(const X *x, const uint8_t *q, const S *scales, const uint8_t *zeros,
-                             const B *bias, const Y *residual, Y *y, float *partial,
-                             unsigned *counters, int n, int k, int groupSize, int groups,
-                             GemvPrologue<X, X> pro, GemvSegments seg) {
-  LLMC_KERNEL_BEGIN();
-  constexpr int kWords = CHUNK / 4, kPerWord = 32 / BITS, kVals = kWords * kPerWord;
-  constexpr unsigned kMask = (1u << BITS) - 1u;
-  unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  int col = int(blockIdx.x) * kGemvWarps + int(warp);
-  int splits = int(gridDim.y), split = int(blockIdx.y);
-  bool live = col < n;
-  // Whole chunks inside K; none when x's rows are not 16-byte aligned.
-  int chunks = (size_t(k) * sizeof(X)) % 16 == 0 ? k / kVals : 0;
-  int perSplit = (chunks + splits - 1) / splits;
-  int c0 = split * perSplit, c1 = c0 + perSplit < chunks ? c0 + perSplit : chunks;
-  // The split's values of x (the last split's reach past the last whole
-  // chunk: the value-by-value tail's).
-  int lo = (c0 < chunks ? c0 : chunks) * kVals, hi = split == splits - 1 ? k : c1 * kVals;
-  x = blockInput<IN, M>(x, pro, k, lo, hi); // (block barriers: before any warp leaves)
-  if (!live && splits == 1)
-    return; // the whole warp leaves together; no block barrier follows
-  // (With splits, a warp past N stays for lastOfGroup's barriers.)
-  if (!live)
-    c1 = c0;
-  size_t rowIndex = size_t(live ? col : 0);
-  const uint8_t *row = q + rowIndex * size_t(groups) * size_t(groupSize) * BITS / 8;
-  const S *rowScales = scales + rowIndex * size_t(groups);
-  const uint8_t *rowZeros = zeros ? zeros + rowIndex * size_t(groups) : nullptr;
-
-  float acc[M];
-  LLMC_UNROLL
-  for (int m = 0; m < M; ++m)
-    acc[m] = 0.0f;
-
-  int c = c0 + int(lane);
-  for (; c < c1; c += kQuantUnroll * 32) {
-    unsigned words[kQuantUnroll][kWords];
-    LLMC_UNROLL
-    for (int u = 0; u < kQuantUnroll; ++u)
-      if (c + u * 32 < c1)
-        loadWords<CHUNK>(row + size_t(c + u * 32) * CHUNK, words[u]);
-    LLMC_UNROLL
-    for (int u = 0; u < kQuantUnroll; ++u) {
-      int cu = c + u * 32;
-      if (cu >= c1)
-        break;
-      int g = cu * kVals / groupSize;
-      int zero = rowZeros ? int(rowZeros[g]) : 1 << (BITS - 1);
-      float scale = toFloat(rowScales[g]), biasedZero = quantBiasedZero(zero);
+/// 4- or 8-bit rows as Gemv.h's gemvSimtBody reads them (its
+/// DenseGemvRows' interface): a vector is a lane's CHUNK bytes (kVals
+/// values, in one group: CHUNK divides a group's bytes) with their group's
+/// scale and zero point, all loaded together; multiply makes the values
+/// the exact floats q - zero (quantMinusZero), sums each row of x's
+/// products with them and adds that sum times the scale (one FMA) into the
+/// row's accumulator. x of X: a row's whole vectors only where its rows are
+/// 16-byte aligned.
+template <class X, class S, int BITS, int CHUNK> struct QuantGemvRows {
+  static constexpr int kVals = CHUNK * 8 / BITS, kUnroll = kQuantUnroll;
+  const uint8_t *q;
+  const S *scales;
+  const uint8_t *zeros;
+  int k, groupSize, groups;
+  LLMC_DEVICE int vectors() const { return (size_t(k) * sizeof(X)) % 16 == 0 ? k / kVals : 0; }
+  struct Raw {
+    unsigned v[CHUNK / 4];
+    S scale;
+    uint8_t zero;
+  };
+  struct Cursor {
+    using Raw = QuantGemvRows::Raw;
+    const uint8_t *q; // the row's bytes
+    const S *scales;
+    const uint8_t *zeros;
+    int groupSize;
+    LLMC_DEVICE Raw load(int v) const {
+      Raw r;
+      loadWords<CHUNK>(q + size_t(v) * CHUNK, r.v);
+      int g = v * kVals / groupSize;
+      r.scale = scales[g];
+      r.zero = zeros ? zeros[g] : uint8_t(1 << (BITS - 1));
+      return r;
+    }
+    LLMC_DEVICE void prefetch(int v) const { prefetchL2(q + size_t(v) * CHUNK); }
+    template <int M>
+    LLMC_DEVICE void multiply(const Raw &r, const X *x, int k, int v, float (&acc)[M]) const {
+      constexpr int kPerWord = 32 / BITS;
+      constexpr unsigned kMask = (1u << BITS) - 1u;
+      float scale = toFloat(r.scale), biasedZero = quantBiasedZero(r.zero);
       float wv[kVals];
       LLMC_UNROLL
       for (int i = 0; i < kVals; ++i)
-        wv[i] = quantMinusZero((words[u][i / kPerWord] >> ((i % kPerWord) * BITS)) & kMask,
-                               biasedZero);
+        wv[i] = quantMinusZero((r.v[i / kPerWord] >> ((i % kPerWord) * BITS)) & kMask, biasedZero);
       LLMC_UNROLL
       for (int m = 0; m < M; ++m) {
         float xv[kVals];
-        loadRun<kVals>(x + size_t(m) * size_t(k) + size_t(cu) * kVals, xv);
+        loadRun<kVals>(x + size_t(m) * size_t(k) + size_t(v) * kVals, xv);
         float dot = 0.0f;
         LLMC_UNROLL
         for (int i = 0; i < kVals; ++i)
@@ -237,21 +233,26 @@ LLMC_GLOBAL void qgemvKernel(const X *x, const uint8_t *q, const S *scales, cons
         acc[m] = fmaf(scale, dot, acc[m]);
       }
     }
-  }
-  // The values past the last whole chunk, in the last split.
-  if (live && split == splits - 1)
-    for (int e = chunks * kVals + int(lane); e < k; e += 32) {
+    LLMC_DEVICE float value(int e) const {
       int g = e / groupSize;
-      float w = quantValue<BITS>(row, e, rowZeros ? int(rowZeros[g]) : 1 << (BITS - 1)) *
-                toFloat(rowScales[g]);
-      LLMC_UNROLL
-      for (int m = 0; m < M; ++m)
-        acc[m] = fmaf(w, toFloat(x[size_t(m) * size_t(k) + size_t(e)]), acc[m]);
+      return quantValue<BITS>(q, e, zeros ? int(zeros[g]) : 1 << (BITS - 1)) *
+             toFloat(scales[g]);
     }
+  };
+  LLMC_DEVICE Cursor row(int r) const {
+    return {q + size_t(r) * size_t(groups) * size_t(groupSize) * BITS / 8,
+            scales + size_t(r) * size_t(groups),
+            zeros ? zeros + size_t(r) * size_t(groups) : nullptr, groupSize};
+  }
+};
 
-  if (live)
-    finishColumn<M>(acc, lane, split, splits, col, n, bias, residual, y, partial, seg);
-  finishSplits<M>(partial, counters, bias, residual, y, n, seg);
+template <class X, class Y, class S, class B, int BITS, int CHUNK, int M, GemvIn IN>
+LLMC_GLOBAL void qgemvKernel(const X *x, const uint8_t *q, const S *scales, const uint8_t *zeros,
+                             const B *bias, const Y *residual, Y *y, float *partial,
+                             unsigned *counters, int n, int k, int groupSize, int groups,
+                             GemvPrologue<X, X> pro, GemvSegments seg) {
+  gemvSimtBody<Y, M, IN>(x, QuantGemvRows<X, S, BITS, CHUNK>{q, scales, zeros, k, groupSize, groups},
+                         bias, residual, y, partial, counters, n, k, pro, seg);
 }
 
 /// The bytes qgemv reads per step of a lane: the largest of 16, 8 and 4
