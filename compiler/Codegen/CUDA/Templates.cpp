@@ -866,10 +866,10 @@ llvm::Error CudaEmitter::emitLinear(Operation *op, CpuModel::Entry &stats) {
   // A result read only as slices of whole column ranges (a merged
   // projection's q, k, v or gate and up): each range written as a block of
   // its own, so that the slices are views rather than copy kernels.
-  // (A prefill's float gemm: one gemm per range, over the range's rows of
+  // (A prefill's gemm or qgemm: one per range, over the range's rows of
   // the weight.)
   SmallVector<int64_t, 2> ends;
-  if (!add && (decode || !quant)) {
+  if (!add) {
     ends = outputSegments(y, rows, n);
     if (!ends.empty()) {
       Segmented sg{rows, n, {0}};
@@ -915,31 +915,13 @@ llvm::Error CudaEmitter::emitLinear(Operation *op, CpuModel::Entry &stats) {
                   " (" + fn + ") -> " + describeType(y.getType()));
   } else {
     fn += "gemm";
-    if (!ends.empty()) { // (float weights: !quant)
-      SmallVector<int64_t, 4> bounds = {0};
-      bounds.append(ends.begin(), ends.end());
-      bounds.push_back(n);
-      for (size_t i = 0; i + 1 < bounds.size(); ++i) {
-        int64_t start = bounds[i], width = bounds[i + 1] - start;
-        std::string at = llvm::formatv(" + {0}", start).str();
-        statement(llvm::formatv("gemm<{0}>({1}, {2} + {3}, {4}, nullptr, {5} + {6}, {7}, {8}, "
-                                "{9}, a.stream, &m.blas)",
-                                targs, ptr(x), wargs, start * k, hasBias ? b + at : b, ptr(y),
-                                rows * start, rows, width, k)
-                      .str(),
-                  llvm::formatv("linear (gemm), columns {0}..{1} of {2} -> [{3}, {4}] at "
-                                "element {5}",
-                                start, start + width, n, rows, width, rows * start)
-                      .str());
-        ++stats.kernelCalls;
-      }
-      return llvm::Error::success();
-    }
-    std::string how = fn;
+    SmallVector<int64_t, 4> bounds = {0}; // the column ranges, or all of them
+    bounds.append(ends.begin(), ends.end());
+    bounds.push_back(n);
+    std::string how = fn, scratch = "nullptr";
     if (quant) { // the weight dequantized into a buffer of its own, live for this statement
       // (16-bit x only: an f32 copy would go to the same SIMT tiles that
-      // dequantize as they stage, only later.)
-      std::string scratch = "nullptr";
+      // dequantize as they stage, only later. Each range its rows of it.)
       Type xe = getElementTypeOrSelf(x.getType());
       size_t bytes = xe.isF16() || xe.isBF16()
                          ? ::llmc::cuda::qgemmScratchBytes(n, k, elemBytes(x.getType()))
@@ -949,13 +931,43 @@ llvm::Error CudaEmitter::emitLinear(Operation *op, CpuModel::Entry &stats) {
         scratch = llvm::formatv("m.at<{0}>(@@B{1}@@ + 0)", xt, buffers.size() - 1).str();
         how += ", dequantized copy";
       }
-      sizes += ", " + scratch;
     }
-    statement(llvm::formatv("{0}<{1}>({2}, {3}, {4}, {5}, {6}, {7}, a.stream, &m.blas)", fn,
-                            targs, ptr(x), wargs, b, res, ptr(y), sizes)
-                  .str(),
-              shortName(op).str() + (add ? " + residual" : "") + " (" + how + ") -> " +
-                  describeType(y.getType()));
+    for (size_t i = 0; i + 1 < bounds.size(); ++i) {
+      int64_t start = bounds[i], width = bounds[i + 1] - start;
+      // The operands after x of rows [start, start + width) of W.
+      auto at = [start](const std::string &p, int64_t perRow) {
+        return start == 0 || p == "nullptr" ? p
+                                            : llvm::formatv("{0} + {1}", p, start * perRow).str();
+      };
+      std::string weights;
+      if (quant) {
+        int64_t rowBytes = numel(quant.getWeight()) / n, groups = numel(quant.getScales()) / n;
+        weights = at(ptr(quant.getWeight()), rowBytes) + ", " +
+                  at(ptr(quant.getScales()), groups) + ", " + at(ptr(quant.getZeroPoints()), groups);
+      } else {
+        weights = at(ptr(cast<LinearOp>(op).getWeight()), k);
+      }
+      std::string tail = quant ? llvm::formatv(", {0}, {1}", quant.getGroupSize(),
+                                               scratch == "nullptr" ? scratch : at(scratch, k))
+                                     .str()
+                               : "";
+      std::string call = llvm::formatv("{0}<{1}>({2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}{10}, "
+                                       "a.stream, &m.blas)",
+                                       fn, targs, ptr(x), weights, at(b, 1), res,
+                                       at(ptr(y), rows), rows, width, k, tail)
+                             .str();
+      std::string what = shortName(op).str() + (add ? " + residual" : "") + " (" + how + ")";
+      if (bounds.size() == 2) {
+        statement(call, what + " -> " + describeType(y.getType()));
+      } else {
+        statement(call, llvm::formatv("{0}, columns {1}..{2} of {3} -> [{4}, {5}] at element {6}",
+                                      what, start, start + width, n, rows, width, rows * start)
+                            .str());
+        ++stats.kernelCalls;
+      }
+    }
+    if (bounds.size() > 2)
+      return llvm::Error::success();
   }
   ++stats.kernelCalls;
   return llvm::Error::success();
