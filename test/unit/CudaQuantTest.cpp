@@ -217,6 +217,23 @@ TEST(CudaQuantGemv, SplitK) {
   checkQuant<float, float, float, 4>(1, 8, 128, 32, false, 16, false, false, 63);
 }
 
+// The SIMT form (Gemv.h's gemvSimtBody over QuantGemvRows) with rows long
+// enough for a lane to take several batches of kQuantUnroll chunks, each
+// batch issued before the one before it is used: 8 chunks a lane (K = 8192
+// at 4 bits in groups of 32; at 8 bits per channel, K = 4096), 4 a lane of
+// each of two splits, groups spanning several chunks (128 values at 4
+// bits: 4), a chunk width of 8 bytes (groups of 16 at 4 bits), and an RMS
+// norm and a SwiGLU folded in (f32 x: SIMT at 3 rows too).
+TEST(CudaQuantGemv, SeveralBatchesALane) {
+  checkQuant<float, float, float, 4>(1, 12, 8192, 32, true, 1, true, true, 81);
+  checkQuant<float, float, float, 4>(2, 9, 8192, 128, false, 1, false, false, 82);
+  checkQuant<half, half, float, 8>(2, 10, 4096, 4096, false, 1, true, false, 83);
+  checkQuant<bfloat16, bfloat16, float, 4>(1, 10, 4096, 16, true, 2, false, true, 84);
+  // (Instances the tests below build too: the GPU's test binary stays as it is.)
+  checkQuant<half, half, half, 4, GemvIn::RmsNorm, 2>(2, 11, 8192, 32, false, 2, true, false, 85);
+  checkQuant<float, float, float, 8, GemvIn::Swiglu, 3>(3, 9, 2048, 64, true, 1, false, true, 86);
+}
+
 // From 3 rows of half or bfloat16 x, qgemv runs on the tensor cores
 // (GemvTensorCore.h over QuantTcRows): 4 and 8 bits, groups of 8 to 128
 // values, zero points, N not a multiple of 16, split-K, bias, residual,

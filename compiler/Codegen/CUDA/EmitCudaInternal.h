@@ -131,13 +131,13 @@ private:
   /// folded into a GEMV, no add after it): two such in a row are one
   /// launch (rmsNormPair).
   bool pairableNorm(Operation *op);
-  /// For a decode linear's result `y` ([rows, .., n], rows > 1) whose every
+  /// For a linear's result `y` ([rows, .., n], rows > 1) whose every
   /// reader (through fused regions) is a slice of whole columns along the
   /// last axis, or a split along it, the slices' and parts' column ranges
   /// cutting [0, n) into 2 or 3: their starts after the first (gemv's
   /// segment ends); else none. The GEMV then writes each range as a [rows,
-  /// width] block of its own, and the slices and parts become views
-  /// (segmented).
+  /// width] block of its own (a prefill's gemm or qgemm: a launch per
+  /// range), and the slices and parts become views (segmented).
   SmallVector<int64_t, 2> outputSegments(Value y, int64_t rows, int64_t n);
   /// For an embedding gather read only by an onnx.mul by one constant
   /// element of the gather's type, of the gather's result type: that Mul

@@ -595,6 +595,13 @@ llvm::Error CudaEmitter::emitOp(Operation *op, CpuModel::Entry &stats) {
 /// constant ones go to it; a weight some kernel computes (none, as the
 /// importer raises linear layers today) takes gemm.
 static bool constantWeight(Value w) { return bool(outside(w).getDefiningOp<ConstantOp>()); }
+/// Whether a quantized linear's values, scales and zero points (if any) are
+/// constants: qgemv reads them before the wait for the kernel before.
+static bool constantWeights(QuantizedLinearOp q) {
+  Value zeros = q.getZeroPoints();
+  return constantWeight(q.getWeight()) && constantWeight(q.getScales()) &&
+         (!zeros || isNone(zeros) || constantWeight(zeros));
+}
 
 /// The uses that read `v`, looking through fused regions (into a region's
 /// argument, out of its yield); false when `v` or a value it passes through
@@ -638,7 +645,7 @@ static bool readOnlyByGemvs(Value v, const std::string &wt) {
     // A 4- or 8-bit one (qnormGemv, qswigluGemv) as emitLinear takes it,
     // reading a norm's weights as x's type.
     auto q = dyn_cast<QuantizedLinearOp>(use->getOwner());
-    return q && (q.getBits() == 4 || q.getBits() == 8) &&
+    return q && (q.getBits() == 4 || q.getBits() == 8) && constantWeights(q) &&
            ::llmc::cuda::quantChunkBytes(int(q.getBits()), int(q.getGroupSize())) != 0 &&
            isFloatType(q.getScales().getType()) &&
            (wt.empty() || cxxType(v.getType()) == wt);
@@ -836,6 +843,7 @@ llvm::Error CudaEmitter::emitLinear(Operation *op, CpuModel::Entry &stats) {
       return llvm::Error::success();
     }
     recordQuantizedLayer(op, model, recordedQuantized);
+    decode = decode && constantWeights(quant);
     targs = llvm::formatv("{0}, {1}, {2}, {3}, {4}", xt, yt, cxxType(scales.getType()), bt, bits);
     wargs = ptr(q) + ", " + ptr(scales) + ", " + (hasZeros ? ptr(zeros) : "nullptr");
     if (decode)
@@ -919,6 +927,7 @@ llvm::Error CudaEmitter::emitLinear(Operation *op, CpuModel::Entry &stats) {
     bounds.append(ends.begin(), ends.end());
     bounds.push_back(n);
     std::string how = fn, scratch = "nullptr";
+    int scratchBuffer = -1;
     if (quant) { // the weight dequantized into a buffer of its own, live for this statement
       // (16-bit x only: an f32 copy would go to the same SIMT tiles that
       // dequantize as they stage, only later. Each range its rows of it.)
@@ -928,7 +937,8 @@ llvm::Error CudaEmitter::emitLinear(Operation *op, CpuModel::Entry &stats) {
                          : 0;
       if (bytes) {
         buffers.push_back({int64_t(bytes), step, step, -1});
-        scratch = llvm::formatv("m.at<{0}>(@@B{1}@@ + 0)", xt, buffers.size() - 1).str();
+        scratchBuffer = int(buffers.size() - 1);
+        scratch = llvm::formatv("m.at<{0}>(@@B{1}@@ + 0)", xt, scratchBuffer).str();
         how += ", dequantized copy";
       }
     }
@@ -943,7 +953,8 @@ llvm::Error CudaEmitter::emitLinear(Operation *op, CpuModel::Entry &stats) {
       if (quant) {
         int64_t rowBytes = numel(quant.getWeight()) / n, groups = numel(quant.getScales()) / n;
         weights = at(ptr(quant.getWeight()), rowBytes) + ", " +
-                  at(ptr(quant.getScales()), groups) + ", " + at(ptr(quant.getZeroPoints()), groups);
+                  at(ptr(quant.getScales()), groups) + ", " +
+                  at(ptr(quant.getZeroPoints()), groups);
       } else {
         weights = at(ptr(cast<LinearOp>(op).getWeight()), k);
       }
@@ -957,6 +968,8 @@ llvm::Error CudaEmitter::emitLinear(Operation *op, CpuModel::Entry &stats) {
                                        at(ptr(y), rows), rows, width, k, tail)
                              .str();
       std::string what = shortName(op).str() + (add ? " + residual" : "") + " (" + how + ")";
+      if (scratchBuffer >= 0) // (live through every range's statement)
+        buffers[size_t(scratchBuffer)].last = step;
       if (bounds.size() == 2) {
         statement(call, what + " -> " + describeType(y.getType()));
       } else {

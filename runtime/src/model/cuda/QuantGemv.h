@@ -114,59 +114,81 @@ template <class S, int BITS> struct QuantRows {
   }
 };
 
+/// A lane's load of a quantized row: WORDS 32-bit words of values (all in
+/// one group) and that group's scale and zero point.
+template <class S, int WORDS> struct QuantChunk {
+  unsigned v[WORDS];
+  S scale;
+  uint8_t zero;
+};
+
+/// Row r of a quantized weight from value `offset` on (quantRow): chunk
+/// loads the WORDS words at value `at` past the offset, `bytes` (at * BITS
+/// / 8, 4 WORDS aligned) into the row's from there, with their group's
+/// scale and zero point.
+template <class S, int BITS> struct QuantRow {
+  const uint8_t *q; // the row's bytes from value `offset`
+  const S *scales;
+  const uint8_t *zeros;
+  int offset, groupSize;
+  template <int WORDS> LLMC_DEVICE QuantChunk<S, WORDS> chunk(size_t bytes, int at) const {
+    QuantChunk<S, WORDS> c;
+    loadWords<4 * WORDS>(q + bytes, c.v);
+    int g = (offset + at) / groupSize;
+    c.scale = scales[g];
+    c.zero = zeros ? zeros[g] : uint8_t(1 << (BITS - 1));
+    return c;
+  }
+};
+template <class S, int BITS>
+LLMC_DEVICE QuantRow<S, BITS> quantRow(const uint8_t *q, const S *scales, const uint8_t *zeros,
+                                       int groupSize, int groups, int r, int offset) {
+  size_t rowBytes = size_t(groups) * size_t(groupSize) * BITS / 8;
+  return {q + size_t(r) * rowBytes + size_t(offset) * BITS / 8,
+          scales + size_t(r) * size_t(groups),
+          zeros ? zeros + size_t(r) * size_t(groups) : nullptr, offset, groupSize};
+}
+
+/// A chunk's first N values as the exact floats q - zero (quantMinusZero).
+template <int BITS, int N, class S, int WORDS>
+LLMC_DEVICE void quantValues(const QuantChunk<S, WORDS> &c, float (&out)[N]) {
+  constexpr int kPerWord = 32 / BITS;
+  constexpr unsigned kMask = (1u << BITS) - 1u;
+  float biasedZero = quantBiasedZero(c.zero);
+  LLMC_UNROLL
+  for (int i = 0; i < N; ++i)
+    out[i] = quantMinusZero((c.v[i / kPerWord] >> ((i % kPerWord) * BITS)) & kMask, biasedZero);
+}
+
 /// 4- or 8-bit rows as GemvTensorCore.h's gemvTcBody reads them (its
-/// DenseTcRows' interface): a load is the 8 values' 4 or 8 bytes (one or
-/// two 32-bit words: a row's bytes are a multiple of 4) with their group's
-/// scale and zero point (groups of a multiple of 8 values, so the 8 lie in
-/// one group); expand makes them 8 T's, each q - zero times the scale
-/// rounded to T.
+/// DenseTcRows' interface): a load is the 8 values' 4 or 8 bytes (a row's
+/// bytes are a multiple of 8 where groups are) with their group's scale
+/// and zero point (groups of a multiple of 8 values, so the 8 lie in one
+/// group); expand makes them 8 T's, each q - zero times the scale rounded
+/// to T.
 template <class T, class S, int BITS> struct QuantTcRows {
   const uint8_t *q;
   const S *scales;
   const uint8_t *zeros;
   int groupSize, groups;
-  struct Raw {
-    unsigned v[BITS / 4];
-    S scale;
-    uint8_t zero;
-  };
-  struct Cursor {
-    using Raw = QuantTcRows::Raw;
-    const uint8_t *q; // the row's bytes from the cursor's first value
-    const S *scales;
-    const uint8_t *zeros;
-    int offset, groupSize;
+  struct Cursor : QuantRow<S, BITS> {
+    using Raw = QuantChunk<S, BITS / 4>;
     LLMC_DEVICE Raw load(int j) const {
-      Raw r;
-      const uint8_t *at = q + size_t(j) * 32 * BITS / 8;
-      LLMC_UNROLL
-      for (int i = 0; i < BITS / 4; ++i)
-        r.v[i] = *reinterpret_cast<const unsigned *>(at + 4 * i);
-      int g = (offset + 32 * j) / groupSize;
-      r.scale = scales[g];
-      r.zero = zeros ? zeros[g] : uint8_t(1 << (BITS - 1));
-      return r;
+      return this->template chunk<BITS / 4>(size_t(j) * 32 * BITS / 8, 32 * j);
     }
-    LLMC_DEVICE void prefetch(int j) const { prefetchL2(q + size_t(j) * 32 * BITS / 8); }
+    LLMC_DEVICE void prefetch(int j) const { prefetchL2(this->q + size_t(j) * 32 * BITS / 8); }
     LLMC_DEVICE uint4 expand(const Raw &r) const {
-      constexpr int kPerWord = 32 / BITS;
-      constexpr unsigned kMask = (1u << BITS) - 1u;
-      float scale = toFloat(r.scale), biasedZero = quantBiasedZero(r.zero);
-      float v[8];
+      float scale = toFloat(r.scale), v[8];
+      quantValues<BITS>(r, v);
       LLMC_UNROLL
       for (int i = 0; i < 8; ++i)
-        v[i] = quantMinusZero((r.v[i / kPerWord] >> ((i % kPerWord) * BITS)) & kMask,
-                              biasedZero) *
-               scale;
+        v[i] *= scale;
       return {tc::packFloats<T>(v[0], v[1]), tc::packFloats<T>(v[2], v[3]),
               tc::packFloats<T>(v[4], v[5]), tc::packFloats<T>(v[6], v[7])};
     }
   };
   LLMC_DEVICE Cursor row(int r, int offset) const {
-    size_t rowBytes = size_t(groups) * size_t(groupSize) * BITS / 8;
-    return {q + size_t(r) * rowBytes + size_t(offset) * BITS / 8,
-            scales + size_t(r) * size_t(groups),
-            zeros ? zeros + size_t(r) * size_t(groups) : nullptr, offset, groupSize};
+    return {quantRow<S, BITS>(q, scales, zeros, groupSize, groups, r, offset)};
   }
 };
 
@@ -182,9 +204,9 @@ template <class X> bool qgemvOnTensorCores(int m, int k, int groupSize) {
 /// DenseGemvRows' interface): a vector is a lane's CHUNK bytes (kVals
 /// values, in one group: CHUNK divides a group's bytes) with their group's
 /// scale and zero point, all loaded together; multiply makes the values
-/// the exact floats q - zero (quantMinusZero), sums each row of x's
-/// products with them and adds that sum times the scale (one FMA) into the
-/// row's accumulator. x of X: a row's whole vectors only where its rows are
+/// the exact floats q - zero (quantValues), sums each row of x's products
+/// with them and adds that sum times the scale (one FMA) into the row's
+/// accumulator. x of X: a row's whole vectors only where its rows are
 /// 16-byte aligned.
 template <class X, class S, int BITS, int CHUNK> struct QuantGemvRows {
   static constexpr int kVals = CHUNK * 8 / BITS, kUnroll = kQuantUnroll;
@@ -193,35 +215,16 @@ template <class X, class S, int BITS, int CHUNK> struct QuantGemvRows {
   const uint8_t *zeros;
   int k, groupSize, groups;
   LLMC_DEVICE int vectors() const { return (size_t(k) * sizeof(X)) % 16 == 0 ? k / kVals : 0; }
-  struct Raw {
-    unsigned v[CHUNK / 4];
-    S scale;
-    uint8_t zero;
-  };
-  struct Cursor {
-    using Raw = QuantGemvRows::Raw;
-    const uint8_t *q; // the row's bytes
-    const S *scales;
-    const uint8_t *zeros;
-    int groupSize;
+  struct Cursor : QuantRow<S, BITS> {
+    using Raw = QuantChunk<S, CHUNK / 4>;
     LLMC_DEVICE Raw load(int v) const {
-      Raw r;
-      loadWords<CHUNK>(q + size_t(v) * CHUNK, r.v);
-      int g = v * kVals / groupSize;
-      r.scale = scales[g];
-      r.zero = zeros ? zeros[g] : uint8_t(1 << (BITS - 1));
-      return r;
+      return this->template chunk<CHUNK / 4>(size_t(v) * CHUNK, v * kVals);
     }
-    LLMC_DEVICE void prefetch(int v) const { prefetchL2(q + size_t(v) * CHUNK); }
+    LLMC_DEVICE void prefetch(int v) const { prefetchL2(this->q + size_t(v) * CHUNK); }
     template <int M>
     LLMC_DEVICE void multiply(const Raw &r, const X *x, int k, int v, float (&acc)[M]) const {
-      constexpr int kPerWord = 32 / BITS;
-      constexpr unsigned kMask = (1u << BITS) - 1u;
-      float scale = toFloat(r.scale), biasedZero = quantBiasedZero(r.zero);
-      float wv[kVals];
-      LLMC_UNROLL
-      for (int i = 0; i < kVals; ++i)
-        wv[i] = quantMinusZero((r.v[i / kPerWord] >> ((i % kPerWord) * BITS)) & kMask, biasedZero);
+      float scale = toFloat(r.scale), wv[kVals];
+      quantValues<BITS>(r, wv);
       LLMC_UNROLL
       for (int m = 0; m < M; ++m) {
         float xv[kVals];
@@ -234,15 +237,13 @@ template <class X, class S, int BITS, int CHUNK> struct QuantGemvRows {
       }
     }
     LLMC_DEVICE float value(int e) const {
-      int g = e / groupSize;
-      return quantValue<BITS>(q, e, zeros ? int(zeros[g]) : 1 << (BITS - 1)) *
-             toFloat(scales[g]);
+      int g = e / this->groupSize;
+      return quantValue<BITS>(this->q, e, this->zeros ? int(this->zeros[g]) : 1 << (BITS - 1)) *
+             toFloat(this->scales[g]);
     }
   };
   LLMC_DEVICE Cursor row(int r) const {
-    return {q + size_t(r) * size_t(groups) * size_t(groupSize) * BITS / 8,
-            scales + size_t(r) * size_t(groups),
-            zeros ? zeros + size_t(r) * size_t(groups) : nullptr, groupSize};
+    return {quantRow<S, BITS>(q, scales, zeros, groupSize, groups, r, 0)};
   }
 };
 
@@ -251,8 +252,9 @@ LLMC_GLOBAL void qgemvKernel(const X *x, const uint8_t *q, const S *scales, cons
                              const B *bias, const Y *residual, Y *y, float *partial,
                              unsigned *counters, int n, int k, int groupSize, int groups,
                              GemvPrologue<X, X> pro, GemvSegments seg) {
-  gemvSimtBody<Y, M, IN>(x, QuantGemvRows<X, S, BITS, CHUNK>{q, scales, zeros, k, groupSize, groups},
-                         bias, residual, y, partial, counters, n, k, pro, seg);
+  using Rows = QuantGemvRows<X, S, BITS, CHUNK>;
+  gemvSimtBody<Y, M, IN>(x, Rows{q, scales, zeros, k, groupSize, groups}, bias, residual, y,
+                         partial, counters, n, k, pro, seg);
 }
 
 /// The bytes qgemv reads per step of a lane: the largest of 16, 8 and 4
