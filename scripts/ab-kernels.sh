@@ -13,7 +13,11 @@
 #             old, new, old, new ... ROUNDS times, writing each output to
 #             $OUT/ab/ (or ./ab-out) as old-attention-R.md, new-gemv-R.md, ...
 #             The programs' own tables then give each round's times; the
-#             rounds say how much they vary.
+#             rounds say how much they vary. With BENCH=here, both sides
+#             build this tree's bench/cuda sources (the old side against
+#             OLD_REV's runtime/): for a benchmark newer than OLD_REV whose
+#             calls OLD_REV's kernels also take (e.g. gemv.cu's quantized
+#             GEMVs against 09027eb).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 case "${1:-}" in
@@ -46,6 +50,10 @@ run)
   tar -C "$work/old" -xJf "$root/.gpu/ab/old.tar.xz"
   nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
   arch=sm_$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
+  if [ "${BENCH:-}" = here ]; then # (this tree's benchmarks over the old runtime)
+    rm -rf "$work/old/bench"
+    cp -r "$root/bench" "$work/old/bench"
+  fi
   for side in old new; do
     src=$([ "$side" = old ] && echo "$work/old" || echo "$root")
     "$nvcc" -std=c++17 -O3 -arch="$arch" -I"$src" "$src/bench/cuda/gemv.cu" \

@@ -19,7 +19,13 @@
 // each with the compiler's split count (gemvSplits) and with 2x and 4x as many (is its rule,
 // two waves of blocks, right?). (Other SIMT tilings, 2 and 4 columns a warp and 8 loads in
 // flight, lost on an H200: bench/results/2026-11-27-cuda-decode-h200-4.md.)
-#include "runtime/src/model/cuda/Gemv.h"
+// Then the quantized GEMVs (QuantGemv.h's launchQgemv, as the runtime launches them: SIMT
+// below kTcGemvMinRows rows, tensor cores from there) at the same shapes over the weights
+// `llmc compile --quant` writes (int4 in groups of 32, int8 per output channel; f32 scales,
+// no zero points), their bandwidth counting the 4- or 8-bit values and the scales read, and
+// their output against the float GEMV's over the same weights dequantized (dequantRows).
+// scripts/ab-kernels.sh's BENCH=here builds this file against an earlier runtime too.
+#include "runtime/src/model/cuda/QuantGemv.h"
 
 #include "bench/cuda/Timing.h"
 
@@ -73,6 +79,42 @@ template <bool TC> auto formOf(GemvIn in) {
                                  : launchForm<TC, GemvIn::Swiglu>;
 }
 
+/// One launch of launchQgemv (BITS-bit weights in groups of `group`, f32
+/// scales, no zero points), folding in what IN says as launchForm does.
+template <GemvIn IN, int BITS>
+std::string launchQuant(const half *x, const half *up, const half *norm, const uint8_t *q,
+                        const float *scales, const half *res, half *y, float *partial,
+                        unsigned *counters, int m, int n, int k, int group, int splits,
+                        cudaStream_t s) {
+  GemvPrologue<half, half> pro;
+  if (IN == GemvIn::RmsNorm)
+    pro.norm = norm, pro.eps = 1e-5f;
+  if (IN == GemvIn::Swiglu)
+    pro.up = up;
+  return launchQgemv<IN, half, half, float, half, BITS>(
+      x, pro, q, scales, nullptr, nullptr, res, y, partial, counters, m, n, k, group, splits, s,
+      GemvSegments{});
+}
+
+template <int BITS> auto quantFormOf(GemvIn in) {
+  return in == GemvIn::Plain     ? launchQuant<GemvIn::Plain, BITS>
+         : in == GemvIn::RmsNorm ? launchQuant<GemvIn::RmsNorm, BITS>
+                                 : launchQuant<GemvIn::Swiglu, BITS>;
+}
+
+/// `launches` calls of once(i) captured on `stream` as one graph.
+template <class F> cudaGraphExec_t graphOf(cudaStream_t stream, int launches, F &&once) {
+  cudaGraph_t g;
+  cudaGraphExec_t exec;
+  check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
+  for (int i = 0; i < launches; ++i)
+    once(i);
+  check(cudaStreamEndCapture(stream, &g), "capture");
+  check(cudaGraphInstantiate(&exec, g, 0), "instantiate");
+  check(cudaGraphDestroy(g), "graph");
+  return exec;
+}
+
 struct Variant {
   const char *name;
   bool tensorCores;
@@ -86,6 +128,12 @@ __global__ void fill(half *p, size_t n, unsigned seed, float amplitude) {
     h ^= h >> 13, h *= 0x5bd1e995u, h ^= h >> 15;
     p[i] = __float2half(amplitude * (float(h & 0xffff) / 32768.0f - 1.0f));
   }
+}
+
+__global__ void fillScales(float *p, size_t n, float scale) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x)
+    p[i] = scale * (1.0f + float((unsigned(i) * 2654435761u) >> 29) / 8.0f);
 }
 
 /// Reads every 16 bytes of p once (four loads in flight per thread), writes
@@ -212,13 +260,7 @@ int main(int argc, char **argv) {
         for (size_t i = 0; i < out.size(); ++i)
           diff[v] = std::isnan(out[i]) ? INFINITY
                                        : std::fmax(diff[v], std::fabs(out[i] - first[i]));
-        cudaGraph_t g;
-        check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
-        for (int i = 0; i < kLaunches; ++i)
-          once(i);
-        check(cudaStreamEndCapture(stream, &g), "capture");
-        check(cudaGraphInstantiate(&graphs[v], g, 0), "instantiate");
-        check(cudaGraphDestroy(g), "graph");
+        graphs[v] = graphOf(stream, kLaunches, once);
       }
       for (int round = 0; round < 3; ++round)
         for (size_t v = 0; v < variants.size(); ++v)
@@ -232,5 +274,76 @@ int main(int argc, char **argv) {
         check(cudaGraphExecDestroy(graphs[v]), "graph");
       }
     }
+
+  // The quantized GEMVs. q comes from the pool (random bytes), the scales
+  // from a pool of their own, a copy per launch as for the float weights.
+  const size_t scalePoolBytes = size_t(256) << 20;
+  float *scalePool;
+  half *dequantized;
+  check(cudaMalloc(&scalePool, scalePoolBytes), "malloc");
+  check(cudaMalloc(&dequantized, size_t(32000) * 2048 * 2), "malloc");
+  fillScales<<<256, 256>>>(scalePool, scalePoolBytes / 4, 1e-3f);
+  check(cudaDeviceSynchronize(), "fill");
+  std::printf("\n| layer | rows | weights | splits | us per launch | GB/s read | share of the "
+              "streaming read | share of the copy | max diff. vs the float GEMV over them "
+              "dequantized |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  struct QuantWeights {
+    const char *name;
+    int bits, group; // group 0: per output channel (K)
+  };
+  const QuantWeights kQuant[] = {{"int4, groups of 32", 4, 32}, {"int8, per channel", 8, 0}};
+  for (const Shape &sh : kShapes)
+    for (int m : rowCounts)
+      for (const QuantWeights &qw : kQuant) {
+        int group = qw.group ? qw.group : sh.k, groups = sh.k / group;
+        size_t qBytes = size_t(sh.n) * size_t(sh.k) * qw.bits / 8;
+        size_t sCount = size_t(sh.n) * size_t(groups);
+        int copies = int(std::min(poolBytes / qBytes, scalePoolBytes / (sCount * 4)));
+        GemvIn in = sh.in == GemvIn::Swiglu &&
+                            gemvSharedBytes<GemvIn::Swiglu, half>(m, sh.k) >
+                                size_t(kGemvPrologueSharedBytes)
+                        ? GemvIn::Plain
+                        : sh.in;
+        int splits = qgemvSplits(sh.n, sh.k, qw.bits, group, prop.multiProcessorCount);
+        const half *r = sh.residual ? res : nullptr;
+        auto form = qw.bits == 4 ? quantFormOf<4>(in) : quantFormOf<8>(in);
+        auto once = [&](int i) {
+          const uint8_t *q = reinterpret_cast<const uint8_t *>(pool) + size_t(i % copies) * qBytes;
+          std::string e = form(x, up, norm, q, scalePool + size_t(i % copies) * sCount, r, y,
+                               partial, counters, m, sh.n, sh.k, group, splits, stream);
+          if (!e.empty())
+            std::fprintf(stderr, "%s: %s\n", qw.name, e.c_str()), std::exit(1);
+        };
+        // The reference: copy 0 dequantized, through the float form.
+        std::string e =
+            qw.bits == 4
+                ? dequantRows<float, half, 4>(reinterpret_cast<const uint8_t *>(pool), scalePool,
+                                              nullptr, dequantized, sh.n, sh.k, group, stream)
+                : dequantRows<float, half, 8>(reinterpret_cast<const uint8_t *>(pool), scalePool,
+                                              nullptr, dequantized, sh.n, sh.k, group, stream);
+        int floatSplits = gemvSplits(sh.n, sh.k, 2, prop.multiProcessorCount);
+        auto floatForm = m >= kTcGemvMinRows ? formOf<true>(in) : formOf<false>(in);
+        if (e.empty())
+          e = floatForm(x, up, norm, dequantized, r, y, partial, counters, m, sh.n, sh.k,
+                        floatSplits, stream);
+        if (!e.empty())
+          return std::fprintf(stderr, "reference: %s\n", e.c_str()), 1;
+        check(cudaStreamSynchronize(stream), "reference");
+        std::vector<float> want = download(y, size_t(m) * size_t(sh.n));
+        once(0);
+        check(cudaStreamSynchronize(stream), "qgemv");
+        std::vector<float> got = download(y, size_t(m) * size_t(sh.n));
+        double diff = 0.0;
+        for (size_t i = 0; i < got.size(); ++i)
+          diff = std::isnan(got[i]) ? INFINITY : std::fmax(diff, std::fabs(got[i] - want[i]));
+        cudaGraphExec_t graph = graphOf(stream, kLaunches, once);
+        float ms = 0.0f;
+        for (int round = 0; round < 3; ++round)
+          ms = medianMs([&] { check(cudaGraphLaunch(graph, stream), "replay"); }, 10, stream);
+        check(cudaGraphExecDestroy(graph), "graph");
+        double us = ms * 1e3 / kLaunches, gbs = (qBytes + sCount * 4) / (us / 1e6) / 1e9;
+        std::printf("| %s | %d | %s | %d | %.2f | %.0f | %.1f%% | %.1f%% | %.1e |\n", sh.name, m,
+                    qw.name, splits, us, gbs, 100 * gbs / readGbs, 100 * gbs / copyGbs, diff);
+      }
   return 0;
 }
