@@ -928,7 +928,7 @@ llvm::Error CudaEmitter::emitLinear(Operation *op, CpuModel::Entry &stats) {
     bounds.push_back(n);
     std::string how = fn, scratch = "nullptr";
     int scratchBuffer = -1;
-    if (quant) { // the weight dequantized into a buffer of its own, live for this statement
+    if (quant) { // the weight dequantized into a buffer of its own, live for these statements
       // (16-bit x only: an f32 copy would go to the same SIMT tiles that
       // dequantize as they stage, only later. Each range its rows of it.)
       Type xe = getElementTypeOrSelf(x.getType());
@@ -958,10 +958,8 @@ llvm::Error CudaEmitter::emitLinear(Operation *op, CpuModel::Entry &stats) {
       } else {
         weights = at(ptr(cast<LinearOp>(op).getWeight()), k);
       }
-      std::string tail = quant ? llvm::formatv(", {0}, {1}", quant.getGroupSize(),
-                                               scratch == "nullptr" ? scratch : at(scratch, k))
-                                     .str()
-                               : "";
+      std::string tail =
+          quant ? llvm::formatv(", {0}, {1}", quant.getGroupSize(), at(scratch, k)).str() : "";
       std::string call = llvm::formatv("{0}<{1}>({2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}{10}, "
                                        "a.stream, &m.blas)",
                                        fn, targs, ptr(x), weights, at(b, 1), res,
