@@ -93,6 +93,11 @@ LLMC_DEVICE float quantMinusZero(unsigned q, float biasedZero) {
   return floatFromBits(0x4B000000u | q) - biasedZero;
 }
 
+/// Group g's zero point: zeros[g], or 2^(BITS-1) without zero points.
+template <int BITS> LLMC_DEVICE int quantZero(const uint8_t *zeros, size_t g) {
+  return zeros ? int(zeros[g]) : 1 << (BITS - 1);
+}
+
 /// Value `k` of a quantized row as the exact float q - zero.
 template <int BITS>
 LLMC_DEVICE float quantValue(const uint8_t *row, int k, int zero) {
@@ -108,7 +113,7 @@ template <class S, int BITS> struct QuantRows {
   int groupSize, groups;
   LLMC_DEVICE float operator()(int n, int k) const {
     size_t g = size_t(n) * size_t(groups) + size_t(k / groupSize);
-    int zero = zeros ? int(zeros[g]) : 1 << (BITS - 1);
+    int zero = quantZero<BITS>(zeros, g);
     const uint8_t *row = q + size_t(n) * size_t(groups) * size_t(groupSize) * BITS / 8;
     return quantValue<BITS>(row, k, zero) * toFloat(scales[g]);
   }
@@ -136,7 +141,7 @@ template <class S, int BITS> struct QuantRow {
     loadWords<4 * WORDS>(q + bytes, c.v);
     int g = (offset + at) / groupSize;
     c.scale = scales[g];
-    c.zero = zeros ? zeros[g] : uint8_t(1 << (BITS - 1));
+    c.zero = uint8_t(quantZero<BITS>(zeros, size_t(g)));
     return c;
   }
 };
@@ -238,7 +243,7 @@ template <class X, class S, int BITS, int CHUNK> struct QuantGemvRows {
     }
     LLMC_DEVICE float value(int e) const {
       int g = e / this->groupSize;
-      return quantValue<BITS>(this->q, e, this->zeros ? int(this->zeros[g]) : 1 << (BITS - 1)) *
+      return quantValue<BITS>(this->q, e, quantZero<BITS>(this->zeros, size_t(g))) *
              toFloat(this->scales[g]);
     }
   };
@@ -414,7 +419,7 @@ LLMC_GLOBAL void dequantRowsKernel(const uint8_t *q, const S *scales, const uint
   unsigned bits = *reinterpret_cast<const unsigned *>(at);
   int k0 = word * kPerWord;
   size_t g = size_t(row) * size_t(groups) + size_t(k0 / groupSize);
-  float biasedZero = quantBiasedZero(zeros ? int(zeros[g]) : 1 << (BITS - 1));
+  float biasedZero = quantBiasedZero(quantZero<BITS>(zeros, g));
   float scale = toFloat(scales[g]);
   T *dst = out + size_t(row) * size_t(k) + size_t(k0);
   LLMC_UNROLL
