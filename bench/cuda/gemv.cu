@@ -19,11 +19,14 @@
 // each with the compiler's split count (gemvSplits) and with 2x and 4x as many (is its rule,
 // two waves of blocks, right?). (Other SIMT tilings, 2 and 4 columns a warp and 8 loads in
 // flight, lost on an H200: bench/results/2026-11-27-cuda-decode-h200-4.md.)
-// Then the quantized GEMVs (QuantGemv.h's launchQgemv, as the runtime launches them: SIMT
-// below kTcGemvMinRows rows, tensor cores from there) at the same shapes over the weights
-// `llmc compile --quant` writes (int4 in groups of 32, int8 per output channel; f32 scales,
-// no zero points), their bandwidth counting the 4- or 8-bit values and the scales read, and
-// their output against the float GEMV's over the same weights dequantized (dequantRows).
+// Then the quantized GEMVs (QuantGemv.h's launchQgemv, as the runtime launches them) at the
+// same shapes over the weights `llmc compile --quant` writes (int4 in groups of 32, int8 per
+// output channel; f32 scales, no zero points), their bandwidth counting the 4- or 8-bit
+// values and the scales read, and their output against the float GEMV's over the same
+// weights dequantized (dequantRows): each in both forms, the tensor-core one (the
+// runtime's from kQuantTcMinRows rows) and the SIMT one (LLMC_CUDA_QGEMV_TC_ROWS=9 while its
+// graph is captured), timed in turns. (An older runtime without that switch: the row its
+// launchQgemv picks, twice.)
 // scripts/ab-kernels.sh's BENCH=here builds this file against an earlier runtime too.
 #include "runtime/src/model/cuda/QuantGemv.h"
 
@@ -284,9 +287,10 @@ int main(int argc, char **argv) {
   check(cudaMalloc(&dequantized, size_t(32000) * 2048 * 2), "malloc");
   fillScales<<<256, 256>>>(scalePool, scalePoolBytes / 4, 1e-3f);
   check(cudaDeviceSynchronize(), "fill");
-  std::printf("\n| layer | rows | weights | splits | us per launch | GB/s read | share of the "
-              "streaming read | share of the copy | max diff. vs the float GEMV over them "
-              "dequantized |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  std::printf("\n| layer | rows | weights | form | splits | us per launch | GB/s read | share "
+              "of the streaming read | share of the copy | max diff. vs the float GEMV over "
+              "them dequantized |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
+              "|\n");
   struct QuantWeights {
     const char *name;
     int bits, group; // group 0: per output channel (K)
@@ -330,20 +334,35 @@ int main(int argc, char **argv) {
           return std::fprintf(stderr, "reference: %s\n", e.c_str()), 1;
         check(cudaStreamSynchronize(stream), "reference");
         std::vector<float> want = download(y, size_t(m) * size_t(sh.n));
-        once(0);
-        check(cudaStreamSynchronize(stream), "qgemv");
-        std::vector<float> got = download(y, size_t(m) * size_t(sh.n));
-        double diff = 0.0;
-        for (size_t i = 0; i < got.size(); ++i)
-          diff = std::isnan(got[i]) ? INFINITY : std::fmax(diff, std::fabs(got[i] - want[i]));
-        cudaGraphExec_t graph = graphOf(stream, kLaunches, once);
-        float ms = 0.0f;
+        // Each form's output and graph: the switch is read at each launch,
+        // so also while a graph is captured.
+        const char *kForms[] = {"tensor cores", "SIMT"};
+        double diff[2] = {0.0, 0.0};
+        float ms[2] = {0.0f, 0.0f};
+        cudaGraphExec_t graphs[2];
+        for (int f = 0; f < 2; ++f) {
+          if (f == 1)
+            setenv("LLMC_CUDA_QGEMV_TC_ROWS", "9", 1);
+          once(0);
+          check(cudaStreamSynchronize(stream), "qgemv");
+          std::vector<float> got = download(y, size_t(m) * size_t(sh.n));
+          for (size_t i = 0; i < got.size(); ++i)
+            diff[f] = std::isnan(got[i]) ? INFINITY
+                                         : std::fmax(diff[f], std::fabs(got[i] - want[i]));
+          graphs[f] = graphOf(stream, kLaunches, once);
+          unsetenv("LLMC_CUDA_QGEMV_TC_ROWS");
+        }
         for (int round = 0; round < 3; ++round)
-          ms = medianMs([&] { check(cudaGraphLaunch(graph, stream), "replay"); }, 10, stream);
-        check(cudaGraphExecDestroy(graph), "graph");
-        double us = ms * 1e3 / kLaunches, gbs = (qBytes + sCount * 4) / (us / 1e6) / 1e9;
-        std::printf("| %s | %d | %s | %d | %.2f | %.0f | %.1f%% | %.1f%% | %.1e |\n", sh.name, m,
-                    qw.name, splits, us, gbs, 100 * gbs / readGbs, 100 * gbs / copyGbs, diff);
+          for (int f = 0; f < 2; ++f)
+            ms[f] = medianMs([&] { check(cudaGraphLaunch(graphs[f], stream), "replay"); }, 10,
+                             stream);
+        for (int f = 0; f < 2; ++f) {
+          check(cudaGraphExecDestroy(graphs[f]), "graph");
+          double us = ms[f] * 1e3 / kLaunches, gbs = (qBytes + sCount * 4) / (us / 1e6) / 1e9;
+          std::printf("| %s | %d | %s | %s | %d | %.2f | %.0f | %.1f%% | %.1f%% | %.1e |\n",
+                      sh.name, m, qw.name, kForms[f], splits, us, gbs, 100 * gbs / readGbs,
+                      100 * gbs / copyGbs, diff[f]);
+        }
       }
   return 0;
 }

@@ -145,12 +145,13 @@ void checkQuant(int m, int n, int k, int groupSize, bool withZeros, int splits, 
   if (IN == GemvIn::Swiglu)
     for (size_t i = 0; i < xd.size(); ++i)
       xd[i] = gateReference(act, xd[i]) * od[i];
-  // qgemm, and qgemv on the tensor cores (from 3 rows), with half or
-  // bfloat16 x multiply each weight rounded to x's type (its f32 value,
-  // q - zero times the scale, rounded). (With f32 outputs the tolerance
-  // tells the two forms apart: the unrounded weights miss it.)
-  bool rounded = (std::is_same_v<X, half> || std::is_same_v<X, bfloat16>) &&
-                 (splits <= 0 || qgemvOnTensorCores<X>(m, k, groupSize));
+  // qgemm with half or bfloat16 x multiplies each weight rounded to x's
+  // type (its f32 value, q - zero times the scale, rounded). qgemv does
+  // not, in either form: the SIMT one makes q - zero an f32, the tensor-core
+  // one a value of x's type (exact) and scales each chunk's sums in f32.
+  // (With f32 outputs the tolerance tells the two apart: the rounded
+  // weights miss it.)
+  bool rounded = (std::is_same_v<X, half> || std::is_same_v<X, bfloat16>) && splits <= 0;
   auto weight = [&](int j, int e) {
     double w = p.at(j, e);
     return rounded ? double(toFloat(fromFloat<X>(float(w)))) : w;
@@ -217,47 +218,145 @@ TEST(CudaQuantGemv, SplitK) {
   checkQuant<float, float, float, 4>(1, 8, 128, 32, false, 16, false, false, 63);
 }
 
-// The SIMT form (Gemv.h's gemvSimtBody over QuantGemvRows) with rows long
-// enough for a lane to take several batches of kQuantUnroll chunks, each
-// batch issued before the one before it is used: 8 chunks a lane (K = 8192
-// at 4 bits in groups of 32; at 8 bits per channel, K = 4096), 4 a lane of
-// each of two splits, groups spanning several chunks (128 values at 4
-// bits: 4), a chunk width of 8 bytes (groups of 16 at 4 bits), and an RMS
-// norm and a SwiGLU folded in (f32 x: SIMT at 3 rows too).
+// Rows long enough for a lane to take several batches of chunks, each
+// batch issued before the one before it is used. The SIMT form (Gemv.h's
+// gemvSimtBody over QuantGemvRows: f32 x, or groups that are not a
+// multiple of 32), kQuantUnroll chunks a batch: 8 chunks a lane (K = 8192
+// at 4 bits in groups of 32), 4 a lane of each of two splits, groups
+// spanning several chunks (128 values at 4 bits: 4), 16-byte chunks of
+// 8-bit groups of 16 and 8-byte ones of 4-bit groups of 16, and an RMS
+// norm and a SwiGLU folded in (f32 x: SIMT at 3 rows too). The tensor-core
+// form (kTcGemvUnroll chunks a batch): 32 chunks a warp at K = 8192 (8
+// batches), per-channel int8 at K = 4096 over two splits, an RMS norm.
 TEST(CudaQuantGemv, SeveralBatchesALane) {
   checkQuant<float, float, float, 4>(1, 12, 8192, 32, true, 1, true, true, 81);
   checkQuant<float, float, float, 4>(2, 9, 8192, 128, false, 1, false, false, 82);
-  checkQuant<half, half, float, 8>(2, 10, 4096, 4096, false, 1, true, false, 83);
+  checkQuant<half, half, float, 8>(2, 10, 4096, 16, false, 1, true, false, 83);
   checkQuant<bfloat16, bfloat16, float, 4>(1, 10, 4096, 16, true, 2, false, true, 84);
   // (Instances the tests below build too: the GPU's test binary stays as it is.)
-  checkQuant<half, half, half, 4, GemvIn::RmsNorm, 2>(2, 11, 8192, 32, false, 2, true, false, 85);
   checkQuant<float, float, float, 8, GemvIn::Swiglu, 3>(3, 9, 2048, 64, true, 1, false, true, 86);
+  checkQuant<half, half, half, 4, GemvIn::RmsNorm, 2>(2, 11, 8192, 32, false, 2, true, false, 85);
+  checkQuant<half, half, float, 8>(1, 24, 4096, 4096, true, 2, true, false, 87);
+  checkQuant<bfloat16, bfloat16, float, 4>(2, 20, 8192, 128, false, 1, false, true, 88);
 }
 
-// From 3 rows of half or bfloat16 x, qgemv runs on the tensor cores
-// (GemvTensorCore.h over QuantTcRows): 4 and 8 bits, groups of 8 to 128
-// values, zero points, N not a multiple of 16, split-K, bias, residual,
-// column ranges, an RMS norm or SwiGLU folded in; f32 outputs, which hold
-// it to the rounded weights.
-TEST(CudaQuantGemv, TensorCoresFromThreeRows) {
-  for (int m = kTcGemvMinRows; m <= kGemvMaxRows; ++m) {
+// qgemv of half or bfloat16 x runs on the tensor cores from one row
+// (GemvTensorCore.h over QuantTcRows, kQuantTcMinRows): every row count,
+// 4 and 8 bits, groups of 32 to 128 values, zero points, N not a multiple
+// of 16, split-K, bias, residual, column ranges, an RMS norm or SwiGLU
+// folded in; f32 outputs, which hold it to the unrounded weights (the
+// weights rounded to x's type miss the tolerance).
+TEST(CudaQuantGemv, TensorCoresFromOneRow) {
+  for (int m = kQuantTcMinRows; m <= kGemvMaxRows; ++m) {
     checkQuant<half, float, half, 4>(m, 37, 256, 32, m % 2, 1, true, true, unsigned(110 + m));
     checkQuant<bfloat16, float, float, 8>(m, 21, 512, 64, m % 2 == 0, 2, true, false,
                                           unsigned(120 + m));
   }
-  checkQuant<half, float, float, 4>(4, 40, 128, 8, true, 1, false, false, 131);   // 4-byte groups
-  checkQuant<bfloat16, float, half, 8>(5, 24, 96, 16, true, 1, false, true, 132); // 3 chunks
   checkQuant<half, float, half, 4>(8, 64, 1024, 128, false, 4, true, false, 133);
   checkQuant<half, half, half, 4>(3, 40, 256, 32, true, 1, true, false, 134, {16, 24});
   checkQuant<half, float, half, 4, GemvIn::RmsNorm, 6>(6, 33, 512, 32, true, 1, true, false, 135);
   checkQuant<bfloat16, float, float, 4, GemvIn::Swiglu, 3>(3, 20, 256, 64, false, 2, false, true,
                                                            136);
-  // Groups of 4 values (int8) or K not a multiple of 32: the SIMT form.
+  EXPECT_TRUE(qgemvOnTensorCores<half>(1, 256, 32));
+  EXPECT_TRUE(qgemvOnTensorCores<bfloat16>(2, 2048, 2048));
+  // Groups that are not a multiple of 32 values, or K not a multiple of
+  // 32, or f32 x: the SIMT form, at every row count.
+  EXPECT_FALSE(qgemvOnTensorCores<half>(4, 256, 16));
   EXPECT_FALSE(qgemvOnTensorCores<half>(4, 256, 4));
   EXPECT_FALSE(qgemvOnTensorCores<half>(4, 100, 32));
-  EXPECT_FALSE(qgemvOnTensorCores<half>(2, 256, 32));
   EXPECT_FALSE(qgemvOnTensorCores<float>(8, 256, 32));
+  checkQuant<half, float, float, 4>(4, 40, 128, 8, true, 1, false, false, 131);   // 4-byte groups
+  checkQuant<bfloat16, float, half, 8>(5, 24, 96, 16, true, 1, false, true, 132); // 3 chunks
   checkQuant<half, float, half, 8>(4, 12, 64, 4, true, 1, false, false, 137);
+}
+
+// LLMC_CUDA_QGEMV_TC_ROWS moves the forms' boundary (9: SIMT at every row
+// count), and the SIMT form of 16-bit x in groups of 32 stays right under
+// it (the runtime's choice at every row count for what it passes to the
+// tensor cores otherwise).
+TEST(CudaQuantGemv, FormSwitch) {
+  ASSERT_EQ(setenv("LLMC_CUDA_QGEMV_TC_ROWS", "3", 1), 0);
+  EXPECT_FALSE(qgemvOnTensorCores<half>(2, 256, 32));
+  EXPECT_TRUE(qgemvOnTensorCores<half>(3, 256, 32));
+  ASSERT_EQ(setenv("LLMC_CUDA_QGEMV_TC_ROWS", "9", 1), 0);
+  EXPECT_FALSE(qgemvOnTensorCores<half>(8, 256, 32));
+  checkQuant<half, float, half, 4>(1, 37, 2048, 32, true, 1, true, true, 141);
+  checkQuant<bfloat16, float, float, 8>(2, 21, 512, 64, false, 2, true, false, 142);
+  checkQuant<half, float, half, 4>(6, 37, 256, 32, false, 1, false, true, 143);
+  ASSERT_EQ(setenv("LLMC_CUDA_QGEMV_TC_ROWS", "0", 1), 0); // (not 1-9: the default)
+  EXPECT_TRUE(qgemvOnTensorCores<half>(1, 256, 32));
+  ASSERT_EQ(unsetenv("LLMC_CUDA_QGEMV_TC_ROWS"), 0);
+}
+
+/// Runs quantPairs over `loads` 8-value loads (WORDS words each, zero
+/// points `zeros`), one a thread, writing the registers it returns.
+template <class T, int BITS>
+LLMC_GLOBAL void quantPairsKernel(const unsigned *words, const uint8_t *zeros, unsigned *out,
+                                  int loads) {
+  LLMC_KERNEL_BEGIN();
+  int i = int(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i >= loads)
+    return;
+  QuantChunk<float, BITS / 4> c;
+  for (int w = 0; w < BITS / 4; ++w)
+    c.v[w] = words[size_t(i) * (BITS / 4) + size_t(w)];
+  c.scale = 1.0f;
+  c.zero = zeros[i];
+  uint4 r = quantPairs<T, BITS>(c);
+  out[4 * i] = r.x, out[4 * i + 1] = r.y, out[4 * i + 2] = r.z, out[4 * i + 3] = r.w;
+}
+
+/// quantPairs on the device, bit for bit against q - zero rounded to T by
+/// the host: every value in every one of the 8 positions, against every
+/// zero point (4 bits: all 16; 8 bits: all 256).
+template <class T, int BITS> void checkQuantPairs() {
+  SCOPED_TRACE(std::string(std::is_same_v<T, half> ? "half" : "bfloat16") +
+               " bits=" + std::to_string(BITS));
+  constexpr int kValues = 1 << BITS, kWords = BITS / 4;
+  std::vector<unsigned> words;
+  std::vector<uint8_t> zeros;
+  std::vector<int> expected; // the 8 values of each load, then its zero
+  for (int zero = 0; zero < kValues; ++zero)
+    for (int v = 0; v < kValues; ++v) {
+      // Value v at position p, the others distinct from it and each other.
+      int vals[8];
+      for (int p = 0; p < 8; ++p)
+        vals[p] = (v + 37 * p) % kValues;
+      unsigned w[kWords] = {};
+      for (int p = 0; p < 8; ++p)
+        w[p * BITS / 32] |= unsigned(vals[p]) << (p * BITS % 32);
+      words.insert(words.end(), w, w + kWords);
+      zeros.push_back(uint8_t(zero));
+      expected.insert(expected.end(), vals, vals + 8);
+      expected.push_back(zero);
+    }
+  int loads = int(zeros.size());
+  DeviceBuffer<unsigned> dw(words), dout(size_t(loads) * 4);
+  DeviceBuffer<uint8_t> dz(zeros);
+  ASSERT_EQ(launch(quantPairsKernel<T, BITS>, dim3(unsigned((loads + 127) / 128)), dim3(128), 0,
+                   nullptr, dw.get(), dz.get(), dout.get(), loads),
+            "");
+  std::vector<unsigned> out = dout.download();
+  int bad = 0;
+  for (int i = 0; i < loads && bad < 5; ++i) {
+    const int *e = &expected[size_t(i) * 9];
+    for (int p = 0; p < 8; ++p) {
+      unsigned want = tc::pack(fromFloat<T>(float(e[p] - e[8])), fromFloat<T>(0.0f)) & 0xffffu;
+      unsigned got = (out[size_t(i) * 4 + size_t(p / 2)] >> (16 * (p % 2))) & 0xffffu;
+      if (got != want) {
+        ADD_FAILURE() << "load " << i << " position " << p << ": q " << e[p] << " zero " << e[8]
+                      << " gave bits " << got << ", want " << want;
+        ++bad;
+      }
+    }
+  }
+}
+
+TEST(CudaQuantGemv, QuantPairsAreExact) {
+  checkQuantPairs<half, 4>();
+  checkQuantPairs<bfloat16, 4>();
+  checkQuantPairs<half, 8>();
+  checkQuantPairs<bfloat16, 8>();
 }
 
 // A merged projection's output in column ranges (Gemv.h's segments), with

@@ -39,6 +39,11 @@
 //   loadWords<N>(p, out)           N (4, 8, 16) aligned bytes at p as N / 4
 //                                  little-endian 32-bit words
 //   floatFromBits(u)               the f32 whose bits are u (__uint_as_float)
+//   bytePerm(lo, hi, s)            PTX's prmt (__byte_perm): result byte i is
+//                                  byte (s >> 4 i) & 7 of {hi:lo} (lo's
+//                                  bytes 0-3, hi's 4-7); selector nibbles
+//                                  of 8 and more (sign replication) are
+//                                  not used (the emulation fails on them)
 //   tc::FragA<T>, FragB<T>,        a warp's 16 x 16 x 16 tensor-core tiles (T
 //   FragBRow<T>, Acc; tc::zero,    half or bfloat16, f32 accumulators): WMMA
 //   loadA, loadB, loadBRow, mma,   on the GPU; on the host every lane holds
@@ -61,6 +66,12 @@
 //                                  the emulation exchanges the registers
 //   tc::pack(lo, hi)               two 16-bit values as one register;
 //   tc::packFloats<T>(lo, hi)      two floats rounded to T, as one register
+//   tc::fma2<T>(a, b, c)           a b + c on the two T's of each register
+//                                  (fma.rn.f16x2 / .bf16x2, sm_80+), low
+//                                  halves with low halves; the emulation
+//                                  rounds the double result to T through
+//                                  f32 (exact where the result is, which
+//                                  is how the kernels use it)
 //   tc::ldmatrix(r, row),          PTX's ldmatrix .x4 (.trans): four 8 x 8
 //   tc::ldmatrixTrans(r, row)      matrices of 16-bit values from shared
 //                                  memory, lane l giving the address of row
@@ -184,6 +195,10 @@ LLMC_DEVICE void prefetchL2(const void *p) { asm volatile("prefetch.global.L2 [%
 LLMC_DEVICE uint4 load16(const void *p) { return *reinterpret_cast<const uint4 *>(p); }
 
 LLMC_DEVICE float floatFromBits(unsigned u) { return __uint_as_float(u); }
+
+LLMC_DEVICE unsigned bytePerm(unsigned lo, unsigned hi, unsigned s) {
+  return __byte_perm(lo, hi, s);
+}
 
 /// 16 bytes of T (as load16 read them) as floats; the pointer only names T.
 LLMC_DEVICE void unpackFloats(const uint4 &raw, float (&out)[4], const float *) {
@@ -349,6 +364,19 @@ template <class T> LLMC_DEVICE unsigned packFloats(float lo, float hi) {
     __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
     return *reinterpret_cast<unsigned *>(&v);
   }
+}
+/// a b + c on each register's two T's (see the top of this file).
+template <class T> LLMC_DEVICE unsigned fma2(unsigned a, unsigned b, unsigned c) {
+  unsigned d = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (std::is_same_v<T, half>)
+    asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  else
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+#else
+  (void)a, (void)b, (void)c; // (before sm_80: not built for it, as mma16816)
+#endif
+  return d;
 }
 } // namespace tc
 

@@ -155,6 +155,18 @@ inline float floatFromBits(unsigned u) {
   return f;
 }
 
+inline unsigned bytePerm(unsigned lo, unsigned hi, unsigned s) {
+  uint64_t bytes = uint64_t(hi) << 32 | lo;
+  unsigned r = 0;
+  for (int i = 0; i < 4; ++i) {
+    unsigned at = (s >> (4 * i)) & 15u;
+    if (at > 7)
+      ::llmc::cudaemu::fail("bytePerm: a sign-replicating selector nibble");
+    r |= unsigned(bytes >> (8 * at) & 0xffu) << (8 * i);
+  }
+  return r;
+}
+
 template <class T, int N> void unpackFloats(const uint4 &raw, float (&out)[N], const T *) {
   static_assert(sizeof(T) * N == 16, "16 bytes");
   T values[N];
@@ -278,6 +290,21 @@ void mma16816(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
       sum = std::fma(aAt(row, k), bAt(k, col), sum);
     c[i] = sum;
   }
+}
+/// fma2 (see Cuda.h's top): each half's a b + c in double, rounded to T
+/// through f32.
+template <class T> unsigned fma2(unsigned a, unsigned b, unsigned c) {
+  unsigned d = 0;
+  for (int h = 0; h < 2; ++h) {
+    auto at = [&](unsigned r) {
+      return double(toFloat(::llmc::cudaemu::fromBits<T>(uint16_t(r >> (16 * h)))));
+    };
+    T v = fromFloat<T>(float(at(a) * at(b) + at(c)));
+    uint16_t bits;
+    std::memcpy(&bits, &v, 2);
+    d |= unsigned(bits) << (16 * h);
+  }
+  return d;
 }
 /// ldmatrix .x4 (.trans): each lane reads its row as it arrives (so no
 /// lane's later write is seen) and offers it; then takes its values.

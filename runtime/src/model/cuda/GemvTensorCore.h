@@ -31,13 +31,14 @@
 //
 // W is read through a row reader (`Rows`): DenseTcRows, W's own 16 bytes;
 // or QuantTcRows, for QuantGemv.h's qgemv of 4- and 8-bit weights from
-// kTcGemvMinRows rows of half or bfloat16 x (groups of a multiple of 8
-// values, K a multiple of 32): a lane reads the same 8 values' 4 or 8
-// bytes and their group's scale and zero point, and where they are
-// multiplied makes them 8 values of x's type, each q - zero (QuantGemv.h's
-// quantMinusZero) times the scale rounded to it, as qgemm's dequantized
-// copy holds them. The loads are issued as above; only the expansion waits
-// for them.
+// kQuantTcMinRows rows of half or bfloat16 x (K and the groups a multiple
+// of 32 values): a lane reads the same 8 values' 4 or 8 bytes and their
+// group's scale and zero point, and where they are multiplied makes them 8
+// values of x's type, each the exact q - zero (QuantGemv.h's quantPairs);
+// the chunk's two mma steps then sum into registers of their own, which
+// the two rows' scales take into the accumulators (kChunkScale: the four
+// lanes' loads of a row that meet in one mma lie in one group of 32 or
+// more). The loads are issued as above; only the expansion waits for them.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_RUNTIME_MODEL_CUDA_GEMVTENSORCORE_H
@@ -69,6 +70,12 @@ template <class T> struct DenseTcRows {
     return {w + size_t(r) * size_t(k) + size_t(offset)};
   }
 };
+
+/// Whether a row reader's cursor C has its chunks' sums scaled
+/// (QuantTcRows: C::kChunkScale and C::scale(raw)); DenseTcRows' has not.
+template <class C, class = void> constexpr bool kChunkScale = false;
+template <class C> constexpr bool kChunkScale<C, std::void_t<decltype(C::kChunkScale)>> =
+    C::kChunkScale;
 
 template <class T, class Y, int M, GemvIn IN, class Rows, class B>
 LLMC_DEVICE void gemvTcBody(const T *x, const Rows &rows, const B *bias, const Y *residual, Y *y,
@@ -113,12 +120,24 @@ LLMC_DEVICE void gemvTcBody(const T *x, const Rows &rows, const B *bias, const Y
   const T *xr = x + size_t(g < M ? g : 0) * size_t(k) + 8 * t;
 
   float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  // Two m16n8k16 steps over one chunk's loads.
-  auto multiply = [&](const uint4 &wa, const uint4 &wb, const uint4 &xv) {
+  // Two m16n8k16 steps over one chunk's loads: into c; or, for rows whose
+  // chunks carry a scale (kChunkScale), into sums of their own, which
+  // the rows' scales then take into c (c[0..1] row r0's, c[2..3] r1's).
+  auto multiply = [&](const Raw &ra, const Raw &rb, const uint4 &xv) {
+    const uint4 wa = w0.expand(ra), wb = w1.expand(rb);
     const unsigned a0[4] = {wa.x, wb.x, wa.y, wb.y}, x0[2] = {xv.x, xv.y};
-    tc::mma16816<T>(c, a0, x0);
     const unsigned a1[4] = {wa.z, wb.z, wa.w, wb.w}, x1[2] = {xv.z, xv.w};
-    tc::mma16816<T>(c, a1, x1);
+    if constexpr (kChunkScale<typename Rows::Cursor>) {
+      float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      tc::mma16816<T>(d, a0, x0);
+      tc::mma16816<T>(d, a1, x1);
+      float sa = w0.scale(ra), sb = w1.scale(rb);
+      c[0] = fmaf(sa, d[0], c[0]), c[1] = fmaf(sa, d[1], c[1]);
+      c[2] = fmaf(sb, d[2], c[2]), c[3] = fmaf(sb, d[3], c[3]);
+    } else {
+      tc::mma16816<T>(c, a0, x0);
+      tc::mma16816<T>(c, a1, x1);
+    }
   };
   for (int j = c0; j < c1; j += U) {
     uint4 xv[U];
@@ -130,7 +149,7 @@ LLMC_DEVICE void gemvTcBody(const T *x, const Rows &rows, const B *bias, const Y
     LLMC_UNROLL
     for (int u = 0; u < U; ++u)
       if (j + u < c1) // (warp-uniform: c1 is the warp's)
-        multiply(w0.expand(a[u]), w1.expand(b[u]), xv[u]);
+        multiply(a[u], b[u], xv[u]);
     LLMC_UNROLL
     for (int u = 0; u < U; ++u)
       a[u] = na[u], b[u] = nb[u];

@@ -15,11 +15,17 @@
 //   partial   [splits, M, N] f32 workspace when splits > 1; counters:
 //             Common.h's split counters (at least ceil(N / kGemvWarps))
 //
-// Decode (M <= kGemvMaxRows, qgemv): from kTcGemvMinRows rows of half or
-// bfloat16 x (K a multiple of 32, groups of a multiple of 8 values, sm_80
-// and later: qgemvOnTensorCores), GemvTensorCore.h's tensor-core form over
-// QuantTcRows (below), each weight rounded to x's type as qgemm's copy
-// holds it. Otherwise Gemv.h's SIMT form (gemvSimtBody, one warp per row
+// Decode (M <= kGemvMaxRows, qgemv): for half or bfloat16 x (K and the
+// groups a multiple of 32 values, sm_80 and later: qgemvOnTensorCores),
+// from kQuantTcMinRows rows (one), GemvTensorCore.h's tensor-core form over
+// QuantTcRows (below): each weight's q - zero made a value of x's type,
+// exactly, by a few integer instructions and one packed FMA a pair
+// (quantPairs), the mma's f32 sums of a chunk of 32 values scaled by
+// their group's scale in f32; so both forms compute (q - zero) x exactly
+// and differ only in the order of their f32 sums. (Until 2026-12-01 this
+// form ran from 3 rows and rounded each weight, q - zero times the scale,
+// to x's type, about 9 instructions a pair of 4-bit weights.) Otherwise
+// Gemv.h's SIMT form (gemvSimtBody, one warp per row
 // of W) over QuantGemvRows (below): each lane reads CHUNK bytes (16, else
 // 8 or 4: the largest that divides a group's bytes, so a chunk lies in one
 // group) and the group's scale and zero point per step, lanes side by
@@ -165,12 +171,59 @@ LLMC_DEVICE void quantValues(const QuantChunk<S, WORDS> &c, float (&out)[N]) {
     out[i] = quantMinusZero((c.v[i / kPerWord] >> ((i % kPerWord) * BITS)) & kMask, biasedZero);
 }
 
+/// The 16-bit value of T whose mantissa's last bit is worth 1: 1024 in
+/// half (0x6400), 128 in bfloat16 (0x4300); q ORed into its low bits (q
+/// below 1024 or 128) makes magic + q exactly. And 1.0 twice.
+template <class T> constexpr unsigned kQuantMagic = std::is_same_v<T, half> ? 0x6400u : 0x4300u;
+template <class T> constexpr unsigned kOnes2 = std::is_same_v<T, half> ? 0x3C003C00u : 0x3F803F80u;
+
+/// A QuantTcRows load's 8 values as mma16816's four registers of T,
+/// register i holding values 2i and 2i + 1 (the lower in the low half),
+/// each the exact q - zero (|q - zero| < 256: an integer half and bfloat16
+/// hold; zero points below 2^BITS, as the importer and the quantizer make
+/// them). 4 bits: a prmt puts byte i's low nibble and (from the word
+/// shifted by 4) its high one in the two halves, an AND and an OR (one
+/// LOP3) make them magic + q, and one packed FMA subtracts magic + zero,
+/// both exact; 8 bits over half: a prmt puts bytes 2i and 2i + 1 under
+/// 0x64 (1024 + q), then the same FMA: 3 or 2 instructions a pair, where
+/// the f32 route (quantValues, a scale, a conversion) took about 9. 8 bits
+/// over bfloat16, whose 7 mantissa bits do not hold a byte: quantValues'
+/// f32 integers, packed (exact: integers below 256).
+template <class T, int BITS, class S, int WORDS>
+LLMC_DEVICE uint4 quantPairs(const QuantChunk<S, WORDS> &c) {
+  static_assert(BITS * 8 == 32 * WORDS, "a load of 8 values");
+  unsigned r[4];
+  if constexpr (BITS == 8 && std::is_same_v<T, bfloat16>) {
+    float v[8];
+    quantValues<8>(c, v);
+    LLMC_UNROLL
+    for (int i = 0; i < 4; ++i)
+      r[i] = tc::packFloats<T>(v[2 * i], v[2 * i + 1]);
+  } else {
+    constexpr unsigned m = kQuantMagic<T>;
+    unsigned minus = (0x8000u | m | unsigned(c.zero)) * 0x10001u; // -(magic + zero), twice
+    LLMC_UNROLL
+    for (int i = 0; i < 4; ++i) {
+      unsigned t;
+      if constexpr (BITS == 4)
+        t = (bytePerm(c.v[0], c.v[0] >> 4, unsigned(i) | unsigned(4 + i) << 8) & 0x000F000Fu) |
+            m * 0x10001u;
+      else
+        t = bytePerm(c.v[i / 2], 0x64646464u,
+                     unsigned(2 * (i % 2)) | 4u << 4 | unsigned(2 * (i % 2) + 1) << 8 | 4u << 12);
+      r[i] = tc::fma2<T>(t, kOnes2<T>, minus);
+    }
+  }
+  return {r[0], r[1], r[2], r[3]};
+}
+
 /// 4- or 8-bit rows as GemvTensorCore.h's gemvTcBody reads them (its
 /// DenseTcRows' interface): a load is the 8 values' 4 or 8 bytes (a row's
 /// bytes are a multiple of 8 where groups are) with their group's scale
-/// and zero point (groups of a multiple of 8 values, so the 8 lie in one
-/// group); expand makes them 8 T's, each q - zero times the scale rounded
-/// to T.
+/// and zero point; expand makes them 8 T's, each the exact q - zero
+/// (quantPairs), and the body multiplies each chunk's sums by scale()
+/// (kChunkScale): groups are a multiple of 32 values, so a chunk of 32
+/// (all four lanes' loads that meet in one mma) lies in one group.
 template <class T, class S, int BITS> struct QuantTcRows {
   const uint8_t *q;
   const S *scales;
@@ -178,30 +231,43 @@ template <class T, class S, int BITS> struct QuantTcRows {
   int groupSize, groups;
   struct Cursor : QuantRow<S, BITS> {
     using Raw = QuantChunk<S, BITS / 4>;
+    static constexpr bool kChunkScale = true;
     LLMC_DEVICE Raw load(int j) const {
       return this->template chunk<BITS / 4>(size_t(j) * 32 * BITS / 8, 32 * j);
     }
     LLMC_DEVICE void prefetch(int j) const { prefetchL2(this->q + size_t(j) * 32 * BITS / 8); }
-    LLMC_DEVICE uint4 expand(const Raw &r) const {
-      float scale = toFloat(r.scale), v[8];
-      quantValues<BITS>(r, v);
-      LLMC_UNROLL
-      for (int i = 0; i < 8; ++i)
-        v[i] *= scale;
-      return {tc::packFloats<T>(v[0], v[1]), tc::packFloats<T>(v[2], v[3]),
-              tc::packFloats<T>(v[4], v[5]), tc::packFloats<T>(v[6], v[7])};
-    }
+    LLMC_DEVICE uint4 expand(const Raw &r) const { return quantPairs<T, BITS>(r); }
+    LLMC_DEVICE float scale(const Raw &r) const { return toFloat(r.scale); }
   };
   LLMC_DEVICE Cursor row(int r, int offset) const {
     return {quantRow<S, BITS>(q, scales, zeros, groupSize, groups, r, offset)};
   }
 };
 
+/// From this many rows qgemv takes the tensor-core form: from one. By
+/// instruction counts (not yet timed): the SIMT form spends about 5.6
+/// instructions a 4-bit weight at one row (each value made an f32, each x
+/// converted, an FMA), 11 a byte of W, more than an H200 issues per byte
+/// it reads at its copy bandwidth (about 8.6: 132 multiprocessors, 128
+/// lanes a clock, 1.98 GHz, over 3.9 TB/s); the tensor-core form about 2
+/// (quantPairs, a share of an mma and of x's load). The float GEMV, whose
+/// SIMT form converts nothing but x and W, keeps kTcGemvMinRows.
+constexpr int kQuantTcMinRows = 1;
+
+/// LLMC_CUDA_QGEMV_TC_ROWS=N (1 to 9) has qgemv take the tensor-core form
+/// from N rows instead (9: never), to compare the two forms on a GPU
+/// (bench/cuda/gemv.cu; bench/cuda/decode.sh's COMPARE). Read at each
+/// launch (a decode step's launches are captured once).
+inline int quantTcMinRows() {
+  const char *e = std::getenv("LLMC_CUDA_QGEMV_TC_ROWS");
+  return e && e[0] >= '1' && e[0] <= '9' && e[1] == '\0' ? e[0] - '0' : kQuantTcMinRows;
+}
+
 /// Whether qgemv of m rows takes the tensor-core form (GemvTensorCore.h
-/// over QuantTcRows): half or bfloat16 x, from kTcGemvMinRows rows, K a
-/// multiple of 32 and groups of a multiple of 8 values, sm_80 and later.
+/// over QuantTcRows): half or bfloat16 x, from quantTcMinRows() rows, K
+/// and the groups a multiple of 32 values, sm_80 and later.
 template <class X> bool qgemvOnTensorCores(int m, int k, int groupSize) {
-  return kTensorCoreType<X> && m >= kTcGemvMinRows && k % 32 == 0 && groupSize % 8 == 0 &&
+  return kTensorCoreType<X> && m >= quantTcMinRows() && k % 32 == 0 && groupSize % 32 == 0 &&
          tc::bf16();
 }
 
@@ -305,9 +371,9 @@ std::string launchQgemv(const X *x, const GemvPrologue<X, X> &pro, const uint8_t
   if (chunk == 0)
     return std::string(name) + ": a group of fewer than 4 bytes";
   int groups = (k + groupSize - 1) / groupSize;
-  if constexpr (kTensorCoreType<X> && (ROWS == 0 || ROWS >= kTcGemvMinRows))
+  if constexpr (kTensorCoreType<X> && (ROWS == 0 || ROWS >= kQuantTcMinRows))
     if (qgemvOnTensorCores<X>(m, k, groupSize))
-      return launchGemvTcRows<IN, ROWS, kTcGemvMinRows>(
+      return launchGemvTcRows<IN, ROWS, kQuantTcMinRows>(
           name, x, pro, QuantTcRows<X, S, BITS>{q, scales, zeros, groupSize, groups}, bias,
           residual, y, partial, counters, m, n, k, splits, stream, seg);
   dim3 grid(ceilDiv(n, kGemvWarps), unsigned(splits));
