@@ -15,6 +15,9 @@
 
 #include "test/unit/CudaTestUtil.h"
 
+#include <cstdlib>
+#include <string>
+
 using namespace llmc::cuda;
 using namespace llmc::cuda::test;
 
@@ -100,8 +103,8 @@ void checkQuant(int m, int n, int k, int groupSize, bool withZeros, int splits, 
   SplitCounters counters;
   DeviceBuffer<X> scratch(splits < 0 ? size_t(n) * size_t(k) : size_t(1));
   // (if constexpr: each instance builds only the launcher it runs; every
-  // launcher is 24 kernels, and the GPU's test binary must fit what the
-  // device tool carries.)
+  // launcher is 24 SIMT kernels and, for 16-bit x, 8 tensor-core ones, and
+  // the GPU's test binary must fit what the device tool carries.)
   if (splits > 0) {
     std::string e;
     if constexpr (IN == GemvIn::RmsNorm)
@@ -149,8 +152,8 @@ void checkQuant(int m, int n, int k, int groupSize, bool withZeros, int splits, 
   // type (its f32 value, q - zero times the scale, rounded). qgemv does
   // not, in either form: the SIMT one makes q - zero an f32, the tensor-core
   // one a value of x's type (exact) and scales each chunk's sums in f32.
-  // (With f32 outputs the tolerance tells the two apart: the rounded
-  // weights miss it.)
+  // (With f32 outputs and no prologue the tolerance tells the two apart:
+  // the rounded weights miss it.)
   bool rounded = (std::is_same_v<X, half> || std::is_same_v<X, bfloat16>) && splits <= 0;
   auto weight = [&](int j, int e) {
     double w = p.at(j, e);
@@ -173,6 +176,31 @@ void checkQuant(int m, int n, int k, int groupSize, bool withZeros, int splits, 
     EXPECT_EQ(toFloat(copy.back()), toFloat(fromFloat<X>(float(p.at(n - 1, k - 1)))));
   }
 }
+
+/// LLMC_CUDA_QGEMV_TC_ROWS set to `value` (null: unset) for a scope, then
+/// as it was.
+class QgemvRowsSetting {
+public:
+  explicit QgemvRowsSetting(const char *value) {
+    const char *old = std::getenv(kName);
+    had_ = old != nullptr;
+    if (had_)
+      old_ = old;
+    set(value);
+  }
+  ~QgemvRowsSetting() { set(had_ ? old_.c_str() : nullptr); }
+  void set(const char *value) {
+    if (value)
+      setenv(kName, value, 1);
+    else
+      unsetenv(kName);
+  }
+
+private:
+  static constexpr const char *kName = "LLMC_CUDA_QGEMV_TC_ROWS";
+  bool had_ = false;
+  std::string old_;
+};
 
 TEST(CudaQuantGemv, Int4EveryRowCount) {
   for (int m = 1; m <= kGemvMaxRows; ++m)
@@ -247,6 +275,7 @@ TEST(CudaQuantGemv, SeveralBatchesALane) {
 // folded in; f32 outputs, which hold it to the unrounded weights (the
 // weights rounded to x's type miss the tolerance).
 TEST(CudaQuantGemv, TensorCoresFromOneRow) {
+  QgemvRowsSetting setting(nullptr); // (the default boundary, whatever the environment says)
   for (int m = kQuantTcMinRows; m <= kGemvMaxRows; ++m) {
     checkQuant<half, float, half, 4>(m, 37, 256, 32, m % 2, 1, true, true, unsigned(110 + m));
     checkQuant<bfloat16, float, float, 8>(m, 21, 512, 64, m % 2 == 0, 2, true, false,
@@ -272,20 +301,24 @@ TEST(CudaQuantGemv, TensorCoresFromOneRow) {
 
 // LLMC_CUDA_QGEMV_TC_ROWS moves the forms' boundary (9: SIMT at every row
 // count), and the SIMT form of 16-bit x in groups of 32 stays right under
-// it (the runtime's choice at every row count for what it passes to the
-// tensor cores otherwise).
+// it (what the runtime passes to the tensor cores otherwise), with an RMS
+// norm, a SwiGLU or a GELU-gated product folded in too.
 TEST(CudaQuantGemv, FormSwitch) {
-  ASSERT_EQ(setenv("LLMC_CUDA_QGEMV_TC_ROWS", "3", 1), 0);
+  QgemvRowsSetting setting("3");
   EXPECT_FALSE(qgemvOnTensorCores<half>(2, 256, 32));
   EXPECT_TRUE(qgemvOnTensorCores<half>(3, 256, 32));
-  ASSERT_EQ(setenv("LLMC_CUDA_QGEMV_TC_ROWS", "9", 1), 0);
+  setting.set("9");
   EXPECT_FALSE(qgemvOnTensorCores<half>(8, 256, 32));
   checkQuant<half, float, half, 4>(1, 37, 2048, 32, true, 1, true, true, 141);
   checkQuant<bfloat16, float, float, 8>(2, 21, 512, 64, false, 2, true, false, 142);
   checkQuant<half, float, half, 4>(6, 37, 256, 32, false, 1, false, true, 143);
-  ASSERT_EQ(setenv("LLMC_CUDA_QGEMV_TC_ROWS", "0", 1), 0); // (not 1-9: the default)
+  checkQuant<half, half, half, 4, GemvIn::RmsNorm, 2>(2, 16, 4096, 32, true, 4, true, true, 144);
+  checkQuant<bfloat16, float, float, 4, GemvIn::Swiglu, 1>(1, 16, 4096, 128, false, 4, false,
+                                                           false, 145);
+  checkQuant<half, half, half, 4, GemvIn::Swiglu, 1>(1, 21, 256, 32, true, 2, true, false, 146,
+                                                     {}, GateAct::GeluTanh);
+  setting.set("0"); // (not 1-9: the default)
   EXPECT_TRUE(qgemvOnTensorCores<half>(1, 256, 32));
-  ASSERT_EQ(unsetenv("LLMC_CUDA_QGEMV_TC_ROWS"), 0);
 }
 
 /// Runs quantPairs over `loads` 8-value loads (WORDS words each, zero

@@ -55,7 +55,9 @@ constexpr int kTcGemvWarps = 8, kTcGemvColumns = 16, kTcGemvUnroll = 4;
 /// W's rows as gemvTcBody reads them: row(r, offset) is a cursor over row r
 /// from value `offset` (a multiple of 8); its load(j) issues the reads of
 /// the 8 values at offset + 32 j (a Raw), expand(raw) makes them 16 bytes of
-/// T as they would lie in a row of T, where they are multiplied.
+/// T as they would lie in a row of T, where they are multiplied (a reader
+/// whose cursor has kChunkScale, QuantTcRows, makes them unscaled and gives
+/// each chunk's scale by scale(raw).
 template <class T> struct DenseTcRows {
   const T *w;
   int k;
@@ -201,8 +203,8 @@ LLMC_GLOBAL void gemvTcKernel(const T *x, Rows rows, const B *bias, const Y *res
 /// The tensor-core form over the row reader `rows` (the caller checked the
 /// arguments, K % 32 == 0 and tc::bf16()); `name` names the launcher in
 /// errors. Kernels are built for MIN_ROWS rows and more only (a launcher
-/// that never takes the form below kTcGemvMinRows rows builds none for
-/// them).
+/// that never takes the form below some row count builds none for the
+/// counts below it).
 template <GemvIn IN, int ROWS, int MIN_ROWS = 1, class T, class Y, class Rows, class B>
 std::string launchGemvTcRows(const char *name, const T *x, const GemvPrologue<T, T> &pro,
                              const Rows &rows, const B *bias, const Y *residual, Y *y,

@@ -21,8 +21,10 @@
 // QuantTcRows (below): each weight's q - zero made a value of x's type,
 // exactly, by a few integer instructions and one packed FMA a pair
 // (quantPairs), the mma's f32 sums of a chunk of 32 values scaled by
-// their group's scale in f32; so both forms compute (q - zero) x exactly
-// and differ only in the order of their f32 sums. (Until 2026-12-01 this
+// their group's scale in f32; so both forms compute each product
+// (q - zero) x exactly and differ in how their f32 sums are grouped (each
+// lane's chunk of 8 to 32 values scaled in the SIMT form, each chunk of 32
+// here) and ordered (the tensor cores' sums). (Until 2026-12-01 this
 // form ran from 3 rows and rounded each weight, q - zero times the scale,
 // to x's type, about 9 instructions a pair of 4-bit weights.) Otherwise
 // Gemv.h's SIMT form (gemvSimtBody, one warp per row
@@ -249,8 +251,9 @@ template <class T, class S, int BITS> struct QuantTcRows {
 /// instructions a 4-bit weight at one row (each value made an f32, each x
 /// converted, an FMA), 11 a byte of W, more than an H200 issues per byte
 /// it reads at its copy bandwidth (about 8.6: 132 multiprocessors, 128
-/// lanes a clock, 1.98 GHz, over 3.9 TB/s); the tensor-core form about 2
-/// (quantPairs, a share of an mma and of x's load). The float GEMV, whose
+/// lanes a clock, 1.98 GHz, over 3.9 TB/s); the tensor-core form about 3
+/// (48 PTX instructions a lane's 16 weights: quantPairs, the scales' FMAs,
+/// a share of the mmas; ptxas merges 8 of them). The float GEMV, whose
 /// SIMT form converts nothing but x and W, keeps kTcGemvMinRows.
 constexpr int kQuantTcMinRows = 1;
 
