@@ -9,7 +9,9 @@
 #      that matrix-product rate (bench/cuda/attention.cu, built here), and
 #      llmc's decode GEMVs at the model's layer shapes against the copy and
 #      a streaming read, each tiling variant (bench/cuda/gemv.cu, built
-#      here);
+#      here), and the decode attention at the model's shapes against a
+#      streaming read, at several split counts and settings
+#      (bench/cuda/decode_attention.cu, built here);
 #   2. the model: a Llama of SHAPE (bench/cuda/make_model.py: 1b = hidden
 #      2048, 16 layers, 32/8 heads, MLP 8192, vocab 32000; random weights,
 #      generated into WORK, never committed);
@@ -88,6 +90,9 @@ ort_site=${ORT_SITE:-/tmp/ort/site}
 [ -x "$work/attention" ] ||
   "$NVCC" -std=c++17 -O3 -arch="$arch" -I. bench/cuda/attention.cu -lcublas -o "$work/attention"
 [ -x "$work/gemv" ] || "$NVCC" -std=c++17 -O3 -arch="$arch" -I. bench/cuda/gemv.cu -o "$work/gemv"
+[ -x "$work/decode_attention" ] ||
+  "$NVCC" -std=c++17 -O3 -arch="$arch" -I. bench/cuda/decode_attention.cu \
+    -o "$work/decode_attention"
 [ -z "${PREPARE_ONLY:-}" ] || exit 0
 
 nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv,noheader |
@@ -95,6 +100,7 @@ nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv
 python3 bench/cuda/device_peaks.py | tee "$work/peaks.json"
 "$work/attention" | tee "$work/attention.md"
 "$work/gemv" | tee "$work/gemv.md"
+"$work/decode_attention" | tee "$work/decode_attention.md"
 for round in $(seq "$rounds"); do
   for b in $batches; do
     for ctx in 128 4096; do

@@ -124,47 +124,10 @@ struct Variant {
   int splitFactor = 1; // times the compiler's split count
 };
 
-__global__ void fill(half *p, size_t n, unsigned seed, float amplitude) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x) {
-    unsigned h = unsigned(i) * 2654435761u ^ seed;
-    h ^= h >> 13, h *= 0x5bd1e995u, h ^= h >> 15;
-    p[i] = __float2half(amplitude * (float(h & 0xffff) / 32768.0f - 1.0f));
-  }
-}
-
 __global__ void fillScales(float *p, size_t n, float scale) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
        i += size_t(gridDim.x) * blockDim.x)
     p[i] = scale * (1.0f + float((unsigned(i) * 2654435761u) >> 29) / 8.0f);
-}
-
-/// Reads every 16 bytes of p once (four loads in flight per thread), writes
-/// nothing unless the data's XOR is a magic word (never, for random data).
-__global__ void readAll(const uint4 *p, size_t n, unsigned *sink) {
-  unsigned acc = 0;
-  size_t stride = size_t(gridDim.x) * blockDim.x;
-  size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
-  for (; i + 3 * stride < n; i += 4 * stride) {
-    uint4 a = p[i], b = p[i + stride], c = p[i + 2 * stride], d = p[i + 3 * stride];
-    acc ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w ^ c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^
-           d.z ^ d.w;
-  }
-  for (; i < n; i += stride) {
-    uint4 a = p[i];
-    acc ^= a.x ^ a.y ^ a.z ^ a.w;
-  }
-  if (acc == 0x9e3779b9u)
-    *sink = acc;
-}
-
-std::vector<float> download(const half *p, size_t n) {
-  std::vector<half> h(n);
-  check(cudaMemcpy(h.data(), p, n * 2, cudaMemcpyDeviceToHost), "copy");
-  std::vector<float> f(n);
-  for (size_t i = 0; i < n; ++i)
-    f[i] = __half2float(h[i]);
-  return f;
 }
 
 } // namespace
@@ -184,7 +147,7 @@ int main(int argc, char **argv) {
   const size_t poolBytes = size_t(1) << 30;
   half *pool, *x, *up, *norm, *res, *y;
   float *partial;
-  unsigned *counters, *sink;
+  unsigned *counters;
   check(cudaMalloc(&pool, poolBytes), "malloc");
   check(cudaMalloc(&x, size_t(8) * 8192 * 2), "malloc");
   check(cudaMalloc(&up, size_t(8) * 8192 * 2), "malloc");
@@ -193,7 +156,6 @@ int main(int argc, char **argv) {
   check(cudaMalloc(&y, size_t(8) * 32000 * 2), "malloc");
   check(cudaMalloc(&partial, size_t(64) * 8 * 32000 * 4), "malloc");
   check(cudaMalloc(&counters, kSplitCounters * sizeof(unsigned)), "malloc");
-  check(cudaMalloc(&sink, sizeof(unsigned)), "malloc");
   check(cudaMemset(counters, 0, kSplitCounters * sizeof(unsigned)), "zero");
   fill<<<1024, 256>>>(pool, poolBytes / 2, 1u, 0.05f);
   fill<<<64, 256>>>(x, size_t(8) * 8192, 2u, 1.0f);
@@ -208,12 +170,8 @@ int main(int argc, char **argv) {
   float copyMs = medianMs(
       [&] { cudaMemcpyAsync(copyDst, pool, poolBytes, cudaMemcpyDeviceToDevice); }, 10);
   check(cudaFree(copyDst), "free");
-  float readMs = medianMs([&] {
-    readAll<<<prop.multiProcessorCount * 8, 256>>>(reinterpret_cast<const uint4 *>(pool),
-                                                   poolBytes / 16, sink);
-  }, 10);
   double copyGbs = 2.0 * poolBytes / (copyMs / 1e3) / 1e9;
-  double readGbs = double(poolBytes) / (readMs / 1e3) / 1e9;
+  double readGbs = streamingReadGbs(pool, poolBytes, prop.multiProcessorCount);
   std::printf("%s: copy %.0f GB/s (read + written), streaming read %.0f GB/s\n\n", prop.name,
               copyGbs, readGbs);
   std::printf("| layer | rows | variant | splits | us per launch | GB/s read | share of the "
