@@ -57,7 +57,7 @@ constexpr int kTcGemvWarps = 8, kTcGemvColumns = 16, kTcGemvUnroll = 4;
 /// the 8 values at offset + 32 j (a Raw), expand(raw) makes them 16 bytes of
 /// T as they would lie in a row of T, where they are multiplied (a reader
 /// whose cursor has kChunkScale, QuantTcRows, makes them unscaled and gives
-/// each chunk's scale by scale(raw).
+/// each chunk's scale by scale(raw)).
 template <class T> struct DenseTcRows {
   const T *w;
   int k;
