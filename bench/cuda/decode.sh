@@ -25,7 +25,10 @@
 #      every kernel launched plainly, LLMC_CUDA_CUBLASLT=0, the prefill
 #      GEMMs on llmc's own kernels, LLMC_CUDA_WGMMA=1 (the wgmma prefill attention),
 #      LLMC_CUDA_DECODE_STAGES=2 or LLMC_CUDA_PREFILL_GRAPHS=0, every
-#      prefill launched from the host: what that feature is worth), transformers
+#      prefill launched from the host: what that feature is worth; a setting
+#      written ARTIFACT/SETTING times one of the artifacts below instead of
+#      the fp16 model: quant-int4/LLMC_CUDA_QGEMV_TC_ROWS=9, the int4
+#      model's GEMVs in their SIMT form), transformers
 #      eager, torch.compile over a
 #      static cache (bench/cuda/torch_decode.py: the same weights), and
 #      llmc again on the same model compiled with --quant for each scheme
@@ -110,8 +113,11 @@ for round in $(seq "$rounds"); do
       i=0
       for setting in ${COMPARE:-}; do
         i=$((i + 1))
-        env "$setting" "$llmc" bench "$work/model.llmc" --batch "$b" --prompt-len "$ctx" --gen 64 \
-          --runs 3 --json | python3 -c "import json,sys; print(json.dumps(json.load(sys.stdin)))" |
+        model=model
+        case "$setting" in */*) model=model-${setting%%/*} setting=${setting#*/} ;; esac
+        env "$setting" "$llmc" bench "$work/$model.llmc" --batch "$b" --prompt-len "$ctx" \
+          --gen 64 --runs 3 --json |
+          python3 -c "import json,sys; print(json.dumps(json.load(sys.stdin)))" |
           tee "$work/llmc-compare$i-$b-$ctx-$round.json"
       done
       for v in ${variants[@]+"${variants[@]}"}; do
@@ -174,12 +180,15 @@ for b in batches:
         rows = [("llmc", statistics.median(o["time_to_first_token_ms"] for o in ours),
                  statistics.median(o["time_per_output_token_ms"] for o in ours))]
         own_bytes = {} # a row's bytes per step where they are not the fp16 model's
+        flags = {tag: "%s %s" % (flag, value) for tag, flag, value in variants}
         for i, setting in enumerate(compare, 1):
             other = runs("llmc-compare%d-%d-%d" % (i, b, ctx))
             if other:
-                rows.append(("llmc, " + setting,
-                             statistics.median(o["time_to_first_token_ms"] for o in other),
+                tag, _, env = setting.rpartition("/")
+                name = "llmc%s, %s" % (" " + flags.get(tag, tag) if tag else "", env)
+                rows.append((name, statistics.median(o["time_to_first_token_ms"] for o in other),
                              statistics.median(o["time_per_output_token_ms"] for o in other)))
+                own_bytes[name] = other[0]["decode_bytes_per_step"]
         for tag, flag, value in variants:
             other = runs("llmc-%s-%d-%d" % (tag, b, ctx))
             if other:
