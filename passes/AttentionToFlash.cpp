@@ -1,6 +1,8 @@
 //===- AttentionToFlash.cpp - flash forms of cached attention -------------===//
 #include "passes/Passes.h"
 
+#include "passes/GpuDecodeSplits.h"
+
 #include "dialects/LLM/IR/LLMOps.h"
 #include "dialects/LLM/IR/ShapeInference.h"
 
@@ -14,47 +16,19 @@ using namespace mlir::llmc;
 
 namespace {
 
-/// Blocks a GPU's decode attention should run to keep it busy: two for each
-/// of an H100's or H200's 132 multiprocessors (a block per kv head, split
-/// and sequence).
-constexpr int64_t kGpuDecodeBlocks = 264;
-/// The CUDA kernel's tile of keys: no split is given fewer.
-constexpr int64_t kGpuDecodeTile = 32;
-/// Nor more than this many tiles of a full cache: a block walks its split's
-/// tiles one after another, so with many sequences (which alone make
-/// kGpuDecodeBlocks) long splits left the GPU waiting on a few long chains:
-/// at batch 8 and context 4096 a 1B Llama's 5 splits of 26 tiles read the
-/// cache at about 1 TB/s on an H200.
-constexpr int64_t kGpuDecodeMaxTiles = 8;
-/// Nor more splits than this (each costs the partial results of its block,
-/// B * splits * Hq * Dv floats, and a turn of the merge): a 128k cache
-/// would otherwise ask for 512.
-constexpr int64_t kGpuDecodeMaxSplits = 64;
-
 struct AttentionToFlashPass : mlir::llmc::impl::AttentionToFlashPassBase<AttentionToFlashPass> {
   using AttentionToFlashPassBase::AttentionToFlashPassBase;
 
-  /// num-splits, or (0) enough splits for kGpuDecodeBlocks blocks and for
-  /// at most kGpuDecodeMaxTiles tiles each over the whole cache, at most one
-  /// per kGpuDecodeTile cache rows and kGpuDecodeMaxSplits in all. At
-  /// context 4096 a 1B Llama (8 kv heads, batch 1) then reads its cache
-  /// with 33 blocks per kv head rather than 4 (which ran at 65 GB/s on an
-  /// H200), and at batch 8 with 17 rather than 5. (The kernel counts the
-  /// splits with keys on the device: a short context leaves the rest idle.)
+  /// num-splits, or (0) the GPU's rule (GpuDecodeSplits.h) over the cache's
+  /// rows (its static capacity, else one tile).
   int64_t splitsFor(CachedAttentionOp a, RankedTensorType q) {
     if (numSplits > 0)
       return numSplits;
-    int64_t rows = kGpuDecodeTile;
+    int64_t rows = ::llmc::kGpuDecodeTile;
     if (auto k = dyn_cast<RankedTensorType>(a.getKCache().getType()))
       if (k.getRank() == 4 && !k.isDynamicDim(2))
         rows = k.getDimSize(2);
-    int64_t streams = std::max<int64_t>(1, a.getNumKvHeads() * q.getDimSize(0));
-    int64_t want = std::max((kGpuDecodeBlocks + streams - 1) / streams,
-                            (rows + kGpuDecodeMaxTiles * kGpuDecodeTile - 1) /
-                                (kGpuDecodeMaxTiles * kGpuDecodeTile));
-    return std::clamp<int64_t>(want, 1,
-                               std::min(kGpuDecodeMaxSplits,
-                                        (rows + kGpuDecodeTile - 1) / kGpuDecodeTile));
+    return ::llmc::gpuDecodeSplits(a.getNumKvHeads() * q.getDimSize(0), rows);
   }
 
   void runOnOperation() override {

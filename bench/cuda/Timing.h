@@ -1,9 +1,10 @@
 // What the GPU benchmarks of bench/cuda share: a CUDA error stops the
 // program with its message; medianMs times a callable with CUDA events (a
 // warm-up, then `runs` timed runs, their median in milliseconds; the events on
-// `stream`, where f's work goes); download copies halves back as floats;
-// fill writes pseudo-random halves; readAll is the streaming read the
-// benchmarks compare with.
+// `stream`, where f's work goes); graphOf captures launches as a graph;
+// download copies halves back as floats, maxAbsDiff compares them; fill
+// writes pseudo-random halves; readAll is the streaming read the benchmarks
+// compare with.
 #ifndef LLMC_BENCH_CUDA_TIMING_H
 #define LLMC_BENCH_CUDA_TIMING_H
 
@@ -11,6 +12,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -44,6 +46,19 @@ template <class F> static float medianMs(F &&f, int runs, cudaStream_t stream = 
   return t[t.size() / 2];
 }
 
+/// `launches` calls of once(i) captured on `stream` as one graph.
+template <class F> static cudaGraphExec_t graphOf(cudaStream_t stream, int launches, F &&once) {
+  cudaGraph_t g;
+  cudaGraphExec_t exec;
+  check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
+  for (int i = 0; i < launches; ++i)
+    once(i);
+  check(cudaStreamEndCapture(stream, &g), "capture");
+  check(cudaGraphInstantiate(&exec, g, 0), "instantiate");
+  check(cudaGraphDestroy(g), "graph");
+  return exec;
+}
+
 /// n halves at p on the device, as floats.
 static std::vector<float> download(const __half *p, size_t n) {
   std::vector<__half> h(n);
@@ -52,6 +67,14 @@ static std::vector<float> download(const __half *p, size_t n) {
   for (size_t i = 0; i < n; ++i)
     f[i] = __half2float(h[i]);
   return f;
+}
+
+/// The largest |got[i] - want[i]|; infinity where got has a NaN.
+static double maxAbsDiff(const std::vector<float> &got, const std::vector<float> &want) {
+  double diff = 0.0;
+  for (size_t i = 0; i < got.size(); ++i)
+    diff = std::isnan(got[i]) ? INFINITY : std::fmax(diff, std::fabs(got[i] - want[i]));
+  return diff;
 }
 
 /// p[i] = amplitude * a hash of (i, seed) in [-1, 1).

@@ -9,9 +9,9 @@
 // bandwidth (bench/results/2026-11-30-cuda-decode-h200-5.md): this says how much of a step
 // the attention is at each shape and which of its settings matter.
 //
-// Variants, in turns: the split count the compiler gives (passes/AttentionToFlash.cpp's
-// splitsFor, copied below: that pass is not callable from here), half and twice it, one
-// split and chunks of 4 tiles; and at the compiler's count the kernel's run-time settings
+// Variants, in turns: the split count the compiler gives (passes/GpuDecodeSplits.h, the
+// rule llmc-attention-to-flash applies for the CUDA target), half and twice it, one split
+// and chunks of 4 tiles; and at the compiler's count the kernel's run-time settings
 // (LLMC_CUDA_DECODE_STAGES=2: one tile ahead; LLMC_CUDA_DECODE_MMA=0: the SIMT tiles). A
 // timed unit is a CUDA graph of 16 launches over 16 layers' own caches, queries and new rows
 // (so L2 holds none of a layer's cache at its next use, as in a decode step), launched as the
@@ -21,6 +21,8 @@
 //   nvcc -std=c++17 -O3 -arch=sm_90a -I. bench/cuda/decode_attention.cu -o decode_attention
 //   ./decode_attention
 #include "runtime/src/model/cuda/AttentionDecode.h"
+
+#include "passes/GpuDecodeSplits.h"
 
 #include "bench/cuda/Timing.h"
 
@@ -36,15 +38,6 @@ using namespace llmc::cuda;
 namespace {
 
 constexpr int kHq = 32, kHkv = 8, kD = 64, kCapacity = 4224, kLayers = 16;
-
-/// passes/AttentionToFlash.cpp's splitsFor for a cache of `rows` rows and
-/// `streams` (sequence, kv head) pairs: enough splits for 264 blocks and for
-/// at most 8 tiles of 32 rows each over the whole cache, at most one per 32
-/// rows and 64 in all.
-int compilerSplits(int streams, int rows) {
-  int want = std::max((264 + streams - 1) / streams, (rows + 8 * 32 - 1) / (8 * 32));
-  return std::clamp(want, 1, std::min(64, (rows + 31) / 32));
-}
 
 /// The splits a launch keeps busy at context `n` keys (the kernel's rule).
 int busySplits(int splits, int n) {
@@ -107,7 +100,7 @@ int main() {
       // The new row goes to row ctx; keys 0 .. ctx are read.
       int64_t pos = ctx;
       check(cudaMemcpy(positions, &pos, sizeof pos, cudaMemcpyHostToDevice), "position");
-      int rule = compilerSplits(b * kHkv, kCapacity);
+      int rule = int(::llmc::gpuDecodeSplits(b * kHkv, kCapacity));
       std::vector<Variant> variants = {{"the compiler's split count", rule}};
       for (int s : {rule / 2, rule * 2, kCapacity / (4 * kAttnKeys), 1})
         if (s >= 1 && s <= kMaxSplits &&
@@ -139,16 +132,8 @@ int main() {
         std::vector<float> got = download(out, size_t(b) * kHq * kD);
         if (v == 0)
           first = got;
-        for (size_t i = 0; i < got.size(); ++i)
-          diff[v] = std::isnan(got[i]) ? INFINITY
-                                       : std::fmax(diff[v], std::fabs(got[i] - first[i]));
-        cudaGraph_t g;
-        check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
-        for (int l = 0; l < kLayers; ++l)
-          layer(l);
-        check(cudaStreamEndCapture(stream, &g), "capture");
-        check(cudaGraphInstantiate(&graphs[v], g, 0), "instantiate");
-        check(cudaGraphDestroy(g), "graph");
+        diff[v] = maxAbsDiff(got, first);
+        graphs[v] = graphOf(stream, kLayers, layer);
         if (variants[v].env)
           unsetenv(variants[v].env);
       }

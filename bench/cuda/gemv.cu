@@ -105,19 +105,6 @@ template <int BITS> auto quantFormOf(GemvIn in) {
                                  : launchQuant<GemvIn::Swiglu, BITS>;
 }
 
-/// `launches` calls of once(i) captured on `stream` as one graph.
-template <class F> cudaGraphExec_t graphOf(cudaStream_t stream, int launches, F &&once) {
-  cudaGraph_t g;
-  cudaGraphExec_t exec;
-  check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
-  for (int i = 0; i < launches; ++i)
-    once(i);
-  check(cudaStreamEndCapture(stream, &g), "capture");
-  check(cudaGraphInstantiate(&exec, g, 0), "instantiate");
-  check(cudaGraphDestroy(g), "graph");
-  return exec;
-}
-
 struct Variant {
   const char *name;
   bool tensorCores;
@@ -218,9 +205,7 @@ int main(int argc, char **argv) {
         std::vector<float> out = download(y, size_t(m) * size_t(sh.n));
         if (v == 0)
           first = out;
-        for (size_t i = 0; i < out.size(); ++i)
-          diff[v] = std::isnan(out[i]) ? INFINITY
-                                       : std::fmax(diff[v], std::fabs(out[i] - first[i]));
+        diff[v] = maxAbsDiff(out, first);
         graphs[v] = graphOf(stream, kLaunches, once);
       }
       for (int round = 0; round < 3; ++round)
@@ -304,9 +289,7 @@ int main(int argc, char **argv) {
           once(0);
           check(cudaStreamSynchronize(stream), "qgemv");
           std::vector<float> got = download(y, size_t(m) * size_t(sh.n));
-          for (size_t i = 0; i < got.size(); ++i)
-            diff[f] = std::isnan(got[i]) ? INFINITY
-                                         : std::fmax(diff[f], std::fabs(got[i] - want[i]));
+          diff[f] = maxAbsDiff(got, want);
           graphs[f] = graphOf(stream, kLaunches, once);
           unsetenv("LLMC_CUDA_QGEMV_TC_ROWS");
         }
