@@ -46,7 +46,8 @@ public:
   /// The next token given `logits` [vocab] and the sequence so far.
   int32_t sample(const float *logits, int64_t vocab, const std::vector<int32_t> &history);
   /// The same with the draw's uniform `u` given (one the caller took from
-  /// uniform(): a device that could not finish the draw hands it back).
+  /// uniform(): a device that could not draw, over a row of nothing but
+  /// NaN, hands it back).
   int32_t sample(const float *logits, int64_t vocab, const std::vector<int32_t> &history,
                  double u);
   /// A uniform double in [0, 1).

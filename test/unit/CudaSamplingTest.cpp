@@ -5,9 +5,11 @@
 // (runtime/src/Sampler.h, the rule it must follow) given the same uniforms,
 // both with the repetition penalty over marked tokens (the argmax also
 // against the rule written out here), over small and large vocabularies,
-// flat rows (left to the host, their logits handed back unpenalised), half
-// logits, NaN and one position of each sequence. Built against the host
-// emulation in CI and with nvcc on a GPU.
+// rows flatter than the kernel's candidates (drawn by its search of the
+// whole order), ties and signed zeros, half logits, NaN (a row of nothing
+// else left to the host, its logits handed back unpenalised) and one
+// position of each sequence. Built against the host emulation in CI and
+// with nvcc on a GPU.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/src/model/cuda/Sampling.h"
@@ -156,31 +158,93 @@ TEST(CudaSample, TheHostSamplersDrawOnALargeVocabulary) {
                  sampling(1, 200, 0.9f, 0.01f), sampling(1, 0, 1, 0)})
     EXPECT_EQ(checkSample(logits, rows, vocab, size_t(vocab), o, 74), 0);
   // At T 3 the largest rung that fits (log-weight >= -2, ~1900 tokens)
-  // holds ~87% of the weight: top-p 0.99 reaches past it (every row left to
-  // the host), a plain draw past it only where u > ~0.87, top-k 1000 never.
-  EXPECT_EQ(checkSample(logits, rows, vocab, size_t(vocab), sampling(3, 0, 0.99f, 0), 75), rows);
-  int left = checkSample(logits, rows, vocab, size_t(vocab), sampling(3, 0, 1, 0), 75);
-  EXPECT_GT(left, 0);
-  EXPECT_LT(left, rows / 2);
-  EXPECT_EQ(checkSample(logits, rows, vocab, size_t(vocab), sampling(3, 1000, 1, 0), 75), 0);
+  // holds ~87% of the weight: top-p 0.99 reaches past it (every row then
+  // searched in the whole order), a plain draw past it where u > ~0.87.
+  for (auto o : {sampling(3, 0, 0.99f, 0), sampling(3, 0, 1, 0), sampling(3, 1000, 1, 0),
+                 sampling(3, 2500, 0.97f, 0), sampling(3, 0, 1, 0.2f)})
+    EXPECT_EQ(checkSample(logits, rows, vocab, size_t(vocab), o, 75), 0);
 }
 
-TEST(CudaSample, FlatRowsAreLeftToTheHost) {
-  // Every logit equal: no rung holds at most kSampleCandidates tokens, so
-  // whatever the parameters the row goes back (-1).
+TEST(CudaSample, FlatRowsInTheWholeOrder) {
+  // Every logit equal: no rung holds at most kSampleCandidates tokens; the
+  // order is the ids', every weight the same (at T 1 exactly 1). Top-p
+  // 0.4567 cuts after 2284 of 5000 tokens, well away from rounding (at
+  // 0.5 the cut would lie on a running weight, where host and device may
+  // round to either side). Row 1: half its zeros -0, which the host's
+  // comparison finds equal to +0 (ties by id).
   const int vocab = 5000;
-  std::vector<float> flat(size_t(2 * vocab), 1.5f);
-  for (auto o : {sampling(1, 0, 0.5f, 0), sampling(1, 0, 1, 0), sampling(1, 10, 1, 0),
-                 sampling(1, 0, 1, 0.5f)})
-    EXPECT_EQ(checkSample(flat, 2, vocab, size_t(vocab), o, 76), 2);
+  std::vector<float> flat(size_t(3 * vocab), 1.5f);
+  for (int i = 0; i < vocab; ++i)
+    flat[size_t(vocab + i)] = i % 2 ? -0.0f : 0.0f;
+  for (int i = 0; i < vocab; ++i)
+    flat[size_t(2 * vocab + i)] = float(i % 7); // ties of 7 values
+  for (auto o : {sampling(1, 0, 0.4567f, 0), sampling(1, 0, 1, 0), sampling(1, 10, 1, 0),
+                 sampling(1, 3000, 1, 0), sampling(2, 2999, 0.7123f, 0), sampling(1, 0, 1, 0.5f),
+                 sampling(5, 0, 0.9f, 0.6f)})
+    EXPECT_EQ(checkSample(flat, 3, vocab, size_t(vocab), o, 76), 0);
   // Equal logits after a clear top 40: top-k 10 of them is tokens 0 .. 9
-  // (ties by id), which the device draws.
+  // (ties by id), which the candidates hold; top-k 3000 at T 4 (the shelf
+  // then most of the weight) reaches past them.
   std::vector<float> shelf(size_t(2 * vocab), 0.0f);
   for (int r = 0; r < 2; ++r)
     for (int i = 0; i < 40; ++i)
       shelf[size_t(r * vocab + i * 97)] = 9.0f;
-  EXPECT_EQ(checkSample(shelf, 2, vocab, size_t(vocab), sampling(1, 10, 1, 0), 77), 0);
-  EXPECT_EQ(checkSample(shelf, 2, vocab, size_t(vocab), sampling(1, 0, 0.9f, 0), 77), 0);
+  for (auto o : {sampling(1, 10, 1, 0), sampling(1, 0, 0.9f, 0), sampling(4, 3000, 1, 0),
+                 sampling(4, 0, 0.95f, 0)})
+    EXPECT_EQ(checkSample(shelf, 2, vocab, size_t(vocab), o, 77), 0);
+}
+
+TEST(CudaSample, ALargeVocabularyInTheWholeOrder) {
+  // 40000 tokens (two rows of f32 and two of half), logits in [-3, 3] with
+  // runs of equal values, a NaN and a -inf a row: at T 1.5 ~10000 tokens
+  // lie within e^-1 of the top, far more than the candidates hold.
+  const int rows = 2, vocab = 40000;
+  auto logits = randomValues<float>(size_t(rows * vocab), 3.0f, 85);
+  for (size_t i = 0; i < logits.size(); i += 11)
+    logits[i] = std::round(logits[i] * 4) / 4; // (ties)
+  for (int r = 0; r < rows; ++r) {
+    logits[size_t(r * vocab + 7)] = NAN;
+    logits[size_t(r * vocab + 9)] = -INFINITY;
+  }
+  std::vector<half> halves(logits.size());
+  for (size_t i = 0; i < logits.size(); ++i)
+    halves[i] = fromFloat<half>(logits[i]);
+  for (auto o : {sampling(1.5f, 0, 1, 0), sampling(1.5f, 0, 0.8123f, 0),
+                 sampling(1.5f, 5000, 0.9f, 0.3f), sampling(0.9f, 0, 0.95f, 0.05f)}) {
+    EXPECT_EQ(checkSample(logits, rows, vocab, size_t(vocab), o, 86), 0);
+    EXPECT_EQ(checkSample(halves, rows, vocab, size_t(vocab), o, 87), 0);
+  }
+}
+
+TEST(CudaSample, RowsOfNothingButNaNAreLeftToTheHost) {
+  const int vocab = 3000;
+  std::vector<float> logits(size_t(2 * vocab), 0.5f);
+  for (int i = 0; i < vocab; ++i)
+    logits[size_t(vocab + i)] = NAN;
+  // So are rows whose top is infinite (every weight NaN): all -inf (a
+  // fully masked row), one +inf.
+  std::vector<float> infinite(size_t(2 * vocab), -INFINITY);
+  for (int i = 0; i < vocab; ++i)
+    infinite[size_t(vocab + i)] = float(i % 5);
+  infinite[size_t(vocab + 1234)] = INFINITY;
+  for (auto o : {sampling(1, 0, 0.9f, 0), sampling(1, 0, 1, 0)})
+    EXPECT_EQ(checkSample(infinite, 2, vocab, size_t(vocab), o, 88), 2);
+  DeviceBuffer<float> dl(logits);
+  DeviceBuffer<int32_t> ids{2};
+  DeviceBuffer<SampleParams> dp(std::vector<SampleParams>{SampleParams{1, 0, 1, 0}});
+  DeviceBuffer<double> du(std::vector<double>{0.25, 0.25});
+  DeviceBuffer<float> leftRows(std::vector<float>(size_t(2 * vocab), 7.0f));
+  ASSERT_EQ(sample(dl.get(), ids.get(), 2, vocab, size_t(vocab), dp.get(), du.get(),
+                   leftRows.get(), nullptr),
+            "");
+  std::vector<int32_t> got = ids.download();
+  EXPECT_EQ(got[0], 750); // (every weight 1: the draw's token is u * vocab)
+  EXPECT_EQ(got[1], -1);
+  std::vector<float> back = leftRows.download();
+  int nan = 0;
+  for (int i = 0; i < vocab; ++i)
+    nan += back[size_t(vocab + i)] != back[size_t(vocab + i)];
+  EXPECT_EQ(nan, vocab);
 }
 
 TEST(CudaSample, OnePositionOfEachSequenceHalfLogitsAndNaN) {
@@ -242,9 +306,14 @@ TEST(CudaSample, TheRepetitionPenaltyAsTheHostSamplerAppliesIt) {
   llmc::SamplerOptions o = sampling(1, 0, 0.95f, 0);
   o.repetitionPenalty = 1.5f;
   EXPECT_EQ(checkSample(halves, rows, vocab, size_t(vocab), o, 83, histories), 0);
-  // A flat row goes back unpenalised (the host applies the penalty).
+  // Flat rows, drawn in the whole order, with the penalty (the marked
+  // tokens fall to the end of the order).
   std::vector<float> flat(size_t(2 * 5000), 1.5f);
-  EXPECT_EQ(checkSample(flat, 2, 5000, 5000, o, 84, {{1, 2, 3, 2}, {4999}}), 2);
+  std::vector<int32_t> penalised, plain;
+  EXPECT_EQ(checkSample(flat, 2, 5000, 5000, o, 84, {{1, 2, 3, 2}, {4999}}, &penalised), 0);
+  o.repetitionPenalty = 1;
+  EXPECT_EQ(checkSample(flat, 2, 5000, 5000, o, 84, {}, &plain), 0);
+  EXPECT_NE(penalised, plain) << "the penalty changed no draw: the test shows nothing";
 }
 
 TEST(CudaArgmax, TheRepetitionPenaltyOncePerToken) {

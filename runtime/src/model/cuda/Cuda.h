@@ -39,6 +39,7 @@
 //   loadWords<N>(p, out)           N (4, 8, 16) aligned bytes at p as N / 4
 //                                  little-endian 32-bit words
 //   floatFromBits(u)               the f32 whose bits are u (__uint_as_float)
+//   bitsOfFloat(x)                 x's bits (__float_as_uint)
 //   bytePerm(lo, hi, s)            PTX's prmt (__byte_perm): result byte i is
 //                                  byte (s >> 4 i) & 7 of {hi:lo} (lo's
 //                                  bytes 0-3, hi's 4-7); selector nibbles
@@ -195,6 +196,7 @@ LLMC_DEVICE void prefetchL2(const void *p) { asm volatile("prefetch.global.L2 [%
 LLMC_DEVICE uint4 load16(const void *p) { return *reinterpret_cast<const uint4 *>(p); }
 
 LLMC_DEVICE float floatFromBits(unsigned u) { return __uint_as_float(u); }
+LLMC_DEVICE unsigned bitsOfFloat(float x) { return __float_as_uint(x); }
 
 LLMC_DEVICE unsigned bytePerm(unsigned lo, unsigned hi, unsigned s) {
   return __byte_perm(lo, hi, s);

@@ -155,6 +155,12 @@ inline float floatFromBits(unsigned u) {
   return f;
 }
 
+inline unsigned bitsOfFloat(float x) {
+  unsigned u;
+  std::memcpy(&u, &x, 4);
+  return u;
+}
+
 inline unsigned bytePerm(unsigned lo, unsigned hi, unsigned s) {
   uint64_t bytes = uint64_t(hi) << 32 | lo;
   unsigned r = 0;

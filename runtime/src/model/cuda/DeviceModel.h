@@ -229,7 +229,8 @@ struct DeviceContext {
   /// caller asked for (outRow0 ..) as f32 to outLogits; in a greedy step
   /// the argmax of position greedyRow of each sequence (which p holds) and
   /// the copy of those ids instead; in a sampled one, the draws, with that
-  /// position's f32 logits kept on the device for rows the host must draw.
+  /// position's f32 logits kept on the device for rows the host must draw
+  /// (rows of nothing but NaN).
   template <class T>
   std::string storeLogitRows(const T *p, int64_t perSeq, int64_t first, Stream s) {
     if (greedyRow >= 0) {

@@ -26,19 +26,30 @@
 //          the min-p prefix, then the first token whose running weight
 //          passes u times the kept total. The weights and sums are doubles,
 //          as on the host, so a draw differs only where u lands within
-//          rounding of a boundary. One block per row, without sorting the
-//          whole vocabulary: a pass finds the largest logit; a second sums
-//          every weight and counts the tokens (and their weight) above 8
-//          rungs of log-weight (-1 .. -18.5 below the largest); the largest
+//          rounding of a boundary (or a cut, where a cut lies within
+//          rounding of a running weight: a top-p of 0.5 over equal
+//          weights). One block per row, without sorting the
+//          whole vocabulary: a pass finds the largest and the smallest
+//          logit; a second sums every weight and counts the tokens (and
+//          their weight) above 8 rungs of log-weight (-1 .. -18.5 below the largest); the largest
 //          rung set of at most kSampleCandidates tokens (a prefix of the
 //          order, since weights follow the logits) is gathered into shared
 //          memory and sorted (bitonic), and the rule runs on that prefix
 //          with a prefix sum. Where the kept tokens or the draw reach past
 //          the prefix (a distribution so flat that more than
-//          kSampleCandidates tokens lie within e^-1 of the top, or top-k
-//          larger than the prefix) the row's id is -1 and the block writes
-//          its logits as f32 to leftRows: the caller then samples that row
-//          on the host (nothing extra runs for rows the device decides).
+//          kSampleCandidates tokens lie within e^-1 of the top, top-k
+//          larger than the prefix, a top-p cut or a draw in the tail), the
+//          rule runs over the whole row in order without sorting it
+//          (RowOrder: each cut and the draw is the first place in the order
+//          whose running count or weight reaches a mark, found by passes
+//          that count and weigh the tokens in 16 buckets of a range of
+//          (logit, id) keys, the range 16 times narrower each pass, then one
+//          that finds the id: 3-12 passes a place at vocabularies of 5000
+//          and 40000 in the tests, 3 places at most). Only a row of nothing
+//          but NaN, or whose largest logit is infinite (its weights NaN),
+//          is left to the host: its id is -1 and the block writes its
+//          logits as f32 to leftRows, for the caller to sample that row
+//          itself.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_RUNTIME_MODEL_CUDA_SAMPLING_H
@@ -157,7 +168,8 @@ std::string argmax(const T *logits, int32_t *ids, int rows, int vocab, size_t ro
 constexpr int kSampleThreads = 512;
 constexpr int kSampleCandidates = 2048; // a power of two, at most 4 * kSampleThreads
 constexpr int kSampleRungs = 8;
-constexpr int kSampleSums = 2 * kSampleRungs + 3; // rung counts, rung weights, total, min-p, valid
+// rung counts, rung weights, total, min-p set's weight, valid, min-p set's count
+constexpr int kSampleSums = 2 * kSampleRungs + 4;
 
 /// Rung j's log-weight threshold below the top token: -1, -2, -3.5, -5.5,
 /// -8, -11, -14.5, -18.5.
@@ -168,6 +180,171 @@ LLMC_HOST_DEVICE double sampleRung(int j) { return -double(j * j + 3 * j + 4) / 
 LLMC_DEVICE bool sampledBefore(float xa, int a, float xb, int b) {
   return xa > xb || (xa == xb && a < b);
 }
+
+/// A token's place in the sampler's order as one integer, ascending keys
+/// following the order: the logit's bits turned so that a larger logit has
+/// a smaller key (-0 taken as +0, which the host's comparison finds equal),
+/// then the id in its low `idBits` bits (ties by the smaller id).
+LLMC_DEVICE unsigned long long orderKey(float x, int id, int idBits) {
+  unsigned bits = bitsOfFloat(x == 0.0f ? 0.0f : x);
+  unsigned up = bits & 0x80000000u ? ~bits : bits | 0x80000000u; // ascending with x
+  return static_cast<unsigned long long>(~up) << idBits | unsigned(id);
+}
+
+/// The bits that hold the ids of a vocabulary of `vocab` tokens (at least 1).
+LLMC_DEVICE int orderIdBits(int vocab) {
+  int bits = 1;
+  while (bits < 31 && (vocab - 1) >> bits != 0)
+    ++bits;
+  return bits;
+}
+
+/// A place in the sampler's order: the token there (-1: none found), and
+/// the count and weight of the tokens up to and with it.
+struct OrderPlace {
+  int token;
+  int count;
+  double weight;
+};
+
+/// What RowOrder::first looks for: the first place where the running count
+/// reaches `count` or the running weight over `over` reaches `at` (passes
+/// it, if `strict`).
+struct OrderMark {
+  int count;
+  double over, at;
+  bool strict;
+
+  LLMC_DEVICE bool reached(int c, double w) const {
+    return c >= count || (strict ? w / over > at : w / over >= at);
+  }
+};
+
+/// Buckets of keys a pass of RowOrder::first counts and weighs: 4 bits of
+/// the key a pass.
+constexpr int kOrderBuckets = 16;
+
+/// One row's tokens (the NaN ones left out) in the sampler's order, found
+/// without sorting them (the whole block calls first(), with the same
+/// mark). `scratch`: shared memory for kSampleThreads / 32 * kOrderBuckets
+/// * 2 + 5 doubles.
+template <class T> struct RowOrder {
+  const T *row;
+  int vocab, idBits; // (orderIdBits(vocab))
+  Penalty pen;
+  float temperature;
+  double top; // the weights' exp(x / temperature - top), as the sampling kernel's
+  double *scratch;
+  float most, least; // the row's largest and smallest logit (NaN left out)
+
+  /// The first place that reaches `mark`. A search over the keys: the
+  /// place lies in keys lo .. hi (at first the largest logit's to the
+  /// smallest's), after `before` tokens of weight `beforeWeight`; a pass
+  /// counts and weighs the tokens of that range in kOrderBuckets buckets of
+  /// equal width (a power of two), and the place lies in the first bucket
+  /// whose running count and weight reach the mark. It ends at a bucket of
+  /// one token (then a pass finds its id): a pass for each 4 bits
+  /// of the keys that part the range's tokens, at most 8 + ceil(idBits /
+  /// 4) (a row of one value: ceil(idBits / 4)). The weights are summed per thread, warp
+  /// and bucket, then in bucket order, always alike (not in the order of
+  /// the tokens, as the host sums them: a place differs only where the
+  /// mark lies within rounding of a running weight).
+  LLMC_DEVICE OrderPlace first(const OrderMark &mark) const {
+    const int tid = int(threadIdx.x), threads = int(blockDim.x);
+    const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+    double *pick = scratch + warps * kOrderBuckets * 2; // the bucket, its sums, what came before
+    unsigned long long lo = orderKey(most, 0, idBits), hi = orderKey(least, vocab - 1, idBits);
+    int before = 0;
+    double beforeWeight = 0;
+    for (;;) {
+      int shift = 0;
+      while ((hi - lo) >> shift >= unsigned(kOrderBuckets))
+        ++shift;
+      int count[kOrderBuckets];
+      double weight[kOrderBuckets];
+      LLMC_UNROLL
+      for (int j = 0; j < kOrderBuckets; ++j)
+        count[j] = 0, weight[j] = 0;
+      for (int i = tid; i < vocab; i += threads) {
+        float x = pen(toFloat(row[i]), i);
+        if (x != x)
+          continue;
+        unsigned long long key = orderKey(x, i, idBits);
+        if (key < lo || key > hi)
+          continue;
+        int b = int((key - lo) >> shift);
+        double w = exp(double(x) / temperature - top);
+        LLMC_UNROLL
+        for (int j = 0; j < kOrderBuckets; ++j)
+          if (b == j)
+            ++count[j], weight[j] += w;
+      }
+      LLMC_UNROLL
+      for (int j = 0; j < kOrderBuckets; ++j) {
+        int c = count[j];
+        double w = weight[j];
+        LLMC_UNROLL
+        for (int o = 16; o > 0; o >>= 1) {
+          c += __shfl_xor_sync(kFullMask, c, o);
+          w += __shfl_xor_sync(kFullMask, w, o);
+        }
+        if (lane == 0) {
+          double *at = scratch + (warp * kOrderBuckets + unsigned(j)) * 2;
+          at[0] = c, at[1] = w;
+        }
+      }
+      __syncthreads();
+      if (tid == 0) {
+        int c = before;
+        double w = beforeWeight;
+        pick[0] = -1, pick[3] = c, pick[4] = w; // (no token in the range: none to pick)
+        for (int j = 0; j < kOrderBuckets; ++j) {
+          double cj = 0, wj = 0;
+          for (unsigned v = 0; v < warps; ++v) {
+            const double *at = scratch + (v * kOrderBuckets + unsigned(j)) * 2;
+            cj += at[0], wj += at[1];
+          }
+          if (cj == 0)
+            continue;
+          // The first bucket that reaches the mark, else the last one with
+          // tokens (the mark lies past them: by the caller's count, never).
+          pick[0] = j, pick[1] = cj, pick[2] = wj, pick[3] = c, pick[4] = w;
+          if (mark.reached(c + int(cj), w + wj))
+            break;
+          c += int(cj), w += wj;
+        }
+      }
+      __syncthreads();
+      const int j = int(pick[0]), cj = int(pick[1]);
+      const double wj = pick[2];
+      before = int(pick[3]), beforeWeight = pick[4];
+      __syncthreads(); // (the next pass writes scratch)
+      if (j < 0)
+        return {-1, before, beforeWeight};
+      lo += static_cast<unsigned long long>(j) << shift;
+      unsigned long long width = (1ull << shift) - 1;
+      if (hi - lo > width)
+        hi = lo + width;
+      if (cj == 1 || shift == 0)
+        return {oneIn(lo, hi, pick), before + cj, beforeWeight + wj};
+    }
+  }
+
+  /// The id of the one token whose key lies in lo .. hi (a pass that
+  /// loads the logits and weighs none), through `slot` in shared memory.
+  LLMC_DEVICE int oneIn(unsigned long long lo, unsigned long long hi, double *slot) const {
+    for (int i = int(threadIdx.x); i < vocab; i += int(blockDim.x)) {
+      float x = pen(toFloat(row[i]), i);
+      unsigned long long key = orderKey(x, i, idBits);
+      if (x == x && key >= lo && key <= hi)
+        *slot = i;
+    }
+    __syncthreads();
+    int id = int(*slot);
+    __syncthreads();
+    return id;
+  }
+};
 
 template <class T>
 LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kSampleThreads)
@@ -180,7 +357,7 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kSampleThreads)
   LLMC_SHARED(double[kSampleCandidates], cs); // running weight of the sorted candidates
   LLMC_SHARED(double[kSampleThreads], partial);
   LLMC_SHARED(double[kSampleSums], sums);
-  LLMC_SHARED(float[32], scratch);
+  LLMC_SHARED(float[2 * kSampleThreads / 32], scratch);
   LLMC_SHARED(int[4], found); // candidates gathered; first top-p, min-p and drawn indices
   const T *row = logits + size_t(blockIdx.x) * rowStride;
   const SampleParams prm = *params;
@@ -196,20 +373,19 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kSampleThreads)
   };
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
 
-  // 1. The largest logit (NaN never counts).
-  float most = -INFINITY;
+  // 1. The largest and the smallest logit (NaN never counts).
+  float most = -INFINITY, least = INFINITY;
   for (int i = tid; i < vocab; i += threads) {
     float x = pen(toFloat(row[i]), i);
-    if (x > most)
-      most = x;
+    most = fmaxf(most, x), least = fminf(least, x);
   }
-  most = warpMax(most);
+  most = warpMax(most), least = -warpMax(-least);
   if (lane == 0)
-    scratch[warp] = most;
+    scratch[warp] = most, scratch[warps + warp] = least;
   __syncthreads();
-  most = scratch[0];
+  most = scratch[0], least = scratch[warps];
   for (unsigned w = 1; w < warps; ++w)
-    most = fmaxf(most, scratch[w]);
+    most = fmaxf(most, scratch[w]), least = fminf(least, scratch[warps + w]);
   // The host's top: its float quotient, then a double.
   const double top = double(most / prm.temperature);
   const double topWeight = exp(double(most) / prm.temperature - top);
@@ -234,8 +410,10 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kSampleThreads)
         acc[kSampleRungs + j] += w;
       }
     acc[2 * kSampleRungs] += w;
-    if (w >= minWeight)
+    if (w >= minWeight) {
       acc[2 * kSampleRungs + 1] += w;
+      acc[2 * kSampleRungs + 3] += 1;
+    }
     acc[2 * kSampleRungs + 2] += 1;
   }
   LLMC_UNROLL
@@ -257,6 +435,45 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kSampleThreads)
   __syncthreads();
   const double total = sums[2 * kSampleRungs], minPMass = sums[2 * kSampleRungs + 1];
   const int valid = int(sums[2 * kSampleRungs + 2]);
+  const bool topK = prm.topK > 0 && prm.topK < valid;
+  // (The top token is always in the min-p set.)
+  const int minCount = sums[2 * kSampleRungs + 3] > 1 ? int(sums[2 * kSampleRungs + 3]) : 1;
+  if (valid == 0 || !(most > -INFINITY && most < INFINITY)) { // (block-uniform)
+    // Nothing but NaN, or an infinite top (every weight NaN): the host's.
+    leave();
+    return;
+  }
+  // The rule over the whole row in order, where the candidates below do
+  // not hold the cuts or the draw: top-k's place (its weight normalises
+  // top-p), top-p's, the min-p set's count, then the draw's (or the last
+  // kept token where rounding leaves a sliver), each found by
+  // RowOrder::first. Scratch in cs: the candidates' sums are done with.
+  auto byOrder = [&]() {
+    const RowOrder<T> order{row, vocab, orderIdBits(vocab), pen, prm.temperature, top, cs,
+                            most, least};
+    const int kept = topK ? prm.topK : valid;
+    double keptMass = total;
+    bool placed = true;
+    if (topK) {
+      OrderPlace at = order.first({kept, 1.0, INFINITY, false});
+      keptMass = at.weight, placed = at.token >= 0;
+    }
+    int cut = kept;
+    double keptTotal = keptMass;
+    if (prm.topP < 1) {
+      OrderPlace at = order.first({kept, keptMass, double(prm.topP), false});
+      if (at.count < cut)
+        cut = at.count, keptTotal = at.weight;
+      placed = placed && at.token >= 0;
+    }
+    if (prm.minP > 0 && minCount < cut)
+      cut = minCount, keptTotal = minPMass;
+    OrderPlace drawn = order.first({cut, 1.0, uniforms[blockIdx.x] * keptTotal, true});
+    if (!placed || drawn.token < 0) // (none: never, by the counts)
+      leave();
+    else if (tid == 0)
+      ids[blockIdx.x] = drawn.token;
+  };
   // The largest rung set that fits (every token when they all fit).
   double threshold = 0;
   int rung = -1;
@@ -267,10 +484,9 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kSampleThreads)
       if (sums[j] <= kSampleCandidates)
         threshold = sampleRung(j), rung = j;
   }
-  const bool topK = prm.topK > 0 && prm.topK < valid;
   const int count = rung == kSampleRungs ? valid : rung >= 0 ? int(sums[rung]) : 0;
-  if (rung < 0 || valid == 0 || (topK && count < prm.topK)) {
-    leave();
+  if (rung < 0 || (topK && count < prm.topK)) {
+    byOrder();
     return;
   }
 
@@ -373,7 +589,7 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS(kSampleThreads)
   __syncthreads();
   const int chosen = found[3];
   if (keptTotal < 0 || (chosen == beyond && cut > n))
-    leave(); // the draw lies past the candidates: the host's
+    byOrder(); // a cut or the draw lies past the candidates
   else if (tid == 0)
     ids[blockIdx.x] = cid[chosen != beyond ? chosen : cut - 1]; // (rounding: the last kept)
 }
