@@ -12,7 +12,8 @@
 // Variants, in turns: the split count the compiler gives (passes/GpuDecodeSplits.h, the
 // rule llmc-attention-to-flash applies for the CUDA target), half and twice it, one split
 // and chunks of 4 tiles; and at the compiler's count the kernel's run-time settings
-// (LLMC_CUDA_DECODE_STAGES=2: one tile ahead; LLMC_CUDA_DECODE_MMA=0: the SIMT tiles). A
+// (LLMC_CUDA_DECODE_STAGES=2: one tile ahead; LLMC_CUDA_DECODE_MMA=0: the SIMT tiles;
+// LLMC_CUDA_DECODE_PATCH=0: the new rows into their tile through the cache). A
 // timed unit is a CUDA graph of 16 launches over 16 layers' own caches, queries and new rows
 // (so L2 holds none of a layer's cache at its next use, as in a decode step), launched as the
 // runtime launches them (programmatic on sm_90); per launch the graph's median (10 replays)
@@ -110,6 +111,7 @@ int main() {
           variants.push_back({"splits " + std::to_string(s), s});
       variants.push_back({"LLMC_CUDA_DECODE_STAGES=2", rule, "LLMC_CUDA_DECODE_STAGES", "2"});
       variants.push_back({"LLMC_CUDA_DECODE_MMA=0", rule, "LLMC_CUDA_DECODE_MMA", "0"});
+      variants.push_back({"LLMC_CUDA_DECODE_PATCH=0", rule, "LLMC_CUDA_DECODE_PATCH", "0"});
       std::vector<cudaGraphExec_t> graphs(variants.size());
       std::vector<double> diff(variants.size(), 0.0);
       std::vector<float> first, ms(variants.size());

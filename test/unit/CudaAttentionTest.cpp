@@ -602,8 +602,36 @@ TEST(CudaDecodeAttention, RopesAndCacheWritesInTheSameLaunch) {
   checkDecodeRope<bfloat16, 128, 128>(2, 4, 4, 70, 0, 2, 0, 64, false, true); // MHA, first token
   checkDecodeRope<half, 64, 64>(1, 8, 2, 96, 90, 4, 17, 0, true, false);   // window
   checkDecodeRope<float, 32, 32>(1, 2, 1, 16, 15, 7, 0, 0, false, false);  // the last row
-  for (int stages = 1; stages <= kDecodeMaxStages; ++stages)
+  // (The last split's 5 tiles at position 300 are more than the tiles
+  // asked for before the wait, so its new rows go through the cache; its 2
+  // at position 100 are within them from 3 stages, so the rows go into the
+  // tile from shared memory, as in the cases above with one or two tiles a
+  // chunk. The cache holds a stale row at *pos.)
+  for (int stages = 1; stages <= kDecodeMaxStages; ++stages) {
     checkDecodeRope<half, 64, 64>(1, 8, 2, 400, 300, 2, 0, 0, false, false, stages);
+    checkDecodeRope<half, 64, 64>(1, 8, 2, 400, 100, 2, 0, 0, false, false, stages);
+  }
+}
+
+// LLMC_CUDA_DECODE_PATCH=0: the new rows go into their tile through the
+// cache (a copy back), in cases above that put them in from shared memory.
+TEST(CudaDecodeAttention, RowPatchOffByTheEnvironment) {
+  const char *saved = std::getenv("LLMC_CUDA_DECODE_PATCH");
+  std::string keep = saved ? saved : "";
+  for (auto [value, on] : std::vector<std::pair<const char *, bool>>{
+           {"0", false}, {"1", true}, {"", true}, {"00", true}}) {
+    setenv("LLMC_CUDA_DECODE_PATCH", value, 1);
+    EXPECT_EQ(decodePatchEnabled(), on) << value;
+  }
+  setenv("LLMC_CUDA_DECODE_PATCH", "0", 1);
+  checkDecodeRope<half, 64, 64>(2, 8, 2, 300, 250, 3, 0, 0, false, true);
+  checkDecodeRope<float, 64, 64>(1, 8, 1, 40, 33, 3, 0, 32, true, false);
+  checkDecodeRope<half, 64, 64>(1, 8, 2, 96, 90, 4, 17, 0, true, false);
+  checkDecodeRope<half, 64, 64>(1, 8, 2, 400, 100, 2, 0, 0, false, false, 4);
+  if (saved)
+    setenv("LLMC_CUDA_DECODE_PATCH", keep.c_str(), 1);
+  else
+    unsetenv("LLMC_CUDA_DECODE_PATCH");
 }
 
 // The same with each query and key head RMS-normalised first, in the same

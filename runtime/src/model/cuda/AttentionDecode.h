@@ -26,7 +26,10 @@
 //                   rounded to T as rope rounds), and the block whose chunk
 //                   holds row *pos writes the roped key and the value row
 //                   there (into int8 caches a warp a row, quantized as
-//                   cacheWriteInt8 quantizes), then asks for that tile.
+//                   cacheWriteInt8 quantizes), then asks for that tile;
+//                   into caches of T, where that tile was asked for before
+//                   the wait with the others, it puts the two rows into the
+//                   tile from shared memory instead, once the copy is in.
 //                   With HeadNorms, each query head and the new key head
 //                   are RMS-normalised first (Qwen 3's and Gemma 3's head
 //                   norms; rmsNormPair's work at one token): a warp a row
@@ -103,15 +106,16 @@ constexpr int kDecodeMinBlocks = sizeof(K) == 1             ? 1
 
 /// Floats before the tiles in the decode kernel's shared memory (a whole
 /// number of 16-byte vectors, so the tiles start aligned).
-template <int D, int Dv> LLMC_HOST_DEVICE int decodeFloats(int g) {
-  return (g * (D + Dv + kAttnKeys + 3) + 2 * kAttnKeys + 1 + 3) / 4 * 4;
+template <class K, int D, int Dv> LLMC_HOST_DEVICE int decodeFloats(int g) {
+  constexpr int kNewRow = int((size_t(D + Dv) * sizeof(K) + 3) / 4);
+  return (g * (D + Dv + kAttnKeys + 3) + 2 * kAttnKeys + 1 + kNewRow + 3) / 4 * 4;
 }
 
 /// The decode kernel's shared memory with `stages` key and value tile
 /// buffers.
 template <class K, int D, int Dv>
 size_t decodeSharedBytes(int g, int stages = 2) {
-  return sizeof(float) * size_t(decodeFloats<D, Dv>(g)) +
+  return sizeof(float) * size_t(decodeFloats<K, D, Dv>(g)) +
          size_t(stages) * sizeof(K) * size_t(kAttnKeys) *
              size_t(paddedRow<K>(D) + paddedRow<K>(Dv));
 }
@@ -129,6 +133,15 @@ inline int decodeStageCap() {
 /// at each launch.
 inline bool decodeMmaEnabled() {
   const char *e = std::getenv("LLMC_CUDA_DECODE_MMA");
+  return !(e && e[0] == '0' && e[1] == '\0');
+}
+
+/// LLMC_CUDA_DECODE_PATCH=0 has the block that writes the new rows into
+/// caches of T ask for their tile after writing them (a copy back from
+/// memory, as before 2026-12-01) rather than put them into the tile from
+/// shared memory, to compare the two on a GPU. Read at each launch.
+inline bool decodePatchEnabled() {
+  const char *e = std::getenv("LLMC_CUDA_DECODE_PATCH");
   return !(e && e[0] == '0' && e[1] == '\0');
 }
 
@@ -351,7 +364,7 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, (kDecodeMinBlocks<T, K, D,
     decodeAttentionKernel(const T *q, const K *kCache, const K *vCache, const float *kScales,
                           const float *vScales, const int64_t *pos, float *partial, float *lse,
                           Y *out, unsigned *counters, int hq, int hkv, int capacity, int window,
-                          float scale, float softcap, int stages, bool tensorTiles,
+                          float scale, float softcap, int stages, bool tensorTiles, bool patchRows,
                           bool posAfterWait, DecodeRope<T, K> rope, const float *sinks) {
   constexpr int kOut = kValueRun<Dv>; // value channels per lane
   int g = hq / hkv;
@@ -360,12 +373,14 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, (kDecodeMinBlocks<T, K, D,
   unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   // Shared memory: q [G][D], o [G][Dv], scores [G][keys], m [G], l [G], the
   // tile's key and value scales [keys], the heads' norms' 1 / rms [G + 1]
-  // (rope.norms) as floats, then the key and value tiles.
+  // (rope.norms) as floats, the new key and value rows [D + Dv] as K
+  // (`patch`), then the key and value tiles.
   LLMC_DYNAMIC_SHARED(float, smem);
   float *qs = smem, *os = qs + g * D, *sc = os + g * Dv, *ms = sc + g * kAttnKeys, *ls = ms + g;
   float *kst = ls + g, *vst = kst + kAttnKeys, *invs = vst + kAttnKeys;
+  K *newRow = reinterpret_cast<K *>(invs + g + 1);
   // Tile buffers: buffer i's keys at tiles + i * kStage, its values after.
-  K *tiles = reinterpret_cast<K *>(smem + decodeFloats<D, Dv>(g));
+  K *tiles = reinterpret_cast<K *>(smem + decodeFloats<K, D, Dv>(g));
   constexpr int kStage = kAttnKeys * (paddedRow<K>(D) + paddedRow<K>(Dv));
 
   // *pos before the wait for the kernel before, unless a kernel may write
@@ -421,10 +436,16 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, (kDecodeMinBlocks<T, K, D,
   };
   // Only the kernel before this one may still be running here
   // (programmatic launches: it has passed its own wait), and of the cache
-  // it writes just the new row, *pos: every tile but the one that holds it
-  // is asked for before the wait.
+  // it writes at most the new row, *pos: every tile but the one that holds
+  // it is asked for before the wait. Where this launch writes that row
+  // itself into caches of T (the ropes folded in), that tile is asked for
+  // too (`patch`): the block puts the row into it once its copy is in,
+  // from newRow, rather than waiting on a copy of the row back from
+  // memory (a round trip more than the other blocks wait).
   int first = ahead < tileCount ? ahead : tileCount;
-  if (end == n && first > 0 && first == tileCount)
+  const bool patch =
+      patchRows && sizeof(K) != 1 && rope.k && end == n && first == tileCount && first > 0;
+  if (end == n && first > 0 && first == tileCount && !patch)
     --first; // (the last busy split's last tile holds row *pos)
   for (int i = 0; i < first; ++i)
     issue(i);
@@ -474,11 +495,24 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, (kDecodeMinBlocks<T, K, D,
                           rope.vScales + at);
       } else {
         for (int e = int(threadIdx.x); e < D; e += int(blockDim.x))
-          rope.kCache[at * D + size_t(e)] = fromFloat<K>(ropedChannel(rope, keyIn, e, ropeRow));
+          rope.kCache[at * D + size_t(e)] = newRow[e] =
+              fromFloat<K>(ropedChannel(rope, keyIn, e, ropeRow));
         for (int e = int(threadIdx.x); e < Dv; e += int(blockDim.x))
-          rope.vCache[at * Dv + size_t(e)] = fromFloat<K>(toFloat(vx[e]));
+          rope.vCache[at * Dv + size_t(e)] = newRow[D + e] = fromFloat<K>(toFloat(vx[e]));
       }
-      __syncthreads(); // the rows written before their tile is asked for
+      if (patch) { // block-uniform: every copy in (the tile's last), then the rows into it
+        asyncWait<0>();
+        __syncthreads();
+        int tile = tileCount - 1, row = int(p0) - (start + tile * kAttnKeys);
+        K *kDst = tiles + (tile % stages) * kStage, *vDst = kDst + kAttnKeys * paddedRow<K>(D);
+        for (int e = int(threadIdx.x); e < D; e += int(blockDim.x))
+          kDst[row * paddedRow<K>(D) + e] = newRow[e];
+        for (int e = int(threadIdx.x); e < Dv; e += int(blockDim.x))
+          vDst[row * paddedRow<K>(Dv) + e] = newRow[D + e];
+        // (awaitTile's first barrier makes them every thread's)
+      } else {
+        __syncthreads(); // the rows written before their tile is asked for
+      }
     }
   }
   for (int i = first; i < ahead && i < tileCount; ++i)
@@ -689,7 +723,7 @@ std::string launchDecodeAttention(const T *q, const K *kCache, const K *vCache,
                           dim3(unsigned(hkv), unsigned(splits), unsigned(b)), dim3(kAttnThreads),
                           bytes, stream, q, kCache, vCache, kScales, vScales, pos, partial, lse,
                           out, counters, hq, hkv, capacity, window, scale, softcap, stages,
-                          decodeMmaEnabled(), posAfterWait, rope, sinks);
+                          decodeMmaEnabled(), decodePatchEnabled(), posAfterWait, rope, sinks);
 }
 
 /// Split-KV decode attention and its combination, one launch (K: the
@@ -724,7 +758,9 @@ std::string decodeAttention(const T *q, const K *kCache, const K *vCache, const 
 /// caches at row *pos (K = T, or int8_t with kScales and vScales, each row
 /// quantized as cacheWriteInt8 does), and the attention reads them there.
 /// The block whose chunk holds row *pos writes the rows, then asks for that
-/// tile; every block ropes its group's queries as it reads them. `norms`:
+/// tile (or, into caches of T where the tile was asked for before the
+/// wait, puts the rows into it from shared memory); every block ropes its
+/// group's queries as it reads them. `norms`:
 /// each query head's and the new key head's RMS norm before its rope
 /// (Qwen 3's and Gemma 3's), taken as they are read (xq and xk are then the
 /// norms' inputs). A row *pos outside the cache records kCacheOverflow and
