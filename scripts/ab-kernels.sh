@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Times the decode GEMVs (bench/cuda/gemv.cu) and the prefill attention
-# (bench/cuda/attention.cu) of an earlier commit and of this tree in turns on
-# one GPU, so that a kernel change is measured against the code before it in
+# Times the decode GEMVs (bench/cuda/gemv.cu), the prefill attention
+# (bench/cuda/attention.cu) and the decode attention
+# (bench/cuda/decode_attention.cu, where the old tree has it) of an earlier
+# commit and of this tree in turns on one GPU, so that a kernel change is measured against the code before it in
 # the same run (runs on different machines do not compare):
 #
 #   here:   scripts/ab-kernels.sh pack OLD_REV
@@ -60,6 +61,11 @@ run)
       -o "$work/$side-gemv" &
     "$nvcc" -std=c++17 -O3 -arch="$arch" -I"$src" "$src/bench/cuda/attention.cu" -lcublas \
       -o "$work/$side-attention" &
+    rm -f "$work/$side-decode-attention" # (none from an earlier run)
+    if [ -f "$src/bench/cuda/decode_attention.cu" ]; then
+      "$nvcc" -std=c++17 -O3 -arch="$arch" -I"$src" "$src/bench/cuda/decode_attention.cu" \
+        -o "$work/$side-decode-attention" &
+    fi
   done
   wait
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
@@ -68,6 +74,9 @@ run)
       # shellcheck disable=SC2086 # (rows: one argument each)
       "$work/$side-gemv" $rows > "$out/$side-gemv-$r.md"
       "$work/$side-attention" 4096 8192 > "$out/$side-attention-$r.md"
+      if [ -x "$work/$side-decode-attention" ]; then
+        "$work/$side-decode-attention" > "$out/$side-decode-attention-$r.md"
+      fi
       echo "round $r $side: done"
     done
   done

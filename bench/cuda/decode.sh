@@ -9,9 +9,12 @@
 #      that matrix-product rate (bench/cuda/attention.cu, built here), and
 #      llmc's decode GEMVs at the model's layer shapes against the copy and
 #      a streaming read, each tiling variant (bench/cuda/gemv.cu, built
-#      here), and the decode attention at the model's shapes against a
+#      here), the decode attention at the model's shapes against a
 #      streaming read, at several split counts and settings
-#      (bench/cuda/decode_attention.cu, built here);
+#      (bench/cuda/decode_attention.cu, built here), and the argmax and
+#      sampling kernels over peaked, random and equal rows, each draw
+#      checked against the runtime's sampler (bench/cuda/sampling.cu,
+#      built here);
 #   2. the model: a Llama of SHAPE (bench/cuda/make_model.py: 1b = hidden
 #      2048, 16 layers, 32/8 heads, MLP 8192, vocab 32000; random weights,
 #      generated into WORK, never committed);
@@ -96,6 +99,9 @@ ort_site=${ORT_SITE:-/tmp/ort/site}
 [ -x "$work/decode_attention" ] ||
   "$NVCC" -std=c++17 -O3 -arch="$arch" -I. bench/cuda/decode_attention.cu \
     -o "$work/decode_attention"
+[ -x "$work/sampling" ] ||
+  "$NVCC" -std=c++17 -O3 -arch="$arch" -I. bench/cuda/sampling.cu runtime/src/Sampler.cpp \
+    -o "$work/sampling"
 [ -z "${PREPARE_ONLY:-}" ] || exit 0
 
 nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv,noheader |
@@ -104,6 +110,7 @@ python3 bench/cuda/device_peaks.py | tee "$work/peaks.json"
 "$work/attention" | tee "$work/attention.md"
 "$work/gemv" | tee "$work/gemv.md"
 "$work/decode_attention" | tee "$work/decode_attention.md"
+"$work/sampling" | tee "$work/sampling.md"
 for round in $(seq "$rounds"); do
   for b in $batches; do
     for ctx in 128 4096; do
