@@ -47,7 +47,10 @@
 //   (with two buffers, one ahead, a block of an H200 waited a memory round
 //   trip for nearly every tile), and all but the tile holding the new row
 //   (*pos, which the kernel before writes) are asked for before the wait
-//   for that kernel (LLMC_KERNEL_BEGIN); scores are computed thread per (head,
+//   for that kernel (LLMC_KERNEL_BEGIN); where this launch writes that row
+//   into caches of T and the chunk's tiles are all in flight at once, that
+//   tile is asked for too, and the row put into it from shared memory
+//   (`patch`); scores are computed thread per (head,
 //   key), the softmax and the value sum warp per head (lane per key; a run
 //   of kValueRun consecutive value channels per lane, read in one shared
 //   load). Half or bfloat16 queries over caches of their type with head
@@ -374,7 +377,8 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, (kDecodeMinBlocks<T, K, D,
   // Shared memory: q [G][D], o [G][Dv], scores [G][keys], m [G], l [G], the
   // tile's key and value scales [keys], the heads' norms' 1 / rms [G + 1]
   // (rope.norms) as floats, the new key and value rows [D + Dv] as K
-  // (`patch`), then the key and value tiles.
+  // (written where this block writes them into caches of T; read where it
+  // patches them into their tile), then the key and value tiles.
   LLMC_DYNAMIC_SHARED(float, smem);
   float *qs = smem, *os = qs + g * D, *sc = os + g * Dv, *ms = sc + g * kAttnKeys, *ls = ms + g;
   float *kst = ls + g, *vst = kst + kAttnKeys, *invs = vst + kAttnKeys;
@@ -500,19 +504,8 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, (kDecodeMinBlocks<T, K, D,
         for (int e = int(threadIdx.x); e < Dv; e += int(blockDim.x))
           rope.vCache[at * Dv + size_t(e)] = newRow[D + e] = fromFloat<K>(toFloat(vx[e]));
       }
-      if (patch) { // block-uniform: every copy in (the tile's last), then the rows into it
-        asyncWait<0>();
-        __syncthreads();
-        int tile = tileCount - 1, row = int(p0) - (start + tile * kAttnKeys);
-        K *kDst = tiles + (tile % stages) * kStage, *vDst = kDst + kAttnKeys * paddedRow<K>(D);
-        for (int e = int(threadIdx.x); e < D; e += int(blockDim.x))
-          kDst[row * paddedRow<K>(D) + e] = newRow[e];
-        for (int e = int(threadIdx.x); e < Dv; e += int(blockDim.x))
-          vDst[row * paddedRow<K>(Dv) + e] = newRow[D + e];
-        // (awaitTile's first barrier makes them every thread's)
-      } else {
+      if (!patch) // (block-uniform)
         __syncthreads(); // the rows written before their tile is asked for
-      }
     }
   }
   for (int i = first; i < ahead && i < tileCount; ++i)
@@ -544,6 +537,18 @@ LLMC_GLOBAL void LLMC_LAUNCH_BOUNDS_MIN(kAttnThreads, (kDecodeMinBlocks<T, K, D,
   for (int i = int(threadIdx.x); i < g; i += int(blockDim.x)) {
     ms[i] = -INFINITY;
     ls[i] = 0.0f;
+  }
+  if (patch) { // block-uniform: every copy in (the tile's last), then the new rows into it
+    asyncWait<0>();
+    __syncthreads();
+    int tile = tileCount - 1, row = int(p0) - (start + tile * kAttnKeys);
+    K *kDst = tiles + (tile % stages) * kStage, *vDst = kDst + kAttnKeys * paddedRow<K>(D);
+    for (int e = int(threadIdx.x); e < D; e += int(blockDim.x))
+      kDst[row * paddedRow<K>(D) + e] = newRow[e];
+    for (int e = int(threadIdx.x); e < Dv; e += int(blockDim.x))
+      vDst[row * paddedRow<K>(Dv) + e] = newRow[D + e];
+    // (after the queries, whose loads the copies' wait then overlaps;
+    // awaitTile's first barrier makes the rows every thread's)
   }
 
   // Tile ti in: after the barrier that says the tile before it is consumed
