@@ -26,28 +26,27 @@
 //          the min-p prefix, then the first token whose running weight
 //          passes u times the kept total. The weights and sums are doubles,
 //          as on the host, so a draw differs only where u lands within
-//          rounding of a boundary (or a cut, where a cut lies within
-//          rounding of a running weight: a top-p of 0.5 over equal
-//          weights). One block per row, without sorting the
-//          whole vocabulary: a pass finds the largest and the smallest
-//          logit; a second sums every weight and counts the tokens (and
-//          their weight) above 8 rungs of log-weight (-1 .. -18.5 below the largest); the largest
-//          rung set of at most kSampleCandidates tokens (a prefix of the
-//          order, since weights follow the logits) is gathered into shared
-//          memory and sorted (bitonic), and the rule runs on that prefix
-//          with a prefix sum. Where the kept tokens or the draw reach past
-//          the prefix (a distribution so flat that more than
-//          kSampleCandidates tokens lie within e^-1 of the top, top-k
-//          larger than the prefix, a top-p cut or a draw in the tail), the
-//          rule runs over the whole row in order without sorting it
-//          (RowOrder: each cut and the draw is the first place in the order
-//          whose running count or weight reaches a mark, found by passes
-//          that count and weigh the tokens in 16 buckets of a range of
-//          (logit, id) keys, the range 16 times narrower each pass, then one
-//          that finds the id: 3-12 passes a place at vocabularies of 5000
-//          and 40000 in the tests, 3 places at most). Only a row of nothing
-//          but NaN, or whose largest logit is infinite (its weights NaN),
-//          is left to the host: its id is -1 and the block writes its
+//          rounding of a boundary (or a cut, where a cut lies within rounding
+//          of a running weight: a top-p of 0.5 over equal weights). One block
+//          per row, without sorting the whole vocabulary: a pass finds the
+//          largest and the smallest logit; a second sums every weight and
+//          counts the tokens (and their weight) above 8 rungs of log-weight
+//          (-1 .. -18.5 below the largest); the largest rung set of at most
+//          kSampleCandidates tokens (a prefix of the order, since weights
+//          follow the logits) is gathered into shared memory and sorted
+//          (bitonic), and the rule runs on that prefix with a prefix sum.
+//          Where the kept tokens or the draw reach past the prefix (a
+//          distribution so flat that more than kSampleCandidates tokens lie
+//          within e^-1 of the top, top-k larger than the prefix, a top-p cut
+//          or a draw in the tail), the rule runs over the whole row in order
+//          without sorting it (RowOrder: each cut and the draw is the first
+//          place in the order whose running count or weight reaches a mark,
+//          found by passes that count and weigh the tokens in 16 buckets of a
+//          range of (logit, id) keys, the range 16 times narrower each pass,
+//          then one that finds the id: 3-12 passes a place at vocabularies of
+//          5000 and 40000 in the tests, 3 places at most). Only a row of
+//          nothing but NaN, or whose largest logit is infinite (its weights
+//          NaN), is left to the host: its id is -1 and the block writes its
 //          logits as f32 to leftRows, for the caller to sample that row
 //          itself.
 //
