@@ -235,25 +235,26 @@ TEST(CudaDecodeAttention, TensorCoreTiles) {
   checkDecode<half, 64, 64>(1, 17, 1, 70, 50, 2, 0, 0);
 }
 
+/// An off switch (`setting`, read by `enabled`) that only exactly "0"
+/// turns off.
+void expectOffOnlyByZero(EnvSetting &setting, bool (*enabled)()) {
+  for (auto [value, on] : std::vector<std::pair<const char *, bool>>{
+           {"0", false}, {"1", true}, {"", true}, {"00", true}}) {
+    setting.set(value);
+    EXPECT_EQ(enabled(), on) << value;
+  }
+}
+
 // LLMC_CUDA_DECODE_MMA=0 keeps every tile on the SIMT loop (to compare the
 // two on a GPU): within f32's tolerance of float64 again, which the
 // tensor-core tiles' rounding of P to half is not.
 TEST(CudaDecodeAttention, TensorCoreTilesOffByTheEnvironment) {
-  const char *saved = std::getenv("LLMC_CUDA_DECODE_MMA");
-  std::string keep = saved ? saved : "";
-  for (auto [value, on] : std::vector<std::pair<const char *, bool>>{
-           {"0", false}, {"1", true}, {"", true}, {"00", true}}) {
-    setenv("LLMC_CUDA_DECODE_MMA", value, 1);
-    EXPECT_EQ(decodeMmaEnabled(), on) << value;
-  }
-  setenv("LLMC_CUDA_DECODE_MMA", "0", 1);
+  EnvSetting setting("LLMC_CUDA_DECODE_MMA", nullptr);
+  expectOffOnlyByZero(setting, decodeMmaEnabled);
+  setting.set("0");
   ASSERT_EQ((decodeTolerance<half, half, 64, 64>(4, kF32Tolerance)), kF32Tolerance);
   checkDecode<half, 64, 64>(1, 8, 2, 400, 300, 2, 0, 0);
   checkDecode<bfloat16, 128, 128>(1, 8, 2, 100, 99, 1, 0, 0);
-  if (saved)
-    setenv("LLMC_CUDA_DECODE_MMA", keep.c_str(), 1);
-  else
-    unsetenv("LLMC_CUDA_DECODE_MMA");
 }
 
 // The tiles go through shared memory by cp.async into up to four buffers,
@@ -284,19 +285,14 @@ TEST(CudaDecodeAttention, TileStages) {
 
 // LLMC_CUDA_DECODE_STAGES caps the buffers when it is a count from 1 to 4.
 TEST(CudaDecodeAttention, StageCapFromTheEnvironment) {
-  const char *saved = std::getenv("LLMC_CUDA_DECODE_STAGES");
-  std::string keep = saved ? saved : "";
+  EnvSetting setting("LLMC_CUDA_DECODE_STAGES", nullptr);
   for (auto [value, cap] : std::vector<std::pair<const char *, int>>{
            {"1", 1}, {"3", 3}, {"4", 4}, {"0", 0}, {"5", 0}, {"22", 0}, {"", 0}, {"x", 0}}) {
-    setenv("LLMC_CUDA_DECODE_STAGES", value, 1);
+    setting.set(value);
     EXPECT_EQ(decodeStageCap(), cap) << value;
   }
-  setenv("LLMC_CUDA_DECODE_STAGES", "1", 1);
+  setting.set("1");
   checkDecode<half, 64, 64>(1, 8, 2, 400, 300, 2, 0, 0);
-  if (saved)
-    setenv("LLMC_CUDA_DECODE_STAGES", keep.c_str(), 1);
-  else
-    unsetenv("LLMC_CUDA_DECODE_STAGES");
 }
 
 // The decode kernel asks for every tile but the one holding row *pos
@@ -616,22 +612,13 @@ TEST(CudaDecodeAttention, RopesAndCacheWritesInTheSameLaunch) {
 // LLMC_CUDA_DECODE_PATCH=0: the new rows go into their tile through the
 // cache (a copy back), in cases above that put them in from shared memory.
 TEST(CudaDecodeAttention, RowPatchOffByTheEnvironment) {
-  const char *saved = std::getenv("LLMC_CUDA_DECODE_PATCH");
-  std::string keep = saved ? saved : "";
-  for (auto [value, on] : std::vector<std::pair<const char *, bool>>{
-           {"0", false}, {"1", true}, {"", true}, {"00", true}}) {
-    setenv("LLMC_CUDA_DECODE_PATCH", value, 1);
-    EXPECT_EQ(decodePatchEnabled(), on) << value;
-  }
-  setenv("LLMC_CUDA_DECODE_PATCH", "0", 1);
+  EnvSetting setting("LLMC_CUDA_DECODE_PATCH", nullptr);
+  expectOffOnlyByZero(setting, decodePatchEnabled);
+  setting.set("0");
   checkDecodeRope<half, 64, 64>(2, 8, 2, 300, 250, 3, 0, 0, false, true);
   checkDecodeRope<float, 64, 64>(1, 8, 1, 40, 33, 3, 0, 32, true, false);
   checkDecodeRope<half, 64, 64>(1, 8, 2, 96, 90, 4, 17, 0, true, false);
   checkDecodeRope<half, 64, 64>(1, 8, 2, 400, 100, 2, 0, 0, false, false, 4);
-  if (saved)
-    setenv("LLMC_CUDA_DECODE_PATCH", keep.c_str(), 1);
-  else
-    unsetenv("LLMC_CUDA_DECODE_PATCH");
 }
 
 // The same with each query and key head RMS-normalised first, in the same

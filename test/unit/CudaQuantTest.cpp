@@ -179,27 +179,8 @@ void checkQuant(int m, int n, int k, int groupSize, bool withZeros, int splits, 
 
 /// LLMC_CUDA_QGEMV_TC_ROWS set to `value` (null: unset) for a scope, then
 /// as it was.
-class QgemvRowsSetting {
-public:
-  explicit QgemvRowsSetting(const char *value) {
-    const char *old = std::getenv(kName);
-    had_ = old != nullptr;
-    if (had_)
-      old_ = old;
-    set(value);
-  }
-  ~QgemvRowsSetting() { set(had_ ? old_.c_str() : nullptr); }
-  void set(const char *value) {
-    if (value)
-      setenv(kName, value, 1);
-    else
-      unsetenv(kName);
-  }
-
-private:
-  static constexpr const char *kName = "LLMC_CUDA_QGEMV_TC_ROWS";
-  bool had_ = false;
-  std::string old_;
+struct QgemvRowsSetting : EnvSetting {
+  explicit QgemvRowsSetting(const char *value) : EnvSetting("LLMC_CUDA_QGEMV_TC_ROWS", value) {}
 };
 
 TEST(CudaQuantGemv, Int4EveryRowCount) {

@@ -15,11 +15,40 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <random>
+#include <string>
 #include <type_traits>
 #include <vector>
 
 namespace llmc::cuda::test {
+
+/// An environment variable (the kernels' LLMC_CUDA_* comparison settings,
+/// read at each launch) set for a test's scope and restored after it, so an
+/// exported value changes no other test. set(nullptr) unsets it.
+class EnvSetting {
+public:
+  EnvSetting(const char *name, const char *value) : name_(name) {
+    const char *old = std::getenv(name);
+    had_ = old != nullptr;
+    if (had_)
+      old_ = old;
+    set(value);
+  }
+  ~EnvSetting() { set(had_ ? old_.c_str() : nullptr); }
+  EnvSetting(const EnvSetting &) = delete;
+  EnvSetting &operator=(const EnvSetting &) = delete;
+  void set(const char *value) {
+    if (value)
+      setenv(name_.c_str(), value, 1);
+    else
+      unsetenv(name_.c_str());
+  }
+
+private:
+  std::string name_, old_;
+  bool had_ = false;
+};
 
 /// A device allocation of n T, filled from or read back into host vectors.
 template <class T> class DeviceBuffer {
